@@ -1,0 +1,7 @@
+//! h2probe's trace schema, streaming reader and offline analysis.
+//!
+//! This crate reads files only: it does not depend on tokio or h2, so a trace
+//! can be studied anywhere. The probe depends on it to *write* the schema.
+
+pub mod reader;
+pub mod schema;

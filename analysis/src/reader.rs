@@ -1,0 +1,236 @@
+//! Streaming trace reader: one line at a time, never the whole file.
+
+use crate::schema::{Event, Footer, Header, Line};
+use std::io::BufRead;
+use std::path::Path;
+
+/// A trace line that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("line {line}: {source}")]
+    Corrupt {
+        line: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("line {line}: {source}")]
+    Io {
+        line: u64,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("line 1: not an h2probe trace (first line is not a header)")]
+    NoHeader,
+    #[error("trace schema {found} is newer than this reader's {supported}; upgrade h2probe")]
+    Schema { found: u32, supported: u32 },
+}
+
+/// How the trace ended, known once the reader is exhausted.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Ending {
+    /// Not yet at the end.
+    #[default]
+    Open,
+    /// A footer line closed the trace.
+    Clean(Footer),
+    /// No footer: the writer stopped without finishing (crash, kill, disk full).
+    NoFooter,
+    /// The last line was cut short mid-write; `line` is its number. Everything
+    /// before it was read.
+    Truncated { line: u64 },
+}
+
+/// Iterates the events of a trace, streaming. The header is read on open.
+pub struct TraceReader<R> {
+    input: R,
+    buf: String,
+    line: u64,
+    header: Header,
+    ending: Ending,
+    /// Lines with an unknown `type` that were skipped.
+    pub unknown: u64,
+}
+
+impl TraceReader<std::io::BufReader<std::fs::File>> {
+    pub fn open(path: &Path) -> Result<Self, OpenError> {
+        let f = std::fs::File::open(path).map_err(|e| OpenError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        TraceReader::new(std::io::BufReader::with_capacity(1 << 16, f)).map_err(|e| {
+            OpenError::Read {
+                path: path.display().to_string(),
+                source: e,
+            }
+        })
+    }
+}
+
+/// Opening a trace file failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: ReadError,
+    },
+}
+
+impl<R: BufRead> TraceReader<R> {
+    pub fn new(mut input: R) -> Result<Self, ReadError> {
+        let mut buf = String::new();
+        input
+            .read_line(&mut buf)
+            .map_err(|source| ReadError::Io { line: 1, source })?;
+        let header = match Line::parse(buf.trim_end()) {
+            Ok(Line::Header(h)) => h,
+            _ => return Err(ReadError::NoHeader),
+        };
+        if header.schema > crate::schema::SCHEMA_VERSION {
+            return Err(ReadError::Schema {
+                found: header.schema,
+                supported: crate::schema::SCHEMA_VERSION,
+            });
+        }
+        Ok(TraceReader {
+            input,
+            buf,
+            line: 1,
+            header,
+            ending: Ending::Open,
+            unknown: 0,
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// How the trace ended; meaningful once iteration returned `None`.
+    pub fn ending(&self) -> &Ending {
+        &self.ending
+    }
+
+    /// Line number of the last line read.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The next event, `None` at the end. A corrupt line in the middle is an
+    /// error; a cut last line is not (see [`Ending::Truncated`]).
+    pub fn next_event(&mut self) -> Option<Result<Event, ReadError>> {
+        loop {
+            if !matches!(self.ending, Ending::Open) {
+                return None;
+            }
+            self.buf.clear();
+            self.line += 1;
+            let n = match self.input.read_line(&mut self.buf) {
+                Ok(n) => n,
+                Err(source) => {
+                    return Some(Err(ReadError::Io {
+                        line: self.line,
+                        source,
+                    }))
+                }
+            };
+            if n == 0 {
+                self.ending = Ending::NoFooter;
+                return None;
+            }
+            let complete = self.buf.ends_with('\n');
+            let text = self.buf.trim_end();
+            if text.is_empty() {
+                continue;
+            }
+            match Line::parse(text) {
+                Ok(Line::Event(e)) => {
+                    if matches!(e.kind, crate::schema::Kind::Unknown) {
+                        self.unknown += 1;
+                        continue;
+                    }
+                    return Some(Ok(e));
+                }
+                Ok(Line::Footer(f)) => {
+                    self.ending = Ending::Clean(f);
+                    return None;
+                }
+                Ok(Line::Header(_)) => continue,
+                Err(source) => {
+                    if !complete {
+                        self.ending = Ending::Truncated { line: self.line };
+                        return None;
+                    }
+                    return Some(Err(ReadError::Corrupt {
+                        line: self.line,
+                        source,
+                    }));
+                }
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for TraceReader<R> {
+    type Item = Result<Event, ReadError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_event()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"header","schema":1,"tool":"h2probe test","clock":"CLOCK_MONOTONIC","origin_mono_ns":1,"origin_unix_ns":2}"#;
+    const EV: &str = r#"{"t":5,"ep":"server","conn":1,"stream":1,"type":"chunk","len":10}"#;
+
+    fn read_all(text: &str) -> (Vec<Result<Event, ReadError>>, Ending) {
+        let mut r = TraceReader::new(text.as_bytes()).unwrap();
+        let evs: Vec<_> = r.by_ref().collect();
+        (evs, r.ending().clone())
+    }
+
+    #[test]
+    fn clean_trace_reads_to_its_footer() {
+        let text = format!("{HEADER}\n{EV}\n{EV}\n{{\"type\":\"footer\",\"events\":2,\"dropped\":{{}}}}\n");
+        let (evs, end) = read_all(&text);
+        assert_eq!(evs.len(), 2);
+        assert!(evs.iter().all(|e| e.is_ok()));
+        assert!(matches!(end, Ending::Clean(f) if f.events == 2));
+    }
+
+    #[test]
+    fn a_cut_last_line_is_a_truncation_not_an_error() {
+        let text = format!("{HEADER}\n{EV}\n{}", &EV[..20]);
+        let (evs, end) = read_all(&text);
+        assert_eq!(evs.len(), 1);
+        assert!(evs[0].is_ok());
+        assert_eq!(end, Ending::Truncated { line: 3 });
+    }
+
+    #[test]
+    fn a_corrupt_middle_line_names_its_line_number() {
+        let text = format!("{HEADER}\n{EV}\n{{garbage\n{EV}\n");
+        let (evs, end) = read_all(&text);
+        let err = evs[1].as_ref().unwrap_err().to_string();
+        assert!(err.starts_with("line 3:"), "{err}");
+        assert!(evs[2].is_ok(), "reading continues after a corrupt line");
+        assert_eq!(end, Ending::NoFooter);
+    }
+
+    #[test]
+    fn a_file_without_header_is_refused() {
+        assert!(matches!(
+            TraceReader::new(EV.as_bytes()),
+            Err(ReadError::NoHeader)
+        ));
+    }
+}

@@ -1,0 +1,736 @@
+//! The trace schema: defined once here, written by the probe, read by the analysis.
+//!
+//! A trace is JSON Lines. Line 1 is a [`Header`] (`"type":"header"`), then one
+//! [`Event`] per line, and a clean shutdown ends with a [`Footer`]
+//! (`"type":"footer"`) carrying the event and drop counts. Every line has a
+//! `type` tag; the list of event types may grow, and readers skip types they do
+//! not know (see [`Kind::Unknown`]).
+//!
+//! Times are CLOCK_MONOTONIC nanoseconds (`t`), shared by every process on one
+//! host, so traces of a separate `serve` and `client` merge on one axis. The
+//! header anchors that clock to wall time.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Bumped on any change a reader must know about (renamed or retyped fields).
+/// Adding an event type or an optional field does not bump it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which endpoint of the experiment recorded an event.
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Endpoint {
+    Server,
+    Client,
+}
+
+impl Endpoint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Server => "server",
+            Endpoint::Client => "client",
+        }
+    }
+}
+
+/// Direction of bytes relative to the endpoint whose tap saw them.
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[serde(rename_all = "snake_case")]
+pub enum Dir {
+    /// Read from the socket.
+    In,
+    /// Written to the socket.
+    Out,
+}
+
+/// An HTTP/2 frame type as an open value: unknown types are kept, not dropped.
+///
+/// Serialized as the RFC 9113 name (`"DATA"`, `"WINDOW_UPDATE"`, ...) or
+/// `"UNKNOWN_0xNN"` for types the RFC does not define.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
+pub struct FrameType(pub u8);
+
+impl FrameType {
+    pub const DATA: FrameType = FrameType(0x0);
+    pub const HEADERS: FrameType = FrameType(0x1);
+    pub const PRIORITY: FrameType = FrameType(0x2);
+    pub const RST_STREAM: FrameType = FrameType(0x3);
+    pub const SETTINGS: FrameType = FrameType(0x4);
+    pub const PUSH_PROMISE: FrameType = FrameType(0x5);
+    pub const PING: FrameType = FrameType(0x6);
+    pub const GOAWAY: FrameType = FrameType(0x7);
+    pub const WINDOW_UPDATE: FrameType = FrameType(0x8);
+    pub const CONTINUATION: FrameType = FrameType(0x9);
+
+    const NAMES: [&'static str; 10] = [
+        "DATA",
+        "HEADERS",
+        "PRIORITY",
+        "RST_STREAM",
+        "SETTINGS",
+        "PUSH_PROMISE",
+        "PING",
+        "GOAWAY",
+        "WINDOW_UPDATE",
+        "CONTINUATION",
+    ];
+
+    /// The RFC 9113 name, or `None` for an extension/unknown type.
+    pub fn name(self) -> Option<&'static str> {
+        Self::NAMES.get(self.0 as usize).copied()
+    }
+
+    pub fn from_name(name: &str) -> Option<FrameType> {
+        if let Some(i) = Self::NAMES.iter().position(|n| *n == name) {
+            return Some(FrameType(i as u8));
+        }
+        let hex = name.strip_prefix("UNKNOWN_0x")?;
+        u8::from_str_radix(hex, 16).ok().map(FrameType)
+    }
+}
+
+impl std::fmt::Display for FrameType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "UNKNOWN_0x{:02x}", self.0),
+        }
+    }
+}
+
+impl Serialize for FrameType {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.name() {
+            Some(n) => s.serialize_str(n),
+            None => s.collect_str(self),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FrameType {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        FrameType::from_name(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown frame type name {s:?}")))
+    }
+}
+
+/// First line of every trace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Header {
+    pub schema: u32,
+    /// `h2probe <version>`.
+    pub tool: String,
+    /// Always `CLOCK_MONOTONIC`: every `t` in the trace is on this clock.
+    pub clock: String,
+    /// CLOCK_MONOTONIC (ns) and wall-clock time (ns since the Unix epoch)
+    /// read together when the trace was opened.
+    pub origin_mono_ns: u64,
+    pub origin_unix_ns: u64,
+}
+
+/// Last line of a cleanly finished trace. Its absence means the writer died.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Footer {
+    /// Events written to this file (header and footer excluded).
+    pub events: u64,
+    /// Events the recorder had to drop because its buffer was full, by kind.
+    /// Should be empty; `analyze` warns when it is not.
+    pub dropped: std::collections::BTreeMap<String, u64>,
+}
+
+/// One event: the common header (time, endpoint, connection, stream) plus
+/// the kind-specific fields, all flat on one JSON line.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Event {
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub t: u64,
+    pub ep: Endpoint,
+    /// Connection id, unique within the recording process.
+    pub conn: u32,
+    /// HTTP/2 stream id; 0 for connection-level events.
+    pub stream: u32,
+    #[serde(flatten)]
+    pub kind: Kind,
+}
+
+/// What happened. The `type` tag names the variant in snake_case.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Kind {
+    /// A frame crossed the tap (`t`: the read/write call that completed it).
+    Frame(FrameEv),
+    /// The tap's parser could not frame the byte stream; it stops parsing
+    /// that direction (bytes still flow).
+    WireError(WireErrorEv),
+    /// `poll_write` on the socket returned Pending from `start` until `t`.
+    SocketBlocked(IntervalEv),
+    /// A connection was accepted or established.
+    ConnOpen(ConnOpenEv),
+    /// A connection ended.
+    ConnClose(ConnCloseEv),
+    /// An RPC began (server: request headers received; client: request sent).
+    RpcStart(RpcStartEv),
+    /// An RPC ended with a gRPC status.
+    RpcEnd(RpcEndEv),
+    /// Server: h2 handed `len` body bytes to the application.
+    Chunk(ChunkEv),
+    /// Server: `release_capacity(bytes)` was called.
+    Release(ReleaseEv),
+    /// Server: a whole gRPC message was decoded.
+    Decode(MsgEv),
+    /// Server: a decoded message entered the application queue.
+    Enqueue(EnqueueEv),
+    /// Server: a worker took a message.
+    Start(StartEv),
+    /// Server: a worker finished a message.
+    Complete(CompleteEv),
+    /// Server: a message was dropped before completion.
+    Discard(DiscardEv),
+    /// Server: periodic sample of one RPC's state.
+    Sample(SampleEv),
+    /// Client: a message's scheduled send time came (`t` = scheduled time).
+    Schedule(MsgEv),
+    /// Client: all of a message's bytes were handed to h2 (`send_data`).
+    Send(SendEv),
+    /// Client: blocked on window credit (capacity reserved, none assigned)
+    /// from `start` until `t`, while sending message `seq`.
+    WindowBlocked(WindowBlockedEv),
+    /// Client: a scheduled message was never handed to h2.
+    NeverSent(NeverSentEv),
+    /// A type this reader does not know (written by a newer h2probe).
+    #[serde(skip)]
+    Unknown,
+}
+
+fn is_zero_u8(v: &u8) -> bool {
+    *v == 0
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct FrameEv {
+    pub dir: Dir,
+    /// Byte offset of the frame header within this direction's byte stream
+    /// (the client preface counts).
+    pub offset: u64,
+    pub frame: FrameType,
+    /// Raw flag bits as on the wire, unknown bits included.
+    pub flags: u8,
+    /// Payload length from the frame header (padding included).
+    pub len: u32,
+    /// The reserved bit of the stream id (should be 0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reserved: bool,
+    /// Pad length for DATA/HEADERS/PUSH_PROMISE with PADDED set.
+    #[serde(default, skip_serializing_if = "is_zero_u8")]
+    pub pad: u8,
+    /// WINDOW_UPDATE: the window size increment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub increment: Option<u32>,
+    /// SETTINGS: (identifier, value) pairs in wire order, unknown ids kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Vec<(u16, u32)>>,
+    /// RST_STREAM / GOAWAY error code (unknown codes kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<u32>,
+    /// GOAWAY: last stream id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_stream: Option<u32>,
+    /// PUSH_PROMISE: promised stream id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub promised: Option<u32>,
+    /// HEADERS with PRIORITY / PRIORITY frame: dependency, exclusive, weight (1-256).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Priority>,
+    /// PING: the 8 opaque bytes as a big-endian integer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opaque: Option<u64>,
+    /// Payload bytes, base64, when the capture mode stored them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+}
+
+impl Default for Dir {
+    fn default() -> Self {
+        Dir::In
+    }
+}
+
+impl Default for FrameType {
+    fn default() -> Self {
+        FrameType::DATA
+    }
+}
+
+impl FrameEv {
+    pub fn has_flag(&self, bit: u8) -> bool {
+        self.flags & bit != 0
+    }
+    /// DATA payload bytes that count against flow control (padding included,
+    /// as RFC 9113 §6.9.1 counts the whole frame payload).
+    pub fn flow_len(&self) -> u32 {
+        if self.frame == FrameType::DATA {
+            self.len
+        } else {
+            0
+        }
+    }
+    /// DATA bytes the application receives (payload minus padding).
+    pub fn data_len(&self) -> u32 {
+        if self.frame != FrameType::DATA {
+            return 0;
+        }
+        if self.has_flag(flags::PADDED) {
+            self.len.saturating_sub(1 + self.pad as u32)
+        } else {
+            self.len
+        }
+    }
+}
+
+/// Flag bits (RFC 9113 §6).
+pub mod flags {
+    pub const END_STREAM: u8 = 0x1;
+    pub const ACK: u8 = 0x1;
+    pub const END_HEADERS: u8 = 0x4;
+    pub const PADDED: u8 = 0x8;
+    pub const PRIORITY: u8 = 0x20;
+}
+
+/// Known SETTINGS identifiers (RFC 9113 §6.5.2).
+pub mod settings {
+    pub const HEADER_TABLE_SIZE: u16 = 0x1;
+    pub const ENABLE_PUSH: u16 = 0x2;
+    pub const MAX_CONCURRENT_STREAMS: u16 = 0x3;
+    pub const INITIAL_WINDOW_SIZE: u16 = 0x4;
+    pub const MAX_FRAME_SIZE: u16 = 0x5;
+    pub const MAX_HEADER_LIST_SIZE: u16 = 0x6;
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Priority {
+    pub dependency: u32,
+    pub exclusive: bool,
+    /// Effective weight, 1-256 (wire value + 1).
+    pub weight: u16,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct WireErrorEv {
+    pub dir: Dir,
+    pub offset: u64,
+    pub error: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct IntervalEv {
+    pub dir: Dir,
+    /// Start of the interval (ns); `t` is its end.
+    pub start: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ConnOpenEv {
+    pub local: String,
+    pub peer: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ConnCloseEv {
+    /// Empty when the connection ended cleanly.
+    #[serde(default)]
+    pub error: String,
+    /// Bytes read and written through the tap.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RpcStartEv {
+    pub path: String,
+    /// The RPC deadline from `grpc-timeout`, ns; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ns: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RpcEndEv {
+    /// gRPC status code (0 = OK); HTTP-level failures use the mapped code.
+    pub status: u32,
+    #[serde(default)]
+    pub message: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ChunkEv {
+    pub len: u32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleasePoint {
+    Frame,
+    Decode,
+    Start,
+    Complete,
+}
+
+impl ReleasePoint {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleasePoint::Frame => "frame",
+            ReleasePoint::Decode => "decode",
+            ReleasePoint::Start => "start",
+            ReleasePoint::Complete => "complete",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ReleaseEv {
+    pub bytes: u32,
+    /// The pipeline point that triggered this release.
+    pub at: ReleasePoint,
+    /// The message whose bytes these are; absent for `frame` releases and for
+    /// the unframed remainder released at the end of a stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct MsgEv {
+    /// Message index within its RPC, from 0.
+    pub seq: u64,
+    /// Protobuf-encoded size; the framed size on the wire is `size + 5`.
+    pub size: u32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct EnqueueEv {
+    pub seq: u64,
+    /// Queue depth (messages) after this enqueue.
+    pub depth: u32,
+    /// Framed bytes held by the queue after this enqueue.
+    pub queued_bytes: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StartEv {
+    pub seq: u64,
+    pub worker: u32,
+    /// Time the message waited in the queue (decode → start), ns.
+    pub wait_ns: u64,
+    /// Queue depth after this dequeue.
+    pub depth: u32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CompleteEv {
+    pub seq: u64,
+    pub worker: u32,
+    /// start → complete, ns.
+    pub service_ns: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum DiscardReason {
+    /// The RPC's deadline passed with the message still queued.
+    Deadline,
+    /// The client cancelled (RST_STREAM) or the connection died.
+    Cancelled,
+    /// Server shutdown without `--shutdown-drain`.
+    Shutdown,
+    /// The unbounded queue's safety limit was reached.
+    QueueLimit,
+}
+
+impl DiscardReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiscardReason::Deadline => "deadline",
+            DiscardReason::Cancelled => "cancelled",
+            DiscardReason::Shutdown => "shutdown",
+            DiscardReason::QueueLimit => "queue_limit",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct DiscardEv {
+    pub seq: u64,
+    pub reason: DiscardReason,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SampleEv {
+    /// Messages waiting in the queue.
+    pub depth: u32,
+    /// Framed bytes waiting in the queue.
+    pub queued_bytes: u64,
+    /// Framed bytes of decoded messages not yet completed (queued + in service).
+    pub owned_bytes: u64,
+    /// Bytes received but not yet released (our own count).
+    pub unreleased: u64,
+    /// h2's `FlowControl::used_capacity()` and `available_capacity()`.
+    pub used_capacity: u64,
+    pub available_capacity: i64,
+    /// Resident set size of the process, bytes (0 where unknown).
+    pub rss_bytes: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct SendEv {
+    pub seq: u64,
+    /// Scheduled send time, ns (same clock as `t`).
+    pub scheduled: u64,
+    /// When the client began handing this message to h2, ns.
+    pub begin: u64,
+    /// Framed bytes (5-byte prefix + protobuf).
+    pub bytes: u32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct WindowBlockedEv {
+    pub seq: u64,
+    pub start: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum NeverSentReason {
+    /// The client's pending backlog (`--max-pending`) was full.
+    Backlog,
+    /// The RPC deadline passed first.
+    Deadline,
+    /// The stream or connection failed first.
+    StreamError,
+    /// The client was interrupted (Ctrl-C).
+    Interrupted,
+}
+
+impl NeverSentReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NeverSentReason::Backlog => "backlog",
+            NeverSentReason::Deadline => "deadline",
+            NeverSentReason::StreamError => "stream_error",
+            NeverSentReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct NeverSentEv {
+    pub seq: u64,
+    pub reason: NeverSentReason,
+}
+
+impl Kind {
+    /// The `type` tag of this kind, as written.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Kind::Frame(_) => "frame",
+            Kind::WireError(_) => "wire_error",
+            Kind::SocketBlocked(_) => "socket_blocked",
+            Kind::ConnOpen(_) => "conn_open",
+            Kind::ConnClose(_) => "conn_close",
+            Kind::RpcStart(_) => "rpc_start",
+            Kind::RpcEnd(_) => "rpc_end",
+            Kind::Chunk(_) => "chunk",
+            Kind::Release(_) => "release",
+            Kind::Decode(_) => "decode",
+            Kind::Enqueue(_) => "enqueue",
+            Kind::Start(_) => "start",
+            Kind::Complete(_) => "complete",
+            Kind::Discard(_) => "discard",
+            Kind::Sample(_) => "sample",
+            Kind::Schedule(_) => "schedule",
+            Kind::Send(_) => "send",
+            Kind::WindowBlocked(_) => "window_blocked",
+            Kind::NeverSent(_) => "never_sent",
+            Kind::Unknown => "unknown",
+        }
+    }
+
+    /// Every event type name this version writes, in documentation order.
+    pub const NAMES: [&'static str; 19] = [
+        "frame",
+        "wire_error",
+        "socket_blocked",
+        "conn_open",
+        "conn_close",
+        "rpc_start",
+        "rpc_end",
+        "chunk",
+        "release",
+        "decode",
+        "enqueue",
+        "start",
+        "complete",
+        "discard",
+        "sample",
+        "schedule",
+        "send",
+        "window_blocked",
+        "never_sent",
+    ];
+
+    /// Index of this kind in [`Kind::NAMES`] (for per-kind counters);
+    /// `NAMES.len()` for [`Kind::Unknown`].
+    pub fn index(&self) -> usize {
+        Kind::NAMES
+            .iter()
+            .position(|n| *n == self.name())
+            .unwrap_or(Kind::NAMES.len())
+    }
+}
+
+/// One parsed line of a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Line {
+    Header(Header),
+    Event(Event),
+    Footer(Footer),
+}
+
+/// The fields every event line carries; read first to pick the variant.
+#[derive(Deserialize)]
+struct Common<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    t: u64,
+    ep: Option<Endpoint>,
+    #[serde(default)]
+    conn: u32,
+    #[serde(default)]
+    stream: u32,
+}
+
+impl Line {
+    /// Parses one trace line. Unknown event types become [`Kind::Unknown`].
+    pub fn parse(line: &str) -> Result<Line, serde_json::Error> {
+        let c: Common = serde_json::from_str(line)?;
+        macro_rules! ev {
+            ($variant:ident) => {
+                Kind::$variant(serde_json::from_str(line)?)
+            };
+        }
+        let kind = match &*c.ty {
+            "header" => return Ok(Line::Header(serde_json::from_str(line)?)),
+            "footer" => return Ok(Line::Footer(serde_json::from_str(line)?)),
+            "frame" => ev!(Frame),
+            "wire_error" => ev!(WireError),
+            "socket_blocked" => ev!(SocketBlocked),
+            "conn_open" => ev!(ConnOpen),
+            "conn_close" => ev!(ConnClose),
+            "rpc_start" => ev!(RpcStart),
+            "rpc_end" => ev!(RpcEnd),
+            "chunk" => ev!(Chunk),
+            "release" => ev!(Release),
+            "decode" => ev!(Decode),
+            "enqueue" => ev!(Enqueue),
+            "start" => ev!(Start),
+            "complete" => ev!(Complete),
+            "discard" => ev!(Discard),
+            "sample" => ev!(Sample),
+            "schedule" => ev!(Schedule),
+            "send" => ev!(Send),
+            "window_blocked" => ev!(WindowBlocked),
+            "never_sent" => ev!(NeverSent),
+            _ => Kind::Unknown,
+        };
+        let ep = c
+            .ep
+            .ok_or_else(|| serde::de::Error::custom("missing field `ep`"))?;
+        Ok(Line::Event(Event {
+            t: c.t,
+            ep,
+            conn: c.conn,
+            stream: c.stream,
+            kind,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_type_names_round_trip_including_unknown() {
+        for b in 0..=255u8 {
+            let ft = FrameType(b);
+            let s = serde_json::to_string(&ft).unwrap();
+            let back: FrameType = serde_json::from_str(&s).unwrap();
+            assert_eq!(back, ft, "{s}");
+        }
+        assert_eq!(FrameType(0x8).to_string(), "WINDOW_UPDATE");
+        assert_eq!(FrameType(0xb).to_string(), "UNKNOWN_0x0b");
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_a_line() {
+        let kinds = vec![
+            Kind::Frame(FrameEv {
+                dir: Dir::Out,
+                offset: 24,
+                frame: FrameType::SETTINGS,
+                flags: 0,
+                len: 6,
+                settings: Some(vec![(4, 65535)]),
+                ..Default::default()
+            }),
+            Kind::Release(ReleaseEv {
+                bytes: 16389,
+                at: ReleasePoint::Complete,
+                seq: Some(3),
+            }),
+            Kind::Discard(DiscardEv {
+                seq: 9,
+                reason: DiscardReason::Deadline,
+            }),
+            Kind::WindowBlocked(WindowBlockedEv { seq: 1, start: 5 }),
+            Kind::NeverSent(NeverSentEv {
+                seq: 2,
+                reason: NeverSentReason::Backlog,
+            }),
+        ];
+        for kind in kinds {
+            let ev = Event {
+                t: 42,
+                ep: Endpoint::Client,
+                conn: 1,
+                stream: 3,
+                kind,
+            };
+            let s = serde_json::to_string(&ev).unwrap();
+            assert_eq!(Line::parse(&s).unwrap(), Line::Event(ev.clone()), "{s}");
+        }
+    }
+
+    #[test]
+    fn unknown_types_are_kept_as_unknown() {
+        let l = Line::parse(r#"{"type":"from_the_future","t":1,"ep":"server","conn":0,"stream":0,"x":1}"#)
+            .unwrap();
+        match l {
+            Line::Event(e) => assert_eq!(e.kind, Kind::Unknown),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn kind_names_match_the_serialized_tag() {
+        let ev = Event {
+            t: 0,
+            ep: Endpoint::Server,
+            conn: 0,
+            stream: 1,
+            kind: Kind::Chunk(ChunkEv { len: 1 }),
+        };
+        let v: serde_json::Value = serde_json::to_value(&ev).unwrap();
+        assert_eq!(v["type"], "chunk");
+        assert_eq!(ev.kind.index(), 7);
+    }
+}

@@ -1,0 +1,2 @@
+pub mod wire;
+pub mod trace;

@@ -1,0 +1,10 @@
+//! `trace`: the clock, the bounded recorder and its JSON Lines writer.
+//!
+//! The schema itself lives in `h2probe_analysis::schema` (the reader owns the
+//! format); this module only writes it.
+
+pub mod clock;
+mod recorder;
+
+pub use h2probe_analysis::schema;
+pub use recorder::{Recorder, RecorderStats, TraceWriter, DEFAULT_CAPACITY};

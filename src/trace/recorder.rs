@@ -1,0 +1,361 @@
+//! The bounded recorder: the transport and the application hand it events
+//! without ever waiting; a named thread writes them as JSON Lines.
+//!
+//! A slot is reserved *before* the event is built; if the buffer is full the
+//! event is counted as dropped (per kind) and the caller moves on. Drops are
+//! data: they go into the trace footer and the run's meta, and `analyze`
+//! warns about them.
+
+use super::schema::{Endpoint, Event, Footer, Header, Kind, SCHEMA_VERSION};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Default buffer: events in flight between producers and the writer.
+pub const DEFAULT_CAPACITY: usize = 1 << 16;
+
+const KINDS: usize = Kind::NAMES.len() + 1;
+
+enum Msg {
+    Event(Event),
+    Close,
+}
+
+struct Shared {
+    dropped: [AtomicU64; KINDS],
+    accepted: AtomicU64,
+}
+
+/// A cheap, cloneable handle for recording events. Never blocks.
+#[derive(Clone)]
+pub struct Recorder {
+    tx: Option<mpsc::Sender<Msg>>,
+    shared: Arc<Shared>,
+}
+
+/// Counts of a finished (or running) recording.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RecorderStats {
+    /// Events accepted into the buffer.
+    pub accepted: u64,
+    /// Events written to the file.
+    pub written: u64,
+    /// Events dropped (buffer full, or writer gone), by kind.
+    pub dropped: std::collections::BTreeMap<String, u64>,
+}
+
+impl RecorderStats {
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.values().sum()
+    }
+}
+
+impl Recorder {
+    /// A recorder that records nothing (and counts nothing): for code paths
+    /// used without a trace.
+    pub fn disabled() -> Recorder {
+        Recorder {
+            tx: None,
+            shared: Arc::new(Shared::new()),
+        }
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.tx.is_some()
+    }
+
+    /// Records an event built by `build`, only called once a slot is reserved.
+    #[inline]
+    pub fn emit(&self, ep: Endpoint, conn: u32, stream: u32, t: u64, build: impl FnOnce() -> Kind) {
+        let Some(tx) = &self.tx else { return };
+        match tx.try_reserve() {
+            Ok(permit) => {
+                permit.send(Msg::Event(Event {
+                    t,
+                    ep,
+                    conn,
+                    stream,
+                    kind: build(),
+                }));
+                self.shared.accepted.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(_) => {
+                // Building the kind only to learn its index is cheap next to
+                // losing it silently; drops are rare and must be counted by kind.
+                let i = build().index();
+                self.shared.dropped[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Snapshot of the counters (written count known only to the writer).
+    pub fn stats(&self) -> RecorderStats {
+        self.shared.stats(0)
+    }
+}
+
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            dropped: std::array::from_fn(|_| AtomicU64::new(0)),
+            accepted: AtomicU64::new(0),
+        }
+    }
+
+    fn stats(&self, written: u64) -> RecorderStats {
+        let mut dropped = std::collections::BTreeMap::new();
+        for (i, c) in self.dropped.iter().enumerate() {
+            let n = c.load(Ordering::Relaxed);
+            if n > 0 {
+                let name = Kind::NAMES.get(i).copied().unwrap_or("unknown");
+                dropped.insert(name.to_string(), n);
+            }
+        }
+        RecorderStats {
+            accepted: self.accepted.load(Ordering::Relaxed),
+            written,
+            dropped,
+        }
+    }
+}
+
+/// Owns the writer thread. Call [`TraceWriter::finish`] to flush, write the
+/// footer and get the final counts.
+pub struct TraceWriter {
+    tx: mpsc::Sender<Msg>,
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<Result<u64, WriteError>>>,
+    path: PathBuf,
+}
+
+/// The trace file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub struct WriteError {
+    pub path: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl TraceWriter {
+    /// Creates `path`, writes the header line and starts the writer thread.
+    pub fn create(path: &Path, capacity: usize) -> Result<(TraceWriter, Recorder), WriteError> {
+        let err = |source| WriteError {
+            path: path.display().to_string(),
+            source,
+        };
+        let file = std::fs::File::create(path).map_err(err)?;
+        TraceWriter::start(Box::new(file), path, capacity).map_err(err)
+    }
+
+    /// Like [`TraceWriter::create`] but onto any writer (`path` names it in errors).
+    pub fn start(
+        out: Box<dyn Write + Send>,
+        path: &Path,
+        capacity: usize,
+    ) -> std::io::Result<(TraceWriter, Recorder)> {
+        let (mono, wall) = super::clock::anchor();
+        let header = Header {
+            schema: SCHEMA_VERSION,
+            tool: format!("h2probe {}", env!("CARGO_PKG_VERSION")),
+            clock: "CLOCK_MONOTONIC".into(),
+            origin_mono_ns: mono,
+            origin_unix_ns: wall,
+        };
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let shared = Arc::new(Shared::new());
+        let path_s = path.display().to_string();
+        let thread_shared = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("h2probe-trace".into())
+            .spawn(move || write_loop(out, header, rx, thread_shared, capacity).map_err(|source| WriteError { path: path_s, source }))?;
+        let rec = Recorder {
+            tx: Some(tx.clone()),
+            shared: shared.clone(),
+        };
+        Ok((
+            TraceWriter {
+                tx,
+                shared,
+                thread: Some(thread),
+                path: path.to_path_buf(),
+            },
+            rec,
+        ))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Drains every accepted event, writes the footer, flushes and joins the
+    /// thread. Events recorded after this are counted as dropped.
+    pub fn finish(mut self) -> Result<RecorderStats, WriteError> {
+        // Blocking send: shutdown may wait for buffer space, producers never do.
+        let _ = self.tx.blocking_send(Msg::Close);
+        let written = match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r?,
+            Some(Err(_)) => {
+                return Err(WriteError {
+                    path: self.path.display().to_string(),
+                    source: std::io::Error::other("trace writer thread panicked"),
+                })
+            }
+            None => 0,
+        };
+        Ok(self.shared.stats(written))
+    }
+}
+
+fn write_loop(
+    out: Box<dyn Write + Send>,
+    header: Header,
+    mut rx: mpsc::Receiver<Msg>,
+    shared: Arc<Shared>,
+    capacity: usize,
+) -> std::io::Result<u64> {
+    let mut w = std::io::BufWriter::with_capacity(1 << 18, out);
+    let mut written = 0u64;
+    let result = (|| {
+        serde_json::to_writer(&mut w, &Tagged("header", &header))?;
+        w.write_all(b"\n")?;
+        let mut batch = Vec::with_capacity(1024.min(capacity));
+        loop {
+            batch.clear();
+            if rx.blocking_recv_many(&mut batch, 1024) == 0 {
+                break; // every sender gone
+            }
+            let mut closing = false;
+            for m in batch.drain(..) {
+                match m {
+                    Msg::Event(e) => {
+                        serde_json::to_writer(&mut w, &e)?;
+                        w.write_all(b"\n")?;
+                        written += 1;
+                    }
+                    Msg::Close => {
+                        closing = true;
+                        rx.close();
+                    }
+                }
+            }
+            if closing {
+                // Drain whatever was accepted before the close.
+                while let Ok(m) = rx.try_recv() {
+                    if let Msg::Event(e) = m {
+                        serde_json::to_writer(&mut w, &e)?;
+                        w.write_all(b"\n")?;
+                        written += 1;
+                    }
+                }
+                break;
+            }
+        }
+        let stats = shared.stats(written);
+        let footer = Footer {
+            events: written,
+            dropped: stats.dropped,
+        };
+        serde_json::to_writer(&mut w, &Tagged("footer", &footer))?;
+        w.write_all(b"\n")?;
+        w.flush()?;
+        Ok::<_, std::io::Error>(())
+    })();
+    // On a write error, stop accepting: later events count as dropped.
+    rx.close();
+    result.map(|()| written)
+}
+
+/// Serializes `T` with a leading `"type": tag` field.
+struct Tagged<'a, T>(&'static str, &'a T);
+
+impl<T: serde::Serialize> serde::Serialize for Tagged<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let v = serde_json::to_value(self.1).map_err(serde::ser::Error::custom)?;
+        let obj = v.as_object().ok_or_else(|| serde::ser::Error::custom("not an object"))?;
+        let mut m = s.serialize_map(Some(obj.len() + 1))?;
+        m.serialize_entry("type", self.0)?;
+        for (k, v) in obj {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::schema::ChunkEv;
+    use h2probe_analysis::reader::{Ending, TraceReader};
+
+    #[test]
+    fn flood_beyond_capacity_never_blocks_and_counts_every_drop() {
+        let dir = std::env::temp_dir().join(format!("h2probe-rec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.jsonl");
+        let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
+        let n = 200_000u64;
+        for i in 0..n {
+            rec.emit(Endpoint::Server, 1, 1, i, || Kind::Chunk(ChunkEv { len: i as u32 }));
+        }
+        let stats = writer.finish().unwrap();
+        assert_eq!(stats.accepted + stats.dropped_total(), n, "{stats:?}");
+        assert_eq!(stats.written, stats.accepted);
+        // With 64 slots and a tight loop, the writer cannot keep up.
+        assert!(stats.dropped_total() > 0, "{stats:?}");
+        assert_eq!(stats.dropped.keys().collect::<Vec<_>>(), vec!["chunk"]);
+
+        let mut r = TraceReader::open(&path).unwrap();
+        let mut count = 0;
+        let mut last_t = None;
+        for e in r.by_ref() {
+            let e = e.unwrap();
+            assert!(last_t.is_none_or(|t| e.t > t), "order kept");
+            last_t = Some(e.t);
+            count += 1;
+        }
+        assert_eq!(count, stats.written);
+        match r.ending() {
+            Ending::Clean(f) => {
+                assert_eq!(f.events, stats.written);
+                assert_eq!(f.dropped, stats.dropped);
+            }
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn events_after_finish_are_counted_as_dropped() {
+        let path = std::env::temp_dir().join(format!("h2probe-late-{}.jsonl", std::process::id()));
+        let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
+        rec.emit(Endpoint::Client, 1, 0, 1, || Kind::Chunk(ChunkEv { len: 1 }));
+        let stats = writer.finish().unwrap();
+        assert_eq!(stats.written, 1);
+        rec.emit(Endpoint::Client, 1, 0, 2, || Kind::Chunk(ChunkEv { len: 1 }));
+        assert_eq!(rec.stats().dropped_total(), 1);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn write_errors_name_the_file() {
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::from_raw_os_error(libc::ENOSPC))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (writer, rec) = TraceWriter::start(Box::new(Full), Path::new("/full/trace.jsonl"), 8).unwrap();
+        for i in 0..100 {
+            rec.emit(Endpoint::Client, 1, 0, i, || Kind::Chunk(ChunkEv { len: 1 }));
+        }
+        let err = writer.finish().unwrap_err().to_string();
+        assert!(err.starts_with("/full/trace.jsonl: "), "{err}");
+    }
+}

@@ -1,0 +1,23 @@
+//! `wire`: a sans-IO HTTP/2 frame parser and the socket tap that feeds it.
+//!
+//! The parser ([`Parser`]) never touches a socket or a clock: callers feed
+//! byte slices exactly as they came off the wire and get frames back. The tap
+//! ([`tap::Tap`]) is the only place that glues it to real I/O.
+
+pub mod encode;
+mod error;
+mod frame;
+mod head;
+mod parser;
+pub mod tap;
+
+pub use error::Error;
+pub use frame::{Body, FrameRef, Setting};
+pub use h2probe_analysis::schema::{FrameType, Priority};
+pub use head::{Flags, Head, HEADER_LEN};
+pub use parser::{Parsed, Parser, PREFACE};
+
+/// The initial SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
+pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16_384;
+/// The largest frame payload the 24-bit length field allows.
+pub const MAX_MAX_FRAME_SIZE: u32 = (1 << 24) - 1;

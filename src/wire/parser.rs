@@ -1,0 +1,348 @@
+//! The sans-IO frame parser.
+//!
+//! Call order: create one [`Parser`] per direction, call [`Parser::feed`] with
+//! every slice of bytes as it arrives (any split, including one byte at a
+//! time), and [`Parser::finish`] when the connection ends. Frames come out of
+//! `feed`'s callback in wire order, each as soon as its last byte arrived.
+//! The parser holds at most one frame header and, for non-DATA frames, one
+//! payload (bounded by the max frame size) in a buffer it reuses: DATA
+//! payloads are skipped, never copied, and nothing is allocated per frame.
+
+use super::{Body, Error, FrameRef, Head, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN};
+
+/// The client connection preface (RFC 9113 §3.4).
+pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What the parser recognised.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Parsed<'a> {
+    /// The 24-byte client preface, complete.
+    Preface { offset: u64 },
+    Frame(FrameRef<'a>),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    /// Undecided: a preface if the first byte is `P`, frames otherwise.
+    Auto,
+    Preface,
+    Header,
+    Payload,
+    /// Skipping the payload of a frame already reported as an error.
+    Skip,
+    /// After a fatal error: bytes are counted, nothing is parsed.
+    Dead,
+}
+
+/// Parses one direction of an HTTP/2 connection.
+#[derive(Debug)]
+pub struct Parser {
+    state: State,
+    /// Bytes consumed so far in this direction.
+    offset: u64,
+    /// Bytes of the preface or header gathered so far.
+    got: usize,
+    hdr: [u8; HEADER_LEN],
+    head: Head,
+    frame_offset: u64,
+    remaining: u32,
+    need: usize,
+    buf: Vec<u8>,
+    max_frame_size: u32,
+    keep_data: bool,
+}
+
+impl Parser {
+    fn with_state(state: State) -> Parser {
+        Parser {
+            state,
+            offset: 0,
+            got: 0,
+            hdr: [0; HEADER_LEN],
+            head: Head::new(0, super::FrameType::DATA, 0, 0),
+            frame_offset: 0,
+            remaining: 0,
+            need: 0,
+            buf: Vec::new(),
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            keep_data: false,
+        }
+    }
+
+    /// Client → server bytes: the preface must come first.
+    pub fn client_to_server() -> Parser {
+        Parser::with_state(State::Preface)
+    }
+
+    /// Server → client bytes: frames from the first byte.
+    pub fn server_to_client() -> Parser {
+        Parser::with_state(State::Header)
+    }
+
+    /// Either direction: a leading preface is recognised if present. (A frame
+    /// header never starts with `P` unless its length is over 5 MiB.)
+    pub fn auto() -> Parser {
+        Parser::with_state(State::Auto)
+    }
+
+    /// The largest payload accepted before [`Error::FrameTooLarge`]: the
+    /// receiver's SETTINGS_MAX_FRAME_SIZE (16,384 until it says otherwise).
+    pub fn set_max_frame_size(&mut self, max: u32) {
+        self.max_frame_size = max;
+    }
+
+    pub fn max_frame_size(&self) -> u32 {
+        self.max_frame_size
+    }
+
+    /// Also keep DATA payloads (for full-payload capture). Off by default.
+    pub fn keep_data_payloads(&mut self, keep: bool) {
+        self.keep_data = keep;
+    }
+
+    /// Bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Feeds the next bytes of this direction. Each recognised preface or
+    /// frame, and each error, is passed to `on` in order. Errors other than
+    /// [`Error::BadPreface`] skip the bad frame and parsing continues.
+    pub fn feed(&mut self, mut input: &[u8], mut on: impl FnMut(Result<Parsed<'_>, Error>)) {
+        while !input.is_empty() {
+            match self.state {
+                State::Auto => {
+                    self.state = if input[0] == PREFACE[0] {
+                        State::Preface
+                    } else {
+                        State::Header
+                    };
+                }
+                State::Preface => {
+                    let take = (PREFACE.len() - self.got).min(input.len());
+                    let expect = &PREFACE[self.got..self.got + take];
+                    if let Some(i) = input[..take].iter().zip(expect).position(|(a, b)| a != b) {
+                        let offset = self.offset + i as u64;
+                        self.offset += input.len() as u64;
+                        self.state = State::Dead;
+                        on(Err(Error::BadPreface { offset }));
+                        return;
+                    }
+                    self.got += take;
+                    self.offset += take as u64;
+                    input = &input[take..];
+                    if self.got == PREFACE.len() {
+                        self.got = 0;
+                        self.state = State::Header;
+                        on(Ok(Parsed::Preface { offset: 0 }));
+                    }
+                }
+                State::Header => {
+                    let take = (HEADER_LEN - self.got).min(input.len());
+                    self.hdr[self.got..self.got + take].copy_from_slice(&input[..take]);
+                    self.got += take;
+                    self.offset += take as u64;
+                    input = &input[take..];
+                    if self.got < HEADER_LEN {
+                        continue;
+                    }
+                    self.got = 0;
+                    self.head = Head::parse(&self.hdr);
+                    self.frame_offset = self.offset - HEADER_LEN as u64;
+                    self.remaining = self.head.len();
+                    if self.head.len() > self.max_frame_size {
+                        self.state = State::Skip;
+                        on(Err(Error::FrameTooLarge {
+                            offset: self.frame_offset,
+                            ty: self.head.ty(),
+                            len: self.head.len(),
+                            max: self.max_frame_size,
+                        }));
+                        continue;
+                    }
+                    self.need = if self.keep_data {
+                        self.head.len() as usize
+                    } else {
+                        Body::prefix_needed(&self.head)
+                    };
+                    self.buf.clear();
+                    self.state = State::Payload;
+                    if self.remaining == 0 {
+                        self.emit(&mut on);
+                    }
+                }
+                State::Payload => {
+                    let take = (self.remaining as usize).min(input.len());
+                    let keep = (self.need - self.buf.len()).min(take);
+                    self.buf.extend_from_slice(&input[..keep]);
+                    self.remaining -= take as u32;
+                    self.offset += take as u64;
+                    input = &input[take..];
+                    if self.remaining == 0 {
+                        self.emit(&mut on);
+                    }
+                }
+                State::Skip => {
+                    let take = (self.remaining as usize).min(input.len());
+                    self.remaining -= take as u32;
+                    self.offset += take as u64;
+                    input = &input[take..];
+                    if self.remaining == 0 {
+                        self.state = State::Header;
+                    }
+                }
+                State::Dead => {
+                    self.offset += input.len() as u64;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn emit(&mut self, on: &mut impl FnMut(Result<Parsed<'_>, Error>)) {
+        self.state = State::Header;
+        let is_data = self.head.ty() == super::FrameType::DATA;
+        match Body::load(&self.head, self.frame_offset, &self.buf) {
+            Ok(body) => on(Ok(Parsed::Frame(FrameRef {
+                offset: self.frame_offset,
+                head: self.head,
+                body,
+                payload: (!is_data || self.keep_data).then_some(&self.buf[..]),
+            }))),
+            Err(e) => on(Err(e)),
+        }
+    }
+
+    /// Call at end of stream: an error if it ended inside the preface or a frame.
+    pub fn finish(&self) -> Result<(), Error> {
+        match self.state {
+            State::Preface if self.got > 0 => Err(Error::Truncated {
+                offset: 0,
+                got: self.got as u64,
+                want: PREFACE.len() as u64,
+            }),
+            State::Header if self.got > 0 => Err(Error::Truncated {
+                offset: self.offset - self.got as u64,
+                got: self.got as u64,
+                want: HEADER_LEN as u64,
+            }),
+            State::Payload | State::Skip => Err(Error::Truncated {
+                offset: self.frame_offset,
+                got: (HEADER_LEN as u32 + self.head.len() - self.remaining) as u64,
+                want: (HEADER_LEN as u32 + self.head.len()) as u64,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{encode, FrameType};
+    use super::*;
+
+    /// Frames as (offset, type, len, stream) for compact comparisons.
+    fn frames(p: &mut Parser, chunks: &[&[u8]]) -> (Vec<(u64, FrameType, u32, u32)>, Vec<Error>) {
+        let (mut ok, mut errs) = (vec![], vec![]);
+        for c in chunks {
+            p.feed(c, |r| match r {
+                Ok(Parsed::Frame(f)) => ok.push((f.offset, f.head.ty(), f.head.len(), f.head.stream())),
+                Ok(Parsed::Preface { .. }) => {}
+                Err(e) => errs.push(e),
+            });
+        }
+        (ok, errs)
+    }
+
+    #[test]
+    fn byte_at_a_time_equals_all_at_once() {
+        let mut bytes = encode::preface();
+        bytes.extend(encode::settings(false, &[(4, 65535)]));
+        bytes.extend(encode::data(1, 1, None, &[7; 100]));
+        bytes.extend(encode::window_update(0, 100));
+        let whole = frames(&mut Parser::client_to_server(), &[&bytes]);
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        let split = frames(&mut Parser::client_to_server(), &singles);
+        assert_eq!(whole, split);
+        assert_eq!(whole.0.len(), 3);
+        assert_eq!(whole.0[1], (24 + 15, FrameType::DATA, 100, 1));
+    }
+
+    #[test]
+    fn bad_preface_names_the_first_wrong_byte_and_stops() {
+        let mut p = Parser::client_to_server();
+        let (ok, errs) = frames(&mut p, &[b"PRI * HTTP/1.1\r\n", &encode::ping(false, [0; 8])]);
+        assert!(ok.is_empty());
+        assert_eq!(errs, vec![Error::BadPreface { offset: 11 }]);
+    }
+
+    #[test]
+    fn oversize_frame_is_reported_and_skipped() {
+        let mut bytes = encode::data(1, 0, None, &vec![0; 20_000]);
+        bytes.extend(encode::ping(false, [1; 8]));
+        let (ok, errs) = frames(&mut Parser::server_to_client(), &[&bytes]);
+        assert_eq!(
+            errs,
+            vec![Error::FrameTooLarge {
+                offset: 0,
+                ty: FrameType::DATA,
+                len: 20_000,
+                max: 16_384
+            }]
+        );
+        assert_eq!(ok, vec![(20_009, FrameType::PING, 8, 0)]);
+    }
+
+    #[test]
+    fn truncation_is_reported_with_offset() {
+        let bytes = encode::data(1, 0, None, &[0; 50]);
+        let mut p = Parser::server_to_client();
+        frames(&mut p, &[&bytes[..30]]);
+        assert_eq!(
+            p.finish(),
+            Err(Error::Truncated {
+                offset: 0,
+                got: 30,
+                want: 59
+            })
+        );
+        let mut p = Parser::server_to_client();
+        frames(&mut p, &[&bytes[..4]]);
+        assert!(matches!(p.finish(), Err(Error::Truncated { want: 9, .. })));
+        let mut p = Parser::server_to_client();
+        frames(&mut p, &[&bytes]);
+        assert_eq!(p.finish(), Ok(()));
+    }
+
+    #[test]
+    fn auto_recognises_a_preface_or_plain_frames() {
+        let mut bytes = encode::preface();
+        bytes.extend(encode::settings(true, &[]));
+        let (ok, errs) = frames(&mut Parser::auto(), &[&bytes]);
+        assert!(errs.is_empty());
+        assert_eq!(ok, vec![(24, FrameType::SETTINGS, 0, 0)]);
+        let (ok, _) = frames(&mut Parser::auto(), &[&bytes[24..]]);
+        assert_eq!(ok, vec![(0, FrameType::SETTINGS, 0, 0)]);
+    }
+
+    #[test]
+    fn data_payload_is_not_buffered_unless_asked() {
+        let bytes = encode::data(1, 0, None, b"abcdef");
+        let mut p = Parser::server_to_client();
+        let mut seen = None;
+        p.feed(&bytes, |r| {
+            if let Ok(Parsed::Frame(f)) = r {
+                seen = Some(f.payload.map(|p| p.to_vec()));
+            }
+        });
+        assert_eq!(seen, Some(None));
+        let mut p = Parser::server_to_client();
+        p.keep_data_payloads(true);
+        p.feed(&bytes, |r| {
+            if let Ok(Parsed::Frame(f)) = r {
+                seen = Some(f.payload.map(|p| p.to_vec()));
+            }
+        });
+        assert_eq!(seen, Some(Some(b"abcdef".to_vec())));
+    }
+}

@@ -1,0 +1,271 @@
+//! The socket tap: an `AsyncRead + AsyncWrite` wrapper that parses both
+//! directions and records every frame, timestamped at the read/write call.
+//!
+//! It also records every interval in which `poll_write` returned Pending:
+//! the socket, not the flow-control window, held the writer back.
+
+use super::{Body, Error, Parsed, Parser};
+use crate::trace::clock::now_ns;
+use crate::trace::schema::{
+    self, ConnCloseEv, Dir, Endpoint, FrameEv, IntervalEv, Kind, WireErrorEv,
+};
+use crate::trace::Recorder;
+use base64::Engine;
+use std::io::IoSlice;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// How much payload the tap keeps in `frame` events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapturePayload {
+    /// No payload bytes: frames are rebuilt from their typed fields (HEADERS
+    /// blocks and DATA become zeros).
+    None,
+    /// Payloads of every frame except DATA (HEADERS blocks, SETTINGS, ...).
+    #[default]
+    Headers,
+    /// Every payload byte, DATA included (large traces).
+    Full,
+}
+
+/// Which end of the connection this tap sits on.
+#[derive(Clone, Copy, Debug)]
+pub struct TapConfig {
+    pub endpoint: Endpoint,
+    pub conn: u32,
+    pub capture: CapturePayload,
+}
+
+struct Side {
+    parser: Parser,
+    dir: Dir,
+    bytes: u64,
+}
+
+pub struct Tap<S> {
+    inner: S,
+    cfg: TapConfig,
+    rec: Recorder,
+    rd: Side,
+    wr: Side,
+    blocked_since: Option<u64>,
+}
+
+impl<S> Tap<S> {
+    pub fn new(inner: S, cfg: TapConfig, rec: Recorder) -> Tap<S> {
+        let (rd, wr) = match cfg.endpoint {
+            Endpoint::Server => (Parser::client_to_server(), Parser::server_to_client()),
+            Endpoint::Client => (Parser::server_to_client(), Parser::client_to_server()),
+        };
+        let side = |mut parser: Parser, dir| {
+            parser.keep_data_payloads(cfg.capture == CapturePayload::Full);
+            Side {
+                parser,
+                dir,
+                bytes: 0,
+            }
+        };
+        Tap {
+            inner,
+            cfg,
+            rec,
+            rd: side(rd, Dir::In),
+            wr: side(wr, Dir::Out),
+            blocked_since: None,
+        }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// Feeds bytes that crossed the socket at `t` to one direction's parser.
+    fn observe(&mut self, dir: Dir, bytes: &[u8], t: u64) {
+        let (side, other) = match dir {
+            Dir::In => (&mut self.rd, &mut self.wr),
+            Dir::Out => (&mut self.wr, &mut self.rd),
+        };
+        side.bytes += bytes.len() as u64;
+        let (cfg, rec) = (self.cfg, &self.rec);
+        let mut new_max = None;
+        side.parser.feed(bytes, |r| match r {
+            Ok(Parsed::Frame(f)) => {
+                if let Body::Settings { ack: false, .. } = f.body {
+                    for s in f.body.settings() {
+                        if s.id == schema::settings::MAX_FRAME_SIZE {
+                            new_max = Some(s.value);
+                        }
+                    }
+                }
+                rec.emit(cfg.endpoint, cfg.conn, f.head.stream(), t, || {
+                    Kind::Frame(frame_event(&f, dir, cfg.capture))
+                });
+            }
+            Ok(Parsed::Preface { .. }) => {}
+            Err(e) => record_error(rec, cfg, dir, t, &e),
+        });
+        // A SETTINGS_MAX_FRAME_SIZE sent in one direction bounds the other.
+        if let Some(m) = new_max {
+            other.parser.set_max_frame_size(m);
+        }
+    }
+}
+
+fn record_error(rec: &Recorder, cfg: TapConfig, dir: Dir, t: u64, e: &Error) {
+    rec.emit(cfg.endpoint, cfg.conn, 0, t, || {
+        Kind::WireError(WireErrorEv {
+            dir,
+            offset: e.offset(),
+            error: e.to_string(),
+        })
+    });
+}
+
+/// The schema's view of a parsed frame.
+pub fn frame_event(f: &super::FrameRef<'_>, dir: Dir, capture: CapturePayload) -> FrameEv {
+    let mut ev = FrameEv {
+        dir,
+        offset: f.offset,
+        frame: f.head.ty(),
+        flags: f.head.flags().0,
+        len: f.head.len(),
+        reserved: f.head.reserved(),
+        ..FrameEv::default()
+    };
+    match f.body {
+        Body::Data { pad } => ev.pad = pad.unwrap_or(0),
+        Body::Headers { pad, priority } => {
+            ev.pad = pad.unwrap_or(0);
+            ev.priority = priority;
+        }
+        Body::Priority(p) => ev.priority = Some(p),
+        Body::RstStream { error_code } => ev.error_code = Some(error_code),
+        Body::Settings { .. } => ev.settings = Some(f.body.settings().map(|s| (s.id, s.value)).collect()),
+        Body::PushPromise { pad, promised } => {
+            ev.pad = pad.unwrap_or(0);
+            ev.promised = Some(promised);
+        }
+        Body::Ping { opaque, .. } => ev.opaque = Some(u64::from_be_bytes(opaque)),
+        Body::GoAway {
+            last_stream,
+            error_code,
+            ..
+        } => {
+            ev.last_stream = Some(last_stream);
+            ev.error_code = Some(error_code);
+        }
+        Body::WindowUpdate { increment, reserved } => {
+            ev.increment = Some(increment);
+            ev.reserved |= reserved;
+        }
+        Body::Continuation | Body::Unknown => {}
+    }
+    let keep = match capture {
+        CapturePayload::None => false,
+        CapturePayload::Headers => f.head.ty() != schema::FrameType::DATA,
+        CapturePayload::Full => true,
+    };
+    if keep {
+        if let Some(p) = f.payload.filter(|p| !p.is_empty()) {
+            ev.payload = Some(base64::engine::general_purpose::STANDARD.encode(p));
+        }
+    }
+    ev
+}
+
+impl<S> Drop for Tap<S> {
+    fn drop(&mut self) {
+        let t = now_ns();
+        for side in [&self.rd, &self.wr] {
+            if let Err(e) = side.parser.finish() {
+                record_error(&self.rec, self.cfg, side.dir, t, &e);
+            }
+        }
+        let (bytes_in, bytes_out) = (self.rd.bytes, self.wr.bytes);
+        self.rec.emit(self.cfg.endpoint, self.cfg.conn, 0, t, || {
+            Kind::ConnClose(ConnCloseEv {
+                error: String::new(),
+                bytes_in,
+                bytes_out,
+            })
+        });
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = r {
+            let new = &buf.filled()[before..];
+            if !new.is_empty() {
+                let t = now_ns();
+                self.observe(Dir::In, new, t);
+            }
+        }
+        r
+    }
+}
+
+impl<S> Tap<S> {
+    /// Bookkeeping after a write attempt: closes a blocked interval or opens one.
+    fn after_write(&mut self, pending: bool) -> u64 {
+        let t = now_ns();
+        if pending {
+            self.blocked_since.get_or_insert(t);
+        } else if let Some(start) = self.blocked_since.take() {
+            self.rec.emit(self.cfg.endpoint, self.cfg.conn, 0, t, || {
+                Kind::SocketBlocked(IntervalEv {
+                    dir: Dir::Out,
+                    start,
+                })
+            });
+        }
+        t
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        let t = self.after_write(r.is_pending());
+        if let Poll::Ready(Ok(n)) = r {
+            self.observe(Dir::Out, &buf[..n], t);
+        }
+        r
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        let t = self.after_write(r.is_pending());
+        if let Poll::Ready(Ok(mut n)) = r {
+            for b in bufs {
+                if n == 0 {
+                    break;
+                }
+                let k = n.min(b.len());
+                self.observe(Dir::Out, &b[..k], t);
+                n -= k;
+            }
+        }
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
