@@ -1,0 +1,71 @@
+//! Shared helpers for the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// `../shared/corpus` beside the project. Missing: a loud skip locally, a
+/// failure under CI.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    missing(&format!("the shared corpus at {}", dir.display()));
+    None
+}
+
+/// Locates an external tool; `None` (after a loud message) when missing
+/// locally, a panic when `CI=true`.
+pub fn require_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        let p = dir.join(name);
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    missing(&format!("the tool `{name}`"));
+    None
+}
+
+pub fn missing(what: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true but {what} is missing: .ci/run must install it");
+    }
+    eprintln!("\n!!!!! SKIPPED: {what} is missing (this test would fail under CI=true) !!!!!\n");
+}
+
+/// A small deterministic PRNG (xorshift64*), so failures reproduce.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Splits `bytes` into random chunks of 1..=max bytes.
+pub fn random_splits<'a>(bytes: &'a [u8], rng: &mut Rng, max: u64) -> Vec<&'a [u8]> {
+    let mut out = vec![];
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let n = (1 + rng.below(max)) as usize;
+        let n = n.min(rest.len());
+        out.push(&rest[..n]);
+        rest = &rest[n..];
+    }
+    out
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("h2probe-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
