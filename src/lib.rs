@@ -1,2 +1,11 @@
 pub mod wire;
 pub mod trace;
+pub mod grpc;
+pub mod live;
+pub mod config;
+pub mod server;
+pub mod client;
+pub mod experiment;
+pub mod report;
+pub mod decode;
+pub mod cli;

@@ -1,1 +1,4 @@
-fn main(){}
+//! h2probe's binary: parse arguments, call the library, exit with its code.
+fn main() {
+    std::process::exit(h2probe::cli::main());
+}

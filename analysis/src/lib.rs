@@ -5,3 +5,9 @@
 
 pub mod reader;
 pub mod schema;
+pub mod windows;
+pub mod series;
+pub mod stats;
+pub mod analyze;
+pub mod plots;
+pub mod report;

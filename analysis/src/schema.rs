@@ -401,8 +401,11 @@ pub struct ReleaseEv {
 pub struct MsgEv {
     /// Message index within its RPC, from 0.
     pub seq: u64,
-    /// Protobuf-encoded size; the framed size on the wire is `size + 5`.
+    /// Message size: the protobuf encoding (gRPC) or the unit (raw framing).
     pub size: u32,
+    /// Bytes the message occupies in the body: `size + 5` for gRPC (the
+    /// length prefix), `size` for raw framing.
+    pub framed: u32,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -443,6 +446,8 @@ pub enum DiscardReason {
     Shutdown,
     /// The unbounded queue's safety limit was reached.
     QueueLimit,
+    /// The RPC failed (bad message, truncated stream) with work still owned.
+    RpcError,
 }
 
 impl DiscardReason {
@@ -452,6 +457,7 @@ impl DiscardReason {
             DiscardReason::Cancelled => "cancelled",
             DiscardReason::Shutdown => "shutdown",
             DiscardReason::QueueLimit => "queue_limit",
+            DiscardReason::RpcError => "rpc_error",
         }
     }
 }

@@ -1,0 +1,190 @@
+//! SVG plots of one run's timeline (plotters, SVG backend only).
+
+use crate::analyze::Timeline;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// A plot could not be drawn or written.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct PlotError {
+    pub path: String,
+    pub message: String,
+}
+
+const W: u32 = 1000;
+const H: u32 = 520;
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(127, 127, 127),
+];
+
+/// One line of a plot.
+pub struct Line<'a> {
+    pub label: &'a str,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Draws `lines` on one chart with titled axes and a legend.
+pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, lines: &[Line<'_>]) -> Result<(), PlotError> {
+    let err = |e: String| PlotError {
+        path: path.display().to_string(),
+        message: e,
+    };
+    let (mut x_max, mut y_min, mut y_max) = (0.0f64, 0.0f64, 0.0f64);
+    for l in lines {
+        for &(x, y) in &l.points {
+            x_max = x_max.max(x);
+            y_min = y_min.min(y);
+            y_max = y_max.max(y);
+        }
+    }
+    if x_max <= 0.0 {
+        x_max = 1.0;
+    }
+    if y_max <= y_min {
+        y_max = y_min + 1.0;
+    }
+    let pad = (y_max - y_min) * 0.05;
+    let root = SVGBackend::new(path, (W, H)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..x_max * 1.02, (y_min - if y_min < 0.0 { pad } else { 0.0 })..y_max + pad)
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(y_label)
+        .x_labels(12)
+        .y_labels(10)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    for (i, l) in lines.iter().enumerate() {
+        if l.points.is_empty() {
+            continue;
+        }
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(l.points.iter().copied(), color.stroke_width(2)))
+            .map_err(|e| err(e.to_string()))?
+            .label(l.label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    root.present().map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
+
+/// Client blocked intervals as bars: window-blocked on one row, socket-blocked on another.
+pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
+    let err = |e: String| PlotError {
+        path: path.display().to_string(),
+        message: e,
+    };
+    let x_max = tl.intervals.iter().map(|i| i.1).fold(1.0f64, f64::max).max(
+        tl.sent.points().last().map_or(1.0, |p| p.0),
+    );
+    let root = SVGBackend::new(path, (W, 300)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let title = if tl.intervals_dropped > 0 {
+        format!("Client blocked intervals (first {} shown)", tl.intervals.len())
+    } else {
+        "Client blocked intervals".to_string()
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(140)
+        .build_cartesian_2d(0.0..x_max * 1.02, 0.0..2.0)
+        .map_err(|e| err(e.to_string()))?;
+    chart
+        .configure_mesh()
+        .x_desc("time since trace start (s)")
+        .x_labels(12)
+        .y_labels(3)
+        .y_label_formatter(&|y: &f64| {
+            if (*y - 0.5).abs() < 0.01 {
+                "socket (poll_write Pending)".into()
+            } else if (*y - 1.5).abs() < 0.01 {
+                "window credit".into()
+            } else {
+                String::new()
+            }
+        })
+        .disable_y_mesh()
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(|e| err(e.to_string()))?;
+    for (row, window, color) in [(1.0, true, COLORS[1]), (0.0, false, COLORS[0])] {
+        chart
+            .draw_series(tl.intervals.iter().filter(|i| i.2 == window).map(|&(a, b, _)| {
+                // Zero-length intervals still get a visible sliver.
+                let b = if b - a < x_max / 2000.0 { a + x_max / 2000.0 } else { b };
+                Rectangle::new([(a, row + 0.15), (b, row + 0.85)], color.filled())
+            }))
+            .map_err(|e| err(e.to_string()))?;
+    }
+    root.present().map_err(|e| err(e.to_string()))?;
+    Ok(())
+}
+
+fn kib(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    points.into_iter().map(|(x, y)| (x, y / 1024.0)).collect()
+}
+
+/// The standard plots of one run, written into `dir`. Returns the file names.
+pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
+    let x = "time since trace start (s)";
+    line_chart(
+        &dir.join("credit.svg"),
+        "Credit vs capacity: window credit, unreleased and application-owned bytes",
+        x,
+        "KiB",
+        &[
+            Line { label: "client stream credit (client tap)", points: kib(tl.credit_stream_client.filled()) },
+            Line { label: "client connection credit (client tap)", points: kib(tl.credit_conn_client.filled()) },
+            Line { label: "received, not yet released (server)", points: kib(tl.unreleased.filled()) },
+            Line { label: "owned by the application (decoded - completed)", points: kib(tl.owned_bytes.filled()) },
+        ],
+    )?;
+    line_chart(
+        &dir.join("queue.svg"),
+        "Application queue depth",
+        x,
+        "messages queued",
+        &[Line { label: "queue depth (all RPCs)", points: tl.queue_depth.filled() }],
+    )?;
+    line_chart(
+        &dir.join("cumulative.svg"),
+        "Messages over time: scheduled, sent, completed, discarded",
+        x,
+        "messages (cumulative)",
+        &[
+            Line { label: "scheduled (client)", points: tl.scheduled.filled() },
+            Line { label: "sent: handed to h2 (client)", points: tl.sent.filled() },
+            Line { label: "completed (server worker)", points: tl.completed.filled() },
+            Line { label: "discarded (server)", points: tl.discarded.filled() },
+        ],
+    )?;
+    intervals_chart(&dir.join("blocked.svg"), tl)?;
+    Ok(vec!["credit.svg".into(), "queue.svg".into(), "cumulative.svg".into(), "blocked.svg".into()])
+}

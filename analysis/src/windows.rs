@@ -1,0 +1,197 @@
+//! Flow-control windows reconstructed from the wire (RFC 9113 §6.9).
+//!
+//! One [`FlowWindows`] follows the credit of one data direction of one
+//! connection, as one tap saw it: DATA frames in that direction spend
+//! credit, WINDOW_UPDATE and SETTINGS_INITIAL_WINDOW_SIZE in the opposite
+//! direction grant it. From the sender's tap this is the credit the sender
+//! believed it had; from the receiver's tap, the credit it had advertised.
+
+use std::collections::HashMap;
+
+/// The protocol's initial window for streams and connections.
+pub const DEFAULT_WINDOW: i64 = 65_535;
+
+/// A DATA frame that went beyond the credit, or a window pushed past 2^31-1.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Violation {
+    pub t: u64,
+    pub stream: u32,
+    /// The window (stream, or connection when `stream` is 0) after the frame.
+    pub window: i64,
+    pub what: &'static str,
+}
+
+/// Windows of one data direction of one connection.
+#[derive(Debug, Clone)]
+pub struct FlowWindows {
+    initial: i64,
+    conn: i64,
+    streams: HashMap<u32, i64>,
+    min_conn: i64,
+    min_stream: i64,
+    violations: Vec<Violation>,
+    /// Violations beyond the first 100 are only counted.
+    violation_count: u64,
+}
+
+impl Default for FlowWindows {
+    fn default() -> Self {
+        FlowWindows {
+            initial: DEFAULT_WINDOW,
+            conn: DEFAULT_WINDOW,
+            streams: HashMap::new(),
+            min_conn: DEFAULT_WINDOW,
+            min_stream: DEFAULT_WINDOW,
+            violations: vec![],
+            violation_count: 0,
+        }
+    }
+}
+
+const MAX_WINDOW: i64 = (1 << 31) - 1;
+
+impl FlowWindows {
+    fn violate(&mut self, t: u64, stream: u32, window: i64, what: &'static str) {
+        self.violation_count += 1;
+        if self.violations.len() < 100 {
+            self.violations.push(Violation { t, stream, window, what });
+        }
+    }
+
+    fn stream_mut(&mut self, id: u32) -> &mut i64 {
+        let init = self.initial;
+        self.streams.entry(id).or_insert(init)
+    }
+
+    /// A DATA frame of `len` payload bytes (padding included) on `stream`.
+    pub fn on_data(&mut self, t: u64, stream: u32, len: u32) {
+        let len = len as i64;
+        self.conn -= len;
+        let conn = self.conn;
+        let s = {
+            let w = self.stream_mut(stream);
+            *w -= len;
+            *w
+        };
+        self.min_conn = self.min_conn.min(conn);
+        self.min_stream = self.min_stream.min(s);
+        if conn < 0 {
+            self.violate(t, 0, conn, "DATA beyond the connection window");
+        }
+        if s < 0 {
+            self.violate(t, stream, s, "DATA beyond the stream window");
+        }
+    }
+
+    /// A WINDOW_UPDATE for `stream` (0: the connection).
+    pub fn on_window_update(&mut self, t: u64, stream: u32, increment: u32) {
+        let w = if stream == 0 {
+            self.conn += increment as i64;
+            self.conn
+        } else {
+            let w = self.stream_mut(stream);
+            *w += increment as i64;
+            *w
+        };
+        if w > MAX_WINDOW {
+            self.violate(t, stream, w, "window above 2^31-1 (FLOW_CONTROL_ERROR)");
+        }
+    }
+
+    /// SETTINGS_INITIAL_WINDOW_SIZE: shifts every open stream by the change.
+    pub fn on_initial_window(&mut self, t: u64, value: u32) {
+        let delta = value as i64 - self.initial;
+        self.initial = value as i64;
+        let mut over = vec![];
+        for (id, w) in self.streams.iter_mut() {
+            *w += delta;
+            if *w > MAX_WINDOW {
+                over.push((*id, *w));
+            }
+            self.min_stream = self.min_stream.min(*w);
+        }
+        for (id, w) in over {
+            self.violate(t, id, w, "window above 2^31-1 after SETTINGS");
+        }
+    }
+
+    /// The stream is finished: forget it (keeps memory bounded by open streams).
+    pub fn close_stream(&mut self, stream: u32) -> Option<i64> {
+        self.streams.remove(&stream)
+    }
+
+    pub fn conn(&self) -> i64 {
+        self.conn
+    }
+    pub fn stream(&self, id: u32) -> i64 {
+        self.streams.get(&id).copied().unwrap_or(self.initial)
+    }
+    pub fn initial(&self) -> i64 {
+        self.initial
+    }
+    pub fn min_conn(&self) -> i64 {
+        self.min_conn
+    }
+    pub fn min_stream(&self) -> i64 {
+        self.min_stream
+    }
+    pub fn violations(&self) -> &[Violation] {
+        &self.violations
+    }
+    pub fn violation_count(&self) -> u64 {
+        self.violation_count
+    }
+    /// Final windows of every stream still tracked.
+    pub fn streams(&self) -> impl Iterator<Item = (u32, i64)> + '_ {
+        self.streams.iter().map(|(k, v)| (*k, *v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_and_updates_move_both_windows() {
+        let mut w = FlowWindows::default();
+        w.on_data(1, 1, 16_384);
+        w.on_data(2, 1, 16_384);
+        assert_eq!(w.conn(), 65_535 - 32_768);
+        assert_eq!(w.stream(1), 65_535 - 32_768);
+        w.on_window_update(3, 0, 32_768);
+        w.on_window_update(3, 1, 10_000);
+        assert_eq!(w.conn(), 65_535);
+        assert_eq!(w.stream(1), 65_535 - 22_768);
+        assert_eq!(w.stream(3), 65_535, "an untouched stream has the initial window");
+        assert!(w.violations().is_empty());
+    }
+
+    #[test]
+    fn settings_change_mid_stream_shifts_open_streams_only_by_the_delta() {
+        let mut w = FlowWindows::default();
+        w.on_data(1, 1, 60_000); // stream 1 at 5,535
+        w.on_initial_window(2, 1 << 20); // +983,041
+        assert_eq!(w.stream(1), 5_535 + (1 << 20) - 65_535);
+        assert_eq!(w.stream(3), 1 << 20, "new streams start at the new initial");
+        assert_eq!(w.conn(), 5_535, "the connection window is not affected");
+        // Shrinking can make an open stream's window negative: legal (§6.9.2).
+        w.on_initial_window(3, 1_000);
+        assert_eq!(w.stream(1), 5_535 + 1_000 - 65_535);
+        assert!(w.violations().is_empty());
+    }
+
+    #[test]
+    fn padding_counts_and_overruns_are_flagged() {
+        let mut w = FlowWindows::default();
+        // A padded DATA frame: header length 1 + 100 + 155 padding = 256.
+        w.on_data(1, 1, 256);
+        assert_eq!(w.stream(1), 65_535 - 256);
+        w.on_data(2, 1, 65_535);
+        assert_eq!(w.stream(1), -256);
+        assert_eq!(w.min_stream(), -256);
+        let v = w.violations();
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert_eq!(v[0].stream, 0);
+        assert_eq!(v[1].stream, 1);
+    }
+}

@@ -1,0 +1,141 @@
+//! The command line: definitions and dispatch. `main.rs` only calls [`main`].
+
+use crate::experiment::{self, ClientCmdOpts, RunOpts, ServeOpts};
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// h2probe: a laboratory instrument for HTTP/2 flow control.
+///
+/// A gRPC client-streaming server and client built directly on h2, with a
+/// socket tap on both that records every frame (above all DATA and
+/// WINDOW_UPDATE) beside every application step on one clock, and an offline
+/// analysis that reconstructs the windows and compares release strategies.
+///
+/// With no command, `h2probe` runs the default experiment (`h2probe run`):
+/// 16 KiB messages offered at 300/s for 10 s to a 10 ms worker behind an
+/// unbounded queue, credit released on frame receipt, 65,535-byte windows.
+#[derive(Parser, Debug)]
+#[command(name = "h2probe", version, max_term_width = 100, after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 error (message on stderr); 2 bad usage; \
+3 the run finished but an invariant check failed (see summary.json); 130 interrupted before any result.";
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run server and client in one process on 127.0.0.1 and write one run directory.
+    Run(Box<RunOpts>),
+    /// Run the probe server alone (h2c on 127.0.0.1:50051 by default) until Ctrl-C.
+    Serve(Box<ServeOpts>),
+    /// Run the probe client alone against any h2c gRPC server.
+    Client(Box<ClientCmdOpts>),
+    /// Analyse run directories: summary.json, timeline.csv, SVG plots, headline table.
+    Analyze(AnalyzeOpts),
+    /// Decode raw HTTP/2 bytes (one direction) into frame events, JSON Lines on stdout.
+    Decode(crate::decode::DecodeOpts),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct AnalyzeOpts {
+    /// Run directories (each holding a trace.jsonl).
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub dirs: Vec<PathBuf>,
+}
+
+fn print_warnings(w: &[String]) {
+    for w in w {
+        eprintln!("h2probe: warning: {w}");
+    }
+}
+
+fn checks_failed(s: &h2probe_analysis::analyze::Summary) -> bool {
+    s.checks.values().any(|c| c.ok == Some(false))
+}
+
+/// Runs the CLI; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("H2PROBE_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                if io.kind() == std::io::ErrorKind::BrokenPipe {
+                    return 0;
+                }
+            }
+            eprintln!("h2probe: {e:#}");
+            1
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    let command = cli.command.unwrap_or_else(|| {
+        let mut o = RunOpts::default();
+        o.output.quiet = false;
+        Command::Run(Box::new(o))
+    });
+    match command {
+        Command::Run(opts) => {
+            let r = runtime()?.block_on(experiment::run(*opts))?;
+            println!("run directory: {}", r.dir.display());
+            print!("{}", crate::report::headline(&r.summary));
+            print_warnings(&r.warnings);
+            Ok(if checks_failed(&r.summary) { 3 } else { 0 })
+        }
+        Command::Serve(opts) => {
+            let (dir, s, w) = runtime()?.block_on(experiment::serve(*opts))?;
+            println!("run directory: {}", dir.display());
+            print!("{}", crate::report::headline(&s));
+            print_warnings(&w);
+            Ok(0)
+        }
+        Command::Client(opts) => {
+            let (dir, s, w, outcomes) = runtime()?.block_on(experiment::client_cmd(*opts))?;
+            println!("run directory: {}", dir.display());
+            for o in &outcomes {
+                println!(
+                    "rpc conn {} stream {}: {} {}",
+                    o.conn,
+                    o.stream,
+                    h2probe_analysis::analyze::status_name(o.status),
+                    o.message
+                );
+            }
+            print!("{}", crate::report::headline(&s));
+            print_warnings(&w);
+            Ok(0)
+        }
+        Command::Analyze(opts) => {
+            let mut failed = false;
+            for dir in &opts.dirs {
+                let (s, w) = crate::report::write_products(dir)?;
+                println!("== {}", dir.display());
+                print!("{}", crate::report::headline(&s));
+                print_warnings(&w);
+                failed |= checks_failed(&s);
+            }
+            Ok(if failed { 3 } else { 0 })
+        }
+        Command::Decode(opts) => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let d = crate::decode::decode(&opts, &mut out)?;
+            out.flush()?;
+            eprintln!("h2probe: {} frames, {} errors", d.frames, d.errors);
+            Ok(if d.errors > 0 { 1 } else { 0 })
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! The probe client: open-loop paced gRPC client-streaming on `h2`, recording
+//! when and why each send waits (window credit here, the socket in the tap).
+
+use crate::config::{Dur, Size};
+use crate::grpc::{self, pb, status};
+use crate::live::Live;
+use crate::trace::clock::{now_ns, to_instant};
+use crate::trace::schema::{
+    ConnOpenEv, Endpoint, Kind, MsgEv, NeverSentEv, NeverSentReason, RpcEndEv, RpcStartEv, SendEv, WindowBlockedEv,
+};
+use crate::trace::Recorder;
+use crate::wire::tap::{CapturePayload, Tap, TapConfig};
+use anyhow::Context as _;
+use bytes::Bytes;
+use h2::client::SendRequest;
+use h2::SendStream;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+/// Client knobs (shared by `client` and `run`).
+#[derive(clap::Args, Clone, Debug, serde::Serialize)]
+pub struct ClientOpts {
+    /// HTTP/2 connections to open.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub connections: u32,
+
+    /// Concurrent client-streaming RPCs per connection.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub streams: u32,
+
+    /// Messages offered per second, in total over all streams (open loop:
+    /// the schedule does not wait for the server).
+    #[arg(long, default_value_t = 300.0)]
+    pub rate: f64,
+
+    /// Payload bytes per message (deterministic content); the framed size on
+    /// the wire is this plus the protobuf fields and the 5-byte prefix.
+    #[arg(long, default_value = "16KiB", value_name = "SIZE")]
+    pub payload: Size,
+
+    /// How long messages are offered; then each stream half-closes.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub duration: Dur,
+
+    /// Deadline of each whole RPC, sent as grpc-timeout; at expiry the client
+    /// resets the stream and records unsent messages as never_sent.
+    #[arg(long, default_value = "120s", value_name = "DURATION")]
+    pub deadline: Dur,
+
+    /// Messages that may wait to be sent per stream; a message scheduled
+    /// while the backlog is full is recorded as never_sent (reason backlog).
+    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_pending: u32,
+
+    /// The client's own receive windows (responses are tiny; rarely matters).
+    #[arg(long, default_value = "65535", value_name = "SIZE")]
+    pub client_stream_window: Size,
+
+    /// Request path (a different path tests the server's UNIMPLEMENTED answer).
+    #[arg(long, default_value = grpc::INGEST_PATH)]
+    pub path: String,
+}
+
+impl Default for ClientOpts {
+    fn default() -> Self {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct W {
+            #[command(flatten)]
+            o: ClientOpts,
+        }
+        W::parse_from(["x"]).o
+    }
+}
+
+impl ClientOpts {
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.rate.is_finite() && self.rate > 0.0, "--rate must be a positive number of messages per second");
+        anyhow::ensure!(self.payload.0 <= 64 << 20, "--payload is limited to 64 MiB");
+        anyhow::ensure!(!self.duration.0.is_zero(), "--duration must be positive");
+        anyhow::ensure!(self.path.starts_with('/'), "--path must start with /");
+        self.client_stream_window.to_u32("--client-stream-window").map_err(anyhow::Error::msg)?;
+        Ok(())
+    }
+
+    /// An upper bound of one framed message on the wire.
+    pub fn framed_upper_bound(&self) -> u64 {
+        self.payload.0 + grpc::PREFIX_LEN as u64 + 32
+    }
+
+    pub fn total_streams(&self) -> u32 {
+        self.connections * self.streams
+    }
+}
+
+pub struct ClientCtx {
+    pub opts: ClientOpts,
+    pub target: SocketAddr,
+    pub capture: CapturePayload,
+    pub rec: Recorder,
+    pub live: Arc<Live>,
+    pub conn_ids: Arc<AtomicU32>,
+    /// Flips to true on Ctrl-C: streams reset, unsent messages are recorded.
+    pub interrupt: watch::Receiver<bool>,
+}
+
+/// What one RPC ended with.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RpcOutcome {
+    pub conn: u32,
+    pub stream: u32,
+    pub status: u32,
+    pub message: String,
+    pub reply: Option<Reply>,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Reply {
+    pub received: u64,
+    pub completed: u64,
+    pub discarded: u64,
+}
+
+/// Runs every connection and stream to the end; returns one outcome per RPC.
+pub async fn run(ctx: Arc<ClientCtx>) -> anyhow::Result<Vec<RpcOutcome>> {
+    ctx.opts.validate()?;
+    let start = now_ns() + 20_000_000; // a common start for every stream's schedule
+    let mut conns = tokio::task::JoinSet::new();
+    for c in 0..ctx.opts.connections {
+        let ctx = ctx.clone();
+        conns.spawn(async move { connection(ctx, c, start).await });
+    }
+    let mut out = vec![];
+    while let Some(r) = conns.join_next().await {
+        out.extend(r.context("client connection task")??);
+    }
+    out.sort_by_key(|o| (o.conn, o.stream));
+    Ok(out)
+}
+
+async fn connection(ctx: Arc<ClientCtx>, index: u32, start: u64) -> anyhow::Result<Vec<RpcOutcome>> {
+    let sock = tokio::net::TcpStream::connect(ctx.target)
+        .await
+        .with_context(|| format!("connecting to {}", ctx.target))?;
+    let _ = sock.set_nodelay(true);
+    let conn_id = ctx.conn_ids.fetch_add(1, Relaxed) + 1;
+    let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
+    ctx.rec.emit(Endpoint::Client, conn_id, 0, now_ns(), || {
+        Kind::ConnOpen(ConnOpenEv {
+            local: local.to_string(),
+            peer: peer.to_string(),
+        })
+    });
+    let tap = Tap::new(
+        sock,
+        TapConfig {
+            endpoint: Endpoint::Client,
+            conn: conn_id,
+            capture: ctx.capture,
+        },
+        ctx.rec.clone(),
+    );
+    let w = ctx.opts.client_stream_window.0 as u32;
+    let (send_req, conn) = h2::client::Builder::new()
+        .initial_window_size(w)
+        .initial_connection_window_size(w.max(65_535))
+        .handshake::<_, Bytes>(tap)
+        .await
+        .context("HTTP/2 handshake")?;
+    let driver = tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("client connection {conn_id}: {e}");
+        }
+    });
+    let mut streams = tokio::task::JoinSet::new();
+    for s in 0..ctx.opts.streams {
+        let ctx = ctx.clone();
+        let sr = send_req.clone();
+        let k = index * ctx.opts.streams + s;
+        streams.spawn(async move { rpc(ctx, sr, conn_id, k, start).await });
+    }
+    drop(send_req);
+    let mut out = vec![];
+    while let Some(r) = streams.join_next().await {
+        out.push(r.context("client stream task")?);
+    }
+    let _ = driver.await;
+    Ok(out)
+}
+
+/// One queued message, waiting to be sent.
+struct Pending {
+    seq: u64,
+    scheduled: u64,
+}
+
+fn payload_bytes(n: usize) -> Bytes {
+    (0..n).map(|i| (i.wrapping_mul(31) + 7) as u8).collect::<Vec<u8>>().into()
+}
+
+/// One client-streaming RPC: schedule, send, half-close, read the answer.
+async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, start: u64) -> RpcOutcome {
+    let opts = &ctx.opts;
+    let mut outcome = RpcOutcome {
+        conn,
+        stream: 0,
+        status: status::UNAVAILABLE,
+        message: String::new(),
+        reply: None,
+    };
+    let emit = |stream: u32, t: u64, kind: Kind| ctx.rec.emit(Endpoint::Client, conn, stream, t, || kind);
+    let req = http::Request::post(format!("http://{}{}", ctx.target, opts.path))
+        .header(http::header::CONTENT_TYPE, "application/grpc")
+        .header("te", "trailers")
+        .header("grpc-timeout", grpc::format_timeout(opts.deadline.0))
+        .header(http::header::USER_AGENT, concat!("h2probe/", env!("CARGO_PKG_VERSION")))
+        .body(())
+        .expect("static request");
+    let deadline = now_ns() + opts.deadline.0.as_nanos() as u64;
+    let sent = async {
+        let mut sr = sr.ready().await?;
+        sr.send_request(req, false)
+    };
+    let (resp, mut send) = match sent.await {
+        Ok(x) => x,
+        Err(e) => {
+            outcome.message = format!("could not open the stream: {e}");
+            return outcome;
+        }
+    };
+    let stream = send.stream_id().as_u32();
+    outcome.stream = stream;
+    emit(
+        stream,
+        now_ns(),
+        Kind::RpcStart(RpcStartEv {
+            path: opts.path.clone(),
+            deadline_ns: Some(opts.deadline.0.as_nanos() as u64),
+        }),
+    );
+
+    // The open-loop schedule runs in its own task and never waits for the sender.
+    let (tx, mut rx) = mpsc::channel::<Pending>(opts.max_pending as usize);
+    let size = {
+        let probe = pb::Item {
+            seq: 0,
+            scheduled_ns: 0,
+            payload: payload_bytes(opts.payload.0 as usize),
+        };
+        prost::Message::encoded_len(&probe) as u32
+    };
+    let scheduler = {
+        let ctx = ctx.clone();
+        let total = ctx.opts.total_streams() as f64;
+        let period = 1e9 * total / ctx.opts.rate;
+        let offset = 1e9 * k as f64 / ctx.opts.rate;
+        let end = start + ctx.opts.duration.0.as_nanos() as u64;
+        tokio::spawn(async move {
+            let mut interrupt = ctx.interrupt.clone();
+            for seq in 0u64.. {
+                let at = start + (offset + period * seq as f64) as u64;
+                if at >= end || at >= deadline || *interrupt.borrow() {
+                    break;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep_until(to_instant(at)) => {}
+                    _ = interrupt.wait_for(|i| *i) => break,
+                }
+                ctx.rec.emit(Endpoint::Client, conn, stream, at, || Kind::Schedule(MsgEv { seq, size, framed: size + grpc::PREFIX_LEN as u32 }));
+                Live::add(&ctx.live.scheduled, 1);
+                if tx.try_send(Pending { seq, scheduled: at }).is_err() {
+                    ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || {
+                        Kind::NeverSent(NeverSentEv {
+                            seq,
+                            reason: NeverSentReason::Backlog,
+                        })
+                    });
+                    Live::add(&ctx.live.never_sent, 1);
+                }
+            }
+        })
+    };
+
+    let in_progress = AtomicI64::new(-1);
+    let payload = payload_bytes(opts.payload.0 as usize);
+    let mut interrupt = ctx.interrupt.clone();
+    let sending = send_all(&ctx, conn, stream, &mut rx, &mut send, &in_progress, &payload);
+    let until_deadline = tokio::time::sleep_until(to_instant(deadline));
+    tokio::pin!(until_deadline);
+    let stopped: Option<NeverSentReason> = tokio::select! {
+        r = sending => match r {
+            Ok(()) => None,
+            Err(e) => {
+                outcome.message = format!("sending: {e}");
+                Some(NeverSentReason::StreamError)
+            }
+        },
+        _ = &mut until_deadline => Some(NeverSentReason::Deadline),
+        _ = interrupt.wait_for(|i| *i) => Some(NeverSentReason::Interrupted),
+    };
+    scheduler.abort();
+    let _ = scheduler.await;
+    if let Some(reason) = stopped {
+        // Everything not fully handed to h2 is recorded, never skipped.
+        let t = now_ns();
+        let cur = in_progress.load(Relaxed);
+        let mut unsent: Vec<u64> = if cur >= 0 { vec![cur as u64] } else { vec![] };
+        rx.close();
+        while let Ok(p) = rx.try_recv() {
+            unsent.push(p.seq);
+        }
+        for seq in &unsent {
+            emit(stream, t, Kind::NeverSent(NeverSentEv { seq: *seq, reason }));
+        }
+        Live::add(&ctx.live.never_sent, unsent.len() as u64);
+        if reason != NeverSentReason::StreamError {
+            send.send_reset(h2::Reason::CANCEL);
+            outcome.status = if reason == NeverSentReason::Deadline {
+                status::DEADLINE_EXCEEDED
+            } else {
+                status::CANCELLED
+            };
+            outcome.message = format!("client stopped: {}", reason.as_str());
+            emit(stream, t, Kind::RpcEnd(RpcEndEv { status: outcome.status, message: outcome.message.clone() }));
+            return outcome;
+        }
+    }
+
+    // Wait for the answer, still within the deadline.
+    let answer = tokio::select! {
+        r = read_answer(resp) => r,
+        _ = &mut until_deadline => Err((status::DEADLINE_EXCEEDED, "deadline exceeded waiting for the response".to_string())),
+        _ = interrupt.wait_for(|i| *i) => Err((status::CANCELLED, "interrupted".to_string())),
+    };
+    match answer {
+        Ok((code, msg, reply)) => {
+            outcome.status = code;
+            if !msg.is_empty() || outcome.message.is_empty() {
+                outcome.message = msg;
+            }
+            outcome.reply = reply;
+        }
+        Err((code, msg)) => {
+            send.send_reset(h2::Reason::CANCEL);
+            outcome.status = code;
+            outcome.message = msg;
+        }
+    }
+    emit(stream, now_ns(), Kind::RpcEnd(RpcEndEv { status: outcome.status, message: outcome.message.clone() }));
+    outcome
+}
+
+/// Sends queued messages until the schedule ends, then half-closes.
+async fn send_all(
+    ctx: &ClientCtx,
+    conn: u32,
+    stream: u32,
+    rx: &mut mpsc::Receiver<Pending>,
+    send: &mut SendStream<Bytes>,
+    in_progress: &AtomicI64,
+    payload: &Bytes,
+) -> Result<(), h2::Error> {
+    while let Some(p) = rx.recv().await {
+        in_progress.store(p.seq as i64, Relaxed);
+        let begin = now_ns();
+        let mut data = grpc::encode(&pb::Item {
+            seq: p.seq,
+            scheduled_ns: p.scheduled,
+            payload: payload.clone(),
+        });
+        let bytes = data.len() as u32;
+        while !data.is_empty() {
+            send.reserve_capacity(data.len());
+            let mut cap = send.capacity();
+            if cap == 0 {
+                let start = now_ns();
+                while cap == 0 {
+                    match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+                        Some(Ok(n)) => cap = n,
+                        Some(Err(e)) => return Err(e),
+                        None => return Err(h2::Error::from(h2::Reason::STREAM_CLOSED)),
+                    }
+                }
+                let seq = p.seq;
+                ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || Kind::WindowBlocked(WindowBlockedEv { seq, start }));
+            }
+            let n = cap.min(data.len());
+            send.send_data(data.split_to(n), false)?;
+        }
+        in_progress.store(-1, Relaxed);
+        let (seq, scheduled) = (p.seq, p.scheduled);
+        ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || {
+            Kind::Send(SendEv {
+                seq,
+                scheduled,
+                begin,
+                bytes,
+            })
+        });
+        Live::add(&ctx.live.sent, 1);
+    }
+    send.send_data(Bytes::new(), true)
+}
+
+type Answer = Result<(u32, String, Option<Reply>), (u32, String)>;
+
+/// Reads response headers, the reply message and the trailers.
+async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
+    let resp = resp.await.map_err(|e| (status::UNAVAILABLE, format!("no response: {e}")))?;
+    let grpc_status = |h: &http::HeaderMap| -> Option<(u32, String)> {
+        let code = h.get("grpc-status")?.to_str().ok()?.parse().ok()?;
+        let msg = h
+            .get("grpc-message")
+            .and_then(|v| v.to_str().ok())
+            .map(grpc::decode_message)
+            .unwrap_or_default();
+        Some((code, msg))
+    };
+    if resp.status() != http::StatusCode::OK {
+        return Ok((status::UNKNOWN, format!("HTTP status {}", resp.status()), None));
+    }
+    if let Some((code, msg)) = grpc_status(resp.headers()) {
+        return Ok((code, msg, None)); // trailers-only
+    }
+    let mut body = resp.into_body();
+    let mut deframer = grpc::Deframer::new(1 << 20);
+    let mut reply = None;
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|e| (status::UNAVAILABLE, format!("reading the reply: {e}")))?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        deframer.push(&chunk);
+        while let Ok(Some(m)) = deframer.next() {
+            if let Ok(r) = <pb::IngestReply as prost::Message>::decode(m.data) {
+                reply = Some(Reply {
+                    received: r.received,
+                    completed: r.completed,
+                    discarded: r.discarded,
+                });
+            }
+        }
+    }
+    let trailers = body
+        .trailers()
+        .await
+        .map_err(|e| (status::UNAVAILABLE, format!("reading trailers: {e}")))?;
+    match trailers.as_ref().and_then(grpc_status) {
+        Some((code, msg)) => Ok((code, msg, reply)),
+        None => Ok((status::INTERNAL, "response ended without grpc-status".into(), reply)),
+    }
+}

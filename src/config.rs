@@ -1,0 +1,171 @@
+//! Argument value types shared by the commands: sizes, durations, policies.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+pub use h2probe_analysis::schema::ReleasePoint;
+
+/// A byte count written as `65535`, `16KiB`, `1 MiB`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Size(pub u64);
+
+impl FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Size, String> {
+        s.trim()
+            .parse::<bytesize::ByteSize>()
+            .map(|b| Size(b.as_u64()))
+            .map_err(|e| format!("{s:?} is not a size (try 65535, 16KiB, 1MiB): {e}"))
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl serde::Serialize for Size {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+impl Size {
+    /// As a u32 window/frame value, refusing values that do not fit.
+    pub fn to_u32(self, what: &str) -> Result<u32, String> {
+        u32::try_from(self.0).map_err(|_| format!("{what} {} does not fit in 32 bits", self.0))
+    }
+}
+
+/// A duration written as `10ms`, `1.5s`, `2m`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dur(pub Duration);
+
+impl FromStr for Dur {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Dur, String> {
+        humantime::parse_duration(s.trim())
+            .map(Dur)
+            .map_err(|e| format!("{s:?} is not a duration (try 10ms, 1.5s, 2m): {e}"))
+    }
+}
+
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
+impl serde::Serialize for Dur {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+/// How decoded messages reach the worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum QueuePolicy {
+    /// The handler processes each message itself before reading the next.
+    Direct,
+    /// The handler enqueues every decoded message at once (a safety limit
+    /// still applies, see `--queue-limit`).
+    Unbounded,
+    /// The handler reserves one of K slots *before* reading the next message.
+    Bounded(u32),
+}
+
+impl FromStr for QueuePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<QueuePolicy, String> {
+        match s {
+            "direct" => Ok(QueuePolicy::Direct),
+            "unbounded" => Ok(QueuePolicy::Unbounded),
+            _ => {
+                let k = s
+                    .strip_prefix("bounded:")
+                    .ok_or_else(|| format!("{s:?}: expected direct, unbounded or bounded:K"))?;
+                match k.parse::<u32>() {
+                    Ok(k) if k > 0 => Ok(QueuePolicy::Bounded(k)),
+                    _ => Err(format!("{s:?}: K must be a whole number of at least 1")),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for QueuePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueuePolicy::Direct => f.write_str("direct"),
+            QueuePolicy::Unbounded => f.write_str("unbounded"),
+            QueuePolicy::Bounded(k) => write!(f, "bounded:{k}"),
+        }
+    }
+}
+
+impl serde::Serialize for QueuePolicy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// How the server cuts a request body into work units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// gRPC length-prefixed protobuf messages (`/h2probe.v1.Probe/Ingest`).
+    Grpc,
+    /// Any POST/PUT body, as consecutive SIZE-byte units (the last may be short).
+    Raw(u32),
+}
+
+impl FromStr for Framing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Framing, String> {
+        if s == "grpc" {
+            return Ok(Framing::Grpc);
+        }
+        let size = s
+            .strip_prefix("raw:")
+            .ok_or_else(|| format!("{s:?}: expected grpc or raw:SIZE"))?;
+        let n: Size = size.parse()?;
+        match u32::try_from(n.0) {
+            Ok(n) if n > 0 => Ok(Framing::Raw(n)),
+            _ => Err(format!("{s:?}: SIZE must be between 1 and 4 GiB")),
+        }
+    }
+}
+
+impl fmt::Display for Framing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Framing::Grpc => f.write_str("grpc"),
+            Framing::Raw(n) => write!(f, "raw:{n}"),
+        }
+    }
+}
+
+impl serde::Serialize for Framing {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_values() {
+        assert_eq!("16KiB".parse::<Size>().unwrap(), Size(16384));
+        assert_eq!("65535".parse::<Size>().unwrap(), Size(65535));
+        assert!("lots".parse::<Size>().is_err());
+        assert_eq!("10ms".parse::<Dur>().unwrap(), Dur(Duration::from_millis(10)));
+        assert_eq!("bounded:32".parse::<QueuePolicy>().unwrap(), QueuePolicy::Bounded(32));
+        assert!("bounded:0".parse::<QueuePolicy>().is_err());
+        assert!("bounded".parse::<QueuePolicy>().is_err());
+        assert_eq!("raw:16KiB".parse::<Framing>().unwrap(), Framing::Raw(16384));
+        assert_eq!(QueuePolicy::Bounded(4).to_string(), "bounded:4");
+    }
+}

@@ -1,0 +1,289 @@
+//! gRPC over HTTP/2, the parts h2probe needs: length-prefixed message
+//! framing with exact byte accounting, status codes and `grpc-timeout`.
+
+use bytes::{Buf, Bytes, BytesMut};
+use std::time::Duration;
+
+/// Generated from `proto/h2probe.proto`.
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/h2probe.v1.rs"));
+}
+
+/// The one method h2probe serves.
+pub const INGEST_PATH: &str = "/h2probe.v1.Probe/Ingest";
+/// Bytes in the gRPC message prefix: compressed flag + 4-byte length.
+pub const PREFIX_LEN: usize = 5;
+
+/// gRPC status codes used here (grpc/doc/statuscodes.md).
+pub mod status {
+    pub const OK: u32 = 0;
+    pub const CANCELLED: u32 = 1;
+    pub const UNKNOWN: u32 = 2;
+    pub const INVALID_ARGUMENT: u32 = 3;
+    pub const DEADLINE_EXCEEDED: u32 = 4;
+    pub const RESOURCE_EXHAUSTED: u32 = 8;
+    pub const INTERNAL: u32 = 13;
+    pub const UNIMPLEMENTED: u32 = 12;
+    pub const UNAVAILABLE: u32 = 14;
+
+    pub fn name(code: u32) -> &'static str {
+        match code {
+            0 => "OK",
+            1 => "CANCELLED",
+            2 => "UNKNOWN",
+            3 => "INVALID_ARGUMENT",
+            4 => "DEADLINE_EXCEEDED",
+            5 => "NOT_FOUND",
+            8 => "RESOURCE_EXHAUSTED",
+            12 => "UNIMPLEMENTED",
+            13 => "INTERNAL",
+            14 => "UNAVAILABLE",
+            _ => "OTHER",
+        }
+    }
+}
+
+/// A whole message cut from the stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Framed {
+    pub compressed: bool,
+    pub data: Bytes,
+    prefix: bool,
+}
+
+impl Framed {
+    /// Bytes this message occupied in the body (prefix included).
+    pub fn framed_len(&self) -> u32 {
+        (if self.prefix { PREFIX_LEN } else { 0 } + self.data.len()) as u32
+    }
+}
+
+/// A message the deframer refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeframeError {
+    #[error("message of {len} bytes exceeds the limit of {max} bytes")]
+    TooLarge { len: u32, max: u32 },
+}
+
+/// Cuts messages out of body chunks as they arrive: gRPC length-prefixed
+/// messages, or fixed-size raw units. Holds at most one partial message
+/// (bounded by the size limit, checked before allocating).
+#[derive(Debug)]
+pub struct Deframer {
+    buf: BytesMut,
+    max: u32,
+    /// `Some(n)`: raw framing, n-byte units, no prefix.
+    raw: Option<u32>,
+    /// Bytes pushed but not yet part of a returned message.
+    pending: u64,
+}
+
+impl Deframer {
+    pub fn new(max_message_size: u32) -> Deframer {
+        Deframer {
+            buf: BytesMut::new(),
+            max: max_message_size,
+            raw: None,
+            pending: 0,
+        }
+    }
+
+    /// Raw framing: the body is cut into `unit`-byte pieces.
+    pub fn raw(unit: u32) -> Deframer {
+        Deframer {
+            raw: Some(unit),
+            ..Deframer::new(unit)
+        }
+    }
+
+    /// At end of body: a raw body's last short unit, if any. (A gRPC body
+    /// that ends mid-message is the caller's error to report.)
+    pub fn finish(&mut self) -> Option<Framed> {
+        if self.raw.is_none() || self.buf.is_empty() {
+            return None;
+        }
+        self.pending = 0;
+        Some(Framed {
+            compressed: false,
+            data: self.buf.split().freeze(),
+            prefix: false,
+        })
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+        self.pending += chunk.len() as u64;
+    }
+
+    /// Bytes received that belong to no complete message yet.
+    pub fn pending(&self) -> u64 {
+        self.pending
+    }
+
+    /// The next complete message, if the buffer holds one.
+    pub fn next(&mut self) -> Result<Option<Framed>, DeframeError> {
+        if let Some(unit) = self.raw {
+            if self.buf.len() < unit as usize {
+                return Ok(None);
+            }
+            self.pending -= unit as u64;
+            return Ok(Some(Framed {
+                compressed: false,
+                data: self.buf.split_to(unit as usize).freeze(),
+                prefix: false,
+            }));
+        }
+        if self.buf.len() < PREFIX_LEN {
+            return Ok(None);
+        }
+        let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
+        if len > self.max {
+            return Err(DeframeError::TooLarge { len, max: self.max });
+        }
+        let total = PREFIX_LEN + len as usize;
+        if self.buf.len() < total {
+            self.buf.reserve(total - self.buf.len());
+            return Ok(None);
+        }
+        let compressed = self.buf[0] & 1 == 1;
+        let mut msg = self.buf.split_to(total);
+        msg.advance(PREFIX_LEN);
+        self.pending -= total as u64;
+        Ok(Some(Framed {
+            compressed,
+            data: msg.freeze(),
+            prefix: true,
+        }))
+    }
+}
+
+/// Frames a protobuf message: `[0][len u32 BE][bytes]`.
+pub fn encode<M: prost::Message>(m: &M) -> Bytes {
+    let len = m.encoded_len();
+    let mut b = BytesMut::with_capacity(PREFIX_LEN + len);
+    b.extend_from_slice(&[0]);
+    b.extend_from_slice(&(len as u32).to_be_bytes());
+    m.encode(&mut b).expect("BytesMut grows");
+    b.freeze()
+}
+
+/// Parses a `grpc-timeout` value (`1-8 digits` + `H|M|S|m|u|n`).
+pub fn parse_timeout(v: &str) -> Option<Duration> {
+    if v.len() < 2 || v.len() > 9 {
+        return None;
+    }
+    let (num, unit) = v.split_at(v.len() - 1);
+    let n: u64 = num.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// Formats a `grpc-timeout` value, in milliseconds (at most 8 digits).
+pub fn format_timeout(d: Duration) -> String {
+    let ms = d.as_millis().min(99_999_999);
+    format!("{ms}m")
+}
+
+/// Percent-encodes a `grpc-message` (gRPC spec: printable ASCII except %).
+pub fn encode_message(m: &str) -> String {
+    let mut out = String::with_capacity(m.len());
+    for b in m.bytes() {
+        if (0x20..0x7f).contains(&b) && b != b'%' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+pub fn decode_message(m: &str) -> String {
+    let b = m.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Some(v) = std::str::from_utf8(&b[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    #[test]
+    fn deframer_cuts_messages_across_any_chunking() {
+        let a = encode(&pb::Item { seq: 1, scheduled_ns: 2, payload: vec![7; 300].into() });
+        let b = encode(&pb::Item { seq: 2, scheduled_ns: 3, payload: vec![8; 10].into() });
+        let wire = [a.clone(), b.clone()].concat();
+        for split in 0..wire.len() {
+            let mut d = Deframer::new(1 << 20);
+            let mut got = vec![];
+            for part in [&wire[..split], &wire[split..]] {
+                d.push(part);
+                while let Some(m) = d.next().unwrap() {
+                    got.push(m);
+                }
+            }
+            assert_eq!(got.len(), 2, "split {split}");
+            assert_eq!(got[0].framed_len() as usize, a.len());
+            assert_eq!(pb::Item::decode(got[1].data.clone()).unwrap().seq, 2);
+            assert_eq!(d.pending(), 0);
+        }
+    }
+
+    #[test]
+    fn raw_units_with_a_short_tail() {
+        let mut d = Deframer::raw(4);
+        d.push(b"abcdefghij");
+        assert_eq!(d.next().unwrap().unwrap().data, &b"abcd"[..]);
+        assert_eq!(d.next().unwrap().unwrap().framed_len(), 4);
+        assert_eq!(d.next().unwrap(), None);
+        assert_eq!(d.pending(), 2);
+        assert_eq!(d.finish().unwrap().data, &b"ij"[..]);
+        assert_eq!(d.pending(), 0);
+    }
+
+    #[test]
+    fn oversize_is_refused_from_the_prefix_alone() {
+        let mut d = Deframer::new(100);
+        d.push(&[0, 0x7f, 0xff, 0xff, 0xff]);
+        assert_eq!(d.next(), Err(DeframeError::TooLarge { len: 0x7fff_ffff, max: 100 }));
+        assert!(d.buf.capacity() < 1000, "nothing allocated for the claimed size");
+    }
+
+    #[test]
+    fn timeouts_round_trip() {
+        assert_eq!(parse_timeout("120000m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_timeout("3S"), Some(Duration::from_secs(3)));
+        assert_eq!(parse_timeout("1x"), None);
+        assert_eq!(parse_timeout("123456789m"), None);
+        assert_eq!(format_timeout(Duration::from_secs(120)), "120000m");
+    }
+
+    #[test]
+    fn grpc_message_percent_encoding() {
+        let m = "bad 100% ✓";
+        assert_eq!(encode_message(m), "bad 100%25 %E2%9C%93");
+        assert_eq!(decode_message(&encode_message(m)), m);
+    }
+}

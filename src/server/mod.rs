@@ -1,0 +1,297 @@
+//! The probe server: gRPC client-streaming on `h2` directly, with the
+//! `release_capacity` point and the application queue as knobs.
+
+mod queue;
+mod rpc;
+
+use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size};
+use crate::live::Live;
+use crate::trace::clock::now_ns;
+use crate::trace::schema::{ConnOpenEv, Endpoint, Kind};
+use crate::trace::Recorder;
+use crate::wire::tap::{CapturePayload, Tap, TapConfig};
+use anyhow::Context as _;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// Server knobs (shared by `serve` and `run`).
+#[derive(clap::Args, Clone, Debug, serde::Serialize)]
+pub struct ServerOpts {
+    /// When release_capacity is called for a message's bytes.
+    ///
+    /// frame: as each chunk arrives (what hyper/tonic do); decode: once the
+    /// whole message is decoded; start: when a worker takes it; complete: when
+    /// the worker finishes (credit then equals application capacity).
+    #[arg(long, value_enum, default_value = "frame")]
+    pub release: ReleaseArg,
+
+    /// How decoded messages reach the workers: direct, unbounded or bounded:K.
+    ///
+    /// direct: the handler processes each message before reading the next;
+    /// unbounded: enqueue everything at once (see --queue-limit);
+    /// bounded:K: reserve one of K slots before reading the next message.
+    #[arg(long, default_value = "unbounded", value_name = "POLICY")]
+    pub queue: QueuePolicy,
+
+    /// Simulated work per message (a timer, like the article's worker).
+    #[arg(long, default_value = "10ms", value_name = "DURATION")]
+    pub service_time: Dur,
+
+    /// Workers per RPC (ignored by --queue direct, which works inline).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub workers: u32,
+
+    /// SETTINGS_INITIAL_WINDOW_SIZE the server advertises (per-stream receive window).
+    #[arg(long, default_value = "65535", value_name = "SIZE")]
+    pub stream_window: Size,
+
+    /// Connection-level receive window (65,535 is the protocol default).
+    #[arg(long, default_value = "65535", value_name = "SIZE")]
+    pub conn_window: Size,
+
+    /// SETTINGS_MAX_FRAME_SIZE the server advertises (16384 to 16777215).
+    #[arg(long, default_value = "16384", value_name = "SIZE")]
+    pub max_frame_size: Size,
+
+    /// SETTINGS_MAX_CONCURRENT_STREAMS the server advertises.
+    #[arg(long, default_value_t = 100)]
+    pub max_concurrent_streams: u32,
+
+    /// Largest message accepted; larger ones fail with RESOURCE_EXHAUSTED
+    /// before any of it is buffered.
+    #[arg(long, default_value = "4MiB", value_name = "SIZE")]
+    pub max_message_size: Size,
+
+    /// Safety limit of the unbounded queue, in messages; beyond it messages
+    /// are discarded with reason queue_limit (never silently).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub queue_limit: u32,
+
+    /// On shutdown (Ctrl-C), finish queued work before answering instead of
+    /// discarding it (reason shutdown).
+    #[arg(long)]
+    pub shutdown_drain: bool,
+
+    /// Period of the per-RPC `sample` events (queue, owned bytes, h2 capacity, RSS).
+    #[arg(long, default_value = "50ms", value_name = "DURATION")]
+    pub sample_interval: Dur,
+
+    /// Body framing: grpc (length-prefixed protobuf) or raw:SIZE (any POST/PUT
+    /// body as SIZE-byte work units, for h2load, curl, nghttp).
+    #[arg(long, default_value = "grpc", value_name = "FRAMING")]
+    pub framing: Framing,
+}
+
+/// `--release` values (clap-friendly mirror of [`ReleasePoint`]).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleaseArg {
+    Frame,
+    Decode,
+    Start,
+    Complete,
+}
+
+impl From<ReleaseArg> for ReleasePoint {
+    fn from(r: ReleaseArg) -> ReleasePoint {
+        match r {
+            ReleaseArg::Frame => ReleasePoint::Frame,
+            ReleaseArg::Decode => ReleasePoint::Decode,
+            ReleaseArg::Start => ReleasePoint::Start,
+            ReleaseArg::Complete => ReleasePoint::Complete,
+        }
+    }
+}
+
+impl Default for ServerOpts {
+    fn default() -> Self {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct W {
+            #[command(flatten)]
+            o: ServerOpts,
+        }
+        W::parse_from(["x"]).o
+    }
+}
+
+/// Validated server settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub release: ReleasePoint,
+    pub queue: QueuePolicy,
+    pub service_time: std::time::Duration,
+    pub workers: u32,
+    pub stream_window: u32,
+    pub conn_window: u32,
+    pub max_frame_size: u32,
+    pub max_concurrent_streams: u32,
+    pub max_message_size: u32,
+    pub queue_limit: u32,
+    pub shutdown_drain: bool,
+    pub sample_interval: std::time::Duration,
+    pub framing: Framing,
+    pub capture: CapturePayload,
+}
+
+impl ServerOpts {
+    /// Checks the options and refuses configurations that cannot work.
+    /// `framed_message` is the framed size of the messages to expect, when
+    /// known (in `run`), to refuse a window that could never be released.
+    pub fn validate(&self, capture: CapturePayload, framed_message: Option<u64>, streams_per_conn: Option<u32>) -> anyhow::Result<ServerConfig> {
+        let stream_window = self.stream_window.to_u32("--stream-window").map_err(anyhow::Error::msg)?;
+        let conn_window = self.conn_window.to_u32("--conn-window").map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(
+            stream_window <= (1 << 31) - 1 && conn_window <= (1 << 31) - 1,
+            "windows must be at most 2147483647 bytes (RFC 9113 §6.9.1)"
+        );
+        anyhow::ensure!(conn_window >= 65_535, "--conn-window must be at least 65535: h2 can only raise the connection window above the protocol default");
+        let max_frame_size = self.max_frame_size.to_u32("--max-frame-size").map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(
+            (16_384..=16_777_215).contains(&max_frame_size),
+            "--max-frame-size must be between 16384 and 16777215 (RFC 9113 §6.5.2), got {max_frame_size}"
+        );
+        let max_message_size = self.max_message_size.to_u32("--max-message-size").map_err(anyhow::Error::msg)?;
+        let release: ReleasePoint = self.release.into();
+        if let (Some(framed), true) = (framed_message, release != ReleasePoint::Frame) {
+            anyhow::ensure!(
+                framed <= stream_window as u64,
+                "--release {} cannot work: a framed message is {framed} bytes but --stream-window is {stream_window}; \
+                 the sender would stall before the message could be decoded, and its bytes are only released after that. \
+                 Raise --stream-window to at least {framed} or use --release frame",
+                release.as_str()
+            );
+            let streams = streams_per_conn.unwrap_or(1) as u64;
+            // Each stream may hold one partial message that cannot be released yet.
+            let need = streams * (framed - 1) + 1;
+            anyhow::ensure!(
+                conn_window as u64 >= need,
+                "--release {} cannot work: {streams} streams on a connection can each hold {} unreleasable bytes of a partial message, \
+                 which exhausts --conn-window {conn_window}; raise it to at least {need}",
+                release.as_str(),
+                framed - 1
+            );
+        }
+        if let Framing::Raw(unit) = self.framing {
+            if release != ReleasePoint::Frame {
+                anyhow::ensure!(
+                    unit <= stream_window,
+                    "--framing raw:{unit} with --release {} cannot work: units larger than --stream-window {stream_window} are never complete",
+                    release.as_str()
+                );
+            }
+        }
+        Ok(ServerConfig {
+            release,
+            queue: self.queue,
+            service_time: self.service_time.0,
+            workers: self.workers,
+            stream_window,
+            conn_window,
+            max_frame_size,
+            max_concurrent_streams: self.max_concurrent_streams,
+            max_message_size,
+            queue_limit: self.queue_limit,
+            shutdown_drain: self.shutdown_drain,
+            sample_interval: self.sample_interval.0,
+            framing: self.framing,
+            capture,
+        })
+    }
+}
+
+/// Everything a server task needs, shared.
+pub struct ServerCtx {
+    pub cfg: ServerConfig,
+    pub rec: Recorder,
+    pub live: Arc<Live>,
+    /// Connection ids, shared with a client in the same process.
+    pub conn_ids: Arc<AtomicU32>,
+    /// Flips to true on shutdown.
+    pub shutdown: watch::Receiver<bool>,
+}
+
+/// Accepts connections until shutdown, then waits for every connection to
+/// finish (each RPC drains or discards per `--shutdown-drain`).
+pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
+    let mut shutdown = ctx.shutdown.clone();
+    let mut conns = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            r = listener.accept() => {
+                let (sock, peer) = r.context("accepting a connection")?;
+                let _ = sock.set_nodelay(true);
+                let ctx = ctx.clone();
+                conns.spawn(async move {
+                    if let Err(e) = connection(sock, peer, ctx).await {
+                        tracing::debug!("connection from {peer}: {e:#}");
+                    }
+                });
+            }
+            _ = shutdown.wait_for(|s| *s) => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    while conns.join_next().await.is_some() {}
+    Ok(())
+}
+
+async fn connection(sock: tokio::net::TcpStream, peer: std::net::SocketAddr, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
+    let conn_id = ctx.conn_ids.fetch_add(1, Ordering::Relaxed) + 1;
+    let local = sock.local_addr()?;
+    ctx.rec.emit(Endpoint::Server, conn_id, 0, now_ns(), || {
+        Kind::ConnOpen(ConnOpenEv {
+            local: local.to_string(),
+            peer: peer.to_string(),
+        })
+    });
+    let tap = Tap::new(
+        sock,
+        TapConfig {
+            endpoint: Endpoint::Server,
+            conn: conn_id,
+            capture: ctx.cfg.capture,
+        },
+        ctx.rec.clone(),
+    );
+    let cfg = &ctx.cfg;
+    let mut conn = h2::server::Builder::new()
+        .initial_window_size(cfg.stream_window)
+        .initial_connection_window_size(cfg.conn_window)
+        .max_frame_size(cfg.max_frame_size)
+        .max_concurrent_streams(cfg.max_concurrent_streams)
+        .handshake::<_, bytes::Bytes>(tap)
+        .await
+        .context("HTTP/2 handshake")?;
+    let mut shutdown = ctx.shutdown.clone();
+    let mut shutting_down = false;
+    let mut rpcs = tokio::task::JoinSet::new();
+    loop {
+        tokio::select! {
+            r = conn.accept() => match r {
+                Some(Ok((req, respond))) => {
+                    let ctx = ctx.clone();
+                    rpcs.spawn(rpc::handle(req, respond, conn_id, ctx));
+                }
+                Some(Err(e)) => {
+                    if e.is_io() || e.is_go_away() || e.is_remote() {
+                        tracing::debug!("connection {conn_id}: {e}");
+                        break;
+                    }
+                    return Err(e).context("HTTP/2 connection");
+                }
+                None => break,
+            },
+            Some(_) = rpcs.join_next(), if !rpcs.is_empty() => {}
+            _ = shutdown.wait_for(|s| *s), if !shutting_down => {
+                shutting_down = true;
+                conn.graceful_shutdown();
+            }
+        }
+    }
+    while rpcs.join_next().await.is_some() {}
+    Ok(())
+}

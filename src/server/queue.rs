@@ -1,0 +1,157 @@
+//! The application queue between the handler and the workers, with the
+//! bookkeeping the trace needs (depth, queued and owned bytes, in service).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+/// One decoded message owned by the application.
+pub struct Job {
+    pub seq: u64,
+    /// Bytes it occupied on the wire (prefix included).
+    pub framed: u32,
+    pub decoded_at: u64,
+    /// The decoded message itself: the memory the queue really holds.
+    pub _body: bytes::Bytes,
+    /// The bounded queue's slot, given back when a worker takes the job.
+    pub slot: Option<OwnedSemaphorePermit>,
+}
+
+#[derive(Default)]
+struct State {
+    jobs: VecDeque<Job>,
+    queued_bytes: u64,
+    /// Framed bytes decoded and not yet completed or discarded.
+    owned_bytes: u64,
+    /// (seq, framed) of messages a worker holds.
+    in_service: Vec<(u64, u32)>,
+    closed: bool,
+    completed: u64,
+    max_depth: u32,
+}
+
+/// A snapshot for samples and events.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Levels {
+    pub depth: u32,
+    pub queued_bytes: u64,
+    pub owned_bytes: u64,
+}
+
+pub struct AppQueue {
+    st: Mutex<State>,
+    notify: Notify,
+    /// Present for `bounded:K`: K slots, reserved before reading a message.
+    pub slots: Option<Arc<Semaphore>>,
+}
+
+impl AppQueue {
+    pub fn new(bounded: Option<u32>) -> AppQueue {
+        AppQueue {
+            st: Mutex::new(State::default()),
+            notify: Notify::new(),
+            slots: bounded.map(|k| Arc::new(Semaphore::new(k as usize))),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn levels(st: &State) -> Levels {
+        Levels {
+            depth: st.jobs.len() as u32,
+            queued_bytes: st.queued_bytes,
+            owned_bytes: st.owned_bytes,
+        }
+    }
+
+    pub fn snapshot(&self) -> Levels {
+        Self::levels(&self.lock())
+    }
+
+    /// A message was decoded: the application owns its bytes from now on.
+    pub fn own(&self, framed: u32) {
+        self.lock().owned_bytes += framed as u64;
+    }
+
+    /// Adds a job; returns the levels after it.
+    pub fn push(&self, job: Job) -> Levels {
+        let mut st = self.lock();
+        st.queued_bytes += job.framed as u64;
+        st.jobs.push_back(job);
+        st.max_depth = st.max_depth.max(st.jobs.len() as u32);
+        let l = Self::levels(&st);
+        drop(st);
+        self.notify.notify_one();
+        l
+    }
+
+    pub fn depth(&self) -> usize {
+        self.lock().jobs.len()
+    }
+
+    /// Marks `(seq, framed)` as in service (direct mode, or a worker's pop).
+    pub fn begin_service(&self, seq: u64, framed: u32) {
+        self.lock().in_service.push((seq, framed));
+    }
+
+    /// Ends service of `seq`: the application no longer owns its bytes.
+    pub fn end_service(&self, seq: u64, framed: u32) {
+        let mut st = self.lock();
+        st.in_service.retain(|(s, _)| *s != seq);
+        st.owned_bytes -= framed as u64;
+        st.completed += 1;
+    }
+
+    /// Waits for the next job; `None` once closed and empty. The job is
+    /// marked in service atomically with its removal from the queue.
+    pub async fn pop(&self) -> Option<(Job, Levels)> {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut st = self.lock();
+                if let Some(job) = st.jobs.pop_front() {
+                    st.queued_bytes -= job.framed as u64;
+                    st.in_service.push((job.seq, job.framed));
+                    let l = Self::levels(&st);
+                    if !st.jobs.is_empty() {
+                        self.notify.notify_one();
+                    }
+                    return Some((job, l));
+                }
+                if st.closed {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// No more jobs will be pushed; workers finish what is queued.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.notify.notify_waiters();
+    }
+
+    /// Takes every queued and in-service message for discarding, closing the
+    /// queue. Returns their sequence numbers.
+    pub fn take_all(&self) -> Vec<u64> {
+        let mut st = self.lock();
+        st.closed = true;
+        let mut seqs: Vec<u64> = st.in_service.drain(..).map(|(s, _)| s).collect();
+        seqs.extend(st.jobs.drain(..).map(|j| j.seq));
+        st.queued_bytes = 0;
+        st.owned_bytes = 0;
+        drop(st);
+        self.notify.notify_waiters();
+        seqs.sort_unstable();
+        seqs
+    }
+
+    pub fn completed(&self) -> u64 {
+        self.lock().completed
+    }
+}

@@ -1,0 +1,529 @@
+//! One RPC: read the body, cut messages, hand them to the queue policy, call
+//! `release_capacity` at the configured point, answer with gRPC status.
+
+use super::queue::{AppQueue, Job};
+use super::ServerCtx;
+use crate::config::{Framing, QueuePolicy, ReleasePoint};
+use crate::grpc::{self, pb, status, Deframer, Framed};
+use crate::live::Live;
+use crate::trace::clock::now_ns;
+use crate::trace::schema::{
+    ChunkEv, CompleteEv, DiscardEv, DiscardReason, EnqueueEv, Endpoint, Kind, MsgEv, ReleaseEv, RpcEndEv,
+    RpcStartEv, SampleEv, StartEv,
+};
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{FlowControl, RecvStream};
+use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// Per-RPC context shared by the handler, workers and sampler.
+struct Rpc {
+    ctx: Arc<ServerCtx>,
+    conn: u32,
+    stream: u32,
+    queue: AppQueue,
+    /// Bytes received from h2 and not yet released.
+    unreleased: AtomicU64,
+    received: AtomicU64,
+    received_bytes: AtomicU64,
+    discarded: AtomicU64,
+}
+
+impl Rpc {
+    fn emit(&self, t: u64, build: impl FnOnce() -> Kind) {
+        self.ctx.rec.emit(Endpoint::Server, self.conn, self.stream, t, build);
+    }
+
+    fn release(&self, flow: &mut FlowControl, bytes: u32, at: ReleasePoint, seq: Option<u64>) {
+        if bytes == 0 {
+            return;
+        }
+        let t = now_ns();
+        match flow.release_capacity(bytes as usize) {
+            Ok(()) => {
+                self.unreleased.fetch_sub(bytes as u64, Relaxed);
+                self.emit(t, || Kind::Release(ReleaseEv { bytes, at, seq }));
+            }
+            // The stream is gone (reset, or the RPC already answered): the
+            // connection window was returned by h2 itself.
+            Err(e) => tracing::debug!("release_capacity({bytes}) on stream {}: {e}", self.stream),
+        }
+    }
+
+    fn discard(&self, seqs: &[u64], reason: DiscardReason) {
+        let t = now_ns();
+        for &seq in seqs {
+            self.emit(t, || Kind::Discard(DiscardEv { seq, reason }));
+        }
+        self.discarded.fetch_add(seqs.len() as u64, Relaxed);
+        Live::add(&self.ctx.live.discarded, seqs.len() as u64);
+    }
+
+    fn release_point(&self) -> ReleasePoint {
+        self.ctx.cfg.release
+    }
+
+    /// Marks the start of service; releases if the policy says so.
+    fn start(&self, flow: &mut FlowControl, seq: u64, framed: u32, decoded_at: u64, worker: u32, depth: u32) {
+        let t = now_ns();
+        self.emit(t, || {
+            Kind::Start(StartEv {
+                seq,
+                worker,
+                wait_ns: t.saturating_sub(decoded_at),
+                depth,
+            })
+        });
+        if self.release_point() == ReleasePoint::Start {
+            self.release(flow, framed, ReleasePoint::Start, Some(seq));
+        }
+    }
+
+    fn complete(&self, flow: &mut FlowControl, seq: u64, framed: u32, started: u64, worker: u32) {
+        let t = now_ns();
+        self.queue.end_service(seq, framed);
+        self.emit(t, || {
+            Kind::Complete(CompleteEv {
+                seq,
+                worker,
+                service_ns: t.saturating_sub(started),
+            })
+        });
+        Live::add(&self.ctx.live.completed, 1);
+        if self.release_point() == ReleasePoint::Complete {
+            self.release(flow, framed, ReleasePoint::Complete, Some(seq));
+        }
+    }
+
+    async fn serve_one(&self, flow: &mut FlowControl, seq: u64, framed: u32, worker: u32) {
+        let started = now_ns();
+        tokio::time::sleep(self.ctx.cfg.service_time).await;
+        self.complete(flow, seq, framed, started, worker);
+    }
+}
+
+/// How the receive phase ended.
+enum Ended {
+    /// The client half-closed; everything received was decoded.
+    HalfClosed,
+    /// The client reset the stream or the connection failed.
+    Cancelled(String),
+    /// The request is refused with this gRPC status.
+    Status(u32, String),
+}
+
+/// The RPC's final disposition.
+enum Outcome {
+    Ok,
+    Status(u32, String),
+    /// Nothing can be sent (the stream is gone).
+    Gone(String),
+}
+
+pub(super) async fn handle(req: Request<RecvStream>, mut respond: SendResponse<Bytes>, conn: u32, ctx: Arc<ServerCtx>) {
+    let stream = respond.stream_id().as_u32();
+    let t0 = now_ns();
+    let path = req.uri().path().to_string();
+    let deadline = req
+        .headers()
+        .get("grpc-timeout")
+        .and_then(|v| v.to_str().ok())
+        .and_then(grpc::parse_timeout);
+    ctx.rec.emit(Endpoint::Server, conn, stream, t0, || {
+        Kind::RpcStart(RpcStartEv {
+            path: path.clone(),
+            deadline_ns: deadline.map(|d| d.as_nanos() as u64),
+        })
+    });
+    let end = |code: u32, message: String| {
+        ctx.rec.emit(Endpoint::Server, conn, stream, now_ns(), || Kind::RpcEnd(RpcEndEv { status: code, message }));
+        Live::add(&ctx.live.rpcs_done, 1);
+    };
+
+    // Requests the probe does not serve get a clear answer, never a hang.
+    if let Err((http_status, grpc_status, msg)) = check_request(&req, ctx.cfg.framing) {
+        match grpc_status {
+            Some(code) => send_status(&mut respond, code, &msg),
+            None => send_http_error(&mut respond, http_status, &msg),
+        }
+        end(grpc_status.unwrap_or(status::UNIMPLEMENTED), msg);
+        return;
+    }
+
+    let bounded = match ctx.cfg.queue {
+        QueuePolicy::Bounded(k) => Some(k),
+        _ => None,
+    };
+    let rpc = Arc::new(Rpc {
+        ctx: ctx.clone(),
+        conn,
+        stream,
+        queue: AppQueue::new(bounded),
+        unreleased: AtomicU64::new(0),
+        received: AtomicU64::new(0),
+        received_bytes: AtomicU64::new(0),
+        discarded: AtomicU64::new(0),
+    });
+    let mut body = req.into_body();
+    let flow = body.flow_control().clone();
+    let deadline_at = deadline.map(|d| Instant::now() + d);
+    let sleep_deadline = async {
+        match deadline_at {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(sleep_deadline);
+    let mut shutdown = ctx.shutdown.clone();
+
+    let sampler = tokio::spawn(sample_loop(rpc.clone(), flow.clone()));
+    let mut workers = tokio::task::JoinSet::new();
+    if ctx.cfg.queue != QueuePolicy::Direct {
+        for w in 0..ctx.cfg.workers {
+            workers.spawn(worker_loop(rpc.clone(), flow.clone(), w));
+        }
+    }
+
+    // Phase 1: receive until half-close, failure, deadline or shutdown.
+    let mut flow_rx = flow.clone();
+    let received = tokio::select! {
+        e = receive(&rpc, &mut body, &mut flow_rx) => Some(e),
+        _ = &mut sleep_deadline => None,
+        _ = shutdown.wait_for(|s| *s) => Some(Ended::Status(status::UNAVAILABLE, "server shutting down".into())),
+    };
+    let shutting_down = *ctx.shutdown.borrow();
+
+    let outcome = match received {
+        None => {
+            rpc.discard(&rpc.queue.take_all(), DiscardReason::Deadline);
+            Outcome::Status(status::DEADLINE_EXCEEDED, "deadline exceeded with work still queued".into())
+        }
+        Some(Ended::Cancelled(why)) => {
+            rpc.discard(&rpc.queue.take_all(), DiscardReason::Cancelled);
+            Outcome::Gone(why)
+        }
+        Some(Ended::Status(code, msg)) if !(shutting_down && ctx.cfg.shutdown_drain && code == status::UNAVAILABLE) => {
+            let reason = if shutting_down {
+                DiscardReason::Shutdown
+            } else {
+                DiscardReason::RpcError
+            };
+            rpc.discard(&rpc.queue.take_all(), reason);
+            Outcome::Status(code, msg)
+        }
+        Some(ended) => {
+            // Phase 2: drain the queue (half-close, or shutdown with --shutdown-drain).
+            rpc.queue.close();
+            let drained = tokio::select! {
+                _ = async { while workers.join_next().await.is_some() {} } => true,
+                _ = &mut sleep_deadline => false,
+                _ = shutdown.wait_for(|s| *s), if !shutting_down && !ctx.cfg.shutdown_drain => false,
+            };
+            if drained {
+                match ended {
+                    Ended::Status(code, msg) => Outcome::Status(code, msg),
+                    _ => Outcome::Ok,
+                }
+            } else if *ctx.shutdown.borrow() && !ctx.cfg.shutdown_drain {
+                rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
+                Outcome::Status(status::UNAVAILABLE, "server shutting down".into())
+            } else {
+                rpc.discard(&rpc.queue.take_all(), DiscardReason::Deadline);
+                Outcome::Status(status::DEADLINE_EXCEEDED, "deadline exceeded while draining".into())
+            }
+        }
+    };
+    workers.abort_all();
+    while workers.join_next().await.is_some() {}
+    sampler.abort();
+    // Release what is still unreleased so the connection window is whole again.
+    let rest = rpc.unreleased.load(Relaxed) as u32;
+    rpc.release(&mut flow_rx, rest, rpc.release_point(), None);
+
+    match outcome {
+        Outcome::Ok => {
+            let reply = pb::IngestReply {
+                received: rpc.received.load(Relaxed),
+                completed: rpc.queue.completed(),
+                discarded: rpc.discarded.load(Relaxed),
+                received_bytes: rpc.received_bytes.load(Relaxed),
+            };
+            send_reply(&mut respond, &reply, ctx.cfg.framing);
+            end(status::OK, String::new());
+        }
+        Outcome::Status(code, msg) => {
+            send_status(&mut respond, code, &msg);
+            end(code, msg);
+        }
+        Outcome::Gone(why) => end(status::CANCELLED, why),
+    }
+    drop(body);
+}
+
+/// Refuses what the probe does not serve: (HTTP status, gRPC status if the
+/// request is gRPC, message).
+fn check_request(req: &Request<RecvStream>, framing: Framing) -> Result<(), (StatusCode, Option<u32>, String)> {
+    let m = req.method();
+    let ct = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let is_grpc = ct.starts_with("application/grpc");
+    match framing {
+        Framing::Raw(_) => {
+            if m != http::Method::POST && m != http::Method::PUT {
+                return Err((StatusCode::METHOD_NOT_ALLOWED, None, format!("{m} not allowed: send a POST or PUT body")));
+            }
+            Ok(())
+        }
+        Framing::Grpc => {
+            if !is_grpc {
+                return Err((
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    None,
+                    format!("this server speaks gRPC (content-type application/grpc), got {ct:?}; start it with --framing raw:SIZE for plain HTTP/2 bodies"),
+                ));
+            }
+            if m != http::Method::POST {
+                return Err((StatusCode::METHOD_NOT_ALLOWED, None, "gRPC requires POST".into()));
+            }
+            if req.uri().path() != grpc::INGEST_PATH {
+                return Err((
+                    StatusCode::OK,
+                    Some(status::UNIMPLEMENTED),
+                    format!("unknown method {}; this server implements {}", req.uri().path(), grpc::INGEST_PATH),
+                ));
+            }
+            if let Some(enc) = req.headers().get("grpc-encoding").and_then(|v| v.to_str().ok()) {
+                if enc != "identity" {
+                    return Err((StatusCode::OK, Some(status::UNIMPLEMENTED), format!("grpc-encoding {enc} is not supported (identity only)")));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Reads the body: chunk → (release on frame) → decode → queue policy.
+async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> Ended {
+    let cfg = &rpc.ctx.cfg;
+    let mut deframer = match cfg.framing {
+        Framing::Grpc => Deframer::new(cfg.max_message_size),
+        Framing::Raw(n) => Deframer::raw(n),
+    };
+    let mut seq = 0u64;
+    loop {
+        // Bounded: reserve a slot *before* pulling the next message.
+        let slot = match &rpc.queue.slots {
+            Some(s) => Some(s.clone().acquire_owned().await.expect("semaphore never closed")),
+            None => None,
+        };
+        let msg = loop {
+            match deframer.next() {
+                Ok(Some(m)) => break Some(m),
+                Ok(None) => {}
+                Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
+            }
+            match body.data().await {
+                Some(Ok(chunk)) => {
+                    let t = now_ns();
+                    let len = chunk.len() as u32;
+                    rpc.emit(t, || Kind::Chunk(ChunkEv { len }));
+                    rpc.unreleased.fetch_add(len as u64, Relaxed);
+                    rpc.received_bytes.fetch_add(len as u64, Relaxed);
+                    if cfg.release == ReleasePoint::Frame {
+                        rpc.release(flow, len, ReleasePoint::Frame, None);
+                    }
+                    deframer.push(&chunk);
+                }
+                Some(Err(e)) => return Ended::Cancelled(e.to_string()),
+                None => match deframer.finish() {
+                    Some(m) => break Some(m),
+                    None if deframer.pending() > 0 => {
+                        return Ended::Status(status::INTERNAL, format!("body ended inside a message ({} bytes pending)", deframer.pending()))
+                    }
+                    None => break None,
+                },
+            }
+        };
+        let Some(msg) = msg else { return Ended::HalfClosed };
+        if let Err(e) = accept_message(rpc, flow, seq, msg, slot).await {
+            return e;
+        }
+        seq += 1;
+    }
+}
+
+/// Decodes one message and hands it to the queue policy.
+async fn accept_message(
+    rpc: &Rpc,
+    flow: &mut FlowControl,
+    seq: u64,
+    msg: Framed,
+    slot: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> Result<(), Ended> {
+    let cfg = &rpc.ctx.cfg;
+    let framed = msg.framed_len();
+    if msg.compressed {
+        return Err(Ended::Status(status::UNIMPLEMENTED, "compressed message without a negotiated grpc-encoding".into()));
+    }
+    if cfg.framing == Framing::Grpc {
+        if let Err(e) = <pb::Item as prost::Message>::decode(msg.data.clone()) {
+            return Err(Ended::Status(status::INVALID_ARGUMENT, format!("message {seq} is not a valid h2probe.v1.Item: {e}")));
+        }
+    }
+    let t = now_ns();
+    let size = msg.data.len() as u32;
+    rpc.emit(t, || Kind::Decode(MsgEv { seq, size, framed }));
+    rpc.received.fetch_add(1, Relaxed);
+    Live::add(&rpc.ctx.live.decoded, 1);
+    if cfg.release == ReleasePoint::Decode {
+        rpc.release(flow, framed, ReleasePoint::Decode, Some(seq));
+    }
+    match cfg.queue {
+        QueuePolicy::Direct => {
+            rpc.queue.own(framed);
+            rpc.queue.begin_service(seq, framed);
+            rpc.start(flow, seq, framed, t, 0, 0);
+            rpc.serve_one(flow, seq, framed, 0).await;
+        }
+        QueuePolicy::Unbounded | QueuePolicy::Bounded(_) => {
+            if slot.is_none() && rpc.queue.depth() >= cfg.queue_limit as usize {
+                rpc.discard(&[seq], DiscardReason::QueueLimit);
+                // Its bytes are not owned by anyone: give the credit back.
+                if matches!(cfg.release, ReleasePoint::Start | ReleasePoint::Complete) {
+                    rpc.release(flow, framed, cfg.release, Some(seq));
+                }
+                return Ok(());
+            }
+            rpc.queue.own(framed);
+            let levels = rpc.queue.push(Job {
+                seq,
+                framed,
+                decoded_at: t,
+                _body: msg.data,
+                slot,
+            });
+            rpc.ctx.live.depth.fetch_add(1, Relaxed);
+            rpc.emit(now_ns(), || {
+                Kind::Enqueue(EnqueueEv {
+                    seq,
+                    depth: levels.depth,
+                    queued_bytes: levels.queued_bytes,
+                })
+            });
+        }
+    }
+    Ok(())
+}
+
+async fn worker_loop(rpc: Arc<Rpc>, mut flow: FlowControl, worker: u32) {
+    while let Some((job, levels)) = rpc.queue.pop().await {
+        rpc.ctx.live.depth.fetch_sub(1, Relaxed);
+        drop(job.slot); // the bounded queue's slot is free once a worker holds the job
+        rpc.start(&mut flow, job.seq, job.framed, job.decoded_at, worker, levels.depth);
+        rpc.serve_one(&mut flow, job.seq, job.framed, worker).await;
+    }
+}
+
+async fn sample_loop(rpc: Arc<Rpc>, flow: FlowControl) {
+    let mut tick = tokio::time::interval(rpc.ctx.cfg.sample_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        let l = rpc.queue.snapshot();
+        let ev = SampleEv {
+            depth: l.depth,
+            queued_bytes: l.queued_bytes,
+            owned_bytes: l.owned_bytes,
+            unreleased: rpc.unreleased.load(Relaxed),
+            used_capacity: flow.used_capacity() as u64,
+            available_capacity: flow.available_capacity() as i64,
+            rss_bytes: rss_bytes(),
+        };
+        rpc.emit(now_ns(), || Kind::Sample(ev));
+    }
+}
+
+/// Resident set size from /proc/self/statm (0 where unavailable).
+pub fn rss_bytes() -> u64 {
+    let page = 4096;
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * page)
+}
+
+fn grpc_headers() -> Response<()> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(http::header::CONTENT_TYPE, "application/grpc")
+        .header("grpc-accept-encoding", "identity")
+        .body(())
+        .expect("static response")
+}
+
+fn status_trailers(code: u32, msg: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert("grpc-status", HeaderValue::from(code));
+    if !msg.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&grpc::encode_message(msg)) {
+            h.insert("grpc-message", v);
+        }
+    }
+    h
+}
+
+/// A trailers-only gRPC response carrying `code`.
+fn send_status(respond: &mut SendResponse<Bytes>, code: u32, msg: &str) {
+    let mut resp = grpc_headers();
+    resp.headers_mut().extend(status_trailers(code, msg));
+    if let Err(e) = respond.send_response(resp, true) {
+        tracing::debug!("sending status {code}: {e}");
+    }
+}
+
+fn send_http_error(respond: &mut SendResponse<Bytes>, code: StatusCode, msg: &str) {
+    let resp = Response::builder()
+        .status(code)
+        .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(())
+        .expect("static response");
+    match respond.send_response(resp, false) {
+        Ok(mut s) => {
+            let _ = s.send_data(Bytes::from(format!("{msg}\n")), true);
+        }
+        Err(e) => tracing::debug!("sending HTTP {code}: {e}"),
+    }
+}
+
+fn send_reply(respond: &mut SendResponse<Bytes>, reply: &pb::IngestReply, framing: Framing) {
+    let (resp, body) = match framing {
+        Framing::Grpc => (grpc_headers(), grpc::encode(reply)),
+        Framing::Raw(_) => (
+            Response::builder()
+                .status(StatusCode::OK)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(())
+                .expect("static response"),
+            Bytes::from(format!(
+                "{{\"received\":{},\"completed\":{},\"discarded\":{},\"received_bytes\":{}}}\n",
+                reply.received, reply.completed, reply.discarded, reply.received_bytes
+            )),
+        ),
+    };
+    let r = respond.send_response(resp, false).and_then(|mut s| {
+        s.send_data(body, framing != Framing::Grpc)?;
+        if framing == Framing::Grpc {
+            s.send_trailers(status_trailers(status::OK, ""))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        tracing::debug!("sending reply: {e}");
+    }
+}
