@@ -51,7 +51,7 @@ pub struct ClientOpts {
 
     /// Messages that may wait to be sent per stream; a message scheduled
     /// while the backlog is full is recorded as never_sent (reason backlog).
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending: u32,
 
     /// The client's own receive windows (responses are tiny; rarely matters).

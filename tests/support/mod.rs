@@ -69,3 +69,46 @@ pub fn temp_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+use h2probe::experiment::{RunOpts, RunResult};
+
+/// Run options for a short loopback experiment writing into `dir`.
+pub fn run_opts(dir: &std::path::Path, release: &str, queue: &str) -> RunOpts {
+    let mut o = RunOpts::default();
+    o.output.out = Some(dir.to_path_buf());
+    o.output.quiet = true;
+    o.server.release = clap::ValueEnum::from_str(release, true).unwrap();
+    o.server.queue = queue.parse().unwrap();
+    o
+}
+
+pub fn dur(s: &str) -> h2probe::config::Dur {
+    s.parse().unwrap()
+}
+
+/// Runs an experiment on a fresh multi-threaded runtime.
+pub fn run(opts: RunOpts) -> RunResult {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(h2probe::experiment::run(opts))
+        .unwrap()
+}
+
+/// Every invariant check that applies must hold.
+pub fn assert_checks(r: &RunResult) {
+    for (name, c) in &r.summary.checks {
+        assert_ne!(c.ok, Some(false), "{}: check {name} failed: {}", r.dir.display(), c.detail);
+    }
+    for name in ["accounting", "bytes", "credit", "windows_non_negative", "windows_agree", "no_dropped_events"] {
+        assert_eq!(
+            r.summary.checks[name].ok,
+            Some(true),
+            "{}: check {name} did not apply: {}",
+            r.dir.display(),
+            r.summary.checks[name].detail
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! The endpoints over loopback: every release × queue combination completes
+//! with counts that add up and invariants that hold on the real trace, and
+//! the physics of a slow worker shows up where it should.
+
+mod support;
+
+use support::{assert_checks, dur, run, run_opts, temp_dir};
+
+#[test]
+fn every_release_and_queue_combination_completes_and_adds_up() {
+    let root = temp_dir("matrix");
+    for release in ["frame", "decode", "start", "complete"] {
+        for queue in ["direct", "unbounded", "bounded:4"] {
+            let dir = root.join(format!("{release}-{}", queue.replace(':', "")));
+            let mut o = run_opts(&dir, release, queue);
+            o.client.rate = 400.0;
+            o.client.duration = dur("400ms");
+            o.client.payload = "4KiB".parse().unwrap();
+            o.server.service_time = dur("1ms");
+            o.server.workers = 2;
+            let r = run(o);
+            let s = &r.summary;
+            assert!(s.scheduled >= 150, "{release}/{queue}: only {} scheduled", s.scheduled);
+            assert_eq!(
+                s.scheduled,
+                s.completed + s.discarded + s.never_sent,
+                "{release}/{queue}: {s:#?}"
+            );
+            assert_eq!(s.completed, s.scheduled, "{release}/{queue}: nothing should be lost in a calm run");
+            assert_eq!(s.rpc_status.get("OK"), Some(&1), "{release}/{queue}: {:?}", s.rpc_status);
+            assert_eq!(s.release_point.as_deref(), Some(release), "{release}/{queue}");
+            // Every received byte was released by the end.
+            assert_eq!(s.released_bytes, s.data_bytes_in, "{release}/{queue}");
+            assert_checks(&r);
+            for f in ["meta.json", "summary.json", "trace.jsonl", "credit.svg", "queue.svg", "timeline.csv"] {
+                assert!(dir.join(f).is_file(), "{release}/{queue}: {f} missing");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The article's setup, shortened: 16 KiB at 300/s, 10 ms worker.
+fn slow_worker(name: &str, release: &str, queue: &str) -> h2probe::experiment::RunResult {
+    let dir = temp_dir(name);
+    let mut o = run_opts(&dir, release, queue);
+    o.client.duration = dur("2s");
+    o.client.max_pending = 20;
+    run(o)
+}
+
+#[test]
+fn unbounded_queue_grows_at_offered_minus_service_rate() {
+    let r = slow_worker("phys-unbounded", "frame", "unbounded");
+    let s = &r.summary;
+    assert_checks(&r);
+    // Offered 300/s, served ≈ 90/s: the queue grows ≈ 210/s while sends keep pace.
+    assert!(s.queue_growth_rate > 150.0 && s.queue_growth_rate < 260.0, "growth {}", s.queue_growth_rate);
+    assert!(s.send_rate > 250.0, "send rate {}", s.send_rate);
+    assert!(s.completion_rate > 60.0 && s.completion_rate < 110.0, "completion {}", s.completion_rate);
+    assert!(s.client_window_blocked_s < 0.3, "window-blocked {}", s.client_window_blocked_s);
+    assert!(s.max_queue_depth > 250, "max depth {}", s.max_queue_depth);
+    // The transport never held more than one window while the app held megabytes.
+    assert!(s.max_unreleased_bytes <= 65_535);
+    assert!(s.max_owned_bytes > 4 << 20, "owned {}", s.max_owned_bytes);
+}
+
+#[test]
+fn bounded_queue_caps_depth_and_moves_the_wait_to_the_client() {
+    let r = slow_worker("phys-bounded", "frame", "bounded:8");
+    let s = &r.summary;
+    assert_checks(&r);
+    assert!(s.max_queue_depth <= 8, "max depth {}", s.max_queue_depth);
+    assert!(s.send_rate < 150.0, "send rate {}", s.send_rate);
+    assert!(s.client_window_blocked_s > 0.8, "window-blocked {}", s.client_window_blocked_s);
+    assert!(s.never_sent > 0, "the client backlog overflowed: {s:#?}");
+}
+
+#[test]
+fn release_on_complete_keeps_owned_bytes_within_the_window() {
+    let r = slow_worker("phys-complete", "complete", "unbounded");
+    let s = &r.summary;
+    assert_checks(&r);
+    // Credit equals application capacity: owned bytes never exceed the window.
+    assert!(s.max_owned_bytes <= 65_535, "owned {}", s.max_owned_bytes);
+    assert!(s.max_queue_depth <= 4, "max depth {}", s.max_queue_depth);
+    assert!(s.client_window_blocked_s > 0.8, "window-blocked {}", s.client_window_blocked_s);
+    assert!(s.send_rate < 150.0, "send rate {}", s.send_rate);
+}
+
+#[test]
+fn a_window_smaller_than_a_message_is_refused_for_late_release() {
+    let dir = temp_dir("refuse");
+    let mut o = run_opts(&dir, "complete", "direct");
+    o.server.stream_window = "8KiB".parse().unwrap();
+    let err = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(h2probe::experiment::run(o))
+        .err()
+        .expect("must be refused");
+    let msg = format!("{err:#}");
+    assert!(msg.contains("--release complete cannot work"), "{msg}");
+    assert!(msg.contains("--stream-window"), "{msg}");
+}
