@@ -266,7 +266,7 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
                 }
                 tokio::select! {
                     _ = tokio::time::sleep_until(to_instant(at)) => {}
-                    _ = interrupt.wait_for(|i| *i) => break,
+                    _ = crate::live::flag_set(&mut interrupt) => break,
                 }
                 ctx.rec.emit(Endpoint::Client, conn, stream, at, || Kind::Schedule(MsgEv { seq, size, framed: size + grpc::PREFIX_LEN as u32 }));
                 Live::add(&ctx.live.scheduled, 1);
@@ -298,7 +298,7 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
             }
         },
         _ = &mut until_deadline => Some(NeverSentReason::Deadline),
-        _ = interrupt.wait_for(|i| *i) => Some(NeverSentReason::Interrupted),
+        _ = crate::live::flag_set(&mut interrupt) => Some(NeverSentReason::Interrupted),
     };
     scheduler.abort();
     let _ = scheduler.await;
@@ -332,7 +332,7 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
     let answer = tokio::select! {
         r = read_answer(resp) => r,
         _ = &mut until_deadline => Err((status::DEADLINE_EXCEEDED, "deadline exceeded waiting for the response".to_string())),
-        _ = interrupt.wait_for(|i| *i) => Err((status::CANCELLED, "interrupted".to_string())),
+        _ = crate::live::flag_set(&mut interrupt) => Err((status::CANCELLED, "interrupted".to_string())),
     };
     match answer {
         Ok((code, msg, reply)) => {

@@ -23,3 +23,11 @@ impl Live {
         c.load(Relaxed)
     }
 }
+
+/// Resolves once the flag turns true; never, if its sender is gone first
+/// (a dropped sender means "no one will ever ask to stop").
+pub async fn flag_set(rx: &mut tokio::sync::watch::Receiver<bool>) {
+    if rx.wait_for(|v| *v).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}

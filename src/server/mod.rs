@@ -230,7 +230,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
                     }
                 });
             }
-            _ = shutdown.wait_for(|s| *s) => break,
+            _ = crate::live::flag_set(&mut shutdown) => break,
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
@@ -286,7 +286,7 @@ async fn connection(sock: tokio::net::TcpStream, peer: std::net::SocketAddr, ctx
                 None => break,
             },
             Some(_) = rpcs.join_next(), if !rpcs.is_empty() => {}
-            _ = shutdown.wait_for(|s| *s), if !shutting_down => {
+            _ = crate::live::flag_set(&mut shutdown), if !shutting_down => {
                 shutting_down = true;
                 conn.graceful_shutdown();
             }

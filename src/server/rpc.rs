@@ -192,7 +192,7 @@ pub(super) async fn handle(req: Request<RecvStream>, mut respond: SendResponse<B
     let received = tokio::select! {
         e = receive(&rpc, &mut body, &mut flow_rx) => Some(e),
         _ = &mut sleep_deadline => None,
-        _ = shutdown.wait_for(|s| *s) => Some(Ended::Status(status::UNAVAILABLE, "server shutting down".into())),
+        _ = crate::live::flag_set(&mut shutdown) => Some(Ended::Status(status::UNAVAILABLE, "server shutting down".into())),
     };
     let shutting_down = *ctx.shutdown.borrow();
 
@@ -220,7 +220,7 @@ pub(super) async fn handle(req: Request<RecvStream>, mut respond: SendResponse<B
             let drained = tokio::select! {
                 _ = async { while workers.join_next().await.is_some() {} } => true,
                 _ = &mut sleep_deadline => false,
-                _ = shutdown.wait_for(|s| *s), if !shutting_down && !ctx.cfg.shutdown_drain => false,
+                _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
             };
             if drained {
                 match ended {
