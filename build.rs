@@ -18,6 +18,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .unwrap_or("unknown");
         versions.push(format!("{krate}={v}"));
     }
-    println!("cargo:rustc-env=H2PROBE_DEP_VERSIONS={}", versions.join(","));
+    println!(
+        "cargo:rustc-env=H2PROBE_DEP_VERSIONS={}",
+        versions.join(",")
+    );
     Ok(())
 }

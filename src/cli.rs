@@ -78,7 +78,9 @@ pub fn main() -> i32 {
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {

@@ -6,7 +6,8 @@ use crate::grpc::{self, pb, status};
 use crate::live::Live;
 use crate::trace::clock::{now_ns, to_instant};
 use crate::trace::schema::{
-    ConnOpenEv, Endpoint, Kind, MsgEv, NeverSentEv, NeverSentReason, RpcEndEv, RpcStartEv, SendEv, WindowBlockedEv,
+    ConnOpenEv, Endpoint, Kind, MsgEv, NeverSentEv, NeverSentReason, RpcEndEv, RpcStartEv, SendEv,
+    WindowBlockedEv,
 };
 use crate::trace::Recorder;
 use crate::wire::tap::{CapturePayload, Tap, TapConfig};
@@ -77,11 +78,16 @@ impl Default for ClientOpts {
 
 impl ClientOpts {
     pub fn validate(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(self.rate.is_finite() && self.rate > 0.0, "--rate must be a positive number of messages per second");
+        anyhow::ensure!(
+            self.rate.is_finite() && self.rate > 0.0,
+            "--rate must be a positive number of messages per second"
+        );
         anyhow::ensure!(self.payload.0 <= 64 << 20, "--payload is limited to 64 MiB");
         anyhow::ensure!(!self.duration.0.is_zero(), "--duration must be positive");
         anyhow::ensure!(self.path.starts_with('/'), "--path must start with /");
-        self.client_stream_window.to_u32("--client-stream-window").map_err(anyhow::Error::msg)?;
+        self.client_stream_window
+            .to_u32("--client-stream-window")
+            .map_err(anyhow::Error::msg)?;
         Ok(())
     }
 
@@ -140,7 +146,11 @@ pub async fn run(ctx: Arc<ClientCtx>) -> anyhow::Result<Vec<RpcOutcome>> {
     Ok(out)
 }
 
-async fn connection(ctx: Arc<ClientCtx>, index: u32, start: u64) -> anyhow::Result<Vec<RpcOutcome>> {
+async fn connection(
+    ctx: Arc<ClientCtx>,
+    index: u32,
+    start: u64,
+) -> anyhow::Result<Vec<RpcOutcome>> {
     let sock = tokio::net::TcpStream::connect(ctx.target)
         .await
         .with_context(|| format!("connecting to {}", ctx.target))?;
@@ -197,11 +207,20 @@ struct Pending {
 }
 
 fn payload_bytes(n: usize) -> Bytes {
-    (0..n).map(|i| (i.wrapping_mul(31) + 7) as u8).collect::<Vec<u8>>().into()
+    (0..n)
+        .map(|i| (i.wrapping_mul(31) + 7) as u8)
+        .collect::<Vec<u8>>()
+        .into()
 }
 
 /// One client-streaming RPC: schedule, send, half-close, read the answer.
-async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, start: u64) -> RpcOutcome {
+async fn rpc(
+    ctx: Arc<ClientCtx>,
+    sr: SendRequest<Bytes>,
+    conn: u32,
+    k: u32,
+    start: u64,
+) -> RpcOutcome {
     let opts = &ctx.opts;
     let mut outcome = RpcOutcome {
         conn,
@@ -210,12 +229,16 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
         message: String::new(),
         reply: None,
     };
-    let emit = |stream: u32, t: u64, kind: Kind| ctx.rec.emit(Endpoint::Client, conn, stream, t, || kind);
+    let emit =
+        |stream: u32, t: u64, kind: Kind| ctx.rec.emit(Endpoint::Client, conn, stream, t, || kind);
     let req = http::Request::post(format!("http://{}{}", ctx.target, opts.path))
         .header(http::header::CONTENT_TYPE, "application/grpc")
         .header("te", "trailers")
         .header("grpc-timeout", grpc::format_timeout(opts.deadline.0))
-        .header(http::header::USER_AGENT, concat!("h2probe/", env!("CARGO_PKG_VERSION")))
+        .header(
+            http::header::USER_AGENT,
+            concat!("h2probe/", env!("CARGO_PKG_VERSION")),
+        )
         .body(())
         .expect("static request");
     let deadline = now_ns() + opts.deadline.0.as_nanos() as u64;
@@ -243,20 +266,14 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
 
     // The open-loop schedule runs in its own task and never waits for the sender.
     let (tx, mut rx) = mpsc::channel::<Pending>(opts.max_pending as usize);
-    let size = {
-        let probe = pb::Item {
-            seq: 0,
-            scheduled_ns: 0,
-            payload: payload_bytes(opts.payload.0 as usize),
-        };
-        prost::Message::encoded_len(&probe) as u32
-    };
+    let payload = payload_bytes(opts.payload.0 as usize);
     let scheduler = {
         let ctx = ctx.clone();
         let total = ctx.opts.total_streams() as f64;
         let period = 1e9 * total / ctx.opts.rate;
         let offset = 1e9 * k as f64 / ctx.opts.rate;
         let end = start + ctx.opts.duration.0.as_nanos() as u64;
+        let payload = payload.clone();
         tokio::spawn(async move {
             let mut interrupt = ctx.interrupt.clone();
             for seq in 0u64.. {
@@ -268,7 +285,19 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
                     _ = tokio::time::sleep_until(to_instant(at)) => {}
                     _ = crate::live::flag_set(&mut interrupt) => break,
                 }
-                ctx.rec.emit(Endpoint::Client, conn, stream, at, || Kind::Schedule(MsgEv { seq, size, framed: size + grpc::PREFIX_LEN as u32 }));
+                // The exact size the message will have (varints depend on seq and time).
+                let size = prost::Message::encoded_len(&pb::Item {
+                    seq,
+                    scheduled_ns: at,
+                    payload: payload.clone(),
+                }) as u32;
+                ctx.rec.emit(Endpoint::Client, conn, stream, at, || {
+                    Kind::Schedule(MsgEv {
+                        seq,
+                        size,
+                        framed: size + grpc::PREFIX_LEN as u32,
+                    })
+                });
                 Live::add(&ctx.live.scheduled, 1);
                 if tx.try_send(Pending { seq, scheduled: at }).is_err() {
                     ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || {
@@ -284,9 +313,16 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
     };
 
     let in_progress = AtomicI64::new(-1);
-    let payload = payload_bytes(opts.payload.0 as usize);
     let mut interrupt = ctx.interrupt.clone();
-    let sending = send_all(&ctx, conn, stream, &mut rx, &mut send, &in_progress, &payload);
+    let sending = send_all(
+        &ctx,
+        conn,
+        stream,
+        &mut rx,
+        &mut send,
+        &in_progress,
+        &payload,
+    );
     let until_deadline = tokio::time::sleep_until(to_instant(deadline));
     tokio::pin!(until_deadline);
     let stopped: Option<NeverSentReason> = tokio::select! {
@@ -312,7 +348,11 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
             unsent.push(p.seq);
         }
         for seq in &unsent {
-            emit(stream, t, Kind::NeverSent(NeverSentEv { seq: *seq, reason }));
+            emit(
+                stream,
+                t,
+                Kind::NeverSent(NeverSentEv { seq: *seq, reason }),
+            );
         }
         Live::add(&ctx.live.never_sent, unsent.len() as u64);
         if reason != NeverSentReason::StreamError {
@@ -323,7 +363,14 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
                 status::CANCELLED
             };
             outcome.message = format!("client stopped: {}", reason.as_str());
-            emit(stream, t, Kind::RpcEnd(RpcEndEv { status: outcome.status, message: outcome.message.clone() }));
+            emit(
+                stream,
+                t,
+                Kind::RpcEnd(RpcEndEv {
+                    status: outcome.status,
+                    message: outcome.message.clone(),
+                }),
+            );
             return outcome;
         }
     }
@@ -348,7 +395,14 @@ async fn rpc(ctx: Arc<ClientCtx>, sr: SendRequest<Bytes>, conn: u32, k: u32, sta
             outcome.message = msg;
         }
     }
-    emit(stream, now_ns(), Kind::RpcEnd(RpcEndEv { status: outcome.status, message: outcome.message.clone() }));
+    emit(
+        stream,
+        now_ns(),
+        Kind::RpcEnd(RpcEndEv {
+            status: outcome.status,
+            message: outcome.message.clone(),
+        }),
+    );
     outcome
 }
 
@@ -384,7 +438,9 @@ async fn send_all(
                     }
                 }
                 let seq = p.seq;
-                ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || Kind::WindowBlocked(WindowBlockedEv { seq, start }));
+                ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || {
+                    Kind::WindowBlocked(WindowBlockedEv { seq, start })
+                });
             }
             let n = cap.min(data.len());
             send.send_data(data.split_to(n), false)?;
@@ -408,7 +464,9 @@ type Answer = Result<(u32, String, Option<Reply>), (u32, String)>;
 
 /// Reads response headers, the reply message and the trailers.
 async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
-    let resp = resp.await.map_err(|e| (status::UNAVAILABLE, format!("no response: {e}")))?;
+    let resp = resp
+        .await
+        .map_err(|e| (status::UNAVAILABLE, format!("no response: {e}")))?;
     let grpc_status = |h: &http::HeaderMap| -> Option<(u32, String)> {
         let code = h.get("grpc-status")?.to_str().ok()?.parse().ok()?;
         let msg = h
@@ -419,7 +477,11 @@ async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
         Some((code, msg))
     };
     if resp.status() != http::StatusCode::OK {
-        return Ok((status::UNKNOWN, format!("HTTP status {}", resp.status()), None));
+        return Ok((
+            status::UNKNOWN,
+            format!("HTTP status {}", resp.status()),
+            None,
+        ));
     }
     if let Some((code, msg)) = grpc_status(resp.headers()) {
         return Ok((code, msg, None)); // trailers-only
@@ -431,7 +493,7 @@ async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
         let chunk = chunk.map_err(|e| (status::UNAVAILABLE, format!("reading the reply: {e}")))?;
         let _ = body.flow_control().release_capacity(chunk.len());
         deframer.push(&chunk);
-        while let Ok(Some(m)) = deframer.next() {
+        while let Ok(Some(m)) = deframer.next_message() {
             if let Ok(r) = <pb::IngestReply as prost::Message>::decode(m.data) {
                 reply = Some(Reply {
                     received: r.received,
@@ -447,6 +509,10 @@ async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
         .map_err(|e| (status::UNAVAILABLE, format!("reading trailers: {e}")))?;
     match trailers.as_ref().and_then(grpc_status) {
         Some((code, msg)) => Ok((code, msg, reply)),
-        None => Ok((status::INTERNAL, "response ended without grpc-status".into(), reply)),
+        None => Ok((
+            status::INTERNAL,
+            "response ended without grpc-status".into(),
+            reply,
+        )),
     }
 }

@@ -161,8 +161,14 @@ mod tests {
         assert_eq!("16KiB".parse::<Size>().unwrap(), Size(16384));
         assert_eq!("65535".parse::<Size>().unwrap(), Size(65535));
         assert!("lots".parse::<Size>().is_err());
-        assert_eq!("10ms".parse::<Dur>().unwrap(), Dur(Duration::from_millis(10)));
-        assert_eq!("bounded:32".parse::<QueuePolicy>().unwrap(), QueuePolicy::Bounded(32));
+        assert_eq!(
+            "10ms".parse::<Dur>().unwrap(),
+            Dur(Duration::from_millis(10))
+        );
+        assert_eq!(
+            "bounded:32".parse::<QueuePolicy>().unwrap(),
+            QueuePolicy::Bounded(32)
+        );
         assert!("bounded:0".parse::<QueuePolicy>().is_err());
         assert!("bounded".parse::<QueuePolicy>().is_err());
         assert_eq!("raw:16KiB".parse::<Framing>().unwrap(), Framing::Raw(16384));

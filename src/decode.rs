@@ -37,7 +37,10 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
     let mut input: Box<dyn Read> = if opts.file.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
     } else {
-        Box::new(std::fs::File::open(&opts.file).with_context(|| format!("opening {}", opts.file.display()))?)
+        Box::new(
+            std::fs::File::open(&opts.file)
+                .with_context(|| format!("opening {}", opts.file.display()))?,
+        )
     };
     let mut parser = Parser::auto();
     parser.set_max_frame_size(opts.max_frame_size);
@@ -46,11 +49,18 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
     let mut ep: Option<Endpoint> = None;
     let (mut frames, mut errors) = (0u64, 0u64);
     let mut io_err: Option<std::io::Error> = None;
-    let emit = |ep: Endpoint, stream: u32, kind: Kind, out: &mut dyn Write| -> std::io::Result<()> {
-        let ev = Event { t: 0, ep, conn: 1, stream, kind };
-        serde_json::to_writer(&mut *out, &ev)?;
-        out.write_all(b"\n")
-    };
+    let emit =
+        |ep: Endpoint, stream: u32, kind: Kind, out: &mut dyn Write| -> std::io::Result<()> {
+            let ev = Event {
+                t: 0,
+                ep,
+                conn: 1,
+                stream,
+                kind,
+            };
+            serde_json::to_writer(&mut *out, &ev)?;
+            out.write_all(b"\n")
+        };
     loop {
         let n = match input.read(&mut buf) {
             Ok(0) => break,
@@ -70,7 +80,12 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
                 Ok(Parsed::Frame(f)) => {
                     frames += 1;
                     let who = *ep.get_or_insert(Endpoint::Server);
-                    emit(who, f.head.stream(), Kind::Frame(frame_event(&f, Dir::Out, opts.payload)), out)
+                    emit(
+                        who,
+                        f.head.stream(),
+                        Kind::Frame(frame_event(&f, Dir::Out, opts.payload)),
+                        out,
+                    )
                 }
                 Err(e) => {
                     errors += 1;

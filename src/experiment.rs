@@ -79,13 +79,17 @@ pub struct RunResult {
 /// A `captures/<utc-time>-<label>` path.
 pub fn default_run_dir(label: &str) -> PathBuf {
     let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
-    let stamp: String = now.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.').collect();
+    let stamp: String = now
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .collect();
     PathBuf::from("captures").join(format!("{}-{label}", stamp.replace('.', "")))
 }
 
 fn create_dir(out: &Option<PathBuf>, label: &str) -> anyhow::Result<PathBuf> {
     let dir = out.clone().unwrap_or_else(|| default_run_dir(label));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating run directory {}", dir.display()))?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("creating run directory {}", dir.display()))?;
     Ok(dir)
 }
 
@@ -270,7 +274,11 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         Some(opts.client.framed_upper_bound()),
         Some(opts.client.streams),
     )?;
-    let label = opts.output.label.clone().unwrap_or_else(|| label_of(&opts.server));
+    let label = opts
+        .output
+        .label
+        .clone()
+        .unwrap_or_else(|| label_of(&opts.server));
     let dir = create_dir(&opts.output.out, &label)?;
     let started_unix = clock::wall_ns();
     let (writer, rec) = TraceWriter::create(&dir.join("trace.jsonl"), opts.output.trace_buffer)?;
@@ -279,7 +287,9 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (interrupt_tx, interrupt_rx) = watch::channel(false);
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding 127.0.0.1")?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding 127.0.0.1")?;
     let addr = listener.local_addr()?;
     let sctx = Arc::new(ServerCtx {
         cfg,
@@ -326,10 +336,23 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         "client": opts.client,
         "output": opts.output,
     });
-    let status = if interrupted { "interrupted" } else { "complete" }.to_string();
+    let status = if interrupted {
+        "interrupted"
+    } else {
+        "complete"
+    }
+    .to_string();
     let dir2 = dir.clone();
     let (summary, warnings) = tokio::task::spawn_blocking(move || {
-        finalize(&dir2, writer, "run", config, started_unix, status, Some(addr.to_string()))
+        finalize(
+            &dir2,
+            writer,
+            "run",
+            config,
+            started_unix,
+            status,
+            Some(addr.to_string()),
+        )
     })
     .await??;
     Ok(RunResult {
@@ -363,8 +386,14 @@ pub struct ServeOpts {
 }
 
 pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<String>)> {
-    let cfg = opts.server.validate(opts.output.capture_payload, None, None)?;
-    let label = opts.output.label.clone().unwrap_or_else(|| format!("serve-{}", label_of(&opts.server)));
+    let cfg = opts
+        .server
+        .validate(opts.output.capture_payload, None, None)?;
+    let label = opts
+        .output
+        .label
+        .clone()
+        .unwrap_or_else(|| format!("serve-{}", label_of(&opts.server)));
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .with_context(|| format!("binding {}", opts.listen))?;
@@ -382,7 +411,10 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
         shutdown: shutdown_rx,
     });
     // The address line is machine-readable: scripts wait for it.
-    println!("h2probe: listening on {addr} (run directory {})", dir.display());
+    println!(
+        "h2probe: listening on {addr} (run directory {})",
+        dir.display()
+    );
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let progress = spawn_progress(live.clone(), 0, opts.output.quiet);
     let stop_after = async {
@@ -408,7 +440,10 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
         _ = timer => "complete",
     };
     if status == "interrupted" {
-        eprintln!("h2probe: interrupted; finishing RPCs (--shutdown-drain={}) and the trace", opts.server.shutdown_drain);
+        eprintln!(
+            "h2probe: interrupted; finishing RPCs (--shutdown-drain={}) and the trace",
+            opts.server.shutdown_drain
+        );
     }
     let _ = shutdown_tx.send(true);
     let served = tokio::select! {
@@ -422,7 +457,15 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
     let dir2 = dir.clone();
     let status = status.to_string();
     let (summary, warnings) = tokio::task::spawn_blocking(move || {
-        finalize(&dir2, writer, "serve", config, started_unix, status, Some(addr.to_string()))
+        finalize(
+            &dir2,
+            writer,
+            "serve",
+            config,
+            started_unix,
+            status,
+            Some(addr.to_string()),
+        )
     })
     .await??;
     Ok((dir, summary, warnings))
@@ -440,7 +483,9 @@ pub struct ClientCmdOpts {
     pub output: OutputOpts,
 }
 
-pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(PathBuf, Summary, Vec<String>, Vec<RpcOutcome>)> {
+pub async fn client_cmd(
+    opts: ClientCmdOpts,
+) -> anyhow::Result<(PathBuf, Summary, Vec<String>, Vec<RpcOutcome>)> {
     opts.client.validate()?;
     let label = opts.output.label.clone().unwrap_or_else(|| "client".into());
     let dir = create_dir(&opts.output.out, &label)?;
@@ -475,8 +520,10 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(PathBuf, Summary
     let config = serde_json::json!({ "client": opts.client, "output": opts.output, "connect": opts.connect.to_string() });
     let dir2 = dir.clone();
     let st = status.to_string();
-    let finalized =
-        tokio::task::spawn_blocking(move || finalize(&dir2, writer, "client", config, started_unix, st, None)).await?;
+    let finalized = tokio::task::spawn_blocking(move || {
+        finalize(&dir2, writer, "client", config, started_unix, st, None)
+    })
+    .await?;
     let outcomes = outcomes?;
     let (summary, warnings) = finalized?;
     Ok((dir, summary, warnings, outcomes))
@@ -485,7 +532,11 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(PathBuf, Summary
 /// Reads a run's analysis results (used by `analyze` and `compare`).
 pub fn analyze_dir(dir: &Path) -> anyhow::Result<(Summary, Vec<String>)> {
     let trace = dir.join("trace.jsonl");
-    anyhow::ensure!(trace.is_file(), "{}: no trace.jsonl here; is this a run directory?", dir.display());
+    anyhow::ensure!(
+        trace.is_file(),
+        "{}: no trace.jsonl here; is this a run directory?",
+        dir.display()
+    );
     let a = analyze_trace(&trace)?;
     Ok((a.summary, a.warnings))
 }

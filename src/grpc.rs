@@ -121,7 +121,7 @@ impl Deframer {
     }
 
     /// The next complete message, if the buffer holds one.
-    pub fn next(&mut self) -> Result<Option<Framed>, DeframeError> {
+    pub fn next_message(&mut self) -> Result<Option<Framed>, DeframeError> {
         if let Some(unit) = self.raw {
             if self.buf.len() < unit as usize {
                 return Ok(None);
@@ -232,15 +232,23 @@ mod tests {
 
     #[test]
     fn deframer_cuts_messages_across_any_chunking() {
-        let a = encode(&pb::Item { seq: 1, scheduled_ns: 2, payload: vec![7; 300].into() });
-        let b = encode(&pb::Item { seq: 2, scheduled_ns: 3, payload: vec![8; 10].into() });
+        let a = encode(&pb::Item {
+            seq: 1,
+            scheduled_ns: 2,
+            payload: vec![7; 300].into(),
+        });
+        let b = encode(&pb::Item {
+            seq: 2,
+            scheduled_ns: 3,
+            payload: vec![8; 10].into(),
+        });
         let wire = [a.clone(), b.clone()].concat();
         for split in 0..wire.len() {
             let mut d = Deframer::new(1 << 20);
             let mut got = vec![];
             for part in [&wire[..split], &wire[split..]] {
                 d.push(part);
-                while let Some(m) = d.next().unwrap() {
+                while let Some(m) = d.next_message().unwrap() {
                     got.push(m);
                 }
             }
@@ -255,9 +263,9 @@ mod tests {
     fn raw_units_with_a_short_tail() {
         let mut d = Deframer::raw(4);
         d.push(b"abcdefghij");
-        assert_eq!(d.next().unwrap().unwrap().data, &b"abcd"[..]);
-        assert_eq!(d.next().unwrap().unwrap().framed_len(), 4);
-        assert_eq!(d.next().unwrap(), None);
+        assert_eq!(d.next_message().unwrap().unwrap().data, &b"abcd"[..]);
+        assert_eq!(d.next_message().unwrap().unwrap().framed_len(), 4);
+        assert_eq!(d.next_message().unwrap(), None);
         assert_eq!(d.pending(), 2);
         assert_eq!(d.finish().unwrap().data, &b"ij"[..]);
         assert_eq!(d.pending(), 0);
@@ -267,8 +275,17 @@ mod tests {
     fn oversize_is_refused_from_the_prefix_alone() {
         let mut d = Deframer::new(100);
         d.push(&[0, 0x7f, 0xff, 0xff, 0xff]);
-        assert_eq!(d.next(), Err(DeframeError::TooLarge { len: 0x7fff_ffff, max: 100 }));
-        assert!(d.buf.capacity() < 1000, "nothing allocated for the claimed size");
+        assert_eq!(
+            d.next_message(),
+            Err(DeframeError::TooLarge {
+                len: 0x7fff_ffff,
+                max: 100
+            })
+        );
+        assert!(
+            d.buf.capacity() < 1000,
+            "nothing allocated for the claimed size"
+        );
     }
 
     #[test]

@@ -33,8 +33,14 @@ async fn raw_rpc(addr: SocketAddr, path: &str, content_type: &str, body: &[u8]) 
     let _ = send.send_data(Bytes::copy_from_slice(body), true);
     let resp = resp.await.unwrap();
     let http = resp.status().as_u16();
-    let header_status = resp.headers().get("grpc-status").map(|v| v.to_str().unwrap().parse().unwrap());
-    let header_msg = resp.headers().get("grpc-message").map(|v| v.to_str().unwrap().to_string());
+    let header_status = resp
+        .headers()
+        .get("grpc-status")
+        .map(|v| v.to_str().unwrap().parse().unwrap());
+    let header_msg = resp
+        .headers()
+        .get("grpc-message")
+        .map(|v| v.to_str().unwrap().to_string());
     let mut body = resp.into_body();
     let mut text = Vec::new();
     while let Some(Ok(c)) = body.data().await {
@@ -64,9 +70,11 @@ fn item(seq: u64, payload: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_the_right_status_and_the_server_keeps_serving() {
-    let mut opts = ServerOpts::default();
-    opts.service_time = "1ms".parse().unwrap();
-    opts.max_message_size = "64KiB".parse().unwrap();
+    let opts = ServerOpts {
+        service_time: "1ms".parse().unwrap(),
+        max_message_size: "64KiB".parse().unwrap(),
+        ..Default::default()
+    };
     let cfg = opts.validate(CapturePayload::None, None, None).unwrap();
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let ctx = Arc::new(ServerCtx {
@@ -79,28 +87,86 @@ async fn bad_requests_get_the_right_status_and_the_server_keeps_serving() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(server::serve(listener, ctx));
-    let good = |n: usize| (0..n as u64).flat_map(|i| item(i, 100)).collect::<Vec<u8>>();
+    let good = |n: usize| {
+        (0..n as u64)
+            .flat_map(|i| item(i, 100))
+            .collect::<Vec<u8>>()
+    };
     const PATH: &str = h2probe::grpc::INGEST_PATH;
     const GRPC: &str = "application/grpc";
 
     let ok = raw_rpc(addr, PATH, GRPC, &good(3)).await;
     assert_eq!((ok.http, ok.grpc_status), (200, Some(0)), "{}", ok.message);
 
-    let cases: Vec<(&str, &str, &str, Vec<u8>, u16, Option<u32>)> = vec![
-        ("wrong path", "/h2probe.v1.Probe/Nope", GRPC, good(1), 200, Some(12)),
-        ("oversize message", PATH, GRPC, [&[0u8, 0x05, 0xf5, 0xe1, 0x00][..], &[0; 100]].concat(), 200, Some(8)),
-        ("garbage protobuf", PATH, GRPC, [&[0u8, 0, 0, 0, 6][..], &[0xff; 6]].concat(), 200, Some(3)),
-        ("compressed without encoding", PATH, GRPC, vec![1, 0, 0, 0, 2, 8, 1], 200, Some(12)),
-        ("body cut inside a message", PATH, GRPC, vec![0, 0, 0, 0, 9, 8], 200, Some(13)),
-        ("not gRPC at all", PATH, "text/plain", b"hello".to_vec(), 415, None),
+    // (name, path, content-type, body, expected HTTP status, expected gRPC status)
+    type Case<'a> = (&'a str, &'a str, &'a str, Vec<u8>, u16, Option<u32>);
+    let cases: Vec<Case> = vec![
+        (
+            "wrong path",
+            "/h2probe.v1.Probe/Nope",
+            GRPC,
+            good(1),
+            200,
+            Some(12),
+        ),
+        (
+            "oversize message",
+            PATH,
+            GRPC,
+            [&[0u8, 0x05, 0xf5, 0xe1, 0x00][..], &[0; 100]].concat(),
+            200,
+            Some(8),
+        ),
+        (
+            "garbage protobuf",
+            PATH,
+            GRPC,
+            [&[0u8, 0, 0, 0, 6][..], &[0xff; 6]].concat(),
+            200,
+            Some(3),
+        ),
+        (
+            "compressed without encoding",
+            PATH,
+            GRPC,
+            vec![1, 0, 0, 0, 2, 8, 1],
+            200,
+            Some(12),
+        ),
+        (
+            "body cut inside a message",
+            PATH,
+            GRPC,
+            vec![0, 0, 0, 0, 9, 8],
+            200,
+            Some(13),
+        ),
+        (
+            "not gRPC at all",
+            PATH,
+            "text/plain",
+            b"hello".to_vec(),
+            415,
+            None,
+        ),
     ];
     for (name, path, ct, body, http, grpc) in cases {
         let a = raw_rpc(addr, path, ct, &body).await;
-        assert_eq!((a.http, a.grpc_status), (http, grpc), "{name}: {}", a.message);
+        assert_eq!(
+            (a.http, a.grpc_status),
+            (http, grpc),
+            "{name}: {}",
+            a.message
+        );
         assert!(!a.message.is_empty(), "{name}: the answer must say why");
         // The server still serves the next RPC normally.
         let again = raw_rpc(addr, PATH, GRPC, &good(2)).await;
-        assert_eq!(again.grpc_status, Some(0), "after {name}: {}", again.message);
+        assert_eq!(
+            again.grpc_status,
+            Some(0),
+            "after {name}: {}",
+            again.message
+        );
     }
     let _ = shutdown_tx.send(true);
     server.await.unwrap().unwrap();

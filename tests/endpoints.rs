@@ -20,19 +20,42 @@ fn every_release_and_queue_combination_completes_and_adds_up() {
             o.server.workers = 2;
             let r = run(o);
             let s = &r.summary;
-            assert!(s.scheduled >= 150, "{release}/{queue}: only {} scheduled", s.scheduled);
+            assert!(
+                s.scheduled >= 150,
+                "{release}/{queue}: only {} scheduled",
+                s.scheduled
+            );
             assert_eq!(
                 s.scheduled,
                 s.completed + s.discarded + s.never_sent,
                 "{release}/{queue}: {s:#?}"
             );
-            assert_eq!(s.completed, s.scheduled, "{release}/{queue}: nothing should be lost in a calm run");
-            assert_eq!(s.rpc_status.get("OK"), Some(&1), "{release}/{queue}: {:?}", s.rpc_status);
-            assert_eq!(s.release_point.as_deref(), Some(release), "{release}/{queue}");
+            assert_eq!(
+                s.completed, s.scheduled,
+                "{release}/{queue}: nothing should be lost in a calm run"
+            );
+            assert_eq!(
+                s.rpc_status.get("OK"),
+                Some(&1),
+                "{release}/{queue}: {:?}",
+                s.rpc_status
+            );
+            assert_eq!(
+                s.release_point.as_deref(),
+                Some(release),
+                "{release}/{queue}"
+            );
             // Every received byte was released by the end.
             assert_eq!(s.released_bytes, s.data_bytes_in, "{release}/{queue}");
             assert_checks(&r);
-            for f in ["meta.json", "summary.json", "trace.jsonl", "credit.svg", "queue.svg", "timeline.csv"] {
+            for f in [
+                "meta.json",
+                "summary.json",
+                "trace.jsonl",
+                "credit.svg",
+                "queue.svg",
+                "timeline.csv",
+            ] {
                 assert!(dir.join(f).is_file(), "{release}/{queue}: {f} missing");
             }
         }
@@ -55,10 +78,22 @@ fn unbounded_queue_grows_at_offered_minus_service_rate() {
     let s = &r.summary;
     assert_checks(&r);
     // Offered 300/s, served ≈ 90/s: the queue grows ≈ 210/s while sends keep pace.
-    assert!(s.queue_growth_rate > 150.0 && s.queue_growth_rate < 260.0, "growth {}", s.queue_growth_rate);
+    assert!(
+        s.queue_growth_rate > 150.0 && s.queue_growth_rate < 260.0,
+        "growth {}",
+        s.queue_growth_rate
+    );
     assert!(s.send_rate > 250.0, "send rate {}", s.send_rate);
-    assert!(s.completion_rate > 60.0 && s.completion_rate < 110.0, "completion {}", s.completion_rate);
-    assert!(s.client_window_blocked_s < 0.3, "window-blocked {}", s.client_window_blocked_s);
+    assert!(
+        s.completion_rate > 60.0 && s.completion_rate < 110.0,
+        "completion {}",
+        s.completion_rate
+    );
+    assert!(
+        s.client_window_blocked_s < 0.3,
+        "window-blocked {}",
+        s.client_window_blocked_s
+    );
     assert!(s.max_queue_depth > 250, "max depth {}", s.max_queue_depth);
     // The transport never held more than one window while the app held megabytes.
     assert!(s.max_unreleased_bytes <= 65_535);
@@ -72,7 +107,11 @@ fn bounded_queue_caps_depth_and_moves_the_wait_to_the_client() {
     assert_checks(&r);
     assert!(s.max_queue_depth <= 8, "max depth {}", s.max_queue_depth);
     assert!(s.send_rate < 150.0, "send rate {}", s.send_rate);
-    assert!(s.client_window_blocked_s > 0.8, "window-blocked {}", s.client_window_blocked_s);
+    assert!(
+        s.client_window_blocked_s > 0.8,
+        "window-blocked {}",
+        s.client_window_blocked_s
+    );
     assert!(s.never_sent > 0, "the client backlog overflowed: {s:#?}");
 }
 
@@ -84,7 +123,11 @@ fn release_on_complete_keeps_owned_bytes_within_the_window() {
     // Credit equals application capacity: owned bytes never exceed the window.
     assert!(s.max_owned_bytes <= 65_535, "owned {}", s.max_owned_bytes);
     assert!(s.max_queue_depth <= 4, "max depth {}", s.max_queue_depth);
-    assert!(s.client_window_blocked_s > 0.8, "window-blocked {}", s.client_window_blocked_s);
+    assert!(
+        s.client_window_blocked_s > 0.8,
+        "window-blocked {}",
+        s.client_window_blocked_s
+    );
     assert!(s.send_rate < 150.0, "send rate {}", s.send_rate);
 }
 

@@ -74,10 +74,12 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tonic_client_drives_our_server() {
-    let mut opts = ServerOpts::default();
-    opts.service_time = "1ms".parse().unwrap();
-    opts.release = h2probe::server::ReleaseArg::Complete;
-    opts.queue = "bounded:4".parse().unwrap();
+    let opts = ServerOpts {
+        service_time: "1ms".parse().unwrap(),
+        release: h2probe::server::ReleaseArg::Complete,
+        queue: "bounded:4".parse().unwrap(),
+        ..Default::default()
+    };
     let cfg = opts.validate(CapturePayload::None, None, None).unwrap();
     let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
     let live = Arc::new(Live::default());
@@ -108,7 +110,10 @@ async fn a_tonic_client_drives_our_server() {
                 payload: vec![7u8; 16 * 1024].into(),
             })
             .collect();
-        let framed: u64 = items.iter().map(|i| h2probe::grpc::encode(i).len() as u64).sum();
+        let framed: u64 = items
+            .iter()
+            .map(|i| h2probe::grpc::encode(i).len() as u64)
+            .sum();
         let path = http::uri::PathAndQuery::from_static("/h2probe.v1.Probe/Ingest");
         let reply: IngestReply = grpc
             .client_streaming(
@@ -119,8 +124,14 @@ async fn a_tonic_client_drives_our_server() {
             .await
             .unwrap()
             .into_inner();
-        assert_eq!((reply.received, reply.completed, reply.discarded), (n, n, 0));
-        assert_eq!(reply.received_bytes, framed, "every framed byte, prefixes included");
+        assert_eq!(
+            (reply.received, reply.completed, reply.discarded),
+            (n, n, 0)
+        );
+        assert_eq!(
+            reply.received_bytes, framed,
+            "every framed byte, prefixes included"
+        );
     }
     // An unknown method is UNIMPLEMENTED for a stock client too.
     grpc.ready().await.unwrap();
@@ -154,10 +165,12 @@ async fn our_client_drives_a_tonic_server() {
     let dir = support::temp_dir("tonic-client");
     let path = dir.join("trace.jsonl");
     let (writer, rec) = h2probe::trace::TraceWriter::create(&path, 1 << 16).unwrap();
-    let mut opts = h2probe::client::ClientOpts::default();
-    opts.rate = 500.0;
-    opts.duration = "600ms".parse().unwrap();
-    opts.streams = 2;
+    let opts = h2probe::client::ClientOpts {
+        rate: 500.0,
+        duration: "600ms".parse().unwrap(),
+        streams: 2,
+        ..Default::default()
+    };
     let ctx = Arc::new(h2probe::client::ClientCtx {
         opts,
         target: addr,
@@ -178,7 +191,10 @@ async fn our_client_drives_a_tonic_server() {
     assert_eq!(received.load(Ordering::Relaxed), total);
     server.abort();
     drop(rec);
-    tokio::task::spawn_blocking(move || writer.finish()).await.unwrap().unwrap();
+    tokio::task::spawn_blocking(move || writer.finish())
+        .await
+        .unwrap()
+        .unwrap();
     // The client-only trace analyses on its own: every sent message is in it,
     // and the windows reconstructed from the client's tap never went negative.
     let a = h2probe_analysis::analyze::analyze_trace(&path).unwrap();

@@ -36,8 +36,11 @@ fn ours(bytes: &[u8], dir: &str, chunks: &[&[u8]]) -> Vec<Value> {
                         ev.insert("increment".into(), json!(increment));
                     }
                     Body::Settings { .. } => {
-                        let m: Map<String, Value> =
-                            f.body.settings().map(|s| (s.id.to_string(), json!(s.value))).collect();
+                        let m: Map<String, Value> = f
+                            .body
+                            .settings()
+                            .map(|s| (s.id.to_string(), json!(s.value)))
+                            .collect();
                         ev.insert("settings".into(), Value::Object(m));
                     }
                     Body::Data { pad } => {
@@ -68,15 +71,19 @@ fn corpus_frames_equal_the_reference_in_random_splits() {
         })
         .collect();
     names.sort();
-    assert!(names.len() >= 4, "expected the four corpus conversations, found {names:?}");
+    assert!(
+        names.len() >= 4,
+        "expected the four corpus conversations, found {names:?}"
+    );
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let mut total = 0;
     for name in &names {
-        let reference: Vec<Value> = std::fs::read_to_string(dir.join(format!("{name}.frames.jsonl")))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let reference: Vec<Value> =
+            std::fs::read_to_string(dir.join(format!("{name}.frames.jsonl")))
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
         for d in ["c2s", "s2c"] {
             let bytes = std::fs::read(dir.join(format!("{name}.{d}.bin"))).unwrap();
             let want: Vec<&Value> = reference.iter().filter(|v| v["dir"] == d).collect();
@@ -87,7 +94,11 @@ fn corpus_frames_equal_the_reference_in_random_splits() {
             }
             for max in [1u64, 7, 100, 4096, 70_000] {
                 let chunks = random_splits(&bytes, &mut rng, max);
-                assert_eq!(ours(&bytes, d, &chunks), whole, "{name} {d}: splits up to {max}");
+                assert_eq!(
+                    ours(&bytes, d, &chunks),
+                    whole,
+                    "{name} {d}: splits up to {max}"
+                );
             }
             total += whole.len();
         }

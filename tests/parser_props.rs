@@ -15,7 +15,11 @@ fn run(p: &mut Parser, bytes: &[u8], split: usize) -> (usize, usize) {
         });
     }
     let _ = p.finish();
-    assert_eq!(p.offset(), bytes.len() as u64, "every byte is accounted for");
+    assert_eq!(
+        p.offset(),
+        bytes.len() as u64,
+        "every byte is accounted for"
+    );
     (frames, errors)
 }
 

@@ -21,13 +21,21 @@ struct Record<S> {
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Record<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for Record<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = r {
             self.out.lock().unwrap().extend_from_slice(&buf[..n]);
@@ -64,16 +72,25 @@ async fn serve<T: AsyncRead + AsyncWrite + Unpin>(io: T) {
 }
 
 /// Posts `total` bytes in `chunk`-sized pieces, honouring send capacity.
-async fn post<T: AsyncRead + AsyncWrite + Unpin + Send + 'static>(io: T, total: usize, chunk: usize) -> usize {
+async fn post<T: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    io: T,
+    total: usize,
+    chunk: usize,
+) -> usize {
     let (client, conn) = h2::client::handshake(io).await.unwrap();
     let conn_task = tokio::spawn(conn);
     let mut client = client.ready().await.unwrap();
-    let req = http::Request::post("http://localhost/sink").body(()).unwrap();
+    let req = http::Request::post("http://localhost/sink")
+        .body(())
+        .unwrap();
     let (resp, mut send) = client.send_request(req, false).unwrap();
     let mut left = total;
     while left > 0 {
         send.reserve_capacity(chunk.min(left));
-        let cap = std::future::poll_fn(|cx| send.poll_capacity(cx)).await.unwrap().unwrap();
+        let cap = std::future::poll_fn(|cx| send.poll_capacity(cx))
+            .await
+            .unwrap()
+            .unwrap();
         let n = cap.min(left);
         send.send_data(Bytes::from(vec![0xab; n]), false).unwrap();
         left -= n;
@@ -114,19 +131,40 @@ async fn a_real_h2_conversation_parses_identically_at_every_split() {
     let (a, b) = tokio::io::duplex(1 << 16);
     let c2s = Arc::new(Mutex::new(Vec::new()));
     let s2c = Arc::new(Mutex::new(Vec::new()));
-    let server = tokio::spawn(serve(Record { inner: b, out: s2c.clone() }));
-    let got = post(Record { inner: a, out: c2s.clone() }, 5000, 1000).await;
+    let server = tokio::spawn(serve(Record {
+        inner: b,
+        out: s2c.clone(),
+    }));
+    let got = post(
+        Record {
+            inner: a,
+            out: c2s.clone(),
+        },
+        5000,
+        1000,
+    )
+    .await;
     assert_eq!(got, 5000);
     server.abort();
     let _ = server.await;
     for (bytes, parser) in [
-        (c2s.lock().unwrap().clone(), Parser::client_to_server as fn() -> Parser),
-        (s2c.lock().unwrap().clone(), Parser::server_to_client as fn() -> Parser),
+        (
+            c2s.lock().unwrap().clone(),
+            Parser::client_to_server as fn() -> Parser,
+        ),
+        (
+            s2c.lock().unwrap().clone(),
+            Parser::server_to_client as fn() -> Parser,
+        ),
     ] {
         let whole = frames_of(&bytes, parser, None);
         assert!(whole.len() >= 4, "{whole:?}");
         for k in 0..=bytes.len() {
-            assert_eq!(frames_of(&bytes, parser, Some(k)), whole, "split at byte {k}");
+            assert_eq!(
+                frames_of(&bytes, parser, Some(k)),
+                whole,
+                "split at byte {k}"
+            );
         }
     }
 }
@@ -141,16 +179,30 @@ async fn both_taps_agree_on_data_bytes_and_window_updates() {
     let srec = rec.clone();
     let server = tokio::spawn(async move {
         let (sock, _) = listener.accept().await.unwrap();
-        let cfg = TapConfig { endpoint: Endpoint::Server, conn: 1, capture: CapturePayload::Headers };
+        let cfg = TapConfig {
+            endpoint: Endpoint::Server,
+            conn: 1,
+            capture: CapturePayload::Headers,
+        };
         serve(Tap::new(sock, cfg, srec)).await;
     });
     let sock = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let cfg = TapConfig { endpoint: Endpoint::Client, conn: 1, capture: CapturePayload::Headers };
+    let cfg = TapConfig {
+        endpoint: Endpoint::Client,
+        conn: 1,
+        capture: CapturePayload::Headers,
+    };
     let total = 1_000_000;
-    assert_eq!(post(Tap::new(sock, cfg, rec.clone()), total, 16_384).await, total);
+    assert_eq!(
+        post(Tap::new(sock, cfg, rec.clone()), total, 16_384).await,
+        total
+    );
     let _ = server.await;
     drop(rec);
-    let stats = tokio::task::spawn_blocking(move || writer.finish()).await.unwrap().unwrap();
+    let stats = tokio::task::spawn_blocking(move || writer.finish())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stats.dropped_total(), 0);
 
     let mut data = [[0u64; 2]; 2]; // [endpoint][dir]

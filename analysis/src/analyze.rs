@@ -70,7 +70,9 @@ impl Pending {
     /// bytes of the increment that matched no release.
     fn consume(&mut self, t: u64, mut inc: u64, lat: &mut Recorder) -> u64 {
         while inc > 0 {
-            let Some(front) = self.fifo.front_mut() else { break };
+            let Some(front) = self.fifo.front_mut() else {
+                break;
+            };
             if front.1 <= inc {
                 inc -= front.1;
                 lat.record(t.saturating_sub(front.0));
@@ -348,13 +350,18 @@ impl Analyzer {
                 rpc.chunks += c.len as u64;
                 let u = rpc.unreleased;
                 self.unreleased += c.len as i64;
-                self.s.max_unreleased_bytes = self.s.max_unreleased_bytes.max(self.unreleased.max(0) as u64);
+                self.s.max_unreleased_bytes = self
+                    .s
+                    .max_unreleased_bytes
+                    .max(self.unreleased.max(0) as u64);
                 self.tl.unreleased.push(t, self.unreleased as f64);
                 // Credit conservation: never more unreleased than the window advertised.
                 let advertised = self
                     .conns
                     .get(&(Endpoint::Server, e.conn))
-                    .map_or(crate::windows::DEFAULT_WINDOW, |c| c.flows[Flow::C2s as usize].initial());
+                    .map_or(crate::windows::DEFAULT_WINDOW, |c| {
+                        c.flows[Flow::C2s as usize].initial()
+                    });
                 if u > advertised {
                     self.credit_violations += 1;
                     if self.credit_detail.is_empty() {
@@ -374,11 +381,18 @@ impl Analyzer {
                 self.tl.unreleased.push(t, self.unreleased as f64);
                 self.s.releases += 1;
                 self.s.released_bytes += r.bytes as u64;
-                if self.s.release_point.is_none() || r.seq.is_some() || r.at == ReleasePoint::Frame {
+                if self.s.release_point.is_none() || r.seq.is_some() || r.at == ReleasePoint::Frame
+                {
                     self.s.release_point = Some(r.at.as_str().to_string());
                 }
-                self.pending_stream.entry((e.conn, e.stream)).or_default().push(t, r.bytes as u64);
-                self.pending_conn.entry(e.conn).or_default().push(t, r.bytes as u64);
+                self.pending_stream
+                    .entry((e.conn, e.stream))
+                    .or_default()
+                    .push(t, r.bytes as u64);
+                self.pending_conn
+                    .entry(e.conn)
+                    .or_default()
+                    .push(t, r.bytes as u64);
             }
             Kind::Decode(m) => {
                 self.s.decoded += 1;
@@ -401,7 +415,9 @@ impl Analyzer {
             }
             Kind::Start(st) => {
                 self.first_start.get_or_insert(t);
-                if let Some((framed, MsgState::Queued)) = self.set_state(e, st.seq, MsgState::InService) {
+                if let Some((framed, MsgState::Queued)) =
+                    self.set_state(e, st.seq, MsgState::InService)
+                {
                     self.queued_bytes -= framed as i64;
                     self.depth -= 1;
                 }
@@ -415,7 +431,11 @@ impl Analyzer {
             }
             Kind::Discard(d) => {
                 self.s.discarded += 1;
-                *self.s.discarded_by_reason.entry(d.reason.as_str().into()).or_default() += 1;
+                *self
+                    .s
+                    .discarded_by_reason
+                    .entry(d.reason.as_str().into())
+                    .or_default() += 1;
                 self.forget(e, d.seq, t);
                 self.tl.discarded.push(t, self.s.discarded as f64);
             }
@@ -443,7 +463,11 @@ impl Analyzer {
             }
             Kind::NeverSent(n) => {
                 self.s.never_sent += 1;
-                *self.s.never_sent_by_reason.entry(n.reason.as_str().into()).or_default() += 1;
+                *self
+                    .s
+                    .never_sent_by_reason
+                    .entry(n.reason.as_str().into())
+                    .or_default() += 1;
             }
         }
     }
@@ -467,7 +491,11 @@ impl Analyzer {
 
     /// A message left the application (completed or discarded).
     fn forget(&mut self, e: &Event, seq: u64, t: u64) {
-        let Some((framed, st)) = self.rpcs.get_mut(&(e.conn, e.stream)).and_then(|r| r.msgs.remove(&seq)) else {
+        let Some((framed, st)) = self
+            .rpcs
+            .get_mut(&(e.conn, e.stream))
+            .and_then(|r| r.msgs.remove(&seq))
+        else {
             return;
         };
         self.owned -= framed as i64;
@@ -525,12 +553,10 @@ impl Analyzer {
                     }
                 }
             }
-            FrameType::SETTINGS => {
-                if !f.has_flag(schema::flags::ACK) {
-                    for (id, v) in f.settings.iter().flatten() {
-                        if *id == schema::settings::INITIAL_WINDOW_SIZE {
-                            conn.flows[1 - travel as usize].on_initial_window(t, *v);
-                        }
+            FrameType::SETTINGS if !f.has_flag(schema::flags::ACK) => {
+                for (id, v) in f.settings.iter().flatten() {
+                    if *id == schema::settings::INITIAL_WINDOW_SIZE {
+                        conn.flows[1 - travel as usize].on_initial_window(t, *v);
                     }
                 }
             }
@@ -542,7 +568,9 @@ impl Analyzer {
         match e.ep {
             Endpoint::Client => {
                 self.tl.credit_conn_client.push(e.t, conn_w as f64);
-                if e.stream != 0 && *self.plotted_stream.get_or_insert((e.conn, e.stream)) == (e.conn, e.stream) {
+                if e.stream != 0
+                    && *self.plotted_stream.get_or_insert((e.conn, e.stream)) == (e.conn, e.stream)
+                {
                     self.tl.credit_stream_client.push(e.t, stream_w as f64);
                 }
             }
@@ -563,12 +591,15 @@ impl Analyzer {
         };
         s.offered_rate = rate(s.scheduled, self.first_schedule, self.last_schedule);
         s.send_rate = match self.first_schedule {
-            Some(a) if self.last_send > a && s.sent > 0 => s.sent as f64 / ((self.last_send - a) as f64 / 1e9),
+            Some(a) if self.last_send > a && s.sent > 0 => {
+                s.sent as f64 / ((self.last_send - a) as f64 / 1e9)
+            }
             _ => 0.0,
         };
         s.decode_rate = rate(s.decoded, self.first_decode, self.last_decode);
         s.completion_rate = rate(s.completed, self.first_start, self.last_complete);
-        s.unaccounted = s.scheduled as i64 - s.completed as i64 - s.discarded as i64 - s.never_sent as i64;
+        s.unaccounted =
+            s.scheduled as i64 - s.completed as i64 - s.discarded as i64 - s.never_sent as i64;
         s.window_blocked_ms = self.window_blocked.summary();
         s.socket_blocked_ms = self.socket_blocked.summary();
         s.client_window_blocked_s = s.window_blocked_ms.sum / 1e3;
@@ -609,7 +640,8 @@ impl Analyzer {
                 violations += w.violation_count();
                 if first_violation.is_empty() {
                     if let Some(v) = w.violations().first() {
-                        first_violation = format!("{} on stream {} (window {})", v.what, v.stream, v.window);
+                        first_violation =
+                            format!("{} on stream {} (window {})", v.what, v.stream, v.window);
                     }
                 }
             }
@@ -648,9 +680,15 @@ impl Analyzer {
                 Check::new(
                     self.credit_violations == 0,
                     if self.credit_violations == 0 {
-                        format!("unreleased bytes peaked at {}, within the advertised window", s.max_unreleased_bytes)
+                        format!(
+                            "unreleased bytes peaked at {}, within the advertised window",
+                            s.max_unreleased_bytes
+                        )
                     } else {
-                        format!("{} violations; first: {}", self.credit_violations, self.credit_detail)
+                        format!(
+                            "{} violations; first: {}",
+                            self.credit_violations, self.credit_detail
+                        )
                     },
                 )
             } else {
@@ -671,7 +709,10 @@ impl Analyzer {
         checks.insert("windows_agree".into(), agree_check);
         checks.insert(
             "no_dropped_events".into(),
-            Check::new(dropped == 0, format!("{dropped} events dropped by the recorder")),
+            Check::new(
+                dropped == 0,
+                format!("{dropped} events dropped by the recorder"),
+            ),
         );
         s.checks = checks;
         (self.s, self.tl)
@@ -686,7 +727,11 @@ impl Analyzer {
                 continue;
             }
             for ((ep2, _), s) in &self.conns {
-                if *ep2 == Endpoint::Server && s.local == c.peer && s.peer == c.local && !c.local.is_empty() {
+                if *ep2 == Endpoint::Server
+                    && s.local == c.peer
+                    && s.peer == c.local
+                    && !c.local.is_empty()
+                {
                     out.push((c, s));
                 }
             }
@@ -701,7 +746,11 @@ impl Analyzer {
         let mut streams = 0;
         let mut bad = vec![];
         for (c, s) in self.pairs() {
-            let server_conn = self.conns.iter().find(|(_, v)| std::ptr::eq(*v, s)).map(|(k, _)| k.1);
+            let server_conn = self
+                .conns
+                .iter()
+                .find(|(_, v)| std::ptr::eq(*v, s))
+                .map(|(k, _)| k.1);
             for (id, out) in &c.data_c2s {
                 streams += 1;
                 let inn = s.data_c2s.get(id).copied().unwrap_or(0);
@@ -709,7 +758,9 @@ impl Analyzer {
                     .and_then(|sc| self.rpcs.get(&(sc, *id)))
                     .map_or(0, |r| r.chunks);
                 if *out != inn || inn != app {
-                    bad.push(format!("stream {id}: client out {out}, server in {inn}, app {app}"));
+                    bad.push(format!(
+                        "stream {id}: client out {out}, server in {inn}, app {app}"
+                    ));
                 }
             }
         }
@@ -719,7 +770,9 @@ impl Analyzer {
         Check::new(
             bad.is_empty(),
             if bad.is_empty() {
-                format!("{streams} streams: client tap out = server tap in = bytes handed to the app")
+                format!(
+                    "{streams} streams: client tap out = server tap in = bytes handed to the app"
+                )
             } else {
                 bad.join("; ")
             },
@@ -736,11 +789,18 @@ impl Analyzer {
             for f in [Flow::C2s, Flow::S2c] {
                 let (a, b) = (&c.flows[f as usize], &s.flows[f as usize]);
                 if a.conn() != b.conn() {
-                    bad.push(format!("{f:?} connection window: client {} vs server {}", a.conn(), b.conn()));
+                    bad.push(format!(
+                        "{f:?} connection window: client {} vs server {}",
+                        a.conn(),
+                        b.conn()
+                    ));
                 }
                 for (id, w) in a.streams() {
                     if b.stream(id) != w {
-                        bad.push(format!("{f:?} stream {id}: client {w} vs server {}", b.stream(id)));
+                        bad.push(format!(
+                            "{f:?} stream {id}: client {w} vs server {}",
+                            b.stream(id)
+                        ));
                     }
                 }
             }
@@ -751,7 +811,10 @@ impl Analyzer {
         Check::new(
             bad.is_empty(),
             if bad.is_empty() {
-                format!("{} connections: final windows equal from both taps", pairs.len())
+                format!(
+                    "{} connections: final windows equal from both taps",
+                    pairs.len()
+                )
             } else {
                 bad.join("; ")
             },
@@ -808,7 +871,10 @@ pub fn analyze_trace(path: &Path) -> Result<Analysis, crate::reader::OpenError> 
         }
     }
     if corrupt > 5 {
-        warnings.push(format!("{}: {corrupt} corrupt lines skipped in all", path.display()));
+        warnings.push(format!(
+            "{}: {corrupt} corrupt lines skipped in all",
+            path.display()
+        ));
     }
     let ending = r.ending().clone();
     let dropped = match &ending {
@@ -836,7 +902,11 @@ pub fn analyze_trace(path: &Path) -> Result<Analysis, crate::reader::OpenError> 
         ));
     }
     if r.unknown > 0 {
-        warnings.push(format!("{}: {} events of unknown types skipped (newer h2probe?)", path.display(), r.unknown));
+        warnings.push(format!(
+            "{}: {} events of unknown types skipped (newer h2probe?)",
+            path.display(),
+            r.unknown
+        ));
     }
     let (summary, timeline) = a.finish(dropped, &ending);
     Ok(Analysis {

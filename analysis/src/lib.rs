@@ -3,11 +3,11 @@
 //! This crate reads files only: it does not depend on tokio or h2, so a trace
 //! can be studied anywhere. The probe depends on it to *write* the schema.
 
-pub mod reader;
-pub mod schema;
-pub mod windows;
-pub mod series;
-pub mod stats;
 pub mod analyze;
 pub mod plots;
+pub mod reader;
 pub mod report;
+pub mod schema;
+pub mod series;
+pub mod stats;
+pub mod windows;

@@ -30,7 +30,13 @@ pub struct Line<'a> {
 }
 
 /// Draws `lines` on one chart with titled axes and a legend.
-pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, lines: &[Line<'_>]) -> Result<(), PlotError> {
+pub fn line_chart(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: &[Line<'_>],
+) -> Result<(), PlotError> {
     let err = |e: String| PlotError {
         path: path.display().to_string(),
         message: e,
@@ -57,7 +63,10 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(80)
-        .build_cartesian_2d(0.0..x_max * 1.02, (y_min - if y_min < 0.0 { pad } else { 0.0 })..y_max + pad)
+        .build_cartesian_2d(
+            0.0..x_max * 1.02,
+            (y_min - if y_min < 0.0 { pad } else { 0.0 })..y_max + pad,
+        )
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
@@ -75,10 +84,15 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
         }
         let color = COLORS[i % COLORS.len()];
         chart
-            .draw_series(LineSeries::new(l.points.iter().copied(), color.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                l.points.iter().copied(),
+                color.stroke_width(2),
+            ))
             .map_err(|e| err(e.to_string()))?
             .label(l.label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+            });
     }
     chart
         .configure_series_labels()
@@ -98,13 +112,19 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
         path: path.display().to_string(),
         message: e,
     };
-    let x_max = tl.intervals.iter().map(|i| i.1).fold(1.0f64, f64::max).max(
-        tl.sent.points().last().map_or(1.0, |p| p.0),
-    );
+    let x_max = tl
+        .intervals
+        .iter()
+        .map(|i| i.1)
+        .fold(1.0f64, f64::max)
+        .max(tl.sent.points().last().map_or(1.0, |p| p.0));
     let root = SVGBackend::new(path, (W, 300)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let title = if tl.intervals_dropped > 0 {
-        format!("Client blocked intervals (first {} shown)", tl.intervals.len())
+        format!(
+            "Client blocked intervals (first {} shown)",
+            tl.intervals.len()
+        )
     } else {
         "Client blocked intervals".to_string()
     };
@@ -136,11 +156,20 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
         .map_err(|e| err(e.to_string()))?;
     for (row, window, color) in [(1.0, true, COLORS[1]), (0.0, false, COLORS[0])] {
         chart
-            .draw_series(tl.intervals.iter().filter(|i| i.2 == window).map(|&(a, b, _)| {
-                // Zero-length intervals still get a visible sliver.
-                let b = if b - a < x_max / 2000.0 { a + x_max / 2000.0 } else { b };
-                Rectangle::new([(a, row + 0.15), (b, row + 0.85)], color.filled())
-            }))
+            .draw_series(
+                tl.intervals
+                    .iter()
+                    .filter(|i| i.2 == window)
+                    .map(|&(a, b, _)| {
+                        // Zero-length intervals still get a visible sliver.
+                        let b = if b - a < x_max / 2000.0 {
+                            a + x_max / 2000.0
+                        } else {
+                            b
+                        };
+                        Rectangle::new([(a, row + 0.15), (b, row + 0.85)], color.filled())
+                    }),
+            )
             .map_err(|e| err(e.to_string()))?;
     }
     root.present().map_err(|e| err(e.to_string()))?;
@@ -160,10 +189,22 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         x,
         "KiB",
         &[
-            Line { label: "client stream credit (client tap)", points: kib(tl.credit_stream_client.filled()) },
-            Line { label: "client connection credit (client tap)", points: kib(tl.credit_conn_client.filled()) },
-            Line { label: "received, not yet released (server)", points: kib(tl.unreleased.filled()) },
-            Line { label: "owned by the application (decoded - completed)", points: kib(tl.owned_bytes.filled()) },
+            Line {
+                label: "client stream credit (client tap)",
+                points: kib(tl.credit_stream_client.filled()),
+            },
+            Line {
+                label: "client connection credit (client tap)",
+                points: kib(tl.credit_conn_client.filled()),
+            },
+            Line {
+                label: "received, not yet released (server)",
+                points: kib(tl.unreleased.filled()),
+            },
+            Line {
+                label: "owned by the application (decoded - completed)",
+                points: kib(tl.owned_bytes.filled()),
+            },
         ],
     )?;
     line_chart(
@@ -171,7 +212,10 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         "Application queue depth",
         x,
         "messages queued",
-        &[Line { label: "queue depth (all RPCs)", points: tl.queue_depth.filled() }],
+        &[Line {
+            label: "queue depth (all RPCs)",
+            points: tl.queue_depth.filled(),
+        }],
     )?;
     line_chart(
         &dir.join("cumulative.svg"),
@@ -179,12 +223,29 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         x,
         "messages (cumulative)",
         &[
-            Line { label: "scheduled (client)", points: tl.scheduled.filled() },
-            Line { label: "sent: handed to h2 (client)", points: tl.sent.filled() },
-            Line { label: "completed (server worker)", points: tl.completed.filled() },
-            Line { label: "discarded (server)", points: tl.discarded.filled() },
+            Line {
+                label: "scheduled (client)",
+                points: tl.scheduled.filled(),
+            },
+            Line {
+                label: "sent: handed to h2 (client)",
+                points: tl.sent.filled(),
+            },
+            Line {
+                label: "completed (server worker)",
+                points: tl.completed.filled(),
+            },
+            Line {
+                label: "discarded (server)",
+                points: tl.discarded.filled(),
+            },
         ],
     )?;
     intervals_chart(&dir.join("blocked.svg"), tl)?;
-    Ok(vec!["credit.svg".into(), "queue.svg".into(), "cumulative.svg".into(), "blocked.svg".into()])
+    Ok(vec![
+        "credit.svg".into(),
+        "queue.svg".into(),
+        "cumulative.svg".into(),
+        "blocked.svg".into(),
+    ])
 }

@@ -200,7 +200,9 @@ mod tests {
 
     #[test]
     fn clean_trace_reads_to_its_footer() {
-        let text = format!("{HEADER}\n{EV}\n{EV}\n{{\"type\":\"footer\",\"events\":2,\"dropped\":{{}}}}\n");
+        let text = format!(
+            "{HEADER}\n{EV}\n{EV}\n{{\"type\":\"footer\",\"events\":2,\"dropped\":{{}}}}\n"
+        );
         let (evs, end) = read_all(&text);
         assert_eq!(evs.len(), 2);
         assert!(evs.iter().all(|e| e.is_ok()));

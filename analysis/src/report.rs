@@ -108,8 +108,20 @@ pub fn headline(s: &Summary) -> String {
         s.coalescing_ratio,
         s.release_to_update_ms.p50
     );
-    let statuses: Vec<String> = s.rpc_status.iter().map(|(k, v)| format!("{k}×{v}")).collect();
-    let _ = writeln!(o, "rpcs      {}", if statuses.is_empty() { "-".into() } else { statuses.join(" ") });
+    let statuses: Vec<String> = s
+        .rpc_status
+        .iter()
+        .map(|(k, v)| format!("{k}×{v}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "rpcs      {}",
+        if statuses.is_empty() {
+            "-".into()
+        } else {
+            statuses.join(" ")
+        }
+    );
     let mut failed = vec![];
     for (name, c) in &s.checks {
         if c.ok == Some(false) {

@@ -34,10 +34,11 @@ impl Endpoint {
 }
 
 /// Direction of bytes relative to the endpoint whose tap saw them.
-#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Dir {
     /// Read from the socket.
+    #[default]
     In,
     /// Written to the socket.
     Out,
@@ -248,12 +249,6 @@ pub struct FrameEv {
     /// Payload bytes, base64, when the capture mode stored them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
-}
-
-impl Default for Dir {
-    fn default() -> Self {
-        Dir::In
-    }
 }
 
 impl Default for FrameType {
@@ -647,9 +642,8 @@ impl Line {
             "never_sent" => ev!(NeverSent),
             _ => Kind::Unknown,
         };
-        let ep = c
-            .ep
-            .ok_or_else(|| serde::de::Error::custom("missing field `ep`"))?;
+        let ep =
+            c.ep.ok_or_else(|| serde::de::Error::custom("missing field `ep`"))?;
         Ok(Line::Event(Event {
             t: c.t,
             ep,
@@ -718,8 +712,10 @@ mod tests {
 
     #[test]
     fn unknown_types_are_kept_as_unknown() {
-        let l = Line::parse(r#"{"type":"from_the_future","t":1,"ep":"server","conn":0,"stream":0,"x":1}"#)
-            .unwrap();
+        let l = Line::parse(
+            r#"{"type":"from_the_future","t":1,"ep":"server","conn":0,"stream":0,"x":1}"#,
+        )
+        .unwrap();
         match l {
             Line::Event(e) => assert_eq!(e.kind, Kind::Unknown),
             other => panic!("{other:?}"),

@@ -91,7 +91,9 @@ mod tests {
         let mut seed = 12345u64;
         let pts: Vec<(f64, f64)> = (0..2000)
             .map(|i| {
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let noise = ((seed >> 33) as f64 / (1u64 << 31) as f64 - 0.5) * 80.0;
                 let x = i as f64 * 0.01;
                 (x, 209.0 * x + 12.0 + noise)

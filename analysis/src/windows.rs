@@ -54,7 +54,12 @@ impl FlowWindows {
     fn violate(&mut self, t: u64, stream: u32, window: i64, what: &'static str) {
         self.violation_count += 1;
         if self.violations.len() < 100 {
-            self.violations.push(Violation { t, stream, window, what });
+            self.violations.push(Violation {
+                t,
+                stream,
+                window,
+                what,
+            });
         }
     }
 
@@ -162,7 +167,11 @@ mod tests {
         w.on_window_update(3, 1, 10_000);
         assert_eq!(w.conn(), 65_535);
         assert_eq!(w.stream(1), 65_535 - 22_768);
-        assert_eq!(w.stream(3), 65_535, "an untouched stream has the initial window");
+        assert_eq!(
+            w.stream(3),
+            65_535,
+            "an untouched stream has the initial window"
+        );
         assert!(w.violations().is_empty());
     }
 

@@ -140,20 +140,37 @@ impl ServerOpts {
     /// Checks the options and refuses configurations that cannot work.
     /// `framed_message` is the framed size of the messages to expect, when
     /// known (in `run`), to refuse a window that could never be released.
-    pub fn validate(&self, capture: CapturePayload, framed_message: Option<u64>, streams_per_conn: Option<u32>) -> anyhow::Result<ServerConfig> {
-        let stream_window = self.stream_window.to_u32("--stream-window").map_err(anyhow::Error::msg)?;
-        let conn_window = self.conn_window.to_u32("--conn-window").map_err(anyhow::Error::msg)?;
+    pub fn validate(
+        &self,
+        capture: CapturePayload,
+        framed_message: Option<u64>,
+        streams_per_conn: Option<u32>,
+    ) -> anyhow::Result<ServerConfig> {
+        let stream_window = self
+            .stream_window
+            .to_u32("--stream-window")
+            .map_err(anyhow::Error::msg)?;
+        let conn_window = self
+            .conn_window
+            .to_u32("--conn-window")
+            .map_err(anyhow::Error::msg)?;
         anyhow::ensure!(
-            stream_window <= (1 << 31) - 1 && conn_window <= (1 << 31) - 1,
+            stream_window < (1 << 31) && conn_window < (1 << 31),
             "windows must be at most 2147483647 bytes (RFC 9113 §6.9.1)"
         );
         anyhow::ensure!(conn_window >= 65_535, "--conn-window must be at least 65535: h2 can only raise the connection window above the protocol default");
-        let max_frame_size = self.max_frame_size.to_u32("--max-frame-size").map_err(anyhow::Error::msg)?;
+        let max_frame_size = self
+            .max_frame_size
+            .to_u32("--max-frame-size")
+            .map_err(anyhow::Error::msg)?;
         anyhow::ensure!(
             (16_384..=16_777_215).contains(&max_frame_size),
             "--max-frame-size must be between 16384 and 16777215 (RFC 9113 §6.5.2), got {max_frame_size}"
         );
-        let max_message_size = self.max_message_size.to_u32("--max-message-size").map_err(anyhow::Error::msg)?;
+        let max_message_size = self
+            .max_message_size
+            .to_u32("--max-message-size")
+            .map_err(anyhow::Error::msg)?;
         let release: ReleasePoint = self.release.into();
         if let (Some(framed), true) = (framed_message, release != ReleasePoint::Frame) {
             anyhow::ensure!(
@@ -239,7 +256,11 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
     Ok(())
 }
 
-async fn connection(sock: tokio::net::TcpStream, peer: std::net::SocketAddr, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
+async fn connection(
+    sock: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    ctx: Arc<ServerCtx>,
+) -> anyhow::Result<()> {
     let conn_id = ctx.conn_ids.fetch_add(1, Ordering::Relaxed) + 1;
     let local = sock.local_addr()?;
     ctx.rec.emit(Endpoint::Server, conn_id, 0, now_ns(), || {

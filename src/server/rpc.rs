@@ -8,8 +8,8 @@ use crate::grpc::{self, pb, status, Deframer, Framed};
 use crate::live::Live;
 use crate::trace::clock::now_ns;
 use crate::trace::schema::{
-    ChunkEv, CompleteEv, DiscardEv, DiscardReason, EnqueueEv, Endpoint, Kind, MsgEv, ReleaseEv, RpcEndEv,
-    RpcStartEv, SampleEv, StartEv,
+    ChunkEv, CompleteEv, DiscardEv, DiscardReason, Endpoint, EnqueueEv, Kind, MsgEv, ReleaseEv,
+    RpcEndEv, RpcStartEv, SampleEv, StartEv,
 };
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -34,7 +34,9 @@ struct Rpc {
 
 impl Rpc {
     fn emit(&self, t: u64, build: impl FnOnce() -> Kind) {
-        self.ctx.rec.emit(Endpoint::Server, self.conn, self.stream, t, build);
+        self.ctx
+            .rec
+            .emit(Endpoint::Server, self.conn, self.stream, t, build);
     }
 
     fn release(&self, flow: &mut FlowControl, bytes: u32, at: ReleasePoint, seq: Option<u64>) {
@@ -67,7 +69,15 @@ impl Rpc {
     }
 
     /// Marks the start of service; releases if the policy says so.
-    fn start(&self, flow: &mut FlowControl, seq: u64, framed: u32, decoded_at: u64, worker: u32, depth: u32) {
+    fn start(
+        &self,
+        flow: &mut FlowControl,
+        seq: u64,
+        framed: u32,
+        decoded_at: u64,
+        worker: u32,
+        depth: u32,
+    ) {
         let t = now_ns();
         self.emit(t, || {
             Kind::Start(StartEv {
@@ -123,7 +133,12 @@ enum Outcome {
     Gone(String),
 }
 
-pub(super) async fn handle(req: Request<RecvStream>, mut respond: SendResponse<Bytes>, conn: u32, ctx: Arc<ServerCtx>) {
+pub(super) async fn handle(
+    req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    conn: u32,
+    ctx: Arc<ServerCtx>,
+) {
     let stream = respond.stream_id().as_u32();
     let t0 = now_ns();
     let path = req.uri().path().to_string();
@@ -139,7 +154,12 @@ pub(super) async fn handle(req: Request<RecvStream>, mut respond: SendResponse<B
         })
     });
     let end = |code: u32, message: String| {
-        ctx.rec.emit(Endpoint::Server, conn, stream, now_ns(), || Kind::RpcEnd(RpcEndEv { status: code, message }));
+        ctx.rec.emit(Endpoint::Server, conn, stream, now_ns(), || {
+            Kind::RpcEnd(RpcEndEv {
+                status: code,
+                message,
+            })
+        });
         Live::add(&ctx.live.rpcs_done, 1);
     };
 
@@ -199,13 +219,18 @@ pub(super) async fn handle(req: Request<RecvStream>, mut respond: SendResponse<B
     let outcome = match received {
         None => {
             rpc.discard(&rpc.queue.take_all(), DiscardReason::Deadline);
-            Outcome::Status(status::DEADLINE_EXCEEDED, "deadline exceeded with work still queued".into())
+            Outcome::Status(
+                status::DEADLINE_EXCEEDED,
+                "deadline exceeded with work still queued".into(),
+            )
         }
         Some(Ended::Cancelled(why)) => {
             rpc.discard(&rpc.queue.take_all(), DiscardReason::Cancelled);
             Outcome::Gone(why)
         }
-        Some(Ended::Status(code, msg)) if !(shutting_down && ctx.cfg.shutdown_drain && code == status::UNAVAILABLE) => {
+        Some(Ended::Status(code, msg))
+            if !(shutting_down && ctx.cfg.shutdown_drain && code == status::UNAVAILABLE) =>
+        {
             let reason = if shutting_down {
                 DiscardReason::Shutdown
             } else {
@@ -232,7 +257,10 @@ pub(super) async fn handle(req: Request<RecvStream>, mut respond: SendResponse<B
                 Outcome::Status(status::UNAVAILABLE, "server shutting down".into())
             } else {
                 rpc.discard(&rpc.queue.take_all(), DiscardReason::Deadline);
-                Outcome::Status(status::DEADLINE_EXCEEDED, "deadline exceeded while draining".into())
+                Outcome::Status(
+                    status::DEADLINE_EXCEEDED,
+                    "deadline exceeded while draining".into(),
+                )
             }
         }
     };
@@ -265,7 +293,10 @@ pub(super) async fn handle(req: Request<RecvStream>, mut respond: SendResponse<B
 
 /// Refuses what the probe does not serve: (HTTP status, gRPC status if the
 /// request is gRPC, message).
-fn check_request(req: &Request<RecvStream>, framing: Framing) -> Result<(), (StatusCode, Option<u32>, String)> {
+fn check_request(
+    req: &Request<RecvStream>,
+    framing: Framing,
+) -> Result<(), (StatusCode, Option<u32>, String)> {
     let m = req.method();
     let ct = req
         .headers()
@@ -276,7 +307,11 @@ fn check_request(req: &Request<RecvStream>, framing: Framing) -> Result<(), (Sta
     match framing {
         Framing::Raw(_) => {
             if m != http::Method::POST && m != http::Method::PUT {
-                return Err((StatusCode::METHOD_NOT_ALLOWED, None, format!("{m} not allowed: send a POST or PUT body")));
+                return Err((
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    None,
+                    format!("{m} not allowed: send a POST or PUT body"),
+                ));
             }
             Ok(())
         }
@@ -289,18 +324,34 @@ fn check_request(req: &Request<RecvStream>, framing: Framing) -> Result<(), (Sta
                 ));
             }
             if m != http::Method::POST {
-                return Err((StatusCode::METHOD_NOT_ALLOWED, None, "gRPC requires POST".into()));
+                return Err((
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    None,
+                    "gRPC requires POST".into(),
+                ));
             }
             if req.uri().path() != grpc::INGEST_PATH {
                 return Err((
                     StatusCode::OK,
                     Some(status::UNIMPLEMENTED),
-                    format!("unknown method {}; this server implements {}", req.uri().path(), grpc::INGEST_PATH),
+                    format!(
+                        "unknown method {}; this server implements {}",
+                        req.uri().path(),
+                        grpc::INGEST_PATH
+                    ),
                 ));
             }
-            if let Some(enc) = req.headers().get("grpc-encoding").and_then(|v| v.to_str().ok()) {
+            if let Some(enc) = req
+                .headers()
+                .get("grpc-encoding")
+                .and_then(|v| v.to_str().ok())
+            {
                 if enc != "identity" {
-                    return Err((StatusCode::OK, Some(status::UNIMPLEMENTED), format!("grpc-encoding {enc} is not supported (identity only)")));
+                    return Err((
+                        StatusCode::OK,
+                        Some(status::UNIMPLEMENTED),
+                        format!("grpc-encoding {enc} is not supported (identity only)"),
+                    ));
                 }
             }
             Ok(())
@@ -319,11 +370,16 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
     loop {
         // Bounded: reserve a slot *before* pulling the next message.
         let slot = match &rpc.queue.slots {
-            Some(s) => Some(s.clone().acquire_owned().await.expect("semaphore never closed")),
+            Some(s) => Some(
+                s.clone()
+                    .acquire_owned()
+                    .await
+                    .expect("semaphore never closed"),
+            ),
             None => None,
         };
         let msg = loop {
-            match deframer.next() {
+            match deframer.next_message() {
                 Ok(Some(m)) => break Some(m),
                 Ok(None) => {}
                 Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
@@ -344,13 +400,21 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
                 None => match deframer.finish() {
                     Some(m) => break Some(m),
                     None if deframer.pending() > 0 => {
-                        return Ended::Status(status::INTERNAL, format!("body ended inside a message ({} bytes pending)", deframer.pending()))
+                        return Ended::Status(
+                            status::INTERNAL,
+                            format!(
+                                "body ended inside a message ({} bytes pending)",
+                                deframer.pending()
+                            ),
+                        )
                     }
                     None => break None,
                 },
             }
         };
-        let Some(msg) = msg else { return Ended::HalfClosed };
+        let Some(msg) = msg else {
+            return Ended::HalfClosed;
+        };
         if let Err(e) = accept_message(rpc, flow, seq, msg, slot).await {
             return e;
         }
@@ -369,11 +433,17 @@ async fn accept_message(
     let cfg = &rpc.ctx.cfg;
     let framed = msg.framed_len();
     if msg.compressed {
-        return Err(Ended::Status(status::UNIMPLEMENTED, "compressed message without a negotiated grpc-encoding".into()));
+        return Err(Ended::Status(
+            status::UNIMPLEMENTED,
+            "compressed message without a negotiated grpc-encoding".into(),
+        ));
     }
     if cfg.framing == Framing::Grpc {
         if let Err(e) = <pb::Item as prost::Message>::decode(msg.data.clone()) {
-            return Err(Ended::Status(status::INVALID_ARGUMENT, format!("message {seq} is not a valid h2probe.v1.Item: {e}")));
+            return Err(Ended::Status(
+                status::INVALID_ARGUMENT,
+                format!("message {seq} is not a valid h2probe.v1.Item: {e}"),
+            ));
         }
     }
     let t = now_ns();
@@ -425,7 +495,14 @@ async fn worker_loop(rpc: Arc<Rpc>, mut flow: FlowControl, worker: u32) {
     while let Some((job, levels)) = rpc.queue.pop().await {
         rpc.ctx.live.depth.fetch_sub(1, Relaxed);
         drop(job.slot); // the bounded queue's slot is free once a worker holds the job
-        rpc.start(&mut flow, job.seq, job.framed, job.decoded_at, worker, levels.depth);
+        rpc.start(
+            &mut flow,
+            job.seq,
+            job.framed,
+            job.decoded_at,
+            worker,
+            levels.depth,
+        );
         rpc.serve_one(&mut flow, job.seq, job.framed, worker).await;
     }
 }
@@ -454,7 +531,11 @@ pub fn rss_bytes() -> u64 {
     let page = 4096;
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .map_or(0, |pages| pages * page)
 }
 

@@ -170,7 +170,12 @@ impl TraceWriter {
         let thread_shared = shared.clone();
         let thread = std::thread::Builder::new()
             .name("h2probe-trace".into())
-            .spawn(move || write_loop(out, header, rx, thread_shared, capacity).map_err(|source| WriteError { path: path_s, source }))?;
+            .spawn(move || {
+                write_loop(out, header, rx, thread_shared, capacity).map_err(|source| WriteError {
+                    path: path_s,
+                    source,
+                })
+            })?;
         let rec = Recorder {
             tx: Some(tx.clone()),
             shared: shared.clone(),
@@ -275,7 +280,9 @@ impl<T: serde::Serialize> serde::Serialize for Tagged<'_, T> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let v = serde_json::to_value(self.1).map_err(serde::ser::Error::custom)?;
-        let obj = v.as_object().ok_or_else(|| serde::ser::Error::custom("not an object"))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| serde::ser::Error::custom("not an object"))?;
         let mut m = s.serialize_map(Some(obj.len() + 1))?;
         m.serialize_entry("type", self.0)?;
         for (k, v) in obj {
@@ -299,7 +306,9 @@ mod tests {
         let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
         let n = 200_000u64;
         for i in 0..n {
-            rec.emit(Endpoint::Server, 1, 1, i, || Kind::Chunk(ChunkEv { len: i as u32 }));
+            rec.emit(Endpoint::Server, 1, 1, i, || {
+                Kind::Chunk(ChunkEv { len: i as u32 })
+            });
         }
         let stats = writer.finish().unwrap();
         assert_eq!(stats.accepted + stats.dropped_total(), n, "{stats:?}");
@@ -332,10 +341,14 @@ mod tests {
     fn events_after_finish_are_counted_as_dropped() {
         let path = std::env::temp_dir().join(format!("h2probe-late-{}.jsonl", std::process::id()));
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
-        rec.emit(Endpoint::Client, 1, 0, 1, || Kind::Chunk(ChunkEv { len: 1 }));
+        rec.emit(Endpoint::Client, 1, 0, 1, || {
+            Kind::Chunk(ChunkEv { len: 1 })
+        });
         let stats = writer.finish().unwrap();
         assert_eq!(stats.written, 1);
-        rec.emit(Endpoint::Client, 1, 0, 2, || Kind::Chunk(ChunkEv { len: 1 }));
+        rec.emit(Endpoint::Client, 1, 0, 2, || {
+            Kind::Chunk(ChunkEv { len: 1 })
+        });
         assert_eq!(rec.stats().dropped_total(), 1);
         std::fs::remove_file(&path).unwrap();
     }
@@ -351,9 +364,12 @@ mod tests {
                 Ok(())
             }
         }
-        let (writer, rec) = TraceWriter::start(Box::new(Full), Path::new("/full/trace.jsonl"), 8).unwrap();
+        let (writer, rec) =
+            TraceWriter::start(Box::new(Full), Path::new("/full/trace.jsonl"), 8).unwrap();
         for i in 0..100 {
-            rec.emit(Endpoint::Client, 1, 0, i, || Kind::Chunk(ChunkEv { len: 1 }));
+            rec.emit(Endpoint::Client, 1, 0, i, || {
+                Kind::Chunk(ChunkEv { len: 1 })
+            });
         }
         let err = writer.finish().unwrap_err().to_string();
         assert!(err.starts_with("/full/trace.jsonl: "), "{err}");

@@ -71,9 +71,20 @@ pub fn settings(ack: bool, params: &[(u16, u32)]) -> Vec<u8> {
     raw(0x4, u8::from(ack), 0, &p)
 }
 
-pub fn push_promise(stream: u32, flags: u8, pad: Option<u8>, promised: u32, block: &[u8]) -> Vec<u8> {
+pub fn push_promise(
+    stream: u32,
+    flags: u8,
+    pad: Option<u8>,
+    promised: u32,
+    block: &[u8],
+) -> Vec<u8> {
     let flags = flags | if pad.is_some() { 0x8 } else { 0 };
-    raw(0x5, flags, stream, &padded(pad, &promised.to_be_bytes(), block))
+    raw(
+        0x5,
+        flags,
+        stream,
+        &padded(pad, &promised.to_be_bytes(), block),
+    )
 }
 
 pub fn ping(ack: bool, opaque: [u8; 8]) -> Vec<u8> {

@@ -137,7 +137,9 @@ impl<'a> Body<'a> {
                 if len != 4 {
                     return Err(bad("length is not 4"));
                 }
-                Body::RstStream { error_code: be32(p) }
+                Body::RstStream {
+                    error_code: be32(p),
+                }
             }
             FrameType::SETTINGS => {
                 if len % 6 != 0 {
@@ -300,7 +302,10 @@ mod tests {
             exclusive: false,
             weight: 256,
         };
-        assert_eq!(load(&encode::priority(3, prio)).unwrap(), Body::Priority(prio));
+        assert_eq!(
+            load(&encode::priority(3, prio)).unwrap(),
+            Body::Priority(prio)
+        );
         assert_eq!(
             load(&encode::push_promise(1, 0x4, None, 2, b"\x82")).unwrap(),
             Body::PushPromise {
@@ -312,12 +317,23 @@ mod tests {
             load(&encode::continuation(1, 0x4, b"\x82")).unwrap(),
             Body::Continuation
         );
-        assert_eq!(load(&encode::raw(0x0b, 0xff, 9, b"xyz")).unwrap(), Body::Unknown);
+        assert_eq!(
+            load(&encode::raw(0x0b, 0xff, 9, b"xyz")).unwrap(),
+            Body::Unknown
+        );
     }
 
     #[test]
     fn wrong_lengths_are_malformed_not_panics() {
-        for (ty, len) in [(3u8, 3usize), (6, 7), (8, 5), (2, 4), (4, 5), (7, 7), (5, 2)] {
+        for (ty, len) in [
+            (3u8, 3usize),
+            (6, 7),
+            (8, 5),
+            (2, 4),
+            (4, 5),
+            (7, 7),
+            (5, 2),
+        ] {
             let b = encode::raw(ty, 0, 1, &vec![0; len]);
             assert!(
                 matches!(load(&b), Err(Error::Malformed { .. })),

@@ -134,6 +134,9 @@ mod tests {
             Flags(0x0d).names(FrameType::HEADERS),
             vec!["END_STREAM", "END_HEADERS", "PADDED"]
         );
-        assert_eq!(Flags(0x41).names(FrameType::DATA), vec!["END_STREAM", "0x40"]);
+        assert_eq!(
+            Flags(0x41).names(FrameType::DATA),
+            vec!["END_STREAM", "0x40"]
+        );
     }
 }

@@ -17,7 +17,9 @@ pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Parsed<'a> {
     /// The 24-byte client preface, complete.
-    Preface { offset: u64 },
+    Preface {
+        offset: u64,
+    },
     Frame(FrameRef<'a>),
 }
 
@@ -241,12 +243,16 @@ mod tests {
     use super::super::{encode, FrameType};
     use super::*;
 
-    /// Frames as (offset, type, len, stream) for compact comparisons.
-    fn frames(p: &mut Parser, chunks: &[&[u8]]) -> (Vec<(u64, FrameType, u32, u32)>, Vec<Error>) {
+    /// A frame as (offset, type, len, stream) for compact comparisons.
+    type Brief = (u64, FrameType, u32, u32);
+
+    fn frames(p: &mut Parser, chunks: &[&[u8]]) -> (Vec<Brief>, Vec<Error>) {
         let (mut ok, mut errs) = (vec![], vec![]);
         for c in chunks {
             p.feed(c, |r| match r {
-                Ok(Parsed::Frame(f)) => ok.push((f.offset, f.head.ty(), f.head.len(), f.head.stream())),
+                Ok(Parsed::Frame(f)) => {
+                    ok.push((f.offset, f.head.ty(), f.head.len(), f.head.stream()))
+                }
                 Ok(Parsed::Preface { .. }) => {}
                 Err(e) => errs.push(e),
             });
@@ -271,7 +277,10 @@ mod tests {
     #[test]
     fn bad_preface_names_the_first_wrong_byte_and_stops() {
         let mut p = Parser::client_to_server();
-        let (ok, errs) = frames(&mut p, &[b"PRI * HTTP/1.1\r\n", &encode::ping(false, [0; 8])]);
+        let (ok, errs) = frames(
+            &mut p,
+            &[b"PRI * HTTP/1.1\r\n", &encode::ping(false, [0; 8])],
+        );
         assert!(ok.is_empty());
         assert_eq!(errs, vec![Error::BadPreface { offset: 11 }]);
     }

@@ -17,7 +17,17 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// How much payload the tap keeps in `frame` events.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum CapturePayload {
     /// No payload bytes: frames are rebuilt from their typed fields (HEADERS
@@ -142,7 +152,9 @@ pub fn frame_event(f: &super::FrameRef<'_>, dir: Dir, capture: CapturePayload) -
         }
         Body::Priority(p) => ev.priority = Some(p),
         Body::RstStream { error_code } => ev.error_code = Some(error_code),
-        Body::Settings { .. } => ev.settings = Some(f.body.settings().map(|s| (s.id, s.value)).collect()),
+        Body::Settings { .. } => {
+            ev.settings = Some(f.body.settings().map(|s| (s.id, s.value)).collect())
+        }
         Body::PushPromise { pad, promised } => {
             ev.pad = pad.unwrap_or(0);
             ev.promised = Some(promised);
@@ -156,7 +168,10 @@ pub fn frame_event(f: &super::FrameRef<'_>, dir: Dir, capture: CapturePayload) -
             ev.last_stream = Some(last_stream);
             ev.error_code = Some(error_code);
         }
-        Body::WindowUpdate { increment, reserved } => {
+        Body::WindowUpdate {
+            increment,
+            reserved,
+        } => {
             ev.increment = Some(increment);
             ev.reserved |= reserved;
         }
@@ -195,7 +210,11 @@ impl<S> Drop for Tap<S> {
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = r {
@@ -228,7 +247,11 @@ impl<S> Tap<S> {
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         let t = self.after_write(r.is_pending());
         if let Poll::Ready(Ok(n)) = r {

@@ -100,9 +100,22 @@ pub fn run(opts: RunOpts) -> RunResult {
 /// Every invariant check that applies must hold.
 pub fn assert_checks(r: &RunResult) {
     for (name, c) in &r.summary.checks {
-        assert_ne!(c.ok, Some(false), "{}: check {name} failed: {}", r.dir.display(), c.detail);
+        assert_ne!(
+            c.ok,
+            Some(false),
+            "{}: check {name} failed: {}",
+            r.dir.display(),
+            c.detail
+        );
     }
-    for name in ["accounting", "bytes", "credit", "windows_non_negative", "windows_agree", "no_dropped_events"] {
+    for name in [
+        "accounting",
+        "bytes",
+        "credit",
+        "windows_non_negative",
+        "windows_agree",
+        "no_dropped_events",
+    ] {
         assert_eq!(
             r.summary.checks[name].ok,
             Some(true),

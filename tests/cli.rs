@@ -1,0 +1,109 @@
+//! The command line as a user runs it: help text (snapshotted, so changes are
+//! deliberate), `decode`, `analyze` on damaged traces, readable errors.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn h2probe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_h2probe"))
+}
+
+/// Compares `actual` with `tests/snapshots/NAME`; `H2PROBE_BLESS=1` rewrites it.
+fn snapshot(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    if std::env::var_os("H2PROBE_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        expected == actual,
+        "{name} changed; review the diff and rerun with H2PROBE_BLESS=1 to accept:\n--- expected\n{expected}\n--- actual\n{actual}"
+    );
+}
+
+#[test]
+fn help_texts_are_stable() {
+    for cmd in ["run", "serve", "client", "analyze", "decode"] {
+        let out = h2probe().args([cmd, "--help"]).env("COLUMNS", "100").output().unwrap();
+        assert!(out.status.success());
+        snapshot(&format!("help-{cmd}.txt"), &String::from_utf8(out.stdout).unwrap());
+    }
+}
+
+#[test]
+fn bad_values_are_refused_with_a_clear_message() {
+    let out = h2probe().args(["run", "--queue", "bounded:0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("K must be a whole number of at least 1"), "{err}");
+    let out = h2probe().args(["run", "--payload", "lots"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a size"));
+    let out = h2probe().args(["run", "--max-frame-size", "1000", "--out", "/nonexistent/x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("h2probe: --max-frame-size must be between 16384"), "{err}");
+}
+
+#[test]
+fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
+    let Some(corpus) = support::corpus_dir() else { return };
+    let out = h2probe().arg("decode").arg(corpus.join("nghttp-upload.c2s.bin")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let reference = std::fs::read_to_string(corpus.join("nghttp-upload.frames.jsonl")).unwrap();
+    let want = reference.lines().filter(|l| l.contains("\"c2s\"")).count();
+    assert_eq!(text.lines().count(), want);
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "frame");
+    assert_eq!(first["frame"], "SETTINGS");
+    assert_eq!(first["offset"], 24);
+    assert_eq!(first["ep"], "client", "a preface means the client wrote these bytes");
+
+    let dir = support::temp_dir("decode");
+    let bad = dir.join("bad.bin");
+    // A valid PING, then a WINDOW_UPDATE of length 5, then a cut frame.
+    let mut bytes = h2probe::wire::encode::ping(false, [1; 8]);
+    bytes.extend(h2probe::wire::encode::raw(8, 0, 1, &[0, 0, 0, 1, 0]));
+    bytes.extend(&h2probe::wire::encode::data(1, 0, None, &[0; 100])[..50]);
+    std::fs::write(&bad, &bytes).unwrap();
+    let out = h2probe().arg("decode").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("byte 17: malformed WINDOW_UPDATE frame: length is not 4"), "{err}");
+    assert!(err.contains("byte 31: connection ended inside a frame (50 of 109 bytes)"), "{err}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 3, "one frame and two wire_error events: {text}");
+}
+
+#[test]
+fn analyze_warns_about_a_truncated_trace_and_still_reports() {
+    let dir = support::temp_dir("trunc");
+    let mut o = support::run_opts(&dir, "frame", "unbounded");
+    o.client.duration = support::dur("300ms");
+    o.server.service_time = support::dur("1ms");
+    let r = support::run(o);
+    let full = r.summary.clone();
+    // Cut the trace in the middle of a line, as a crash would.
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let cut = text.len() * 2 / 3;
+    std::fs::write(&trace, &text[..cut]).unwrap();
+    let line = text[..cut].lines().count();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("truncated at line {line}")), "{err}");
+    let s: h2probe_analysis::analyze::Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s.trace_ending, format!("truncated at line {line}"));
+    assert!(s.scheduled > 0 && s.scheduled <= full.scheduled);
+    // And a file that is not a trace is refused by name.
+    std::fs::write(&trace, "hello\n").unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("trace.jsonl: line 1: not an h2probe trace"), "{err}");
+}
