@@ -201,6 +201,8 @@ pub struct Timeline {
     /// (start s, end s, window=true / socket=false) client blocked intervals.
     pub intervals: Vec<(f64, f64, bool)>,
     pub intervals_dropped: u64,
+    /// Seconds from the trace origin to the last event.
+    pub end_s: f64,
 }
 
 impl Timeline {
@@ -223,6 +225,7 @@ impl Timeline {
             rss: s(Merge::Max),
             intervals: vec![],
             intervals_dropped: 0,
+            end_s: 0.0,
         }
     }
 }
@@ -262,9 +265,34 @@ pub struct Analyzer {
     credit_detail: String,
     has_client: bool,
     has_server: bool,
+    /// Where every window change is written as CSV, when asked.
+    window_log: Option<Box<dyn std::io::Write>>,
+    window_log_error: Option<std::io::Error>,
 }
 
 impl Analyzer {
+    /// Also writes every reconstructed window change to `out` as CSV:
+    /// `t_s,tap,conn,flow,stream,window` (stream 0 = the connection window).
+    pub fn with_window_log(mut self, mut out: Box<dyn std::io::Write>) -> Analyzer {
+        if let Err(e) = writeln!(out, "t_s,tap,conn,flow,stream,window") {
+            self.window_log_error = Some(e);
+        }
+        self.window_log = Some(out);
+        self
+    }
+
+    fn log_window(&mut self, t: u64, e: &Event, flow: usize, stream: u32, window: i64) {
+        if self.window_log_error.is_some() {
+            return;
+        }
+        let secs = self.secs(t);
+        if let Some(out) = self.window_log.as_mut() {
+            let flow = if flow == Flow::C2s as usize { "c2s" } else { "s2c" };
+            if let Err(err) = writeln!(out, "{secs:.9},{},{},{flow},{stream},{window}", e.ep.as_str(), e.conn) {
+                self.window_log_error = Some(err);
+            }
+        }
+    }
     pub fn new(origin: u64) -> Analyzer {
         Analyzer {
             origin,
@@ -302,6 +330,8 @@ impl Analyzer {
             credit_detail: String::new(),
             has_client: false,
             has_server: false,
+            window_log: None,
+            window_log_error: None,
         }
     }
 
@@ -519,6 +549,8 @@ impl Analyzer {
                 if travel == Flow::C2s {
                     *conn.data_c2s.entry(e.stream).or_default() += f.data_len() as u64;
                 }
+                self.log_window(t, e, travel as usize, 0, cw);
+                self.log_window(t, e, travel as usize, e.stream, sw);
                 if e.ep == Endpoint::Server && f.dir == Dir::In {
                     self.s.data_frames_in += 1;
                     self.s.data_bytes_in += f.data_len() as u64;
@@ -533,6 +565,7 @@ impl Analyzer {
                 let w = &mut conn.flows[credited];
                 w.on_window_update(t, e.stream, inc);
                 let (cw, sw) = (w.conn(), w.stream(e.stream));
+                self.log_window(t, e, credited, e.stream, if e.stream == 0 { cw } else { sw });
                 if credited == Flow::C2s as usize {
                     self.plot_credit(e, cw, sw);
                 }
@@ -554,10 +587,16 @@ impl Analyzer {
                 }
             }
             FrameType::SETTINGS if !f.has_flag(schema::flags::ACK) => {
+                let flow = 1 - travel as usize;
+                let mut changed = vec![];
                 for (id, v) in f.settings.iter().flatten() {
                     if *id == schema::settings::INITIAL_WINDOW_SIZE {
-                        conn.flows[1 - travel as usize].on_initial_window(t, *v);
+                        conn.flows[flow].on_initial_window(t, *v);
+                        changed = conn.flows[flow].streams().collect();
                     }
+                }
+                for (id, w) in changed {
+                    self.log_window(t, e, flow, id, w);
                 }
             }
             _ => {}
@@ -578,11 +617,24 @@ impl Analyzer {
         }
     }
 
+    /// Closes the pass and flushes the window log; returns its error, if any.
+    pub fn finish_with_log(mut self, dropped: u64, ending: &Ending) -> (Summary, Timeline, Option<std::io::Error>) {
+        let mut err = self.window_log_error.take();
+        if let Some(mut w) = self.window_log.take() {
+            if let Err(e) = w.flush() {
+                err.get_or_insert(e);
+            }
+        }
+        let (s, t) = self.finish(dropped, ending);
+        (s, t, err)
+    }
+
     /// Closes the pass. `dropped` and `ending` come from the reader.
     pub fn finish(mut self, dropped: u64, ending: &Ending) -> (Summary, Timeline) {
         let both = self.has_client && self.has_server;
         let bytes_check = self.byte_check(both);
         let agree_check = self.agreement_check(both);
+        self.tl.end_s = self.secs(self.last_t);
         let s = &mut self.s;
         s.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
         let rate = |n: u64, a: Option<u64>, b: u64| match a {
@@ -841,6 +893,8 @@ pub fn status_name(code: u32) -> String {
 
 /// The result of analysing one trace file.
 pub struct Analysis {
+    /// Writing the window log failed (the analysis itself is complete).
+    pub window_log_error: Option<std::io::Error>,
     pub summary: Summary,
     pub timeline: Timeline,
     /// Things the reader of the results must know (truncation, drops, corrupt lines).
@@ -851,8 +905,19 @@ pub struct Analysis {
 /// Analyses a trace file in one streaming pass. A corrupt line in the middle
 /// is skipped with a warning; a cut last line ends the pass with a warning.
 pub fn analyze_trace(path: &Path) -> Result<Analysis, crate::reader::OpenError> {
+    analyze_trace_with(path, None)
+}
+
+/// [`analyze_trace`], also writing every window change to `window_log`.
+pub fn analyze_trace_with(
+    path: &Path,
+    window_log: Option<Box<dyn std::io::Write>>,
+) -> Result<Analysis, crate::reader::OpenError> {
     let mut r = TraceReader::open(path)?;
     let mut a = Analyzer::new(r.header().origin_mono_ns);
+    if let Some(w) = window_log {
+        a = a.with_window_log(w);
+    }
     let mut warnings = vec![];
     let mut events = 0u64;
     let mut corrupt = 0u64;
@@ -908,8 +973,9 @@ pub fn analyze_trace(path: &Path) -> Result<Analysis, crate::reader::OpenError> 
             r.unknown
         ));
     }
-    let (summary, timeline) = a.finish(dropped, &ending);
+    let (summary, timeline, window_log_error) = a.finish_with_log(dropped, &ending);
     Ok(Analysis {
+        window_log_error,
         summary,
         timeline,
         warnings,

@@ -30,79 +30,98 @@ pub struct Line<'a> {
 }
 
 /// Draws `lines` on one chart with titled axes and a legend.
-pub fn line_chart(
-    path: &Path,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    lines: &[Line<'_>],
-) -> Result<(), PlotError> {
+pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, lines: &[Line<'_>]) -> Result<(), PlotError> {
     let err = |e: String| PlotError {
         path: path.display().to_string(),
         message: e,
     };
-    let (mut x_max, mut y_min, mut y_max) = (0.0f64, 0.0f64, 0.0f64);
+    let root = SVGBackend::new(path, (W, H)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let x_max = x_extent(lines);
+    draw_lines(&root, title, x_label, y_label, lines, x_max).map_err(err)?;
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+/// Several charts stacked vertically, sharing the time axis.
+pub fn stacked_chart(path: &Path, x_label: &str, panels: &[(&str, &str, Vec<Line<'_>>)]) -> Result<(), PlotError> {
+    let err = |e: String| PlotError {
+        path: path.display().to_string(),
+        message: e,
+    };
+    let root = SVGBackend::new(path, (W, 330 * panels.len() as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let x_max = panels.iter().map(|p| x_extent(&p.2)).fold(1.0, f64::max);
+    let areas = root.split_evenly((panels.len(), 1));
+    for (area, (title, y_label, lines)) in areas.iter().zip(panels) {
+        draw_lines(area, title, x_label, y_label, lines, x_max).map_err(err)?;
+    }
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+fn x_extent(lines: &[Line<'_>]) -> f64 {
+    let m = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(0.0, f64::max);
+    if m > 0.0 {
+        m
+    } else {
+        1.0
+    }
+}
+
+fn draw_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: &[Line<'_>],
+    x_max: f64,
+) -> Result<(), String> {
+    let (mut y_min, mut y_max) = (0.0f64, 0.0f64);
     for l in lines {
-        for &(x, y) in &l.points {
-            x_max = x_max.max(x);
+        for &(_, y) in &l.points {
             y_min = y_min.min(y);
             y_max = y_max.max(y);
         }
-    }
-    if x_max <= 0.0 {
-        x_max = 1.0;
     }
     if y_max <= y_min {
         y_max = y_min + 1.0;
     }
     let pad = (y_max - y_min) * 0.05;
-    let root = SVGBackend::new(path, (W, H)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(80)
-        .build_cartesian_2d(
-            0.0..x_max * 1.02,
-            (y_min - if y_min < 0.0 { pad } else { 0.0 })..y_max + pad,
-        )
-        .map_err(|e| err(e.to_string()))?;
+        .build_cartesian_2d(0.0..x_max * 1.02, (y_min - if y_min < 0.0 { pad } else { 0.0 })..y_max + pad)
+        .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .x_desc(x_label)
         .y_desc(y_label)
         .x_labels(12)
-        .y_labels(10)
+        .y_labels(8)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .draw()
-        .map_err(|e| err(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     for (i, l) in lines.iter().enumerate() {
         if l.points.is_empty() {
             continue;
         }
         let color = COLORS[i % COLORS.len()];
         chart
-            .draw_series(LineSeries::new(
-                l.points.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(|e| err(e.to_string()))?
+            .draw_series(LineSeries::new(l.points.iter().copied(), color.stroke_width(2)))
+            .map_err(|e| e.to_string())?
             .label(l.label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
-            });
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
     }
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::UpperRight)
         .draw()
-        .map_err(|e| err(e.to_string()))?;
-    root.present().map_err(|e| err(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -183,28 +202,45 @@ fn kib(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 /// The standard plots of one run, written into `dir`. Returns the file names.
 pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
     let x = "time since trace start (s)";
-    line_chart(
+    let mib = |p: Vec<(f64, f64)>| p.into_iter().map(|(x, y)| (x, y / 1048576.0)).collect();
+    stacked_chart(
         &dir.join("credit.svg"),
-        "Credit vs capacity: window credit, unreleased and application-owned bytes",
         x,
-        "KiB",
         &[
-            Line {
-                label: "client stream credit (client tap)",
-                points: kib(tl.credit_stream_client.filled()),
-            },
-            Line {
-                label: "client connection credit (client tap)",
-                points: kib(tl.credit_conn_client.filled()),
-            },
-            Line {
-                label: "received, not yet released (server)",
-                points: kib(tl.unreleased.filled()),
-            },
-            Line {
-                label: "owned by the application (decoded - completed)",
-                points: kib(tl.owned_bytes.filled()),
-            },
+            (
+                "Transport: credit the client saw, bytes the server had not released",
+                "KiB",
+                vec![
+                    Line {
+                        label: "client stream credit (client tap)",
+                        points: kib(tl.credit_stream_client.filled_until(tl.end_s)),
+                    },
+                    Line {
+                        label: "client connection credit (client tap)",
+                        points: kib(tl.credit_conn_client.filled_until(tl.end_s)),
+                    },
+                    Line {
+                        label: "received, not yet released (server)",
+                        points: kib(tl.unreleased.filled_until(tl.end_s)),
+                    },
+                ],
+            ),
+            (
+                "Application: bytes owned (decoded, not yet completed)",
+                "MiB",
+                vec![Line {
+                    label: "owned by the application",
+                    points: mib(tl.owned_bytes.filled_until(tl.end_s)),
+                }],
+            ),
+            (
+                "Application queue depth",
+                "messages",
+                vec![Line {
+                    label: "queue depth (all RPCs)",
+                    points: tl.queue_depth.filled_until(tl.end_s),
+                }],
+            ),
         ],
     )?;
     line_chart(
@@ -214,7 +250,7 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         "messages queued",
         &[Line {
             label: "queue depth (all RPCs)",
-            points: tl.queue_depth.filled(),
+            points: tl.queue_depth.filled_until(tl.end_s),
         }],
     )?;
     line_chart(
@@ -225,19 +261,19 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         &[
             Line {
                 label: "scheduled (client)",
-                points: tl.scheduled.filled(),
+                points: tl.scheduled.filled_until(tl.end_s),
             },
             Line {
                 label: "sent: handed to h2 (client)",
-                points: tl.sent.filled(),
+                points: tl.sent.filled_until(tl.end_s),
             },
             Line {
                 label: "completed (server worker)",
-                points: tl.completed.filled(),
+                points: tl.completed.filled_until(tl.end_s),
             },
             Line {
                 label: "discarded (server)",
-                points: tl.discarded.filled(),
+                points: tl.discarded.filled_until(tl.end_s),
             },
         ],
     )?;

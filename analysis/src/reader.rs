@@ -51,17 +51,31 @@ pub struct TraceReader<R> {
     pub unknown: u64,
 }
 
-impl TraceReader<std::io::BufReader<std::fs::File>> {
+/// The trace file of a run directory: `trace.jsonl`, or `trace.jsonl.gz`.
+pub fn trace_path(dir: &Path) -> Option<std::path::PathBuf> {
+    ["trace.jsonl", "trace.jsonl.gz"]
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
+}
+
+impl TraceReader<Box<dyn BufRead + Send>> {
+    /// Opens a trace file, gzip-compressed or not (detected by its magic bytes).
     pub fn open(path: &Path) -> Result<Self, OpenError> {
-        let f = std::fs::File::open(path).map_err(|e| OpenError::Io {
+        let io = |e| OpenError::Io {
             path: path.display().to_string(),
             source: e,
-        })?;
-        TraceReader::new(std::io::BufReader::with_capacity(1 << 16, f)).map_err(|e| {
-            OpenError::Read {
-                path: path.display().to_string(),
-                source: e,
-            }
+        };
+        let mut f = std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path).map_err(io)?);
+        let gz = f.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+        let input: Box<dyn BufRead + Send> = if gz {
+            Box::new(std::io::BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(f)))
+        } else {
+            Box::new(f)
+        };
+        TraceReader::new(input).map_err(|e| OpenError::Read {
+            path: path.display().to_string(),
+            source: e,
         })
     }
 }
@@ -134,6 +148,11 @@ impl<R: BufRead> TraceReader<R> {
             self.line += 1;
             let n = match self.input.read_line(&mut self.buf) {
                 Ok(n) => n,
+                // A compressed trace cut short: the same as a cut last line.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    self.ending = Ending::Truncated { line: self.line };
+                    return None;
+                }
                 Err(source) => {
                     return Some(Err(ReadError::Io {
                         line: self.line,
@@ -226,6 +245,28 @@ mod tests {
         assert!(err.starts_with("line 3:"), "{err}");
         assert!(evs[2].is_ok(), "reading continues after a corrupt line");
         assert_eq!(end, Ending::NoFooter);
+    }
+
+    #[test]
+    fn gzip_traces_read_the_same_and_a_cut_one_is_truncated() {
+        use std::io::Write;
+        let text = format!("{HEADER}\n{EV}\n{EV}\n{{\"type\":\"footer\",\"events\":2,\"dropped\":{{}}}}\n");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        let bytes = gz.finish().unwrap();
+        let dir = std::env::temp_dir().join(format!("h2probe-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.jsonl.gz");
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(trace_path(&dir), Some(path.clone()));
+        let mut r = TraceReader::open(&path).unwrap();
+        assert_eq!(r.by_ref().filter(|e| e.is_ok()).count(), 2);
+        assert!(matches!(r.ending(), Ending::Clean(_)));
+        std::fs::write(&path, &bytes[..bytes.len() - 12]).unwrap();
+        let mut r = TraceReader::open(&path).unwrap();
+        let _ = r.by_ref().count();
+        assert!(matches!(r.ending(), Ending::Truncated { .. } | Ending::NoFooter), "{:?}", r.ending());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Everything `analyze` writes into a run directory, and the human headline.
 
-use crate::analyze::{analyze_trace, Summary, Timeline};
+use crate::analyze::{analyze_trace_with, Summary, Timeline};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
@@ -30,7 +30,13 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
 /// Analyses `dir/trace.jsonl` and writes `summary.json`, `timeline.csv` and
 /// the SVG plots next to it. Returns the summary and warnings.
 pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError> {
-    let a = analyze_trace(&dir.join("trace.jsonl"))?;
+    let trace = crate::reader::trace_path(dir).unwrap_or_else(|| dir.join("trace.jsonl"));
+    let wpath = dir.join("windows.csv");
+    let wfile = std::fs::File::create(&wpath).map_err(io_err(&wpath))?;
+    let a = analyze_trace_with(&trace, Some(Box::new(std::io::BufWriter::new(wfile))))?;
+    if let Some(e) = a.window_log_error {
+        return Err(io_err(&wpath)(e));
+    }
     let path = dir.join("summary.json");
     let mut json = serde_json::to_string_pretty(&a.summary).expect("summary serializes");
     json.push('\n');

@@ -23,6 +23,8 @@ pub struct Series {
     merge: Merge,
     /// Bucket index → value; buckets are contiguous from 0.
     values: Vec<Option<f64>>,
+    /// The last value pushed (what a step quantity is at the end).
+    last: Option<f64>,
 }
 
 impl Series {
@@ -34,6 +36,7 @@ impl Series {
             cap: cap.max(2),
             merge,
             values: Vec::new(),
+            last: None,
         }
     }
 
@@ -48,6 +51,7 @@ impl Series {
     }
 
     pub fn push(&mut self, t: u64, v: f64) {
+        self.last = Some(v);
         let t = t.saturating_sub(self.origin);
         let mut i = (t / self.width) as usize;
         while i >= self.cap {
@@ -103,6 +107,20 @@ impl Series {
             }
         }
         out
+    }
+
+    /// [`Series::filled`], carried on to `end_s` (the end of the trace), so a
+    /// quantity that stopped changing is drawn until the end.
+    pub fn filled_until(&self, end_s: f64) -> Vec<(f64, f64)> {
+        let mut p = self.filled();
+        if let (Some(&(t, _)), Some(last)) = (p.last(), self.last) {
+            if end_s > t && self.merge != Merge::Sum {
+                let bucket_end = t + self.width as f64 / 1e9;
+                p.push((bucket_end.min(end_s), last));
+                p.push((end_s, last));
+            }
+        }
+        p
     }
 
     pub fn is_empty(&self) -> bool {
