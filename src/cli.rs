@@ -35,6 +35,10 @@ pub enum Command {
     Client(Box<ClientCmdOpts>),
     /// Analyse run directories: summary.json, timeline.csv, SVG plots, headline table.
     Analyze(AnalyzeOpts),
+    /// Compare release strategies: run a matrix with repeats, or compare run directories.
+    Compare(Box<crate::compare::CompareOpts>),
+    /// Export run traces as pcap (Wireshark/tshark), tidy CSV or qlog.
+    Export(crate::export::ExportOpts),
     /// Decode raw HTTP/2 bytes (one direction) into frame events, JSON Lines on stdout.
     Decode(crate::decode::DecodeOpts),
 }
@@ -130,6 +134,20 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 failed |= checks_failed(&s);
             }
             Ok(if failed { 3 } else { 0 })
+        }
+        Command::Compare(opts) => {
+            let c = runtime()?.block_on(crate::compare::compare(*opts))?;
+            print!("{}", c.table);
+            println!("comparison written to {}/comparison.md (and .json, compare-*.svg)", c.dir.display());
+            Ok(if c.rows.iter().any(|r| r.failed_checks > 0) { 3 } else { 0 })
+        }
+        Command::Export(opts) => {
+            for dir in &opts.dirs {
+                for path in crate::export::export(dir, &opts.format)? {
+                    println!("{}", path.display());
+                }
+            }
+            Ok(0)
         }
         Command::Decode(opts) => {
             let stdout = std::io::stdout();

@@ -233,6 +233,7 @@ fn finalize(
         anyhow::bail!("the trace could not be written completely: {err}");
     }
     let products = crate::report::write_products(dir)?;
+    crate::export::pcap::export_pcaps(dir)?;
     Ok(products)
 }
 

@@ -9,3 +9,5 @@ pub mod report;
 pub mod server;
 pub mod trace;
 pub mod wire;
+pub mod compare;
+pub mod export;

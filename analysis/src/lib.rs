@@ -11,3 +11,4 @@ pub mod schema;
 pub mod series;
 pub mod stats;
 pub mod windows;
+pub mod compare;

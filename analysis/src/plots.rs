@@ -285,3 +285,55 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         "blocked.svg".into(),
     ])
 }
+
+/// Side-by-side plots of several configurations (one line each), written
+/// into `dir`. Returns the file names.
+pub fn compare_plots(dir: &Path, runs: &[(String, &Timeline)]) -> Result<Vec<String>, PlotError> {
+    let x = "time since trace start (s)";
+    let lines = |f: &dyn Fn(&Timeline) -> Vec<(f64, f64)>| -> Vec<Line<'_>> {
+        runs.iter()
+            .map(|(label, tl)| Line {
+                label: label.as_str(),
+                points: f(tl),
+            })
+            .collect()
+    };
+    line_chart(
+        &dir.join("compare-queue.svg"),
+        "Application queue depth by configuration",
+        x,
+        "messages queued",
+        &lines(&|tl| tl.queue_depth.filled_until(tl.end_s)),
+    )?;
+    line_chart(
+        &dir.join("compare-owned.svg"),
+        "Bytes owned by the application (decoded, not completed)",
+        x,
+        "MiB",
+        &lines(&|tl| tl.owned_bytes.filled_until(tl.end_s).into_iter().map(|(a, b)| (a, b / 1048576.0)).collect()),
+    )?;
+    line_chart(
+        &dir.join("compare-sent.svg"),
+        "Messages handed to h2 by the client (cumulative)",
+        x,
+        "messages",
+        &lines(&|tl| tl.sent.filled_until(tl.end_s)),
+    )?;
+    line_chart(
+        &dir.join("compare-completed.svg"),
+        "Messages completed by the worker (cumulative)",
+        x,
+        "messages",
+        &lines(&|tl| tl.completed.filled_until(tl.end_s)),
+    )?;
+    line_chart(
+        &dir.join("compare-credit.svg"),
+        "Stream credit seen by the client (client tap)",
+        x,
+        "KiB",
+        &lines(&|tl| kib(tl.credit_stream_client.filled_until(tl.end_s))),
+    )?;
+    Ok(["compare-queue.svg", "compare-owned.svg", "compare-sent.svg", "compare-completed.svg", "compare-credit.svg"]
+        .map(String::from)
+        .to_vec())
+}

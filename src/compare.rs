@@ -1,0 +1,249 @@
+//! `h2probe compare`: run a matrix of configurations (or take existing run
+//! directories) and print the table a paper would print.
+
+use crate::config::{Dur, QueuePolicy, ReleasePoint, Size};
+use crate::experiment::{self, RunOpts};
+use crate::server::ReleaseArg;
+use crate::wire::tap::CapturePayload;
+use anyhow::Context as _;
+use h2probe_analysis::analyze::analyze_trace;
+use h2probe_analysis::compare::{self, RunRef};
+use std::path::{Path, PathBuf};
+
+/// Named experiments.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// The article's Part 1: direct, unbounded and bounded:32 handlers, credit
+    /// released on frame receipt (what tonic does), 16 KiB at 300/s, 10 ms
+    /// worker, 65,535-byte windows. Add `--release frame,decode,complete` to
+    /// see what the article could not.
+    Part1,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct CompareOpts {
+    /// Existing run directories to compare (grouped by their configuration);
+    /// without them, a matrix is run.
+    #[arg(value_name = "RUN_DIR")]
+    pub runs: Vec<PathBuf>,
+
+    /// A named scenario that sets the matrix (flags below still apply).
+    #[arg(long, value_enum)]
+    pub scenario: Option<Scenario>,
+
+    /// Release points to run, comma-separated [default: frame,complete; part1: frame].
+    #[arg(long, value_delimiter = ',', value_enum, value_name = "LIST")]
+    pub release: Option<Vec<ReleaseArg>>,
+
+    /// Queue policies to run, comma-separated [default: direct,unbounded,bounded:32].
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub queue: Option<Vec<QueuePolicy>>,
+
+    /// Repeats of each configuration (the table shows median and min–max).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeats: u32,
+
+    /// Offered-load period of each run. 5 s is the shortest that still shows
+    /// a steady queue slope after the 10% warm-up; the drain comes on top.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub duration: Dur,
+
+    /// Messages offered per second.
+    #[arg(long, default_value_t = 300.0)]
+    pub rate: f64,
+
+    /// Payload bytes per message.
+    #[arg(long, default_value = "16KiB", value_name = "SIZE")]
+    pub payload: Size,
+
+    /// Simulated work per message.
+    #[arg(long, default_value = "10ms", value_name = "DURATION")]
+    pub service_time: Dur,
+
+    /// The server's stream and connection receive windows.
+    #[arg(long, default_value = "65535", value_name = "SIZE")]
+    pub window: Size,
+
+    /// Output directory (default: captures/<utc-time>-compare[-SCENARIO]/);
+    /// each run gets a subdirectory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Payload bytes kept in frame events of the runs.
+    #[arg(long, value_enum, default_value = "headers", value_name = "MODE")]
+    pub capture_payload: CapturePayload,
+
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `release=R queue=Q` of a run, from its meta.json.
+fn config_of(dir: &Path) -> String {
+    let meta = std::fs::read_to_string(dir.join("meta.json"))
+        .ok()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok());
+    match meta.as_ref().map(|m| &m["config"]["server"]) {
+        Some(s) if s.is_object() => format!(
+            "release={} queue={}",
+            s["release"].as_str().unwrap_or("?"),
+            s["queue"].as_str().unwrap_or("?")
+        ),
+        _ => dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned()),
+    }
+}
+
+fn label(release: ReleaseArg, queue: QueuePolicy) -> String {
+    format!("release={} queue={queue}", ReleasePoint::from(release).as_str())
+}
+
+/// What `compare` produced.
+pub struct Comparison {
+    pub dir: PathBuf,
+    pub rows: Vec<compare::Row>,
+    pub table: String,
+}
+
+pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
+    let mut runs: Vec<RunRef> = vec![];
+    let name = match opts.scenario {
+        Some(Scenario::Part1) => "compare-part1",
+        None => "compare",
+    };
+    let out = match &opts.out {
+        Some(d) => d.clone(),
+        None => experiment::default_run_dir(name),
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+
+    if !opts.runs.is_empty() {
+        for dir in &opts.runs {
+            let (summary, warnings) = experiment::analyze_dir(dir)?;
+            for w in warnings {
+                eprintln!("h2probe: warning: {w}");
+            }
+            runs.push(RunRef {
+                config: config_of(dir),
+                dir: dir.clone(),
+                summary,
+            });
+        }
+    } else {
+        let releases = opts.release.clone().unwrap_or_else(|| match opts.scenario {
+            Some(Scenario::Part1) => vec![ReleaseArg::Frame],
+            None => vec![ReleaseArg::Frame, ReleaseArg::Complete],
+        });
+        let queues = opts.queue.clone().unwrap_or_else(|| {
+            vec![QueuePolicy::Direct, QueuePolicy::Unbounded, QueuePolicy::Bounded(32)]
+        });
+        let matrix: Vec<(ReleaseArg, QueuePolicy)> =
+            releases.iter().flat_map(|r| queues.iter().map(move |q| (*r, *q))).collect();
+        // Check every configuration before spending minutes on the first.
+        for (r, q) in &matrix {
+            make_opts(&opts, *r, *q, &out, 0).server.validate(
+                opts.capture_payload,
+                Some(make_opts(&opts, *r, *q, &out, 0).client.framed_upper_bound()),
+                Some(1),
+            )?;
+        }
+        let total = matrix.len() as u64 * opts.repeats as u64;
+        let bar = progress_bar(total, opts.quiet);
+        let mut done = 0;
+        for rep in 1..=opts.repeats {
+            for (r, q) in &matrix {
+                let cfg = label(*r, *q);
+                let msg = format!("{cfg} (repeat {rep}/{})", opts.repeats);
+                match &bar {
+                    Some(b) => b.set_message(msg),
+                    None if !opts.quiet => eprintln!("h2probe: run {}/{total}: {msg}", done + 1),
+                    None => {}
+                }
+                let result = experiment::run(make_opts(&opts, *r, *q, &out, rep)).await?;
+                for w in &result.warnings {
+                    eprintln!("h2probe: warning: {w}");
+                }
+                runs.push(RunRef {
+                    config: cfg,
+                    dir: result.dir,
+                    summary: result.summary,
+                });
+                done += 1;
+                if let Some(b) = &bar {
+                    b.set_position(done);
+                }
+            }
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+    }
+
+    let rows = compare::rows(&runs);
+    let title = match opts.scenario {
+        Some(Scenario::Part1) => "h2probe comparison: Part 1 scenario",
+        None => "h2probe comparison",
+    };
+    let md = compare::markdown(title, &rows);
+    let out2 = out.clone();
+    let rows2 = rows.clone();
+    let runs2 = runs.clone();
+    tokio::task::spawn_blocking(move || write_outputs(&out2, &md, &rows2, &runs2)).await??;
+    Ok(Comparison {
+        table: compare::terminal_table(&rows),
+        dir: out,
+        rows,
+    })
+}
+
+fn make_opts(o: &CompareOpts, release: ReleaseArg, queue: QueuePolicy, out: &Path, rep: u32) -> RunOpts {
+    let mut r = RunOpts::default();
+    r.server.release = release;
+    r.server.queue = queue;
+    r.server.service_time = o.service_time;
+    r.server.stream_window = o.window;
+    r.server.conn_window = o.window;
+    r.client.rate = o.rate;
+    r.client.payload = o.payload;
+    r.client.duration = o.duration;
+    r.output.capture_payload = o.capture_payload;
+    r.output.quiet = true;
+    r.output.out = Some(out.join(format!(
+        "{}-{}-r{rep}",
+        ReleasePoint::from(release).as_str(),
+        queue.to_string().replace(':', "")
+    )));
+    r
+}
+
+fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(total);
+    b.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] run {pos}/{len}, eta {eta}  {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    b.enable_steady_tick(std::time::Duration::from_millis(500));
+    Some(b)
+}
+
+fn write_outputs(out: &Path, md: &str, rows: &[compare::Row], runs: &[RunRef]) -> anyhow::Result<()> {
+    experiment::write_json(&out.join("comparison.json"), &rows)?;
+    let path = out.join("comparison.md");
+    std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
+    // Side-by-side plots from the first run of each configuration.
+    let mut timelines = vec![];
+    for row in rows {
+        let Some(run) = runs.iter().find(|r| r.config == row.config) else { continue };
+        let Some(trace) = h2probe_analysis::reader::trace_path(&run.dir) else { continue };
+        let a = analyze_trace(&trace)?;
+        timelines.push((row.config.clone(), a.timeline));
+    }
+    let refs: Vec<(String, &h2probe_analysis::analyze::Timeline)> =
+        timelines.iter().map(|(l, t)| (l.clone(), t)).collect();
+    h2probe_analysis::plots::compare_plots(out, &refs)?;
+    Ok(())
+}

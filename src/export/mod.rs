@@ -1,0 +1,45 @@
+//! Exports of a run's trace for tools nobody here wrote: pcap (Wireshark,
+//! tshark), tidy CSV (pandas, polars, DuckDB) and qlog.
+
+pub mod csv;
+pub mod pcap;
+pub mod qlog;
+
+use std::path::{Path, PathBuf};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// server.pcap and client.pcap (synthetic IP/TCP around the exact frame bytes).
+    Pcap,
+    /// csv/<event-type>.csv, one tidy file per event type.
+    Csv,
+    /// server.sqlog and client.sqlog (qlog JSON-SEQ).
+    Qlog,
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct ExportOpts {
+    /// Run directories (each holding a trace.jsonl).
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub dirs: Vec<PathBuf>,
+
+    /// Formats to write, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "pcap,csv,qlog")]
+    pub format: Vec<Format>,
+}
+
+/// Writes the requested formats into `dir`; returns what was written.
+pub fn export(dir: &Path, formats: &[Format]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = vec![];
+    for f in formats {
+        match f {
+            Format::Pcap => {
+                pcap::export_pcaps(dir)?;
+                out.extend(["server.pcap", "client.pcap"].iter().map(|n| dir.join(n)).filter(|p| p.is_file()));
+            }
+            Format::Csv => out.extend(csv::export_csv(dir)?),
+            Format::Qlog => out.extend(qlog::export_qlog(dir)?),
+        }
+    }
+    Ok(out)
+}

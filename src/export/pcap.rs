@@ -1,0 +1,387 @@
+//! Trace → pcap: synthetic IPv4/IPv6 + TCP around the exact frame bytes.
+//!
+//! Each tap becomes one file (`server.pcap`, `client.pcap`). TCP sequence
+//! numbers come from the frames' byte offsets, so they are exact and a gap
+//! (dropped events) shows as a missing segment rather than shifting
+//! everything after it. Payload bytes the trace did not keep are zeros;
+//! every frame header and typed field is rebuilt, so tshark decodes every frame.
+
+use crate::trace::schema::{Dir, Endpoint, Event, FrameEv, FrameType, Kind};
+use crate::wire::{encode, Head, PREFACE};
+use anyhow::Context as _;
+use base64::Engine;
+use h2probe_analysis::reader::TraceReader;
+use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+use pcap_file::{DataLink, Endianness, TsResolution};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+
+/// Largest TCP payload per synthetic segment (IPv4 total length is 16 bits).
+const MSS: usize = 65_000;
+const ISN_LOCAL: u32 = 1_000;
+const ISN_PEER: u32 = 500_000;
+
+/// The bytes of one frame as it crossed the wire, rebuilt from its event.
+pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
+    let stream_field = stream | if f.reserved && f.frame != FrameType::WINDOW_UPDATE { 0x8000_0000 } else { 0 };
+    let mut out = Vec::with_capacity(9 + f.len as usize);
+    Head::new(f.len, f.frame, f.flags, stream_field).encode(&mut out);
+    let len = f.len as usize;
+    if let Some(p) = f.payload.as_deref().and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok()) {
+        if p.len() == len {
+            out.extend_from_slice(&p);
+            return out;
+        }
+    }
+    // Rebuild what the typed fields say; zeros for what was not kept.
+    let body: Vec<u8> = match f.frame {
+        FrameType::WINDOW_UPDATE => {
+            let reserved = if f.reserved { 0x8000_0000 } else { 0 };
+            (f.increment.unwrap_or(0) | reserved).to_be_bytes().to_vec()
+        }
+        FrameType::SETTINGS => encode::settings(false, f.settings.as_deref().unwrap_or(&[]))[9..].to_vec(),
+        FrameType::RST_STREAM => f.error_code.unwrap_or(0).to_be_bytes().to_vec(),
+        FrameType::PING => f.opaque.unwrap_or(0).to_be_bytes().to_vec(),
+        FrameType::GOAWAY => {
+            let mut b = f.last_stream.unwrap_or(0).to_be_bytes().to_vec();
+            b.extend_from_slice(&f.error_code.unwrap_or(0).to_be_bytes());
+            b
+        }
+        FrameType::PRIORITY => f.priority.map(|p| encode::priority(0, p)[9..].to_vec()).unwrap_or_default(),
+        FrameType::DATA | FrameType::HEADERS | FrameType::PUSH_PROMISE if f.flags & 0x8 != 0 => {
+            let mut b = vec![f.pad];
+            if f.frame == FrameType::HEADERS {
+                if let Some(p) = f.priority {
+                    b.extend_from_slice(&encode::priority(0, p)[9..]);
+                }
+            }
+            if let Some(p) = f.promised {
+                b.extend_from_slice(&p.to_be_bytes());
+            }
+            b
+        }
+        FrameType::HEADERS => f.priority.map(|p| encode::priority(0, p)[9..].to_vec()).unwrap_or_default(),
+        FrameType::PUSH_PROMISE => f.promised.unwrap_or(0).to_be_bytes().to_vec(),
+        _ => vec![],
+    };
+    out.extend_from_slice(&body[..body.len().min(len)]);
+    out.resize(9 + len, 0);
+    out
+}
+
+fn checksum(chunks: &[&[u8]]) -> u16 {
+    let mut sum: u32 = 0;
+    let mut odd: Option<u8> = None;
+    for c in chunks {
+        for &b in c.iter() {
+            match odd.take() {
+                Some(hi) => sum += u32::from(u16::from_be_bytes([hi, b])),
+                None => odd = Some(b),
+            }
+        }
+    }
+    if let Some(hi) = odd {
+        sum += u32::from(u16::from_be_bytes([hi, 0]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+const FIN: u8 = 0x01;
+const SYN: u8 = 0x02;
+const PSH: u8 = 0x08;
+const ACK: u8 = 0x10;
+
+/// One IP packet carrying one TCP segment.
+fn packet(src: SocketAddr, dst: SocketAddr, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+    let mut tcp = Vec::with_capacity(20 + payload.len());
+    tcp.extend_from_slice(&src.port().to_be_bytes());
+    tcp.extend_from_slice(&dst.port().to_be_bytes());
+    tcp.extend_from_slice(&seq.to_be_bytes());
+    tcp.extend_from_slice(&(if flags & ACK != 0 { ack } else { 0 }).to_be_bytes());
+    tcp.push(5 << 4); // data offset: 5 words, no options
+    tcp.push(flags);
+    tcp.extend_from_slice(&65_535u16.to_be_bytes()); // window (the TCP one, not HTTP/2's)
+    tcp.extend_from_slice(&[0, 0, 0, 0]); // checksum, urgent pointer
+    tcp.extend_from_slice(payload);
+    let tcp_len = tcp.len() as u32;
+    match (src.ip(), dst.ip()) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let pseudo = [&s.octets()[..], &d.octets()[..], &[0, 6], &(tcp_len as u16).to_be_bytes()].concat();
+            let c = checksum(&[&pseudo, &tcp]);
+            tcp[16..18].copy_from_slice(&c.to_be_bytes());
+            let mut ip = vec![0x45, 0];
+            ip.extend_from_slice(&((20 + tcp_len) as u16).to_be_bytes());
+            ip.extend_from_slice(&[0, 0, 0x40, 0, 64, 6, 0, 0]); // id, DF, TTL, TCP, checksum
+            ip.extend_from_slice(&s.octets());
+            ip.extend_from_slice(&d.octets());
+            let c = checksum(&[&ip]);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            ip.extend_from_slice(&tcp);
+            ip
+        }
+        (s, d) => {
+            let v6 = |a: IpAddr| match a {
+                IpAddr::V6(a) => a,
+                IpAddr::V4(a) => a.to_ipv6_mapped(),
+            };
+            let (s, d) = (v6(s), v6(d));
+            let pseudo = [&s.octets()[..], &d.octets()[..], &tcp_len.to_be_bytes(), &[0, 0, 0, 6]].concat();
+            let c = checksum(&[&pseudo, &tcp]);
+            tcp[16..18].copy_from_slice(&c.to_be_bytes());
+            let mut ip = vec![0x60, 0, 0, 0];
+            ip.extend_from_slice(&(tcp_len as u16).to_be_bytes());
+            ip.extend_from_slice(&[6, 64]);
+            ip.extend_from_slice(&s.octets());
+            ip.extend_from_slice(&d.octets());
+            ip.extend_from_slice(&tcp);
+            ip
+        }
+    }
+}
+
+struct ConnState {
+    local: SocketAddr,
+    peer: SocketAddr,
+    /// Bytes sent by the local side so far (stream offset), and by the peer.
+    out_off: u64,
+    in_off: u64,
+    closed: bool,
+}
+
+impl ConnState {
+    fn seq(&self, dir: Dir, off: u64) -> u32 {
+        let isn = if dir == Dir::Out { ISN_LOCAL } else { ISN_PEER };
+        isn.wrapping_add(1).wrapping_add(off as u32)
+    }
+}
+
+/// Writes one pcap file from the events of one endpoint's tap.
+struct TapPcap<W: std::io::Write> {
+    w: PcapWriter<W>,
+    conns: HashMap<u32, ConnState>,
+    to_wall: i128,
+    packets: u64,
+}
+
+impl<W: std::io::Write> TapPcap<W> {
+    fn write(&mut self, t: u64, data: &[u8]) -> anyhow::Result<()> {
+        let wall = (t as i128 + self.to_wall).max(0) as u128;
+        let ts = std::time::Duration::new((wall / 1_000_000_000) as u64, (wall % 1_000_000_000) as u32);
+        self.w.write_packet(&PcapPacket::new(ts, data.len() as u32, data))?;
+        self.packets += 1;
+        Ok(())
+    }
+
+    fn segment(&mut self, t: u64, conn: u32, dir: Dir, off: u64, bytes: &[u8], flags: u8) -> anyhow::Result<()> {
+        let Some(c) = self.conns.get(&conn) else { return Ok(()) };
+        let (src, dst) = if dir == Dir::Out { (c.local, c.peer) } else { (c.peer, c.local) };
+        let other = if dir == Dir::Out { Dir::In } else { Dir::Out };
+        let other_off = if dir == Dir::Out { c.in_off } else { c.out_off };
+        let mut pkts = vec![];
+        for (i, chunk) in bytes.chunks(MSS).enumerate() {
+            let seq = c.seq(dir, off + (i * MSS) as u64);
+            pkts.push(packet(src, dst, seq, c.seq(other, other_off), flags, chunk));
+        }
+        for p in pkts {
+            self.write(t, &p)?;
+        }
+        let c = self.conns.get_mut(&conn).expect("present above");
+        let end = off + bytes.len() as u64;
+        match dir {
+            Dir::Out => c.out_off = c.out_off.max(end),
+            Dir::In => c.in_off = c.in_off.max(end),
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, e: &Event) -> anyhow::Result<()> {
+        match &e.kind {
+            Kind::ConnOpen(o) => {
+                let (Ok(local), Ok(peer)) = (o.local.parse::<SocketAddr>(), o.peer.parse::<SocketAddr>()) else {
+                    return Ok(());
+                };
+                self.conns.insert(
+                    e.conn,
+                    ConnState {
+                        local,
+                        peer,
+                        out_off: 0,
+                        in_off: 0,
+                        closed: false,
+                    },
+                );
+                // A synthetic handshake, initiated by whichever side is the client.
+                let (a, b, isn_a, isn_b) = if e.ep == Endpoint::Client {
+                    (local, peer, ISN_LOCAL, ISN_PEER)
+                } else {
+                    (peer, local, ISN_PEER, ISN_LOCAL)
+                };
+                self.write(e.t, &packet(a, b, isn_a, 0, SYN, &[]))?;
+                self.write(e.t, &packet(b, a, isn_b, isn_a.wrapping_add(1), SYN | ACK, &[]))?;
+                self.write(e.t, &packet(a, b, isn_a.wrapping_add(1), isn_b.wrapping_add(1), ACK, &[]))?;
+            }
+            Kind::Frame(f) => {
+                if !self.conns.contains_key(&e.conn) {
+                    return Ok(());
+                }
+                // The client preface precedes the first frame of the client's stream.
+                let client_stream = (e.ep == Endpoint::Client) == (f.dir == Dir::Out);
+                let sent = if f.dir == Dir::Out { self.conns[&e.conn].out_off } else { self.conns[&e.conn].in_off };
+                if client_stream && sent == 0 && f.offset == PREFACE.len() as u64 {
+                    self.segment(e.t, e.conn, f.dir, 0, PREFACE, PSH | ACK)?;
+                }
+                let bytes = frame_bytes(f, e.stream);
+                self.segment(e.t, e.conn, f.dir, f.offset, &bytes, PSH | ACK)?;
+            }
+            Kind::ConnClose(_) => {
+                if let Some(c) = self.conns.get(&e.conn) {
+                    if !c.closed {
+                        let (seq, ack) = (c.seq(Dir::Out, c.out_off), c.seq(Dir::In, c.in_off));
+                        let (local, peer) = (c.local, c.peer);
+                        self.write(e.t, &packet(local, peer, seq, ack, FIN | ACK, &[]))?;
+                        self.write(e.t, &packet(peer, local, ack, seq.wrapping_add(1), FIN | ACK, &[]))?;
+                        if let Some(c) = self.conns.get_mut(&e.conn) {
+                            c.closed = true;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Counts of one pcap export.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PcapCounts {
+    pub server_packets: u64,
+    pub client_packets: u64,
+}
+
+/// Writes `server.pcap` and `client.pcap` into `dir` from its trace (one
+/// streaming pass). A file whose tap recorded nothing is not written.
+pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
+    let trace = h2probe_analysis::reader::trace_path(dir)
+        .ok_or_else(|| anyhow::anyhow!("{}: no trace.jsonl here; is this a run directory?", dir.display()))?;
+    let mut r = TraceReader::open(&trace)?;
+    let to_wall = r.header().origin_unix_ns as i128 - r.header().origin_mono_ns as i128;
+    let header = PcapHeader {
+        version_major: 2,
+        version_minor: 4,
+        ts_correction: 0,
+        ts_accuracy: 0,
+        snaplen: 262_144,
+        datalink: DataLink::RAW,
+        ts_resolution: TsResolution::NanoSecond,
+        endianness: Endianness::native(),
+    };
+    let open = |name: &str| -> anyhow::Result<TapPcap<std::io::BufWriter<std::fs::File>>> {
+        let path = dir.join(name);
+        let f = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(TapPcap {
+            w: PcapWriter::with_header(std::io::BufWriter::new(f), header)
+                .with_context(|| format!("writing {}", path.display()))?,
+            conns: HashMap::new(),
+            to_wall,
+            packets: 0,
+        })
+    };
+    let mut server = open("server.pcap")?;
+    let mut client = open("client.pcap")?;
+    for ev in r.by_ref() {
+        let e = match ev {
+            Ok(e) => e,
+            Err(err) => {
+                eprintln!("h2probe: warning: {}: skipped {err}", trace.display());
+                continue;
+            }
+        };
+        match e.ep {
+            Endpoint::Server => server.event(&e).context("writing server.pcap")?,
+            Endpoint::Client => client.event(&e).context("writing client.pcap")?,
+        }
+    }
+    let counts = PcapCounts {
+        server_packets: server.packets,
+        client_packets: client.packets,
+    };
+    for (name, p) in [("server.pcap", server), ("client.pcap", client)] {
+        let n = p.packets;
+        let mut w = p.w.into_writer();
+        std::io::Write::flush(&mut w).with_context(|| format!("writing {name}"))?;
+        drop(w);
+        if n == 0 {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
+    }
+    Ok(counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{Parsed, Parser};
+
+    fn ev_of(bytes: &[u8]) -> (FrameEv, u32) {
+        let mut p = Parser::server_to_client();
+        p.keep_data_payloads(false);
+        let mut out = None;
+        p.feed(bytes, |r| {
+            if let Ok(Parsed::Frame(f)) = r {
+                out = Some((
+                    crate::wire::tap::frame_event(&f, Dir::Out, crate::wire::tap::CapturePayload::None),
+                    f.head.stream(),
+                ));
+            }
+        });
+        out.unwrap()
+    }
+
+    #[test]
+    fn typed_frames_rebuild_byte_exact_without_payload() {
+        for bytes in [
+            encode::window_update(3, 65_535),
+            encode::settings(false, &[(4, 1 << 20), (5, 16_384)]),
+            encode::rst_stream(1, 8),
+            encode::ping(true, *b"abcdefgh"),
+            encode::goaway(7, 11, b""),
+            encode::priority(
+                5,
+                crate::wire::Priority {
+                    dependency: 3,
+                    exclusive: true,
+                    weight: 16,
+                },
+            ),
+        ] {
+            let (ev, stream) = ev_of(&bytes);
+            assert_eq!(frame_bytes(&ev, stream), bytes, "{ev:?}");
+        }
+        // DATA without payload: header exact, payload zeros, padding kept.
+        let bytes = encode::data(1, 1, Some(4), b"xyz");
+        let (ev, stream) = ev_of(&bytes);
+        let rebuilt = frame_bytes(&ev, stream);
+        assert_eq!(rebuilt.len(), bytes.len());
+        assert_eq!(rebuilt[..10], bytes[..10]);
+    }
+
+    #[test]
+    fn checksums_verify() {
+        let p = packet(
+            "127.0.0.1:5000".parse().unwrap(),
+            "127.0.0.1:6000".parse().unwrap(),
+            1,
+            2,
+            PSH | ACK,
+            b"hello",
+        );
+        assert_eq!(checksum(&[&p[..20]]), 0, "IPv4 header checksum");
+        let pseudo = [&p[12..20], &[0, 6], &((p.len() - 20) as u16).to_be_bytes()[..]].concat();
+        assert_eq!(checksum(&[&pseudo, &p[20..]]), 0, "TCP checksum");
+    }
+}
