@@ -125,3 +125,70 @@ pub fn assert_checks(r: &RunResult) {
         );
     }
 }
+
+/// A probe server running in this process with its own trace, for tests
+/// that drive it from external tools.
+pub struct TestServer {
+    pub addr: std::net::SocketAddr,
+    pub dir: PathBuf,
+    shutdown: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+    writer: h2probe::trace::TraceWriter,
+    rec: h2probe::trace::Recorder,
+}
+
+impl TestServer {
+    pub async fn start(name: &str, opts: h2probe::server::ServerOpts) -> TestServer {
+        use h2probe::wire::tap::CapturePayload;
+        let dir = temp_dir(name);
+        let cfg = opts.validate(CapturePayload::Headers, None, None).unwrap();
+        let (writer, rec) = h2probe::trace::TraceWriter::create(&dir.join("trace.jsonl"), 1 << 16).unwrap();
+        let (shutdown, rx) = tokio::sync::watch::channel(false);
+        let ctx = std::sync::Arc::new(h2probe::server::ServerCtx {
+            cfg,
+            rec: rec.clone(),
+            live: Default::default(),
+            conn_ids: Default::default(),
+            shutdown: rx,
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(h2probe::server::serve(listener, ctx));
+        TestServer { addr, dir, shutdown, task, writer, rec }
+    }
+
+    /// Stops the server, finishes the trace and analyses it.
+    pub async fn stop(self) -> (h2probe_analysis::analyze::Summary, PathBuf) {
+        let _ = self.shutdown.send(true);
+        self.task.await.unwrap().unwrap();
+        drop(self.rec);
+        let writer = self.writer;
+        tokio::task::spawn_blocking(move || writer.finish()).await.unwrap().unwrap();
+        let dir = self.dir.clone();
+        let a = tokio::task::spawn_blocking(move || {
+            h2probe_analysis::analyze::analyze_trace(&dir.join("trace.jsonl")).unwrap()
+        })
+        .await
+        .unwrap();
+        (a.summary, self.dir)
+    }
+}
+
+/// Every frame event of one endpoint's tap, in trace order:
+/// (dir, type name, flags, stream, len, increment).
+pub fn tap_frames(
+    dir: &std::path::Path,
+    ep: h2probe::trace::schema::Endpoint,
+) -> Vec<(h2probe::trace::schema::Dir, String, u8, u32, u32, Option<u32>)> {
+    let mut out = vec![];
+    let mut r = h2probe_analysis::reader::TraceReader::open(&dir.join("trace.jsonl")).unwrap();
+    for e in r.by_ref() {
+        let e = e.unwrap();
+        if let h2probe::trace::schema::Kind::Frame(f) = &e.kind {
+            if e.ep == ep {
+                out.push((f.dir, f.frame.to_string(), f.flags, e.stream, f.len, f.increment));
+            }
+        }
+    }
+    out
+}
