@@ -73,6 +73,11 @@ pub struct CompareOpts {
     #[arg(long, value_enum, default_value = "headers", value_name = "MODE")]
     pub capture_payload: CapturePayload,
 
+    /// Also write server.pcap and client.pcap for every run (large: every
+    /// DATA frame, payload zeroed unless kept).
+    #[arg(long)]
+    pub pcap: bool,
+
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
@@ -206,6 +211,7 @@ fn make_opts(o: &CompareOpts, release: ReleaseArg, queue: QueuePolicy, out: &Pat
     r.client.payload = o.payload;
     r.client.duration = o.duration;
     r.output.capture_payload = o.capture_payload;
+    r.output.no_pcap = !o.pcap;
     r.output.quiet = true;
     r.output.out = Some(out.join(format!(
         "{}-{}-r{rep}",

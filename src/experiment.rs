@@ -35,6 +35,11 @@ pub struct OutputOpts {
     #[arg(long, default_value_t = crate::trace::DEFAULT_CAPACITY, value_name = "EVENTS")]
     pub trace_buffer: usize,
 
+    /// Do not write server.pcap and client.pcap (`h2probe export` can
+    /// write them later from the trace).
+    #[arg(long)]
+    pub no_pcap: bool,
+
     /// Do not print progress lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -61,6 +66,7 @@ impl Default for RunOpts {
                 label: None,
                 capture_payload: CapturePayload::Headers,
                 trace_buffer: crate::trace::DEFAULT_CAPACITY,
+                no_pcap: false,
                 quiet: true,
             },
         }
@@ -205,6 +211,7 @@ fn finalize(
     started_unix: u64,
     status: String,
     listen: Option<String>,
+    pcap: bool,
 ) -> anyhow::Result<(Summary, Vec<String>)> {
     let origin = writer_origin(dir);
     let finished = writer.finish();
@@ -233,7 +240,9 @@ fn finalize(
         anyhow::bail!("the trace could not be written completely: {err}");
     }
     let products = crate::report::write_products(dir)?;
-    crate::export::pcap::export_pcaps(dir)?;
+    if pcap {
+        crate::export::pcap::export_pcaps(dir)?;
+    }
     Ok(products)
 }
 
