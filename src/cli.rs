@@ -138,8 +138,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Compare(opts) => {
             let c = runtime()?.block_on(crate::compare::compare(*opts))?;
             print!("{}", c.table);
-            println!("comparison written to {}/comparison.md (and .json, compare-*.svg)", c.dir.display());
-            Ok(if c.rows.iter().any(|r| r.failed_checks > 0) { 3 } else { 0 })
+            println!(
+                "comparison written to {}/comparison.md (and .json, compare-*.svg)",
+                c.dir.display()
+            );
+            Ok(if c.rows.iter().any(|r| r.failed_checks > 0) {
+                3
+            } else {
+                0
+            })
         }
         Command::Export(opts) => {
             for dir in &opts.dirs {

@@ -94,12 +94,18 @@ fn config_of(dir: &Path) -> String {
             s["release"].as_str().unwrap_or("?"),
             s["queue"].as_str().unwrap_or("?")
         ),
-        _ => dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        _ => dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
     }
 }
 
 fn label(release: ReleaseArg, queue: QueuePolicy) -> String {
-    format!("release={} queue={queue}", ReleasePoint::from(release).as_str())
+    format!(
+        "release={} queue={queue}",
+        ReleasePoint::from(release).as_str()
+    )
 }
 
 /// What `compare` produced.
@@ -139,15 +145,25 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             None => vec![ReleaseArg::Frame, ReleaseArg::Complete],
         });
         let queues = opts.queue.clone().unwrap_or_else(|| {
-            vec![QueuePolicy::Direct, QueuePolicy::Unbounded, QueuePolicy::Bounded(32)]
+            vec![
+                QueuePolicy::Direct,
+                QueuePolicy::Unbounded,
+                QueuePolicy::Bounded(32),
+            ]
         });
-        let matrix: Vec<(ReleaseArg, QueuePolicy)> =
-            releases.iter().flat_map(|r| queues.iter().map(move |q| (*r, *q))).collect();
+        let matrix: Vec<(ReleaseArg, QueuePolicy)> = releases
+            .iter()
+            .flat_map(|r| queues.iter().map(move |q| (*r, *q)))
+            .collect();
         // Check every configuration before spending minutes on the first.
         for (r, q) in &matrix {
             make_opts(&opts, *r, *q, &out, 0).server.validate(
                 opts.capture_payload,
-                Some(make_opts(&opts, *r, *q, &out, 0).client.framed_upper_bound()),
+                Some(
+                    make_opts(&opts, *r, *q, &out, 0)
+                        .client
+                        .framed_upper_bound(),
+                ),
                 Some(1),
             )?;
         }
@@ -200,7 +216,13 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     })
 }
 
-fn make_opts(o: &CompareOpts, release: ReleaseArg, queue: QueuePolicy, out: &Path, rep: u32) -> RunOpts {
+fn make_opts(
+    o: &CompareOpts,
+    release: ReleaseArg,
+    queue: QueuePolicy,
+    out: &Path,
+    rep: u32,
+) -> RunOpts {
     let mut r = RunOpts::default();
     r.server.release = release;
     r.server.queue = queue;
@@ -228,23 +250,34 @@ fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     }
     let b = indicatif::ProgressBar::new(total);
     b.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] run {pos}/{len}, eta {eta}  {msg}")
-            .expect("static template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] run {pos}/{len}, eta {eta}  {msg}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
     );
     b.enable_steady_tick(std::time::Duration::from_millis(500));
     Some(b)
 }
 
-fn write_outputs(out: &Path, md: &str, rows: &[compare::Row], runs: &[RunRef]) -> anyhow::Result<()> {
+fn write_outputs(
+    out: &Path,
+    md: &str,
+    rows: &[compare::Row],
+    runs: &[RunRef],
+) -> anyhow::Result<()> {
     experiment::write_json(&out.join("comparison.json"), &rows)?;
     let path = out.join("comparison.md");
     std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
     // Side-by-side plots from the first run of each configuration.
     let mut timelines = vec![];
     for row in rows {
-        let Some(run) = runs.iter().find(|r| r.config == row.config) else { continue };
-        let Some(trace) = h2probe_analysis::reader::trace_path(&run.dir) else { continue };
+        let Some(run) = runs.iter().find(|r| r.config == row.config) else {
+            continue;
+        };
+        let Some(trace) = h2probe_analysis::reader::trace_path(&run.dir) else {
+            continue;
+        };
         let a = analyze_trace(&trace)?;
         timelines.push((row.config.clone(), a.timeline));
     }

@@ -353,6 +353,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     }
     .to_string();
     let dir2 = dir.clone();
+    let no_pcap = opts.output.no_pcap;
     let (summary, warnings) = tokio::task::spawn_blocking(move || {
         finalize(
             &dir2,
@@ -362,6 +363,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             started_unix,
             status,
             Some(addr.to_string()),
+            !no_pcap,
         )
     })
     .await??;
@@ -466,6 +468,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
     let config = serde_json::json!({ "server": opts.server, "output": opts.output, "listen": addr.to_string() });
     let dir2 = dir.clone();
     let status = status.to_string();
+    let no_pcap = opts.output.no_pcap;
     let (summary, warnings) = tokio::task::spawn_blocking(move || {
         finalize(
             &dir2,
@@ -475,6 +478,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
             started_unix,
             status,
             Some(addr.to_string()),
+            !no_pcap,
         )
     })
     .await??;
@@ -530,8 +534,18 @@ pub async fn client_cmd(
     let config = serde_json::json!({ "client": opts.client, "output": opts.output, "connect": opts.connect.to_string() });
     let dir2 = dir.clone();
     let st = status.to_string();
+    let no_pcap = opts.output.no_pcap;
     let finalized = tokio::task::spawn_blocking(move || {
-        finalize(&dir2, writer, "client", config, started_unix, st, None)
+        finalize(
+            &dir2,
+            writer,
+            "client",
+            config,
+            started_unix,
+            st,
+            None,
+            !no_pcap,
+        )
     })
     .await?;
     let outcomes = outcomes?;

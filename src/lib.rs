@@ -1,13 +1,13 @@
 pub mod cli;
 pub mod client;
+pub mod compare;
 pub mod config;
 pub mod decode;
 pub mod experiment;
+pub mod export;
 pub mod grpc;
 pub mod live;
 pub mod report;
 pub mod server;
 pub mod trace;
 pub mod wire;
-pub mod compare;
-pub mod export;

@@ -12,7 +12,9 @@ fn h2probe() -> Command {
 
 /// Compares `actual` with `tests/snapshots/NAME`; `H2PROBE_BLESS=1` rewrites it.
 fn snapshot(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
     if std::env::var_os("H2PROBE_BLESS").is_some() {
         std::fs::write(&path, actual).unwrap();
         return;
@@ -27,32 +29,64 @@ fn snapshot(name: &str, actual: &str) {
 #[test]
 fn help_texts_are_stable() {
     for cmd in ["run", "serve", "client", "analyze", "decode"] {
-        let out = h2probe().args([cmd, "--help"]).env("COLUMNS", "100").output().unwrap();
+        let out = h2probe()
+            .args([cmd, "--help"])
+            .env("COLUMNS", "100")
+            .output()
+            .unwrap();
         assert!(out.status.success());
-        snapshot(&format!("help-{cmd}.txt"), &String::from_utf8(out.stdout).unwrap());
+        snapshot(
+            &format!("help-{cmd}.txt"),
+            &String::from_utf8(out.stdout).unwrap(),
+        );
     }
 }
 
 #[test]
 fn bad_values_are_refused_with_a_clear_message() {
-    let out = h2probe().args(["run", "--queue", "bounded:0"]).output().unwrap();
+    let out = h2probe()
+        .args(["run", "--queue", "bounded:0"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("K must be a whole number of at least 1"), "{err}");
-    let out = h2probe().args(["run", "--payload", "lots"]).output().unwrap();
+    assert!(
+        err.contains("K must be a whole number of at least 1"),
+        "{err}"
+    );
+    let out = h2probe()
+        .args(["run", "--payload", "lots"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a size"));
-    let out = h2probe().args(["run", "--max-frame-size", "1000", "--out", "/nonexistent/x"]).output().unwrap();
+    let out = h2probe()
+        .args(["run", "--max-frame-size", "1000", "--out", "/nonexistent/x"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("h2probe: --max-frame-size must be between 16384"), "{err}");
+    assert!(
+        err.starts_with("h2probe: --max-frame-size must be between 16384"),
+        "{err}"
+    );
 }
 
 #[test]
 fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
-    let Some(corpus) = support::corpus_dir() else { return };
-    let out = h2probe().arg("decode").arg(corpus.join("nghttp-upload.c2s.bin")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let Some(corpus) = support::corpus_dir() else {
+        return;
+    };
+    let out = h2probe()
+        .arg("decode")
+        .arg(corpus.join("nghttp-upload.c2s.bin"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let reference = std::fs::read_to_string(corpus.join("nghttp-upload.frames.jsonl")).unwrap();
     let want = reference.lines().filter(|l| l.contains("\"c2s\"")).count();
@@ -61,7 +95,10 @@ fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
     assert_eq!(first["type"], "frame");
     assert_eq!(first["frame"], "SETTINGS");
     assert_eq!(first["offset"], 24);
-    assert_eq!(first["ep"], "client", "a preface means the client wrote these bytes");
+    assert_eq!(
+        first["ep"], "client",
+        "a preface means the client wrote these bytes"
+    );
 
     let dir = support::temp_dir("decode");
     let bad = dir.join("bad.bin");
@@ -73,10 +110,20 @@ fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
     let out = h2probe().arg("decode").arg(&bad).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("byte 17: malformed WINDOW_UPDATE frame: length is not 4"), "{err}");
-    assert!(err.contains("byte 31: connection ended inside a frame (50 of 109 bytes)"), "{err}");
+    assert!(
+        err.contains("byte 17: malformed WINDOW_UPDATE frame: length is not 4"),
+        "{err}"
+    );
+    assert!(
+        err.contains("byte 31: connection ended inside a frame (50 of 109 bytes)"),
+        "{err}"
+    );
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.lines().count(), 3, "one frame and two wire_error events: {text}");
+    assert_eq!(
+        text.lines().count(),
+        3,
+        "one frame and two wire_error events: {text}"
+    );
 }
 
 #[test]
@@ -105,5 +152,8 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("trace.jsonl: line 1: not an h2probe trace"), "{err}");
+    assert!(
+        err.contains("trace.jsonl: line 1: not an h2probe trace"),
+        "{err}"
+    );
 }

@@ -11,7 +11,9 @@ use tokio::process::Command;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_grpcio_client_streams_to_our_server() {
-    let Some(python) = require_tool("python3") else { return };
+    let Some(python) = require_tool("python3") else {
+        return;
+    };
     let has_grpc = Command::new(&python)
         .args(["-c", "import grpc, grpc_tools"])
         .status()
@@ -32,7 +34,11 @@ async fn python_grpcio_client_streams_to_our_server() {
         .output()
         .await
         .unwrap();
-    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
 
     let opts = ServerOpts {
         release: h2probe::server::ReleaseArg::Complete,
@@ -52,8 +58,15 @@ async fn python_grpcio_client_streams_to_our_server() {
         .await
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines[0]["received"], count);
     assert_eq!(lines[0]["completed"], count);
     assert_eq!(lines[0]["discarded"], 0);
@@ -67,8 +80,17 @@ async fn python_grpcio_client_streams_to_our_server() {
     // C-core's own flow control shows on the wire: it pings (BDP probes) and
     // sends WINDOW_UPDATEs of its own, seen arriving at our server.
     let frames = support::tap_frames(&dir, Endpoint::Server);
-    let pings_in = frames.iter().filter(|f| f.0 == Dir::In && f.1 == "PING").count();
-    let wu_in = frames.iter().filter(|f| f.0 == Dir::In && f.1 == "WINDOW_UPDATE").count();
+    let pings_in = frames
+        .iter()
+        .filter(|f| f.0 == Dir::In && f.1 == "PING")
+        .count();
+    let wu_in = frames
+        .iter()
+        .filter(|f| f.0 == Dir::In && f.1 == "WINDOW_UPDATE")
+        .count();
     eprintln!("grpcio: {pings_in} PINGs and {wu_in} WINDOW_UPDATEs sent to our server");
-    assert!(pings_in + wu_in > 0, "C-core's flow-control traffic should be visible");
+    assert!(
+        pings_in + wu_in > 0,
+        "C-core's flow-control traffic should be visible"
+    );
 }

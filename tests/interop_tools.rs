@@ -19,44 +19,89 @@ fn raw_server(unit: &str) -> ServerOpts {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tshark_dissects_every_frame_of_our_pcaps() {
-    let Some(tshark) = require_tool("tshark") else { return };
+    let Some(tshark) = require_tool("tshark") else {
+        return;
+    };
     let dir = support::temp_dir("tshark");
     let mut o = support::run_opts(&dir, "complete", "bounded:4");
     o.client.duration = support::dur("500ms");
     o.client.streams = 2;
     o.server.service_time = support::dur("1ms");
-    let r = tokio::task::spawn_blocking(move || support::run(o)).await.unwrap();
+    let r = tokio::task::spawn_blocking(move || support::run(o))
+        .await
+        .unwrap();
     let port = r.outcomes.first().map(|_| ()).and_then(|_| {
-        let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
-        meta["listen"].as_str().and_then(|l| l.rsplit(':').next()).map(str::to_string)
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+        meta["listen"]
+            .as_str()
+            .and_then(|l| l.rsplit(':').next())
+            .map(str::to_string)
     });
     let port = port.expect("listen address in meta.json");
-    for (file, ep) in [("server.pcap", Endpoint::Server), ("client.pcap", Endpoint::Client)] {
+    for (file, ep) in [
+        ("server.pcap", Endpoint::Server),
+        ("client.pcap", Endpoint::Client),
+    ] {
         let out = Command::new(&tshark)
             .arg("-r")
             .arg(dir.join(file))
             .args(["-d", &format!("tcp.port=={port},http2")])
-            .args(["-Y", "http2", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=;"])
-            .args(["-e", "http2.type", "-e", "http2.streamid", "-e", "http2.length"])
+            .args([
+                "-Y",
+                "http2",
+                "-T",
+                "fields",
+                "-E",
+                "occurrence=a",
+                "-E",
+                "aggregator=;",
+            ])
+            .args([
+                "-e",
+                "http2.type",
+                "-e",
+                "http2.streamid",
+                "-e",
+                "http2.length",
+            ])
             .args(["-e", "http2.window_update.window_size_increment"])
             .output()
             .await
             .unwrap();
-        assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "tshark: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut theirs = vec![];
         for line in String::from_utf8(out.stdout).unwrap().lines() {
-            let cols: Vec<Vec<&str>> = line.split('\t').map(|c| c.split(';').filter(|s| !s.is_empty()).collect()).collect();
+            let cols: Vec<Vec<&str>> = line
+                .split('\t')
+                .map(|c| c.split(';').filter(|s| !s.is_empty()).collect())
+                .collect();
             let mut incs = cols.get(3).cloned().unwrap_or_default().into_iter();
             for i in 0..cols[0].len() {
                 let ty: u8 = cols[0][i].parse().unwrap();
-                let inc = if ty == 8 { incs.next().map(|v| v.parse::<u32>().unwrap()) } else { None };
-                theirs.push((ty, cols[1][i].parse::<u32>().unwrap(), cols[2][i].parse::<u32>().unwrap(), inc));
+                let inc = if ty == 8 {
+                    incs.next().map(|v| v.parse::<u32>().unwrap())
+                } else {
+                    None
+                };
+                theirs.push((
+                    ty,
+                    cols[1][i].parse::<u32>().unwrap(),
+                    cols[2][i].parse::<u32>().unwrap(),
+                    inc,
+                ));
             }
         }
         let ours: Vec<(u8, u32, u32, Option<u32>)> = support::tap_frames(&dir, ep)
             .into_iter()
             .map(|(_, name, _, stream, len, inc)| {
-                let ty = h2probe::trace::schema::FrameType::from_name(&name).unwrap().0;
+                let ty = h2probe::trace::schema::FrameType::from_name(&name)
+                    .unwrap()
+                    .0;
                 (ty, stream, len, inc)
             })
             .collect();
@@ -70,7 +115,9 @@ async fn tshark_dissects_every_frame_of_our_pcaps() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2load_posts_bodies_of_several_sizes_to_the_raw_server() {
-    let Some(h2load) = require_tool("h2load") else { return };
+    let Some(h2load) = require_tool("h2load") else {
+        return;
+    };
     let mut total_bytes = 0u64;
     let mut total_reqs = 0u64;
     let server = TestServer::start("h2load", raw_server("16KiB")).await;
@@ -85,7 +132,10 @@ async fn h2load_posts_bodies_of_several_sizes_to_the_raw_server() {
             .await
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("6 succeeded, 0 failed"), "h2load {size}x{streams}:\n{text}");
+        assert!(
+            text.contains("6 succeeded, 0 failed"),
+            "h2load {size}x{streams}:\n{text}"
+        );
         total_bytes += 6 * size as u64;
         total_reqs += 6;
     }
@@ -93,7 +143,10 @@ async fn h2load_posts_bodies_of_several_sizes_to_the_raw_server() {
     assert_eq!(s.data_bytes_in, total_bytes);
     assert_eq!(s.server_rpc_status.get("OK"), Some(&total_reqs));
     // Units of 16 KiB plus one short tail unit per body.
-    let units: u64 = [1_000u64, 100_000, 300_000].iter().map(|b| 6 * b.div_ceil(16_384)).sum();
+    let units: u64 = [1_000u64, 100_000, 300_000]
+        .iter()
+        .map(|b| 6 * b.div_ceil(16_384))
+        .sum();
     assert_eq!(s.decoded, units);
     assert_eq!(s.completed, units);
     assert_eq!(s.checks["credit"].ok, Some(true));
@@ -104,13 +157,17 @@ async fn h2load_posts_bodies_of_several_sizes_to_the_raw_server() {
 fn nghttp_frames(log: &str) -> Vec<(bool, String, u32, u8, u32)> {
     let mut out = vec![];
     for line in log.lines() {
-        let Some(rest) = line.split_once("] ").map(|x| x.1) else { continue };
+        let Some(rest) = line.split_once("] ").map(|x| x.1) else {
+            continue;
+        };
         let (send, rest) = match rest.split_once(' ') {
             Some(("send", r)) => (true, r),
             Some(("recv", r)) => (false, r),
             _ => continue,
         };
-        let Some((ty, rest)) = rest.split_once(" frame <length=") else { continue };
+        let Some((ty, rest)) = rest.split_once(" frame <length=") else {
+            continue;
+        };
         let (len, rest) = rest.split_once(", flags=0x").unwrap();
         let (flags, rest) = rest.split_once(", stream_id=").unwrap();
         let stream = rest.trim_end_matches('>');
@@ -127,7 +184,9 @@ fn nghttp_frames(log: &str) -> Vec<(bool, String, u32, u8, u32)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nghttp_frame_log_agrees_with_our_trace() {
-    let Some(nghttp) = require_tool("nghttp") else { return };
+    let Some(nghttp) = require_tool("nghttp") else {
+        return;
+    };
     let server = TestServer::start("nghttp", raw_server("4KiB")).await;
     let body = server.dir.join("body");
     std::fs::write(&body, vec![7u8; 200_000]).unwrap();
@@ -140,8 +199,15 @@ async fn nghttp_frame_log_agrees_with_our_trace() {
         .await
         .unwrap();
     let log = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "nghttp failed:\n{log}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(log.contains("\"completed\":49"), "the raw server answers with its counts:\n{log}");
+    assert!(
+        out.status.success(),
+        "nghttp failed:\n{log}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        log.contains("\"completed\":49"),
+        "the raw server answers with its counts:\n{log}"
+    );
     let (s, dir) = server.stop().await;
     assert_eq!(s.data_bytes_in, 200_000);
     let theirs = nghttp_frames(&log);
@@ -159,14 +225,25 @@ async fn nghttp_frame_log_agrees_with_our_trace() {
             .collect();
         assert!(a.len() > 5, "{a:?}");
         // nghttp logs what it saw before it exited; our tap may see a later GOAWAY.
-        assert!(b.len() >= a.len(), "{our_dir:?}: ours {} < nghttp {}", b.len(), a.len());
-        assert_eq!(&b[..a.len()], &a[..], "{our_dir:?}: nghttp and the tap disagree");
+        assert!(
+            b.len() >= a.len(),
+            "{our_dir:?}: ours {} < nghttp {}",
+            b.len(),
+            a.len()
+        );
+        assert_eq!(
+            &b[..a.len()],
+            &a[..],
+            "{our_dir:?}: nghttp and the tap disagree"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curl_uploads_to_raw_and_gets_a_clear_error_from_grpc_framing() {
-    let Some(curl) = require_tool("curl") else { return };
+    let Some(curl) = require_tool("curl") else {
+        return;
+    };
     let raw = TestServer::start("curl-raw", raw_server("1000")).await;
     let body = raw.dir.join("body");
     std::fs::write(&body, vec![1u8; 10_500]).unwrap();
@@ -178,14 +255,27 @@ async fn curl_uploads_to_raw_and_gets_a_clear_error_from_grpc_framing() {
         .await
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("\"completed\":11"), "10 units of 1000 bytes and a 500-byte tail: {text}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("\"completed\":11"),
+        "10 units of 1000 bytes and a 500-byte tail: {text}"
+    );
     let (s, _) = raw.stop().await;
     assert_eq!(s.data_bytes_in, 10_500);
 
     let grpc = TestServer::start("curl-grpc", ServerOpts::default()).await;
     let out = Command::new(&curl)
-        .args(["-sS", "--http2-prior-knowledge", "-w", "%{http_code}", "--data-binary"])
+        .args([
+            "-sS",
+            "--http2-prior-knowledge",
+            "-w",
+            "%{http_code}",
+            "--data-binary",
+        ])
         .arg(format!("@{}", body.display()))
         .arg(format!("http://{}/upload", grpc.addr))
         .output()
@@ -193,13 +283,18 @@ async fn curl_uploads_to_raw_and_gets_a_clear_error_from_grpc_framing() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.ends_with("415"), "{text}");
-    assert!(text.contains("--framing raw:SIZE"), "the error says what to do: {text}");
+    assert!(
+        text.contains("--framing raw:SIZE"),
+        "the error says what to do: {text}"
+    );
     grpc.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_client_drives_nghttpd() {
-    let Some(nghttpd) = require_tool("nghttpd") else { return };
+    let Some(nghttpd) = require_tool("nghttpd") else {
+        return;
+    };
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -224,7 +319,8 @@ async fn our_client_drives_nghttpd() {
     }
     assert!(up, "nghttpd did not start");
     let dir = support::temp_dir("nghttpd-client");
-    let (writer, rec) = h2probe::trace::TraceWriter::create(&dir.join("trace.jsonl"), 1 << 16).unwrap();
+    let (writer, rec) =
+        h2probe::trace::TraceWriter::create(&dir.join("trace.jsonl"), 1 << 16).unwrap();
     let opts = h2probe::client::ClientOpts {
         rate: 200.0,
         duration: "500ms".parse().unwrap(),
@@ -243,12 +339,24 @@ async fn our_client_drives_nghttpd() {
     let outcomes = h2probe::client::run(ctx).await.unwrap();
     child.kill().await.unwrap();
     drop(rec);
-    tokio::task::spawn_blocking(move || writer.finish()).await.unwrap().unwrap();
+    tokio::task::spawn_blocking(move || writer.finish())
+        .await
+        .unwrap()
+        .unwrap();
     // nghttpd is no gRPC server: it echoes the body with no grpc-status, and
     // the client says so instead of pretending success.
     assert_eq!(outcomes.len(), 1);
-    assert_eq!(outcomes[0].status, h2probe::grpc::status::INTERNAL, "{:?}", outcomes[0]);
-    assert!(outcomes[0].message.contains("without grpc-status"), "{:?}", outcomes[0]);
+    assert_eq!(
+        outcomes[0].status,
+        h2probe::grpc::status::INTERNAL,
+        "{:?}",
+        outcomes[0]
+    );
+    assert!(
+        outcomes[0].message.contains("without grpc-status"),
+        "{:?}",
+        outcomes[0]
+    );
     let a = h2probe_analysis::analyze::analyze_trace(&dir.join("trace.jsonl")).unwrap();
     let s = &a.summary;
     assert!(s.sent >= 90, "{}", s.sent);

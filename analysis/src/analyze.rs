@@ -287,8 +287,17 @@ impl Analyzer {
         }
         let secs = self.secs(t);
         if let Some(out) = self.window_log.as_mut() {
-            let flow = if flow == Flow::C2s as usize { "c2s" } else { "s2c" };
-            if let Err(err) = writeln!(out, "{secs:.9},{},{},{flow},{stream},{window}", e.ep.as_str(), e.conn) {
+            let flow = if flow == Flow::C2s as usize {
+                "c2s"
+            } else {
+                "s2c"
+            };
+            if let Err(err) = writeln!(
+                out,
+                "{secs:.9},{},{},{flow},{stream},{window}",
+                e.ep.as_str(),
+                e.conn
+            ) {
                 self.window_log_error = Some(err);
             }
         }
@@ -565,7 +574,13 @@ impl Analyzer {
                 let w = &mut conn.flows[credited];
                 w.on_window_update(t, e.stream, inc);
                 let (cw, sw) = (w.conn(), w.stream(e.stream));
-                self.log_window(t, e, credited, e.stream, if e.stream == 0 { cw } else { sw });
+                self.log_window(
+                    t,
+                    e,
+                    credited,
+                    e.stream,
+                    if e.stream == 0 { cw } else { sw },
+                );
                 if credited == Flow::C2s as usize {
                     self.plot_credit(e, cw, sw);
                 }
@@ -618,7 +633,11 @@ impl Analyzer {
     }
 
     /// Closes the pass and flushes the window log; returns its error, if any.
-    pub fn finish_with_log(mut self, dropped: u64, ending: &Ending) -> (Summary, Timeline, Option<std::io::Error>) {
+    pub fn finish_with_log(
+        mut self,
+        dropped: u64,
+        ending: &Ending,
+    ) -> (Summary, Timeline, Option<std::io::Error>) {
         let mut err = self.window_log_error.take();
         if let Some(mut w) = self.window_log.take() {
             if let Err(e) = w.flush() {

@@ -47,7 +47,10 @@ impl Stat {
         if self.min == self.max {
             format!("{:.*}", decimals, self.median)
         } else {
-            format!("{:.*} ({:.*}–{:.*})", decimals, self.median, decimals, self.min, decimals, self.max)
+            format!(
+                "{:.*} ({:.*}–{:.*})",
+                decimals, self.median, decimals, self.min, decimals, self.max
+            )
         }
     }
 }
@@ -91,7 +94,9 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
         .into_iter()
         .map(|config| {
             let group: Vec<&RunRef> = runs.iter().filter(|r| r.config == config).collect();
-            let stat = |f: &dyn Fn(&Summary) -> f64| Stat::of(&group.iter().map(|r| f(&r.summary)).collect::<Vec<_>>());
+            let stat = |f: &dyn Fn(&Summary) -> f64| {
+                Stat::of(&group.iter().map(|r| f(&r.summary)).collect::<Vec<_>>())
+            };
             let mut rpc_status = std::collections::BTreeMap::new();
             for r in &group {
                 for (k, v) in &r.summary.rpc_status {
@@ -140,7 +145,10 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
         o,
         "| configuration | runs | sent/s | completed/s | queue growth/s | peak queue | peak owned MiB | client window-blocked s | client socket-blocked s |"
     );
-    let _ = writeln!(o, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let _ = writeln!(
+        o,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
     for r in rows {
         let _ = writeln!(
             o,
@@ -161,9 +169,16 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
         o,
         "| configuration | WINDOW_UPDATE out | mean stream increment B | release→update p50 ms | p90 ms | scheduled | completed | discarded | never sent | RPC status | failed checks |"
     );
-    let _ = writeln!(o, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |");
+    let _ = writeln!(
+        o,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"
+    );
     for r in rows {
-        let status: Vec<String> = r.rpc_status.iter().map(|(k, v)| format!("{k}×{v}")).collect();
+        let status: Vec<String> = r
+            .rpc_status
+            .iter()
+            .map(|(k, v)| format!("{k}×{v}"))
+            .collect();
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -189,7 +204,15 @@ pub fn terminal_table(rows: &[Row]) -> String {
     let _ = writeln!(
         o,
         "{:<28} {:>4} {:>15} {:>15} {:>17} {:>11} {:>13} {:>13} {:>7}",
-        "configuration", "runs", "sent/s", "completed/s", "queue growth/s", "peak queue", "owned MiB", "win-blocked s", "WU out"
+        "configuration",
+        "runs",
+        "sent/s",
+        "completed/s",
+        "queue growth/s",
+        "peak queue",
+        "owned MiB",
+        "win-blocked s",
+        "WU out"
     );
     for r in rows {
         let _ = writeln!(
@@ -237,7 +260,14 @@ mod tests {
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].config, "a");
         assert_eq!(rows[0].runs, 3);
-        assert_eq!(rows[0].send_rate, Stat { median: 300.0, min: 290.0, max: 310.0 });
+        assert_eq!(
+            rows[0].send_rate,
+            Stat {
+                median: 300.0,
+                min: 290.0,
+                max: 310.0
+            }
+        );
         assert_eq!(rows[0].max_queue_depth.median, 20.0);
         assert_eq!(rows[1].send_rate.show(1), "90.0");
         assert_eq!(rows[0].send_rate.show(1), "300.0 (290.0–310.0)");

@@ -4,6 +4,7 @@
 //! can be studied anywhere. The probe depends on it to *write* the schema.
 
 pub mod analyze;
+pub mod compare;
 pub mod plots;
 pub mod reader;
 pub mod report;
@@ -11,4 +12,3 @@ pub mod schema;
 pub mod series;
 pub mod stats;
 pub mod windows;
-pub mod compare;

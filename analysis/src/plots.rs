@@ -30,7 +30,13 @@ pub struct Line<'a> {
 }
 
 /// Draws `lines` on one chart with titled axes and a legend.
-pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, lines: &[Line<'_>]) -> Result<(), PlotError> {
+pub fn line_chart(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: &[Line<'_>],
+) -> Result<(), PlotError> {
     let err = |e: String| PlotError {
         path: path.display().to_string(),
         message: e,
@@ -43,7 +49,11 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, y_label: &str, lines:
 }
 
 /// Several charts stacked vertically, sharing the time axis.
-pub fn stacked_chart(path: &Path, x_label: &str, panels: &[(&str, &str, Vec<Line<'_>>)]) -> Result<(), PlotError> {
+pub fn stacked_chart(
+    path: &Path,
+    x_label: &str,
+    panels: &[(&str, &str, Vec<Line<'_>>)],
+) -> Result<(), PlotError> {
     let err = |e: String| PlotError {
         path: path.display().to_string(),
         message: e,
@@ -59,7 +69,10 @@ pub fn stacked_chart(path: &Path, x_label: &str, panels: &[(&str, &str, Vec<Line
 }
 
 fn x_extent(lines: &[Line<'_>]) -> f64 {
-    let m = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(0.0, f64::max);
+    let m = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
     if m > 0.0 {
         m
     } else {
@@ -91,7 +104,10 @@ fn draw_lines<DB: DrawingBackend>(
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(80)
-        .build_cartesian_2d(0.0..x_max * 1.02, (y_min - if y_min < 0.0 { pad } else { 0.0 })..y_max + pad)
+        .build_cartesian_2d(
+            0.0..x_max * 1.02,
+            (y_min - if y_min < 0.0 { pad } else { 0.0 })..y_max + pad,
+        )
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
@@ -109,10 +125,15 @@ fn draw_lines<DB: DrawingBackend>(
         }
         let color = COLORS[i % COLORS.len()];
         chart
-            .draw_series(LineSeries::new(l.points.iter().copied(), color.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                l.points.iter().copied(),
+                color.stroke_width(2),
+            ))
             .map_err(|e| e.to_string())?
             .label(l.label)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+            });
     }
     chart
         .configure_series_labels()
@@ -310,7 +331,13 @@ pub fn compare_plots(dir: &Path, runs: &[(String, &Timeline)]) -> Result<Vec<Str
         "Bytes owned by the application (decoded, not completed)",
         x,
         "MiB",
-        &lines(&|tl| tl.owned_bytes.filled_until(tl.end_s).into_iter().map(|(a, b)| (a, b / 1048576.0)).collect()),
+        &lines(&|tl| {
+            tl.owned_bytes
+                .filled_until(tl.end_s)
+                .into_iter()
+                .map(|(a, b)| (a, b / 1048576.0))
+                .collect()
+        }),
     )?;
     line_chart(
         &dir.join("compare-sent.svg"),
@@ -333,7 +360,13 @@ pub fn compare_plots(dir: &Path, runs: &[(String, &Timeline)]) -> Result<Vec<Str
         "KiB",
         &lines(&|tl| kib(tl.credit_stream_client.filled_until(tl.end_s))),
     )?;
-    Ok(["compare-queue.svg", "compare-owned.svg", "compare-sent.svg", "compare-completed.svg", "compare-credit.svg"]
-        .map(String::from)
-        .to_vec())
+    Ok([
+        "compare-queue.svg",
+        "compare-owned.svg",
+        "compare-sent.svg",
+        "compare-completed.svg",
+        "compare-credit.svg",
+    ]
+    .map(String::from)
+    .to_vec())
 }

@@ -66,10 +66,14 @@ impl TraceReader<Box<dyn BufRead + Send>> {
             path: path.display().to_string(),
             source: e,
         };
-        let mut f = std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path).map_err(io)?);
+        let mut f =
+            std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path).map_err(io)?);
         let gz = f.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
         let input: Box<dyn BufRead + Send> = if gz {
-            Box::new(std::io::BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(f)))
+            Box::new(std::io::BufReader::with_capacity(
+                1 << 16,
+                flate2::bufread::MultiGzDecoder::new(f),
+            ))
         } else {
             Box::new(f)
         };
@@ -250,7 +254,9 @@ mod tests {
     #[test]
     fn gzip_traces_read_the_same_and_a_cut_one_is_truncated() {
         use std::io::Write;
-        let text = format!("{HEADER}\n{EV}\n{EV}\n{{\"type\":\"footer\",\"events\":2,\"dropped\":{{}}}}\n");
+        let text = format!(
+            "{HEADER}\n{EV}\n{EV}\n{{\"type\":\"footer\",\"events\":2,\"dropped\":{{}}}}\n"
+        );
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         gz.write_all(text.as_bytes()).unwrap();
         let bytes = gz.finish().unwrap();
@@ -265,7 +271,11 @@ mod tests {
         std::fs::write(&path, &bytes[..bytes.len() - 12]).unwrap();
         let mut r = TraceReader::open(&path).unwrap();
         let _ = r.by_ref().count();
-        assert!(matches!(r.ending(), Ending::Truncated { .. } | Ending::NoFooter), "{:?}", r.ending());
+        assert!(
+            matches!(r.ending(), Ending::Truncated { .. } | Ending::NoFooter),
+            "{:?}",
+            r.ending()
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

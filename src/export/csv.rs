@@ -16,8 +16,20 @@ pub const COMMON: [&str; 5] = ["t_ns", "t_s", "ep", "conn", "stream"];
 pub fn columns(kind: &str) -> &'static [&'static str] {
     match kind {
         "frame" => &[
-            "dir", "offset", "frame", "flags", "len", "reserved", "pad", "increment", "settings", "error_code",
-            "last_stream", "promised", "priority", "opaque",
+            "dir",
+            "offset",
+            "frame",
+            "flags",
+            "len",
+            "reserved",
+            "pad",
+            "increment",
+            "settings",
+            "error_code",
+            "last_stream",
+            "promised",
+            "priority",
+            "opaque",
         ],
         "wire_error" => &["dir", "offset", "error"],
         "socket_blocked" => &["dir", "start"],
@@ -33,7 +45,13 @@ pub fn columns(kind: &str) -> &'static [&'static str] {
         "complete" => &["seq", "worker", "service_ns"],
         "discard" | "never_sent" => &["seq", "reason"],
         "sample" => &[
-            "depth", "queued_bytes", "owned_bytes", "unreleased", "used_capacity", "available_capacity", "rss_bytes",
+            "depth",
+            "queued_bytes",
+            "owned_bytes",
+            "unreleased",
+            "used_capacity",
+            "available_capacity",
+            "rss_bytes",
         ],
         "send" => &["seq", "scheduled", "begin", "bytes"],
         "window_blocked" => &["seq", "start"],
@@ -61,13 +79,18 @@ fn field(v: Option<&serde_json::Value>) -> String {
 
 /// Writes `csv/<type>.csv` for each event type present. Returns the paths.
 pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let trace = h2probe_analysis::reader::trace_path(dir)
-        .ok_or_else(|| anyhow::anyhow!("{}: no trace.jsonl here; is this a run directory?", dir.display()))?;
+    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: no trace.jsonl here; is this a run directory?",
+            dir.display()
+        )
+    })?;
     let mut r = TraceReader::open(&trace)?;
     let origin = r.header().origin_mono_ns;
     let out = dir.join("csv");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let mut files: HashMap<&'static str, (PathBuf, std::io::BufWriter<std::fs::File>)> = HashMap::new();
+    let mut files: HashMap<&'static str, (PathBuf, std::io::BufWriter<std::fs::File>)> =
+        HashMap::new();
     for ev in r.by_ref() {
         let e: Event = match ev {
             Ok(e) => e,
@@ -82,10 +105,12 @@ pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         let name = e.kind.name();
         if !files.contains_key(name) {
             let path = out.join(format!("{name}.csv"));
-            let f = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+            let f = std::fs::File::create(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
             let mut w = std::io::BufWriter::new(f);
             let header: Vec<&str> = COMMON.iter().chain(columns(name)).copied().collect();
-            writeln!(w, "{}", header.join(",")).with_context(|| format!("writing {}", path.display()))?;
+            writeln!(w, "{}", header.join(","))
+                .with_context(|| format!("writing {}", path.display()))?;
             files.insert(name, (path, w));
         }
         let (path, w) = files.get_mut(name).expect("inserted above");
@@ -102,7 +127,8 @@ pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     let mut paths = vec![];
     for (_, (path, mut w)) in files {
-        w.flush().with_context(|| format!("writing {}", path.display()))?;
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))?;
         paths.push(path);
     }
     paths.sort();
@@ -137,19 +163,63 @@ mod tests {
         };
         let kinds = vec![
             Kind::Frame(frame),
-            Kind::WireError(WireErrorEv { dir: Dir::In, offset: 1, error: "x".into() }),
-            Kind::SocketBlocked(IntervalEv { dir: Dir::Out, start: 1 }),
-            Kind::ConnOpen(ConnOpenEv { local: "a".into(), peer: "b".into() }),
-            Kind::ConnClose(ConnCloseEv { error: "e".into(), bytes_in: 1, bytes_out: 2 }),
-            Kind::RpcStart(RpcStartEv { path: "/p".into(), deadline_ns: Some(1) }),
-            Kind::RpcEnd(RpcEndEv { status: 0, message: "m".into() }),
+            Kind::WireError(WireErrorEv {
+                dir: Dir::In,
+                offset: 1,
+                error: "x".into(),
+            }),
+            Kind::SocketBlocked(IntervalEv {
+                dir: Dir::Out,
+                start: 1,
+            }),
+            Kind::ConnOpen(ConnOpenEv {
+                local: "a".into(),
+                peer: "b".into(),
+            }),
+            Kind::ConnClose(ConnCloseEv {
+                error: "e".into(),
+                bytes_in: 1,
+                bytes_out: 2,
+            }),
+            Kind::RpcStart(RpcStartEv {
+                path: "/p".into(),
+                deadline_ns: Some(1),
+            }),
+            Kind::RpcEnd(RpcEndEv {
+                status: 0,
+                message: "m".into(),
+            }),
             Kind::Chunk(ChunkEv { len: 1 }),
-            Kind::Release(ReleaseEv { bytes: 1, at: ReleasePoint::Frame, seq: Some(1) }),
-            Kind::Decode(MsgEv { seq: 1, size: 2, framed: 7 }),
-            Kind::Enqueue(EnqueueEv { seq: 1, depth: 1, queued_bytes: 1 }),
-            Kind::Start(StartEv { seq: 1, worker: 0, wait_ns: 1, depth: 0 }),
-            Kind::Complete(CompleteEv { seq: 1, worker: 0, service_ns: 1 }),
-            Kind::Discard(DiscardEv { seq: 1, reason: DiscardReason::Deadline }),
+            Kind::Release(ReleaseEv {
+                bytes: 1,
+                at: ReleasePoint::Frame,
+                seq: Some(1),
+            }),
+            Kind::Decode(MsgEv {
+                seq: 1,
+                size: 2,
+                framed: 7,
+            }),
+            Kind::Enqueue(EnqueueEv {
+                seq: 1,
+                depth: 1,
+                queued_bytes: 1,
+            }),
+            Kind::Start(StartEv {
+                seq: 1,
+                worker: 0,
+                wait_ns: 1,
+                depth: 0,
+            }),
+            Kind::Complete(CompleteEv {
+                seq: 1,
+                worker: 0,
+                service_ns: 1,
+            }),
+            Kind::Discard(DiscardEv {
+                seq: 1,
+                reason: DiscardReason::Deadline,
+            }),
             Kind::Sample(SampleEv {
                 depth: 1,
                 queued_bytes: 1,
@@ -159,18 +229,37 @@ mod tests {
                 available_capacity: 1,
                 rss_bytes: 1,
             }),
-            Kind::Schedule(MsgEv { seq: 1, size: 2, framed: 7 }),
-            Kind::Send(SendEv { seq: 1, scheduled: 1, begin: 1, bytes: 1 }),
+            Kind::Schedule(MsgEv {
+                seq: 1,
+                size: 2,
+                framed: 7,
+            }),
+            Kind::Send(SendEv {
+                seq: 1,
+                scheduled: 1,
+                begin: 1,
+                bytes: 1,
+            }),
             Kind::WindowBlocked(WindowBlockedEv { seq: 1, start: 1 }),
-            Kind::NeverSent(NeverSentEv { seq: 1, reason: NeverSentReason::Backlog }),
+            Kind::NeverSent(NeverSentEv {
+                seq: 1,
+                reason: NeverSentReason::Backlog,
+            }),
         ];
         assert_eq!(kinds.len(), Kind::NAMES.len());
         for kind in kinds {
             let name = kind.name();
-            let e = Event { t: 1, ep: Endpoint::Client, conn: 1, stream: 1, kind };
+            let e = Event {
+                t: 1,
+                ep: Endpoint::Client,
+                conn: 1,
+                stream: 1,
+                kind,
+            };
             let v = serde_json::to_value(&e).unwrap();
             for key in v.as_object().unwrap().keys() {
-                let known = ["t", "ep", "conn", "stream", "type", "payload"].contains(&key.as_str())
+                let known = ["t", "ep", "conn", "stream", "type", "payload"]
+                    .contains(&key.as_str())
                     || columns(name).contains(&key.as_str());
                 assert!(known, "{name}: field {key} has no CSV column");
             }
@@ -180,8 +269,14 @@ mod tests {
     #[test]
     fn fields_are_quoted_only_when_needed() {
         assert_eq!(field(Some(&serde_json::json!("a,b"))), "\"a,b\"");
-        assert_eq!(field(Some(&serde_json::json!("say \"hi\""))), "\"say \"\"hi\"\"\"");
-        assert_eq!(field(Some(&serde_json::json!([[4, 65535]]))), "\"[[4,65535]]\"");
+        assert_eq!(
+            field(Some(&serde_json::json!("say \"hi\""))),
+            "\"say \"\"hi\"\"\""
+        );
+        assert_eq!(
+            field(Some(&serde_json::json!([[4, 65535]]))),
+            "\"[[4,65535]]\""
+        );
         assert_eq!(field(Some(&serde_json::json!(12))), "12");
         assert_eq!(field(None), "");
     }

@@ -24,7 +24,12 @@ pub struct ExportOpts {
     pub dirs: Vec<PathBuf>,
 
     /// Formats to write, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "pcap,csv,qlog")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "pcap,csv,qlog"
+    )]
     pub format: Vec<Format>,
 }
 
@@ -35,7 +40,12 @@ pub fn export(dir: &Path, formats: &[Format]) -> anyhow::Result<Vec<PathBuf>> {
         match f {
             Format::Pcap => {
                 pcap::export_pcaps(dir)?;
-                out.extend(["server.pcap", "client.pcap"].iter().map(|n| dir.join(n)).filter(|p| p.is_file()));
+                out.extend(
+                    ["server.pcap", "client.pcap"]
+                        .iter()
+                        .map(|n| dir.join(n))
+                        .filter(|p| p.is_file()),
+                );
             }
             Format::Csv => out.extend(csv::export_csv(dir)?),
             Format::Qlog => out.extend(qlog::export_qlog(dir)?),

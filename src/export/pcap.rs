@@ -24,11 +24,20 @@ const ISN_PEER: u32 = 500_000;
 
 /// The bytes of one frame as it crossed the wire, rebuilt from its event.
 pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
-    let stream_field = stream | if f.reserved && f.frame != FrameType::WINDOW_UPDATE { 0x8000_0000 } else { 0 };
+    let stream_field = stream
+        | if f.reserved && f.frame != FrameType::WINDOW_UPDATE {
+            0x8000_0000
+        } else {
+            0
+        };
     let mut out = Vec::with_capacity(9 + f.len as usize);
     Head::new(f.len, f.frame, f.flags, stream_field).encode(&mut out);
     let len = f.len as usize;
-    if let Some(p) = f.payload.as_deref().and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok()) {
+    if let Some(p) = f
+        .payload
+        .as_deref()
+        .and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
+    {
         if p.len() == len {
             out.extend_from_slice(&p);
             return out;
@@ -40,7 +49,9 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
             let reserved = if f.reserved { 0x8000_0000 } else { 0 };
             (f.increment.unwrap_or(0) | reserved).to_be_bytes().to_vec()
         }
-        FrameType::SETTINGS => encode::settings(false, f.settings.as_deref().unwrap_or(&[]))[9..].to_vec(),
+        FrameType::SETTINGS => {
+            encode::settings(false, f.settings.as_deref().unwrap_or(&[]))[9..].to_vec()
+        }
         FrameType::RST_STREAM => f.error_code.unwrap_or(0).to_be_bytes().to_vec(),
         FrameType::PING => f.opaque.unwrap_or(0).to_be_bytes().to_vec(),
         FrameType::GOAWAY => {
@@ -48,7 +59,10 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
             b.extend_from_slice(&f.error_code.unwrap_or(0).to_be_bytes());
             b
         }
-        FrameType::PRIORITY => f.priority.map(|p| encode::priority(0, p)[9..].to_vec()).unwrap_or_default(),
+        FrameType::PRIORITY => f
+            .priority
+            .map(|p| encode::priority(0, p)[9..].to_vec())
+            .unwrap_or_default(),
         FrameType::DATA | FrameType::HEADERS | FrameType::PUSH_PROMISE if f.flags & 0x8 != 0 => {
             let mut b = vec![f.pad];
             if f.frame == FrameType::HEADERS {
@@ -61,7 +75,10 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
             }
             b
         }
-        FrameType::HEADERS => f.priority.map(|p| encode::priority(0, p)[9..].to_vec()).unwrap_or_default(),
+        FrameType::HEADERS => f
+            .priority
+            .map(|p| encode::priority(0, p)[9..].to_vec())
+            .unwrap_or_default(),
         FrameType::PUSH_PROMISE => f.promised.unwrap_or(0).to_be_bytes().to_vec(),
         _ => vec![],
     };
@@ -96,7 +113,14 @@ const PSH: u8 = 0x08;
 const ACK: u8 = 0x10;
 
 /// One IP packet carrying one TCP segment.
-fn packet(src: SocketAddr, dst: SocketAddr, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+fn packet(
+    src: SocketAddr,
+    dst: SocketAddr,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut tcp = Vec::with_capacity(20 + payload.len());
     tcp.extend_from_slice(&src.port().to_be_bytes());
     tcp.extend_from_slice(&dst.port().to_be_bytes());
@@ -110,7 +134,13 @@ fn packet(src: SocketAddr, dst: SocketAddr, seq: u32, ack: u32, flags: u8, paylo
     let tcp_len = tcp.len() as u32;
     match (src.ip(), dst.ip()) {
         (IpAddr::V4(s), IpAddr::V4(d)) => {
-            let pseudo = [&s.octets()[..], &d.octets()[..], &[0, 6], &(tcp_len as u16).to_be_bytes()].concat();
+            let pseudo = [
+                &s.octets()[..],
+                &d.octets()[..],
+                &[0, 6],
+                &(tcp_len as u16).to_be_bytes(),
+            ]
+            .concat();
             let c = checksum(&[&pseudo, &tcp]);
             tcp[16..18].copy_from_slice(&c.to_be_bytes());
             let mut ip = vec![0x45, 0];
@@ -129,7 +159,13 @@ fn packet(src: SocketAddr, dst: SocketAddr, seq: u32, ack: u32, flags: u8, paylo
                 IpAddr::V4(a) => a.to_ipv6_mapped(),
             };
             let (s, d) = (v6(s), v6(d));
-            let pseudo = [&s.octets()[..], &d.octets()[..], &tcp_len.to_be_bytes(), &[0, 0, 0, 6]].concat();
+            let pseudo = [
+                &s.octets()[..],
+                &d.octets()[..],
+                &tcp_len.to_be_bytes(),
+                &[0, 0, 0, 6],
+            ]
+            .concat();
             let c = checksum(&[&pseudo, &tcp]);
             tcp[16..18].copy_from_slice(&c.to_be_bytes());
             let mut ip = vec![0x60, 0, 0, 0];
@@ -170,15 +206,31 @@ struct TapPcap<W: std::io::Write> {
 impl<W: std::io::Write> TapPcap<W> {
     fn write(&mut self, t: u64, data: &[u8]) -> anyhow::Result<()> {
         let wall = (t as i128 + self.to_wall).max(0) as u128;
-        let ts = std::time::Duration::new((wall / 1_000_000_000) as u64, (wall % 1_000_000_000) as u32);
-        self.w.write_packet(&PcapPacket::new(ts, data.len() as u32, data))?;
+        let ts =
+            std::time::Duration::new((wall / 1_000_000_000) as u64, (wall % 1_000_000_000) as u32);
+        self.w
+            .write_packet(&PcapPacket::new(ts, data.len() as u32, data))?;
         self.packets += 1;
         Ok(())
     }
 
-    fn segment(&mut self, t: u64, conn: u32, dir: Dir, off: u64, bytes: &[u8], flags: u8) -> anyhow::Result<()> {
-        let Some(c) = self.conns.get(&conn) else { return Ok(()) };
-        let (src, dst) = if dir == Dir::Out { (c.local, c.peer) } else { (c.peer, c.local) };
+    fn segment(
+        &mut self,
+        t: u64,
+        conn: u32,
+        dir: Dir,
+        off: u64,
+        bytes: &[u8],
+        flags: u8,
+    ) -> anyhow::Result<()> {
+        let Some(c) = self.conns.get(&conn) else {
+            return Ok(());
+        };
+        let (src, dst) = if dir == Dir::Out {
+            (c.local, c.peer)
+        } else {
+            (c.peer, c.local)
+        };
         let other = if dir == Dir::Out { Dir::In } else { Dir::Out };
         let other_off = if dir == Dir::Out { c.in_off } else { c.out_off };
         let mut pkts = vec![];
@@ -201,7 +253,9 @@ impl<W: std::io::Write> TapPcap<W> {
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
         match &e.kind {
             Kind::ConnOpen(o) => {
-                let (Ok(local), Ok(peer)) = (o.local.parse::<SocketAddr>(), o.peer.parse::<SocketAddr>()) else {
+                let (Ok(local), Ok(peer)) =
+                    (o.local.parse::<SocketAddr>(), o.peer.parse::<SocketAddr>())
+                else {
                     return Ok(());
                 };
                 self.conns.insert(
@@ -221,8 +275,14 @@ impl<W: std::io::Write> TapPcap<W> {
                     (peer, local, ISN_PEER, ISN_LOCAL)
                 };
                 self.write(e.t, &packet(a, b, isn_a, 0, SYN, &[]))?;
-                self.write(e.t, &packet(b, a, isn_b, isn_a.wrapping_add(1), SYN | ACK, &[]))?;
-                self.write(e.t, &packet(a, b, isn_a.wrapping_add(1), isn_b.wrapping_add(1), ACK, &[]))?;
+                self.write(
+                    e.t,
+                    &packet(b, a, isn_b, isn_a.wrapping_add(1), SYN | ACK, &[]),
+                )?;
+                self.write(
+                    e.t,
+                    &packet(a, b, isn_a.wrapping_add(1), isn_b.wrapping_add(1), ACK, &[]),
+                )?;
             }
             Kind::Frame(f) => {
                 if !self.conns.contains_key(&e.conn) {
@@ -230,7 +290,11 @@ impl<W: std::io::Write> TapPcap<W> {
                 }
                 // The client preface precedes the first frame of the client's stream.
                 let client_stream = (e.ep == Endpoint::Client) == (f.dir == Dir::Out);
-                let sent = if f.dir == Dir::Out { self.conns[&e.conn].out_off } else { self.conns[&e.conn].in_off };
+                let sent = if f.dir == Dir::Out {
+                    self.conns[&e.conn].out_off
+                } else {
+                    self.conns[&e.conn].in_off
+                };
                 if client_stream && sent == 0 && f.offset == PREFACE.len() as u64 {
                     self.segment(e.t, e.conn, f.dir, 0, PREFACE, PSH | ACK)?;
                 }
@@ -243,7 +307,10 @@ impl<W: std::io::Write> TapPcap<W> {
                         let (seq, ack) = (c.seq(Dir::Out, c.out_off), c.seq(Dir::In, c.in_off));
                         let (local, peer) = (c.local, c.peer);
                         self.write(e.t, &packet(local, peer, seq, ack, FIN | ACK, &[]))?;
-                        self.write(e.t, &packet(peer, local, ack, seq.wrapping_add(1), FIN | ACK, &[]))?;
+                        self.write(
+                            e.t,
+                            &packet(peer, local, ack, seq.wrapping_add(1), FIN | ACK, &[]),
+                        )?;
                         if let Some(c) = self.conns.get_mut(&e.conn) {
                             c.closed = true;
                         }
@@ -266,8 +333,12 @@ pub struct PcapCounts {
 /// Writes `server.pcap` and `client.pcap` into `dir` from its trace (one
 /// streaming pass). A file whose tap recorded nothing is not written.
 pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
-    let trace = h2probe_analysis::reader::trace_path(dir)
-        .ok_or_else(|| anyhow::anyhow!("{}: no trace.jsonl here; is this a run directory?", dir.display()))?;
+    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: no trace.jsonl here; is this a run directory?",
+            dir.display()
+        )
+    })?;
     let mut r = TraceReader::open(&trace)?;
     let to_wall = r.header().origin_unix_ns as i128 - r.header().origin_mono_ns as i128;
     let header = PcapHeader {
@@ -282,7 +353,8 @@ pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
     };
     let open = |name: &str| -> anyhow::Result<TapPcap<std::io::BufWriter<std::fs::File>>> {
         let path = dir.join(name);
-        let f = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let f =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         Ok(TapPcap {
             w: PcapWriter::with_header(std::io::BufWriter::new(f), header)
                 .with_context(|| format!("writing {}", path.display()))?,
@@ -334,7 +406,11 @@ mod tests {
         p.feed(bytes, |r| {
             if let Ok(Parsed::Frame(f)) = r {
                 out = Some((
-                    crate::wire::tap::frame_event(&f, Dir::Out, crate::wire::tap::CapturePayload::None),
+                    crate::wire::tap::frame_event(
+                        &f,
+                        Dir::Out,
+                        crate::wire::tap::CapturePayload::None,
+                    ),
                     f.head.stream(),
                 ));
             }
@@ -381,7 +457,12 @@ mod tests {
             b"hello",
         );
         assert_eq!(checksum(&[&p[..20]]), 0, "IPv4 header checksum");
-        let pseudo = [&p[12..20], &[0, 6], &((p.len() - 20) as u16).to_be_bytes()[..]].concat();
+        let pseudo = [
+            &p[12..20],
+            &[0, 6],
+            &((p.len() - 20) as u16).to_be_bytes()[..],
+        ]
+        .concat();
         assert_eq!(checksum(&[&pseudo, &p[20..]]), 0, "TCP checksum");
     }
 }

@@ -44,7 +44,10 @@ fn frame_json(f: &FrameEv) -> Value {
             }
         }
         FrameType::PING => {
-            m.insert("opaque_data".into(), json!(format!("{:016x}", f.opaque.unwrap_or(0))));
+            m.insert(
+                "opaque_data".into(),
+                json!(format!("{:016x}", f.opaque.unwrap_or(0))),
+            );
             m.insert("ack".into(), json!(f.flags & 1 == 1));
         }
         FrameType::DATA | FrameType::HEADERS => {
@@ -94,8 +97,12 @@ fn event_json(e: &Event, origin: u64) -> Option<Value> {
 
 /// Writes `server.sqlog` and `client.sqlog` for the endpoints present.
 pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let trace = h2probe_analysis::reader::trace_path(dir)
-        .ok_or_else(|| anyhow::anyhow!("{}: no trace.jsonl here; is this a run directory?", dir.display()))?;
+    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{}: no trace.jsonl here; is this a run directory?",
+            dir.display()
+        )
+    })?;
     let mut r = TraceReader::open(&trace)?;
     let origin = r.header().origin_mono_ns;
     let origin_unix_ms = r.header().origin_unix_ns as f64 / 1e6;
@@ -104,9 +111,14 @@ pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
         let Ok(e) = ev else { continue };
         let i = e.ep as usize;
         if outs[i].is_none() {
-            let name = if e.ep == Endpoint::Server { "server.sqlog" } else { "client.sqlog" };
+            let name = if e.ep == Endpoint::Server {
+                "server.sqlog"
+            } else {
+                "client.sqlog"
+            };
             let path = dir.join(name);
-            let f = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+            let f = std::fs::File::create(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
             let mut w = std::io::BufWriter::new(f);
             let header = json!({
                 "file_schema": "urn:ietf:params:qlog:file:sequential",
@@ -136,7 +148,8 @@ pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     }
     let mut paths = vec![];
     for (path, mut w) in outs.into_iter().flatten() {
-        w.flush().with_context(|| format!("writing {}", path.display()))?;
+        w.flush()
+            .with_context(|| format!("writing {}", path.display()))?;
         paths.push(path);
     }
     Ok(paths)

@@ -142,7 +142,8 @@ impl TestServer {
         use h2probe::wire::tap::CapturePayload;
         let dir = temp_dir(name);
         let cfg = opts.validate(CapturePayload::Headers, None, None).unwrap();
-        let (writer, rec) = h2probe::trace::TraceWriter::create(&dir.join("trace.jsonl"), 1 << 16).unwrap();
+        let (writer, rec) =
+            h2probe::trace::TraceWriter::create(&dir.join("trace.jsonl"), 1 << 16).unwrap();
         let (shutdown, rx) = tokio::sync::watch::channel(false);
         let ctx = std::sync::Arc::new(h2probe::server::ServerCtx {
             cfg,
@@ -154,7 +155,14 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(h2probe::server::serve(listener, ctx));
-        TestServer { addr, dir, shutdown, task, writer, rec }
+        TestServer {
+            addr,
+            dir,
+            shutdown,
+            task,
+            writer,
+            rec,
+        }
     }
 
     /// Stops the server, finishes the trace and analyses it.
@@ -163,7 +171,10 @@ impl TestServer {
         self.task.await.unwrap().unwrap();
         drop(self.rec);
         let writer = self.writer;
-        tokio::task::spawn_blocking(move || writer.finish()).await.unwrap().unwrap();
+        tokio::task::spawn_blocking(move || writer.finish())
+            .await
+            .unwrap()
+            .unwrap();
         let dir = self.dir.clone();
         let a = tokio::task::spawn_blocking(move || {
             h2probe_analysis::analyze::analyze_trace(&dir.join("trace.jsonl")).unwrap()
@@ -179,14 +190,28 @@ impl TestServer {
 pub fn tap_frames(
     dir: &std::path::Path,
     ep: h2probe::trace::schema::Endpoint,
-) -> Vec<(h2probe::trace::schema::Dir, String, u8, u32, u32, Option<u32>)> {
+) -> Vec<(
+    h2probe::trace::schema::Dir,
+    String,
+    u8,
+    u32,
+    u32,
+    Option<u32>,
+)> {
     let mut out = vec![];
     let mut r = h2probe_analysis::reader::TraceReader::open(&dir.join("trace.jsonl")).unwrap();
     for e in r.by_ref() {
         let e = e.unwrap();
         if let h2probe::trace::schema::Kind::Frame(f) = &e.kind {
             if e.ep == ep {
-                out.push((f.dir, f.frame.to_string(), f.flags, e.stream, f.len, f.increment));
+                out.push((
+                    f.dir,
+                    f.frame.to_string(),
+                    f.flags,
+                    e.stream,
+                    f.len,
+                    f.increment,
+                ));
             }
         }
     }
