@@ -334,6 +334,15 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             client_run.await
         }
     };
+    // Let the server end its RPCs on its own (drain, deadline, client reset)
+    // before shutting it down, so their ending is recorded for what it was.
+    if !interrupted {
+        let rpcs = (opts.client.connections * opts.client.streams) as u64;
+        let grace = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while Live::get(&live.rpcs_done) < rpcs && tokio::time::Instant::now() < grace {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
     let _ = shutdown_tx.send(true);
     let server_result = server_task.await.context("server task")?;
     progress.abort();

@@ -122,9 +122,13 @@ pub struct Summary {
     pub completed: u64,
     pub discarded: u64,
     pub discarded_by_reason: BTreeMap<String, u64>,
-    /// scheduled − completed − discarded − never_sent (messages handed to h2
-    /// that the server never decoded, e.g. in flight at a reset). 0 normally.
+    /// scheduled − completed − discarded − never_sent. Non-zero only when
+    /// messages were lost in flight (see `lost_in_flight`) or events are missing.
     pub unaccounted: i64,
+    /// Messages handed to h2 that the server never decoded: sent − decoded.
+    /// They were in h2's buffers or on the wire when a stream was reset, so
+    /// only RPCs that did not end OK can have them.
+    pub lost_in_flight: i64,
     /// Messages per second over the offered period (first to last `schedule`).
     pub offered_rate: f64,
     /// `send` events per second, first schedule → last send.
@@ -729,15 +733,21 @@ impl Analyzer {
             Ending::Open => "open".into(),
         };
 
+        s.lost_in_flight = s.sent as i64 - s.decoded as i64;
         let mut checks = BTreeMap::new();
         checks.insert(
             "accounting".into(),
             if both {
+                let all_ok = s.rpc_status.keys().all(|k| k == "OK");
+                let client = s.scheduled == s.sent + s.never_sent;
+                let server = s.decoded == s.completed + s.discarded;
+                let lost_explained = s.lost_in_flight >= 0 && (s.lost_in_flight == 0 || !all_ok);
                 Check::new(
-                    s.unaccounted == 0,
+                    client && server && lost_explained && s.unaccounted == s.lost_in_flight,
                     format!(
-                        "scheduled {} = completed {} + discarded {} + never_sent {} (+ unaccounted {})",
-                        s.scheduled, s.completed, s.discarded, s.never_sent, s.unaccounted
+                        "scheduled {} = completed {} + discarded {} + never_sent {} + lost in flight at a reset {}; \
+                         client: scheduled = sent {} + never_sent; server: decoded {} = completed + discarded",
+                        s.scheduled, s.completed, s.discarded, s.never_sent, s.lost_in_flight, s.sent, s.decoded
                     ),
                 )
             } else {

@@ -242,12 +242,24 @@ pub(super) async fn handle(
         Some(ended) => {
             // Phase 2: drain the queue (half-close, or shutdown with --shutdown-drain).
             rpc.queue.close();
+            // The client may give up while we drain: watch for its RST_STREAM.
+            let mut reset: Option<String> = None;
             let drained = tokio::select! {
                 _ = async { while workers.join_next().await.is_some() {} } => true,
                 _ = &mut sleep_deadline => false,
                 _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
+                r = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
+                    reset = Some(match r {
+                        Ok(reason) => format!("client reset the stream ({reason:?}) while the server drained"),
+                        Err(e) => format!("stream failed while the server drained: {e}"),
+                    });
+                    false
+                }
             };
-            if drained {
+            if let Some(why) = reset {
+                rpc.discard(&rpc.queue.take_all(), DiscardReason::Cancelled);
+                Outcome::Gone(why)
+            } else if drained {
                 match ended {
                     Ended::Status(code, msg) => Outcome::Status(code, msg),
                     _ => Outcome::Ok,

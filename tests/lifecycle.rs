@@ -1,0 +1,117 @@
+//! How RPCs end: deadlines, cancellation, Ctrl-C. Nothing may be lost
+//! silently: every scheduled message ends completed, discarded (with a
+//! reason) or never sent, and the trace is finished even when interrupted.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use support::{dur, run, run_opts, temp_dir};
+
+#[test]
+fn a_deadline_shorter_than_the_drain_discards_with_reason_deadline() {
+    let dir = temp_dir("deadline");
+    let mut o = run_opts(&dir, "frame", "unbounded");
+    o.client.duration = dur("1s");
+    o.client.deadline = dur("1500ms");
+    let r = run(o);
+    let s = &r.summary;
+    // 300 offered, ~135 served by the deadline: the rest is discarded, by the
+    // server's own deadline or by the client's reset at its deadline,
+    // whichever the server saw first.
+    let reasons = s.discarded_by_reason.get("deadline").copied().unwrap_or(0)
+        + s.discarded_by_reason.get("cancelled").copied().unwrap_or(0);
+    assert!(reasons > 50 && reasons == s.discarded, "{s:#?}");
+    assert_eq!(
+        s.rpc_status.get("DEADLINE_EXCEEDED"),
+        Some(&1),
+        "{:?}",
+        s.rpc_status
+    );
+    assert_eq!(
+        s.scheduled,
+        s.completed + s.discarded + s.never_sent,
+        "{s:#?}"
+    );
+    assert_eq!(s.checks["accounting"].ok, Some(true));
+    assert_eq!(s.checks["credit"].ok, Some(true));
+}
+
+#[test]
+fn a_client_deadline_during_sending_records_never_sent_and_the_server_discards_cancelled() {
+    let dir = temp_dir("cancel");
+    // Release on complete with a slow worker: the client is window-blocked,
+    // so at its deadline it still holds unsent messages.
+    let mut o = run_opts(&dir, "complete", "direct");
+    o.client.duration = dur("2s");
+    o.client.deadline = dur("1s");
+    o.server.service_time = dur("20ms");
+    let r = run(o);
+    let s = &r.summary;
+    assert!(
+        s.never_sent_by_reason.get("deadline").copied().unwrap_or(0) > 0,
+        "{s:#?}"
+    );
+    // Both sides reach the deadline at about the same time; the server either
+    // saw the client's RST (cancelled) or its own deadline first.
+    let server_side = s.discarded_by_reason.get("cancelled").copied().unwrap_or(0)
+        + s.discarded_by_reason.get("deadline").copied().unwrap_or(0);
+    assert_eq!(server_side, s.discarded, "{s:#?}");
+    assert_eq!(s.unaccounted, s.lost_in_flight, "{s:#?}");
+    assert!(
+        (0..=4).contains(&s.lost_in_flight),
+        "at most the messages in flight at the reset: {s:#?}"
+    );
+    assert_eq!(
+        s.checks["accounting"].ok,
+        Some(true),
+        "{}",
+        s.checks["accounting"].detail
+    );
+    assert_eq!(s.checks["windows_non_negative"].ok, Some(true));
+}
+
+#[test]
+fn ctrl_c_mid_run_finishes_the_trace_and_the_summary() {
+    let dir = temp_dir("sigint");
+    let child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--duration", "30s", "--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "interrupted");
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    assert!(
+        trace
+            .lines()
+            .last()
+            .unwrap()
+            .contains("\"type\":\"footer\""),
+        "the trace has its footer"
+    );
+    let s: h2probe_analysis::analyze::Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert!(s.scheduled > 200 && s.scheduled < 1000, "{}", s.scheduled);
+    assert!(
+        s.never_sent_by_reason.contains_key("interrupted")
+            || s.discarded_by_reason.contains_key("shutdown"),
+        "{s:#?}"
+    );
+    assert_eq!(
+        s.checks["accounting"].ok,
+        Some(true),
+        "{}",
+        s.checks["accounting"].detail
+    );
+    assert_eq!(s.trace_ending, "clean");
+}
