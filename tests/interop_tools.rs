@@ -81,8 +81,9 @@ async fn tshark_dissects_every_frame_of_our_pcaps() {
                 .map(|c| c.split(';').filter(|s| !s.is_empty()).collect())
                 .collect();
             let mut incs = cols.get(3).cloned().unwrap_or_default().into_iter();
-            for i in 0..cols[0].len() {
-                let ty: u8 = cols[0][i].parse().unwrap();
+            let (types, streams, lens) = (&cols[0], &cols[1], &cols[2]);
+            for ((ty, stream), len) in types.iter().zip(streams).zip(lens) {
+                let ty: u8 = ty.parse().unwrap();
                 let inc = if ty == 8 {
                     incs.next().map(|v| v.parse::<u32>().unwrap())
                 } else {
@@ -90,8 +91,8 @@ async fn tshark_dissects_every_frame_of_our_pcaps() {
                 };
                 theirs.push((
                     ty,
-                    cols[1][i].parse::<u32>().unwrap(),
-                    cols[2][i].parse::<u32>().unwrap(),
+                    stream.parse::<u32>().unwrap(),
+                    len.parse::<u32>().unwrap(),
                     inc,
                 ));
             }
