@@ -26,7 +26,9 @@ pub struct Recorder {
 impl Recorder {
     pub fn new(scale: f64) -> Recorder {
         Recorder {
-            h: Histogram::new(3).expect("3 significant digits is valid"),
+            // Up to 2^42 units (73 minutes in ns, 4 TiB in bytes); larger
+            // values saturate. (`Histogram::new` would saturate at 2.)
+            h: Histogram::new_with_bounds(1, 1 << 42, 3).expect("valid bounds"),
             sum: 0.0,
             scale,
         }
@@ -103,6 +105,16 @@ mod tests {
         assert!((slope - 209.0).abs() < 1.0, "{slope}");
         assert!((icept - 12.0).abs() < 5.0, "{icept}");
         assert_eq!(least_squares(&[(1.0, 1.0), (1.0, 2.0)]), None);
+    }
+
+    #[test]
+    fn large_values_are_not_saturated() {
+        let mut r = Recorder::new(1e-6);
+        r.record(1_500_000);
+        r.record(7_000_000_000);
+        let d = r.summary();
+        assert!((d.min - 1.5).abs() < 0.01, "{d:?}");
+        assert!((d.max - 7000.0).abs() < 5.0, "{d:?}");
     }
 
     #[test]
