@@ -37,6 +37,8 @@ pub enum Command {
     Analyze(AnalyzeOpts),
     /// Compare release strategies: run a matrix with repeats, or compare run directories.
     Compare(Box<crate::compare::CompareOpts>),
+    /// Merge traces of separate processes on one host (serve + client) into one run.
+    Merge(crate::merge::MergeOpts),
     /// Export run traces as pcap (Wireshark/tshark), tidy CSV or qlog.
     Export(crate::export::ExportOpts),
     /// Decode raw HTTP/2 bytes (one direction) into frame events, JSON Lines on stdout.
@@ -147,6 +149,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             } else {
                 0
             })
+        }
+        Command::Merge(opts) => {
+            let (events, warnings) = crate::merge::merge(&opts)?;
+            print_warnings(&warnings);
+            let (s, w) = crate::report::write_products(&opts.out)?;
+            println!("merged {events} events into {}", opts.out.display());
+            print!("{}", crate::report::headline(&s));
+            print_warnings(&w);
+            Ok(if checks_failed(&s) { 3 } else { 0 })
         }
         Command::Export(opts) => {
             for dir in &opts.dirs {

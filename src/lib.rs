@@ -7,6 +7,7 @@ pub mod experiment;
 pub mod export;
 pub mod grpc;
 pub mod live;
+pub mod merge;
 pub mod report;
 pub mod server;
 pub mod trace;

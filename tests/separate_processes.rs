@@ -1,0 +1,108 @@
+//! `serve` and `client` as separate processes on one host: each writes its
+//! own run directory, and `merge` joins them on the shared clock so the
+//! two-sided checks apply.
+
+mod support;
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+
+#[test]
+fn serve_and_client_traces_merge_on_the_shared_clock() {
+    let root = support::temp_dir("separate");
+    let bin = env!("CARGO_BIN_EXE_h2probe");
+    let mut serve = Command::new(bin)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--exit-after",
+            "1",
+            "--quiet",
+            "--no-pcap",
+        ])
+        .args([
+            "--release",
+            "complete",
+            "--queue",
+            "bounded:4",
+            "--service-time",
+            "2ms",
+            "--out",
+        ])
+        .arg(root.join("server"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .nth(3)
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let client = Command::new(bin)
+        .args([
+            "client",
+            "--connect",
+            &addr,
+            "--duration",
+            "1s",
+            "--rate",
+            "200",
+            "--quiet",
+            "--no-pcap",
+            "--out",
+        ])
+        .arg(root.join("client"))
+        .output()
+        .unwrap();
+    assert!(
+        client.status.success(),
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&client.stdout).contains(": OK"),
+        "{}",
+        String::from_utf8_lossy(&client.stdout)
+    );
+    assert!(serve.wait().unwrap().success());
+
+    let merged = Command::new(bin)
+        .arg("merge")
+        .arg(root.join("server"))
+        .arg(root.join("client"))
+        .arg("--out")
+        .arg(root.join("merged"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&merged.stdout);
+    assert!(
+        merged.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    assert!(out.contains("all invariants hold"), "{out}");
+    let s: h2probe_analysis::analyze::Summary =
+        serde_json::from_str(&std::fs::read_to_string(root.join("merged/summary.json")).unwrap())
+            .unwrap();
+    for check in [
+        "accounting",
+        "bytes",
+        "credit",
+        "windows_agree",
+        "windows_non_negative",
+    ] {
+        assert_eq!(
+            s.checks[check].ok,
+            Some(true),
+            "{check}: {}",
+            s.checks[check].detail
+        );
+    }
+    assert!(s.completed >= 190, "{}", s.completed);
+    assert!(s.max_owned_bytes <= 65_535);
+}
