@@ -87,13 +87,10 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         *h = next(i, &mut readers, &mut warnings);
     }
     let mut events = 0u64;
-    loop {
-        let Some(i) = (0..heads.len())
-            .filter(|i| heads[*i].is_some())
-            .min_by_key(|i| heads[*i].as_ref().map(|e| e.t))
-        else {
-            break;
-        };
+    while let Some(i) = (0..heads.len())
+        .filter(|i| heads[*i].is_some())
+        .min_by_key(|i| heads[*i].as_ref().map(|e| e.t))
+    {
         let e = heads[i].take().expect("chosen because present");
         serde_json::to_writer(&mut w, &e)?;
         w.write_all(b"\n").map_err(write_err)?;
