@@ -141,6 +141,13 @@ pub struct Summary {
     /// The steady window of the fit, seconds since the trace origin:
     /// warm-up (first 10% of the offered period) and drain excluded.
     pub queue_growth_window_s: (f64, f64),
+    /// WINDOW_UPDATEs the server sent within the growth window, and the
+    /// credit (bytes, stream + connection level) they returned: what the
+    /// transport kept granting while the queue grew.
+    pub window_updates_in_growth_window: u64,
+    pub credit_returned_in_growth_window: u64,
+    /// Queue depth change over the growth window, messages.
+    pub queue_growth_in_window: f64,
     pub max_queue_depth: u64,
     pub max_queued_bytes: u64,
     /// Peak framed bytes decoded and not yet completed or discarded.
@@ -201,6 +208,7 @@ pub struct Timeline {
     pub window_blocked: Series,
     pub socket_blocked: Series,
     pub window_update_bytes: Series,
+    pub window_updates: Series,
     pub rss: Series,
     /// (start s, end s, window=true / socket=false) client blocked intervals.
     pub intervals: Vec<(f64, f64, bool)>,
@@ -226,6 +234,7 @@ impl Timeline {
             window_blocked: s(Merge::Sum),
             socket_blocked: s(Merge::Sum),
             window_update_bytes: s(Merge::Sum),
+            window_updates: s(Merge::Sum),
             rss: s(Merge::Max),
             intervals: vec![],
             intervals_dropped: 0,
@@ -591,6 +600,7 @@ impl Analyzer {
                 if e.ep == Endpoint::Server && f.dir == Dir::Out {
                     self.s.window_updates_out += 1;
                     self.tl.window_update_bytes.push(t, inc as f64);
+                    self.tl.window_updates.push(t, 1.0);
                     if e.stream == 0 {
                         self.s.window_updates_out_conn += 1;
                         if let Some(p) = self.pending_conn.get_mut(&e.conn) {
@@ -704,6 +714,14 @@ impl Analyzer {
                 .collect();
             s.queue_growth_rate = least_squares(&pts).map_or(0.0, |(m, _)| m);
             s.queue_growth_window_s = (lo, b);
+            if let (Some(first), Some(last)) = (pts.first(), pts.last()) {
+                s.queue_growth_in_window = last.1 - first.1;
+            }
+            let within = |p: &(f64, f64)| p.0 >= lo && p.0 <= b;
+            s.window_updates_in_growth_window =
+                self.tl.window_updates.points().iter().filter(|p| within(p)).map(|p| p.1).sum::<f64>() as u64;
+            s.credit_returned_in_growth_window =
+                self.tl.window_update_bytes.points().iter().filter(|p| within(p)).map(|p| p.1).sum::<f64>() as u64;
         }
 
         // Windows: lowest value anywhere, violations, agreement of both taps.

@@ -203,7 +203,7 @@ pub fn terminal_table(rows: &[Row]) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:<28} {:>4} {:>15} {:>15} {:>17} {:>11} {:>13} {:>13} {:>7}",
+        "{:<34} {:>4} {:>21} {:>19} {:>21} {:>16} {:>17} {:>21} {:>18}",
         "configuration",
         "runs",
         "sent/s",
@@ -217,7 +217,7 @@ pub fn terminal_table(rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             o,
-            "{:<28} {:>4} {:>15} {:>15} {:>17} {:>11} {:>13} {:>13} {:>7}",
+            "{:<34} {:>4} {:>21} {:>19} {:>21} {:>16} {:>17} {:>21} {:>18}",
             r.config,
             r.runs,
             r.send_rate.show(1),

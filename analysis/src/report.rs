@@ -106,13 +106,14 @@ pub fn headline(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        "wire      DATA in {} ({} B)  WINDOW_UPDATE out {} (mean +{:.0} B, {:.1} releases each, release→update p50 {:.2}ms)",
+        "wire      DATA in {} ({} B)  WINDOW_UPDATE out {} (stream mean +{:.0} B, {:.1} releases each, release→update p50 {:.2}ms p90 {:.2}ms)",
         s.data_frames_in,
         s.data_bytes_in,
         s.window_updates_out,
         s.window_update_increment.mean,
         s.coalescing_ratio,
-        s.release_to_update_ms.p50
+        s.release_to_update_ms.p50,
+        s.release_to_update_ms.p90
     );
     let statuses: Vec<String> = s
         .rpc_status

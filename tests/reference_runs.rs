@@ -1,0 +1,64 @@
+//! The committed reference runs under captures/reference/: `analyze`
+//! reproduces their recorded summaries exactly, and their headline figures
+//! are the physics of each policy. (After a deliberate analysis change,
+//! rerun `h2probe analyze captures/reference/*` and commit the summaries.)
+
+mod support;
+
+use h2probe_analysis::analyze::Summary;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn analyze_copy(name: &str) -> (Summary, Summary) {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference").join(name);
+    let committed: Summary = serde_json::from_str(&std::fs::read_to_string(src.join("summary.json")).unwrap()).unwrap();
+    let dir = support::temp_dir(&format!("ref-{name}"));
+    for f in ["trace.jsonl.gz", "meta.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe")).arg("analyze").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let fresh: Summary = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    for svg in ["credit.svg", "queue.svg", "cumulative.svg", "blocked.svg"] {
+        assert!(dir.join(svg).is_file(), "{name}: {svg}");
+    }
+    (committed, fresh)
+}
+
+#[test]
+fn unbounded_release_on_frame() {
+    let (committed, s) = analyze_copy("frame-unbounded");
+    assert_eq!(s, committed, "analyze must reproduce the committed summary");
+    assert!((190.0..230.0).contains(&s.queue_growth_rate), "{}", s.queue_growth_rate);
+    assert!(s.send_rate > 290.0);
+    assert!(s.max_queue_depth > 700);
+    assert!(s.max_unreleased_bytes <= 65_535);
+    assert!(s.window_updates_in_growth_window > 100);
+    assert!(s.checks.values().all(|c| c.ok != Some(false)));
+}
+
+#[test]
+fn bounded_release_on_frame() {
+    let (committed, s) = analyze_copy("frame-bounded32");
+    assert_eq!(s, committed);
+    assert_eq!(s.max_queue_depth, 32);
+    assert!((80.0..110.0).contains(&s.send_rate), "{}", s.send_rate);
+    assert!(s.client_window_blocked_s > 2.0);
+}
+
+#[test]
+fn direct_release_on_frame() {
+    let (committed, s) = analyze_copy("frame-direct");
+    assert_eq!(s, committed);
+    assert_eq!(s.max_queue_depth, 0);
+    assert!((80.0..100.0).contains(&s.send_rate), "{}", s.send_rate);
+}
+
+#[test]
+fn unbounded_release_on_complete() {
+    let (committed, s) = analyze_copy("complete-unbounded");
+    assert_eq!(s, committed);
+    assert!(s.max_owned_bytes <= 65_535, "{}", s.max_owned_bytes);
+    assert!(s.max_queue_depth <= 4);
+    assert!((80.0..100.0).contains(&s.send_rate), "{}", s.send_rate);
+}
