@@ -10,15 +10,27 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn analyze_copy(name: &str) -> (Summary, Summary) {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference").join(name);
-    let committed: Summary = serde_json::from_str(&std::fs::read_to_string(src.join("summary.json")).unwrap()).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("captures/reference")
+        .join(name);
+    let committed: Summary =
+        serde_json::from_str(&std::fs::read_to_string(src.join("summary.json")).unwrap()).unwrap();
     let dir = support::temp_dir(&format!("ref-{name}"));
     for f in ["trace.jsonl.gz", "meta.json"] {
         std::fs::copy(src.join(f), dir.join(f)).unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe")).arg("analyze").arg(&dir).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let fresh: Summary = serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .arg("analyze")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fresh: Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     for svg in ["credit.svg", "queue.svg", "cumulative.svg", "blocked.svg"] {
         assert!(dir.join(svg).is_file(), "{name}: {svg}");
     }
@@ -29,7 +41,11 @@ fn analyze_copy(name: &str) -> (Summary, Summary) {
 fn unbounded_release_on_frame() {
     let (committed, s) = analyze_copy("frame-unbounded");
     assert_eq!(s, committed, "analyze must reproduce the committed summary");
-    assert!((190.0..230.0).contains(&s.queue_growth_rate), "{}", s.queue_growth_rate);
+    assert!(
+        (190.0..230.0).contains(&s.queue_growth_rate),
+        "{}",
+        s.queue_growth_rate
+    );
     assert!(s.send_rate > 290.0);
     assert!(s.max_queue_depth > 700);
     assert!(s.max_unreleased_bytes <= 65_535);

@@ -141,9 +141,9 @@ pub struct Summary {
     /// The steady window of the fit, seconds since the trace origin:
     /// warm-up (first 10% of the offered period) and drain excluded.
     pub queue_growth_window_s: (f64, f64),
-    /// WINDOW_UPDATEs the server sent within the growth window, and the
-    /// credit (bytes, stream + connection level) they returned: what the
-    /// transport kept granting while the queue grew.
+    /// Stream-level WINDOW_UPDATEs the server sent within the growth window,
+    /// and the stream credit (bytes) they returned: what the transport kept
+    /// granting while the queue grew. (Connection-level updates come on top.)
     pub window_updates_in_growth_window: u64,
     pub credit_returned_in_growth_window: u64,
     /// Queue depth change over the growth window, messages.
@@ -599,8 +599,10 @@ impl Analyzer {
                 }
                 if e.ep == Endpoint::Server && f.dir == Dir::Out {
                     self.s.window_updates_out += 1;
-                    self.tl.window_update_bytes.push(t, inc as f64);
-                    self.tl.window_updates.push(t, 1.0);
+                    if e.stream != 0 {
+                        self.tl.window_update_bytes.push(t, inc as f64);
+                        self.tl.window_updates.push(t, 1.0);
+                    }
                     if e.stream == 0 {
                         self.s.window_updates_out_conn += 1;
                         if let Some(p) = self.pending_conn.get_mut(&e.conn) {
@@ -718,10 +720,22 @@ impl Analyzer {
                 s.queue_growth_in_window = last.1 - first.1;
             }
             let within = |p: &(f64, f64)| p.0 >= lo && p.0 <= b;
-            s.window_updates_in_growth_window =
-                self.tl.window_updates.points().iter().filter(|p| within(p)).map(|p| p.1).sum::<f64>() as u64;
-            s.credit_returned_in_growth_window =
-                self.tl.window_update_bytes.points().iter().filter(|p| within(p)).map(|p| p.1).sum::<f64>() as u64;
+            s.window_updates_in_growth_window = self
+                .tl
+                .window_updates
+                .points()
+                .iter()
+                .filter(|p| within(p))
+                .map(|p| p.1)
+                .sum::<f64>() as u64;
+            s.credit_returned_in_growth_window = self
+                .tl
+                .window_update_bytes
+                .points()
+                .iter()
+                .filter(|p| within(p))
+                .map(|p| p.1)
+                .sum::<f64>() as u64;
         }
 
         // Windows: lowest value anywhere, violations, agreement of both taps.

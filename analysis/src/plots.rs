@@ -14,13 +14,18 @@ pub struct PlotError {
 
 const W: u32 = 1000;
 const H: u32 = 520;
-const COLORS: [RGBColor; 6] = [
+/// The tab10 palette: ten colours that stay distinct side by side.
+const COLORS: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
     RGBColor(255, 127, 14),
     RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
     RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
 ];
 
 /// One line of a plot.

@@ -50,7 +50,7 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
 pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError> {
     let f = std::fs::File::create(path).map_err(io_err(path))?;
     let mut w = std::io::BufWriter::new(f);
-    let rows: [(&str, &crate::series::Series, &str); 14] = [
+    let rows: [(&str, &crate::series::Series, &str); 15] = [
         ("credit_stream_client", &tl.credit_stream_client, "bytes"),
         ("credit_conn_client", &tl.credit_conn_client, "bytes"),
         ("credit_conn_server", &tl.credit_conn_server, "bytes"),
@@ -64,6 +64,7 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
         ("window_blocked", &tl.window_blocked, "seconds"),
         ("socket_blocked", &tl.socket_blocked, "seconds"),
         ("window_update_bytes", &tl.window_update_bytes, "bytes"),
+        ("window_updates", &tl.window_updates, "frames"),
         ("rss", &tl.rss, "bytes"),
     ];
     let res = (|| {
@@ -115,20 +116,29 @@ pub fn headline(s: &Summary) -> String {
         s.release_to_update_ms.p50,
         s.release_to_update_ms.p90
     );
-    let statuses: Vec<String> = s
-        .rpc_status
-        .iter()
-        .map(|(k, v)| format!("{k}×{v}"))
-        .collect();
-    let _ = writeln!(
-        o,
-        "rpcs      {}",
-        if statuses.is_empty() {
-            "-".into()
-        } else {
-            statuses.join(" ")
-        }
-    );
+    if s.queue_growth_in_window >= 1.0 {
+        let _ = writeln!(
+            o,
+            "growth    from {:.1}s to {:.1}s the queue grew by {:.0} msgs while the server sent {} stream WINDOW_UPDATEs returning {:.2} MiB of credit",
+            s.queue_growth_window_s.0,
+            s.queue_growth_window_s.1,
+            s.queue_growth_in_window,
+            s.window_updates_in_growth_window,
+            s.credit_returned_in_growth_window as f64 / 1048576.0
+        );
+    }
+    let show = |m: &std::collections::BTreeMap<String, u64>| {
+        m.iter()
+            .map(|(k, v)| format!("{k}×{v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let rpcs = match (s.rpc_status.is_empty(), s.server_rpc_status.is_empty()) {
+        (false, _) => show(&s.rpc_status),
+        (true, false) => format!("{} (as the server answered)", show(&s.server_rpc_status)),
+        (true, true) => "-".into(),
+    };
+    let _ = writeln!(o, "rpcs      {rpcs}");
     let mut failed = vec![];
     for (name, c) in &s.checks {
         if c.ok == Some(false) {
