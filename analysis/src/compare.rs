@@ -44,13 +44,14 @@ impl Stat {
 
     /// `median (min–max)`, or just the value when all repeats agree.
     pub fn show(&self, decimals: usize) -> String {
-        if self.min == self.max {
-            format!("{:.*}", decimals, self.median)
+        // Values that round to zero print as 0, not -0.
+        let half_ulp = 0.5 * 10f64.powi(-(decimals as i32));
+        let v = |x: f64| if x.abs() < half_ulp { 0.0 } else { x };
+        let (m, lo, hi) = (v(self.median), v(self.min), v(self.max));
+        if lo == hi {
+            format!("{m:.decimals$}")
         } else {
-            format!(
-                "{:.*} ({:.*}–{:.*})",
-                decimals, self.median, decimals, self.min, decimals, self.max
-            )
+            format!("{m:.decimals$} ({lo:.decimals$}–{hi:.decimals$})")
         }
     }
 }
@@ -274,5 +275,6 @@ mod tests {
         let md = markdown("t", &rows);
         assert!(md.contains("| a | 3 | 300.0 (290.0–310.0) |"), "{md}");
         assert_eq!(Stat::of(&[1.0, 2.0, 3.0, 10.0]).median, 2.5);
+        assert_eq!(Stat::of(&[-0.001, 0.002]).show(1), "0.0");
     }
 }

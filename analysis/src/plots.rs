@@ -163,28 +163,36 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
         .map(|i| i.1)
         .fold(1.0f64, f64::max)
         .max(tl.sent.points().last().map_or(1.0, |p| p.0));
-    let root = SVGBackend::new(path, (W, 300)).into_drawing_area();
+    let root = SVGBackend::new(path, (W, 320)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let title = if tl.intervals_dropped > 0 {
-        format!(
-            "Client blocked intervals (first {} shown)",
-            tl.intervals.len()
-        )
-    } else {
-        "Client blocked intervals".to_string()
+    let total = |w: bool| -> (f64, usize) {
+        let v: Vec<f64> = tl
+            .intervals
+            .iter()
+            .filter(|i| i.2 == w)
+            .map(|i| i.1 - i.0)
+            .collect();
+        (v.iter().fold(0.0, |a, b| a + b), v.len())
     };
+    let ((ws, wn), (ss, sn)) = (total(true), total(false));
+    let mut title = format!(
+        "Client blocked: window credit {ws:.2} s in {wn} intervals, socket {ss:.3} s in {sn}"
+    );
+    if tl.intervals_dropped > 0 {
+        title.push_str(&format!(" (first {} intervals drawn)", tl.intervals.len()));
+    }
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
+        .caption(title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(45)
-        .y_label_area_size(140)
+        .y_label_area_size(190)
         .build_cartesian_2d(0.0..x_max * 1.02, 0.0..2.0)
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
         .x_desc("time since trace start (s)")
         .x_labels(12)
-        .y_labels(3)
+        .y_labels(5)
         .y_label_formatter(&|y: &f64| {
             if (*y - 0.5).abs() < 0.01 {
                 "socket (poll_write Pending)".into()
