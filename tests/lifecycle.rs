@@ -115,3 +115,46 @@ fn ctrl_c_mid_run_finishes_the_trace_and_the_summary() {
     );
     assert_eq!(s.trace_ending, "clean");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_with_drain_completes_queued_work_before_answering() {
+    let opts = h2probe::server::ServerOpts {
+        shutdown_drain: true,
+        queue: "unbounded".parse().unwrap(),
+        ..Default::default()
+    };
+    let server = support::TestServer::start("drain", opts).await;
+    let copts = h2probe::client::ClientOpts {
+        duration: "5s".parse().unwrap(),
+        ..Default::default()
+    };
+    let ctx = std::sync::Arc::new(h2probe::client::ClientCtx {
+        opts: copts,
+        target: server.addr,
+        capture: h2probe::wire::tap::CapturePayload::None,
+        rec: h2probe::trace::Recorder::disabled(),
+        live: Default::default(),
+        conn_ids: Default::default(),
+        interrupt: tokio::sync::watch::channel(false).1,
+    });
+    let client = tokio::spawn(h2probe::client::run(ctx));
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    // Server shutdown (what Ctrl-C does to `serve`), mid-stream, with a queue.
+    let (s, _) = server.stop().await;
+    let outcomes = client.await.unwrap().unwrap();
+    assert!(s.max_queue_depth > 50, "{}", s.max_queue_depth);
+    assert_eq!(s.discarded, 0, "{s:#?}");
+    assert_eq!(s.completed, s.decoded, "every queued message was completed");
+    assert_eq!(
+        s.server_rpc_status.get("UNAVAILABLE"),
+        Some(&1),
+        "{:?}",
+        s.server_rpc_status
+    );
+    assert_eq!(
+        outcomes[0].status,
+        h2probe::grpc::status::UNAVAILABLE,
+        "{:?}",
+        outcomes[0]
+    );
+}

@@ -1,0 +1,110 @@
+//! CSV and qlog exports carry every event of the trace, in formats other
+//! tools load.
+
+mod support;
+
+use std::collections::HashMap;
+use std::process::Command;
+
+#[test]
+fn csv_and_qlog_exports_carry_every_event() {
+    let dir = support::temp_dir("exports");
+    let mut o = support::run_opts(&dir, "decode", "bounded:4");
+    o.client.duration = support::dur("400ms");
+    o.server.service_time = support::dur("1ms");
+    o.output.no_pcap = true;
+    support::run(o);
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["export", "--format", "csv,qlog"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Events per type in the trace.
+    let mut by_type: HashMap<String, usize> = HashMap::new();
+    let mut by_ep_frames: HashMap<String, usize> = HashMap::new();
+    let mut by_ep_events: HashMap<String, usize> = HashMap::new();
+    for line in std::fs::read_to_string(dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let ty = v["type"].as_str().unwrap().to_string();
+        if ty == "header" || ty == "footer" {
+            continue;
+        }
+        let ep = v["ep"].as_str().unwrap().to_string();
+        *by_ep_events.entry(ep.clone()).or_default() += 1;
+        if ty == "frame" {
+            *by_ep_frames.entry(ep).or_default() += 1;
+        }
+        *by_type.entry(ty).or_default() += 1;
+    }
+    assert!(by_type.len() >= 12, "{by_type:?}");
+    for (ty, n) in &by_type {
+        let text = std::fs::read_to_string(dir.join("csv").join(format!("{ty}.csv"))).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(
+            &header[..5],
+            &["t_ns", "t_s", "ep", "conn", "stream"],
+            "{ty}"
+        );
+        let rows: Vec<&str> = lines.collect();
+        assert_eq!(rows.len(), *n, "{ty}.csv rows");
+        // Every row has as many fields as the header (quoted commas respected).
+        for r in &rows {
+            let mut fields = 1;
+            let mut quoted = false;
+            for c in r.chars() {
+                match c {
+                    '"' => quoted = !quoted,
+                    ',' if !quoted => fields += 1,
+                    _ => {}
+                }
+            }
+            assert_eq!(fields, header.len(), "{ty}.csv: {r}");
+        }
+    }
+
+    for ep in ["server", "client"] {
+        let bytes = std::fs::read(dir.join(format!("{ep}.sqlog"))).unwrap();
+        let records: Vec<serde_json::Value> = bytes
+            .split(|b| *b == 0x1e)
+            .filter(|r| !r.is_empty())
+            .map(|r| serde_json::from_slice(r).unwrap())
+            .collect();
+        assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
+        assert_eq!(records[0]["trace"]["vantage_point"]["type"], ep);
+        let events = &records[1..];
+        assert_eq!(
+            events.len(),
+            by_ep_events[ep],
+            "{ep}: one qlog event per trace event"
+        );
+        let frames = events
+            .iter()
+            .filter(|e| e["name"].as_str().unwrap().starts_with("http2:frame_"))
+            .count();
+        assert_eq!(frames, by_ep_frames[ep]);
+        for e in events {
+            assert!(e["time"].as_f64().unwrap() >= 0.0);
+            assert!(e["data"].is_object());
+        }
+        let wu = events
+            .iter()
+            .find(|e| e["data"]["frame"]["frame_type"] == "window_update")
+            .expect("a WINDOW_UPDATE");
+        assert!(
+            wu["data"]["frame"]["window_size_increment"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+    }
+}
