@@ -6,7 +6,7 @@ use crate::grpc::{self, pb, status};
 use crate::live::Live;
 use crate::trace::clock::{now_ns, to_instant};
 use crate::trace::schema::{
-    ConnOpenEv, Endpoint, Kind, MsgEv, NeverSentEv, NeverSentReason, RpcEndEv, RpcStartEv, SendEv,
+    Endpoint, Kind, MsgEv, NeverSentEv, NeverSentReason, RpcEndEv, RpcStartEv, SendEv,
     WindowBlockedEv,
 };
 use crate::trace::Recorder;
@@ -156,22 +156,12 @@ async fn connection(
         .with_context(|| format!("connecting to {}", ctx.target))?;
     let _ = sock.set_nodelay(true);
     let conn_id = ctx.conn_ids.fetch_add(1, Relaxed) + 1;
-    let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
-    ctx.rec.emit(Endpoint::Client, conn_id, 0, now_ns(), || {
-        Kind::ConnOpen(ConnOpenEv {
-            local: local.to_string(),
-            peer: peer.to_string(),
-        })
-    });
-    let tap = Tap::new(
-        sock,
-        TapConfig {
-            endpoint: Endpoint::Client,
-            conn: conn_id,
-            capture: ctx.capture,
-        },
-        ctx.rec.clone(),
-    );
+    let cfg = TapConfig {
+        endpoint: Endpoint::Client,
+        conn: conn_id,
+        capture: ctx.capture,
+    };
+    let tap = Tap::open(sock, cfg, ctx.rec.clone())?;
     let w = ctx.opts.client_stream_window.0 as u32;
     let (send_req, conn) = h2::client::Builder::new()
         .initial_window_size(w)

@@ -61,6 +61,16 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
             serde_json::to_writer(&mut *out, &ev)?;
             out.write_all(b"\n")
         };
+    // A parse error: on stderr for the user, as a wire_error event in the output.
+    let report = |e: &crate::wire::Error, ep: Option<Endpoint>, out: &mut dyn Write| {
+        eprintln!("h2probe: {}: {e}", opts.file.display());
+        let kind = Kind::WireError(WireErrorEv {
+            dir: Dir::Out,
+            offset: e.offset(),
+            error: e.to_string(),
+        });
+        emit(ep.unwrap_or(Endpoint::Server), 0, kind, out)
+    };
     loop {
         let n = match input.read(&mut buf) {
             Ok(0) => break,
@@ -89,18 +99,7 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
                 }
                 Err(e) => {
                     errors += 1;
-                    eprintln!("h2probe: {}: {e}", opts.file.display());
-                    let who = ep.unwrap_or(Endpoint::Server);
-                    emit(
-                        who,
-                        0,
-                        Kind::WireError(WireErrorEv {
-                            dir: Dir::Out,
-                            offset: e.offset(),
-                            error: e.to_string(),
-                        }),
-                        out,
-                    )
+                    report(&e, ep, out)
                 }
             };
             if let Err(e) = res {
@@ -113,18 +112,7 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
     }
     if let Err(e) = parser.finish() {
         errors += 1;
-        eprintln!("h2probe: {}: {e}", opts.file.display());
-        let who = ep.unwrap_or(Endpoint::Server);
-        emit(
-            who,
-            0,
-            Kind::WireError(WireErrorEv {
-                dir: Dir::Out,
-                offset: e.offset(),
-                error: e.to_string(),
-            }),
-            out,
-        )?;
+        report(&e, ep, out)?;
     }
     out.flush()?;
     Ok(Decoded { frames, errors })

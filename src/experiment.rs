@@ -564,12 +564,11 @@ pub async fn client_cmd(
 
 /// Reads a run's analysis results (used by `analyze` and `compare`).
 pub fn analyze_dir(dir: &Path) -> anyhow::Result<(Summary, Vec<String>)> {
-    let trace = dir.join("trace.jsonl");
-    anyhow::ensure!(
-        trace.is_file(),
-        "{}: no trace.jsonl here; is this a run directory?",
-        dir.display()
-    );
+    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
+        h2probe_analysis::reader::OpenError::NotARun {
+            dir: dir.display().to_string(),
+        }
+    })?;
     let a = analyze_trace(&trace)?;
     Ok((a.summary, a.warnings))
 }

@@ -14,7 +14,8 @@ pub const INGEST_PATH: &str = "/h2probe.v1.Probe/Ingest";
 /// Bytes in the gRPC message prefix: compressed flag + 4-byte length.
 pub const PREFIX_LEN: usize = 5;
 
-/// gRPC status codes used here (grpc/doc/statuscodes.md).
+/// gRPC status codes used here (grpc/doc/statuscodes.md); names for
+/// display are `h2probe_analysis::analyze::status_name`.
 pub mod status {
     pub const OK: u32 = 0;
     pub const CANCELLED: u32 = 1;
@@ -25,22 +26,6 @@ pub mod status {
     pub const INTERNAL: u32 = 13;
     pub const UNIMPLEMENTED: u32 = 12;
     pub const UNAVAILABLE: u32 = 14;
-
-    pub fn name(code: u32) -> &'static str {
-        match code {
-            0 => "OK",
-            1 => "CANCELLED",
-            2 => "UNKNOWN",
-            3 => "INVALID_ARGUMENT",
-            4 => "DEADLINE_EXCEEDED",
-            5 => "NOT_FOUND",
-            8 => "RESOURCE_EXHAUSTED",
-            12 => "UNIMPLEMENTED",
-            13 => "INTERNAL",
-            14 => "UNAVAILABLE",
-            _ => "OTHER",
-        }
-    }
 }
 
 /// A whole message cut from the stream.

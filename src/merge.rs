@@ -26,13 +26,7 @@ pub const CONN_OFFSET: u32 = 1 << 20;
 pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     let mut readers = vec![];
     for d in &opts.dirs {
-        let path = h2probe_analysis::reader::trace_path(d).ok_or_else(|| {
-            anyhow::anyhow!(
-                "{}: no trace.jsonl here; is this a run directory?",
-                d.display()
-            )
-        })?;
-        readers.push((path.clone(), TraceReader::open(&path)?));
+        readers.push(h2probe_analysis::reader::open_run(d)?);
     }
     let hosts: Vec<String> = opts
         .dirs

@@ -7,18 +7,10 @@ use std::path::Path;
 /// A trace line that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("line {line}: {source}")]
-    Corrupt {
-        line: u64,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("line {line}: {source}")]
-    Io {
-        line: u64,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("line {line}: {cause}")]
+    Corrupt { line: u64, cause: serde_json::Error },
+    #[error("line {line}: {cause}")]
+    Io { line: u64, cause: std::io::Error },
     #[error("line 1: not an h2probe trace (first line is not a header)")]
     NoHeader,
     #[error("trace schema {found} is newer than this reader's {supported}; upgrade h2probe")]
@@ -59,12 +51,23 @@ pub fn trace_path(dir: &Path) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Opens the trace of a run directory; returns its path with the reader.
+pub fn open_run(
+    dir: &Path,
+) -> Result<(std::path::PathBuf, TraceReader<Box<dyn BufRead + Send>>), OpenError> {
+    let path = trace_path(dir).ok_or_else(|| OpenError::NotARun {
+        dir: dir.display().to_string(),
+    })?;
+    let r = TraceReader::open(&path)?;
+    Ok((path, r))
+}
+
 impl TraceReader<Box<dyn BufRead + Send>> {
     /// Opens a trace file, gzip-compressed or not (detected by its magic bytes).
     pub fn open(path: &Path) -> Result<Self, OpenError> {
         let io = |e| OpenError::Io {
             path: path.display().to_string(),
-            source: e,
+            cause: e,
         };
         let mut f =
             std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path).map_err(io)?);
@@ -79,7 +82,7 @@ impl TraceReader<Box<dyn BufRead + Send>> {
         };
         TraceReader::new(input).map_err(|e| OpenError::Read {
             path: path.display().to_string(),
-            source: e,
+            cause: e,
         })
     }
 }
@@ -87,18 +90,12 @@ impl TraceReader<Box<dyn BufRead + Send>> {
 /// Opening a trace file failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: ReadError,
-    },
+    #[error("{dir}: no trace.jsonl here; is this a run directory?")]
+    NotARun { dir: String },
+    #[error("{path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
+    #[error("{path}: {cause}")]
+    Read { path: String, cause: ReadError },
 }
 
 impl<R: BufRead> TraceReader<R> {
@@ -106,7 +103,7 @@ impl<R: BufRead> TraceReader<R> {
         let mut buf = String::new();
         input
             .read_line(&mut buf)
-            .map_err(|source| ReadError::Io { line: 1, source })?;
+            .map_err(|cause| ReadError::Io { line: 1, cause })?;
         let header = match Line::parse(buf.trim_end()) {
             Ok(Line::Header(h)) => h,
             _ => return Err(ReadError::NoHeader),
@@ -157,10 +154,10 @@ impl<R: BufRead> TraceReader<R> {
                     self.ending = Ending::Truncated { line: self.line };
                     return None;
                 }
-                Err(source) => {
+                Err(cause) => {
                     return Some(Err(ReadError::Io {
                         line: self.line,
-                        source,
+                        cause,
                     }))
                 }
             };
@@ -186,14 +183,14 @@ impl<R: BufRead> TraceReader<R> {
                     return None;
                 }
                 Ok(Line::Header(_)) => continue,
-                Err(source) => {
+                Err(cause) => {
                     if !complete {
                         self.ending = Ending::Truncated { line: self.line };
                         return None;
                     }
                     return Some(Err(ReadError::Corrupt {
                         line: self.line,
-                        source,
+                        cause,
                     }));
                 }
             }

@@ -10,27 +10,26 @@ use std::path::Path;
 pub enum ReportError {
     #[error(transparent)]
     Open(#[from] crate::reader::OpenError),
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
     #[error(transparent)]
     Plot(#[from] crate::plots::PlotError),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
-    move |source| ReportError::Io {
+    move |cause| ReportError::Io {
         path: path.display().to_string(),
-        source,
+        cause,
     }
 }
 
 /// Analyses `dir/trace.jsonl` and writes `summary.json`, `timeline.csv` and
 /// the SVG plots next to it. Returns the summary and warnings.
 pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError> {
-    let trace = crate::reader::trace_path(dir).unwrap_or_else(|| dir.join("trace.jsonl"));
+    let trace =
+        crate::reader::trace_path(dir).ok_or_else(|| crate::reader::OpenError::NotARun {
+            dir: dir.display().to_string(),
+        })?;
     let wpath = dir.join("windows.csv");
     let wfile = std::fs::File::create(&wpath).map_err(io_err(&wpath))?;
     let a = analyze_trace_with(&trace, Some(Box::new(std::io::BufWriter::new(wfile))))?;

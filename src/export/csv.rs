@@ -4,7 +4,6 @@
 
 use crate::trace::schema::{Event, Kind};
 use anyhow::Context as _;
-use h2probe_analysis::reader::TraceReader;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -79,13 +78,7 @@ fn field(v: Option<&serde_json::Value>) -> String {
 
 /// Writes `csv/<type>.csv` for each event type present. Returns the paths.
 pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{}: no trace.jsonl here; is this a run directory?",
-            dir.display()
-        )
-    })?;
-    let mut r = TraceReader::open(&trace)?;
+    let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
     let origin = r.header().origin_mono_ns;
     let out = dir.join("csv");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;

@@ -10,7 +10,6 @@ use crate::trace::schema::{Dir, Endpoint, Event, FrameEv, FrameType, Kind};
 use crate::wire::{encode, Head, PREFACE};
 use anyhow::Context as _;
 use base64::Engine;
-use h2probe_analysis::reader::TraceReader;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 use std::collections::HashMap;
@@ -333,13 +332,7 @@ pub struct PcapCounts {
 /// Writes `server.pcap` and `client.pcap` into `dir` from its trace (one
 /// streaming pass). A file whose tap recorded nothing is not written.
 pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
-    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{}: no trace.jsonl here; is this a run directory?",
-            dir.display()
-        )
-    })?;
-    let mut r = TraceReader::open(&trace)?;
+    let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
     let to_wall = r.header().origin_unix_ns as i128 - r.header().origin_mono_ns as i128;
     let header = PcapHeader {
         version_major: 2,

@@ -5,7 +5,6 @@
 
 use crate::trace::schema::{Dir, Endpoint, Event, FrameEv, FrameType, Kind};
 use anyhow::Context as _;
-use h2probe_analysis::reader::TraceReader;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -97,18 +96,18 @@ fn event_json(e: &Event, origin: u64) -> Option<Value> {
 
 /// Writes `server.sqlog` and `client.sqlog` for the endpoints present.
 pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
-        anyhow::anyhow!(
-            "{}: no trace.jsonl here; is this a run directory?",
-            dir.display()
-        )
-    })?;
-    let mut r = TraceReader::open(&trace)?;
+    let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
     let origin = r.header().origin_mono_ns;
     let origin_unix_ms = r.header().origin_unix_ns as f64 / 1e6;
     let mut outs: Vec<Option<(PathBuf, std::io::BufWriter<std::fs::File>)>> = vec![None, None];
     for ev in r.by_ref() {
-        let Ok(e) = ev else { continue };
+        let e = match ev {
+            Ok(e) => e,
+            Err(err) => {
+                eprintln!("h2probe: warning: {}: skipped {err}", trace.display());
+                continue;
+            }
+        };
         let i = e.ep as usize;
         if outs[i].is_none() {
             let name = if e.ep == Endpoint::Server {

@@ -6,8 +6,7 @@ mod rpc;
 
 use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size};
 use crate::live::Live;
-use crate::trace::clock::now_ns;
-use crate::trace::schema::{ConnOpenEv, Endpoint, Kind};
+use crate::trace::schema::Endpoint;
 use crate::trace::Recorder;
 use crate::wire::tap::{CapturePayload, Tap, TapConfig};
 use anyhow::Context as _;
@@ -242,7 +241,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
                 let _ = sock.set_nodelay(true);
                 let ctx = ctx.clone();
                 conns.spawn(async move {
-                    if let Err(e) = connection(sock, peer, ctx).await {
+                    if let Err(e) = connection(sock, ctx).await {
                         tracing::debug!("connection from {peer}: {e:#}");
                     }
                 });
@@ -256,28 +255,14 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
     Ok(())
 }
 
-async fn connection(
-    sock: tokio::net::TcpStream,
-    peer: std::net::SocketAddr,
-    ctx: Arc<ServerCtx>,
-) -> anyhow::Result<()> {
+async fn connection(sock: tokio::net::TcpStream, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
     let conn_id = ctx.conn_ids.fetch_add(1, Ordering::Relaxed) + 1;
-    let local = sock.local_addr()?;
-    ctx.rec.emit(Endpoint::Server, conn_id, 0, now_ns(), || {
-        Kind::ConnOpen(ConnOpenEv {
-            local: local.to_string(),
-            peer: peer.to_string(),
-        })
-    });
-    let tap = Tap::new(
-        sock,
-        TapConfig {
-            endpoint: Endpoint::Server,
-            conn: conn_id,
-            capture: ctx.cfg.capture,
-        },
-        ctx.rec.clone(),
-    );
+    let tap_cfg = TapConfig {
+        endpoint: Endpoint::Server,
+        conn: conn_id,
+        capture: ctx.cfg.capture,
+    };
+    let tap = Tap::open(sock, tap_cfg, ctx.rec.clone())?;
     let cfg = &ctx.cfg;
     let mut conn = h2::server::Builder::new()
         .initial_window_size(cfg.stream_window)

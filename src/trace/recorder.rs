@@ -132,19 +132,18 @@ pub struct TraceWriter {
 
 /// The trace file could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
+#[error("{path}: {cause}")]
 pub struct WriteError {
     pub path: String,
-    #[source]
-    pub source: std::io::Error,
+    pub cause: std::io::Error,
 }
 
 impl TraceWriter {
     /// Creates `path`, writes the header line and starts the writer thread.
     pub fn create(path: &Path, capacity: usize) -> Result<(TraceWriter, Recorder), WriteError> {
-        let err = |source| WriteError {
+        let err = |cause| WriteError {
             path: path.display().to_string(),
-            source,
+            cause,
         };
         let file = std::fs::File::create(path).map_err(err)?;
         TraceWriter::start(Box::new(file), path, capacity).map_err(err)
@@ -171,9 +170,9 @@ impl TraceWriter {
         let thread = std::thread::Builder::new()
             .name("h2probe-trace".into())
             .spawn(move || {
-                write_loop(out, header, rx, thread_shared, capacity).map_err(|source| WriteError {
+                write_loop(out, header, rx, thread_shared, capacity).map_err(|cause| WriteError {
                     path: path_s,
-                    source,
+                    cause,
                 })
             })?;
         let rec = Recorder {
@@ -205,7 +204,7 @@ impl TraceWriter {
             Some(Err(_)) => {
                 return Err(WriteError {
                     path: self.path.display().to_string(),
-                    source: std::io::Error::other("trace writer thread panicked"),
+                    cause: std::io::Error::other("trace writer thread panicked"),
                 })
             }
             None => 0,

@@ -7,7 +7,7 @@
 use super::{Body, Error, Parsed, Parser};
 use crate::trace::clock::now_ns;
 use crate::trace::schema::{
-    self, ConnCloseEv, Dir, Endpoint, FrameEv, IntervalEv, Kind, WireErrorEv,
+    self, ConnCloseEv, ConnOpenEv, Dir, Endpoint, FrameEv, IntervalEv, Kind, WireErrorEv,
 };
 use crate::trace::Recorder;
 use base64::Engine;
@@ -120,6 +120,25 @@ impl<S> Tap<S> {
         if let Some(m) = new_max {
             other.parser.set_max_frame_size(m);
         }
+    }
+}
+
+impl Tap<tokio::net::TcpStream> {
+    /// Taps a fresh TCP connection: records its `conn_open` (the addresses
+    /// that pair a client's connection with the server's) and wraps it.
+    pub fn open(
+        sock: tokio::net::TcpStream,
+        cfg: TapConfig,
+        rec: Recorder,
+    ) -> std::io::Result<Self> {
+        let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
+        rec.emit(cfg.endpoint, cfg.conn, 0, now_ns(), || {
+            Kind::ConnOpen(ConnOpenEv {
+                local: local.to_string(),
+                peer: peer.to_string(),
+            })
+        });
+        Ok(Tap::new(sock, cfg, rec))
     }
 }
 
