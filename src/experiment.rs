@@ -200,19 +200,37 @@ fn versions() -> serde_json::Value {
     serde_json::Value::Object(m)
 }
 
-/// Shared tail of every command: finish the trace, write meta.json, analyse,
-/// write summary.json and the analysis products.
-#[allow(clippy::too_many_arguments)]
-fn finalize(
-    dir: &Path,
+/// What the shared tail of every command needs to close a run.
+struct Finish {
+    dir: PathBuf,
     writer: TraceWriter,
-    command: &str,
+    command: &'static str,
     config: serde_json::Value,
     started_unix: u64,
     status: String,
     listen: Option<String>,
     pcap: bool,
-) -> anyhow::Result<(Summary, Vec<String>)> {
+}
+
+/// [`finalize`] off the async runtime (it blocks on the writer and on files).
+async fn finish(f: Finish) -> anyhow::Result<(Summary, Vec<String>)> {
+    tokio::task::spawn_blocking(move || finalize(f)).await?
+}
+
+/// Shared tail of every command: finish the trace, write meta.json, analyse,
+/// write summary.json and the analysis products (and the pcaps).
+fn finalize(f: Finish) -> anyhow::Result<(Summary, Vec<String>)> {
+    let Finish {
+        dir,
+        writer,
+        command,
+        config,
+        started_unix,
+        status,
+        listen,
+        pcap,
+    } = f;
+    let dir = dir.as_path();
     let origin = writer_origin(dir);
     let finished = writer.finish();
     let (stats, status) = match finished {
@@ -361,21 +379,17 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         "complete"
     }
     .to_string();
-    let dir2 = dir.clone();
-    let no_pcap = opts.output.no_pcap;
-    let (summary, warnings) = tokio::task::spawn_blocking(move || {
-        finalize(
-            &dir2,
-            writer,
-            "run",
-            config,
-            started_unix,
-            status,
-            Some(addr.to_string()),
-            !no_pcap,
-        )
+    let (summary, warnings) = finish(Finish {
+        dir: dir.clone(),
+        writer,
+        command: "run",
+        config,
+        started_unix,
+        status,
+        listen: Some(addr.to_string()),
+        pcap: !opts.output.no_pcap,
     })
-    .await??;
+    .await?;
     Ok(RunResult {
         dir,
         summary,
@@ -475,22 +489,17 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
     drop(rec);
     served?;
     let config = serde_json::json!({ "server": opts.server, "output": opts.output, "listen": addr.to_string() });
-    let dir2 = dir.clone();
-    let status = status.to_string();
-    let no_pcap = opts.output.no_pcap;
-    let (summary, warnings) = tokio::task::spawn_blocking(move || {
-        finalize(
-            &dir2,
-            writer,
-            "serve",
-            config,
-            started_unix,
-            status,
-            Some(addr.to_string()),
-            !no_pcap,
-        )
+    let (summary, warnings) = finish(Finish {
+        dir: dir.clone(),
+        writer,
+        command: "serve",
+        config,
+        started_unix,
+        status: status.to_string(),
+        listen: Some(addr.to_string()),
+        pcap: !opts.output.no_pcap,
     })
-    .await??;
+    .await?;
     Ok((dir, summary, warnings))
 }
 
@@ -541,22 +550,17 @@ pub async fn client_cmd(
     progress.abort();
     drop(rec);
     let config = serde_json::json!({ "client": opts.client, "output": opts.output, "connect": opts.connect.to_string() });
-    let dir2 = dir.clone();
-    let st = status.to_string();
-    let no_pcap = opts.output.no_pcap;
-    let finalized = tokio::task::spawn_blocking(move || {
-        finalize(
-            &dir2,
-            writer,
-            "client",
-            config,
-            started_unix,
-            st,
-            None,
-            !no_pcap,
-        )
+    let finalized = finish(Finish {
+        dir: dir.clone(),
+        writer,
+        command: "client",
+        config,
+        started_unix,
+        status: status.to_string(),
+        listen: None,
+        pcap: !opts.output.no_pcap,
     })
-    .await?;
+    .await;
     let outcomes = outcomes?;
     let (summary, warnings) = finalized?;
     Ok((dir, summary, warnings, outcomes))
