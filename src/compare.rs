@@ -170,7 +170,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         let total = matrix.len() as u64 * opts.repeats as u64;
         let bar = progress_bar(total, opts.quiet);
         let mut done = 0;
-        for rep in 1..=opts.repeats {
+        'matrix: for rep in 1..=opts.repeats {
             for (r, q) in &matrix {
                 let cfg = label(*r, *q);
                 let msg = format!("{cfg} (repeat {rep}/{})", opts.repeats);
@@ -185,12 +185,17 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 }
                 runs.push(RunRef {
                     config: cfg,
-                    dir: result.dir,
-                    summary: result.summary,
+                    dir: result.dir.clone(),
+                    summary: result.summary.clone(),
                 });
                 done += 1;
                 if let Some(b) = &bar {
                     b.set_position(done);
+                }
+                if result.interrupted {
+                    // Ctrl-C stops the matrix; what ran so far is still compared.
+                    eprintln!("h2probe: interrupted after {done} of {total} runs; comparing those");
+                    break 'matrix;
                 }
             }
         }
