@@ -457,5 +457,26 @@ mod tests {
         ]
         .concat();
         assert_eq!(checksum(&[&pseudo, &p[20..]]), 0, "TCP checksum");
+        let p6 = packet(
+            "[::1]:5000".parse().unwrap(),
+            "[::1]:6000".parse().unwrap(),
+            1,
+            2,
+            ACK,
+            b"hi!",
+        );
+        assert_eq!(p6[0] >> 4, 6);
+        assert_eq!(
+            u16::from_be_bytes([p6[4], p6[5]]) as usize,
+            p6.len() - 40,
+            "payload length"
+        );
+        let tcp_len = (p6.len() - 40) as u32;
+        let pseudo6 = [&p6[8..40], &tcp_len.to_be_bytes()[..], &[0, 0, 0, 6]].concat();
+        assert_eq!(
+            checksum(&[&pseudo6, &p6[40..]]),
+            0,
+            "TCP over IPv6 checksum"
+        );
     }
 }
