@@ -23,7 +23,7 @@ pub struct Cli {
 }
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 error (message on stderr); 2 bad usage; \
-3 the run finished but an invariant check failed (see summary.json); 130 interrupted before any result.";
+3 the run or analysis finished but an invariant check failed (see summary.json).";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
