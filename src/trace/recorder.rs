@@ -195,10 +195,16 @@ impl TraceWriter {
     }
 
     /// Drains every accepted event, writes the footer, flushes and joins the
-    /// thread. Events recorded after this are counted as dropped.
+    /// thread. Events recorded after this are counted as dropped. It blocks
+    /// until the file is written; in async code prefer `spawn_blocking`.
     pub fn finish(mut self) -> Result<RecorderStats, WriteError> {
-        // Blocking send: shutdown may wait for buffer space, producers never do.
-        let _ = self.tx.blocking_send(Msg::Close);
+        // Blocking send: shutdown may wait for buffer space, producers never
+        // do. From a plain thread, so that `finish` is safe to call even on a
+        // runtime thread (tokio forbids blocking sends there).
+        let tx = &self.tx;
+        std::thread::scope(|s| {
+            let _ = s.spawn(|| tx.blocking_send(Msg::Close)).join();
+        });
         let written = match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r?,
             Some(Err(_)) => {

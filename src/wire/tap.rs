@@ -311,3 +311,151 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::TraceWriter;
+    use h2probe_analysis::reader::TraceReader;
+    use std::io::IoSlice;
+    use tokio::io::AsyncWriteExt;
+
+    /// A socket that refuses every other write (Pending, then Ready) and
+    /// reports vectored-write support as configured.
+    struct Flaky {
+        pending_next: bool,
+        vectored: bool,
+        written: Vec<u8>,
+    }
+
+    impl AsyncWrite for Flaky {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            if std::mem::replace(&mut self.pending_next, false) {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            self.pending_next = true;
+            // Short writes: at most 7 bytes at a time.
+            let n = buf.len().min(7);
+            self.written.extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+        fn poll_write_vectored(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> Poll<std::io::Result<usize>> {
+            if std::mem::replace(&mut self.pending_next, false) {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            self.pending_next = true;
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(11 - n);
+                self.written.extend_from_slice(&b[..take]);
+                n += take;
+                if n == 11 {
+                    break;
+                }
+            }
+            Poll::Ready(Ok(n))
+        }
+        fn is_write_vectored(&self) -> bool {
+            self.vectored
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncRead for Flaky {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn pending_writes_become_socket_blocked_intervals_and_vectored_writes_are_parsed() {
+        let dir = std::env::temp_dir().join(format!("h2probe-tapunit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.jsonl");
+        let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
+        let mut bytes = crate::wire::encode::settings(false, &[(4, 65_535)]);
+        bytes.extend(crate::wire::encode::window_update(0, 1_000));
+        bytes.extend(crate::wire::encode::data(1, 1, None, &[5; 40]));
+        for vectored in [false, true] {
+            let cfg = TapConfig {
+                endpoint: Endpoint::Server,
+                conn: u32::from(vectored),
+                capture: CapturePayload::None,
+            };
+            let sock = Flaky {
+                pending_next: true,
+                vectored,
+                written: vec![],
+            };
+            let mut tap = Tap::new(sock, cfg, rec.clone());
+            assert_eq!(tap.is_write_vectored(), vectored, "forwarded, not assumed");
+            if vectored {
+                let (a, b) = bytes.split_at(20);
+                let mut slices = [IoSlice::new(a), IoSlice::new(b)];
+                let mut bufs = &mut slices[..];
+                while !bufs.is_empty() {
+                    let n = tap.write_vectored(bufs).await.unwrap();
+                    IoSlice::advance_slices(&mut bufs, n);
+                }
+            } else {
+                tap.write_all(&bytes).await.unwrap();
+            }
+            assert_eq!(tap.get_ref().written, bytes);
+            drop(tap);
+        }
+        drop(rec);
+        writer.finish().unwrap();
+        for conn in [0u32, 1] {
+            let mut frames = vec![];
+            let mut blocked = 0;
+            for e in TraceReader::open(&path).unwrap() {
+                let e = e.unwrap();
+                if e.conn != conn {
+                    continue;
+                }
+                match e.kind {
+                    Kind::Frame(f) => frames.push((f.frame.to_string(), f.len)),
+                    Kind::SocketBlocked(b) => {
+                        assert!(b.start <= e.t);
+                        blocked += 1;
+                    }
+                    _ => {}
+                }
+            }
+            assert_eq!(
+                frames,
+                vec![
+                    ("SETTINGS".into(), 6),
+                    ("WINDOW_UPDATE".into(), 4),
+                    ("DATA".into(), 40)
+                ],
+                "conn {conn}"
+            );
+            // Every write was refused once before it went through.
+            assert!(
+                blocked >= 3,
+                "conn {conn}: {blocked} socket_blocked intervals"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
