@@ -203,7 +203,7 @@ impl TraceWriter {
         // runtime thread (tokio forbids blocking sends there).
         let tx = &self.tx;
         std::thread::scope(|s| {
-            let _ = s.spawn(|| tx.blocking_send(Msg::Close)).join();
+            let _ = s.spawn(|| tx.blocking_send(Msg::Close).is_ok()).join();
         });
         let written = match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r?,
