@@ -105,6 +105,19 @@ impl Deframer {
         self.pending
     }
 
+    /// Bytes the message being assembled will occupy (prefix included),
+    /// once its prefix has arrived.
+    pub fn next_framed_len(&self) -> Option<u64> {
+        match self.raw {
+            Some(unit) => Some(unit as u64),
+            None if self.buf.len() >= PREFIX_LEN => {
+                let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
+                Some(PREFIX_LEN as u64 + len as u64)
+            }
+            None => None,
+        }
+    }
+
     /// The next complete message, if the buffer holds one.
     pub fn next_message(&mut self) -> Result<Option<Framed>, DeframeError> {
         if let Some(unit) = self.raw {

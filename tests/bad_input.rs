@@ -69,6 +69,36 @@ fn item(seq: u64, payload: usize) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_larger_than_the_window_is_refused_under_late_release_not_stalled() {
+    let opts = ServerOpts {
+        release: h2probe::server::ReleaseArg::Complete,
+        stream_window: "8KiB".parse().unwrap(),
+        ..Default::default()
+    };
+    let cfg = opts.validate(CapturePayload::None, None, None).unwrap();
+    let (_shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
+    let ctx = Arc::new(ServerCtx {
+        cfg,
+        rec: Recorder::disabled(),
+        live: Arc::new(Live::default()),
+        conn_ids: Default::default(),
+        shutdown: shutdown_rx,
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(server::serve(listener, ctx));
+    let big = item(0, 16 * 1024);
+    let a = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        raw_rpc(addr, h2probe::grpc::INGEST_PATH, "application/grpc", &big),
+    )
+    .await
+    .expect("answered, not stalled");
+    assert_eq!(a.grpc_status, Some(8), "{}", a.message);
+    assert!(a.message.contains("stream window"), "{}", a.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_the_right_status_and_the_server_keeps_serving() {
     let opts = ServerOpts {
         service_time: "1ms".parse().unwrap(),

@@ -407,6 +407,24 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
                         rpc.release(flow, len, ReleasePoint::Frame, None);
                     }
                     deframer.push(&chunk);
+                    // With a late release point, a message larger than the
+                    // stream window can never arrive whole: say so now
+                    // rather than stall the RPC until its deadline.
+                    if cfg.release != ReleasePoint::Frame {
+                        if let Some(need) = deframer.next_framed_len() {
+                            if need > cfg.stream_window as u64 {
+                                return Ended::Status(
+                                    status::RESOURCE_EXHAUSTED,
+                                    format!(
+                                        "a {need}-byte framed message cannot arrive within the {}-byte stream window \
+                                         when credit is released at {}; raise --stream-window or use --release frame",
+                                        cfg.stream_window,
+                                        cfg.release.as_str()
+                                    ),
+                                );
+                            }
+                        }
+                    }
                 }
                 Some(Err(e)) => return Ended::Cancelled(e.to_string()),
                 None => match deframer.finish() {
