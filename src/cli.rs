@@ -128,12 +128,23 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Analyze(opts) => {
             let mut failed = false;
+            let mut runs = vec![];
             for dir in &opts.dirs {
                 let (s, w) = crate::report::write_products(dir)?;
                 println!("== {}", dir.display());
                 print!("{}", crate::report::headline(&s));
                 print_warnings(&w);
                 failed |= checks_failed(&s);
+                runs.push(h2probe_analysis::compare::RunRef {
+                    config: dir.display().to_string(),
+                    dir: dir.clone(),
+                    summary: s,
+                });
+            }
+            if runs.len() > 1 {
+                // Several runs: their headline figures side by side.
+                println!();
+                print!("{}", h2probe_analysis::compare::terminal_table(&h2probe_analysis::compare::rows(&runs)));
             }
             Ok(if failed { 3 } else { 0 })
         }
