@@ -144,7 +144,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             if runs.len() > 1 {
                 // Several runs: their headline figures side by side.
                 println!();
-                print!("{}", h2probe_analysis::compare::terminal_table(&h2probe_analysis::compare::rows(&runs)));
+                print!(
+                    "{}",
+                    h2probe_analysis::compare::terminal_table(&h2probe_analysis::compare::rows(
+                        &runs
+                    ))
+                );
             }
             Ok(if failed { 3 } else { 0 })
         }

@@ -106,15 +106,33 @@ async fn ctrl_c() {
     }
 }
 
-/// Prints a progress line every second (TTY) or every 5 s (otherwise).
-fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> tokio::task::JoinHandle<()> {
+/// A progress line that lives while a command runs.
+struct Progress {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Progress {
+    /// Stops the updates and clears the bar, so results print on a clean line.
+    async fn finish(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// Shows progress: a bar updated every second on a terminal, a plain line
+/// every 5 s otherwise, nothing with `--quiet`.
+fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Progress {
     use std::io::IsTerminal;
-    tokio::spawn(async move {
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
         if quiet {
             return;
         }
         let tty = std::io::stderr().is_terminal();
-        let bar = if tty {
+        let bar = tty.then(|| {
             let b = indicatif::ProgressBar::new(planned.max(1));
             b.set_style(
                 indicatif::ProgressStyle::with_template(
@@ -123,16 +141,17 @@ fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> tokio::task::Jo
                 .expect("static template")
                 .progress_chars("=> "),
             );
-            Some(b)
-        } else {
-            None
-        };
+            b
+        });
         let period = std::time::Duration::from_secs(if tty { 1 } else { 5 });
         let started = std::time::Instant::now();
         let mut tick = tokio::time::interval(period);
         tick.tick().await;
         loop {
-            tick.tick().await;
+            tokio::select! {
+                _ = tick.tick() => {}
+                _ = &mut stopped => break,
+            }
             let g = Live::get;
             let msg = format!(
                 "sent {}  decoded {}  completed {}  queued {}  discarded {}  never-sent {}",
@@ -151,7 +170,14 @@ fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> tokio::task::Jo
                 None => eprintln!("h2probe: {:>5.0}s  {msg}", started.elapsed().as_secs_f64()),
             }
         }
-    })
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+    });
+    Progress {
+        stop: Some(stop),
+        task,
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -363,7 +389,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     }
     let _ = shutdown_tx.send(true);
     let server_result = server_task.await.context("server task")?;
-    progress.abort();
+    progress.finish().await;
     drop(rec);
     let outcomes = outcomes?;
     server_result?;
@@ -485,7 +511,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
         r = server_task => r.context("server task")?,
         _ = ctrl_c() => { eprintln!("h2probe: second interrupt; abandoning open RPCs"); Ok(()) }
     };
-    progress.abort();
+    progress.finish().await;
     drop(rec);
     served?;
     let config = serde_json::json!({ "server": opts.server, "output": opts.output, "listen": addr.to_string() });
@@ -547,7 +573,7 @@ pub async fn client_cmd(
             run.await
         }
     };
-    progress.abort();
+    progress.finish().await;
     drop(rec);
     let config = serde_json::json!({ "client": opts.client, "output": opts.output, "connect": opts.connect.to_string() });
     let finalized = finish(Finish {
