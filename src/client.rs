@@ -59,6 +59,13 @@ pub struct ClientOpts {
     #[arg(long, default_value = "65535", value_name = "SIZE")]
     pub client_stream_window: Size,
 
+    /// One-way delay added to each direction of every connection, on the
+    /// client's side (user space: tc netem does not exist here); the round
+    /// trip grows by twice this. The taps stay on the endpoints: the client's
+    /// sees frames before the delay, the server's after it.
+    #[arg(long, default_value = "0s", value_name = "DURATION")]
+    pub link_delay: Dur,
+
     /// Request path (a different path tests the server's UNIMPLEMENTED answer).
     #[arg(long, default_value = grpc::INGEST_PATH)]
     pub path: String,
@@ -161,7 +168,30 @@ async fn connection(
         conn: conn_id,
         capture: ctx.capture,
     };
-    let tap = Tap::open(sock, cfg, ctx.rec.clone())?;
+    if ctx.opts.link_delay.0.is_zero() {
+        let tap = Tap::open(sock, cfg, ctx.rec.clone())?;
+        drive(ctx, tap, conn_id, index, start).await
+    } else {
+        // The tap must still name the real socket's addresses (they pair the
+        // client's connection with the server's in the analysis).
+        let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
+        let line = crate::link::delay_line(sock, ctx.opts.link_delay.0);
+        let tap = Tap::with_addrs(line, local, peer, cfg, ctx.rec.clone());
+        drive(ctx, tap, conn_id, index, start).await
+    }
+}
+
+/// Runs the HTTP/2 connection and its streams over a tapped transport.
+async fn drive<T>(
+    ctx: Arc<ClientCtx>,
+    tap: Tap<T>,
+    conn_id: u32,
+    index: u32,
+    start: u64,
+) -> anyhow::Result<Vec<RpcOutcome>>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let w = ctx.opts.client_stream_window.0 as u32;
     let (send_req, conn) = h2::client::Builder::new()
         .initial_window_size(w)

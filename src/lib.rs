@@ -6,6 +6,7 @@ pub mod decode;
 pub mod experiment;
 pub mod export;
 pub mod grpc;
+pub mod link;
 pub mod live;
 pub mod merge;
 pub mod report;

@@ -179,6 +179,10 @@ pub struct Summary {
     /// Same, for the connection-level WINDOW_UPDATE.
     pub release_to_conn_update_ms: Distribution,
     pub release_point: Option<String>,
+    /// Client tap write → server tap read of the same client→server frame
+    /// (matched by byte offset), ms: the one-way time through the socket,
+    /// plus any `--link-delay`.
+    pub c2s_frame_latency_ms: Distribution,
     /// Client RPC outcomes by gRPC status name.
     pub rpc_status: BTreeMap<String, u64>,
     pub server_rpc_status: BTreeMap<String, u64>,
@@ -278,6 +282,10 @@ pub struct Analyzer {
     credit_detail: String,
     has_client: bool,
     has_server: bool,
+    /// Client→server frames written by the client's tap and not yet read by
+    /// the server's, per (client address, server address): (offset, t).
+    in_flight: HashMap<(String, String), VecDeque<(u64, u64)>>,
+    frame_latency: Recorder,
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
@@ -352,6 +360,8 @@ impl Analyzer {
             credit_detail: String::new(),
             has_client: false,
             has_server: false,
+            in_flight: HashMap::new(),
+            frame_latency: Recorder::new(1e-6),
             window_log: None,
             window_log_error: None,
         }
@@ -559,7 +569,42 @@ impl Analyzer {
         self.tl.owned_bytes.push(t, self.owned as f64);
     }
 
+    /// Matches a client→server frame seen by both taps (by byte offset).
+    fn match_in_flight(&mut self, e: &Event, f: &schema::FrameEv) {
+        let Some(c) = self.conns.get(&(e.ep, e.conn)) else {
+            return;
+        };
+        match (e.ep, f.dir) {
+            (Endpoint::Client, Dir::Out) => {
+                let q = self
+                    .in_flight
+                    .entry((c.local.clone(), c.peer.clone()))
+                    .or_default();
+                q.push_back((f.offset, e.t));
+                // Bounded: a client-only trace never drains this.
+                if q.len() > 100_000 {
+                    q.pop_front();
+                }
+            }
+            (Endpoint::Server, Dir::In) => {
+                if let Some(q) = self.in_flight.get_mut(&(c.peer.clone(), c.local.clone())) {
+                    while q.front().is_some_and(|(off, _)| *off < f.offset) {
+                        q.pop_front();
+                    }
+                    if let Some((off, t0)) = q.front().copied() {
+                        if off == f.offset {
+                            self.frame_latency.record(e.t.saturating_sub(t0));
+                            q.pop_front();
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn frame(&mut self, e: &Event, f: &schema::FrameEv) {
+        self.match_in_flight(e, f);
         let t = e.t;
         let travel = flow_of(e.ep, f.dir);
         let conn = self.conns.entry((e.ep, e.conn)).or_default();
@@ -696,6 +741,7 @@ impl Analyzer {
         s.window_update_increment = self.wu_increment.summary();
         s.release_to_update_ms = self.rel_lat.summary();
         s.release_to_conn_update_ms = self.rel_conn_lat.summary();
+        s.c2s_frame_latency_ms = self.frame_latency.summary();
         s.coalescing_ratio = if s.window_updates_out_stream > 0 {
             s.releases as f64 / s.window_updates_out_stream as f64
         } else {

@@ -101,8 +101,12 @@ pub fn headline(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        "client    window-blocked {:.2}s  socket-blocked {:.3}s  lateness p50 {:.1}ms p99 {:.1}ms",
-        s.client_window_blocked_s, s.client_socket_blocked_s, s.lateness_ms.p50, s.lateness_ms.p99
+        "client    window-blocked {:.2}s  socket-blocked {:.3}s  lateness p50 {:.1}ms p99 {:.1}ms  frame c2s latency p50 {:.3}ms",
+        s.client_window_blocked_s,
+        s.client_socket_blocked_s,
+        s.lateness_ms.p50,
+        s.lateness_ms.p99,
+        s.c2s_frame_latency_ms.p50
     );
     let _ = writeln!(
         o,

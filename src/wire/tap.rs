@@ -132,13 +132,27 @@ impl Tap<tokio::net::TcpStream> {
         rec: Recorder,
     ) -> std::io::Result<Self> {
         let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
+        Ok(Tap::with_addrs(sock, local, peer, cfg, rec))
+    }
+}
+
+impl<S> Tap<S> {
+    /// Taps a transport that carries the TCP connection `local`–`peer`
+    /// (e.g. a delay line in front of the socket), recording its `conn_open`.
+    pub fn with_addrs(
+        io: S,
+        local: std::net::SocketAddr,
+        peer: std::net::SocketAddr,
+        cfg: TapConfig,
+        rec: Recorder,
+    ) -> Self {
         rec.emit(cfg.endpoint, cfg.conn, 0, now_ns(), || {
             Kind::ConnOpen(ConnOpenEv {
                 local: local.to_string(),
                 peer: peer.to_string(),
             })
         });
-        Ok(Tap::new(sock, cfg, rec))
+        Tap::new(io, cfg, rec)
     }
 }
 

@@ -1,0 +1,62 @@
+//! With a round trip, the window becomes a throughput limit (window / RTT):
+//! the bandwidth-delay product the instrument lets you see frame by frame.
+
+mod support;
+
+use support::{dur, run, run_opts, temp_dir};
+
+fn delayed(name: &str, window: &str) -> h2probe::experiment::RunResult {
+    let dir = temp_dir(name);
+    let mut o = run_opts(&dir, "frame", "unbounded");
+    o.client.duration = dur("1500ms");
+    o.client.link_delay = dur("25ms");
+    o.client.max_pending = 20;
+    // A fast worker: only the transport can be the bottleneck.
+    o.server.service_time = dur("1ms");
+    o.server.stream_window = window.parse().unwrap();
+    o.server.conn_window = window.parse().unwrap();
+    o.output.no_pcap = true;
+    run(o)
+}
+
+#[test]
+fn a_64k_window_over_a_50ms_round_trip_caps_throughput_near_window_over_rtt() {
+    let r = delayed("delay-64k", "65535");
+    let s = &r.summary;
+    support::assert_checks(&r);
+    // 65,535 B per 50 ms round trip ≈ 1.3 MB/s ≈ 80 framed 16 KiB messages/s.
+    assert!(
+        s.send_rate > 40.0 && s.send_rate < 110.0,
+        "send rate {}",
+        s.send_rate
+    );
+    assert!(
+        s.client_window_blocked_s > 0.7,
+        "window-blocked {}",
+        s.client_window_blocked_s
+    );
+    // The delay is visible frame by frame: client tap write → server tap read.
+    assert!(
+        s.c2s_frame_latency_ms.p50 >= 25.0,
+        "{:?}",
+        s.c2s_frame_latency_ms
+    );
+    assert!(
+        s.c2s_frame_latency_ms.p50 < 40.0,
+        "{:?}",
+        s.c2s_frame_latency_ms
+    );
+}
+
+#[test]
+fn a_window_above_the_bandwidth_delay_product_lets_the_offered_rate_through() {
+    let r = delayed("delay-1m", "1MiB");
+    let s = &r.summary;
+    support::assert_checks(&r);
+    assert!(s.send_rate > 250.0, "send rate {}", s.send_rate);
+    assert!(
+        s.client_window_blocked_s < 0.3,
+        "window-blocked {}",
+        s.client_window_blocked_s
+    );
+}
