@@ -167,7 +167,13 @@ pub(super) async fn handle(
     if let Err((http_status, grpc_status, msg)) = check_request(&req, ctx.cfg.framing) {
         match grpc_status {
             Some(code) => send_status(&mut respond, code, &msg),
-            None => send_http_error(&mut respond, http_status, &msg),
+            None => {
+                // A plain HTTP client (curl) may still be uploading: read a
+                // small body to its end first, so the stream closes cleanly
+                // instead of with a reset the client reports as an error.
+                drain_body(req.into_body(), 1 << 20, std::time::Duration::from_secs(2)).await;
+                send_http_error(&mut respond, http_status, &msg)
+            }
         }
         end(grpc_status.unwrap_or(status::UNIMPLEMENTED), msg);
         return;
@@ -301,6 +307,23 @@ pub(super) async fn handle(
         Outcome::Gone(why) => end(status::CANCELLED, why),
     }
     drop(body);
+}
+
+/// Reads and releases up to `limit` body bytes, for at most `wait`.
+async fn drain_body(mut body: RecvStream, limit: usize, wait: std::time::Duration) {
+    let mut seen = 0;
+    let _ = tokio::time::timeout(wait, async {
+        while seen < limit {
+            match body.data().await {
+                Some(Ok(chunk)) => {
+                    seen += chunk.len();
+                    let _ = body.flow_control().release_capacity(chunk.len());
+                }
+                _ => break,
+            }
+        }
+    })
+    .await;
 }
 
 /// Refuses what the probe does not serve: (HTTP status, gRPC status if the
