@@ -100,9 +100,31 @@ fn create_dir(out: &Option<PathBuf>, label: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// Resolves when Ctrl-C arrives (never, if the handler cannot be installed).
-async fn ctrl_c() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
+/// Ctrl-C presses, listened for from the start of a command: the handler is
+/// registered at once, so an early Ctrl-C is handled, never fatal.
+struct Interrupts(watch::Receiver<u64>);
+
+impl Interrupts {
+    fn listen() -> Interrupts {
+        let (tx, rx) = watch::channel(0u64);
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(mut sig) => {
+                tokio::spawn(async move {
+                    while sig.recv().await.is_some() {
+                        tx.send_modify(|n| *n += 1);
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("cannot listen for Ctrl-C: {e}"),
+        }
+        Interrupts(rx)
+    }
+
+    /// Resolves at the next Ctrl-C.
+    async fn next(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 
@@ -322,6 +344,7 @@ fn label_of(server: &ServerOpts) -> String {
 
 /// `h2probe run`.
 pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
+    let mut interrupts = Interrupts::listen();
     opts.client.validate()?;
     let cfg = opts.server.validate(
         opts.output.capture_payload,
@@ -370,7 +393,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let mut interrupted = false;
     let outcomes = tokio::select! {
         r = &mut client_run => r,
-        _ = ctrl_c() => {
+        _ = interrupts.next() => {
             interrupted = true;
             eprintln!("h2probe: interrupted; stopping the client and the server, then finishing the trace");
             let _ = interrupt_tx.send(true);
@@ -447,6 +470,7 @@ pub struct ServeOpts {
 }
 
 pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<String>)> {
+    let mut interrupts = Interrupts::listen();
     let cfg = opts
         .server
         .validate(opts.output.capture_payload, None, None)?;
@@ -496,7 +520,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
         }
     };
     let status = tokio::select! {
-        _ = ctrl_c() => "interrupted",
+        _ = interrupts.next() => "interrupted",
         _ = stop_after => "complete",
         _ = timer => "complete",
     };
@@ -509,7 +533,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<(PathBuf, Summary, Vec<Str
     let _ = shutdown_tx.send(true);
     let served = tokio::select! {
         r = server_task => r.context("server task")?,
-        _ = ctrl_c() => { eprintln!("h2probe: second interrupt; abandoning open RPCs"); Ok(()) }
+        _ = interrupts.next() => { eprintln!("h2probe: second interrupt; abandoning open RPCs"); Ok(()) }
     };
     progress.finish().await;
     drop(rec);
@@ -544,6 +568,7 @@ pub struct ClientCmdOpts {
 pub async fn client_cmd(
     opts: ClientCmdOpts,
 ) -> anyhow::Result<(PathBuf, Summary, Vec<String>, Vec<RpcOutcome>)> {
+    let mut interrupts = Interrupts::listen();
     opts.client.validate()?;
     let label = opts.output.label.clone().unwrap_or_else(|| "client".into());
     let dir = create_dir(&opts.output.out, &label)?;
@@ -567,7 +592,7 @@ pub async fn client_cmd(
     let mut status = "complete";
     let outcomes = tokio::select! {
         r = &mut run => r,
-        _ = ctrl_c() => {
+        _ = interrupts.next() => {
             status = "interrupted";
             let _ = interrupt_tx.send(true);
             run.await
