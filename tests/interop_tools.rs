@@ -141,6 +141,23 @@ async fn h2load_posts_bodies_of_several_sizes_to_the_raw_server() {
         total_reqs += 6;
     }
     let (s, _) = server.stop().await;
+    // The same requests against the default gRPC framing: a clear 415 each.
+    let grpc = TestServer::start("h2load-grpc", ServerOpts::default()).await;
+    let body = grpc.dir.join("body");
+    std::fs::write(&body, vec![b'x'; 50_000]).unwrap();
+    let out = Command::new(&h2load)
+        .args(["-n", "4", "-c", "1", "-m", "2", "-d"])
+        .arg(&body)
+        .arg(format!("http://{}/upload", grpc.addr))
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("0 2xx, 0 3xx, 4 4xx"),
+        "h2load against gRPC framing:\n{text}"
+    );
+    grpc.stop().await;
     assert_eq!(s.data_bytes_in, total_bytes);
     assert_eq!(s.server_rpc_status.get("OK"), Some(&total_reqs));
     // Units of 16 KiB plus one short tail unit per body.
@@ -211,6 +228,20 @@ async fn nghttp_frame_log_agrees_with_our_trace() {
     );
     let (s, dir) = server.stop().await;
     assert_eq!(s.data_bytes_in, 200_000);
+    // The same upload against gRPC framing gets a clear 415 with a reason.
+    let grpc = TestServer::start("nghttp-grpc", ServerOpts::default()).await;
+    let out = Command::new(&nghttp)
+        .arg("-d")
+        .arg(&body)
+        .arg("-v")
+        .arg(format!("http://{}/upload", grpc.addr))
+        .output()
+        .await
+        .unwrap();
+    let refused = String::from_utf8_lossy(&out.stdout);
+    assert!(refused.contains(":status: 415"), "{refused}");
+    assert!(refused.contains("this server speaks gRPC"), "{refused}");
+    grpc.stop().await;
     let theirs = nghttp_frames(&log);
     let ours = support::tap_frames(&dir, Endpoint::Server);
     for (their_dir, our_dir) in [(true, Dir::In), (false, Dir::Out)] {
