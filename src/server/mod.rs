@@ -34,7 +34,7 @@ pub struct ServerOpts {
     #[arg(long, default_value = "unbounded", value_name = "POLICY")]
     pub queue: QueuePolicy,
 
-    /// Simulated work per message (a timer, like the article's worker).
+    /// Simulated work per message (a timer, like the article's worker; 0 = none).
     #[arg(long, default_value = "10ms", value_name = "DURATION")]
     pub service_time: Dur,
 
