@@ -66,6 +66,12 @@ pub struct ClientOpts {
     #[arg(long, default_value = "0s", value_name = "DURATION")]
     pub link_delay: Dur,
 
+    /// Bandwidth of that link in bytes per second, each way (e.g. 1MiB);
+    /// the line then holds at most one bandwidth-delay product (≥ 64 KiB),
+    /// so a sender that outruns it is blocked on the socket, as on a real link.
+    #[arg(long, value_name = "SIZE")]
+    pub link_rate: Option<Size>,
+
     /// Request path (a different path tests the server's UNIMPLEMENTED answer).
     #[arg(long, default_value = grpc::INGEST_PATH)]
     pub path: String,
@@ -95,6 +101,12 @@ impl ClientOpts {
         self.client_stream_window
             .to_u32("--client-stream-window")
             .map_err(anyhow::Error::msg)?;
+        if let Some(r) = self.link_rate {
+            anyhow::ensure!(
+                r.0 >= 1024,
+                "--link-rate must be at least 1KiB (bytes per second)"
+            );
+        }
         Ok(())
     }
 
@@ -168,14 +180,18 @@ async fn connection(
         conn: conn_id,
         capture: ctx.capture,
     };
-    if ctx.opts.link_delay.0.is_zero() {
+    let shape = crate::link::Shape {
+        delay: ctx.opts.link_delay.0,
+        rate: ctx.opts.link_rate.map(|r| r.0),
+    };
+    if shape.is_transparent() {
         let tap = Tap::open(sock, cfg, ctx.rec.clone())?;
         drive(ctx, tap, conn_id, index, start).await
     } else {
         // The tap must still name the real socket's addresses (they pair the
         // client's connection with the server's in the analysis).
         let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
-        let line = crate::link::delay_line(sock, ctx.opts.link_delay.0);
+        let line = crate::link::shaped(sock, shape);
         let tap = Tap::with_addrs(line, local, peer, cfg, ctx.rec.clone());
         drive(ctx, tap, conn_id, index, start).await
     }

@@ -1,62 +1,115 @@
-//! A user-space delay line: tc netem does not exist on these kernels, so
-//! latency is added here. Bytes written to the returned stream reach the
-//! socket `delay` later, and bytes from the socket reach the reader `delay`
-//! later, in order. Memory is bounded: a full line stops reading, which
-//! pushes back on the sender like a full socket would.
+//! A user-space link: tc netem does not exist on these kernels, so latency
+//! and a bandwidth limit are added here. Bytes written to the returned
+//! stream reach the socket `delay` later (and no faster than `rate`), and
+//! bytes from the socket reach the reader the same way. Memory is bounded:
+//! a full line stops reading, which pushes back on the sender exactly like a
+//! full socket buffer, so the sender's tap records `socket_blocked`.
 
 use bytes::Bytes;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 use tokio::time::Instant;
 
-/// Bytes read per chunk, and chunks in flight per direction: at most
-/// 16 MiB on the line, enough for 20 MB/s at a 400 ms round trip.
+/// Bytes read per chunk.
 const CHUNK: usize = 16 * 1024;
-const IN_FLIGHT: usize = 1024;
 
-/// Wraps `sock` in a delay line of `delay` each way; returns the stream the
-/// endpoint should use instead of the socket.
-pub fn delay_line(sock: TcpStream, delay: Duration) -> DuplexStream {
-    let (near, far) = tokio::io::duplex(4 * CHUNK);
+/// How the link behaves in each direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// One-way delay.
+    pub delay: Duration,
+    /// Bytes per second, `None` for unlimited.
+    pub rate: Option<u64>,
+}
+
+impl Shape {
+    pub fn is_transparent(&self) -> bool {
+        self.delay.is_zero() && self.rate.is_none()
+    }
+
+    /// Bytes the line may hold per direction: the bandwidth-delay product
+    /// (at least 64 KiB) when rate-limited, 16 MiB otherwise.
+    fn capacity(&self) -> usize {
+        match self.rate {
+            Some(r) => ((r as f64 * self.delay.as_secs_f64()) as usize).max(64 * 1024),
+            None => 16 << 20,
+        }
+    }
+}
+
+/// Wraps `sock` in a link shaped by `shape` in both directions; returns the
+/// stream the endpoint should use instead of the socket.
+pub fn shaped(sock: TcpStream, shape: Shape) -> DuplexStream {
+    let (near, far) = tokio::io::duplex(CHUNK);
     let (far_r, far_w) = tokio::io::split(far);
     let (sock_r, sock_w) = sock.into_split();
-    tokio::spawn(pump(far_r, sock_w, delay));
-    tokio::spawn(pump(sock_r, far_w, delay));
+    tokio::spawn(pump(far_r, sock_w, shape));
+    tokio::spawn(pump(sock_r, far_w, shape));
     near
 }
 
-/// Moves bytes from `src` to `dst`, each chunk held until `delay` after it was read.
-async fn pump<R, W>(mut src: R, mut dst: W, delay: Duration)
+/// Moves bytes from `src` to `dst`: each chunk is held until `delay` after
+/// it was read, and chunks leave no faster than `rate`.
+async fn pump<R, W>(mut src: R, mut dst: W, shape: Shape)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, mut rx) = mpsc::channel::<(Instant, Option<Bytes>)>(IN_FLIGHT);
+    let cap = shape.capacity();
+    let room = Arc::new(Semaphore::new(cap));
+    let (tx, mut rx) =
+        mpsc::unbounded_channel::<(Instant, Option<(Bytes, tokio::sync::OwnedSemaphorePermit)>)>();
+    // The channel itself is unbounded, but every chunk in it holds permits
+    // for its bytes: at most `cap` bytes are ever on the line.
+    let reader_room = room.clone();
     let reader = tokio::spawn(async move {
-        let mut buf = vec![0u8; CHUNK];
+        let mut buf = vec![0u8; CHUNK.min(cap)];
         loop {
+            // A full line waits here before reading: that is the backpressure.
+            let Ok(permit) = reader_room
+                .clone()
+                .acquire_many_owned(buf.len() as u32)
+                .await
+            else {
+                return;
+            };
             let n = match src.read(&mut buf).await {
                 Ok(0) | Err(_) => 0,
                 Ok(n) => n,
             };
-            let due = Instant::now() + delay;
-            let chunk = (n > 0).then(|| Bytes::copy_from_slice(&buf[..n]));
-            let end = chunk.is_none();
-            // A full line waits here: that is the backpressure.
-            if tx.send((due, chunk)).await.is_err() || end {
+            let due = Instant::now() + shape.delay;
+            if n == 0 {
+                let _ = tx.send((due, None));
+                return;
+            }
+            let mut permit = permit;
+            let spare = permit.split(buf.len() - n);
+            drop(spare);
+            if tx
+                .send((due, Some((Bytes::copy_from_slice(&buf[..n]), permit))))
+                .is_err()
+            {
                 return;
             }
         }
     });
+    let mut next_free = Instant::now();
     while let Some((due, chunk)) = rx.recv().await {
-        tokio::time::sleep_until(due).await;
+        tokio::time::sleep_until(due.max(next_free)).await;
         match chunk {
-            Some(b) => {
+            Some((b, permit)) => {
                 if dst.write_all(&b).await.is_err() {
                     break;
                 }
+                if let Some(rate) = shape.rate {
+                    // Serialisation time of this chunk at the link rate.
+                    let busy = Duration::from_secs_f64(b.len() as f64 / rate as f64);
+                    next_free = Instant::now().max(next_free) + busy;
+                }
+                drop(permit);
             }
             None => {
                 let _ = dst.shutdown().await;
@@ -71,19 +124,23 @@ where
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn bytes_arrive_in_order_after_the_delay_both_ways() {
+    async fn echo_once(len: usize) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let echo = tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let (mut s, _) = listener.accept().await.unwrap();
-            let mut buf = vec![0u8; 100_000];
+            let mut buf = vec![0u8; len];
             s.read_exact(&mut buf).await.unwrap();
             s.write_all(&buf).await.unwrap();
         });
+        (addr, task)
+    }
+
+    async fn round_trip(shape: Shape, len: usize) -> Duration {
+        let (addr, echo) = echo_once(len).await;
         let sock = TcpStream::connect(addr).await.unwrap();
-        let mut line = delay_line(sock, Duration::from_millis(40));
-        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let mut line = shaped(sock, shape);
+        let data: Vec<u8> = (0..len as u32).map(|i| (i % 251) as u8).collect();
         let t0 = Instant::now();
         let (mut r, mut w) = tokio::io::split(&mut line);
         let send = async { w.write_all(&data).await.unwrap() };
@@ -93,12 +150,33 @@ mod tests {
             back
         };
         let ((), back) = tokio::join!(send, recv);
-        let rtt = t0.elapsed();
         assert_eq!(back, data, "order and content kept");
+        echo.await.unwrap();
+        t0.elapsed()
+    }
+
+    #[tokio::test]
+    async fn bytes_arrive_in_order_after_the_delay_both_ways() {
+        let shape = Shape {
+            delay: Duration::from_millis(40),
+            rate: None,
+        };
+        let rtt = round_trip(shape, 100_000).await;
         assert!(
             rtt >= Duration::from_millis(80),
             "round trip {rtt:?} includes both delays"
         );
-        echo.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_rate_limit_paces_the_bytes() {
+        // 200 KB each way at 1 MB/s: at least 0.2 s per direction.
+        let shape = Shape {
+            delay: Duration::ZERO,
+            rate: Some(1_000_000),
+        };
+        let took = round_trip(shape, 200_000).await;
+        assert!(took >= Duration::from_millis(350), "{took:?}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
     }
 }

@@ -60,3 +60,47 @@ fn a_window_above_the_bandwidth_delay_product_lets_the_offered_rate_through() {
         s.client_window_blocked_s
     );
 }
+
+fn slow_link(name: &str, window: &str) -> h2probe::experiment::RunResult {
+    let dir = temp_dir(name);
+    let mut o = run_opts(&dir, "frame", "unbounded");
+    o.client.duration = dur("1500ms");
+    o.client.link_rate = Some("512KiB".parse().unwrap());
+    o.client.max_pending = 20;
+    o.server.service_time = dur("1ms");
+    o.server.stream_window = window.parse().unwrap();
+    o.server.conn_window = window.parse().unwrap();
+    o.output.no_pcap = true;
+    run(o)
+}
+
+#[test]
+fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
+    // 512 KiB/s ≈ 32 messages of 16 KiB per second.
+    let big = slow_link("slow-1m", "1MiB");
+    support::assert_checks(&big);
+    let s = &big.summary;
+    assert!(
+        s.send_rate > 15.0 && s.send_rate < 70.0,
+        "send rate {}",
+        s.send_rate
+    );
+    assert!(
+        s.client_socket_blocked_s > 0.5,
+        "socket-blocked {}",
+        s.client_socket_blocked_s
+    );
+    // With the default 64 KiB window, the window binds before the socket does.
+    let small = slow_link("slow-64k", "65535");
+    let s = &small.summary;
+    assert!(
+        s.client_window_blocked_s > 1.0,
+        "window-blocked {}",
+        s.client_window_blocked_s
+    );
+    assert!(
+        s.client_socket_blocked_s < 0.1,
+        "socket-blocked {}",
+        s.client_socket_blocked_s
+    );
+}
