@@ -80,7 +80,7 @@ impl<'a> Body<'a> {
         }
     }
 
-    /// Types a payload (for DATA: just its first [`Body::prefix_needed`] bytes).
+    /// Types a payload (for DATA: just its pad-length byte, if any).
     pub fn load(head: &Head, offset: u64, p: &'a [u8]) -> Result<Body<'a>, Error> {
         let bad = |what| Error::Malformed {
             offset,
