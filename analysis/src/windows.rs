@@ -120,11 +120,6 @@ impl FlowWindows {
         }
     }
 
-    /// The stream is finished: forget it (keeps memory bounded by open streams).
-    pub fn close_stream(&mut self, stream: u32) -> Option<i64> {
-        self.streams.remove(&stream)
-    }
-
     pub fn conn(&self) -> i64 {
         self.conn
     }

@@ -62,10 +62,6 @@ impl Recorder {
         }
     }
 
-    pub fn is_enabled(&self) -> bool {
-        self.tx.is_some()
-    }
-
     /// Records an event built by `build`, only called once a slot is reserved.
     #[inline]
     pub fn emit(&self, ep: Endpoint, conn: u32, stream: u32, t: u64, build: impl FnOnce() -> Kind) {
