@@ -4,12 +4,8 @@
 mod support;
 
 use bytes::Bytes;
-use h2probe::live::Live;
-use h2probe::server::{self, ServerCtx, ServerOpts};
-use h2probe::trace::Recorder;
-use h2probe::wire::tap::CapturePayload;
+use h2probe::server::ServerOpts;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 struct Answer {
     http: u16,
@@ -75,18 +71,8 @@ async fn a_message_larger_than_the_window_is_refused_under_late_release_not_stal
         stream_window: "8KiB".parse().unwrap(),
         ..Default::default()
     };
-    let cfg = opts.validate(CapturePayload::None, None, None).unwrap();
-    let (_shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-    let ctx = Arc::new(ServerCtx {
-        cfg,
-        rec: Recorder::disabled(),
-        live: Arc::new(Live::default()),
-        conn_ids: Default::default(),
-        shutdown: shutdown_rx,
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(server::serve(listener, ctx));
+    let server = support::TestServer::start("bad-input-window", opts).await;
+    let addr = server.addr;
     let big = item(0, 16 * 1024);
     let a = tokio::time::timeout(
         std::time::Duration::from_secs(10),
@@ -105,18 +91,8 @@ async fn bad_requests_get_the_right_status_and_the_server_keeps_serving() {
         max_message_size: "64KiB".parse().unwrap(),
         ..Default::default()
     };
-    let cfg = opts.validate(CapturePayload::None, None, None).unwrap();
-    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-    let ctx = Arc::new(ServerCtx {
-        cfg,
-        rec: Recorder::disabled(),
-        live: Arc::new(Live::default()),
-        conn_ids: Default::default(),
-        shutdown: shutdown_rx,
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(server::serve(listener, ctx));
+    let server = support::TestServer::start("bad-input-statuses", opts).await;
+    let addr = server.addr;
     let good = |n: usize| {
         (0..n as u64)
             .flat_map(|i| item(i, 100))
@@ -198,6 +174,5 @@ async fn bad_requests_get_the_right_status_and_the_server_keeps_serving() {
             again.message
         );
     }
-    let _ = shutdown_tx.send(true);
-    server.await.unwrap().unwrap();
+    server.stop().await;
 }

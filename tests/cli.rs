@@ -143,8 +143,7 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("truncated at line {line}")), "{err}");
-    let s: h2probe_analysis::analyze::Summary =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let s = support::read_summary(&dir);
     assert_eq!(s.trace_ending, format!("truncated at line {line}"));
     assert!(s.scheduled > 0 && s.scheduled <= full.scheduled);
     // And a file that is not a trace is refused by name.

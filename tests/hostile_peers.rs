@@ -48,15 +48,7 @@ async fn garbage_and_oversize_frames_are_recorded_and_the_server_keeps_serving()
         duration: "300ms".parse().unwrap(),
         ..Default::default()
     };
-    let ctx = std::sync::Arc::new(h2probe::client::ClientCtx {
-        opts: client,
-        target: server.addr,
-        capture: h2probe::wire::tap::CapturePayload::None,
-        rec: h2probe::trace::Recorder::disabled(),
-        live: Default::default(),
-        conn_ids: Default::default(),
-        interrupt: tokio::sync::watch::channel(false).1,
-    });
+    let ctx = support::client_ctx(client, server.addr, h2probe::trace::Recorder::disabled());
     let outcomes = h2probe::client::run(ctx).await.unwrap();
     assert_eq!(outcomes[0].status, 0, "{:?}", outcomes[0]);
     let (s, dir) = server.stop().await;

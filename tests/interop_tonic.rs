@@ -4,10 +4,7 @@
 mod support;
 
 use h2probe::grpc::pb::{IngestReply, Item};
-use h2probe::live::Live;
-use h2probe::server::{self, ServerCtx, ServerOpts};
-use h2probe::trace::Recorder;
-use h2probe::wire::tap::CapturePayload;
+use h2probe::server::ServerOpts;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -80,19 +77,8 @@ async fn a_tonic_client_drives_our_server() {
         queue: "bounded:4".parse().unwrap(),
         ..Default::default()
     };
-    let cfg = opts.validate(CapturePayload::None, None, None).unwrap();
-    let (shutdown_tx, shutdown_rx) = tokio::sync::watch::channel(false);
-    let live = Arc::new(Live::default());
-    let ctx = Arc::new(ServerCtx {
-        cfg,
-        rec: Recorder::disabled(),
-        live: live.clone(),
-        conn_ids: Default::default(),
-        shutdown: shutdown_rx,
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = tokio::spawn(server::serve(listener, ctx));
+    let server = support::TestServer::start("tonic-our-server", opts).await;
+    let addr = server.addr;
 
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
         .unwrap()
@@ -144,10 +130,12 @@ async fn a_tonic_client_drives_our_server() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), tonic::Code::Unimplemented);
-    let _ = shutdown_tx.send(true);
     drop(grpc);
-    server.await.unwrap().unwrap();
-    assert_eq!(Live::get(&live.completed), 2 * n);
+    let (s, _) = server.stop().await;
+    assert_eq!(s.completed, 2 * n);
+    assert_eq!(s.checks["credit"].ok, Some(true));
+    // Release on complete: the application never owned more than the window.
+    assert!(s.max_owned_bytes <= 65_535, "{}", s.max_owned_bytes);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,15 +159,7 @@ async fn our_client_drives_a_tonic_server() {
         streams: 2,
         ..Default::default()
     };
-    let ctx = Arc::new(h2probe::client::ClientCtx {
-        opts,
-        target: addr,
-        capture: CapturePayload::Headers,
-        rec: rec.clone(),
-        live: Arc::new(Live::default()),
-        conn_ids: Default::default(),
-        interrupt: tokio::sync::watch::channel(false).1,
-    });
+    let ctx = support::client_ctx(opts, addr, rec.clone());
     let outcomes = h2probe::client::run(ctx).await.unwrap();
     assert_eq!(outcomes.len(), 2);
     let mut total = 0;

@@ -359,15 +359,7 @@ async fn our_client_drives_nghttpd() {
         payload: "4KiB".parse().unwrap(),
         ..Default::default()
     };
-    let ctx = std::sync::Arc::new(h2probe::client::ClientCtx {
-        opts,
-        target: addr,
-        capture: h2probe::wire::tap::CapturePayload::Headers,
-        rec: rec.clone(),
-        live: Default::default(),
-        conn_ids: Default::default(),
-        interrupt: tokio::sync::watch::channel(false).1,
-    });
+    let ctx = support::client_ctx(opts, addr, rec.clone());
     let outcomes = h2probe::client::run(ctx).await.unwrap();
     child.kill().await.unwrap();
     drop(rec);

@@ -106,8 +106,7 @@ fn ctrl_c_mid_run_finishes_the_trace_and_the_summary() {
             .contains("\"type\":\"footer\""),
         "the trace has its footer"
     );
-    let s: h2probe_analysis::analyze::Summary =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let s = support::read_summary(&dir);
     assert!(s.completed > 20 && s.scheduled < 9000, "{s:#?}");
     // Work cut short is recorded with its reason: unsent messages as
     // `interrupted`; queued ones as `shutdown`, or `cancelled` when the
@@ -144,15 +143,7 @@ async fn shutdown_with_drain_completes_queued_work_before_answering() {
         duration: "5s".parse().unwrap(),
         ..Default::default()
     };
-    let ctx = std::sync::Arc::new(h2probe::client::ClientCtx {
-        opts: copts,
-        target: server.addr,
-        capture: h2probe::wire::tap::CapturePayload::None,
-        rec: h2probe::trace::Recorder::disabled(),
-        live: Default::default(),
-        conn_ids: Default::default(),
-        interrupt: tokio::sync::watch::channel(false).1,
-    });
+    let ctx = support::client_ctx(copts, server.addr, h2probe::trace::Recorder::disabled());
     let client = tokio::spawn(h2probe::client::run(ctx));
     tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     // Server shutdown (what Ctrl-C does to `serve`), mid-stream, with a queue.

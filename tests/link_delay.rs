@@ -5,18 +5,33 @@ mod support;
 
 use support::{dur, run, run_opts, temp_dir};
 
-fn delayed(name: &str, window: &str) -> h2probe::experiment::RunResult {
+/// A 1.5 s run over a shaped link with a fast worker (only the transport
+/// can be the bottleneck) and the server's windows set to `window`.
+fn over_link(
+    name: &str,
+    window: &str,
+    shape: impl FnOnce(&mut h2probe::client::ClientOpts),
+) -> h2probe::experiment::RunResult {
     let dir = temp_dir(name);
     let mut o = run_opts(&dir, "frame", "unbounded");
     o.client.duration = dur("1500ms");
-    o.client.link_delay = dur("25ms");
     o.client.max_pending = 20;
-    // A fast worker: only the transport can be the bottleneck.
+    shape(&mut o.client);
     o.server.service_time = dur("1ms");
     o.server.stream_window = window.parse().unwrap();
     o.server.conn_window = window.parse().unwrap();
     o.output.no_pcap = true;
     run(o)
+}
+
+fn delayed(name: &str, window: &str) -> h2probe::experiment::RunResult {
+    over_link(name, window, |c| c.link_delay = dur("25ms"))
+}
+
+fn slow_link(name: &str, window: &str) -> h2probe::experiment::RunResult {
+    over_link(name, window, |c| {
+        c.link_rate = Some("512KiB".parse().unwrap())
+    })
 }
 
 #[test]
@@ -59,19 +74,6 @@ fn a_window_above_the_bandwidth_delay_product_lets_the_offered_rate_through() {
         "window-blocked {}",
         s.client_window_blocked_s
     );
-}
-
-fn slow_link(name: &str, window: &str) -> h2probe::experiment::RunResult {
-    let dir = temp_dir(name);
-    let mut o = run_opts(&dir, "frame", "unbounded");
-    o.client.duration = dur("1500ms");
-    o.client.link_rate = Some("512KiB".parse().unwrap());
-    o.client.max_pending = 20;
-    o.server.service_time = dur("1ms");
-    o.server.stream_window = window.parse().unwrap();
-    o.server.conn_window = window.parse().unwrap();
-    o.output.no_pcap = true;
-    run(o)
 }
 
 #[test]

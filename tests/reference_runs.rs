@@ -13,8 +13,7 @@ fn analyze_copy(name: &str) -> (Summary, Summary) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("captures/reference")
         .join(name);
-    let committed: Summary =
-        serde_json::from_str(&std::fs::read_to_string(src.join("summary.json")).unwrap()).unwrap();
+    let committed: Summary = support::read_summary(&src);
     let dir = support::temp_dir(&format!("ref-{name}"));
     for f in ["trace.jsonl.gz", "meta.json"] {
         std::fs::copy(src.join(f), dir.join(f)).unwrap();
@@ -29,8 +28,7 @@ fn analyze_copy(name: &str) -> (Summary, Summary) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let fresh: Summary =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let fresh: Summary = support::read_summary(&dir);
     for svg in ["credit.svg", "queue.svg", "cumulative.svg", "blocked.svg"] {
         assert!(dir.join(svg).is_file(), "{name}: {svg}");
     }

@@ -86,9 +86,7 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
         String::from_utf8_lossy(&merged.stderr)
     );
     assert!(out.contains("all invariants hold"), "{out}");
-    let s: h2probe_analysis::analyze::Summary =
-        serde_json::from_str(&std::fs::read_to_string(root.join("merged/summary.json")).unwrap())
-            .unwrap();
+    let s = support::read_summary(&root.join("merged"));
     for check in [
         "accounting",
         "bytes",

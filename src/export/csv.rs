@@ -2,7 +2,7 @@
 //! row, fixed columns. Units: `t_ns` CLOCK_MONOTONIC ns, `t_s` seconds since
 //! the trace origin, byte counts in bytes, `*_ns` in nanoseconds.
 
-use crate::trace::schema::{Event, Kind};
+use crate::trace::schema::Kind;
 use anyhow::Context as _;
 use std::collections::HashMap;
 use std::io::Write;
@@ -78,20 +78,13 @@ fn field(v: Option<&serde_json::Value>) -> String {
 
 /// Writes `csv/<type>.csv` for each event type present. Returns the paths.
 pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
-    let origin = r.header().origin_mono_ns;
+    let (header, events) = super::run_events(dir)?;
+    let origin = header.origin_mono_ns;
     let out = dir.join("csv");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut files: HashMap<&'static str, (PathBuf, std::io::BufWriter<std::fs::File>)> =
         HashMap::new();
-    for ev in r.by_ref() {
-        let e: Event = match ev {
-            Ok(e) => e,
-            Err(err) => {
-                eprintln!("h2probe: warning: {}: skipped {err}", trace.display());
-                continue;
-            }
-        };
+    for e in events {
         if matches!(e.kind, Kind::Unknown) {
             continue;
         }

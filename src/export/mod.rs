@@ -5,7 +5,23 @@ pub mod csv;
 pub mod pcap;
 pub mod qlog;
 
+use crate::trace::schema::{Event, Header};
 use std::path::{Path, PathBuf};
+
+/// The header and events of a run's trace, streaming; a corrupt line is
+/// skipped with a warning that names it (exports keep everything readable).
+pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<Item = Event>)> {
+    let (trace, r) = h2probe_analysis::reader::open_run(dir)?;
+    let header = r.header().clone();
+    let events = r.filter_map(move |ev| match ev {
+        Ok(e) => Some(e),
+        Err(err) => {
+            eprintln!("h2probe: warning: {}: skipped {err}", trace.display());
+            None
+        }
+    });
+    Ok((header, events))
+}
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

@@ -332,8 +332,8 @@ pub struct PcapCounts {
 /// Writes `server.pcap` and `client.pcap` into `dir` from its trace (one
 /// streaming pass). A file whose tap recorded nothing is not written.
 pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
-    let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
-    let to_wall = r.header().origin_unix_ns as i128 - r.header().origin_mono_ns as i128;
+    let (header, events) = super::run_events(dir)?;
+    let to_wall = header.origin_unix_ns as i128 - header.origin_mono_ns as i128;
     let header = PcapHeader {
         version_major: 2,
         version_minor: 4,
@@ -358,14 +358,7 @@ pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
     };
     let mut server = open("server.pcap")?;
     let mut client = open("client.pcap")?;
-    for ev in r.by_ref() {
-        let e = match ev {
-            Ok(e) => e,
-            Err(err) => {
-                eprintln!("h2probe: warning: {}: skipped {err}", trace.display());
-                continue;
-            }
-        };
+    for e in events {
         match e.ep {
             Endpoint::Server => server.event(&e).context("writing server.pcap")?,
             Endpoint::Client => client.event(&e).context("writing client.pcap")?,

@@ -96,18 +96,11 @@ fn event_json(e: &Event, origin: u64) -> Option<Value> {
 
 /// Writes `server.sqlog` and `client.sqlog` for the endpoints present.
 pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
-    let origin = r.header().origin_mono_ns;
-    let origin_unix_ms = r.header().origin_unix_ns as f64 / 1e6;
+    let (header, events) = super::run_events(dir)?;
+    let origin = header.origin_mono_ns;
+    let origin_unix_ms = header.origin_unix_ns as f64 / 1e6;
     let mut outs: Vec<Option<(PathBuf, std::io::BufWriter<std::fs::File>)>> = vec![None, None];
-    for ev in r.by_ref() {
-        let e = match ev {
-            Ok(e) => e,
-            Err(err) => {
-                eprintln!("h2probe: warning: {}: skipped {err}", trace.display());
-                continue;
-            }
-        };
+    for e in events {
         let i = e.ep as usize;
         if outs[i].is_none() {
             let name = if e.ep == Endpoint::Server {

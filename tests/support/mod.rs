@@ -63,8 +63,12 @@ pub fn random_splits<'a>(bytes: &'a [u8], rng: &mut Rng, max: u64) -> Vec<&'a [u
     out
 }
 
+/// A fresh, empty directory; unique per call, so tests running in parallel
+/// in one process never share one.
 pub fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("h2probe-test-{name}-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("h2probe-test-{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -216,4 +220,27 @@ pub fn tap_frames(
         }
     }
     out
+}
+
+/// A client context for driving `target` directly (no run directory).
+pub fn client_ctx(
+    opts: h2probe::client::ClientOpts,
+    target: std::net::SocketAddr,
+    rec: h2probe::trace::Recorder,
+) -> std::sync::Arc<h2probe::client::ClientCtx> {
+    std::sync::Arc::new(h2probe::client::ClientCtx {
+        opts,
+        target,
+        capture: h2probe::wire::tap::CapturePayload::Headers,
+        rec,
+        live: Default::default(),
+        conn_ids: Default::default(),
+        interrupt: tokio::sync::watch::channel(false).1,
+    })
+}
+
+/// The `summary.json` of a run directory.
+pub fn read_summary(dir: &std::path::Path) -> h2probe_analysis::analyze::Summary {
+    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
 }
