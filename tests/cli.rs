@@ -77,16 +77,8 @@ fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
     let Some(corpus) = support::corpus_dir() else {
         return;
     };
-    let out = h2probe()
-        .arg("decode")
-        .arg(corpus.join("nghttp-upload.c2s.bin"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let decoded = corpus.join("nghttp-upload.c2s.bin");
+    let out = support::h2probe_ok([std::ffi::OsStr::new("decode"), decoded.as_os_str()]);
     let text = String::from_utf8(out.stdout).unwrap();
     let reference = std::fs::read_to_string(corpus.join("nghttp-upload.frames.jsonl")).unwrap();
     let want = reference.lines().filter(|l| l.contains("\"c2s\"")).count();

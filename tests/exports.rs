@@ -4,7 +4,6 @@
 mod support;
 
 use std::collections::HashMap;
-use std::process::Command;
 
 #[test]
 fn csv_and_qlog_exports_carry_every_event() {
@@ -14,16 +13,12 @@ fn csv_and_qlog_exports_carry_every_event() {
     o.server.service_time = support::dur("1ms");
     o.output.no_pcap = true;
     support::run(o);
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["export", "--format", "csv,qlog"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::h2probe_ok([
+        std::ffi::OsStr::new("export"),
+        "--format".as_ref(),
+        "csv,qlog".as_ref(),
+        dir.as_os_str(),
+    ]);
 
     // Events per type in the trace.
     let mut by_type: HashMap<String, usize> = HashMap::new();

@@ -7,7 +7,6 @@ mod support;
 
 use h2probe_analysis::analyze::Summary;
 use std::path::PathBuf;
-use std::process::Command;
 
 fn analyze_copy(name: &str) -> (Summary, Summary) {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,16 +17,7 @@ fn analyze_copy(name: &str) -> (Summary, Summary) {
     for f in ["trace.jsonl.gz", "meta.json"] {
         std::fs::copy(src.join(f), dir.join(f)).unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .arg("analyze")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::h2probe_ok([std::ffi::OsStr::new("analyze"), dir.as_os_str()]);
     let fresh: Summary = support::read_summary(&dir);
     for svg in ["credit.svg", "queue.svg", "cumulative.svg", "blocked.svg"] {
         assert!(dir.join(svg).is_file(), "{name}: {svg}");

@@ -142,28 +142,10 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
         "Median over repeats, (min–max) where they differ. Rates in messages/s; \
          queue growth is the least-squares slope of queue depth over the steady part of the offered period.\n"
     );
-    let _ = writeln!(
-        o,
-        "| configuration | runs | sent/s | completed/s | queue growth/s | peak queue | peak owned MiB | client window-blocked s | client socket-blocked s |"
-    );
-    let _ = writeln!(
-        o,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-    );
+    let _ = writeln!(o, "| {} |", HEADLINE.join(" | "));
+    let _ = writeln!(o, "| --- |{}", " ---: |".repeat(HEADLINE.len() - 1));
     for r in rows {
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.config,
-            r.runs,
-            r.send_rate.show(1),
-            r.completion_rate.show(1),
-            r.queue_growth_rate.show(1),
-            r.max_queue_depth.show(0),
-            r.max_owned_mib.show(2),
-            r.window_blocked_s.show(2),
-            r.socket_blocked_s.show(3),
-        );
+        let _ = writeln!(o, "| {} |", headline_cells(r).join(" | "));
     }
     let _ = writeln!(o, "\n## WINDOW_UPDATEs and outcomes\n");
     let _ = writeln!(
@@ -199,36 +181,67 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
     o
 }
 
-/// A compact fixed-width table for the terminal.
+/// Column titles of the headline table (Markdown and terminal alike).
+const HEADLINE: [&str; 9] = [
+    "configuration",
+    "runs",
+    "sent/s",
+    "completed/s",
+    "queue growth/s",
+    "peak queue",
+    "peak owned MiB",
+    "client window-blocked s",
+    "client socket-blocked s",
+];
+
+/// One row of the headline table, in the order of [`HEADLINE`].
+fn headline_cells(r: &Row) -> [String; 9] {
+    [
+        r.config.clone(),
+        r.runs.to_string(),
+        r.send_rate.show(1),
+        r.completion_rate.show(1),
+        r.queue_growth_rate.show(1),
+        r.max_queue_depth.show(0),
+        r.max_owned_mib.show(2),
+        r.window_blocked_s.show(2),
+        r.socket_blocked_s.show(3),
+    ]
+}
+
+/// The headline table, fixed-width, for the terminal.
 pub fn terminal_table(rows: &[Row]) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "{:<34} {:>4} {:>21} {:>19} {:>21} {:>16} {:>17} {:>21} {:>18}",
-        "configuration",
-        "runs",
-        "sent/s",
-        "completed/s",
-        "queue growth/s",
-        "peak queue",
-        "owned MiB",
-        "win-blocked s",
-        "WU out"
-    );
-    for r in rows {
-        let _ = writeln!(
-            o,
-            "{:<34} {:>4} {:>21} {:>19} {:>21} {:>16} {:>17} {:>21} {:>18}",
-            r.config,
-            r.runs,
-            r.send_rate.show(1),
-            r.completion_rate.show(1),
-            r.queue_growth_rate.show(1),
-            r.max_queue_depth.show(0),
-            r.max_owned_mib.show(1),
-            r.window_blocked_s.show(2),
-            r.window_updates.show(0)
-        );
+    let cells: Vec<[String; 9]> = rows.iter().map(headline_cells).collect();
+    // Each column as wide as its widest cell.
+    let widths: Vec<usize> = (0..HEADLINE.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .chain([HEADLINE[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cols: Vec<&str>| -> String {
+        let mut l = String::new();
+        for (i, c) in cols.iter().enumerate() {
+            let pad = widths[i].saturating_sub(c.chars().count());
+            if i == 0 {
+                l.push_str(c);
+                l.push_str(&" ".repeat(pad));
+            } else {
+                l.push_str("  ");
+                l.push_str(&" ".repeat(pad));
+                l.push_str(c);
+            }
+        }
+        l.push('\n');
+        l
+    };
+    let mut o = line(HEADLINE.to_vec());
+    for c in &cells {
+        o.push_str(&line(c.iter().map(String::as_str).collect()));
     }
     o
 }

@@ -244,3 +244,21 @@ pub fn read_summary(dir: &std::path::Path) -> h2probe_analysis::analyze::Summary
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     serde_json::from_str(&text).unwrap()
 }
+
+/// Runs the h2probe binary with `args`, asserting it succeeded; returns its output.
+pub fn h2probe_ok<I, S>(args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
