@@ -10,7 +10,8 @@ use crate::trace::schema::{
     WindowBlockedEv,
 };
 use crate::trace::Recorder;
-use crate::wire::tap::{CapturePayload, Tap, TapConfig};
+use crate::config::CapturePayload;
+use crate::tap::{Tap, TapConfig};
 use anyhow::Context as _;
 use bytes::Bytes;
 use h2::client::SendRequest;

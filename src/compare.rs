@@ -3,8 +3,7 @@
 
 use crate::config::{Dur, QueuePolicy, ReleasePoint, Size};
 use crate::experiment::{self, RunOpts};
-use crate::server::ReleaseArg;
-use crate::wire::tap::CapturePayload;
+use crate::config::CapturePayload;
 use anyhow::Context as _;
 use h2probe_analysis::analyze::analyze_trace;
 use h2probe_analysis::compare::{self, RunRef};
@@ -32,8 +31,8 @@ pub struct CompareOpts {
     pub scenario: Option<Scenario>,
 
     /// Release points to run, comma-separated [default: frame,complete; part1: frame].
-    #[arg(long, value_delimiter = ',', value_enum, value_name = "LIST")]
-    pub release: Option<Vec<ReleaseArg>>,
+    #[arg(long, value_delimiter = ',', value_name = "LIST", value_parser = crate::config::release_point_parser())]
+    pub release: Option<Vec<ReleasePoint>>,
 
     /// Queue policies to run, comma-separated [default: direct,unbounded,bounded:32].
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
@@ -101,10 +100,10 @@ fn config_of(dir: &Path) -> String {
     }
 }
 
-fn label(release: ReleaseArg, queue: QueuePolicy) -> String {
+fn label(release: ReleasePoint, queue: QueuePolicy) -> String {
     format!(
         "release={} queue={queue}",
-        ReleasePoint::from(release).as_str()
+        release.as_str()
     )
 }
 
@@ -141,8 +140,8 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         }
     } else {
         let releases = opts.release.clone().unwrap_or_else(|| match opts.scenario {
-            Some(Scenario::Part1) => vec![ReleaseArg::Frame],
-            None => vec![ReleaseArg::Frame, ReleaseArg::Complete],
+            Some(Scenario::Part1) => vec![ReleasePoint::Frame],
+            None => vec![ReleasePoint::Frame, ReleasePoint::Complete],
         });
         let queues = opts.queue.clone().unwrap_or_else(|| {
             vec![
@@ -151,7 +150,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 QueuePolicy::Bounded(32),
             ]
         });
-        let matrix: Vec<(ReleaseArg, QueuePolicy)> = releases
+        let matrix: Vec<(ReleasePoint, QueuePolicy)> = releases
             .iter()
             .flat_map(|r| queues.iter().map(move |q| (*r, *q)))
             .collect();
@@ -223,7 +222,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
 
 fn make_opts(
     o: &CompareOpts,
-    release: ReleaseArg,
+    release: ReleasePoint,
     queue: QueuePolicy,
     out: &Path,
     rep: u32,
@@ -242,7 +241,7 @@ fn make_opts(
     r.output.quiet = true;
     r.output.out = Some(out.join(format!(
         "{}-{}-r{rep}",
-        ReleasePoint::from(release).as_str(),
+        release.as_str(),
         queue.to_string().replace(':', "")
     )));
     r

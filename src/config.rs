@@ -6,6 +6,38 @@ use std::time::Duration;
 
 pub use h2probe_analysis::schema::ReleasePoint;
 
+/// How much payload the tap keeps in `frame` events.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CapturePayload {
+    /// No payload bytes: frames are rebuilt from their typed fields (HEADERS
+    /// blocks and DATA become zeros).
+    None,
+    /// Payloads of every frame except DATA (HEADERS blocks, SETTINGS, ...).
+    #[default]
+    Headers,
+    /// Every payload byte, DATA included (large traces).
+    Full,
+}
+
+/// The `--release` values: the CLI spelling of [`ReleasePoint`] (one type
+/// per concept; the trace writes the same names).
+pub fn release_point_parser() -> impl clap::builder::TypedValueParser<Value = ReleasePoint> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(ReleasePoint::ALL.map(ReleasePoint::as_str))
+        .map(|s| s.parse().expect("one of the possible values"))
+}
+
 /// A byte count written as `65535`, `16KiB`, `1 MiB`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Size(pub u64);

@@ -6,7 +6,7 @@ use crate::config::Dur;
 use crate::live::Live;
 use crate::server::{self, ServerCtx, ServerOpts};
 use crate::trace::{clock, RecorderStats, TraceWriter};
-use crate::wire::tap::CapturePayload;
+use crate::config::CapturePayload;
 use anyhow::Context as _;
 use h2probe_analysis::analyze::{analyze_trace, Summary};
 use std::path::{Path, PathBuf};
@@ -338,7 +338,7 @@ fn label_of(server: &ServerOpts) -> String {
     format!(
         "{}-{}",
         server.queue.to_string().replace(':', ""),
-        crate::config::ReleasePoint::from(server.release).as_str()
+        server.release.as_str()
     )
 }
 

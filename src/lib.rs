@@ -11,5 +11,6 @@ pub mod live;
 pub mod merge;
 pub mod report;
 pub mod server;
+pub mod tap;
 pub mod trace;
 pub mod wire;

@@ -57,10 +57,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     let write_err = |e: std::io::Error| {
         anyhow::Error::new(e).context(format!("writing {}", out_path.display()))
     };
-    let mut head = serde_json::to_value(&header)?;
-    head["type"] = "header".into();
-    serde_json::to_writer(&mut w, &head)?;
-    w.write_all(b"\n").map_err(write_err)?;
+    writeln!(w, "{}", header.to_line()).map_err(write_err)?;
 
     // k-way merge by time; each input is (nearly) in time order already.
     let mut heads: Vec<Option<Event>> = vec![None; readers.len()];
@@ -108,10 +105,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
             )),
         }
     }
-    let mut foot = serde_json::to_value(&footer)?;
-    foot["type"] = "footer".into();
-    serde_json::to_writer(&mut w, &foot)?;
-    w.write_all(b"\n").map_err(write_err)?;
+    writeln!(w, "{}", footer.to_line()).map_err(write_err)?;
     w.flush().map_err(write_err)?;
     let meta = serde_json::json!({
         "schema": SCHEMA_VERSION,

@@ -5,7 +5,8 @@
 mod support;
 
 use bytes::Bytes;
-use h2probe::server::{ReleaseArg, ServerOpts};
+use h2probe::config::ReleasePoint;
+use h2probe::server::ServerOpts;
 
 /// POSTs `body` in one go and returns (HTTP status, response body).
 async fn post(addr: std::net::SocketAddr, body: Vec<u8>) -> (u16, String) {
@@ -42,10 +43,10 @@ async fn post(addr: std::net::SocketAddr, body: Vec<u8>) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_release_point_and_queue_policy_works_with_raw_units() {
     for release in [
-        ReleaseArg::Frame,
-        ReleaseArg::Decode,
-        ReleaseArg::Start,
-        ReleaseArg::Complete,
+        ReleasePoint::Frame,
+        ReleasePoint::Decode,
+        ReleasePoint::Start,
+        ReleasePoint::Complete,
     ] {
         for queue in ["direct", "unbounded", "bounded:2"] {
             let opts = ServerOpts {
@@ -72,7 +73,7 @@ async fn every_release_point_and_queue_policy_works_with_raw_units() {
                 "{label}: {}",
                 s.checks["credit"].detail
             );
-            if release == ReleaseArg::Complete {
+            if release == ReleasePoint::Complete {
                 // Owned bytes never exceed the window (6 units of 10,000 fit in 65,535).
                 assert!(
                     s.max_owned_bytes <= 65_535,
@@ -88,11 +89,11 @@ async fn every_release_point_and_queue_policy_works_with_raw_units() {
 async fn a_raw_unit_larger_than_the_window_is_refused_for_late_release() {
     let opts = ServerOpts {
         framing: "raw:100000".parse().unwrap(),
-        release: ReleaseArg::Complete,
+        release: ReleasePoint::Complete,
         ..Default::default()
     };
     let err = opts
-        .validate(h2probe::wire::tap::CapturePayload::None, None, None)
+        .validate(h2probe::config::CapturePayload::None, None, None)
         .unwrap_err()
         .to_string();
     assert!(err.contains("units larger than --stream-window"), "{err}");

@@ -140,6 +140,30 @@ pub struct Footer {
     pub dropped: std::collections::BTreeMap<String, u64>,
 }
 
+impl Header {
+    /// The header's trace line (no newline): its fields behind `"type":"header"`.
+    pub fn to_line(&self) -> String {
+        tagged_line("header", self)
+    }
+}
+
+impl Footer {
+    /// The footer's trace line (no newline): its fields behind `"type":"footer"`.
+    pub fn to_line(&self) -> String {
+        tagged_line("footer", self)
+    }
+}
+
+/// `{"type":tag, ...fields of v}`: header and footer lines carry their tag
+/// first, as events do.
+fn tagged_line<T: Serialize>(tag: &str, v: &T) -> String {
+    let fields = serde_json::to_string(v).expect("a plain struct serializes");
+    match fields.strip_prefix('{').filter(|f| *f != "}") {
+        Some(rest) => format!("{{\"type\":\"{tag}\",{rest}"),
+        None => format!("{{\"type\":\"{tag}\"}}"),
+    }
+}
+
 /// One event: the common header (time, endpoint, connection, stream) plus
 /// the kind-specific fields, all flat on one JSON line.
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -155,53 +179,100 @@ pub struct Event {
     pub kind: Kind,
 }
 
-/// What happened. The `type` tag names the variant in snake_case.
-#[derive(Serialize, Clone, Debug, PartialEq)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Kind {
+/// The one table of event types: variant, payload type, `type` tag and the
+/// payload's columns in tidy CSV exports. [`Kind`], [`Kind::NAMES`],
+/// [`Kind::name`], [`Kind::columns`] and the line parser all come from it.
+macro_rules! event_kinds {
+    ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $name:literal [$($col:literal),* $(,)?], )*) => {
+        /// What happened. The `type` tag names the variant.
+        #[derive(Serialize, Clone, Debug, PartialEq)]
+        #[serde(tag = "type")]
+        pub enum Kind {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant($ty), )*
+            /// A type this reader does not know (written by a newer h2probe).
+            #[serde(skip)]
+            Unknown,
+        }
+
+        impl Kind {
+            /// Every event type name this version writes, in documentation order.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The `type` tag of this kind, as written.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( Kind::$variant(_) => $name, )*
+                    Kind::Unknown => "unknown",
+                }
+            }
+
+            /// The payload columns of an event type in CSV exports (after
+            /// the common `t_ns,t_s,ep,conn,stream`); empty for unknown types.
+            pub fn columns(name: &str) -> &'static [&'static str] {
+                match name {
+                    $( $name => &[$($col),*], )*
+                    _ => &[],
+                }
+            }
+
+            /// Parses the payload of a line whose tag is `ty`.
+            fn parse_payload(ty: &str, line: &str) -> Result<Kind, serde_json::Error> {
+                Ok(match ty {
+                    $( $name => Kind::$variant(serde_json::from_str(line)?), )*
+                    _ => Kind::Unknown,
+                })
+            }
+        }
+    };
+}
+
+event_kinds! {
     /// A frame crossed the tap (`t`: the read/write call that completed it).
-    Frame(FrameEv),
+    Frame(FrameEv) = "frame" [
+        "dir", "offset", "frame", "flags", "len", "reserved", "pad", "increment",
+        "settings", "error_code", "last_stream", "promised", "priority", "opaque",
+    ],
     /// The tap's parser could not frame the byte stream; it stops parsing
     /// that direction (bytes still flow).
-    WireError(WireErrorEv),
+    WireError(WireErrorEv) = "wire_error" ["dir", "offset", "error"],
     /// `poll_write` on the socket returned Pending from `start` until `t`.
-    SocketBlocked(IntervalEv),
+    SocketBlocked(IntervalEv) = "socket_blocked" ["dir", "start"],
     /// A connection was accepted or established.
-    ConnOpen(ConnOpenEv),
+    ConnOpen(ConnOpenEv) = "conn_open" ["local", "peer"],
     /// A connection ended.
-    ConnClose(ConnCloseEv),
+    ConnClose(ConnCloseEv) = "conn_close" ["error", "bytes_in", "bytes_out"],
     /// An RPC began (server: request headers received; client: request sent).
-    RpcStart(RpcStartEv),
+    RpcStart(RpcStartEv) = "rpc_start" ["path", "deadline_ns"],
     /// An RPC ended with a gRPC status.
-    RpcEnd(RpcEndEv),
+    RpcEnd(RpcEndEv) = "rpc_end" ["status", "message"],
     /// Server: h2 handed `len` body bytes to the application.
-    Chunk(ChunkEv),
+    Chunk(ChunkEv) = "chunk" ["len"],
     /// Server: `release_capacity(bytes)` was called.
-    Release(ReleaseEv),
+    Release(ReleaseEv) = "release" ["bytes", "at", "seq"],
     /// Server: a whole gRPC message was decoded.
-    Decode(MsgEv),
+    Decode(MsgEv) = "decode" ["seq", "size", "framed"],
     /// Server: a decoded message entered the application queue.
-    Enqueue(EnqueueEv),
+    Enqueue(EnqueueEv) = "enqueue" ["seq", "depth", "queued_bytes"],
     /// Server: a worker took a message.
-    Start(StartEv),
+    Start(StartEv) = "start" ["seq", "worker", "wait_ns", "depth"],
     /// Server: a worker finished a message.
-    Complete(CompleteEv),
+    Complete(CompleteEv) = "complete" ["seq", "worker", "service_ns"],
     /// Server: a message was dropped before completion.
-    Discard(DiscardEv),
+    Discard(DiscardEv) = "discard" ["seq", "reason"],
     /// Server: periodic sample of one RPC's state.
-    Sample(SampleEv),
+    Sample(SampleEv) = "sample" [
+        "depth", "queued_bytes", "owned_bytes", "unreleased", "used_capacity",
+        "available_capacity", "rss_bytes",
+    ],
     /// Client: a message's scheduled send time came (`t` = scheduled time).
-    Schedule(MsgEv),
+    Schedule(MsgEv) = "schedule" ["seq", "size", "framed"],
     /// Client: all of a message's bytes were handed to h2 (`send_data`).
-    Send(SendEv),
+    Send(SendEv) = "send" ["seq", "scheduled", "begin", "bytes"],
     /// Client: blocked on window credit (capacity reserved, none assigned)
     /// from `start` until `t`, while sending message `seq`.
-    WindowBlocked(WindowBlockedEv),
+    WindowBlocked(WindowBlockedEv) = "window_blocked" ["seq", "start"],
     /// Client: a scheduled message was never handed to h2.
-    NeverSent(NeverSentEv),
-    /// A type this reader does not know (written by a newer h2probe).
-    #[serde(skip)]
-    Unknown,
+    NeverSent(NeverSentEv) = "never_sent" ["seq", "reason"],
 }
 
 fn is_zero_u8(v: &u8) -> bool {
@@ -370,7 +441,25 @@ pub enum ReleasePoint {
     Complete,
 }
 
+impl std::str::FromStr for ReleasePoint {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ReleasePoint, String> {
+        ReleasePoint::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| format!("{s:?}: expected frame, decode, start or complete"))
+    }
+}
+
 impl ReleasePoint {
+    /// Every release point, in pipeline order.
+    pub const ALL: [ReleasePoint; 4] = [
+        ReleasePoint::Frame,
+        ReleasePoint::Decode,
+        ReleasePoint::Start,
+        ReleasePoint::Complete,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ReleasePoint::Frame => "frame",
@@ -528,55 +617,6 @@ pub struct NeverSentEv {
 }
 
 impl Kind {
-    /// The `type` tag of this kind, as written.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Kind::Frame(_) => "frame",
-            Kind::WireError(_) => "wire_error",
-            Kind::SocketBlocked(_) => "socket_blocked",
-            Kind::ConnOpen(_) => "conn_open",
-            Kind::ConnClose(_) => "conn_close",
-            Kind::RpcStart(_) => "rpc_start",
-            Kind::RpcEnd(_) => "rpc_end",
-            Kind::Chunk(_) => "chunk",
-            Kind::Release(_) => "release",
-            Kind::Decode(_) => "decode",
-            Kind::Enqueue(_) => "enqueue",
-            Kind::Start(_) => "start",
-            Kind::Complete(_) => "complete",
-            Kind::Discard(_) => "discard",
-            Kind::Sample(_) => "sample",
-            Kind::Schedule(_) => "schedule",
-            Kind::Send(_) => "send",
-            Kind::WindowBlocked(_) => "window_blocked",
-            Kind::NeverSent(_) => "never_sent",
-            Kind::Unknown => "unknown",
-        }
-    }
-
-    /// Every event type name this version writes, in documentation order.
-    pub const NAMES: [&'static str; 19] = [
-        "frame",
-        "wire_error",
-        "socket_blocked",
-        "conn_open",
-        "conn_close",
-        "rpc_start",
-        "rpc_end",
-        "chunk",
-        "release",
-        "decode",
-        "enqueue",
-        "start",
-        "complete",
-        "discard",
-        "sample",
-        "schedule",
-        "send",
-        "window_blocked",
-        "never_sent",
-    ];
-
     /// Index of this kind in [`Kind::NAMES`] (for per-kind counters);
     /// `NAMES.len()` for [`Kind::Unknown`].
     pub fn index(&self) -> usize {
@@ -613,34 +653,10 @@ impl Line {
     /// Parses one trace line. Unknown event types become [`Kind::Unknown`].
     pub fn parse(line: &str) -> Result<Line, serde_json::Error> {
         let c: Common = serde_json::from_str(line)?;
-        macro_rules! ev {
-            ($variant:ident) => {
-                Kind::$variant(serde_json::from_str(line)?)
-            };
-        }
         let kind = match &*c.ty {
             "header" => return Ok(Line::Header(serde_json::from_str(line)?)),
             "footer" => return Ok(Line::Footer(serde_json::from_str(line)?)),
-            "frame" => ev!(Frame),
-            "wire_error" => ev!(WireError),
-            "socket_blocked" => ev!(SocketBlocked),
-            "conn_open" => ev!(ConnOpen),
-            "conn_close" => ev!(ConnClose),
-            "rpc_start" => ev!(RpcStart),
-            "rpc_end" => ev!(RpcEnd),
-            "chunk" => ev!(Chunk),
-            "release" => ev!(Release),
-            "decode" => ev!(Decode),
-            "enqueue" => ev!(Enqueue),
-            "start" => ev!(Start),
-            "complete" => ev!(Complete),
-            "discard" => ev!(Discard),
-            "sample" => ev!(Sample),
-            "schedule" => ev!(Schedule),
-            "send" => ev!(Send),
-            "window_blocked" => ev!(WindowBlocked),
-            "never_sent" => ev!(NeverSent),
-            _ => Kind::Unknown,
+            ty => Kind::parse_payload(ty, line)?,
         };
         let ep =
             c.ep.ok_or_else(|| serde::de::Error::custom("missing field `ep`"))?;
@@ -735,4 +751,21 @@ mod tests {
         assert_eq!(v["type"], "chunk");
         assert_eq!(ev.kind.index(), 7);
     }
+}
+/// The gRPC status name of a code (`CODE_n` for codes without a name).
+pub fn status_name(code: u32) -> String {
+    let n = match code {
+        0 => "OK",
+        1 => "CANCELLED",
+        2 => "UNKNOWN",
+        3 => "INVALID_ARGUMENT",
+        4 => "DEADLINE_EXCEEDED",
+        5 => "NOT_FOUND",
+        8 => "RESOURCE_EXHAUSTED",
+        12 => "UNIMPLEMENTED",
+        13 => "INTERNAL",
+        14 => "UNAVAILABLE",
+        _ => return format!("CODE_{code}"),
+    };
+    n.to_string()
 }

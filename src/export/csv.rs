@@ -11,53 +11,6 @@ use std::path::{Path, PathBuf};
 /// Columns every file starts with.
 pub const COMMON: [&str; 5] = ["t_ns", "t_s", "ep", "conn", "stream"];
 
-/// The type-specific columns of each event type, in order.
-pub fn columns(kind: &str) -> &'static [&'static str] {
-    match kind {
-        "frame" => &[
-            "dir",
-            "offset",
-            "frame",
-            "flags",
-            "len",
-            "reserved",
-            "pad",
-            "increment",
-            "settings",
-            "error_code",
-            "last_stream",
-            "promised",
-            "priority",
-            "opaque",
-        ],
-        "wire_error" => &["dir", "offset", "error"],
-        "socket_blocked" => &["dir", "start"],
-        "conn_open" => &["local", "peer"],
-        "conn_close" => &["error", "bytes_in", "bytes_out"],
-        "rpc_start" => &["path", "deadline_ns"],
-        "rpc_end" => &["status", "message"],
-        "chunk" => &["len"],
-        "release" => &["bytes", "at", "seq"],
-        "decode" | "schedule" => &["seq", "size", "framed"],
-        "enqueue" => &["seq", "depth", "queued_bytes"],
-        "start" => &["seq", "worker", "wait_ns", "depth"],
-        "complete" => &["seq", "worker", "service_ns"],
-        "discard" | "never_sent" => &["seq", "reason"],
-        "sample" => &[
-            "depth",
-            "queued_bytes",
-            "owned_bytes",
-            "unreleased",
-            "used_capacity",
-            "available_capacity",
-            "rss_bytes",
-        ],
-        "send" => &["seq", "scheduled", "begin", "bytes"],
-        "window_blocked" => &["seq", "start"],
-        _ => &[],
-    }
-}
-
 /// A CSV field: plain for numbers and simple text, quoted otherwise; arrays
 /// and objects as compact JSON.
 fn field(v: Option<&serde_json::Value>) -> String {
@@ -94,7 +47,7 @@ pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             let f = std::fs::File::create(&path)
                 .with_context(|| format!("creating {}", path.display()))?;
             let mut w = std::io::BufWriter::new(f);
-            let header: Vec<&str> = COMMON.iter().chain(columns(name)).copied().collect();
+            let header: Vec<&str> = COMMON.iter().chain(Kind::columns(name)).copied().collect();
             writeln!(w, "{}", header.join(","))
                 .with_context(|| format!("writing {}", path.display()))?;
             files.insert(name, (path, w));
@@ -108,7 +61,7 @@ pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             e.conn.to_string(),
             e.stream.to_string(),
         ];
-        row.extend(columns(name).iter().map(|c| field(v.get(*c))));
+        row.extend(Kind::columns(name).iter().map(|c| field(v.get(*c))));
         writeln!(w, "{}", row.join(",")).with_context(|| format!("writing {}", path.display()))?;
     }
     let mut paths = vec![];
@@ -246,7 +199,7 @@ mod tests {
             for key in v.as_object().unwrap().keys() {
                 let known = ["t", "ep", "conn", "stream", "type", "payload"]
                     .contains(&key.as_str())
-                    || columns(name).contains(&key.as_str());
+                    || Kind::columns(name).contains(&key.as_str());
                 assert!(known, "{name}: field {key} has no CSV column");
             }
         }

@@ -62,7 +62,7 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
             .priority
             .map(|p| encode::priority(0, p)[9..].to_vec())
             .unwrap_or_default(),
-        FrameType::DATA | FrameType::HEADERS | FrameType::PUSH_PROMISE if f.flags & 0x8 != 0 => {
+        FrameType::DATA | FrameType::HEADERS | FrameType::PUSH_PROMISE if f.has_flag(crate::trace::schema::flags::PADDED) => {
             let mut b = vec![f.pad];
             if f.frame == FrameType::HEADERS {
                 if let Some(p) = f.priority {
@@ -392,10 +392,10 @@ mod tests {
         p.feed(bytes, |r| {
             if let Ok(Parsed::Frame(f)) = r {
                 out = Some((
-                    crate::wire::tap::frame_event(
+                    crate::trace::frame_event(
                         &f,
                         Dir::Out,
-                        crate::wire::tap::CapturePayload::None,
+                        crate::config::CapturePayload::None,
                     ),
                     f.head.stream(),
                 ));

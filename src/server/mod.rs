@@ -8,7 +8,8 @@ use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size};
 use crate::live::Live;
 use crate::trace::schema::Endpoint;
 use crate::trace::Recorder;
-use crate::wire::tap::{CapturePayload, Tap, TapConfig};
+use crate::config::CapturePayload;
+use crate::tap::{Tap, TapConfig};
 use anyhow::Context as _;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -23,8 +24,8 @@ pub struct ServerOpts {
     /// frame: as each chunk arrives (what hyper/tonic do); decode: once the
     /// whole message is decoded; start: when a worker takes it; complete: when
     /// the worker finishes (credit then equals application capacity).
-    #[arg(long, value_enum, default_value = "frame")]
-    pub release: ReleaseArg,
+    #[arg(long, default_value = "frame", value_parser = crate::config::release_point_parser())]
+    pub release: ReleasePoint,
 
     /// How decoded messages reach the workers: direct, unbounded or bounded:K.
     ///
@@ -81,27 +82,6 @@ pub struct ServerOpts {
     /// body as SIZE-byte work units, for h2load, curl, nghttp).
     #[arg(long, default_value = "grpc", value_name = "FRAMING")]
     pub framing: Framing,
-}
-
-/// `--release` values (clap-friendly mirror of [`ReleasePoint`]).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReleaseArg {
-    Frame,
-    Decode,
-    Start,
-    Complete,
-}
-
-impl From<ReleaseArg> for ReleasePoint {
-    fn from(r: ReleaseArg) -> ReleasePoint {
-        match r {
-            ReleaseArg::Frame => ReleasePoint::Frame,
-            ReleaseArg::Decode => ReleasePoint::Decode,
-            ReleaseArg::Start => ReleasePoint::Start,
-            ReleaseArg::Complete => ReleasePoint::Complete,
-        }
-    }
 }
 
 impl Default for ServerOpts {
@@ -170,7 +150,7 @@ impl ServerOpts {
             .max_message_size
             .to_u32("--max-message-size")
             .map_err(anyhow::Error::msg)?;
-        let release: ReleasePoint = self.release.into();
+        let release = self.release;
         if let (Some(framed), true) = (framed_message, release != ReleasePoint::Frame) {
             anyhow::ensure!(
                 framed <= stream_window as u64,

@@ -4,7 +4,9 @@
 //! format); this module only writes it.
 
 pub mod clock;
+mod frame_event;
 mod recorder;
 
+pub use frame_event::frame_event;
 pub use h2probe_analysis::schema;
 pub use recorder::{Recorder, RecorderStats, TraceWriter, DEFAULT_CAPACITY};

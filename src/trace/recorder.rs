@@ -225,8 +225,7 @@ fn write_loop(
     let mut w = std::io::BufWriter::with_capacity(1 << 18, out);
     let mut written = 0u64;
     let result = (|| {
-        serde_json::to_writer(&mut w, &Tagged("header", &header))?;
-        w.write_all(b"\n")?;
+        writeln!(w, "{}", header.to_line())?;
         let mut batch = Vec::with_capacity(1024.min(capacity));
         loop {
             batch.clear();
@@ -264,33 +263,13 @@ fn write_loop(
             events: written,
             dropped: stats.dropped,
         };
-        serde_json::to_writer(&mut w, &Tagged("footer", &footer))?;
-        w.write_all(b"\n")?;
+        writeln!(w, "{}", footer.to_line())?;
         w.flush()?;
         Ok::<_, std::io::Error>(())
     })();
     // On a write error, stop accepting: later events count as dropped.
     rx.close();
     result.map(|()| written)
-}
-
-/// Serializes `T` with a leading `"type": tag` field.
-struct Tagged<'a, T>(&'static str, &'a T);
-
-impl<T: serde::Serialize> serde::Serialize for Tagged<'_, T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let v = serde_json::to_value(self.1).map_err(serde::ser::Error::custom)?;
-        let obj = v
-            .as_object()
-            .ok_or_else(|| serde::ser::Error::custom("not an object"))?;
-        let mut m = s.serialize_map(Some(obj.len() + 1))?;
-        m.serialize_entry("type", self.0)?;
-        for (k, v) in obj {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Frame builders: exact wire bytes for tests, mock peers and for rebuilding
 //! capture files from a trace.
 
-use super::{FrameType, Head, Priority, PREFACE};
+use super::{Flags, FrameType, Head, Priority, PREFACE};
 
 /// A frame with an arbitrary type, flags, stream and payload.
 pub fn raw(ty: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
@@ -28,7 +28,7 @@ pub fn preface() -> Vec<u8> {
 
 /// DATA; `pad` sets PADDED and appends that many zero bytes.
 pub fn data(stream: u32, flags: u8, pad: Option<u8>, body: &[u8]) -> Vec<u8> {
-    let flags = flags | if pad.is_some() { 0x8 } else { 0 };
+    let flags = flags | if pad.is_some() { Flags::PADDED } else { 0 };
     raw(0x0, flags, stream, &padded(pad, &[], body))
 }
 
@@ -45,10 +45,10 @@ pub fn headers(
     priority: Option<Priority>,
     block: &[u8],
 ) -> Vec<u8> {
-    let mut flags = flags | if pad.is_some() { 0x8 } else { 0 };
+    let mut flags = flags | if pad.is_some() { Flags::PADDED } else { 0 };
     let mut mid = Vec::new();
     if let Some(p) = priority {
-        flags |= 0x20;
+        flags |= Flags::PRIORITY;
         mid.extend_from_slice(&priority_bytes(p));
     }
     raw(0x1, flags, stream, &padded(pad, &mid, block))
@@ -78,7 +78,7 @@ pub fn push_promise(
     promised: u32,
     block: &[u8],
 ) -> Vec<u8> {
-    let flags = flags | if pad.is_some() { 0x8 } else { 0 };
+    let flags = flags | if pad.is_some() { Flags::PADDED } else { 0 };
     raw(
         0x5,
         flags,

@@ -4,7 +4,7 @@
 //! per-frame allocation happens. DATA payloads are never buffered at all:
 //! only the pad length is read.
 
-use super::{Error, FrameType, Head, Priority};
+use super::{Error, Flags, FrameType, Head, Priority};
 
 /// One SETTINGS parameter, unknown identifiers kept.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -74,7 +74,7 @@ impl<'a> Body<'a> {
     /// pad-length byte, everything else its whole payload.
     pub(crate) fn prefix_needed(head: &Head) -> usize {
         if head.ty() == FrameType::DATA {
-            usize::from(head.flags().contains(0x8)).min(head.len() as usize)
+            usize::from(head.flags().contains(Flags::PADDED)).min(head.len() as usize)
         } else {
             head.len() as usize
         }
@@ -92,7 +92,7 @@ impl<'a> Body<'a> {
         let be32 = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         // Pad length, checked against the payload length (RFC 9113 §6.1).
         let pad = |extra: u32| -> Result<(Option<u8>, usize), Error> {
-            if !flags.contains(0x8) {
+            if !flags.contains(Flags::PADDED) {
                 return Ok((None, 0));
             }
             if len < 1 {
@@ -115,7 +115,7 @@ impl<'a> Body<'a> {
         Ok(match head.ty() {
             FrameType::DATA => Body::Data { pad: pad(0)?.0 },
             FrameType::HEADERS => {
-                let has_prio = flags.contains(0x20);
+                let has_prio = flags.contains(Flags::PRIORITY);
                 let (pad, at) = pad(if has_prio { 5 } else { 0 })?;
                 let priority = if has_prio {
                     if p.len() < at + 5 {

@@ -1,6 +1,7 @@
 //! The 9-byte frame header (RFC 9113 §4.1).
 
 use super::FrameType;
+use h2probe_analysis::schema::flags;
 
 pub const HEADER_LEN: usize = 9;
 
@@ -9,11 +10,11 @@ pub const HEADER_LEN: usize = 9;
 pub struct Flags(pub u8);
 
 impl Flags {
-    pub const END_STREAM: u8 = 0x1;
-    pub const ACK: u8 = 0x1;
-    pub const END_HEADERS: u8 = 0x4;
-    pub const PADDED: u8 = 0x8;
-    pub const PRIORITY: u8 = 0x20;
+    pub const END_STREAM: u8 = flags::END_STREAM;
+    pub const ACK: u8 = flags::ACK;
+    pub const END_HEADERS: u8 = flags::END_HEADERS;
+    pub const PADDED: u8 = flags::PADDED;
+    pub const PRIORITY: u8 = flags::PRIORITY;
 
     pub fn contains(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -22,16 +23,19 @@ impl Flags {
     /// Names of the set bits as defined for `ty`; undefined bits as hex.
     pub fn names(self, ty: FrameType) -> Vec<String> {
         let defined: &[(u8, &str)] = match ty {
-            FrameType::DATA => &[(0x1, "END_STREAM"), (0x8, "PADDED")],
+            FrameType::DATA => &[(Self::END_STREAM, "END_STREAM"), (Self::PADDED, "PADDED")],
             FrameType::HEADERS => &[
-                (0x1, "END_STREAM"),
-                (0x4, "END_HEADERS"),
-                (0x8, "PADDED"),
-                (0x20, "PRIORITY"),
+                (Self::END_STREAM, "END_STREAM"),
+                (Self::END_HEADERS, "END_HEADERS"),
+                (Self::PADDED, "PADDED"),
+                (Self::PRIORITY, "PRIORITY"),
             ],
-            FrameType::SETTINGS | FrameType::PING => &[(0x1, "ACK")],
-            FrameType::PUSH_PROMISE => &[(0x4, "END_HEADERS"), (0x8, "PADDED")],
-            FrameType::CONTINUATION => &[(0x4, "END_HEADERS")],
+            FrameType::SETTINGS | FrameType::PING => &[(Self::ACK, "ACK")],
+            FrameType::PUSH_PROMISE => &[
+                (Self::END_HEADERS, "END_HEADERS"),
+                (Self::PADDED, "PADDED"),
+            ],
+            FrameType::CONTINUATION => &[(Self::END_HEADERS, "END_HEADERS")],
             _ => &[],
         };
         let mut out = Vec::new();
@@ -50,19 +54,37 @@ impl Flags {
 }
 
 impl std::fmt::Debug for Flags {
+    /// `Flags(0x09)`: the frame type is needed to name bits (they overlap
+    /// across types); [`Head`]'s `Debug` prints the names.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Flags(0x{:02x})", self.0)
     }
 }
 
 /// A decoded frame header. The stream id's reserved bit is kept apart, not masked away.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Head {
     len: u32,
     ty: FrameType,
     flags: Flags,
     stream: u32,
     reserved: bool,
+}
+
+impl std::fmt::Debug for Head {
+    /// `Head { DATA, len: 40, flags: [END_STREAM, PADDED], stream: 1 }`:
+    /// flag bits named as the frame type defines them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Head");
+        d.field("ty", &format_args!("{}", self.ty))
+            .field("len", &self.len)
+            .field("flags", &self.flags.names(self.ty))
+            .field("stream", &self.stream);
+        if self.reserved {
+            d.field("reserved", &true);
+        }
+        d.finish()
+    }
 }
 
 impl Head {

@@ -1,15 +1,15 @@
-//! `wire`: a sans-IO HTTP/2 frame parser and the socket tap that feeds it.
+//! `wire`: a sans-IO HTTP/2 frame parser, the bottom layer.
 //!
 //! The parser ([`Parser`]) never touches a socket or a clock: callers feed
-//! byte slices exactly as they came off the wire and get frames back. The tap
-//! ([`tap::Tap`]) is the only place that glues it to real I/O.
+//! byte slices exactly as they came off the wire and get frames back. It
+//! knows nothing of clap, tokio or the recorder; the tap (`crate::tap`) is
+//! the only place that glues it to real I/O.
 
 pub mod encode;
 mod error;
 mod frame;
 mod head;
 mod parser;
-pub mod tap;
 
 pub use error::Error;
 pub use frame::{Body, FrameRef, Setting};

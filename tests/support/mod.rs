@@ -81,7 +81,7 @@ pub fn run_opts(dir: &std::path::Path, release: &str, queue: &str) -> RunOpts {
     let mut o = RunOpts::default();
     o.output.out = Some(dir.to_path_buf());
     o.output.quiet = true;
-    o.server.release = clap::ValueEnum::from_str(release, true).unwrap();
+    o.server.release = release.parse().unwrap();
     o.server.queue = queue.parse().unwrap();
     o
 }
@@ -143,7 +143,7 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start(name: &str, opts: h2probe::server::ServerOpts) -> TestServer {
-        use h2probe::wire::tap::CapturePayload;
+        use h2probe::config::CapturePayload;
         let dir = temp_dir(name);
         let cfg = opts.validate(CapturePayload::Headers, None, None).unwrap();
         let (writer, rec) =
@@ -231,7 +231,7 @@ pub fn client_ctx(
     std::sync::Arc::new(h2probe::client::ClientCtx {
         opts,
         target,
-        capture: h2probe::wire::tap::CapturePayload::Headers,
+        capture: h2probe::config::CapturePayload::Headers,
         rec,
         live: Default::default(),
         conn_ids: Default::default(),

@@ -1,44 +1,23 @@
 //! The socket tap: an `AsyncRead + AsyncWrite` wrapper that parses both
 //! directions and records every frame, timestamped at the read/write call.
+//! It joins the layers below it: the sans-IO parser (`wire`) and the
+//! recorder (`trace`).
 //!
 //! It also records every interval in which `poll_write` returned Pending:
 //! the socket, not the flow-control window, held the writer back.
 
-use super::{Body, Error, Parsed, Parser};
+use crate::config::CapturePayload;
 use crate::trace::clock::now_ns;
+use crate::trace::frame_event;
 use crate::trace::schema::{
-    self, ConnCloseEv, ConnOpenEv, Dir, Endpoint, FrameEv, IntervalEv, Kind, WireErrorEv,
+    self, ConnCloseEv, ConnOpenEv, Dir, Endpoint, IntervalEv, Kind, WireErrorEv,
 };
 use crate::trace::Recorder;
-use base64::Engine;
+use crate::wire::{Body, Error, Parsed, Parser};
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-
-/// How much payload the tap keeps in `frame` events.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Default,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum CapturePayload {
-    /// No payload bytes: frames are rebuilt from their typed fields (HEADERS
-    /// blocks and DATA become zeros).
-    None,
-    /// Payloads of every frame except DATA (HEADERS blocks, SETTINGS, ...).
-    #[default]
-    Headers,
-    /// Every payload byte, DATA included (large traces).
-    Full,
-}
 
 /// Which end of the connection this tap sits on.
 #[derive(Clone, Copy, Debug)]
@@ -164,63 +143,6 @@ fn record_error(rec: &Recorder, cfg: TapConfig, dir: Dir, t: u64, e: &Error) {
             error: e.to_string(),
         })
     });
-}
-
-/// The schema's view of a parsed frame.
-pub fn frame_event(f: &super::FrameRef<'_>, dir: Dir, capture: CapturePayload) -> FrameEv {
-    let mut ev = FrameEv {
-        dir,
-        offset: f.offset,
-        frame: f.head.ty(),
-        flags: f.head.flags().0,
-        len: f.head.len(),
-        reserved: f.head.reserved(),
-        ..FrameEv::default()
-    };
-    match f.body {
-        Body::Data { pad } => ev.pad = pad.unwrap_or(0),
-        Body::Headers { pad, priority } => {
-            ev.pad = pad.unwrap_or(0);
-            ev.priority = priority;
-        }
-        Body::Priority(p) => ev.priority = Some(p),
-        Body::RstStream { error_code } => ev.error_code = Some(error_code),
-        Body::Settings { .. } => {
-            ev.settings = Some(f.body.settings().map(|s| (s.id, s.value)).collect())
-        }
-        Body::PushPromise { pad, promised } => {
-            ev.pad = pad.unwrap_or(0);
-            ev.promised = Some(promised);
-        }
-        Body::Ping { opaque, .. } => ev.opaque = Some(u64::from_be_bytes(opaque)),
-        Body::GoAway {
-            last_stream,
-            error_code,
-            ..
-        } => {
-            ev.last_stream = Some(last_stream);
-            ev.error_code = Some(error_code);
-        }
-        Body::WindowUpdate {
-            increment,
-            reserved,
-        } => {
-            ev.increment = Some(increment);
-            ev.reserved |= reserved;
-        }
-        Body::Continuation | Body::Unknown => {}
-    }
-    let keep = match capture {
-        CapturePayload::None => false,
-        CapturePayload::Headers => f.head.ty() != schema::FrameType::DATA,
-        CapturePayload::Full => true,
-    };
-    if keep {
-        if let Some(p) = f.payload.filter(|p| !p.is_empty()) {
-            ev.payload = Some(base64::engine::general_purpose::STANDARD.encode(p));
-        }
-    }
-    ev
 }
 
 impl<S> Drop for Tap<S> {

@@ -1,0 +1,35 @@
+//! Release → WINDOW_UPDATE matching: each `release` waits in a FIFO until
+//! the increments of later updates have carried all of its bytes.
+
+use crate::stats::Recorder;
+use std::collections::VecDeque;
+
+/// Releases waiting for the WINDOW_UPDATE that carries them.
+#[derive(Default)]
+pub(super) struct Pending {
+    fifo: VecDeque<(u64, u64)>,
+}
+
+impl Pending {
+    pub(super) fn push(&mut self, t: u64, bytes: u64) {
+        self.fifo.push_back((t, bytes));
+    }
+    /// Consumes `inc` bytes; returns latencies of releases fully carried and
+    /// bytes of the increment that matched no release.
+    pub(super) fn consume(&mut self, t: u64, mut inc: u64, lat: &mut Recorder) -> u64 {
+        while inc > 0 {
+            let Some(front) = self.fifo.front_mut() else {
+                break;
+            };
+            if front.1 <= inc {
+                inc -= front.1;
+                lat.record(t.saturating_sub(front.0));
+                self.fifo.pop_front();
+            } else {
+                front.1 -= inc;
+                inc = 0;
+            }
+        }
+        inc
+    }
+}

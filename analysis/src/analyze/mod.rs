@@ -1,0 +1,437 @@
+//! One streaming pass over a trace: counts, rates, windows, blocking,
+//! WINDOW_UPDATE behaviour, invariant checks and bounded time series.
+//!
+//! Memory depends on open streams, messages owned at once and the fixed
+//! size of the series, never on the number of events. One file per idea:
+//! [`summary`] (the result types), `messages` (the per-message state
+//! machine), `wire_view` (windows from frames), `latency` (release →
+//! WINDOW_UPDATE matching), `checks` (the invariants), and here the driver.
+
+mod checks;
+mod latency;
+mod messages;
+pub mod summary;
+mod wire_view;
+
+pub use crate::schema::status_name;
+pub use summary::{Check, Summary, Timeline};
+
+use crate::reader::{Ending, TraceReader};
+use crate::schema::{Endpoint, Event, Kind};
+use crate::stats::{least_squares, Recorder};
+use checks::invariant_checks;
+use latency::Pending;
+use messages::Rpc;
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use wire_view::Conn;
+
+/// Blocked intervals kept for the interval plot; later ones only counted.
+const MAX_INTERVALS: usize = 20_000;
+
+/// Feeds events one at a time; [`Analyzer::finish`] gives the results.
+pub struct Analyzer {
+    origin: u64,
+    first_t: Option<u64>,
+    last_t: u64,
+    conns: HashMap<(Endpoint, u32), Conn>,
+    rpcs: HashMap<(u32, u32), Rpc>,
+    s: Summary,
+    tl: Timeline,
+    depth: i64,
+    queued_bytes: i64,
+    owned: i64,
+    unreleased: i64,
+    /// The client stream whose credit is plotted (first seen).
+    plotted_stream: Option<(u32, u32)>,
+    first_schedule: Option<u64>,
+    last_schedule: u64,
+    last_send: u64,
+    first_decode: Option<u64>,
+    last_decode: u64,
+    first_start: Option<u64>,
+    last_complete: u64,
+    window_blocked: Recorder,
+    socket_blocked: Recorder,
+    server_socket_ns: u64,
+    lateness: Recorder,
+    wu_increment: Recorder,
+    rel_lat: Recorder,
+    rel_conn_lat: Recorder,
+    pending_stream: HashMap<(u32, u32), Pending>,
+    pending_conn: HashMap<u32, Pending>,
+    credit_violations: u64,
+    credit_detail: String,
+    has_client: bool,
+    has_server: bool,
+    /// gRPC status the server ended each (conn, stream) RPC with.
+    server_status: HashMap<(u32, u32), u32>,
+    /// Client→server frames written by the client's tap and not yet read by
+    /// the server's, per (client address, server address): (offset, t).
+    in_flight: HashMap<(String, String), VecDeque<(u64, u64)>>,
+    frame_latency: Recorder,
+    /// Where every window change is written as CSV, when asked.
+    window_log: Option<Box<dyn std::io::Write>>,
+    window_log_error: Option<std::io::Error>,
+}
+
+impl Analyzer {
+    pub fn new(origin: u64) -> Analyzer {
+        Analyzer {
+            origin,
+            first_t: None,
+            last_t: 0,
+            conns: HashMap::new(),
+            rpcs: HashMap::new(),
+            s: Summary {
+                min_window: i64::MAX,
+                ..Summary::default()
+            },
+            tl: Timeline::new(origin),
+            depth: 0,
+            queued_bytes: 0,
+            owned: 0,
+            unreleased: 0,
+            plotted_stream: None,
+            first_schedule: None,
+            last_schedule: 0,
+            last_send: 0,
+            first_decode: None,
+            last_decode: 0,
+            first_start: None,
+            last_complete: 0,
+            window_blocked: Recorder::new(1e-6),
+            socket_blocked: Recorder::new(1e-6),
+            server_socket_ns: 0,
+            lateness: Recorder::new(1e-6),
+            wu_increment: Recorder::new(1.0),
+            rel_lat: Recorder::new(1e-6),
+            rel_conn_lat: Recorder::new(1e-6),
+            pending_stream: HashMap::new(),
+            pending_conn: HashMap::new(),
+            credit_violations: 0,
+            credit_detail: String::new(),
+            has_client: false,
+            has_server: false,
+            server_status: HashMap::new(),
+            in_flight: HashMap::new(),
+            frame_latency: Recorder::new(1e-6),
+            window_log: None,
+            window_log_error: None,
+        }
+    }
+
+    fn secs(&self, t: u64) -> f64 {
+        t.saturating_sub(self.origin) as f64 / 1e9
+    }
+
+    pub fn feed(&mut self, e: &Event) {
+        self.first_t.get_or_insert(e.t);
+        self.last_t = self.last_t.max(e.t);
+        match e.ep {
+            Endpoint::Client => self.has_client = true,
+            Endpoint::Server => self.has_server = true,
+        }
+        let t = e.t;
+        match &e.kind {
+            Kind::Frame(f) => self.frame(e, f),
+            Kind::WireError(_) => self.s.wire_errors += 1,
+            Kind::SocketBlocked(b) => {
+                let d = t.saturating_sub(b.start);
+                if e.ep == Endpoint::Client {
+                    self.socket_blocked.record(d);
+                    self.tl.socket_blocked.push(b.start, d as f64 / 1e9);
+                    self.interval(b.start, t, false);
+                } else {
+                    self.server_socket_ns += d;
+                }
+            }
+            Kind::ConnOpen(c) => {
+                let conn = self.conns.entry((e.ep, e.conn)).or_default();
+                conn.local = c.local.clone();
+                conn.peer = c.peer.clone();
+            }
+            Kind::ConnClose(_) | Kind::RpcStart(_) | Kind::Unknown => {}
+            Kind::RpcEnd(r) => {
+                if e.ep == Endpoint::Server {
+                    self.server_status.insert((e.conn, e.stream), r.status);
+                }
+                let name = status_name(r.status);
+                let map = match e.ep {
+                    Endpoint::Client => &mut self.s.rpc_status,
+                    Endpoint::Server => &mut self.s.server_rpc_status,
+                };
+                *map.entry(name).or_default() += 1;
+            }
+            Kind::Chunk(c) => self.chunk(e, c),
+            Kind::Release(r) => self.release(e, r),
+            Kind::Decode(m) => self.decode(e, m),
+            Kind::Enqueue(q) => self.enqueue(e, q),
+            Kind::Start(st) => self.start(e, st),
+            Kind::Complete(c) => self.complete(e, c),
+            Kind::Discard(d) => self.discard(e, d),
+            Kind::Sample(smp) => {
+                self.s.peak_rss_bytes = self.s.peak_rss_bytes.max(smp.rss_bytes);
+                self.tl.rss.push(t, smp.rss_bytes as f64);
+            }
+            Kind::Schedule(_) => {
+                self.s.scheduled += 1;
+                self.first_schedule.get_or_insert(t);
+                self.last_schedule = self.last_schedule.max(t);
+                self.tl.scheduled.push(t, self.s.scheduled as f64);
+            }
+            Kind::Send(sd) => {
+                self.s.sent += 1;
+                self.last_send = self.last_send.max(t);
+                self.lateness.record(sd.begin.saturating_sub(sd.scheduled));
+                self.tl.sent.push(t, self.s.sent as f64);
+            }
+            Kind::WindowBlocked(w) => {
+                let d = t.saturating_sub(w.start);
+                self.window_blocked.record(d);
+                self.tl.window_blocked.push(w.start, d as f64 / 1e9);
+                self.interval(w.start, t, true);
+            }
+            Kind::NeverSent(n) => {
+                self.s.never_sent += 1;
+                *self
+                    .s
+                    .never_sent_by_reason
+                    .entry(n.reason.as_str().into())
+                    .or_default() += 1;
+            }
+        }
+    }
+
+    fn interval(&mut self, start: u64, end: u64, window: bool) {
+        if self.tl.intervals.len() < MAX_INTERVALS {
+            let iv = (self.secs(start), self.secs(end), window);
+            self.tl.intervals.push(iv);
+        } else {
+            self.tl.intervals_dropped += 1;
+        }
+    }
+
+    /// Closes the pass and flushes the window log; returns its error, if any.
+    pub fn finish_with_log(
+        mut self,
+        dropped: u64,
+        ending: &Ending,
+    ) -> (Summary, Timeline, Option<std::io::Error>) {
+        let mut err = self.window_log_error.take();
+        if let Some(mut w) = self.window_log.take() {
+            if let Err(e) = w.flush() {
+                err.get_or_insert(e);
+            }
+        }
+        let (s, t) = self.finish(dropped, ending);
+        (s, t, err)
+    }
+
+    /// Closes the pass. `dropped` and `ending` come from the reader.
+    pub fn finish(mut self, dropped: u64, ending: &Ending) -> (Summary, Timeline) {
+        let both = self.has_client && self.has_server;
+        let bytes_check = self.byte_check(both);
+        let agree_check = self.agreement_check(both);
+        self.tl.end_s = self.secs(self.last_t);
+        let s = &mut self.s;
+        s.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
+        let rate = |n: u64, a: Option<u64>, b: u64| match a {
+            Some(a) if b > a && n > 1 => (n - 1) as f64 / ((b - a) as f64 / 1e9),
+            _ => 0.0,
+        };
+        s.offered_rate = rate(s.scheduled, self.first_schedule, self.last_schedule);
+        s.send_rate = match self.first_schedule {
+            Some(a) if self.last_send > a && s.sent > 0 => {
+                s.sent as f64 / ((self.last_send - a) as f64 / 1e9)
+            }
+            _ => 0.0,
+        };
+        s.decode_rate = rate(s.decoded, self.first_decode, self.last_decode);
+        s.completion_rate = rate(s.completed, self.first_start, self.last_complete);
+        s.unaccounted =
+            s.scheduled as i64 - s.completed as i64 - s.discarded as i64 - s.never_sent as i64;
+        s.window_blocked_ms = self.window_blocked.summary();
+        s.socket_blocked_ms = self.socket_blocked.summary();
+        s.client_window_blocked_s = s.window_blocked_ms.sum / 1e3;
+        s.client_socket_blocked_s = s.socket_blocked_ms.sum / 1e3;
+        s.server_socket_blocked_s = self.server_socket_ns as f64 / 1e9;
+        s.lateness_ms = self.lateness.summary();
+        s.window_update_increment = self.wu_increment.summary();
+        s.release_to_update_ms = self.rel_lat.summary();
+        s.release_to_conn_update_ms = self.rel_conn_lat.summary();
+        s.c2s_frame_latency_ms = self.frame_latency.summary();
+        s.coalescing_ratio = if s.window_updates_out_stream > 0 {
+            s.releases as f64 / s.window_updates_out_stream as f64
+        } else {
+            0.0
+        };
+
+        // Queue growth over the steady part of the offered period.
+        if let Some(first) = self.first_schedule {
+            let a = (first - self.origin.min(first)) as f64 / 1e9;
+            let b = (self.last_schedule.saturating_sub(self.origin)) as f64 / 1e9;
+            let lo = a + (b - a) * 0.1;
+            let pts: Vec<(f64, f64)> = self
+                .tl
+                .queue_depth
+                .filled()
+                .into_iter()
+                .filter(|p| p.0 >= lo && p.0 <= b)
+                .collect();
+            s.queue_growth_rate = least_squares(&pts).map_or(0.0, |(m, _)| m);
+            s.queue_growth_window_s = (lo, b);
+            if let (Some(first), Some(last)) = (pts.first(), pts.last()) {
+                s.queue_growth_in_window = last.1 - first.1;
+            }
+            let within = |p: &(f64, f64)| p.0 >= lo && p.0 <= b;
+            s.window_updates_in_growth_window = self
+                .tl
+                .window_updates
+                .points()
+                .iter()
+                .filter(|p| within(p))
+                .map(|p| p.1)
+                .sum::<f64>() as u64;
+            s.credit_returned_in_growth_window = self
+                .tl
+                .window_update_bytes
+                .points()
+                .iter()
+                .filter(|p| within(p))
+                .map(|p| p.1)
+                .sum::<f64>() as u64;
+        }
+
+        // Windows: lowest value anywhere, violations, agreement of both taps.
+        let mut violations = 0;
+        let mut first_violation = String::new();
+        for c in self.conns.values() {
+            for w in &c.flows {
+                s.min_window = s.min_window.min(w.min_conn()).min(w.min_stream());
+                violations += w.violation_count();
+                if first_violation.is_empty() {
+                    if let Some(v) = w.violations().first() {
+                        first_violation =
+                            format!("{} on stream {} (window {})", v.what, v.stream, v.window);
+                    }
+                }
+            }
+        }
+        if s.min_window == i64::MAX {
+            s.min_window = 0;
+        }
+        s.protocol_violations = violations;
+        s.dropped_events = dropped;
+        s.trace_ending = match ending {
+            Ending::Clean(_) => "clean".into(),
+            Ending::NoFooter => "no_footer".into(),
+            Ending::Truncated { line } => format!("truncated at line {line}"),
+            Ending::Open => "open".into(),
+        };
+
+        s.lost_in_flight = s.sent as i64 - s.decoded as i64;
+        s.checks = invariant_checks(
+            s,
+            (self.has_client, self.has_server),
+            dropped,
+            (self.credit_violations, &self.credit_detail),
+            (violations, &first_violation),
+            bytes_check,
+            agree_check,
+        );
+        (self.s, self.tl)
+    }
+}
+
+/// The result of analysing one trace file.
+pub struct Analysis {
+    /// Writing the window log failed (the analysis itself is complete).
+    pub window_log_error: Option<std::io::Error>,
+    pub summary: Summary,
+    pub timeline: Timeline,
+    /// Things the reader of the results must know (truncation, drops, corrupt lines).
+    pub warnings: Vec<String>,
+    pub events: u64,
+}
+
+/// Analyses a trace file in one streaming pass. A corrupt line in the middle
+/// is skipped with a warning; a cut last line ends the pass with a warning.
+pub fn analyze_trace(path: &Path) -> Result<Analysis, crate::reader::OpenError> {
+    analyze_trace_with(path, None)
+}
+
+/// [`analyze_trace`], also writing every window change to `window_log`.
+pub fn analyze_trace_with(
+    path: &Path,
+    window_log: Option<Box<dyn std::io::Write>>,
+) -> Result<Analysis, crate::reader::OpenError> {
+    let mut r = TraceReader::open(path)?;
+    let mut a = Analyzer::new(r.header().origin_mono_ns);
+    if let Some(w) = window_log {
+        a = a.with_window_log(w);
+    }
+    let mut warnings = vec![];
+    let mut events = 0u64;
+    let mut corrupt = 0u64;
+    while let Some(ev) = r.next_event() {
+        match ev {
+            Ok(e) => {
+                events += 1;
+                a.feed(&e);
+            }
+            Err(e) => {
+                corrupt += 1;
+                if corrupt <= 5 {
+                    warnings.push(format!("{}: skipped {e}", path.display()));
+                }
+            }
+        }
+    }
+    if corrupt > 5 {
+        warnings.push(format!(
+            "{}: {corrupt} corrupt lines skipped in all",
+            path.display()
+        ));
+    }
+    let ending = r.ending().clone();
+    let dropped = match &ending {
+        Ending::Clean(f) => f.dropped.values().sum(),
+        Ending::Truncated { line } => {
+            warnings.push(format!(
+                "{}: the trace is truncated at line {line} (the writer was interrupted); analysed up to the last complete event",
+                path.display()
+            ));
+            0
+        }
+        Ending::NoFooter => {
+            warnings.push(format!(
+                "{}: the trace has no footer (the writer did not finish); drop counts unknown",
+                path.display()
+            ));
+            0
+        }
+        Ending::Open => 0,
+    };
+    if dropped > 0 {
+        warnings.push(format!(
+            "{}: the recorder DROPPED {dropped} events (buffer full): counts and checks are incomplete; raise --trace-buffer",
+            path.display()
+        ));
+    }
+    if r.unknown > 0 {
+        warnings.push(format!(
+            "{}: {} events of unknown types skipped (newer h2probe?)",
+            path.display(),
+            r.unknown
+        ));
+    }
+    let (summary, timeline, window_log_error) = a.finish_with_log(dropped, &ending);
+    Ok(Analysis {
+        window_log_error,
+        summary,
+        timeline,
+        warnings,
+        events,
+    })
+}

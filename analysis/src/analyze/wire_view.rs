@@ -1,0 +1,188 @@
+//! The wire view: windows per tap, direction, connection and stream,
+//! rebuilt from frames, plus cross-tap frame latency and the window log.
+
+use super::Analyzer;
+use crate::schema::{self, Dir, Endpoint, Event, FrameType};
+use crate::windows::FlowWindows;
+use std::collections::BTreeMap;
+
+/// Which way DATA travels.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Flow {
+    C2s = 0,
+    S2c = 1,
+}
+
+pub(super) fn flow_of(ep: Endpoint, dir: Dir) -> Flow {
+    match (ep, dir) {
+        (Endpoint::Client, Dir::Out) | (Endpoint::Server, Dir::In) => Flow::C2s,
+        _ => Flow::S2c,
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Conn {
+    pub(super) local: String,
+    pub(super) peer: String,
+    pub(super) flows: [FlowWindows; 2],
+    /// DATA payload bytes (padding excluded) per stream, c2s.
+    pub(super) data_c2s: BTreeMap<u32, u64>,
+}
+
+impl Analyzer {
+    /// Also writes every reconstructed window change to `out` as CSV:
+    /// `t_s,tap,conn,flow,stream,window` (stream 0 = the connection window).
+    pub fn with_window_log(mut self, mut out: Box<dyn std::io::Write>) -> Analyzer {
+        if let Err(e) = writeln!(out, "t_s,tap,conn,flow,stream,window") {
+            self.window_log_error = Some(e);
+        }
+        self.window_log = Some(out);
+        self
+    }
+
+    fn log_window(&mut self, t: u64, e: &Event, flow: usize, stream: u32, window: i64) {
+        if self.window_log_error.is_some() {
+            return;
+        }
+        let secs = self.secs(t);
+        if let Some(out) = self.window_log.as_mut() {
+            let flow = if flow == Flow::C2s as usize {
+                "c2s"
+            } else {
+                "s2c"
+            };
+            if let Err(err) = writeln!(
+                out,
+                "{secs:.9},{},{},{flow},{stream},{window}",
+                e.ep.as_str(),
+                e.conn
+            ) {
+                self.window_log_error = Some(err);
+            }
+        }
+    }
+
+    /// Matches a client→server frame seen by both taps (by byte offset).
+    fn match_in_flight(&mut self, e: &Event, f: &schema::FrameEv) {
+        let Some(c) = self.conns.get(&(e.ep, e.conn)) else {
+            return;
+        };
+        match (e.ep, f.dir) {
+            (Endpoint::Client, Dir::Out) => {
+                let q = self
+                    .in_flight
+                    .entry((c.local.clone(), c.peer.clone()))
+                    .or_default();
+                q.push_back((f.offset, e.t));
+                // Bounded: a client-only trace never drains this.
+                if q.len() > 100_000 {
+                    q.pop_front();
+                }
+            }
+            (Endpoint::Server, Dir::In) => {
+                if let Some(q) = self.in_flight.get_mut(&(c.peer.clone(), c.local.clone())) {
+                    while q.front().is_some_and(|(off, _)| *off < f.offset) {
+                        q.pop_front();
+                    }
+                    if let Some((off, t0)) = q.front().copied() {
+                        if off == f.offset {
+                            self.frame_latency.record(e.t.saturating_sub(t0));
+                            q.pop_front();
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn frame(&mut self, e: &Event, f: &schema::FrameEv) {
+        self.match_in_flight(e, f);
+        let t = e.t;
+        let travel = flow_of(e.ep, f.dir);
+        let conn = self.conns.entry((e.ep, e.conn)).or_default();
+        match f.frame {
+            FrameType::DATA => {
+                let w = &mut conn.flows[travel as usize];
+                w.on_data(t, e.stream, f.flow_len());
+                let (cw, sw) = (w.conn(), w.stream(e.stream));
+                if travel == Flow::C2s {
+                    *conn.data_c2s.entry(e.stream).or_default() += f.data_len() as u64;
+                }
+                self.log_window(t, e, travel as usize, 0, cw);
+                self.log_window(t, e, travel as usize, e.stream, sw);
+                if e.ep == Endpoint::Server && f.dir == Dir::In {
+                    self.s.data_frames_in += 1;
+                    self.s.data_bytes_in += f.data_len() as u64;
+                }
+                if travel == Flow::C2s {
+                    self.plot_credit(e, cw, sw);
+                }
+            }
+            FrameType::WINDOW_UPDATE => {
+                let inc = f.increment.unwrap_or(0);
+                let credited = 1 - travel as usize;
+                let w = &mut conn.flows[credited];
+                w.on_window_update(t, e.stream, inc);
+                let (cw, sw) = (w.conn(), w.stream(e.stream));
+                self.log_window(
+                    t,
+                    e,
+                    credited,
+                    e.stream,
+                    if e.stream == 0 { cw } else { sw },
+                );
+                if credited == Flow::C2s as usize {
+                    self.plot_credit(e, cw, sw);
+                }
+                if e.ep == Endpoint::Server && f.dir == Dir::Out {
+                    self.s.window_updates_out += 1;
+                    if e.stream != 0 {
+                        self.tl.window_update_bytes.push(t, inc as f64);
+                        self.tl.window_updates.push(t, 1.0);
+                    }
+                    if e.stream == 0 {
+                        self.s.window_updates_out_conn += 1;
+                        if let Some(p) = self.pending_conn.get_mut(&e.conn) {
+                            p.consume(t, inc as u64, &mut self.rel_conn_lat);
+                        }
+                    } else {
+                        self.s.window_updates_out_stream += 1;
+                        self.wu_increment.record(inc as u64);
+                        if let Some(p) = self.pending_stream.get_mut(&(e.conn, e.stream)) {
+                            p.consume(t, inc as u64, &mut self.rel_lat);
+                        }
+                    }
+                }
+            }
+            FrameType::SETTINGS if !f.has_flag(schema::flags::ACK) => {
+                let flow = 1 - travel as usize;
+                let mut changed = vec![];
+                for (id, v) in f.settings.iter().flatten() {
+                    if *id == schema::settings::INITIAL_WINDOW_SIZE {
+                        conn.flows[flow].on_initial_window(t, *v);
+                        changed = conn.flows[flow].streams().collect();
+                    }
+                }
+                for (id, w) in changed {
+                    self.log_window(t, e, flow, id, w);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn plot_credit(&mut self, e: &Event, conn_w: i64, stream_w: i64) {
+        match e.ep {
+            Endpoint::Client => {
+                self.tl.credit_conn_client.push(e.t, conn_w as f64);
+                if e.stream != 0
+                    && *self.plotted_stream.get_or_insert((e.conn, e.stream)) == (e.conn, e.stream)
+                {
+                    self.tl.credit_stream_client.push(e.t, stream_w as f64);
+                }
+            }
+            Endpoint::Server => self.tl.credit_conn_server.push(e.t, conn_w as f64),
+        }
+    }
+}
