@@ -1,6 +1,9 @@
 //! The command line: definitions and dispatch. `main.rs` only calls [`main`].
 
-use crate::experiment::{self, ClientCmdOpts, RunOpts, ServeOpts};
+use crate::commands::client::ClientCmdOpts;
+use crate::commands::run::RunOpts;
+use crate::commands::serve::ServeOpts;
+use crate::commands::{self};
 use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
@@ -36,9 +39,9 @@ pub enum Command {
     /// Analyse run directories: summary.json, timeline.csv, SVG plots, headline table.
     Analyze(AnalyzeOpts),
     /// Compare release strategies: run a matrix with repeats, or compare run directories.
-    Compare(Box<crate::compare::CompareOpts>),
+    Compare(Box<crate::commands::matrix::CompareOpts>),
     /// Merge traces of separate processes on one host (serve + client) into one run.
-    Merge(crate::merge::MergeOpts),
+    Merge(crate::commands::merge::MergeOpts),
     /// Export run traces as pcap (Wireshark/tshark), tidy CSV or qlog.
     Export(crate::export::ExportOpts),
     /// Decode raw HTTP/2 bytes (one direction) into frame events, JSON Lines on stdout.
@@ -97,42 +100,42 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     });
     match command {
         Command::Run(opts) => {
-            let r = runtime()?.block_on(experiment::run(*opts))?;
+            let r = runtime()?.block_on(commands::run::run(*opts))?;
             println!("run directory: {}", r.dir.display());
-            print!("{}", crate::report::headline(&r.summary));
+            print!("{}", h2probe_analysis::report::headline(&r.summary));
             print_warnings(&r.warnings);
             Ok(if checks_failed(&r.summary) { 3 } else { 0 })
         }
         Command::Serve(opts) => {
-            let (dir, s, w) = runtime()?.block_on(experiment::serve(*opts))?;
-            println!("run directory: {}", dir.display());
-            print!("{}", crate::report::headline(&s));
-            print_warnings(&w);
+            let f = runtime()?.block_on(commands::serve::serve(*opts))?;
+            println!("run directory: {}", f.dir.display());
+            print!("{}", h2probe_analysis::report::headline(&f.summary));
+            print_warnings(&f.warnings);
             Ok(0)
         }
         Command::Client(opts) => {
-            let (dir, s, w, outcomes) = runtime()?.block_on(experiment::client_cmd(*opts))?;
-            println!("run directory: {}", dir.display());
+            let (f, outcomes) = runtime()?.block_on(commands::client::client_cmd(*opts))?;
+            println!("run directory: {}", f.dir.display());
             for o in &outcomes {
                 println!(
                     "rpc conn {} stream {}: {} {}",
                     o.conn,
                     o.stream,
-                    h2probe_analysis::analyze::status_name(o.status),
+                    h2probe_analysis::schema::status_name(o.status),
                     o.message
                 );
             }
-            print!("{}", crate::report::headline(&s));
-            print_warnings(&w);
+            print!("{}", h2probe_analysis::report::headline(&f.summary));
+            print_warnings(&f.warnings);
             Ok(0)
         }
         Command::Analyze(opts) => {
             let mut failed = false;
             let mut runs = vec![];
             for dir in &opts.dirs {
-                let (s, w) = crate::report::write_products(dir)?;
+                let (s, w) = h2probe_analysis::report::write_products(dir)?;
                 println!("== {}", dir.display());
-                print!("{}", crate::report::headline(&s));
+                print!("{}", h2probe_analysis::report::headline(&s));
                 print_warnings(&w);
                 failed |= checks_failed(&s);
                 runs.push(h2probe_analysis::compare::RunRef {
@@ -154,7 +157,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             Ok(if failed { 3 } else { 0 })
         }
         Command::Compare(opts) => {
-            let c = runtime()?.block_on(crate::compare::compare(*opts))?;
+            let c = runtime()?.block_on(crate::commands::matrix::compare(*opts))?;
             print!("{}", c.table);
             println!(
                 "comparison written to {}/comparison.md (and .json, compare-*.svg)",
@@ -167,11 +170,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             })
         }
         Command::Merge(opts) => {
-            let (events, warnings) = crate::merge::merge(&opts)?;
+            let (events, warnings) = crate::commands::merge::merge(&opts)?;
             print_warnings(&warnings);
-            let (s, w) = crate::report::write_products(&opts.out)?;
+            let (s, w) = h2probe_analysis::report::write_products(&opts.out)?;
             println!("merged {events} events into {}", opts.out.display());
-            print!("{}", crate::report::headline(&s));
+            print!("{}", h2probe_analysis::report::headline(&s));
             print_warnings(&w);
             Ok(if checks_failed(&s) { 3 } else { 0 })
         }

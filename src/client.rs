@@ -1,17 +1,17 @@
 //! The probe client: open-loop paced gRPC client-streaming on `h2`, recording
 //! when and why each send waits (window credit here, the socket in the tap).
 
+use crate::config::CapturePayload;
 use crate::config::{Dur, Size};
 use crate::grpc::{self, pb, status};
 use crate::live::Live;
+use crate::tap::{Tap, TapConfig};
 use crate::trace::clock::{now_ns, to_instant};
 use crate::trace::schema::{
     Endpoint, Kind, MsgEv, NeverSentEv, NeverSentReason, RpcEndEv, RpcStartEv, SendEv,
     WindowBlockedEv,
 };
 use crate::trace::Recorder;
-use crate::config::CapturePayload;
-use crate::tap::{Tap, TapConfig};
 use anyhow::Context as _;
 use bytes::Bytes;
 use h2::client::SendRequest;

@@ -1,8 +1,8 @@
 //! `h2probe decode`: raw HTTP/2 bytes from any tool → frame events (JSON Lines).
 
-use crate::trace::schema::{Dir, Endpoint, Event, Kind, WireErrorEv};
 use crate::config::CapturePayload;
 use crate::trace::frame_event;
+use crate::trace::schema::{Dir, Endpoint, Event, Kind, WireErrorEv};
 use crate::wire::{Parsed, Parser, MAX_MAX_FRAME_SIZE};
 use anyhow::Context as _;
 use std::io::{Read, Write};

@@ -64,7 +64,7 @@ fn every_release_and_queue_combination_completes_and_adds_up() {
 }
 
 /// The article's setup, shortened: 16 KiB at 300/s, 10 ms worker.
-fn slow_worker(name: &str, release: &str, queue: &str) -> h2probe::experiment::RunResult {
+fn slow_worker(name: &str, release: &str, queue: &str) -> h2probe::commands::run::RunResult {
     let dir = temp_dir(name);
     let mut o = run_opts(&dir, release, queue);
     o.client.duration = dur("2s");
@@ -138,7 +138,7 @@ fn a_window_smaller_than_a_message_is_refused_for_late_release() {
     o.server.stream_window = "8KiB".parse().unwrap();
     let err = tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(h2probe::experiment::run(o))
+        .block_on(h2probe::commands::run::run(o))
         .err()
         .expect("must be refused");
     let msg = format!("{err:#}");

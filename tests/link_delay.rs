@@ -11,7 +11,7 @@ fn over_link(
     name: &str,
     window: &str,
     shape: impl FnOnce(&mut h2probe::client::ClientOpts),
-) -> h2probe::experiment::RunResult {
+) -> h2probe::commands::run::RunResult {
     let dir = temp_dir(name);
     let mut o = run_opts(&dir, "frame", "unbounded");
     o.client.duration = dur("1500ms");
@@ -24,11 +24,11 @@ fn over_link(
     run(o)
 }
 
-fn delayed(name: &str, window: &str) -> h2probe::experiment::RunResult {
+fn delayed(name: &str, window: &str) -> h2probe::commands::run::RunResult {
     over_link(name, window, |c| c.link_delay = dur("25ms"))
 }
 
-fn slow_link(name: &str, window: &str) -> h2probe::experiment::RunResult {
+fn slow_link(name: &str, window: &str) -> h2probe::commands::run::RunResult {
     over_link(name, window, |c| {
         c.link_rate = Some("512KiB".parse().unwrap())
     })

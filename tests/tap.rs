@@ -4,10 +4,10 @@
 mod support;
 
 use bytes::Bytes;
-use h2probe::trace::schema::{Dir, Endpoint, FrameType, Kind};
-use h2probe::trace::TraceWriter;
 use h2probe::config::CapturePayload;
 use h2probe::tap::{Tap, TapConfig};
+use h2probe::trace::schema::{Dir, Endpoint, FrameType, Kind};
+use h2probe::trace::TraceWriter;
 use h2probe::wire::{Parsed, Parser};
 use h2probe_analysis::reader::{Ending, TraceReader};
 use std::pin::Pin;

@@ -5,6 +5,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod meta;
 pub mod plots;
 pub mod reader;
 pub mod report;

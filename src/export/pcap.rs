@@ -62,7 +62,9 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
             .priority
             .map(|p| encode::priority(0, p)[9..].to_vec())
             .unwrap_or_default(),
-        FrameType::DATA | FrameType::HEADERS | FrameType::PUSH_PROMISE if f.has_flag(crate::trace::schema::flags::PADDED) => {
+        FrameType::DATA | FrameType::HEADERS | FrameType::PUSH_PROMISE
+            if f.has_flag(crate::trace::schema::flags::PADDED) =>
+        {
             let mut b = vec![f.pad];
             if f.frame == FrameType::HEADERS {
                 if let Some(p) = f.priority {
@@ -392,11 +394,7 @@ mod tests {
         p.feed(bytes, |r| {
             if let Ok(Parsed::Frame(f)) = r {
                 out = Some((
-                    crate::trace::frame_event(
-                        &f,
-                        Dir::Out,
-                        crate::config::CapturePayload::None,
-                    ),
+                    crate::trace::frame_event(&f, Dir::Out, crate::config::CapturePayload::None),
                     f.head.stream(),
                 ));
             }

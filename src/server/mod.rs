@@ -4,12 +4,12 @@
 mod queue;
 mod rpc;
 
+use crate::config::CapturePayload;
 use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size};
 use crate::live::Live;
+use crate::tap::{Tap, TapConfig};
 use crate::trace::schema::Endpoint;
 use crate::trace::Recorder;
-use crate::config::CapturePayload;
-use crate::tap::{Tap, TapConfig};
 use anyhow::Context as _;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

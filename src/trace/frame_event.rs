@@ -62,4 +62,3 @@ pub fn frame_event(f: &FrameRef<'_>, dir: Dir, capture: CapturePayload) -> Frame
     }
     ev
 }
-

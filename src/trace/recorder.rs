@@ -35,22 +35,7 @@ pub struct Recorder {
     shared: Arc<Shared>,
 }
 
-/// Counts of a finished (or running) recording.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RecorderStats {
-    /// Events accepted into the buffer.
-    pub accepted: u64,
-    /// Events written to the file.
-    pub written: u64,
-    /// Events dropped (buffer full, or writer gone), by kind.
-    pub dropped: std::collections::BTreeMap<String, u64>,
-}
-
-impl RecorderStats {
-    pub fn dropped_total(&self) -> u64 {
-        self.dropped.values().sum()
-    }
-}
+pub use h2probe_analysis::meta::RecorderStats;
 
 impl Recorder {
     /// A recorder that records nothing (and counts nothing): for code paths
@@ -124,6 +109,7 @@ pub struct TraceWriter {
     shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<Result<u64, WriteError>>>,
     path: PathBuf,
+    anchor: h2probe_analysis::meta::ClockAnchor,
 }
 
 /// The trace file could not be written.
@@ -159,6 +145,11 @@ impl TraceWriter {
             origin_mono_ns: mono,
             origin_unix_ns: wall,
         };
+        let anchor = h2probe_analysis::meta::ClockAnchor {
+            clock: header.clock.clone(),
+            origin_mono_ns: header.origin_mono_ns,
+            origin_unix_ns: header.origin_unix_ns,
+        };
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let shared = Arc::new(Shared::new());
         let path_s = path.display().to_string();
@@ -181,6 +172,7 @@ impl TraceWriter {
                 shared,
                 thread: Some(thread),
                 path: path.to_path_buf(),
+                anchor,
             },
             rec,
         ))
@@ -188,6 +180,12 @@ impl TraceWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The clock anchor written in the trace header (for meta.json: kept
+    /// here so nobody re-reads the trace to learn it).
+    pub fn anchor(&self) -> h2probe_analysis::meta::ClockAnchor {
+        self.anchor.clone()
     }
 
     /// Drains every accepted event, writes the footer, flushes and joins the

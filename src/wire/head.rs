@@ -31,10 +31,9 @@ impl Flags {
                 (Self::PRIORITY, "PRIORITY"),
             ],
             FrameType::SETTINGS | FrameType::PING => &[(Self::ACK, "ACK")],
-            FrameType::PUSH_PROMISE => &[
-                (Self::END_HEADERS, "END_HEADERS"),
-                (Self::PADDED, "PADDED"),
-            ],
+            FrameType::PUSH_PROMISE => {
+                &[(Self::END_HEADERS, "END_HEADERS"), (Self::PADDED, "PADDED")]
+            }
             FrameType::CONTINUATION => &[(Self::END_HEADERS, "END_HEADERS")],
             _ => &[],
         };

@@ -74,7 +74,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
-use h2probe::experiment::{RunOpts, RunResult};
+use h2probe::commands::run::{RunOpts, RunResult};
 
 /// Run options for a short loopback experiment writing into `dir`.
 pub fn run_opts(dir: &std::path::Path, release: &str, queue: &str) -> RunOpts {
@@ -97,7 +97,7 @@ pub fn run(opts: RunOpts) -> RunResult {
         .enable_all()
         .build()
         .unwrap()
-        .block_on(h2probe::experiment::run(opts))
+        .block_on(h2probe::commands::run::run(opts))
         .unwrap()
 }
 

@@ -1,9 +1,9 @@
 //! `h2probe compare`: run a matrix of configurations (or take existing run
 //! directories) and print the table a paper would print.
 
-use crate::config::{Dur, QueuePolicy, ReleasePoint, Size};
-use crate::experiment::{self, RunOpts};
+use super::run::{self, RunOpts};
 use crate::config::CapturePayload;
+use crate::config::{Dur, QueuePolicy, ReleasePoint, Size};
 use anyhow::Context as _;
 use h2probe_analysis::analyze::analyze_trace;
 use h2probe_analysis::compare::{self, RunRef};
@@ -82,29 +82,8 @@ pub struct CompareOpts {
     pub quiet: bool,
 }
 
-/// `release=R queue=Q` of a run, from its meta.json.
-fn config_of(dir: &Path) -> String {
-    let meta = std::fs::read_to_string(dir.join("meta.json"))
-        .ok()
-        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok());
-    match meta.as_ref().map(|m| &m["config"]["server"]) {
-        Some(s) if s.is_object() => format!(
-            "release={} queue={}",
-            s["release"].as_str().unwrap_or("?"),
-            s["queue"].as_str().unwrap_or("?")
-        ),
-        _ => dir.file_name().map_or_else(
-            || dir.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        ),
-    }
-}
-
 fn label(release: ReleasePoint, queue: QueuePolicy) -> String {
-    format!(
-        "release={} queue={queue}",
-        release.as_str()
-    )
+    format!("release={} queue={queue}", release.as_str())
 }
 
 /// What `compare` produced.
@@ -122,18 +101,18 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     };
     let out = match &opts.out {
         Some(d) => d.clone(),
-        None => experiment::default_run_dir(name),
+        None => super::default_run_dir(name),
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
 
     if !opts.runs.is_empty() {
         for dir in &opts.runs {
-            let (summary, warnings) = experiment::analyze_dir(dir)?;
+            let (summary, warnings) = super::analyze_dir(dir)?;
             for w in warnings {
                 eprintln!("h2probe: warning: {w}");
             }
             runs.push(RunRef {
-                config: config_of(dir),
+                config: super::config_of(dir),
                 dir: dir.clone(),
                 summary,
             });
@@ -178,7 +157,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                     None if !opts.quiet => eprintln!("h2probe: run {}/{total}: {msg}", done + 1),
                     None => {}
                 }
-                let result = experiment::run(make_opts(&opts, *r, *q, &out, rep)).await?;
+                let result = run::run(make_opts(&opts, *r, *q, &out, rep)).await?;
                 for w in &result.warnings {
                     eprintln!("h2probe: warning: {w}");
                 }
@@ -270,7 +249,7 @@ fn write_outputs(
     rows: &[compare::Row],
     runs: &[RunRef],
 ) -> anyhow::Result<()> {
-    experiment::write_json(&out.join("comparison.json"), &rows)?;
+    super::write_json(&out.join("comparison.json"), &rows)?;
     let path = out.join("comparison.md");
     std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
     // Side-by-side plots from the first run of each configuration.

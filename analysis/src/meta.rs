@@ -1,0 +1,215 @@
+//! `meta.json`: what a run directory says about itself (configuration,
+//! versions, clock anchor, host, recorder counts, status). Defined once
+//! here, beside the trace schema: every writer (`run`, `serve`, `client`,
+//! `merge`) and every reader (`compare`, `merge`, the report) uses [`Meta`].
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Bumped when a field is renamed or retyped; added fields do not bump it.
+/// (Version 1 is what h2probe 0.1 wrote before `Meta` had a type: it reads
+/// unchanged.)
+pub const META_VERSION: u32 = 1;
+
+/// The contents of `meta.json`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Meta {
+    /// [`META_VERSION`] of the writer.
+    pub schema: u32,
+    /// `h2probe <version>`.
+    pub tool: String,
+    /// `run`, `serve`, `client` or `merge`.
+    pub command: String,
+    #[serde(default)]
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub config: RunConfig,
+    /// Crate versions the binary was built with.
+    #[serde(default)]
+    pub versions: BTreeMap<String, String>,
+    /// The trace's clock anchor (absent when the trace could not be opened).
+    #[serde(default)]
+    pub clock: Option<ClockAnchor>,
+    #[serde(default)]
+    pub host: Host,
+    #[serde(default)]
+    pub started_unix_ns: u64,
+    #[serde(default)]
+    pub finished_unix_ns: u64,
+    /// `complete`, `interrupted` or `error: …`.
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub recorder: RecorderStats,
+    #[serde(default)]
+    pub dropped_events: u64,
+    /// The server's listening address (`run`, `serve`).
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// `merge`: the source run directories, in input order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<String>,
+    /// `merge`: connection ids of the k-th source are offset by k × this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn_offset: Option<u32>,
+}
+
+/// The configuration a run was made with, as each part serialised it.
+/// The parts are kept as JSON objects: the probe owns their fields, this
+/// crate reads the few it names ([`RunConfig::release`], [`RunConfig::queue`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct RunConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `serve`: the address it listened on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// `client`: the address it connected to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<String>,
+}
+
+impl RunConfig {
+    fn server_str(&self, key: &str) -> Option<&str> {
+        self.server.as_ref()?.get(key)?.as_str()
+    }
+    /// The server's `--release`.
+    pub fn release(&self) -> Option<&str> {
+        self.server_str("release")
+    }
+    /// The server's `--queue`.
+    pub fn queue(&self) -> Option<&str> {
+        self.server_str("queue")
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct ClockAnchor {
+    /// Always `CLOCK_MONOTONIC`.
+    pub clock: String,
+    pub origin_mono_ns: u64,
+    pub origin_unix_ns: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct Host {
+    #[serde(default)]
+    pub hostname: String,
+    #[serde(default)]
+    pub os: String,
+    #[serde(default)]
+    pub arch: String,
+    #[serde(default)]
+    pub kernel: String,
+    #[serde(default)]
+    pub cpus: usize,
+    /// `/proc/sys/kernel/random/boot_id`: CLOCK_MONOTONIC is shared only
+    /// within one boot of one host. Empty in runs written before it existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub boot_id: String,
+}
+
+/// Counts of a finished (or running) recording.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct RecorderStats {
+    /// Events accepted into the buffer.
+    pub accepted: u64,
+    /// Events written to the file.
+    pub written: u64,
+    /// Events dropped (buffer full, or writer gone), by kind.
+    pub dropped: BTreeMap<String, u64>,
+}
+
+impl RecorderStats {
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped.values().sum()
+    }
+}
+
+/// `meta.json` could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    #[error("{path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
+    /// The file ends inside the JSON value (the writer was interrupted).
+    #[error("{path}: truncated at byte {len} (the writer was interrupted?)")]
+    Truncated { path: String, len: usize },
+    #[error("{path}: not a meta.json: {cause}")]
+    Corrupt {
+        path: String,
+        cause: serde_json::Error,
+    },
+}
+
+impl Meta {
+    /// Reads `dir/meta.json`.
+    pub fn read(dir: &Path) -> Result<Meta, MetaError> {
+        let path = dir.join("meta.json");
+        let p = || path.display().to_string();
+        let text =
+            std::fs::read_to_string(&path).map_err(|cause| MetaError::Io { path: p(), cause })?;
+        serde_json::from_str(&text).map_err(|cause| {
+            if cause.is_eof() {
+                MetaError::Truncated {
+                    path: p(),
+                    len: text.len(),
+                }
+            } else {
+                MetaError::Corrupt { path: p(), cause }
+            }
+        })
+    }
+
+    /// `release=R queue=Q` when the run had a server, else `None`.
+    pub fn config_label(&self) -> Option<String> {
+        let c = &self.config;
+        Some(format!(
+            "release={} queue={}",
+            c.release()?,
+            c.queue().unwrap_or("?")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("h2probe-meta-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn reads_the_committed_reference_meta() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../captures/reference/frame-direct");
+        let m = Meta::read(&dir).unwrap();
+        assert_eq!(m.command, "run");
+        assert_eq!(m.config_label().unwrap(), "release=frame queue=direct");
+        assert_eq!(m.recorder.written, m.recorder.accepted);
+        assert!(m.clock.is_some());
+    }
+
+    #[test]
+    fn tells_a_truncated_file_from_a_corrupt_one() {
+        let d = temp("cut");
+        let full = serde_json::to_string_pretty(&Meta {
+            command: "run".into(),
+            ..Meta::default()
+        })
+        .unwrap();
+        std::fs::write(d.join("meta.json"), &full[..full.len() / 2]).unwrap();
+        assert!(matches!(Meta::read(&d), Err(MetaError::Truncated { .. })));
+        std::fs::write(d.join("meta.json"), "{\"schema\": \"one\"}").unwrap();
+        assert!(matches!(Meta::read(&d), Err(MetaError::Corrupt { .. })));
+        std::fs::remove_file(d.join("meta.json")).unwrap();
+        assert!(matches!(Meta::read(&d), Err(MetaError::Io { .. })));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

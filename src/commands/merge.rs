@@ -1,0 +1,253 @@
+//! `h2probe merge`: join traces written by separate processes on one host
+//! (e.g. `serve` and `client`) into one run directory, on their shared
+//! CLOCK_MONOTONIC axis, so the two-sided analysis applies.
+
+use crate::trace::schema::{Event, Footer, Header, SCHEMA_VERSION};
+use anyhow::Context as _;
+use h2probe_analysis::meta::{ClockAnchor, Meta, RecorderStats, RunConfig, META_VERSION};
+use h2probe_analysis::reader::{Ending, TraceReader};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct MergeOpts {
+    /// Run directories to merge (their traces must come from one host).
+    #[arg(required = true, num_args = 2.., value_name = "RUN_DIR")]
+    pub dirs: Vec<PathBuf>,
+
+    /// The merged run directory to write.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+/// Connection ids of the k-th input are offset by k × this, so ids of
+/// different processes never collide.
+pub const CONN_OFFSET: u32 = 1 << 20;
+
+pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
+    let mut readers = vec![];
+    for d in &opts.dirs {
+        readers.push(h2probe_analysis::reader::open_run(d)?);
+    }
+    let metas = source_metas(&opts.dirs)?;
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("creating {}", opts.out.display()))?;
+    let out_path = opts.out.join("trace.jsonl");
+    let file = std::fs::File::create(&out_path)
+        .with_context(|| format!("creating {}", out_path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let first = readers
+        .iter()
+        .map(|(_, r)| r.header().clone())
+        .min_by_key(|h| h.origin_mono_ns)
+        .expect("at least two inputs");
+    let header = Header {
+        schema: SCHEMA_VERSION,
+        tool: format!("h2probe {} (merge)", env!("CARGO_PKG_VERSION")),
+        ..first
+    };
+    let write_err = |e: std::io::Error| {
+        anyhow::Error::new(e).context(format!("writing {}", out_path.display()))
+    };
+    writeln!(w, "{}", header.to_line()).map_err(write_err)?;
+
+    // k-way merge by time; each input is (nearly) in time order already.
+    let mut heads: Vec<Option<Event>> = vec![None; readers.len()];
+    let mut warnings = vec![];
+    let next = |i: usize,
+                readers: &mut Vec<(PathBuf, TraceReader<_>)>,
+                warnings: &mut Vec<String>| loop {
+        match readers[i].1.next_event() {
+            Some(Ok(mut e)) => {
+                e.conn += i as u32 * CONN_OFFSET;
+                return Some(e);
+            }
+            Some(Err(err)) => warnings.push(format!("{}: skipped {err}", readers[i].0.display())),
+            None => return None,
+        }
+    };
+    for (i, h) in heads.iter_mut().enumerate() {
+        *h = next(i, &mut readers, &mut warnings);
+    }
+    let mut events = 0u64;
+    while let Some(i) = (0..heads.len())
+        .filter(|i| heads[*i].is_some())
+        .min_by_key(|i| heads[*i].as_ref().map(|e| e.t))
+    {
+        let e = heads[i].take().expect("chosen because present");
+        serde_json::to_writer(&mut w, &e)?;
+        w.write_all(b"\n").map_err(write_err)?;
+        events += 1;
+        heads[i] = next(i, &mut readers, &mut warnings);
+    }
+    let mut footer = Footer {
+        events,
+        ..Footer::default()
+    };
+    for (path, r) in &readers {
+        match r.ending() {
+            Ending::Clean(f) => {
+                for (k, v) in &f.dropped {
+                    *footer.dropped.entry(k.clone()).or_default() += v;
+                }
+            }
+            other => warnings.push(format!(
+                "{}: input ended without its footer ({other:?}); drop counts unknown",
+                path.display()
+            )),
+        }
+    }
+    writeln!(w, "{}", footer.to_line()).map_err(write_err)?;
+    w.flush().map_err(write_err)?;
+    let meta = merged_meta(opts, &metas, &header, events, &footer);
+    super::write_json(&opts.out.join("meta.json"), &meta)?;
+    Ok((events, warnings))
+}
+
+/// The sources' meta.json, refusing what cannot be merged: the same
+/// directory twice, and traces from different hosts or boots (CLOCK_MONOTONIC
+/// is shared only within one boot of one host).
+fn source_metas(dirs: &[PathBuf]) -> anyhow::Result<Vec<Option<Meta>>> {
+    let mut seen = std::collections::HashSet::new();
+    for d in dirs {
+        let canon = d
+            .canonicalize()
+            .with_context(|| format!("reading {}", d.display()))?;
+        anyhow::ensure!(
+            seen.insert(canon),
+            "{} is given twice: a run cannot be merged with itself",
+            d.display()
+        );
+    }
+    let metas: Vec<Option<Meta>> = dirs.iter().map(|d| Meta::read(d).ok()).collect();
+    let known: Vec<(&PathBuf, &Meta)> = dirs
+        .iter()
+        .zip(&metas)
+        .filter_map(|(d, m)| Some((d, m.as_ref()?)))
+        .collect();
+    for pair in known.windows(2) {
+        let ((da, a), (db, b)) = (pair[0], pair[1]);
+        let boots_differ = !a.host.boot_id.is_empty()
+            && !b.host.boot_id.is_empty()
+            && a.host.boot_id != b.host.boot_id;
+        anyhow::ensure!(
+            a.host.hostname == b.host.hostname && !boots_differ,
+            "{} and {} were recorded on different hosts or boots ({} vs {}); \
+             their CLOCK_MONOTONIC times do not share an axis",
+            da.display(),
+            db.display(),
+            describe_host(a),
+            describe_host(b)
+        );
+    }
+    Ok(metas)
+}
+
+fn describe_host(m: &Meta) -> String {
+    if m.host.boot_id.is_empty() {
+        m.host.hostname.clone()
+    } else {
+        format!("{} boot {}", m.host.hostname, m.host.boot_id)
+    }
+}
+
+/// The merged run's meta.json: the sources' configuration parts (server from
+/// the source that had one, client likewise), their host, and the merge's own
+/// counts.
+fn merged_meta(
+    opts: &MergeOpts,
+    metas: &[Option<Meta>],
+    header: &Header,
+    events: u64,
+    footer: &Footer,
+) -> Meta {
+    let mut config = RunConfig::default();
+    let mut status = "complete".to_string();
+    for m in metas.iter().flatten() {
+        let c = &m.config;
+        config.server = config.server.take().or_else(|| c.server.clone());
+        config.client = config.client.take().or_else(|| c.client.clone());
+        config.listen = config.listen.take().or_else(|| c.listen.clone());
+        config.connect = config.connect.take().or_else(|| c.connect.clone());
+        if m.status != "complete" {
+            status = m.status.clone();
+        }
+    }
+    let first = metas.iter().flatten().next();
+    Meta {
+        schema: META_VERSION,
+        tool: format!("h2probe {}", env!("CARGO_PKG_VERSION")),
+        command: "merge".into(),
+        argv: std::env::args().collect(),
+        config,
+        versions: first.map(|m| m.versions.clone()).unwrap_or_default(),
+        clock: Some(ClockAnchor {
+            clock: header.clock.clone(),
+            origin_mono_ns: header.origin_mono_ns,
+            origin_unix_ns: header.origin_unix_ns,
+        }),
+        host: first
+            .map(|m| m.host.clone())
+            .unwrap_or_else(super::host_info),
+        started_unix_ns: metas
+            .iter()
+            .flatten()
+            .map(|m| m.started_unix_ns)
+            .min()
+            .unwrap_or(0),
+        finished_unix_ns: metas
+            .iter()
+            .flatten()
+            .map(|m| m.finished_unix_ns)
+            .max()
+            .unwrap_or(0),
+        status,
+        recorder: RecorderStats {
+            accepted: events,
+            written: events,
+            dropped: footer.dropped.clone(),
+        },
+        dropped_events: footer.dropped.values().sum(),
+        listen: first.and_then(|m| m.listen.clone()),
+        merged_from: opts.dirs.iter().map(|d| d.display().to_string()).collect(),
+        conn_offset: Some(CONN_OFFSET),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_dir(name: &str, hostname: &str, boot: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("h2probe-merge-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut m = Meta {
+            command: "serve".into(),
+            ..Meta::default()
+        };
+        m.host.hostname = hostname.into();
+        m.host.boot_id = boot.into();
+        super::super::write_json(&d.join("meta.json"), &m).unwrap();
+        d
+    }
+
+    #[test]
+    fn refuses_a_run_merged_with_itself_and_traces_of_other_boots() {
+        let a = run_dir("a", "vm", "boot-1");
+        let b = run_dir("b", "vm", "boot-2");
+        let c = run_dir("c", "vm", "boot-1");
+        let same = source_metas(&[a.clone(), a.join("../").join(a.file_name().unwrap())]);
+        assert!(
+            same.unwrap_err().to_string().contains("merged with itself"),
+            "the same directory under two spellings"
+        );
+        let boots = source_metas(&[a.clone(), b.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(boots.contains("different hosts or boots"), "{boots}");
+        assert_eq!(source_metas(&[a.clone(), c.clone()]).unwrap().len(), 2);
+        for d in [a, b, c] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! The commands that write run directories (`run`, `serve`, `client`,
+//! `compare`'s matrix, `merge`) and the one skeleton they share:
+//! directory → trace writer → progress → interrupts → finish (trace footer,
+//! meta.json, analysis products, pcaps). Signal and shutdown behaviour
+//! lives here, once.
+
+pub mod client;
+pub mod matrix;
+pub mod merge;
+mod progress;
+pub mod run;
+pub mod serve;
+
+use crate::config::CapturePayload;
+use crate::live::Live;
+use crate::trace::{clock, Recorder, RecorderStats, TraceWriter};
+use anyhow::Context as _;
+use h2probe_analysis::analyze::{analyze_trace, Summary};
+use h2probe_analysis::meta::{Host, Meta, RunConfig, META_VERSION};
+use progress::Progress;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Where and how a run is written.
+#[derive(clap::Args, Clone, Debug, serde::Serialize)]
+pub struct OutputOpts {
+    /// Run directory to write (default: captures/<utc-time>-<label>/).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Label for the default run directory name (default: derived from the config).
+    #[arg(long)]
+    pub label: Option<String>,
+
+    /// Payload bytes kept in frame events: none, headers (all but DATA) or full.
+    /// pcap files stay decodable in every mode (missing bytes become zeros).
+    #[arg(long, value_enum, default_value = "headers", value_name = "MODE")]
+    pub capture_payload: CapturePayload,
+
+    /// Recorder buffer, in events. When full, events are dropped and counted
+    /// (never blocking the transport); analyze warns about any drop.
+    #[arg(long, default_value_t = crate::trace::DEFAULT_CAPACITY, value_name = "EVENTS")]
+    pub trace_buffer: usize,
+
+    /// Do not write server.pcap and client.pcap (`h2probe export` can
+    /// write them later from the trace).
+    #[arg(long)]
+    pub no_pcap: bool,
+
+    /// Do not print progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl Default for OutputOpts {
+    fn default() -> Self {
+        OutputOpts {
+            out: None,
+            label: None,
+            capture_payload: CapturePayload::Headers,
+            trace_buffer: crate::trace::DEFAULT_CAPACITY,
+            no_pcap: false,
+            quiet: true,
+        }
+    }
+}
+
+/// A `captures/<utc-time>-<label>` path.
+pub fn default_run_dir(label: &str) -> PathBuf {
+    let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+    let stamp: String = now
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .collect();
+    PathBuf::from("captures").join(format!("{}-{label}", stamp.replace('.', "")))
+}
+
+/// Ctrl-C presses, listened for from the start of a command: the handler is
+/// registered at once, so an early Ctrl-C is handled, never fatal.
+pub(crate) struct Interrupts(watch::Receiver<u64>);
+
+impl Interrupts {
+    pub(crate) fn listen() -> Interrupts {
+        let (tx, rx) = watch::channel(0u64);
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            Ok(mut sig) => {
+                tokio::spawn(async move {
+                    while sig.recv().await.is_some() {
+                        tx.send_modify(|n| *n += 1);
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("cannot listen for Ctrl-C: {e}"),
+        }
+        Interrupts(rx)
+    }
+
+    /// Resolves at the next Ctrl-C (never, if the handler is gone).
+    pub(crate) async fn next(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// How a command's run ended, as meta.json records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Complete,
+    Interrupted,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Complete => "complete",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One command's run directory from creation to the finished products:
+/// the skeleton `run`, `serve` and `client` share.
+pub(crate) struct Session {
+    pub(crate) dir: PathBuf,
+    pub(crate) rec: Recorder,
+    pub(crate) live: Arc<Live>,
+    pub(crate) interrupts: Interrupts,
+    command: &'static str,
+    writer: TraceWriter,
+    progress: Progress,
+    started_unix: u64,
+}
+
+/// What a finished session produced.
+pub struct Finished {
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub warnings: Vec<String>,
+}
+
+impl Session {
+    /// Creates the run directory (`--out` or a default one named after
+    /// `label`), starts the trace writer and the progress line (`planned`
+    /// messages; 0 when unknown).
+    pub(crate) fn open(
+        command: &'static str,
+        interrupts: Interrupts,
+        output: &OutputOpts,
+        label: &str,
+        planned: u64,
+    ) -> anyhow::Result<Session> {
+        let dir = output.out.clone().unwrap_or_else(|| default_run_dir(label));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating run directory {}", dir.display()))?;
+        let started_unix = clock::wall_ns();
+        let (writer, rec) = TraceWriter::create(&dir.join("trace.jsonl"), output.trace_buffer)?;
+        let live = Arc::new(Live::default());
+        let progress = progress::spawn_progress(live.clone(), planned, output.quiet);
+        Ok(Session {
+            dir,
+            rec,
+            live,
+            interrupts,
+            command,
+            writer,
+            progress,
+            started_unix,
+        })
+    }
+
+    /// Stops the progress line, closes the trace and writes meta.json, the
+    /// analysis products and (with `pcap`) the pcaps. Every recorder clone
+    /// the endpoints held must be gone: later events count as dropped.
+    pub(crate) async fn finish(
+        self,
+        config: RunConfig,
+        status: Status,
+        listen: Option<String>,
+        pcap: bool,
+    ) -> anyhow::Result<Finished> {
+        let Session {
+            dir,
+            rec,
+            command,
+            writer,
+            progress,
+            started_unix,
+            ..
+        } = self;
+        progress.finish().await;
+        drop(rec);
+        let d = dir.clone();
+        let (summary, warnings) = tokio::task::spawn_blocking(move || {
+            finalize(
+                &d,
+                writer,
+                command,
+                config,
+                started_unix,
+                status,
+                listen,
+                pcap,
+            )
+        })
+        .await??;
+        Ok(Finished {
+            dir,
+            summary,
+            warnings,
+        })
+    }
+}
+
+/// Finishes the trace, writes meta.json, analyses, writes summary.json and
+/// the analysis products (and the pcaps). Blocking: run it off the runtime.
+#[allow(clippy::too_many_arguments)]
+fn finalize(
+    dir: &Path,
+    writer: TraceWriter,
+    command: &'static str,
+    config: RunConfig,
+    started_unix: u64,
+    status: Status,
+    listen: Option<String>,
+    pcap: bool,
+) -> anyhow::Result<(Summary, Vec<String>)> {
+    let clock = writer.anchor();
+    let (stats, status) = match writer.finish() {
+        Ok(s) => (s, status.as_str().to_string()),
+        Err(e) => (RecorderStats::default(), format!("error: {e}")),
+    };
+    let meta = Meta {
+        schema: META_VERSION,
+        tool: format!("h2probe {}", env!("CARGO_PKG_VERSION")),
+        command: command.to_string(),
+        argv: std::env::args().collect(),
+        config,
+        versions: versions(),
+        clock: Some(clock),
+        host: host_info(),
+        started_unix_ns: started_unix,
+        finished_unix_ns: clock::wall_ns(),
+        status: status.clone(),
+        dropped_events: stats.dropped_total(),
+        recorder: stats,
+        listen,
+        ..Meta::default()
+    };
+    write_json(&dir.join("meta.json"), &meta)?;
+    if let Some(err) = status.strip_prefix("error: ") {
+        anyhow::bail!("the trace could not be written completely: {err}");
+    }
+    let products = h2probe_analysis::report::write_products(dir)?;
+    if pcap {
+        crate::export::pcap::export_pcaps(dir)?;
+    }
+    Ok(products)
+}
+
+/// This host, for meta.json (a merge refuses traces of different hosts or boots).
+pub(crate) fn host_info() -> Host {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    Host {
+        hostname: read("/proc/sys/kernel/hostname"),
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        boot_id: read("/proc/sys/kernel/random/boot_id"),
+    }
+}
+
+fn versions() -> std::collections::BTreeMap<String, String> {
+    let mut m = std::collections::BTreeMap::new();
+    m.insert("h2probe".into(), env!("CARGO_PKG_VERSION").into());
+    for kv in env!("H2PROBE_DEP_VERSIONS").split(',') {
+        if let Some((k, v)) = kv.split_once('=') {
+            m.insert(k.into(), v.into());
+        }
+    }
+    m
+}
+
+/// A configuration part as meta.json keeps it.
+pub(crate) fn config_part<T: serde::Serialize>(
+    v: &T,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::Object(m)) => Some(m),
+        _ => None,
+    }
+}
+
+/// Writes `v` as pretty JSON with a final newline.
+pub fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
+    let mut s = serde_json::to_string_pretty(v)?;
+    s.push('\n');
+    std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Reads a run's analysis results (used by `analyze` and `compare`).
+pub fn analyze_dir(dir: &Path) -> anyhow::Result<(Summary, Vec<String>)> {
+    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
+        h2probe_analysis::reader::OpenError::NotARun {
+            dir: dir.display().to_string(),
+        }
+    })?;
+    let a = analyze_trace(&trace)?;
+    Ok((a.summary, a.warnings))
+}
+
+/// The label of a run directory: its configuration from meta.json, or its
+/// directory name when it has none (a client-only run).
+pub(crate) fn config_of(dir: &Path) -> String {
+    Meta::read(dir)
+        .ok()
+        .and_then(|m| m.config_label())
+        .unwrap_or_else(|| {
+            dir.file_name().map_or_else(
+                || dir.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        })
+}

@@ -1,0 +1,135 @@
+//! `h2probe run`: both endpoints in one process on loopback.
+
+use super::{config_part, Interrupts, OutputOpts, Session, Status};
+use crate::client::{self, ClientCtx, ClientOpts, RpcOutcome};
+use crate::live::Live;
+use crate::server::{self, ServerCtx, ServerOpts};
+use anyhow::Context as _;
+use h2probe_analysis::analyze::Summary;
+use h2probe_analysis::meta::RunConfig;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// `h2probe run`: both endpoints in one process on loopback.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct RunOpts {
+    #[command(flatten, next_help_heading = "Server")]
+    pub server: ServerOpts,
+    #[command(flatten, next_help_heading = "Client")]
+    pub client: ClientOpts,
+    #[command(flatten, next_help_heading = "Output")]
+    pub output: OutputOpts,
+}
+
+/// What a finished run produced.
+pub struct RunResult {
+    pub dir: PathBuf,
+    pub summary: Summary,
+    pub warnings: Vec<String>,
+    pub outcomes: Vec<RpcOutcome>,
+    pub interrupted: bool,
+}
+
+/// `queue-release`, the default label of a run directory.
+pub(crate) fn label_of(server: &ServerOpts) -> String {
+    format!(
+        "{}-{}",
+        server.queue.to_string().replace(':', ""),
+        server.release.as_str()
+    )
+}
+
+/// `h2probe run`.
+pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
+    let interrupts = Interrupts::listen();
+    opts.client.validate()?;
+    let cfg = opts.server.validate(
+        opts.output.capture_payload,
+        Some(opts.client.framed_upper_bound()),
+        Some(opts.client.streams),
+    )?;
+    let label = opts
+        .output
+        .label
+        .clone()
+        .unwrap_or_else(|| label_of(&opts.server));
+    let planned = (opts.client.rate * opts.client.duration.0.as_secs_f64()) as u64;
+    let mut session = Session::open("run", interrupts, &opts.output, &label, planned)?;
+    let live = session.live.clone();
+    let conn_ids = Arc::new(AtomicU32::new(0));
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let (interrupt_tx, interrupt_rx) = watch::channel(false);
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding 127.0.0.1")?;
+    let addr = listener.local_addr()?;
+    let sctx = Arc::new(ServerCtx {
+        cfg,
+        rec: session.rec.clone(),
+        live: live.clone(),
+        conn_ids: conn_ids.clone(),
+        shutdown: shutdown_rx,
+    });
+    let server_task = tokio::spawn(server::serve(listener, sctx));
+    let cctx = Arc::new(ClientCtx {
+        opts: opts.client.clone(),
+        target: addr,
+        capture: opts.output.capture_payload,
+        rec: session.rec.clone(),
+        live: live.clone(),
+        conn_ids,
+        interrupt: interrupt_rx,
+    });
+
+    let client_run = client::run(cctx);
+    tokio::pin!(client_run);
+    let mut interrupted = false;
+    let outcomes = tokio::select! {
+        r = &mut client_run => r,
+        _ = session.interrupts.next() => {
+            interrupted = true;
+            eprintln!("h2probe: interrupted; stopping the client and the server, then finishing the trace");
+            let _ = interrupt_tx.send(true);
+            let _ = shutdown_tx.send(true);
+            client_run.await
+        }
+    };
+    // Let the server end its RPCs on its own (drain, deadline, client reset)
+    // before shutting it down, so their ending is recorded for what it was.
+    if !interrupted {
+        let rpcs = (opts.client.connections * opts.client.streams) as u64;
+        let grace = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while Live::get(&live.rpcs_done) < rpcs && tokio::time::Instant::now() < grace {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+    let _ = shutdown_tx.send(true);
+    let server_result = server_task.await.context("server task")?;
+    let outcomes = outcomes?;
+    server_result?;
+
+    let config = RunConfig {
+        server: config_part(&opts.server),
+        client: config_part(&opts.client),
+        output: config_part(&opts.output),
+        ..RunConfig::default()
+    };
+    let status = if interrupted {
+        Status::Interrupted
+    } else {
+        Status::Complete
+    };
+    let f = session
+        .finish(config, status, Some(addr.to_string()), !opts.output.no_pcap)
+        .await?;
+    Ok(RunResult {
+        dir: f.dir,
+        summary: f.summary,
+        warnings: f.warnings,
+        outcomes,
+        interrupted,
+    })
+}

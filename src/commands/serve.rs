@@ -1,0 +1,108 @@
+//! `h2probe serve`: the probe server alone.
+
+use super::run::label_of;
+use super::{config_part, Finished, Interrupts, OutputOpts, Session, Status};
+use crate::config::Dur;
+use crate::live::Live;
+use crate::server::{self, ServerCtx, ServerOpts};
+use anyhow::Context as _;
+use h2probe_analysis::meta::RunConfig;
+use std::sync::atomic::AtomicU32;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// `h2probe serve`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServeOpts {
+    /// Address to listen on (loopback by default).
+    #[arg(long, default_value = "127.0.0.1:50051", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+
+    /// Stop (as on Ctrl-C) after this many RPCs have ended.
+    #[arg(long, value_name = "N")]
+    pub exit_after: Option<u64>,
+
+    /// Stop (as on Ctrl-C) after this long.
+    #[arg(long = "for", value_name = "DURATION")]
+    pub run_for: Option<Dur>,
+
+    #[command(flatten, next_help_heading = "Server")]
+    pub server: ServerOpts,
+    #[command(flatten, next_help_heading = "Output")]
+    pub output: OutputOpts,
+}
+
+pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
+    let interrupts = Interrupts::listen();
+    let cfg = opts
+        .server
+        .validate(opts.output.capture_payload, None, None)?;
+    let label = opts
+        .output
+        .label
+        .clone()
+        .unwrap_or_else(|| format!("serve-{}", label_of(&opts.server)));
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("binding {}", opts.listen))?;
+    let addr = listener.local_addr()?;
+    let mut session = Session::open("serve", interrupts, &opts.output, &label, 0)?;
+    let live = session.live.clone();
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let sctx = Arc::new(ServerCtx {
+        cfg,
+        rec: session.rec.clone(),
+        live: live.clone(),
+        conn_ids: Arc::new(AtomicU32::new(0)),
+        shutdown: shutdown_rx,
+    });
+    // The address line is machine-readable: scripts wait for it.
+    println!(
+        "h2probe: listening on {addr} (run directory {})",
+        session.dir.display()
+    );
+    let server_task = tokio::spawn(server::serve(listener, sctx));
+    let stop_after = async {
+        match opts.exit_after {
+            Some(n) => loop {
+                if Live::get(&live.rpcs_done) >= n {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            },
+            None => std::future::pending().await,
+        }
+    };
+    let timer = async {
+        match opts.run_for {
+            Some(d) => tokio::time::sleep(d.0).await,
+            None => std::future::pending().await,
+        }
+    };
+    let status = tokio::select! {
+        _ = session.interrupts.next() => Status::Interrupted,
+        _ = stop_after => Status::Complete,
+        _ = timer => Status::Complete,
+    };
+    if status == Status::Interrupted {
+        eprintln!(
+            "h2probe: interrupted; finishing RPCs (--shutdown-drain={}) and the trace",
+            opts.server.shutdown_drain
+        );
+    }
+    let _ = shutdown_tx.send(true);
+    let served = tokio::select! {
+        r = server_task => r.context("server task")?,
+        _ = session.interrupts.next() => { eprintln!("h2probe: second interrupt; abandoning open RPCs"); Ok(()) }
+    };
+    served?;
+    let config = RunConfig {
+        server: config_part(&opts.server),
+        output: config_part(&opts.output),
+        listen: Some(addr.to_string()),
+        ..RunConfig::default()
+    };
+    session
+        .finish(config, status, Some(addr.to_string()), !opts.output.no_pcap)
+        .await
+}
