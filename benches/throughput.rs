@@ -143,7 +143,7 @@ fn paced(path: &std::path::Path, n: u64, rate: f64) -> (f64, u64) {
             let (stream, kind) = event(i);
             // The clock read is part of the cost on the instrumented path.
             let now = h2probe::trace::clock::now_ns();
-            rec.emit(Endpoint::Server, 1, stream, now, || kind);
+            rec.emit(Endpoint::Server, 1, stream, now, kind.id(), || kind);
             i += 1;
         }
     }

@@ -10,7 +10,7 @@ use crate::config::CapturePayload;
 use crate::trace::clock::now_ns;
 use crate::trace::frame_event;
 use crate::trace::schema::{
-    self, ConnCloseEv, ConnOpenEv, Dir, Endpoint, IntervalEv, Kind, WireErrorEv,
+    self, ConnCloseEv, ConnOpenEv, Dir, Endpoint, IntervalEv, Kind, KindId, WireErrorEv,
 };
 use crate::trace::Recorder;
 use crate::wire::{Body, Error, Parsed, Parser};
@@ -88,9 +88,14 @@ impl<S> Tap<S> {
                         }
                     }
                 }
-                rec.emit(cfg.endpoint, cfg.conn, f.head.stream(), t, || {
-                    Kind::Frame(frame_event(&f, dir, cfg.capture))
-                });
+                rec.emit(
+                    cfg.endpoint,
+                    cfg.conn,
+                    f.head.stream(),
+                    t,
+                    KindId::Frame,
+                    || Kind::Frame(frame_event(&f, dir, cfg.capture)),
+                );
             }
             Ok(Parsed::Preface { .. }) => {}
             Err(e) => record_error(rec, cfg, dir, t, &e),
@@ -125,18 +130,25 @@ impl<S> Tap<S> {
         cfg: TapConfig,
         rec: Recorder,
     ) -> Self {
-        rec.emit(cfg.endpoint, cfg.conn, 0, now_ns(), || {
-            Kind::ConnOpen(ConnOpenEv {
-                local: local.to_string(),
-                peer: peer.to_string(),
-            })
-        });
+        rec.emit(
+            cfg.endpoint,
+            cfg.conn,
+            0,
+            now_ns(),
+            KindId::ConnOpen,
+            || {
+                Kind::ConnOpen(ConnOpenEv {
+                    local: local.to_string(),
+                    peer: peer.to_string(),
+                })
+            },
+        );
         Tap::new(io, cfg, rec)
     }
 }
 
 fn record_error(rec: &Recorder, cfg: TapConfig, dir: Dir, t: u64, e: &Error) {
-    rec.emit(cfg.endpoint, cfg.conn, 0, t, || {
+    rec.emit(cfg.endpoint, cfg.conn, 0, t, KindId::WireError, || {
         Kind::WireError(WireErrorEv {
             dir,
             offset: e.offset(),
@@ -154,13 +166,20 @@ impl<S> Drop for Tap<S> {
             }
         }
         let (bytes_in, bytes_out) = (self.rd.bytes, self.wr.bytes);
-        self.rec.emit(self.cfg.endpoint, self.cfg.conn, 0, t, || {
-            Kind::ConnClose(ConnCloseEv {
-                error: String::new(),
-                bytes_in,
-                bytes_out,
-            })
-        });
+        self.rec.emit(
+            self.cfg.endpoint,
+            self.cfg.conn,
+            0,
+            t,
+            KindId::ConnClose,
+            || {
+                Kind::ConnClose(ConnCloseEv {
+                    error: String::new(),
+                    bytes_in,
+                    bytes_out,
+                })
+            },
+        );
     }
 }
 
@@ -190,12 +209,19 @@ impl<S> Tap<S> {
         if pending {
             self.blocked_since.get_or_insert(t);
         } else if let Some(start) = self.blocked_since.take() {
-            self.rec.emit(self.cfg.endpoint, self.cfg.conn, 0, t, || {
-                Kind::SocketBlocked(IntervalEv {
-                    dir: Dir::Out,
-                    start,
-                })
-            });
+            self.rec.emit(
+                self.cfg.endpoint,
+                self.cfg.conn,
+                0,
+                t,
+                KindId::SocketBlocked,
+                || {
+                    Kind::SocketBlocked(IntervalEv {
+                        dir: Dir::Out,
+                        start,
+                    })
+                },
+            );
         }
         t
     }

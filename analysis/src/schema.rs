@@ -194,7 +194,23 @@ macro_rules! event_kinds {
             Unknown,
         }
 
+        /// An event type without its payload: what the recorder counts a
+        /// dropped event as, without building it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum KindId {
+            $( $variant, )*
+            Unknown,
+        }
+
         impl Kind {
+            /// This kind's [`KindId`].
+            pub fn id(&self) -> KindId {
+                match self {
+                    $( Kind::$variant(_) => KindId::$variant, )*
+                    Kind::Unknown => KindId::Unknown,
+                }
+            }
+
             /// Every event type name this version writes, in documentation order.
             pub const NAMES: &'static [&'static str] = &[$($name),*];
 
@@ -620,10 +636,14 @@ impl Kind {
     /// Index of this kind in [`Kind::NAMES`] (for per-kind counters);
     /// `NAMES.len()` for [`Kind::Unknown`].
     pub fn index(&self) -> usize {
-        Kind::NAMES
-            .iter()
-            .position(|n| *n == self.name())
-            .unwrap_or(Kind::NAMES.len())
+        self.id().index()
+    }
+}
+
+impl KindId {
+    /// Index in [`Kind::NAMES`]; `NAMES.len()` for [`KindId::Unknown`].
+    pub fn index(self) -> usize {
+        self as usize
     }
 }
 

@@ -15,17 +15,18 @@ pub struct Distribution {
     pub mean: f64,
 }
 
-/// Records values with 3 significant digits; `scale` converts the recorded
+/// A histogram of values with 3 significant digits (named apart from the
+/// probe's event recorder); `scale` converts the recorded
 /// integer unit to the reported one (e.g. 1e-6 for ns → ms).
-pub struct Recorder {
+pub struct Histo {
     h: Histogram<u64>,
     sum: f64,
     scale: f64,
 }
 
-impl Recorder {
-    pub fn new(scale: f64) -> Recorder {
-        Recorder {
+impl Histo {
+    pub fn new(scale: f64) -> Histo {
+        Histo {
             // Up to 2^42 units (73 minutes in ns, 4 TiB in bytes); larger
             // values saturate. (`Histogram::new` would saturate at 2.)
             h: Histogram::new_with_bounds(1, 1 << 42, 3).expect("valid bounds"),
@@ -109,7 +110,7 @@ mod tests {
 
     #[test]
     fn large_values_are_not_saturated() {
-        let mut r = Recorder::new(1e-6);
+        let mut r = Histo::new(1e-6);
         r.record(1_500_000);
         r.record(7_000_000_000);
         let d = r.summary();
@@ -119,7 +120,7 @@ mod tests {
 
     #[test]
     fn distribution_percentiles() {
-        let mut r = Recorder::new(1.0);
+        let mut r = Histo::new(1.0);
         for v in 1..=1000 {
             r.record(v);
         }

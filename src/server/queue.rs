@@ -12,7 +12,9 @@ pub struct Job {
     pub framed: u32,
     pub decoded_at: u64,
     /// The decoded message itself: the memory the queue really holds.
-    pub _body: bytes::Bytes,
+    /// Held, never read: the worker's timer stands in for the work.
+    #[allow(dead_code, reason = "held for the memory it occupies")]
+    pub body: bytes::Bytes,
     /// The bounded queue's slot, given back when a worker takes the job.
     pub slot: Option<OwnedSemaphorePermit>,
 }
@@ -27,7 +29,6 @@ struct State {
     in_service: Vec<(u64, u32)>,
     closed: bool,
     completed: u64,
-    max_depth: u32,
 }
 
 /// A snapshot for samples and events.
@@ -80,7 +81,6 @@ impl AppQueue {
         let mut st = self.lock();
         st.queued_bytes += job.framed as u64;
         st.jobs.push_back(job);
-        st.max_depth = st.max_depth.max(st.jobs.len() as u32);
         let l = Self::levels(&st);
         drop(st);
         self.notify.notify_one();

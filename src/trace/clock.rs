@@ -3,25 +3,19 @@
 //! `std::time::Instant` hides its epoch; reading CLOCK_MONOTONIC directly
 //! lets traces written by separate processes on one host share an axis.
 
-fn read(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; these clock ids always exist on Linux.
-    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    debug_assert_eq!(rc, 0);
+fn read(clock: rustix::time::ClockId) -> u64 {
+    let ts = rustix::time::clock_gettime(clock);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// CLOCK_MONOTONIC now, ns.
 pub fn now_ns() -> u64 {
-    read(libc::CLOCK_MONOTONIC)
+    read(rustix::time::ClockId::Monotonic)
 }
 
 /// Wall-clock time now, ns since the Unix epoch.
 pub fn wall_ns() -> u64 {
-    read(libc::CLOCK_REALTIME)
+    read(rustix::time::ClockId::Realtime)
 }
 
 /// Monotonic and wall time read back to back, to anchor a trace.

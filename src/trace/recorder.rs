@@ -6,7 +6,7 @@
 //! data: they go into the trace footer and the run's meta, and `analyze`
 //! warns about them.
 
-use super::schema::{Endpoint, Event, Footer, Header, Kind, SCHEMA_VERSION};
+use super::schema::{Endpoint, Event, Footer, Header, Kind, KindId, SCHEMA_VERSION};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,26 +47,35 @@ impl Recorder {
         }
     }
 
-    /// Records an event built by `build`, only called once a slot is reserved.
+    /// Records an event of kind `id` built by `build`, which is only called
+    /// once a slot is reserved: a dropped event is counted under `id` and
+    /// never built.
     #[inline]
-    pub fn emit(&self, ep: Endpoint, conn: u32, stream: u32, t: u64, build: impl FnOnce() -> Kind) {
+    pub fn emit(
+        &self,
+        ep: Endpoint,
+        conn: u32,
+        stream: u32,
+        t: u64,
+        id: KindId,
+        build: impl FnOnce() -> Kind,
+    ) {
         let Some(tx) = &self.tx else { return };
         match tx.try_reserve() {
             Ok(permit) => {
+                let kind = build();
+                debug_assert_eq!(kind.id(), id, "emit's id names the kind it builds");
                 permit.send(Msg::Event(Event {
                     t,
                     ep,
                     conn,
                     stream,
-                    kind: build(),
+                    kind,
                 }));
                 self.shared.accepted.fetch_add(1, Ordering::Relaxed);
             }
             Err(_) => {
-                // Building the kind only to learn its index is cheap next to
-                // losing it silently; drops are rare and must be counted by kind.
-                let i = build().index();
-                self.shared.dropped[i].fetch_add(1, Ordering::Relaxed);
+                self.shared.dropped[id.index()].fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -284,7 +293,7 @@ mod tests {
         let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
         let n = 200_000u64;
         for i in 0..n {
-            rec.emit(Endpoint::Server, 1, 1, i, || {
+            rec.emit(Endpoint::Server, 1, 1, i, KindId::Chunk, || {
                 Kind::Chunk(ChunkEv { len: i as u32 })
             });
         }
@@ -319,15 +328,17 @@ mod tests {
     fn events_after_finish_are_counted_as_dropped() {
         let path = std::env::temp_dir().join(format!("h2probe-late-{}.jsonl", std::process::id()));
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
-        rec.emit(Endpoint::Client, 1, 0, 1, || {
+        rec.emit(Endpoint::Client, 1, 0, 1, KindId::Chunk, || {
             Kind::Chunk(ChunkEv { len: 1 })
         });
         let stats = writer.finish().unwrap();
         assert_eq!(stats.written, 1);
-        rec.emit(Endpoint::Client, 1, 0, 2, || {
-            Kind::Chunk(ChunkEv { len: 1 })
+        // A dropped event is counted under its id and never built.
+        rec.emit(Endpoint::Client, 1, 0, 2, KindId::Chunk, || {
+            unreachable!("a dropped event must not be built")
         });
         assert_eq!(rec.stats().dropped_total(), 1);
+        assert_eq!(rec.stats().dropped["chunk"], 1);
         std::fs::remove_file(&path).unwrap();
     }
 
@@ -345,7 +356,7 @@ mod tests {
         let (writer, rec) =
             TraceWriter::start(Box::new(Full), Path::new("/full/trace.jsonl"), 8).unwrap();
         for i in 0..100 {
-            rec.emit(Endpoint::Client, 1, 0, i, || {
+            rec.emit(Endpoint::Client, 1, 0, i, KindId::Chunk, || {
                 Kind::Chunk(ChunkEv { len: 1 })
             });
         }

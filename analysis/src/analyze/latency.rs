@@ -1,7 +1,7 @@
 //! Release → WINDOW_UPDATE matching: each `release` waits in a FIFO until
 //! the increments of later updates have carried all of its bytes.
 
-use crate::stats::Recorder;
+use crate::stats::Histo;
 use std::collections::VecDeque;
 
 /// Releases waiting for the WINDOW_UPDATE that carries them.
@@ -16,7 +16,7 @@ impl Pending {
     }
     /// Consumes `inc` bytes; returns latencies of releases fully carried and
     /// bytes of the increment that matched no release.
-    pub(super) fn consume(&mut self, t: u64, mut inc: u64, lat: &mut Recorder) -> u64 {
+    pub(super) fn consume(&mut self, t: u64, mut inc: u64, lat: &mut Histo) -> u64 {
         while inc > 0 {
             let Some(front) = self.fifo.front_mut() else {
                 break;

@@ -18,7 +18,7 @@ pub use summary::{Check, Summary, Timeline};
 
 use crate::reader::{Ending, TraceReader};
 use crate::schema::{Endpoint, Event, Kind};
-use crate::stats::{least_squares, Recorder};
+use crate::stats::{least_squares, Histo};
 use checks::invariant_checks;
 use latency::Pending;
 use messages::Rpc;
@@ -51,13 +51,13 @@ pub struct Analyzer {
     last_decode: u64,
     first_start: Option<u64>,
     last_complete: u64,
-    window_blocked: Recorder,
-    socket_blocked: Recorder,
+    window_blocked: Histo,
+    socket_blocked: Histo,
     server_socket_ns: u64,
-    lateness: Recorder,
-    wu_increment: Recorder,
-    rel_lat: Recorder,
-    rel_conn_lat: Recorder,
+    lateness: Histo,
+    wu_increment: Histo,
+    rel_lat: Histo,
+    rel_conn_lat: Histo,
     pending_stream: HashMap<(u32, u32), Pending>,
     pending_conn: HashMap<u32, Pending>,
     credit_violations: u64,
@@ -69,7 +69,7 @@ pub struct Analyzer {
     /// Client→server frames written by the client's tap and not yet read by
     /// the server's, per (client address, server address): (offset, t).
     in_flight: HashMap<(String, String), VecDeque<(u64, u64)>>,
-    frame_latency: Recorder,
+    frame_latency: Histo,
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
@@ -100,13 +100,13 @@ impl Analyzer {
             last_decode: 0,
             first_start: None,
             last_complete: 0,
-            window_blocked: Recorder::new(1e-6),
-            socket_blocked: Recorder::new(1e-6),
+            window_blocked: Histo::new(1e-6),
+            socket_blocked: Histo::new(1e-6),
             server_socket_ns: 0,
-            lateness: Recorder::new(1e-6),
-            wu_increment: Recorder::new(1.0),
-            rel_lat: Recorder::new(1e-6),
-            rel_conn_lat: Recorder::new(1e-6),
+            lateness: Histo::new(1e-6),
+            wu_increment: Histo::new(1.0),
+            rel_lat: Histo::new(1e-6),
+            rel_conn_lat: Histo::new(1e-6),
             pending_stream: HashMap::new(),
             pending_conn: HashMap::new(),
             credit_violations: 0,
@@ -115,7 +115,7 @@ impl Analyzer {
             has_server: false,
             server_status: HashMap::new(),
             in_flight: HashMap::new(),
-            frame_latency: Recorder::new(1e-6),
+            frame_latency: Histo::new(1e-6),
             window_log: None,
             window_log_error: None,
         }

@@ -8,7 +8,7 @@ use crate::live::Live;
 use crate::tap::{Tap, TapConfig};
 use crate::trace::clock::{now_ns, to_instant};
 use crate::trace::schema::{
-    Endpoint, Kind, MsgEv, NeverSentEv, NeverSentReason, RpcEndEv, RpcStartEv, SendEv,
+    Endpoint, Kind, KindId, NeverSentEv, NeverSentReason, RpcEndEv, RpcStartEv, SendEv,
     WindowBlockedEv,
 };
 use crate::trace::Recorder;
@@ -20,6 +20,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
+
+mod answer;
+mod schedule;
+mod send;
+
+use answer::read_answer;
+use send::{payload_bytes, send_all};
 
 /// Client knobs (shared by `client` and `run`).
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
@@ -243,13 +250,6 @@ struct Pending {
     scheduled: u64,
 }
 
-fn payload_bytes(n: usize) -> Bytes {
-    (0..n)
-        .map(|i| (i.wrapping_mul(31) + 7) as u8)
-        .collect::<Vec<u8>>()
-        .into()
-}
-
 /// One client-streaming RPC: schedule, send, half-close, read the answer.
 async fn rpc(
     ctx: Arc<ClientCtx>,
@@ -266,8 +266,19 @@ async fn rpc(
         message: String::new(),
         reply: None,
     };
-    let emit =
-        |stream: u32, t: u64, kind: Kind| ctx.rec.emit(Endpoint::Client, conn, stream, t, || kind);
+    // An event of this RPC, built only once the recorder has a slot for it.
+    macro_rules! emit {
+        ($stream:expr, $t:expr, $variant:ident($ev:expr) $(,)?) => {
+            ctx.rec.emit(
+                Endpoint::Client,
+                conn,
+                $stream,
+                $t,
+                KindId::$variant,
+                || Kind::$variant($ev),
+            )
+        };
+    }
     let req = http::Request::post(format!("http://{}{}", ctx.target, opts.path))
         .header(http::header::CONTENT_TYPE, "application/grpc")
         .header("te", "trailers")
@@ -292,10 +303,10 @@ async fn rpc(
     };
     let stream = send.stream_id().as_u32();
     outcome.stream = stream;
-    emit(
+    emit!(
         stream,
         now_ns(),
-        Kind::RpcStart(RpcStartEv {
+        RpcStart(RpcStartEv {
             path: opts.path.clone(),
             deadline_ns: Some(opts.deadline.0.as_nanos() as u64),
         }),
@@ -304,50 +315,18 @@ async fn rpc(
     // The open-loop schedule runs in its own task and never waits for the sender.
     let (tx, mut rx) = mpsc::channel::<Pending>(opts.max_pending as usize);
     let payload = payload_bytes(opts.payload.0 as usize);
-    let scheduler = {
-        let ctx = ctx.clone();
-        let total = ctx.opts.total_streams() as f64;
-        let period = 1e9 * total / ctx.opts.rate;
-        let offset = 1e9 * k as f64 / ctx.opts.rate;
-        let end = start + ctx.opts.duration.0.as_nanos() as u64;
-        let payload = payload.clone();
-        tokio::spawn(async move {
-            let mut interrupt = ctx.interrupt.clone();
-            for seq in 0u64.. {
-                let at = start + (offset + period * seq as f64) as u64;
-                if at >= end || at >= deadline || *interrupt.borrow() {
-                    break;
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep_until(to_instant(at)) => {}
-                    _ = crate::live::flag_set(&mut interrupt) => break,
-                }
-                // The exact size the message will have (varints depend on seq and time).
-                let size = prost::Message::encoded_len(&pb::Item {
-                    seq,
-                    scheduled_ns: at,
-                    payload: payload.clone(),
-                }) as u32;
-                ctx.rec.emit(Endpoint::Client, conn, stream, at, || {
-                    Kind::Schedule(MsgEv {
-                        seq,
-                        size,
-                        framed: size + grpc::PREFIX_LEN as u32,
-                    })
-                });
-                Live::add(&ctx.live.scheduled, 1);
-                if tx.try_send(Pending { seq, scheduled: at }).is_err() {
-                    ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || {
-                        Kind::NeverSent(NeverSentEv {
-                            seq,
-                            reason: NeverSentReason::Backlog,
-                        })
-                    });
-                    Live::add(&ctx.live.never_sent, 1);
-                }
-            }
-        })
-    };
+    let scheduler = schedule::spawn(
+        &ctx,
+        schedule::Slot {
+            conn,
+            stream,
+            k,
+            start,
+            deadline,
+        },
+        tx,
+        &payload,
+    );
 
     let in_progress = AtomicI64::new(-1);
     let mut interrupt = ctx.interrupt.clone();
@@ -385,11 +364,7 @@ async fn rpc(
             unsent.push(p.seq);
         }
         for seq in &unsent {
-            emit(
-                stream,
-                t,
-                Kind::NeverSent(NeverSentEv { seq: *seq, reason }),
-            );
+            emit!(stream, t, NeverSent(NeverSentEv { seq: *seq, reason }),);
         }
         Live::add(&ctx.live.never_sent, unsent.len() as u64);
         if reason != NeverSentReason::StreamError {
@@ -400,10 +375,10 @@ async fn rpc(
                 status::CANCELLED
             };
             outcome.message = format!("client stopped: {}", reason.as_str());
-            emit(
+            emit!(
                 stream,
                 t,
-                Kind::RpcEnd(RpcEndEv {
+                RpcEnd(RpcEndEv {
                     status: outcome.status,
                     message: outcome.message.clone(),
                 }),
@@ -432,124 +407,13 @@ async fn rpc(
             outcome.message = msg;
         }
     }
-    emit(
+    emit!(
         stream,
         now_ns(),
-        Kind::RpcEnd(RpcEndEv {
+        RpcEnd(RpcEndEv {
             status: outcome.status,
             message: outcome.message.clone(),
         }),
     );
     outcome
-}
-
-/// Sends queued messages until the schedule ends, then half-closes.
-async fn send_all(
-    ctx: &ClientCtx,
-    conn: u32,
-    stream: u32,
-    rx: &mut mpsc::Receiver<Pending>,
-    send: &mut SendStream<Bytes>,
-    in_progress: &AtomicI64,
-    payload: &Bytes,
-) -> Result<(), h2::Error> {
-    while let Some(p) = rx.recv().await {
-        in_progress.store(p.seq as i64, Relaxed);
-        let begin = now_ns();
-        let mut data = grpc::encode(&pb::Item {
-            seq: p.seq,
-            scheduled_ns: p.scheduled,
-            payload: payload.clone(),
-        });
-        let bytes = data.len() as u32;
-        while !data.is_empty() {
-            send.reserve_capacity(data.len());
-            let mut cap = send.capacity();
-            if cap == 0 {
-                let start = now_ns();
-                while cap == 0 {
-                    match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
-                        Some(Ok(n)) => cap = n,
-                        Some(Err(e)) => return Err(e),
-                        None => return Err(h2::Error::from(h2::Reason::STREAM_CLOSED)),
-                    }
-                }
-                let seq = p.seq;
-                ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || {
-                    Kind::WindowBlocked(WindowBlockedEv { seq, start })
-                });
-            }
-            let n = cap.min(data.len());
-            send.send_data(data.split_to(n), false)?;
-        }
-        in_progress.store(-1, Relaxed);
-        let (seq, scheduled) = (p.seq, p.scheduled);
-        ctx.rec.emit(Endpoint::Client, conn, stream, now_ns(), || {
-            Kind::Send(SendEv {
-                seq,
-                scheduled,
-                begin,
-                bytes,
-            })
-        });
-        Live::add(&ctx.live.sent, 1);
-    }
-    send.send_data(Bytes::new(), true)
-}
-
-type Answer = Result<(u32, String, Option<Reply>), (u32, String)>;
-
-/// Reads response headers, the reply message and the trailers.
-async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
-    let resp = resp
-        .await
-        .map_err(|e| (status::UNAVAILABLE, format!("no response: {e}")))?;
-    let grpc_status = |h: &http::HeaderMap| -> Option<(u32, String)> {
-        let code = h.get("grpc-status")?.to_str().ok()?.parse().ok()?;
-        let msg = h
-            .get("grpc-message")
-            .and_then(|v| v.to_str().ok())
-            .map(grpc::decode_message)
-            .unwrap_or_default();
-        Some((code, msg))
-    };
-    if resp.status() != http::StatusCode::OK {
-        return Ok((
-            status::UNKNOWN,
-            format!("HTTP status {}", resp.status()),
-            None,
-        ));
-    }
-    if let Some((code, msg)) = grpc_status(resp.headers()) {
-        return Ok((code, msg, None)); // trailers-only
-    }
-    let mut body = resp.into_body();
-    let mut deframer = grpc::Deframer::new(1 << 20);
-    let mut reply = None;
-    while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|e| (status::UNAVAILABLE, format!("reading the reply: {e}")))?;
-        let _ = body.flow_control().release_capacity(chunk.len());
-        deframer.push(&chunk);
-        while let Ok(Some(m)) = deframer.next_message() {
-            if let Ok(r) = <pb::IngestReply as prost::Message>::decode(m.data) {
-                reply = Some(Reply {
-                    received: r.received,
-                    completed: r.completed,
-                    discarded: r.discarded,
-                });
-            }
-        }
-    }
-    let trailers = body
-        .trailers()
-        .await
-        .map_err(|e| (status::UNAVAILABLE, format!("reading trailers: {e}")))?;
-    match trailers.as_ref().and_then(grpc_status) {
-        Some((code, msg)) => Ok((code, msg, reply)),
-        None => Ok((
-            status::INTERNAL,
-            "response ended without grpc-status".into(),
-            reply,
-        )),
-    }
 }

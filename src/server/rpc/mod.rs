@@ -8,8 +8,8 @@ use crate::grpc::{self, pb, status, Deframer, Framed};
 use crate::live::Live;
 use crate::trace::clock::now_ns;
 use crate::trace::schema::{
-    ChunkEv, CompleteEv, DiscardEv, DiscardReason, Endpoint, EnqueueEv, Kind, MsgEv, ReleaseEv,
-    RpcEndEv, RpcStartEv, SampleEv, StartEv,
+    ChunkEv, CompleteEv, DiscardEv, DiscardReason, Endpoint, EnqueueEv, Kind, KindId, MsgEv,
+    ReleaseEv, RpcEndEv, RpcStartEv, SampleEv, StartEv,
 };
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -18,6 +18,13 @@ use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use tokio::time::Instant;
+
+mod release;
+mod respond;
+mod sample;
+
+use respond::{check_request, drain_body, send_http_error, send_reply, send_status};
+use sample::sample_loop;
 
 /// Per-RPC context shared by the handler, workers and sampler.
 struct Rpc {
@@ -33,39 +40,10 @@ struct Rpc {
 }
 
 impl Rpc {
-    fn emit(&self, t: u64, build: impl FnOnce() -> Kind) {
+    fn emit(&self, t: u64, id: KindId, build: impl FnOnce() -> Kind) {
         self.ctx
             .rec
-            .emit(Endpoint::Server, self.conn, self.stream, t, build);
-    }
-
-    fn release(&self, flow: &mut FlowControl, bytes: u32, at: ReleasePoint, seq: Option<u64>) {
-        if bytes == 0 {
-            return;
-        }
-        let t = now_ns();
-        match flow.release_capacity(bytes as usize) {
-            Ok(()) => {
-                self.unreleased.fetch_sub(bytes as u64, Relaxed);
-                self.emit(t, || Kind::Release(ReleaseEv { bytes, at, seq }));
-            }
-            // The stream is gone (reset, or the RPC already answered): the
-            // connection window was returned by h2 itself.
-            Err(e) => tracing::debug!("release_capacity({bytes}) on stream {}: {e}", self.stream),
-        }
-    }
-
-    fn discard(&self, seqs: &[u64], reason: DiscardReason) {
-        let t = now_ns();
-        for &seq in seqs {
-            self.emit(t, || Kind::Discard(DiscardEv { seq, reason }));
-        }
-        self.discarded.fetch_add(seqs.len() as u64, Relaxed);
-        Live::add(&self.ctx.live.discarded, seqs.len() as u64);
-    }
-
-    fn release_point(&self) -> ReleasePoint {
-        self.ctx.cfg.release
+            .emit(Endpoint::Server, self.conn, self.stream, t, id, build);
     }
 
     /// Marks the start of service; releases if the policy says so.
@@ -79,7 +57,7 @@ impl Rpc {
         depth: u32,
     ) {
         let t = now_ns();
-        self.emit(t, || {
+        self.emit(t, KindId::Start, || {
             Kind::Start(StartEv {
                 seq,
                 worker,
@@ -95,7 +73,7 @@ impl Rpc {
     fn complete(&self, flow: &mut FlowControl, seq: u64, framed: u32, started: u64, worker: u32) {
         let t = now_ns();
         self.queue.end_service(seq, framed);
-        self.emit(t, || {
+        self.emit(t, KindId::Complete, || {
             Kind::Complete(CompleteEv {
                 seq,
                 worker,
@@ -153,19 +131,27 @@ pub(super) async fn handle(
         .get("grpc-timeout")
         .and_then(|v| v.to_str().ok())
         .and_then(grpc::parse_timeout);
-    ctx.rec.emit(Endpoint::Server, conn, stream, t0, || {
-        Kind::RpcStart(RpcStartEv {
-            path: path.clone(),
-            deadline_ns: deadline.map(|d| d.as_nanos() as u64),
-        })
-    });
-    let end = |code: u32, message: String| {
-        ctx.rec.emit(Endpoint::Server, conn, stream, now_ns(), || {
-            Kind::RpcEnd(RpcEndEv {
-                status: code,
-                message,
+    ctx.rec
+        .emit(Endpoint::Server, conn, stream, t0, KindId::RpcStart, || {
+            Kind::RpcStart(RpcStartEv {
+                path: path.clone(),
+                deadline_ns: deadline.map(|d| d.as_nanos() as u64),
             })
         });
+    let end = |code: u32, message: String| {
+        ctx.rec.emit(
+            Endpoint::Server,
+            conn,
+            stream,
+            now_ns(),
+            KindId::RpcEnd,
+            || {
+                Kind::RpcEnd(RpcEndEv {
+                    status: code,
+                    message,
+                })
+            },
+        );
         Live::add(&ctx.live.rpcs_done, 1);
     };
 
@@ -315,91 +301,6 @@ pub(super) async fn handle(
     drop(body);
 }
 
-/// Reads and releases up to `limit` body bytes, for at most `wait`.
-async fn drain_body(mut body: RecvStream, limit: usize, wait: std::time::Duration) {
-    let mut seen = 0;
-    let _ = tokio::time::timeout(wait, async {
-        while seen < limit {
-            match body.data().await {
-                Some(Ok(chunk)) => {
-                    seen += chunk.len();
-                    let _ = body.flow_control().release_capacity(chunk.len());
-                }
-                _ => break,
-            }
-        }
-    })
-    .await;
-}
-
-/// Refuses what the probe does not serve: (HTTP status, gRPC status if the
-/// request is gRPC, message).
-fn check_request(
-    req: &Request<RecvStream>,
-    framing: Framing,
-) -> Result<(), (StatusCode, Option<u32>, String)> {
-    let m = req.method();
-    let ct = req
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let is_grpc = ct.starts_with("application/grpc");
-    match framing {
-        Framing::Raw(_) => {
-            if m != http::Method::POST && m != http::Method::PUT {
-                return Err((
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    None,
-                    format!("{m} not allowed: send a POST or PUT body"),
-                ));
-            }
-            Ok(())
-        }
-        Framing::Grpc => {
-            if !is_grpc {
-                return Err((
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    None,
-                    format!("this server speaks gRPC (content-type application/grpc), got {ct:?}; start it with --framing raw:SIZE for plain HTTP/2 bodies"),
-                ));
-            }
-            if m != http::Method::POST {
-                return Err((
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    None,
-                    "gRPC requires POST".into(),
-                ));
-            }
-            if req.uri().path() != grpc::INGEST_PATH {
-                return Err((
-                    StatusCode::OK,
-                    Some(status::UNIMPLEMENTED),
-                    format!(
-                        "unknown method {}; this server implements {}",
-                        req.uri().path(),
-                        grpc::INGEST_PATH
-                    ),
-                ));
-            }
-            if let Some(enc) = req
-                .headers()
-                .get("grpc-encoding")
-                .and_then(|v| v.to_str().ok())
-            {
-                if enc != "identity" {
-                    return Err((
-                        StatusCode::OK,
-                        Some(status::UNIMPLEMENTED),
-                        format!("grpc-encoding {enc} is not supported (identity only)"),
-                    ));
-                }
-            }
-            Ok(())
-        }
-    }
-}
-
 /// Reads the body: chunk → (release on frame) → decode → queue policy.
 async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> Ended {
     let cfg = &rpc.ctx.cfg;
@@ -429,7 +330,7 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
                 Some(Ok(chunk)) => {
                     let t = now_ns();
                     let len = chunk.len() as u32;
-                    rpc.emit(t, || Kind::Chunk(ChunkEv { len }));
+                    rpc.emit(t, KindId::Chunk, || Kind::Chunk(ChunkEv { len }));
                     rpc.unreleased.fetch_add(len as u64, Relaxed);
                     rpc.received_bytes.fetch_add(len as u64, Relaxed);
                     if cfg.release == ReleasePoint::Frame {
@@ -507,7 +408,9 @@ async fn accept_message(
     }
     let t = now_ns();
     let size = msg.data.len() as u32;
-    rpc.emit(t, || Kind::Decode(MsgEv { seq, size, framed }));
+    rpc.emit(t, KindId::Decode, || {
+        Kind::Decode(MsgEv { seq, size, framed })
+    });
     rpc.received.fetch_add(1, Relaxed);
     Live::add(&rpc.ctx.live.decoded, 1);
     if cfg.release == ReleasePoint::Decode {
@@ -534,11 +437,11 @@ async fn accept_message(
                 seq,
                 framed,
                 decoded_at: t,
-                _body: msg.data,
+                body: msg.data,
                 slot,
             });
             rpc.ctx.live.depth.fetch_add(1, Relaxed);
-            rpc.emit(now_ns(), || {
+            rpc.emit(now_ns(), KindId::Enqueue, || {
                 Kind::Enqueue(EnqueueEv {
                     seq,
                     depth: levels.depth,
@@ -563,107 +466,5 @@ async fn worker_loop(rpc: Arc<Rpc>, mut flow: FlowControl, worker: u32) {
             levels.depth,
         );
         rpc.serve_one(&mut flow, job.seq, job.framed, worker).await;
-    }
-}
-
-async fn sample_loop(rpc: Arc<Rpc>, flow: FlowControl) {
-    let mut tick = tokio::time::interval(rpc.ctx.cfg.sample_interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    loop {
-        tick.tick().await;
-        let l = rpc.queue.snapshot();
-        let ev = SampleEv {
-            depth: l.depth,
-            queued_bytes: l.queued_bytes,
-            owned_bytes: l.owned_bytes,
-            unreleased: rpc.unreleased.load(Relaxed),
-            used_capacity: flow.used_capacity() as u64,
-            available_capacity: flow.available_capacity() as i64,
-            rss_bytes: rss_bytes(),
-        };
-        rpc.emit(now_ns(), || Kind::Sample(ev));
-    }
-}
-
-/// Resident set size from /proc/self/statm (0 where unavailable).
-pub fn rss_bytes() -> u64 {
-    let page = 4096;
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| pages * page)
-}
-
-fn grpc_headers() -> Response<()> {
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(http::header::CONTENT_TYPE, "application/grpc")
-        .header("grpc-accept-encoding", "identity")
-        .body(())
-        .expect("static response")
-}
-
-fn status_trailers(code: u32, msg: &str) -> HeaderMap {
-    let mut h = HeaderMap::new();
-    h.insert("grpc-status", HeaderValue::from(code));
-    if !msg.is_empty() {
-        if let Ok(v) = HeaderValue::from_str(&grpc::encode_message(msg)) {
-            h.insert("grpc-message", v);
-        }
-    }
-    h
-}
-
-/// A trailers-only gRPC response carrying `code`.
-fn send_status(respond: &mut SendResponse<Bytes>, code: u32, msg: &str) {
-    let mut resp = grpc_headers();
-    resp.headers_mut().extend(status_trailers(code, msg));
-    if let Err(e) = respond.send_response(resp, true) {
-        tracing::debug!("sending status {code}: {e}");
-    }
-}
-
-fn send_http_error(respond: &mut SendResponse<Bytes>, code: StatusCode, msg: &str) {
-    let resp = Response::builder()
-        .status(code)
-        .header(http::header::CONTENT_TYPE, "text/plain; charset=utf-8")
-        .body(())
-        .expect("static response");
-    match respond.send_response(resp, false) {
-        Ok(mut s) => {
-            let _ = s.send_data(Bytes::from(format!("{msg}\n")), true);
-        }
-        Err(e) => tracing::debug!("sending HTTP {code}: {e}"),
-    }
-}
-
-fn send_reply(respond: &mut SendResponse<Bytes>, reply: &pb::IngestReply, framing: Framing) {
-    let (resp, body) = match framing {
-        Framing::Grpc => (grpc_headers(), grpc::encode(reply)),
-        Framing::Raw(_) => (
-            Response::builder()
-                .status(StatusCode::OK)
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .body(())
-                .expect("static response"),
-            Bytes::from(format!(
-                "{{\"received\":{},\"completed\":{},\"discarded\":{},\"received_bytes\":{}}}\n",
-                reply.received, reply.completed, reply.discarded, reply.received_bytes
-            )),
-        ),
-    };
-    let r = respond.send_response(resp, false).and_then(|mut s| {
-        s.send_data(body, framing != Framing::Grpc)?;
-        if framing == Framing::Grpc {
-            s.send_trailers(status_trailers(status::OK, ""))?;
-        }
-        Ok(())
-    });
-    if let Err(e) = r {
-        tracing::debug!("sending reply: {e}");
     }
 }

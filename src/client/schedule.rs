@@ -1,0 +1,89 @@
+//! The open-loop schedule: one task per RPC that offers messages at their
+//! scheduled times and never waits for the sender (a full backlog makes a
+//! message `never_sent`).
+
+use super::{ClientCtx, Pending};
+use crate::grpc::{self, pb};
+use crate::live::Live;
+use crate::trace::clock::{now_ns, to_instant};
+use crate::trace::schema::{Endpoint, Kind, KindId, MsgEv, NeverSentEv, NeverSentReason};
+use bytes::Bytes;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Where one RPC's schedule sits: its connection and stream, its index `k`
+/// among all streams (offsets interleave them), its start and deadline (ns).
+pub(super) struct Slot {
+    pub conn: u32,
+    pub stream: u32,
+    pub k: u32,
+    pub start: u64,
+    pub deadline: u64,
+}
+
+/// Spawns the schedule task of one RPC; it ends at `--duration`, the
+/// deadline or an interrupt.
+pub(super) fn spawn(
+    ctx: &Arc<ClientCtx>,
+    slot: Slot,
+    tx: mpsc::Sender<Pending>,
+    payload: &Bytes,
+) -> tokio::task::JoinHandle<()> {
+    let Slot {
+        conn,
+        stream,
+        k,
+        start,
+        deadline,
+    } = slot;
+    let ctx = ctx.clone();
+    let total = ctx.opts.total_streams() as f64;
+    let period = 1e9 * total / ctx.opts.rate;
+    let offset = 1e9 * k as f64 / ctx.opts.rate;
+    let end = start + ctx.opts.duration.0.as_nanos() as u64;
+    let payload = payload.clone();
+    tokio::spawn(async move {
+        let mut interrupt = ctx.interrupt.clone();
+        for seq in 0u64.. {
+            let at = start + (offset + period * seq as f64) as u64;
+            if at >= end || at >= deadline || *interrupt.borrow() {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(to_instant(at)) => {}
+                _ = crate::live::flag_set(&mut interrupt) => break,
+            }
+            // The exact size the message will have (varints depend on seq and time).
+            let size = prost::Message::encoded_len(&pb::Item {
+                seq,
+                scheduled_ns: at,
+                payload: payload.clone(),
+            }) as u32;
+            ctx.rec
+                .emit(Endpoint::Client, conn, stream, at, KindId::Schedule, || {
+                    Kind::Schedule(MsgEv {
+                        seq,
+                        size,
+                        framed: size + grpc::PREFIX_LEN as u32,
+                    })
+                });
+            Live::add(&ctx.live.scheduled, 1);
+            if tx.try_send(Pending { seq, scheduled: at }).is_err() {
+                ctx.rec.emit(
+                    Endpoint::Client,
+                    conn,
+                    stream,
+                    now_ns(),
+                    KindId::NeverSent,
+                    || {
+                        Kind::NeverSent(NeverSentEv {
+                            seq,
+                            reason: NeverSentReason::Backlog,
+                        })
+                    },
+                );
+                Live::add(&ctx.live.never_sent, 1);
+            }
+        }
+    })
+}

@@ -1,0 +1,77 @@
+//! The send loop: hands queued messages to h2, waiting for capacity and
+//! recording every wait on window credit as a `window_blocked` interval.
+
+use super::*;
+
+pub(super) fn payload_bytes(n: usize) -> Bytes {
+    (0..n)
+        .map(|i| (i.wrapping_mul(31) + 7) as u8)
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+/// Sends queued messages until the schedule ends, then half-closes.
+pub(super) async fn send_all(
+    ctx: &ClientCtx,
+    conn: u32,
+    stream: u32,
+    rx: &mut mpsc::Receiver<Pending>,
+    send: &mut SendStream<Bytes>,
+    in_progress: &AtomicI64,
+    payload: &Bytes,
+) -> Result<(), h2::Error> {
+    while let Some(p) = rx.recv().await {
+        in_progress.store(p.seq as i64, Relaxed);
+        let begin = now_ns();
+        let mut data = grpc::encode(&pb::Item {
+            seq: p.seq,
+            scheduled_ns: p.scheduled,
+            payload: payload.clone(),
+        });
+        let bytes = data.len() as u32;
+        while !data.is_empty() {
+            send.reserve_capacity(data.len());
+            let mut cap = send.capacity();
+            if cap == 0 {
+                let start = now_ns();
+                while cap == 0 {
+                    match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+                        Some(Ok(n)) => cap = n,
+                        Some(Err(e)) => return Err(e),
+                        None => return Err(h2::Error::from(h2::Reason::STREAM_CLOSED)),
+                    }
+                }
+                let seq = p.seq;
+                ctx.rec.emit(
+                    Endpoint::Client,
+                    conn,
+                    stream,
+                    now_ns(),
+                    KindId::WindowBlocked,
+                    || Kind::WindowBlocked(WindowBlockedEv { seq, start }),
+                );
+            }
+            let n = cap.min(data.len());
+            send.send_data(data.split_to(n), false)?;
+        }
+        in_progress.store(-1, Relaxed);
+        let (seq, scheduled) = (p.seq, p.scheduled);
+        ctx.rec.emit(
+            Endpoint::Client,
+            conn,
+            stream,
+            now_ns(),
+            KindId::Send,
+            || {
+                Kind::Send(SendEv {
+                    seq,
+                    scheduled,
+                    begin,
+                    bytes,
+                })
+            },
+        );
+        Live::add(&ctx.live.sent, 1);
+    }
+    send.send_data(Bytes::new(), true)
+}
