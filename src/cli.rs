@@ -25,8 +25,10 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 success; 1 error (message on stderr); 2 bad usage; \
-3 the run or analysis finished but an invariant check failed (see summary.json).";
+const EXIT_CODES: &str = "Exit codes (run, serve, client, analyze, merge, compare): \
+0 every check holds (or cannot be judged) and every RPC ended OK; 1 error (message on stderr); \
+2 bad usage; 3 an invariant check failed (see summary.json); 4 the run completed but an RPC \
+ended with a status other than OK; 130 interrupted (Ctrl-C; the run directory is still complete).";
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
@@ -61,8 +63,22 @@ fn print_warnings(w: &[String]) {
     }
 }
 
-fn checks_failed(s: &h2probe_analysis::analyze::Summary) -> bool {
-    s.checks.values().any(|c| c.ok == Some(false))
+use h2probe_analysis::report::exit_code;
+
+/// The more serious of two exit codes: a failed check (3) above an
+/// interruption (130) above a non-OK RPC (4) above success.
+fn worst(a: i32, b: i32) -> i32 {
+    let rank = |c| match c {
+        3 => 3,
+        130 => 2,
+        4 => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -104,14 +120,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             println!("run directory: {}", r.dir.display());
             print!("{}", h2probe_analysis::report::headline(&r.summary));
             print_warnings(&r.warnings);
-            Ok(if checks_failed(&r.summary) { 3 } else { 0 })
+            Ok(exit_code(&r.summary, true))
         }
         Command::Serve(opts) => {
             let f = runtime()?.block_on(commands::serve::serve(*opts))?;
             println!("run directory: {}", f.dir.display());
             print!("{}", h2probe_analysis::report::headline(&f.summary));
             print_warnings(&f.warnings);
-            Ok(0)
+            Ok(exit_code(&f.summary, true))
         }
         Command::Client(opts) => {
             let (f, outcomes) = runtime()?.block_on(commands::client::client_cmd(*opts))?;
@@ -127,17 +143,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             }
             print!("{}", h2probe_analysis::report::headline(&f.summary));
             print_warnings(&f.warnings);
-            Ok(0)
+            Ok(exit_code(&f.summary, true))
         }
         Command::Analyze(opts) => {
-            let mut failed = false;
+            let mut code = 0;
             let mut runs = vec![];
             for dir in &opts.dirs {
                 let (s, w) = h2probe_analysis::report::write_products(dir)?;
                 println!("== {}", dir.display());
                 print!("{}", h2probe_analysis::report::headline(&s));
                 print_warnings(&w);
-                failed |= checks_failed(&s);
+                code = worst(code, exit_code(&s, false));
                 runs.push(h2probe_analysis::compare::RunRef {
                     config: dir.display().to_string(),
                     dir: dir.clone(),
@@ -154,7 +170,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                     ))
                 );
             }
-            Ok(if failed { 3 } else { 0 })
+            Ok(code)
         }
         Command::Compare(opts) => {
             let c = runtime()?.block_on(crate::commands::matrix::compare(*opts))?;
@@ -176,7 +192,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             println!("merged {events} events into {}", opts.out.display());
             print!("{}", h2probe_analysis::report::headline(&s));
             print_warnings(&w);
-            Ok(if checks_failed(&s) { 3 } else { 0 })
+            Ok(exit_code(&s, false))
         }
         Command::Export(opts) => {
             for dir in &opts.dirs {

@@ -165,6 +165,24 @@ impl<S> Drop for Tap<S> {
                 record_error(&self.rec, self.cfg, side.dir, t, &e);
             }
         }
+        // A write still refused when the connection goes (a peer that
+        // stopped reading): the interval ends here, marked open.
+        if let Some(start) = self.blocked_since.take() {
+            self.rec.emit(
+                self.cfg.endpoint,
+                self.cfg.conn,
+                0,
+                t,
+                KindId::SocketBlocked,
+                || {
+                    Kind::SocketBlocked(IntervalEv {
+                        dir: Dir::Out,
+                        start,
+                        open: true,
+                    })
+                },
+            );
+        }
         let (bytes_in, bytes_out) = (self.rd.bytes, self.wr.bytes);
         self.rec.emit(
             self.cfg.endpoint,
@@ -204,7 +222,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
 
 impl<S> Tap<S> {
     /// Bookkeeping after a write attempt: closes a blocked interval or opens one.
-    fn after_write(&mut self, pending: bool) -> u64 {
+    fn after_write(&mut self, pending: bool) {
         let t = now_ns();
         if pending {
             self.blocked_since.get_or_insert(t);
@@ -219,11 +237,11 @@ impl<S> Tap<S> {
                     Kind::SocketBlocked(IntervalEv {
                         dir: Dir::Out,
                         start,
+                        open: false,
                     })
                 },
             );
         }
-        t
     }
 }
 
@@ -233,8 +251,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
+        let t = now_ns();
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
-        let t = self.after_write(r.is_pending());
+        self.after_write(r.is_pending());
         if let Poll::Ready(Ok(n)) = r {
             self.observe(Dir::Out, &buf[..n], t);
         }
@@ -246,8 +265,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
+        let t = now_ns();
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        let t = self.after_write(r.is_pending());
+        self.after_write(r.is_pending());
         if let Poll::Ready(Ok(mut n)) = r {
             for b in bufs {
                 if n == 0 {

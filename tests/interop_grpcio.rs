@@ -74,7 +74,7 @@ async fn python_grpcio_client_streams_to_our_server() {
     let (s, dir) = server.stop().await;
     assert_eq!(s.decoded, count);
     assert_eq!(s.checks["credit"].ok, Some(true));
-    assert_eq!(s.checks["windows_non_negative"].ok, Some(true));
+    assert_eq!(s.checks["no_data_beyond_credit"].ok, Some(true));
     // With release on complete, the app never owned more than the window.
     assert!(s.max_owned_bytes <= 65_535, "{}", s.max_owned_bytes);
     // C-core's own flow control shows on the wire: it pings (BDP probes) and

@@ -180,6 +180,6 @@ async fn our_client_drives_a_tonic_server() {
     let a = h2probe_analysis::analyze::analyze_trace(&path).unwrap();
     assert_eq!(a.summary.sent, total);
     assert_eq!(a.summary.scheduled, a.summary.sent + a.summary.never_sent);
-    assert_eq!(a.summary.checks["windows_non_negative"].ok, Some(true));
+    assert_eq!(a.summary.checks["no_data_beyond_credit"].ok, Some(true));
     assert_eq!(a.summary.rpc_status.get("OK"), Some(&2));
 }

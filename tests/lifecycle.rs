@@ -67,7 +67,7 @@ fn a_client_deadline_during_sending_records_never_sent_and_the_server_discards_c
         "{}",
         s.checks["accounting"].detail
     );
-    assert_eq!(s.checks["windows_non_negative"].ok, Some(true));
+    assert_eq!(s.checks["no_data_beyond_credit"].ok, Some(true));
 }
 
 #[test]
@@ -92,8 +92,13 @@ fn ctrl_c_mid_run_finishes_the_trace_and_the_summary() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "interrupted: {err}{stdout}");
     assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        stdout.contains("status    interrupted"),
+        "the headline says so: {stdout}"
+    );
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["status"], "interrupted");

@@ -92,7 +92,7 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
         "bytes",
         "credit",
         "windows_agree",
-        "windows_non_negative",
+        "no_data_beyond_credit",
     ] {
         assert_eq!(
             s.checks[check].ok,

@@ -62,6 +62,7 @@ pub struct Row {
     pub config: String,
     pub runs: usize,
     pub dirs: Vec<String>,
+    /// The steady send rate (`send_rate_steady`): one-time allowances excluded.
     pub send_rate: Stat,
     pub completion_rate: Stat,
     pub queue_growth_rate: Stat,
@@ -108,7 +109,7 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
                 config: config.to_string(),
                 runs: group.len(),
                 dirs: group.iter().map(|r| r.dir.display().to_string()).collect(),
-                send_rate: stat(&|s| s.send_rate),
+                send_rate: stat(&|s| s.send_rate_steady),
                 completion_rate: stat(&|s| s.completion_rate),
                 queue_growth_rate: stat(&|s| s.queue_growth_rate),
                 max_queue_depth: stat(&|s| s.max_queue_depth as f64),
@@ -185,7 +186,7 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
 const HEADLINE: [&str; 9] = [
     "configuration",
     "runs",
-    "sent/s",
+    "sent/s (steady)",
     "completed/s",
     "queue growth/s",
     "peak queue",
@@ -255,7 +256,7 @@ mod tests {
             config: config.into(),
             dir: PathBuf::from(format!("/runs/{config}-{send}")),
             summary: Summary {
-                send_rate: send,
+                send_rate_steady: send,
                 max_queue_depth: depth,
                 ..Summary::default()
             },

@@ -1,6 +1,6 @@
 //! SVG plots of one run's timeline (plotters, SVG backend only).
 
-use crate::analyze::Timeline;
+use crate::analyze::{Blocked, Timeline};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -151,7 +151,8 @@ fn draw_lines<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Client blocked intervals as bars: window-blocked on one row, socket-blocked on another.
+/// Client blocked intervals as bars, one row per cause: window credit, h2's
+/// send buffer, the socket.
 pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
     let err = |e: String| PlotError {
         path: path.display().to_string(),
@@ -165,7 +166,7 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
         .max(tl.sent.points().last().map_or(1.0, |p| p.0));
     let root = SVGBackend::new(path, (W, 320)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let total = |w: bool| -> (f64, usize) {
+    let total = |w: Blocked| -> (f64, usize) {
         let v: Vec<f64> = tl
             .intervals
             .iter()
@@ -174,9 +175,13 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
             .collect();
         (v.iter().fold(0.0, |a, b| a + b), v.len())
     };
-    let ((ws, wn), (ss, sn)) = (total(true), total(false));
+    let ((ws, wn), (hs, hn), (ss, sn)) = (
+        total(Blocked::Window),
+        total(Blocked::H2Buffer),
+        total(Blocked::Socket),
+    );
     let mut title = format!(
-        "Client blocked: window credit {ws:.2} s in {wn} intervals, socket {ss:.3} s in {sn}"
+        "Client blocked: window {ws:.2} s ({wn}), h2 buffer {hs:.2} s ({hn}), socket {ss:.3} s ({sn})"
     );
     if tl.intervals_dropped > 0 {
         title.push_str(&format!(" (first {} intervals drawn)", tl.intervals.len()));
@@ -186,17 +191,19 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(190)
-        .build_cartesian_2d(0.0..x_max * 1.02, 0.0..2.0)
+        .build_cartesian_2d(0.0..x_max * 1.02, 0.0..3.0)
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
         .x_desc("time since trace start (s)")
         .x_labels(12)
-        .y_labels(5)
+        .y_labels(7)
         .y_label_formatter(&|y: &f64| {
             if (*y - 0.5).abs() < 0.01 {
                 "socket (poll_write Pending)".into()
             } else if (*y - 1.5).abs() < 0.01 {
+                "h2 send buffer full".into()
+            } else if (*y - 2.5).abs() < 0.01 {
                 "window credit".into()
             } else {
                 String::new()
@@ -207,12 +214,16 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
         .axis_desc_style(("sans-serif", 16))
         .draw()
         .map_err(|e| err(e.to_string()))?;
-    for (row, window, color) in [(1.0, true, COLORS[1]), (0.0, false, COLORS[0])] {
+    for (row, kind, color) in [
+        (2.0, Blocked::Window, COLORS[1]),
+        (1.0, Blocked::H2Buffer, COLORS[2]),
+        (0.0, Blocked::Socket, COLORS[0]),
+    ] {
         chart
             .draw_series(
                 tl.intervals
                     .iter()
-                    .filter(|i| i.2 == window)
+                    .filter(|i| i.2 == kind)
                     .map(|&(a, b, _)| {
                         // Zero-length intervals still get a visible sliver.
                         let b = if b - a < x_max / 2000.0 {

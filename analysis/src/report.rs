@@ -36,20 +36,24 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     if let Some(e) = a.window_log_error {
         return Err(io_err(&wpath)(e));
     }
+    let mut summary = a.summary;
+    summary.run_status = crate::meta::Meta::read(dir)
+        .map(|m| m.status)
+        .unwrap_or_default();
     let path = dir.join("summary.json");
-    let mut json = serde_json::to_string_pretty(&a.summary).expect("summary serializes");
+    let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
     json.push('\n');
     std::fs::write(&path, json).map_err(io_err(&path))?;
     write_timeline_csv(&dir.join("timeline.csv"), &a.timeline)?;
     crate::plots::run_plots(dir, &a.timeline)?;
-    Ok((a.summary, a.warnings))
+    Ok((summary, a.warnings))
 }
 
 /// One row per series point: `series,t_s,value,unit` (tidy, long format).
 pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError> {
     let f = std::fs::File::create(path).map_err(io_err(path))?;
     let mut w = std::io::BufWriter::new(f);
-    let rows: [(&str, &crate::series::Series, &str); 15] = [
+    let rows: [(&str, &crate::series::Series, &str); 16] = [
         ("credit_stream_client", &tl.credit_stream_client, "bytes"),
         ("credit_conn_client", &tl.credit_conn_client, "bytes"),
         ("credit_conn_server", &tl.credit_conn_server, "bytes"),
@@ -61,6 +65,7 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
         ("completed", &tl.completed, "messages"),
         ("discarded", &tl.discarded, "messages"),
         ("window_blocked", &tl.window_blocked, "seconds"),
+        ("h2_buffer_blocked", &tl.h2_buffer_blocked, "seconds"),
         ("socket_blocked", &tl.socket_blocked, "seconds"),
         ("window_update_bytes", &tl.window_update_bytes, "bytes"),
         ("window_updates", &tl.window_updates, "frames"),
@@ -79,45 +84,100 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     res.map_err(io_err(path))
 }
 
-/// A short, human-readable headline of a run.
+/// A figure, or `n/a` when the trace lacks the side that measures it.
+fn or_na(have: bool, f: impl FnOnce() -> String) -> String {
+    if have {
+        f()
+    } else {
+        "n/a".into()
+    }
+}
+
+/// A short, human-readable headline of a run. Figures a one-sided trace
+/// cannot have print as `n/a`; the checks line counts what holds, what
+/// failed and what cannot be judged (and why).
 pub fn headline(s: &Summary) -> String {
+    let (c, sv) = (s.has_client, s.has_server);
     let mut o = String::new();
+    if s.run_status == "interrupted" {
+        let _ = writeln!(
+            o,
+            "status    interrupted (Ctrl-C or a signal): the run directory is complete, the run is not"
+        );
+    } else if let Some(err) = s.run_status.strip_prefix("error: ") {
+        let _ = writeln!(o, "status    error: {err}");
+    }
+    if s.trace_ending != "clean" && !s.trace_ending.is_empty() {
+        let _ = writeln!(
+            o,
+            "trace     {}: analysed up to the last complete event; checks that need the rest cannot be judged",
+            match s.trace_ending.as_str() {
+                "no_footer" => "cut short (no footer)".to_string(),
+                other => format!("cut short ({other})"),
+            }
+        );
+    }
     let _ = writeln!(
         o,
         "messages  scheduled {}  sent {}  decoded {}  completed {}  discarded {}  never-sent {}",
-        s.scheduled, s.sent, s.decoded, s.completed, s.discarded, s.never_sent
+        or_na(c, || s.scheduled.to_string()),
+        or_na(c, || s.sent.to_string()),
+        or_na(sv, || s.decoded.to_string()),
+        or_na(sv, || s.completed.to_string()),
+        or_na(sv, || s.discarded.to_string()),
+        or_na(c, || s.never_sent.to_string()),
     );
     let _ = writeln!(
         o,
-        "rates     offered {:.1}/s  sent {:.1}/s  completed {:.1}/s  queue growth {:+.1} msg/s",
-        s.offered_rate, s.send_rate, s.completion_rate, s.queue_growth_rate
+        "rates     offered {}  sent {} (steady {})  completed {}  queue growth {}",
+        or_na(c, || format!("{:.1}/s", s.offered_rate)),
+        or_na(c, || format!("{:.1}/s", s.send_rate)),
+        or_na(c, || format!("{:.1}/s", s.send_rate_steady)),
+        or_na(sv, || format!("{:.1}/s", s.completion_rate)),
+        or_na(c && sv, || format!("{:+.1} msg/s", s.queue_growth_rate)),
     );
     let _ = writeln!(
         o,
-        "peaks     queue {} msgs  owned {:.2} MiB  unreleased {} B",
-        s.max_queue_depth,
-        s.max_owned_bytes as f64 / 1048576.0,
-        s.max_unreleased_bytes
+        "peaks     queue {}  owned {}  unreleased {}",
+        or_na(sv, || format!("{} msgs", s.max_queue_depth)),
+        or_na(sv, || format!(
+            "{:.2} MiB",
+            s.max_owned_bytes as f64 / 1048576.0
+        )),
+        or_na(sv, || format!("{} B", s.max_unreleased_bytes)),
     );
     let _ = writeln!(
         o,
-        "client    window-blocked {:.2}s  socket-blocked {:.3}s  lateness p50 {:.1}ms p99 {:.1}ms  frame c2s latency p50 {:.3}ms",
-        s.client_window_blocked_s,
-        s.client_socket_blocked_s,
-        s.lateness_ms.p50,
-        s.lateness_ms.p99,
-        s.c2s_frame_latency_ms.p50
+        "client    blocked: window {}  h2 buffer {}  socket {}{}  lateness p50 {} p99 {}  frame c2s latency p50 {}",
+        or_na(c, || format!("{:.2}s", s.client_window_blocked_s)),
+        or_na(c, || format!("{:.2}s", s.client_h2_buffer_blocked_s)),
+        or_na(c, || format!("{:.3}s", s.client_socket_blocked_s)),
+        if s.blocked_open > 0 {
+            format!(" ({} still open at the end)", s.blocked_open)
+        } else {
+            String::new()
+        },
+        or_na(c, || format!("{:.1}ms", s.lateness_ms.p50)),
+        or_na(c, || format!("{:.1}ms", s.lateness_ms.p99)),
+        or_na(c && sv, || format!("{:.3}ms", s.c2s_frame_latency_ms.p50)),
     );
     let _ = writeln!(
         o,
-        "wire      DATA in {} ({} B)  WINDOW_UPDATE out {} (stream mean +{:.0} B, {:.1} releases each, release→update p50 {:.2}ms p90 {:.2}ms)",
-        s.data_frames_in,
-        s.data_bytes_in,
-        s.window_updates_out,
-        s.window_update_increment.mean,
-        s.coalescing_ratio,
-        s.release_to_update_ms.p50,
-        s.release_to_update_ms.p90
+        "wire      DATA in {}  WINDOW_UPDATE out {}",
+        or_na(sv, || format!(
+            "{} ({} B)",
+            s.data_frames_in, s.data_bytes_in
+        )),
+        or_na(sv, || {
+            format!(
+            "{} (stream mean +{:.0} B, {:.1} releases each, release→update p50 {:.2}ms p90 {:.2}ms)",
+            s.window_updates_out,
+            s.window_update_increment.mean,
+            s.coalescing_ratio,
+            s.release_to_update_ms.p50,
+            s.release_to_update_ms.p90
+        )
+        }),
     );
     if s.queue_growth_in_window >= 1.0 {
         let _ = writeln!(
@@ -142,18 +202,72 @@ pub fn headline(s: &Summary) -> String {
         (true, true) => "-".into(),
     };
     let _ = writeln!(o, "rpcs      {rpcs}");
-    let mut failed = vec![];
-    for (name, c) in &s.checks {
-        if c.ok == Some(false) {
-            failed.push(format!("{name}: {}", c.detail));
-        }
-    }
-    if failed.is_empty() {
-        let _ = writeln!(o, "checks    all invariants hold");
+    let _ = write!(o, "{}", checks_lines(&s.checks));
+    o
+}
+
+/// `checks    5 hold, 1 cannot be judged (name: why)`, then one line per
+/// failed check.
+fn checks_lines(checks: &std::collections::BTreeMap<String, crate::analyze::Check>) -> String {
+    let mut o = String::new();
+    let held = checks.values().filter(|c| c.ok == Some(true)).count();
+    let failed: Vec<_> = checks.iter().filter(|(_, c)| c.ok == Some(false)).collect();
+    let unknown: Vec<_> = checks.iter().filter(|(_, c)| c.ok.is_none()).collect();
+    let mut line = if failed.is_empty() && unknown.is_empty() {
+        "all invariants hold".to_string()
     } else {
-        for f in failed {
-            let _ = writeln!(o, "CHECK FAILED  {f}");
+        format!("{held} hold")
+    };
+    if !failed.is_empty() {
+        line.push_str(&format!(", {} FAILED", failed.len()));
+    }
+    if !unknown.is_empty() {
+        // One reason per distinct cause, naming the checks it applies to.
+        let mut causes: Vec<(String, Vec<&str>)> = vec![];
+        for (name, c) in &unknown {
+            match causes.iter_mut().find(|(d, _)| *d == c.detail) {
+                Some((_, names)) => names.push(name),
+                None => causes.push((c.detail.clone(), vec![name])),
+            }
         }
+        let why: Vec<String> = causes
+            .iter()
+            .map(|(d, names)| format!("{}: {d}", names.join(", ")))
+            .collect();
+        line.push_str(&format!(
+            ", {} cannot be judged ({})",
+            unknown.len(),
+            why.join("; ")
+        ));
+    }
+    let _ = writeln!(o, "checks    {line}");
+    for (name, c) in failed {
+        let at = match (c.first_t_s, c.first_line) {
+            (Some(t), Some(l)) => format!(" [first at {t:.3}s, trace line {l}]"),
+            _ => String::new(),
+        };
+        let _ = writeln!(o, "CHECK FAILED  {name}: {}{at}", c.detail);
     }
     o
+}
+
+/// The exit code a run or an analysis ends with (documented in `--help` and
+/// the README): 3 a check failed; 130 the run was interrupted (its directory
+/// is still complete; only for the command that ran it, `live`); 4 an RPC
+/// ended with a status other than OK; 0 else.
+pub fn exit_code(s: &Summary, live: bool) -> i32 {
+    if s.checks.values().any(|c| c.ok == Some(false)) {
+        3
+    } else if live && s.run_status == "interrupted" {
+        130
+    } else if s
+        .rpc_status
+        .keys()
+        .chain(s.server_rpc_status.keys())
+        .any(|k| k != "OK")
+    {
+        4
+    } else {
+        0
+    }
 }

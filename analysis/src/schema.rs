@@ -252,7 +252,7 @@ event_kinds! {
     /// that direction (bytes still flow).
     WireError(WireErrorEv) = "wire_error" ["dir", "offset", "error"],
     /// `poll_write` on the socket returned Pending from `start` until `t`.
-    SocketBlocked(IntervalEv) = "socket_blocked" ["dir", "start"],
+    SocketBlocked(IntervalEv) = "socket_blocked" ["dir", "start", "open"],
     /// A connection was accepted or established.
     ConnOpen(ConnOpenEv) = "conn_open" ["local", "peer"],
     /// A connection ended.
@@ -286,7 +286,7 @@ event_kinds! {
     Send(SendEv) = "send" ["seq", "scheduled", "begin", "bytes"],
     /// Client: blocked on window credit (capacity reserved, none assigned)
     /// from `start` until `t`, while sending message `seq`.
-    WindowBlocked(WindowBlockedEv) = "window_blocked" ["seq", "start"],
+    WindowBlocked(WindowBlockedEv) = "window_blocked" ["seq", "start", "open"],
     /// Client: a scheduled message was never handed to h2.
     NeverSent(NeverSentEv) = "never_sent" ["seq", "reason"],
 }
@@ -409,6 +409,10 @@ pub struct IntervalEv {
     pub dir: Dir,
     /// Start of the interval (ns); `t` is its end.
     pub start: u64,
+    /// The wait had not ended when the run did (connection closed, run cut
+    /// short): `t` is when the recording stopped, not when it resumed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -455,6 +459,10 @@ pub enum ReleasePoint {
     Decode,
     Start,
     Complete,
+    /// Not a policy: the bytes still unreleased when an RPC ends (deadline,
+    /// reset, shutdown, or bytes that never formed a message), returned so
+    /// the connection window is whole again.
+    End,
 }
 
 impl std::str::FromStr for ReleasePoint {
@@ -468,7 +476,8 @@ impl std::str::FromStr for ReleasePoint {
 }
 
 impl ReleasePoint {
-    /// Every release point, in pipeline order.
+    /// Every release policy (`--release` values), in pipeline order;
+    /// [`ReleasePoint::End`] is not one.
     pub const ALL: [ReleasePoint; 4] = [
         ReleasePoint::Frame,
         ReleasePoint::Decode,
@@ -482,6 +491,7 @@ impl ReleasePoint {
             ReleasePoint::Decode => "decode",
             ReleasePoint::Start => "start",
             ReleasePoint::Complete => "complete",
+            ReleasePoint::End => "end",
         }
     }
 }
@@ -600,6 +610,10 @@ pub struct SendEv {
 pub struct WindowBlockedEv {
     pub seq: u64,
     pub start: u64,
+    /// The wait had not ended when the RPC did (deadline, interrupt, reset):
+    /// `t` is when it was given up, not when credit came.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -727,7 +741,11 @@ mod tests {
                 seq: 9,
                 reason: DiscardReason::Deadline,
             }),
-            Kind::WindowBlocked(WindowBlockedEv { seq: 1, start: 5 }),
+            Kind::WindowBlocked(WindowBlockedEv {
+                seq: 1,
+                start: 5,
+                open: true,
+            }),
             Kind::NeverSent(NeverSentEv {
                 seq: 2,
                 reason: NeverSentReason::Backlog,

@@ -32,6 +32,13 @@ pub struct FlowWindows {
     violations: Vec<Violation>,
     /// Violations beyond the first 100 are only counted.
     violation_count: u64,
+    /// SETTINGS frames the receiver sent that lowered the initial window and
+    /// that the sender has not acknowledged yet: until then, DATA past the
+    /// lowered window may have been sent before the sender knew (§6.9.2).
+    lowered_unacked: u32,
+    /// DATA frames that went past a window lowered by an unacknowledged
+    /// SETTINGS: legal, counted as an observation.
+    past_lowered: u64,
 }
 
 impl Default for FlowWindows {
@@ -44,6 +51,8 @@ impl Default for FlowWindows {
             min_stream: DEFAULT_WINDOW,
             violations: vec![],
             violation_count: 0,
+            lowered_unacked: 0,
+            past_lowered: 0,
         }
     }
 }
@@ -84,7 +93,11 @@ impl FlowWindows {
             self.violate(t, 0, conn, "DATA beyond the connection window");
         }
         if s < 0 {
-            self.violate(t, stream, s, "DATA beyond the stream window");
+            if self.lowered_unacked > 0 {
+                self.past_lowered += 1;
+            } else {
+                self.violate(t, stream, s, "DATA beyond the stream window");
+            }
         }
     }
 
@@ -118,6 +131,25 @@ impl FlowWindows {
         for (id, w) in over {
             self.violate(t, id, w, "window above 2^31-1 after SETTINGS");
         }
+    }
+
+    /// The receiver's tap saw its own SETTINGS go out: if it lowers the
+    /// initial window, DATA already on its way may pass the new window.
+    pub fn on_settings_sent(&mut self, value: u32) {
+        if (value as i64) < self.initial {
+            self.lowered_unacked += 1;
+        }
+    }
+
+    /// The receiver's tap saw the sender's SETTINGS ACK: from now on the
+    /// sender knows the lowered window.
+    pub fn on_settings_acked(&mut self) {
+        self.lowered_unacked = self.lowered_unacked.saturating_sub(1);
+    }
+
+    /// DATA frames that passed a lowered, not yet acknowledged window.
+    pub fn past_lowered(&self) -> u64 {
+        self.past_lowered
     }
 
     pub fn conn(&self) -> i64 {
@@ -182,6 +214,22 @@ mod tests {
         w.on_initial_window(3, 1_000);
         assert_eq!(w.stream(1), 5_535 + 1_000 - 65_535);
         assert!(w.violations().is_empty());
+    }
+
+    #[test]
+    fn data_past_a_lowered_window_is_legal_until_the_settings_are_acked() {
+        // The receiver's view: it lowers the window to 1,000 while 16 KiB
+        // are already on their way.
+        let mut w = FlowWindows::default();
+        w.on_settings_sent(1_000);
+        w.on_initial_window(1, 1_000);
+        w.on_data(2, 1, 16_384);
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        assert_eq!(w.past_lowered(), 1);
+        // Once the sender has acknowledged, the same frame is an overrun.
+        w.on_settings_acked();
+        w.on_data(3, 1, 16_384);
+        assert_eq!(w.violation_count(), 1);
     }
 
     #[test]

@@ -107,12 +107,17 @@ fn windows_follow_settings_changes_and_padding_and_flag_overruns() {
     assert_eq!(
         sum.protocol_violations, 1,
         "{:?}",
-        sum.checks["windows_non_negative"]
+        sum.checks["no_data_beyond_credit"]
     );
-    assert_eq!(sum.checks["windows_non_negative"].ok, Some(false));
-    assert!(sum.checks["windows_non_negative"]
+    assert_eq!(sum.checks["no_data_beyond_credit"].ok, Some(false));
+    assert!(sum.checks["no_data_beyond_credit"]
         .detail
         .contains("DATA beyond the connection window"));
+    assert_eq!(
+        sum.checks["no_data_beyond_credit"].first_t_s,
+        Some(6e-9),
+        "the first offending event's time"
+    );
     // The stream credit series saw the SETTINGS shift (stream 1 stays positive).
     let min_stream = tl
         .credit_stream_client

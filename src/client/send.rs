@@ -33,7 +33,16 @@ pub(super) async fn send_all(
             send.reserve_capacity(data.len());
             let mut cap = send.capacity();
             if cap == 0 {
-                let start = now_ns();
+                // Recorded however the wait ends: here, or (cut short by a
+                // deadline, an interrupt or a reset) when the guard drops.
+                let mut wait = OpenWait {
+                    ctx,
+                    conn,
+                    stream,
+                    seq: p.seq,
+                    start: now_ns(),
+                    open: true,
+                };
                 while cap == 0 {
                     match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
                         Some(Ok(n)) => cap = n,
@@ -41,15 +50,7 @@ pub(super) async fn send_all(
                         None => return Err(h2::Error::from(h2::Reason::STREAM_CLOSED)),
                     }
                 }
-                let seq = p.seq;
-                ctx.rec.emit(
-                    Endpoint::Client,
-                    conn,
-                    stream,
-                    now_ns(),
-                    KindId::WindowBlocked,
-                    || Kind::WindowBlocked(WindowBlockedEv { seq, start }),
-                );
+                wait.open = false;
             }
             let n = cap.min(data.len());
             send.send_data(data.split_to(n), false)?;
@@ -74,4 +75,30 @@ pub(super) async fn send_all(
         Live::add(&ctx.live.sent, 1);
     }
     send.send_data(Bytes::new(), true)
+}
+
+/// A wait for capacity in progress; its `window_blocked` event is written
+/// when it ends, with `open: true` if it never did (the future was dropped
+/// or the stream failed while waiting).
+struct OpenWait<'a> {
+    ctx: &'a ClientCtx,
+    conn: u32,
+    stream: u32,
+    seq: u64,
+    start: u64,
+    open: bool,
+}
+
+impl Drop for OpenWait<'_> {
+    fn drop(&mut self) {
+        let (seq, start, open) = (self.seq, self.start, self.open);
+        self.ctx.rec.emit(
+            Endpoint::Client,
+            self.conn,
+            self.stream,
+            now_ns(),
+            KindId::WindowBlocked,
+            || Kind::WindowBlocked(WindowBlockedEv { seq, start, open }),
+        );
+    }
 }

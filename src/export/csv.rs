@@ -110,6 +110,7 @@ mod tests {
             Kind::SocketBlocked(IntervalEv {
                 dir: Dir::Out,
                 start: 1,
+                open: false,
             }),
             Kind::ConnOpen(ConnOpenEv {
                 local: "a".into(),
@@ -179,7 +180,11 @@ mod tests {
                 begin: 1,
                 bytes: 1,
             }),
-            Kind::WindowBlocked(WindowBlockedEv { seq: 1, start: 1 }),
+            Kind::WindowBlocked(WindowBlockedEv {
+                seq: 1,
+                start: 1,
+                open: true,
+            }),
             Kind::NeverSent(NeverSentEv {
                 seq: 1,
                 reason: NeverSentReason::Backlog,

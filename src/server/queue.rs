@@ -97,11 +97,21 @@ impl AppQueue {
     }
 
     /// Ends service of `seq`: the application no longer owns its bytes.
-    pub fn end_service(&self, seq: u64, framed: u32) {
+    ///
+    /// The in-service entry is the message's ownership token: whoever takes
+    /// it ends the message. Returns false when [`AppQueue::take_all`] took it
+    /// first (the message was discarded while the worker ran): the worker
+    /// must then not complete it, so every message ends exactly once.
+    #[must_use]
+    pub fn end_service(&self, seq: u64, framed: u32) -> bool {
         let mut st = self.lock();
-        st.in_service.retain(|(s, _)| *s != seq);
+        let Some(i) = st.in_service.iter().position(|(s, _)| *s == seq) else {
+            return false;
+        };
+        st.in_service.swap_remove(i);
         st.owned_bytes -= framed as u64;
         st.completed += 1;
+        true
     }
 
     /// Waits for the next job; `None` once closed and empty. The job is
@@ -137,7 +147,9 @@ impl AppQueue {
     }
 
     /// Takes every queued and in-service message for discarding, closing the
-    /// queue. Returns their sequence numbers.
+    /// queue, and with them their ownership tokens (a worker still running
+    /// one of them will find [`AppQueue::end_service`] refused). Returns
+    /// their sequence numbers.
     pub fn take_all(&self) -> Vec<u64> {
         let mut st = self.lock();
         st.closed = true;
@@ -153,5 +165,49 @@ impl AppQueue {
 
     pub fn completed(&self) -> u64 {
         self.lock().completed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(seq: u64) -> Job {
+        Job {
+            seq,
+            framed: 100,
+            decoded_at: 0,
+            body: bytes::Bytes::new(),
+            slot: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_message_taken_for_discard_cannot_also_complete() {
+        let q = AppQueue::new(None);
+        for seq in 0..3 {
+            q.own(100);
+            q.push(job(seq));
+        }
+        let (first, _) = q.pop().await.unwrap();
+        // The worker holds message 0 when the RPC is cut short...
+        let discarded = q.take_all();
+        assert_eq!(discarded, vec![0, 1, 2]);
+        // ...and its timer fires afterwards: the token is gone.
+        assert!(!q.end_service(first.seq, first.framed));
+        assert_eq!(q.completed(), 0);
+        assert_eq!(q.snapshot().owned_bytes, 0, "no double subtraction");
+    }
+
+    #[tokio::test]
+    async fn a_completed_message_is_not_discarded_afterwards() {
+        let q = AppQueue::new(None);
+        q.own(100);
+        q.push(job(7));
+        let (j, _) = q.pop().await.unwrap();
+        assert!(q.end_service(j.seq, j.framed));
+        assert!(q.take_all().is_empty());
+        assert!(!q.end_service(j.seq, j.framed), "a token is redeemed once");
+        assert_eq!(q.completed(), 1);
     }
 }

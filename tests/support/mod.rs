@@ -116,7 +116,7 @@ pub fn assert_checks(r: &RunResult) {
         "accounting",
         "bytes",
         "credit",
-        "windows_non_negative",
+        "no_data_beyond_credit",
         "windows_agree",
         "no_dropped_events",
     ] {

@@ -147,24 +147,89 @@ impl Analyzer {
     }
 }
 
-/// Every check of a finished pass, by name. `credit` and `windows` are the
-/// violation counts with the first offender's description.
-pub(super) fn invariant_checks(
-    s: &Summary,
-    (has_client, has_server): (bool, bool),
-    dropped: u64,
-    credit: (u64, &str),
-    windows: (u64, &str),
-    bytes_check: Check,
-    agree_check: Check,
-) -> BTreeMap<String, Check> {
-    let both = has_client && has_server;
-    let (credit_violations, credit_detail) = credit;
-    let (violations, first_violation) = windows;
+/// What the checks of a finished pass are judged on.
+pub(super) struct Evidence<'a> {
+    pub s: &'a Summary,
+    pub has_client: bool,
+    pub has_server: bool,
+    /// Drop count from the footer; `None` when there is no footer.
+    pub dropped: Option<u64>,
+    /// Why the trace is incomplete (cut mid-write, no footer), if it is.
+    pub cut: Option<String>,
+    /// `t` of the last event, and the trace origin.
+    pub end_t: u64,
+    pub origin: u64,
+    /// Credit violations: count, first description, first (t, line).
+    pub credit: (u64, &'a str, Option<(u64, u64)>),
+    /// DATA beyond credit and window overflows: count, first description,
+    /// first (t, line).
+    pub windows: (u64, String, Option<(u64, u64)>),
+    pub bytes: Check,
+    pub agree: Check,
+}
+
+impl Evidence<'_> {
+    /// Why nothing can be judged from this trace's events as a whole (cut
+    /// short, or events dropped), if so.
+    fn incomplete(&self) -> Option<String> {
+        if let Some(cut) = &self.cut {
+            return Some(format!(
+                "{cut}: events in flight at the cut are missing, so this cannot be judged"
+            ));
+        }
+        match self.dropped {
+            Some(n) if n > 0 => Some(format!(
+                "the recorder dropped {n} events: this cannot be judged"
+            )),
+            _ => None,
+        }
+    }
+
+    fn secs(&self, t: u64) -> f64 {
+        t.saturating_sub(self.origin) as f64 / 1e9
+    }
+
+    /// A violation count judged on a possibly incomplete trace: a violation
+    /// more than the reorder window before the end is real whatever is
+    /// missing after it; without one, an incomplete trace cannot tell.
+    fn violations(&self, count: u64, first: &str, at: Option<(u64, u64)>, holds: String) -> Check {
+        if count > 0 {
+            let (t, line) = at.unwrap_or((self.end_t, 0));
+            let settled = t.saturating_add(super::reorder::WINDOW_NS) < self.end_t;
+            if self.incomplete().is_none() || settled {
+                return Check::failed_at(
+                    format!("{count} violations; first: {first}"),
+                    self.secs(t),
+                    line,
+                );
+            }
+        }
+        match self.incomplete() {
+            Some(why) => Check::na(why),
+            None => Check::new(true, holds),
+        }
+    }
+}
+
+/// Every check of a finished pass, by name: `true` holds, `false` a
+/// violation with its first offender, `null` cannot be judged and why.
+pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
+    let s = ev.s;
+    let both = ev.has_client && ev.has_server;
     let mut checks = BTreeMap::new();
+    let one_side = |what: &str| {
+        Check::na(format!(
+            "needs client and server events in one trace ({what} only); merge a serve and a client run"
+        ))
+    };
+    let side = if ev.has_client { "client" } else { "server" };
     checks.insert(
         "accounting".into(),
-        if both {
+        if !both {
+            one_side(side)
+        } else if let Some(why) = ev.incomplete() {
+            Check::na(why)
+        } else {
             let all_ok = s.rpc_status.keys().all(|k| k == "OK");
             let client = s.scheduled == s.sent + s.never_sent;
             let server = s.decoded == s.completed + s.discarded;
@@ -177,47 +242,66 @@ pub(super) fn invariant_checks(
                     s.scheduled, s.completed, s.discarded, s.never_sent, s.lost_in_flight, s.sent, s.decoded
                 ),
             )
-        } else {
-            Check::na("needs client and server events in one trace")
         },
     );
-    checks.insert("bytes".into(), bytes_check);
+    checks.insert(
+        "bytes".into(),
+        match ev.incomplete() {
+            Some(why) if both => Check::na(why),
+            _ => ev.bytes.clone(),
+        },
+    );
+    let (n, first, at) = ev.credit;
     checks.insert(
         "credit".into(),
-        if has_server {
-            Check::new(
-                credit_violations == 0,
-                if credit_violations == 0 {
-                    format!(
-                        "unreleased bytes peaked at {}, within the advertised window",
-                        s.max_unreleased_bytes
-                    )
-                } else {
-                    format!("{} violations; first: {}", credit_violations, credit_detail)
-                },
+        if ev.has_server {
+            ev.violations(
+                n,
+                first,
+                at,
+                format!(
+                    "unreleased bytes peaked at {}, within the advertised window",
+                    s.max_unreleased_bytes
+                ),
             )
         } else {
             Check::na("no server events")
         },
     );
-    checks.insert(
-        "windows_non_negative".into(),
-        Check::new(
-            violations == 0 && s.min_window >= 0,
-            if violations == 0 {
-                format!("lowest reconstructed window {}", s.min_window)
-            } else {
-                format!("{violations} violations; first: {first_violation}")
-            },
-        ),
+    let (n, first, at) = &ev.windows;
+    let mut holds = format!(
+        "no DATA beyond credit; lowest reconstructed window {}",
+        s.min_window
     );
-    checks.insert("windows_agree".into(), agree_check);
+    if s.data_past_lowered_window > 0 {
+        holds.push_str(&format!(
+            " ({} DATA frames passed a window lowered by a SETTINGS the sender had not yet acknowledged: legal, RFC 9113 §6.9.2)",
+            s.data_past_lowered_window
+        ));
+    }
+    checks.insert(
+        "no_data_beyond_credit".into(),
+        if ev.has_client || ev.has_server {
+            ev.violations(*n, first, *at, holds)
+        } else {
+            Check::na("no events")
+        },
+    );
+    checks.insert(
+        "windows_agree".into(),
+        match ev.incomplete() {
+            Some(why) if both => Check::na(why),
+            _ => ev.agree.clone(),
+        },
+    );
     checks.insert(
         "no_dropped_events".into(),
-        Check::new(
-            dropped == 0,
-            format!("{dropped} events dropped by the recorder"),
-        ),
+        match ev.dropped {
+            Some(d) => Check::new(d == 0, format!("{d} events dropped by the recorder")),
+            None => Check::na(
+                "the trace has no footer (the writer did not finish): drop counts unknown",
+            ),
+        },
     );
     checks
 }

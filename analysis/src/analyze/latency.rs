@@ -7,12 +7,16 @@ use std::collections::VecDeque;
 /// Releases waiting for the WINDOW_UPDATE that carries them.
 #[derive(Default)]
 pub(super) struct Pending {
-    fifo: VecDeque<(u64, u64)>,
+    /// (release time, bytes not yet carried, whether its latency counts).
+    fifo: VecDeque<(u64, u64, bool)>,
 }
 
 impl Pending {
-    pub(super) fn push(&mut self, t: u64, bytes: u64) {
-        self.fifo.push_back((t, bytes));
+    /// A release of `bytes` at `t`. An untimed one (the end-of-RPC bulk
+    /// release) still takes its place in the FIFO, so later updates match
+    /// the right releases, but its latency is not recorded.
+    pub(super) fn push(&mut self, t: u64, bytes: u64, timed: bool) {
+        self.fifo.push_back((t, bytes, timed));
     }
     /// Consumes `inc` bytes; returns latencies of releases fully carried and
     /// bytes of the increment that matched no release.
@@ -23,7 +27,9 @@ impl Pending {
             };
             if front.1 <= inc {
                 inc -= front.1;
-                lat.record(t.saturating_sub(front.0));
+                if front.2 {
+                    lat.record(t.saturating_sub(front.0));
+                }
                 self.fifo.pop_front();
             } else {
                 front.1 -= inc;

@@ -44,6 +44,7 @@ impl Analyzer {
             });
         if u > advertised {
             self.credit_violations += 1;
+            self.first_credit_violation.get_or_insert((t, self.line));
             if self.credit_detail.is_empty() {
                 self.credit_detail = format!(
                     "stream {} held {u} unreleased bytes at {:.3}s, above the advertised window {advertised}",
@@ -61,19 +62,25 @@ impl Analyzer {
         }
         self.unreleased -= r.bytes as i64;
         self.tl.unreleased.push(t, self.unreleased as f64);
-        self.s.releases += 1;
-        self.s.released_bytes += r.bytes as u64;
-        if self.s.release_point.is_none() || r.seq.is_some() || r.at == ReleasePoint::Frame {
-            self.s.release_point = Some(r.at.as_str().to_string());
+        let timed = r.at != ReleasePoint::End;
+        if timed {
+            self.s.releases += 1;
+            self.s.released_bytes += r.bytes as u64;
+            if self.s.release_point.is_none() || r.seq.is_some() || r.at == ReleasePoint::Frame {
+                self.s.release_point = Some(r.at.as_str().to_string());
+            }
+        } else {
+            self.s.end_releases += 1;
+            self.s.end_released_bytes += r.bytes as u64;
         }
         self.pending_stream
             .entry((e.conn, e.stream))
             .or_default()
-            .push(t, r.bytes as u64);
+            .push(t, r.bytes as u64, timed);
         self.pending_conn
             .entry(e.conn)
             .or_default()
-            .push(t, r.bytes as u64);
+            .push(t, r.bytes as u64, timed);
     }
 
     pub(super) fn decode(&mut self, e: &Event, m: &schema::MsgEv) {

@@ -10,21 +10,25 @@
 mod checks;
 mod latency;
 mod messages;
+pub mod reorder;
 pub mod summary;
 mod wire_view;
 
 pub use crate::schema::status_name;
-pub use summary::{Check, Summary, Timeline};
+pub use summary::{Blocked, Check, Summary, Timeline};
 
 use crate::reader::{Ending, TraceReader};
 use crate::schema::{Endpoint, Event, Kind};
 use crate::stats::{least_squares, Histo};
-use checks::invariant_checks;
+use checks::{invariant_checks, Evidence};
 use latency::Pending;
 use messages::Rpc;
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use wire_view::Conn;
+use wire_view::{Conn, Exhaustion};
+
+/// (byte offset, t) of frames waiting for their match in the other tap.
+type Offsets = VecDeque<(u64, u64)>;
 
 /// Blocked intervals kept for the interval plot; later ones only counted.
 const MAX_INTERVALS: usize = 20_000;
@@ -68,8 +72,21 @@ pub struct Analyzer {
     server_status: HashMap<(u32, u32), u32>,
     /// Client→server frames written by the client's tap and not yet read by
     /// the server's, per (client address, server address): (offset, t).
-    in_flight: HashMap<(String, String), VecDeque<(u64, u64)>>,
+    /// Client→server frames seen by one tap and not yet by the other, per
+    /// (client address, server address): [client writes, server reads] as
+    /// (offset, t).
+    in_flight: HashMap<(String, String), [Offsets; 2]>,
     frame_latency: Histo,
+    /// Line in the trace file of the event being fed (for check details).
+    line: u64,
+    /// Client send windows at or below zero, per (client conn, stream; 0 =
+    /// the connection): classifies waits for capacity.
+    exhausted: HashMap<(u32, u32), Exhaustion>,
+    h2_buffer_blocked: Histo,
+    /// First DATA beyond credit or window overflow: (t, line).
+    first_violation: Option<(u64, u64)>,
+    /// First credit violation: (t, line).
+    first_credit_violation: Option<(u64, u64)>,
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
@@ -116,6 +133,11 @@ impl Analyzer {
             server_status: HashMap::new(),
             in_flight: HashMap::new(),
             frame_latency: Histo::new(1e-6),
+            line: 0,
+            exhausted: HashMap::new(),
+            h2_buffer_blocked: Histo::new(1e-6),
+            first_violation: None,
+            first_credit_violation: None,
             window_log: None,
             window_log_error: None,
         }
@@ -138,10 +160,11 @@ impl Analyzer {
             Kind::WireError(_) => self.s.wire_errors += 1,
             Kind::SocketBlocked(b) => {
                 let d = t.saturating_sub(b.start);
+                self.s.blocked_open += u64::from(b.open);
                 if e.ep == Endpoint::Client {
                     self.socket_blocked.record(d);
                     self.tl.socket_blocked.push(b.start, d as f64 / 1e9);
-                    self.interval(b.start, t, false);
+                    self.interval(b.start, t, Blocked::Socket);
                 } else {
                     self.server_socket_ns += d;
                 }
@@ -188,9 +211,21 @@ impl Analyzer {
             }
             Kind::WindowBlocked(w) => {
                 let d = t.saturating_sub(w.start);
-                self.window_blocked.record(d);
-                self.tl.window_blocked.push(w.start, d as f64 / 1e9);
-                self.interval(w.start, t, true);
+                self.s.blocked_open += u64::from(w.open);
+                let on = |k| {
+                    self.exhausted
+                        .get(&(e.conn, k))
+                        .is_some_and(|x| x.during(w.start, t))
+                };
+                if on(e.stream) || on(0) {
+                    self.window_blocked.record(d);
+                    self.tl.window_blocked.push(w.start, d as f64 / 1e9);
+                    self.interval(w.start, t, Blocked::Window);
+                } else {
+                    self.h2_buffer_blocked.record(d);
+                    self.tl.h2_buffer_blocked.push(w.start, d as f64 / 1e9);
+                    self.interval(w.start, t, Blocked::H2Buffer);
+                }
             }
             Kind::NeverSent(n) => {
                 self.s.never_sent += 1;
@@ -203,9 +238,9 @@ impl Analyzer {
         }
     }
 
-    fn interval(&mut self, start: u64, end: u64, window: bool) {
+    fn interval(&mut self, start: u64, end: u64, kind: Blocked) {
         if self.tl.intervals.len() < MAX_INTERVALS {
-            let iv = (self.secs(start), self.secs(end), window);
+            let iv = (self.secs(start), self.secs(end), kind);
             self.tl.intervals.push(iv);
         } else {
             self.tl.intervals_dropped += 1;
@@ -252,8 +287,12 @@ impl Analyzer {
         s.unaccounted =
             s.scheduled as i64 - s.completed as i64 - s.discarded as i64 - s.never_sent as i64;
         s.window_blocked_ms = self.window_blocked.summary();
+        s.h2_buffer_blocked_ms = self.h2_buffer_blocked.summary();
         s.socket_blocked_ms = self.socket_blocked.summary();
         s.client_window_blocked_s = s.window_blocked_ms.sum / 1e3;
+        s.client_h2_buffer_blocked_s = s.h2_buffer_blocked_ms.sum / 1e3;
+        s.has_client = self.has_client;
+        s.has_server = self.has_server;
         s.client_socket_blocked_s = s.socket_blocked_ms.sum / 1e3;
         s.server_socket_blocked_s = self.server_socket_ns as f64 / 1e9;
         s.lateness_ms = self.lateness.summary();
@@ -280,6 +319,14 @@ impl Analyzer {
                 .filter(|p| p.0 >= lo && p.0 <= b)
                 .collect();
             s.queue_growth_rate = least_squares(&pts).map_or(0.0, |(m, _)| m);
+            let sent: Vec<(f64, f64)> = self
+                .tl
+                .sent
+                .filled()
+                .into_iter()
+                .filter(|p| p.0 >= lo && p.0 <= b)
+                .collect();
+            s.send_rate_steady = least_squares(&sent).map_or(0.0, |(m, _)| m);
             s.queue_growth_window_s = (lo, b);
             if let (Some(first), Some(last)) = (pts.first(), pts.last()) {
                 s.queue_growth_in_window = last.1 - first.1;
@@ -305,19 +352,22 @@ impl Analyzer {
 
         // Windows: lowest value anywhere, violations, agreement of both taps.
         let mut violations = 0;
-        let mut first_violation = String::new();
+        let mut first: Option<&crate::windows::Violation> = None;
         for c in self.conns.values() {
             for w in &c.flows {
                 s.min_window = s.min_window.min(w.min_conn()).min(w.min_stream());
                 violations += w.violation_count();
-                if first_violation.is_empty() {
-                    if let Some(v) = w.violations().first() {
-                        first_violation =
-                            format!("{} on stream {} (window {})", v.what, v.stream, v.window);
+                s.data_past_lowered_window += w.past_lowered();
+                if let Some(v) = w.violations().first() {
+                    if first.is_none_or(|f| (v.t, v.stream) < (f.t, f.stream)) {
+                        first = Some(v);
                     }
                 }
             }
         }
+        let first_violation = first.map_or(String::new(), |v| {
+            format!("{} on stream {} (window {})", v.what, v.stream, v.window)
+        });
         if s.min_window == i64::MAX {
             s.min_window = 0;
         }
@@ -329,17 +379,39 @@ impl Analyzer {
             Ending::Truncated { line } => format!("truncated at line {line}"),
             Ending::Open => "open".into(),
         };
+        let (dropped_known, cut) = match ending {
+            Ending::Clean(_) => (Some(dropped), None),
+            Ending::NoFooter => (
+                None,
+                Some("the trace has no footer (the writer did not finish)".to_string()),
+            ),
+            Ending::Truncated { line } => (
+                None,
+                Some(format!(
+                    "the trace was cut at line {line} (the writer was killed)"
+                )),
+            ),
+            Ending::Open => (Some(dropped), None),
+        };
 
         s.lost_in_flight = s.sent as i64 - s.decoded as i64;
-        s.checks = invariant_checks(
+        s.checks = invariant_checks(Evidence {
             s,
-            (self.has_client, self.has_server),
-            dropped,
-            (self.credit_violations, &self.credit_detail),
-            (violations, &first_violation),
-            bytes_check,
-            agree_check,
-        );
+            has_client: self.has_client,
+            has_server: self.has_server,
+            dropped: dropped_known,
+            cut,
+            end_t: self.last_t,
+            origin: self.origin,
+            credit: (
+                self.credit_violations,
+                &self.credit_detail,
+                self.first_credit_violation,
+            ),
+            windows: (violations, first_violation, self.first_violation),
+            bytes: bytes_check,
+            agree: agree_check,
+        });
         (self.s, self.tl)
     }
 }
@@ -374,11 +446,16 @@ pub fn analyze_trace_with(
     let mut warnings = vec![];
     let mut events = 0u64;
     let mut corrupt = 0u64;
+    let mut order = reorder::Reorder::default();
     while let Some(ev) = r.next_event() {
         match ev {
             Ok(e) => {
                 events += 1;
-                a.feed(&e);
+                let line = r.line();
+                order.push(e, line, |e, line| {
+                    a.line = line;
+                    a.feed(&e)
+                });
             }
             Err(e) => {
                 corrupt += 1;
@@ -388,12 +465,26 @@ pub fn analyze_trace_with(
             }
         }
     }
+    order.finish(|e, line| {
+        a.line = line;
+        a.feed(&e)
+    });
     if corrupt > 5 {
         warnings.push(format!(
             "{}: {corrupt} corrupt lines skipped in all",
             path.display()
         ));
     }
+    if order.late + order.forced > 0 {
+        warnings.push(format!(
+            "{}: {} events arrived more than {} ms after later ones ({} pushed out of a full reorder buffer): analysed out of time order",
+            path.display(),
+            order.late,
+            reorder::WINDOW_NS / 1_000_000,
+            order.forced
+        ));
+    }
+    a.s.out_of_order_events = order.late;
     let ending = r.ending().clone();
     let dropped = match &ending {
         Ending::Clean(f) => f.dropped.values().sum(),

@@ -12,22 +12,43 @@ const SERIES_CAP: usize = 2048;
 /// An invariant and whether the trace honours it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
-    /// `None` when the trace lacks what the check needs (e.g. no server events).
+    /// `true` holds, `false` a violation (with its first offending event),
+    /// `None` the trace cannot tell (the detail says why: one side only, cut
+    /// short, events dropped).
     pub ok: Option<bool>,
     pub detail: String,
+    /// First offending event of a violation: seconds since the trace origin
+    /// and line in the trace file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_t_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_line: Option<u64>,
 }
 
 impl Check {
+    /// A violation whose first offending event is at `t_s`, line `line`.
+    pub(super) fn failed_at(detail: impl Into<String>, t_s: f64, line: u64) -> Check {
+        Check {
+            ok: Some(false),
+            detail: detail.into(),
+            first_t_s: Some(t_s),
+            first_line: Some(line),
+        }
+    }
     pub(super) fn new(ok: bool, detail: impl Into<String>) -> Check {
         Check {
             ok: Some(ok),
             detail: detail.into(),
+            first_t_s: None,
+            first_line: None,
         }
     }
     pub(super) fn na(detail: impl Into<String>) -> Check {
         Check {
             ok: None,
             detail: detail.into(),
+            first_t_s: None,
+            first_line: None,
         }
     }
 }
@@ -54,8 +75,12 @@ pub struct Summary {
     pub lost_in_flight: i64,
     /// Messages per second over the offered period (first to last `schedule`).
     pub offered_rate: f64,
-    /// `send` events per second, first schedule → last send.
+    /// `send` events per second, first schedule → last send (whole run: a
+    /// one-time allowance of queue slots and window fills is included).
     pub send_rate: f64,
+    /// Least-squares slope of cumulative sends (msg/s) over the steady window
+    /// (`queue_growth_window_s`): the rate the client sustained.
+    pub send_rate_steady: f64,
     pub decode_rate: f64,
     /// `complete` events per second, first start → last complete.
     pub completion_rate: f64,
@@ -77,10 +102,21 @@ pub struct Summary {
     pub max_owned_bytes: u64,
     /// Peak bytes received by the server application and not yet released.
     pub max_unreleased_bytes: u64,
+    /// Client waits for capacity while the send window reconstructed from
+    /// the client's tap (stream or connection) was ≤ 0: blocked on credit.
     pub client_window_blocked_s: f64,
+    /// Client waits for capacity while the window was open: h2 withheld
+    /// capacity because its own send buffer was full (socket backpressure
+    /// seen through h2).
+    pub client_h2_buffer_blocked_s: f64,
+    /// Client tap writes that returned Pending: blocked on the socket.
     pub client_socket_blocked_s: f64,
     pub server_socket_blocked_s: f64,
+    /// Blocked intervals still open when the recording ended (closed at
+    /// that moment and counted in the totals above).
+    pub blocked_open: u64,
     pub window_blocked_ms: Distribution,
+    pub h2_buffer_blocked_ms: Distribution,
     pub socket_blocked_ms: Distribution,
     /// Scheduled → handed to h2 (start of `send_data`), ms.
     pub lateness_ms: Distribution,
@@ -93,8 +129,14 @@ pub struct Summary {
     pub window_updates_out_conn: u64,
     /// Stream-level WINDOW_UPDATE increments, bytes.
     pub window_update_increment: Distribution,
+    /// `release` calls of the release policy, and their bytes (the
+    /// end-of-RPC release excluded).
     pub releases: u64,
     pub released_bytes: u64,
+    /// End-of-RPC releases (`at: end`): bytes still unreleased when an RPC
+    /// ended, returned in bulk. Not in the release→update statistics.
+    pub end_releases: u64,
+    pub end_released_bytes: u64,
     /// Releases per stream-level WINDOW_UPDATE.
     pub coalescing_ratio: f64,
     /// `release` call → the stream WINDOW_UPDATE that carried its last byte, ms.
@@ -106,18 +148,49 @@ pub struct Summary {
     /// (matched by byte offset), ms: the one-way time through the socket,
     /// plus any `--link-delay`.
     pub c2s_frame_latency_ms: Distribution,
+    /// Samples of `c2s_frame_latency_ms` whose read preceded the write on
+    /// the clock (recorded as 0). Should be 0: the client stamps a write
+    /// before the kernel has the bytes, the server a read after.
+    pub c2s_frame_latency_negative: u64,
     /// Client RPC outcomes by gRPC status name.
     pub rpc_status: BTreeMap<String, u64>,
     pub server_rpc_status: BTreeMap<String, u64>,
-    /// Lowest windows reconstructed anywhere (should never be negative).
+    /// Lowest window reconstructed anywhere. Negative only when a peer
+    /// lowered SETTINGS_INITIAL_WINDOW_SIZE mid-stream (legal, RFC 9113
+    /// §6.9.2) or a sender overran its credit (a violation).
     pub min_window: i64,
+    /// DATA frames that arrived past a window lowered by SETTINGS before the
+    /// sender could have seen it (SETTINGS not yet acknowledged): legal, an
+    /// observation.
+    pub data_past_lowered_window: u64,
+    /// DATA sent beyond credit, windows pushed past 2^31-1.
     pub protocol_violations: u64,
     pub wire_errors: u64,
     pub peak_rss_bytes: u64,
     pub dropped_events: u64,
+    /// Events that reached the analyzer after a later event (more than the
+    /// reorder window late): analysed out of time order. Should be 0.
+    pub out_of_order_events: u64,
+    /// Which endpoints the trace has events of.
+    pub has_client: bool,
+    pub has_server: bool,
+    /// meta.json's status (`complete`, `interrupted`, `error: …`), when the
+    /// run directory has one; empty otherwise.
+    pub run_status: String,
     /// clean | no_footer | truncated at line N
     pub trace_ending: String,
     pub checks: BTreeMap<String, Check>,
+}
+
+/// Why a client send waited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Blocked {
+    /// No credit: the reconstructed send window was ≤ 0.
+    Window,
+    /// Credit, but h2 withheld capacity (its send buffer was full).
+    H2Buffer,
+    /// The socket refused the write.
+    Socket,
 }
 
 /// Time series for plots and CSV (bounded, see [`Series`]).
@@ -133,12 +206,13 @@ pub struct Timeline {
     pub completed: Series,
     pub discarded: Series,
     pub window_blocked: Series,
+    pub h2_buffer_blocked: Series,
     pub socket_blocked: Series,
     pub window_update_bytes: Series,
     pub window_updates: Series,
     pub rss: Series,
-    /// (start s, end s, window=true / socket=false) client blocked intervals.
-    pub intervals: Vec<(f64, f64, bool)>,
+    /// (start s, end s, kind) client blocked intervals.
+    pub intervals: Vec<(f64, f64, Blocked)>,
     pub intervals_dropped: u64,
     /// Seconds from the trace origin to the last event.
     pub end_s: f64,
@@ -159,6 +233,7 @@ impl Timeline {
             completed: s(Merge::Last),
             discarded: s(Merge::Last),
             window_blocked: s(Merge::Sum),
+            h2_buffer_blocked: s(Merge::Sum),
             socket_blocked: s(Merge::Sum),
             window_update_bytes: s(Merge::Sum),
             window_updates: s(Merge::Sum),

@@ -4,7 +4,7 @@
 use super::Analyzer;
 use crate::schema::{self, Dir, Endpoint, Event, FrameType};
 use crate::windows::FlowWindows;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Which way DATA travels.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -27,6 +27,34 @@ pub(super) struct Conn {
     pub(super) flows: [FlowWindows; 2],
     /// DATA payload bytes (padding excluded) per stream, c2s.
     pub(super) data_c2s: BTreeMap<u32, u64>,
+}
+
+/// When a client send window (a stream's, or the connection's as stream 0)
+/// was ≤ 0, from the client's tap: the evidence that a wait for capacity was
+/// a wait for credit.
+#[derive(Default)]
+pub(super) struct Exhaustion {
+    since: Option<u64>,
+    /// The most recent closed intervals (bounded).
+    recent: VecDeque<(u64, u64)>,
+}
+
+impl Exhaustion {
+    fn update(&mut self, t: u64, window: i64) {
+        if window <= 0 {
+            self.since.get_or_insert(t);
+        } else if let Some(s) = self.since.take() {
+            self.recent.push_back((s, t));
+            if self.recent.len() > 256 {
+                self.recent.pop_front();
+            }
+        }
+    }
+
+    /// Whether the window was ≤ 0 at some moment of `[a, b]`.
+    pub(super) fn during(&self, a: u64, b: u64) -> bool {
+        self.since.is_some_and(|s| s <= b) || self.recent.iter().any(|&(s, e)| s <= b && e >= a)
+    }
 }
 
 impl Analyzer {
@@ -63,36 +91,47 @@ impl Analyzer {
     }
 
     /// Matches a client→server frame seen by both taps (by byte offset).
+    /// Matches a client→server frame seen by both taps (by byte offset):
+    /// whichever side comes first waits for the other, so no sample is
+    /// dropped because of the order the two taps' events arrived in. The
+    /// client stamps a write before handing the bytes to the kernel and the
+    /// server stamps a read after it returns, so a latency cannot be
+    /// negative; one that is would be counted, never hidden.
     fn match_in_flight(&mut self, e: &Event, f: &schema::FrameEv) {
         let Some(c) = self.conns.get(&(e.ep, e.conn)) else {
             return;
         };
-        match (e.ep, f.dir) {
-            (Endpoint::Client, Dir::Out) => {
-                let q = self
-                    .in_flight
-                    .entry((c.local.clone(), c.peer.clone()))
-                    .or_default();
-                q.push_back((f.offset, e.t));
-                // Bounded: a client-only trace never drains this.
-                if q.len() > 100_000 {
-                    q.pop_front();
+        let (key, mine) = match (e.ep, f.dir) {
+            (Endpoint::Client, Dir::Out) => ((c.local.clone(), c.peer.clone()), 0),
+            (Endpoint::Server, Dir::In) => ((c.peer.clone(), c.local.clone()), 1),
+            _ => return,
+        };
+        let sides = self.in_flight.entry(key).or_default();
+        let other = &mut sides[1 - mine];
+        // Frames of the other side before this offset will never match.
+        while other.front().is_some_and(|(off, _)| *off < f.offset) {
+            other.pop_front();
+        }
+        if let Some((off, t_other)) = other.front().copied() {
+            if off == f.offset {
+                other.pop_front();
+                let (t_write, t_read) = if mine == 0 {
+                    (e.t, t_other)
+                } else {
+                    (t_other, e.t)
+                };
+                if t_read < t_write {
+                    self.s.c2s_frame_latency_negative += 1;
                 }
+                self.frame_latency.record(t_read.saturating_sub(t_write));
+                return;
             }
-            (Endpoint::Server, Dir::In) => {
-                if let Some(q) = self.in_flight.get_mut(&(c.peer.clone(), c.local.clone())) {
-                    while q.front().is_some_and(|(off, _)| *off < f.offset) {
-                        q.pop_front();
-                    }
-                    if let Some((off, t0)) = q.front().copied() {
-                        if off == f.offset {
-                            self.frame_latency.record(e.t.saturating_sub(t0));
-                            q.pop_front();
-                        }
-                    }
-                }
-            }
-            _ => {}
+        }
+        let q = &mut sides[mine];
+        q.push_back((f.offset, e.t));
+        // Bounded: a one-sided trace never drains this.
+        if q.len() > 100_000 {
+            q.pop_front();
         }
     }
 
@@ -104,8 +143,19 @@ impl Analyzer {
         match f.frame {
             FrameType::DATA => {
                 let w = &mut conn.flows[travel as usize];
+                let before = w.violation_count();
                 w.on_data(t, e.stream, f.flow_len());
                 let (cw, sw) = (w.conn(), w.stream(e.stream));
+                if w.violation_count() > before && self.first_violation.is_none() {
+                    self.first_violation = Some((t, self.line));
+                }
+                if e.ep == Endpoint::Client && travel == Flow::C2s {
+                    self.exhausted.entry((e.conn, 0)).or_default().update(t, cw);
+                    self.exhausted
+                        .entry((e.conn, e.stream))
+                        .or_default()
+                        .update(t, sw);
+                }
                 if travel == Flow::C2s {
                     *conn.data_c2s.entry(e.stream).or_default() += f.data_len() as u64;
                 }
@@ -123,8 +173,19 @@ impl Analyzer {
                 let inc = f.increment.unwrap_or(0);
                 let credited = 1 - travel as usize;
                 let w = &mut conn.flows[credited];
+                let before = w.violation_count();
                 w.on_window_update(t, e.stream, inc);
                 let (cw, sw) = (w.conn(), w.stream(e.stream));
+                if w.violation_count() > before && self.first_violation.is_none() {
+                    self.first_violation = Some((t, self.line));
+                }
+                if e.ep == Endpoint::Client && credited == Flow::C2s as usize {
+                    let now = if e.stream == 0 { cw } else { sw };
+                    self.exhausted
+                        .entry((e.conn, e.stream))
+                        .or_default()
+                        .update(t, now);
+                }
                 self.log_window(
                     t,
                     e,
@@ -155,16 +216,28 @@ impl Analyzer {
                     }
                 }
             }
-            FrameType::SETTINGS if !f.has_flag(schema::flags::ACK) => {
+            // The data sender acknowledges the receiver's SETTINGS: on the
+            // receiver's tap, that is the flow the ACK travels with.
+            FrameType::SETTINGS if f.has_flag(schema::flags::ACK) && f.dir == Dir::In => {
+                conn.flows[travel as usize].on_settings_acked();
+            }
+            FrameType::SETTINGS if f.has_flag(schema::flags::ACK) => {}
+            FrameType::SETTINGS => {
                 let flow = 1 - travel as usize;
                 let mut changed = vec![];
                 for (id, v) in f.settings.iter().flatten() {
                     if *id == schema::settings::INITIAL_WINDOW_SIZE {
+                        if f.dir == Dir::Out {
+                            conn.flows[flow].on_settings_sent(*v);
+                        }
                         conn.flows[flow].on_initial_window(t, *v);
                         changed = conn.flows[flow].streams().collect();
                     }
                 }
                 for (id, w) in changed {
+                    if e.ep == Endpoint::Client && flow == Flow::C2s as usize {
+                        self.exhausted.entry((e.conn, id)).or_default().update(t, w);
+                    }
                     self.log_window(t, e, flow, id, w);
                 }
             }

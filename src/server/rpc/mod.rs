@@ -72,7 +72,11 @@ impl Rpc {
 
     fn complete(&self, flow: &mut FlowControl, seq: u64, framed: u32, started: u64, worker: u32) {
         let t = now_ns();
-        self.queue.end_service(seq, framed);
+        if !self.queue.end_service(seq, framed) {
+            // Discarded while in service (deadline, reset, shutdown): that
+            // was its one ending; its bytes go back in the end-of-RPC release.
+            return;
+        }
         self.emit(t, KindId::Complete, || {
             Kind::Complete(CompleteEv {
                 seq,
@@ -277,9 +281,10 @@ pub(super) async fn handle(
     workers.abort_all();
     while workers.join_next().await.is_some() {}
     sampler.abort();
-    // Release what is still unreleased so the connection window is whole again.
+    // Release what is still unreleased so the connection window is whole
+    // again (recorded as `at: end`, apart from the policy's own releases).
     let rest = rpc.unreleased.load(Relaxed) as u32;
-    rpc.release(&mut flow_rx, rest, rpc.release_point(), None);
+    rpc.release(&mut flow_rx, rest, ReleasePoint::End, None);
 
     match outcome {
         Outcome::Ok => {
@@ -433,6 +438,9 @@ async fn accept_message(
                 return Ok(());
             }
             rpc.queue.own(framed);
+            // Stamped before the push: a worker may pop it at once, and its
+            // `start` must not precede this `enqueue` on the clock.
+            let t_enqueue = now_ns();
             let levels = rpc.queue.push(Job {
                 seq,
                 framed,
@@ -441,7 +449,7 @@ async fn accept_message(
                 slot,
             });
             rpc.ctx.live.depth.fetch_add(1, Relaxed);
-            rpc.emit(now_ns(), KindId::Enqueue, || {
+            rpc.emit(t_enqueue, KindId::Enqueue, || {
                 Kind::Enqueue(EnqueueEv {
                     seq,
                     depth: levels.depth,

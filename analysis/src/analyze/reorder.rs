@@ -1,0 +1,217 @@
+//! Time order by construction: events reach the trace file in the order
+//! threads happened to hand them to the recorder, not in the order of their
+//! `t` (a `release` can be written after the WINDOW_UPDATE it caused). The
+//! analyzer sees them through this bounded reorder buffer, sorted by `t`.
+//!
+//! How late can an event be? Its `t` is read on the thread that records it,
+//! a few instructions before the recorder accepts it; the lateness is the
+//! time that thread spends between the two — in practice micro- to
+//! milliseconds, more only when the thread is descheduled. [`WINDOW_NS`]
+//! (250 ms) is two orders of magnitude above what was observed (the audit's
+//! worst inversion was 0.5 ms); an event later than that is still analysed,
+//! out of order, and counted in [`Reorder::late`] so that the summary says
+//! so. Memory: at most [`MAX_HELD`] events are held; beyond it the earliest
+//! is released early (counted too).
+//!
+//! Equal `t` are ordered by content, not by file position, so that any
+//! reshuffle of a trace within the window gives the same analysis byte for
+//! byte: endpoint, connection, frames before other events, direction, byte
+//! offset (frames of one read share a `t` and keep their wire order) or
+//! message sequence, stream, event type, and as a last resort the event's
+//! JSON text.
+
+use crate::schema::{Event, Kind};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// How far behind the newest `t` seen an event may arrive and still be
+/// put in its place.
+pub const WINDOW_NS: u64 = 250_000_000;
+/// Events held at most (bounded memory whatever the event rate).
+pub const MAX_HELD: usize = 1 << 19;
+
+/// The total order of events: `t` first, then content (see the module doc).
+fn key(e: &Event) -> (u64, u8, u32, u8, u8, u64, u32, usize) {
+    let (class, dir, sub) = match &e.kind {
+        Kind::Frame(f) => (0, f.dir as u8, f.offset),
+        Kind::Decode(m) | Kind::Schedule(m) => (1, 0, m.seq),
+        Kind::Enqueue(q) => (1, 0, q.seq),
+        Kind::Start(s) => (1, 0, s.seq),
+        Kind::Complete(c) => (1, 0, c.seq),
+        Kind::Discard(d) => (1, 0, d.seq),
+        Kind::Send(s) => (1, 0, s.seq),
+        Kind::NeverSent(n) => (1, 0, n.seq),
+        Kind::WindowBlocked(w) => (1, 0, w.seq),
+        Kind::WireError(w) => (1, w.dir as u8, w.offset),
+        _ => (1, 0, 0),
+    };
+    (
+        e.t,
+        e.ep as u8,
+        e.conn,
+        class,
+        dir,
+        sub,
+        e.stream,
+        e.kind.index(),
+    )
+}
+
+/// An event in the heap (with its line in the file), smallest key on top.
+struct Held(Event, u64);
+
+impl Ord for Held {
+    fn cmp(&self, other: &Self) -> Ordering {
+        key(&other.0).cmp(&key(&self.0)).then_with(|| {
+            // Same key: compare the text (rare: equal time, place and type).
+            let a = serde_json::to_string(&self.0).unwrap_or_default();
+            let b = serde_json::to_string(&other.0).unwrap_or_default();
+            b.cmp(&a)
+        })
+    }
+}
+
+impl PartialOrd for Held {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Held {}
+
+/// The bounded reorder buffer. Push events in file order; it hands them
+/// back in time order once nothing earlier can still arrive.
+#[derive(Default)]
+pub struct Reorder {
+    heap: BinaryHeap<Held>,
+    newest: u64,
+    /// `t` of the last event handed out.
+    released: Option<u64>,
+    /// Events that arrived after a later event had already been handed out
+    /// (later than the window, or pushed out by [`MAX_HELD`]).
+    pub late: u64,
+    /// Events handed out early because the buffer was full.
+    pub forced: u64,
+}
+
+impl Reorder {
+    /// Adds `e`, read from line `line`; calls `out` with every event (and
+    /// its line) that is now due, in order.
+    pub fn push(&mut self, e: Event, line: u64, mut out: impl FnMut(Event, u64)) {
+        if self.released.is_some_and(|r| e.t < r) {
+            self.late += 1;
+        }
+        self.newest = self.newest.max(e.t);
+        self.heap.push(Held(e, line));
+        while let Some(top) = self.heap.peek() {
+            let due = top.0.t.saturating_add(WINDOW_NS) <= self.newest;
+            let full = self.heap.len() > MAX_HELD;
+            if !due && !full {
+                break;
+            }
+            if full && !due {
+                self.forced += 1;
+            }
+            self.hand_out(&mut out);
+        }
+    }
+
+    /// Hands out everything still held, in order.
+    pub fn finish(&mut self, mut out: impl FnMut(Event, u64)) {
+        while !self.heap.is_empty() {
+            self.hand_out(&mut out);
+        }
+    }
+
+    fn hand_out(&mut self, out: &mut impl FnMut(Event, u64)) {
+        if let Some(Held(e, line)) = self.heap.pop() {
+            self.released = Some(self.released.map_or(e.t, |r| r.max(e.t)));
+            out(e, line);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{ChunkEv, Dir, Endpoint, FrameEv, FrameType};
+
+    fn ev(t: u64, stream: u32) -> Event {
+        Event {
+            t,
+            ep: Endpoint::Server,
+            conn: 1,
+            stream,
+            kind: Kind::Chunk(ChunkEv { len: 1 }),
+        }
+    }
+
+    fn frame(t: u64, offset: u64) -> Event {
+        Event {
+            t,
+            ep: Endpoint::Client,
+            conn: 1,
+            stream: 1,
+            kind: Kind::Frame(FrameEv {
+                dir: Dir::Out,
+                offset,
+                frame: FrameType::DATA,
+                len: 10,
+                ..FrameEv::default()
+            }),
+        }
+    }
+
+    fn run(events: Vec<Event>) -> (Vec<Event>, Reorder) {
+        let mut r = Reorder::default();
+        let mut out = vec![];
+        for (i, e) in events.into_iter().enumerate() {
+            r.push(e, i as u64 + 2, |e, _| out.push(e));
+        }
+        r.finish(|e, _| out.push(e));
+        (out, r)
+    }
+
+    #[test]
+    fn events_come_out_in_time_order_and_ties_in_content_order() {
+        let (out, r) = run(vec![
+            ev(30, 1),
+            ev(10, 3),
+            frame(20, 18),
+            frame(20, 9),
+            ev(10, 1),
+        ]);
+        let order: Vec<(u64, u32)> = out.iter().map(|e| (e.t, e.stream)).collect();
+        assert_eq!(order, vec![(10, 1), (10, 3), (20, 1), (20, 1), (30, 1)]);
+        match (&out[2].kind, &out[3].kind) {
+            (Kind::Frame(a), Kind::Frame(b)) => assert_eq!((a.offset, b.offset), (9, 18)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!((r.late, r.forced), (0, 0));
+    }
+
+    #[test]
+    fn an_event_later_than_the_window_is_kept_and_counted() {
+        let (out, r) = run(vec![
+            ev(5, 1),
+            ev(5 + 2 * WINDOW_NS, 1),
+            ev(5 + 3 * WINDOW_NS, 1),
+            ev(6, 1),
+        ]);
+        assert_eq!(out.len(), 4);
+        assert_eq!(r.late, 1, "t=6 came after t=5+2W was handed out");
+        // Within the window, a late-written event still finds its place.
+        let (out, r) = run(vec![ev(5, 1), ev(5 + WINDOW_NS / 2, 1), ev(6, 1)]);
+        assert_eq!(
+            out.iter().map(|e| e.t).collect::<Vec<_>>(),
+            vec![5, 6, 5 + WINDOW_NS / 2]
+        );
+        assert_eq!(r.late, 0);
+    }
+}
