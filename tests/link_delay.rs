@@ -92,6 +92,19 @@ fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
         "socket-blocked {}",
         s.client_socket_blocked_s
     );
+    // h2 withholds capacity while its send buffer is full: the window was
+    // open all along, so none of that wait is window-blocked.
+    assert!(
+        s.client_h2_buffer_blocked_s > 0.5,
+        "h2-buffer-blocked {}",
+        s.client_h2_buffer_blocked_s
+    );
+    assert!(
+        s.client_window_blocked_s < 0.1 * s.client_h2_buffer_blocked_s,
+        "window-blocked {} vs h2 buffer {}",
+        s.client_window_blocked_s,
+        s.client_h2_buffer_blocked_s
+    );
     // With the default 64 KiB window, the window binds before the socket does.
     let small = slow_link("slow-64k", "65535");
     let s = &small.summary;
@@ -105,4 +118,41 @@ fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
         "socket-blocked {}",
         s.client_socket_blocked_s
     );
+    assert!(
+        s.client_h2_buffer_blocked_s < 0.1 * s.client_window_blocked_s,
+        "h2-buffer-blocked {}",
+        s.client_h2_buffer_blocked_s
+    );
+}
+
+/// The law: with release on receipt, a stream can move one window per
+/// round trip, W / RTT. The user-space link delivers its nominal delay (no
+/// 1 ms timer rounding), so the steady send rate lands within 3 % of the
+/// nominal W / (2 × delay) at two delays.
+#[test]
+fn throughput_is_window_over_the_nominal_round_trip_within_3_percent() {
+    for delay_ms in [50u64, 100] {
+        let r = over_link(&format!("wrtt-{delay_ms}"), "65535", |c| {
+            c.link_delay = dur(&format!("{delay_ms}ms"));
+            c.duration = dur("3s");
+        });
+        let s = &r.summary;
+        support::assert_checks(&r);
+        let framed = 16_384.0 + 16.0; // payload + protobuf fields + gRPC prefix
+        let law = 65_535.0 / (2.0 * delay_ms as f64 / 1e3) / framed;
+        let ratio = s.send_rate_steady / law;
+        assert!(
+            (0.97..=1.03).contains(&ratio),
+            "delay {delay_ms} ms: steady {:.1}/s vs W/RTT {law:.1}/s (ratio {ratio:.3})",
+            s.send_rate_steady
+        );
+        // The link's own accuracy, frame by frame (a loose bound: the
+        // README gives the measured medians).
+        let p50 = s.c2s_frame_latency_ms.p50;
+        assert!(
+            p50 >= delay_ms as f64 && p50 < delay_ms as f64 + 0.5,
+            "delay {delay_ms} ms delivered in {p50} ms"
+        );
+        assert_eq!(s.c2s_frame_latency_negative, 0);
+    }
 }

@@ -704,6 +704,24 @@ impl Line {
     }
 }
 
+/// The gRPC status name of a code (`CODE_n` for codes without a name).
+pub fn status_name(code: u32) -> String {
+    let n = match code {
+        0 => "OK",
+        1 => "CANCELLED",
+        2 => "UNKNOWN",
+        3 => "INVALID_ARGUMENT",
+        4 => "DEADLINE_EXCEEDED",
+        5 => "NOT_FOUND",
+        8 => "RESOURCE_EXHAUSTED",
+        12 => "UNIMPLEMENTED",
+        13 => "INTERNAL",
+        14 => "UNAVAILABLE",
+        _ => return format!("CODE_{code}"),
+    };
+    n.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -789,21 +807,4 @@ mod tests {
         assert_eq!(v["type"], "chunk");
         assert_eq!(ev.kind.index(), 7);
     }
-}
-/// The gRPC status name of a code (`CODE_n` for codes without a name).
-pub fn status_name(code: u32) -> String {
-    let n = match code {
-        0 => "OK",
-        1 => "CANCELLED",
-        2 => "UNKNOWN",
-        3 => "INVALID_ARGUMENT",
-        4 => "DEADLINE_EXCEEDED",
-        5 => "NOT_FOUND",
-        8 => "RESOURCE_EXHAUSTED",
-        12 => "UNIMPLEMENTED",
-        13 => "INTERNAL",
-        14 => "UNAVAILABLE",
-        _ => return format!("CODE_{code}"),
-    };
-    n.to_string()
 }
