@@ -86,6 +86,10 @@ impl RunConfig {
     pub fn queue(&self) -> Option<&str> {
         self.server_str("queue")
     }
+    /// The server's `--stack` (`h2` for runs written before it existed).
+    pub fn stack(&self) -> &str {
+        self.server_str("stack").unwrap_or("h2")
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -165,11 +169,16 @@ impl Meta {
         })
     }
 
-    /// `release=R queue=Q` when the run had a server, else `None`.
+    /// `release=R queue=Q` when the run had a server (with ` stack=hyper`
+    /// for the reference stack), else `None`.
     pub fn config_label(&self) -> Option<String> {
         let c = &self.config;
+        let stack = match c.stack() {
+            "h2" => String::new(),
+            other => format!(" stack={other}"),
+        };
         Some(format!(
-            "release={} queue={}",
+            "release={} queue={}{stack}",
             c.release()?,
             c.queue().unwrap_or("?")
         ))
