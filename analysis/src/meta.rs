@@ -206,6 +206,20 @@ mod tests {
     }
 
     #[test]
+    fn the_hyper_stack_is_its_own_configuration() {
+        let mut m = Meta::default();
+        let server =
+            serde_json::json!({"release": "frame", "queue": "unbounded", "stack": "hyper"});
+        m.config.server = server.as_object().cloned();
+        assert_eq!(
+            m.config_label().unwrap(),
+            "release=frame queue=unbounded stack=hyper"
+        );
+        m.config.server.as_mut().unwrap()["stack"] = "h2".into();
+        assert_eq!(m.config_label().unwrap(), "release=frame queue=unbounded");
+    }
+
+    #[test]
     fn tells_a_truncated_file_from_a_corrupt_one() {
         let d = temp("cut");
         let full = serde_json::to_string_pretty(&Meta {
