@@ -30,6 +30,19 @@ pub enum CapturePayload {
     Full,
 }
 
+/// Which HTTP/2 server stack serves the RPCs (`--stack`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stack {
+    /// The probe's own server on `h2`: every release point and queue policy.
+    #[default]
+    H2,
+    /// The stock stack tonic runs on, as a reference: a server on hyper 1.x
+    /// like a default tonic service. hyper releases credit as each body frame
+    /// is polled, so only `--release frame --queue unbounded`.
+    Hyper,
+}
+
 /// The `--release` values: the CLI spelling of [`ReleasePoint`] (one type
 /// per concept; the trace writes the same names).
 pub fn release_point_parser() -> impl clap::builder::TypedValueParser<Value = ReleasePoint> {

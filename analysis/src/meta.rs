@@ -86,6 +86,10 @@ impl RunConfig {
     pub fn queue(&self) -> Option<&str> {
         self.server_str("queue")
     }
+    /// The server's `--stack` (`h2` for runs written before it existed).
+    pub fn stack(&self) -> &str {
+        self.server_str("stack").unwrap_or("h2")
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -165,11 +169,16 @@ impl Meta {
         })
     }
 
-    /// `release=R queue=Q` when the run had a server, else `None`.
+    /// `release=R queue=Q` when the run had a server (with ` stack=hyper`
+    /// for the reference stack), else `None`.
     pub fn config_label(&self) -> Option<String> {
         let c = &self.config;
+        let stack = match c.stack() {
+            "h2" => String::new(),
+            other => format!(" stack={other}"),
+        };
         Some(format!(
-            "release={} queue={}",
+            "release={} queue={}{stack}",
             c.release()?,
             c.queue().unwrap_or("?")
         ))
@@ -194,6 +203,20 @@ mod tests {
         assert_eq!(m.config_label().unwrap(), "release=frame queue=direct");
         assert_eq!(m.recorder.written, m.recorder.accepted);
         assert!(m.clock.is_some());
+    }
+
+    #[test]
+    fn the_hyper_stack_is_its_own_configuration() {
+        let mut m = Meta::default();
+        let server =
+            serde_json::json!({"release": "frame", "queue": "unbounded", "stack": "hyper"});
+        m.config.server = server.as_object().cloned();
+        assert_eq!(
+            m.config_label().unwrap(),
+            "release=frame queue=unbounded stack=hyper"
+        );
+        m.config.server.as_mut().unwrap()["stack"] = "h2".into();
+        assert_eq!(m.config_label().unwrap(), "release=frame queue=unbounded");
     }
 
     #[test]

@@ -32,10 +32,14 @@ pub struct RunResult {
     pub interrupted: bool,
 }
 
-/// `queue-release`, the default label of a run directory.
+/// `queue-release` (`-hyper` for `--stack hyper`), the default label of a run directory.
 pub(crate) fn label_of(server: &ServerOpts) -> String {
+    let stack = match server.stack {
+        crate::config::Stack::H2 => "",
+        crate::config::Stack::Hyper => "-hyper",
+    };
     format!(
-        "{}-{}",
+        "{}-{}{stack}",
         server.queue.to_string().replace(':', ""),
         server.release.as_str()
     )

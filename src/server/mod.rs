@@ -1,11 +1,12 @@
 //! The probe server: gRPC client-streaming on `h2` directly, with the
 //! `release_capacity` point and the application queue as knobs.
 
+mod hyper_stack;
 mod queue;
 mod rpc;
 
 use crate::config::CapturePayload;
-use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size};
+use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size, Stack};
 use crate::live::Live;
 use crate::tap::{Tap, TapConfig};
 use crate::trace::schema::Endpoint;
@@ -82,6 +83,10 @@ pub struct ServerOpts {
     /// body as SIZE-byte work units, for h2load, curl, nghttp).
     #[arg(long, default_value = "grpc", value_name = "FRAMING")]
     pub framing: Framing,
+
+    /// HTTP/2 server stack that serves the RPCs.
+    #[arg(long, value_enum, default_value_t = Stack::H2)]
+    pub stack: Stack,
 }
 
 impl Default for ServerOpts {
@@ -113,6 +118,7 @@ pub struct ServerConfig {
     pub sample_interval: std::time::Duration,
     pub framing: Framing,
     pub capture: CapturePayload,
+    pub stack: Stack,
 }
 
 impl ServerOpts {
@@ -179,6 +185,9 @@ impl ServerOpts {
                 );
             }
         }
+        if self.stack == Stack::Hyper {
+            hyper_stack::check(release, self.queue, self.framing)?;
+        }
         Ok(ServerConfig {
             release,
             queue: self.queue,
@@ -194,6 +203,7 @@ impl ServerOpts {
             sample_interval: self.sample_interval.0,
             framing: self.framing,
             capture,
+            stack: self.stack,
         })
     }
 }
@@ -243,6 +253,9 @@ async fn connection(sock: tokio::net::TcpStream, ctx: Arc<ServerCtx>) -> anyhow:
         capture: ctx.cfg.capture,
     };
     let tap = Tap::open(sock, tap_cfg, ctx.rec.clone())?;
+    if ctx.cfg.stack == Stack::Hyper {
+        return hyper_stack::connection(tap, conn_id, ctx).await;
+    }
     let cfg = &ctx.cfg;
     let mut conn = h2::server::Builder::new()
         .initial_window_size(cfg.stream_window)

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 mod release;
-mod respond;
+pub(super) mod respond;
 mod sample;
 
 use respond::{check_request, drain_body, send_http_error, send_reply, send_status};

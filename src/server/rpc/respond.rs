@@ -22,8 +22,8 @@ pub(super) async fn drain_body(mut body: RecvStream, limit: usize, wait: std::ti
 
 /// Refuses what the probe does not serve: (HTTP status, gRPC status if the
 /// request is gRPC, message).
-pub(super) fn check_request(
-    req: &Request<RecvStream>,
+pub(in crate::server) fn check_request<B>(
+    req: &Request<B>,
     framing: Framing,
 ) -> Result<(), (StatusCode, Option<u32>, String)> {
     let m = req.method();
@@ -88,7 +88,7 @@ pub(super) fn check_request(
     }
 }
 
-pub(super) fn grpc_headers() -> Response<()> {
+pub(in crate::server) fn grpc_headers() -> Response<()> {
     Response::builder()
         .status(StatusCode::OK)
         .header(http::header::CONTENT_TYPE, "application/grpc")
@@ -97,7 +97,7 @@ pub(super) fn grpc_headers() -> Response<()> {
         .expect("static response")
 }
 
-pub(super) fn status_trailers(code: u32, msg: &str) -> HeaderMap {
+pub(in crate::server) fn status_trailers(code: u32, msg: &str) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert("grpc-status", HeaderValue::from(code));
     if !msg.is_empty() {
