@@ -503,6 +503,8 @@ fn accept_message(rpc: &Rpc, seq: u64, msg: Framed) -> Result<(), Ended> {
         return Ok(());
     }
     rpc.queue.own(framed);
+    // Stamped before the push, so a worker's `start` cannot precede it.
+    let t_enqueue = now_ns();
     let levels = rpc.queue.push(Job {
         seq,
         framed,
@@ -511,7 +513,7 @@ fn accept_message(rpc: &Rpc, seq: u64, msg: Framed) -> Result<(), Ended> {
         slot: None,
     });
     rpc.ctx.live.depth.fetch_add(1, Relaxed);
-    rpc.emit(now_ns(), KindId::Enqueue, || {
+    rpc.emit(t_enqueue, KindId::Enqueue, || {
         Kind::Enqueue(EnqueueEv {
             seq,
             depth: levels.depth,
@@ -540,7 +542,10 @@ async fn worker_loop(rpc: Arc<Rpc>, worker: u32) {
             tokio::time::sleep(service).await;
         }
         let t = now_ns();
-        rpc.queue.end_service(job.seq, job.framed);
+        if !rpc.queue.end_service(job.seq, job.framed) {
+            // Discarded while in service: that was its one ending.
+            continue;
+        }
         rpc.emit(t, KindId::Complete, || {
             Kind::Complete(CompleteEv {
                 seq: job.seq,
