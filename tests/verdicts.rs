@@ -111,3 +111,26 @@ fn deadline_cut_runs_end_every_message_exactly_once_and_exit_4() {
         assert!(s.checks["credit"].ok == Some(true));
     }
 }
+
+#[test]
+fn a_deadline_mid_wait_leaves_open_intervals_and_an_end_release() {
+    // Release on complete behind a 60 ms round trip: at the deadline the
+    // client is waiting for credit and the server holds unreleased bytes.
+    let dir = temp_dir("deadline-open");
+    let mut o = run_opts(&dir, "complete", "unbounded");
+    o.client.duration = dur("2s");
+    o.client.deadline = dur("700ms");
+    o.client.link_delay = dur("30ms");
+    o.output.no_pcap = true;
+    let r = run(o);
+    let s = &r.summary;
+    assert!(s.blocked_open > 0, "a wait was cut by the deadline: {s:#?}");
+    assert!(s.client_window_blocked_s > 0.1, "{s:#?}");
+    assert!(
+        s.end_releases > 0 && s.end_released_bytes > 0,
+        "the unreleased bytes went back as at=end: {s:#?}"
+    );
+    assert_eq!(s.release_point.as_deref(), Some("complete"));
+    assert_eq!(s.decoded, s.completed + s.discarded);
+    assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);
+}
