@@ -91,6 +91,10 @@ pub fn main() -> i32 {
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
+            if e.downcast_ref::<crate::config::UsageError>().is_some() {
+                eprintln!("h2probe: {e:#}");
+                return 2;
+            }
             if let Some(io) = e.downcast_ref::<std::io::Error>() {
                 if io.kind() == std::io::ErrorKind::BrokenPipe {
                     return 0;

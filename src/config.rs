@@ -43,6 +43,26 @@ pub enum Stack {
     Hyper,
 }
 
+/// A configuration that cannot run, refused before anything starts: the
+/// CLI prints it and exits 2 (bad usage), like a flag clap itself refuses.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Refuses a configuration with a one-line reason (exit code 2).
+#[macro_export]
+macro_rules! refuse_unless {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(anyhow::Error::new($crate::config::UsageError(format!($($fmt)+))));
+        }
+    };
+}
+
+/// The longest duration any flag accepts (a day): beyond it, nanosecond
+/// arithmetic on the clock would overflow long before it mattered.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
 /// The `--release` values: the CLI spelling of [`ReleasePoint`] (one type
 /// per concept; the trace writes the same names).
 pub fn release_point_parser() -> impl clap::builder::TypedValueParser<Value = ReleasePoint> {

@@ -176,3 +176,41 @@ async fn bad_requests_get_the_right_status_and_the_server_keeps_serving() {
     }
     server.stop().await;
 }
+
+/// Configurations that cannot run are refused before anything starts: exit
+/// 2, one line naming the flag, no run directory.
+#[test]
+fn impossible_configurations_are_refused_with_exit_2_before_anything_starts() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--sample-interval", "0s"], "--sample-interval"),
+        (&["--sample-interval", "500us"], "--sample-interval"),
+        (&["--stream-window", "0"], "--stream-window"),
+        (&["--trace-buffer", "0"], "--trace-buffer"),
+        (&["--deadline", "0s"], "--deadline"),
+        (&["--deadline", "100000h"], "--deadline"),
+        (&["--duration", "100000h", "--deadline", "1s"], "--duration"),
+        (&["--payload", "5MiB"], "--max-message-size"),
+        (&["--rate", "1e9"], "--rate"),
+        (&["--rate", "0.00001"], "--rate"),
+        (&["--rate", "NaN"], "--rate"),
+        (&["--path", "/a b"], "--path"),
+        (&["--path", "nope"], "--path"),
+        (&["--duration", "200s"], "--deadline"),
+        (&["--client-stream-window", "0"], "--client-stream-window"),
+    ];
+    for (args, names) in cases {
+        let dir = support::temp_dir("refused").join("run");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .arg("run")
+            .args(*args)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?} names {names}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(!dir.exists(), "{args:?}: nothing started");
+    }
+}

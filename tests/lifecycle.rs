@@ -12,7 +12,7 @@ fn a_deadline_shorter_than_the_drain_discards_with_reason_deadline() {
     let dir = temp_dir("deadline");
     let mut o = run_opts(&dir, "frame", "unbounded");
     o.client.duration = dur("1s");
-    o.client.deadline = dur("1500ms");
+    o.client.deadline = Some(dur("1500ms"));
     let r = run(o);
     let s = &r.summary;
     // 300 offered, ~135 served by the deadline: the rest is discarded, by the
@@ -43,7 +43,7 @@ fn a_client_deadline_during_sending_records_never_sent_and_the_server_discards_c
     // so at its deadline it still holds unsent messages.
     let mut o = run_opts(&dir, "complete", "direct");
     o.client.duration = dur("2s");
-    o.client.deadline = dur("1s");
+    o.client.deadline = Some(dur("1s"));
     o.server.service_time = dur("20ms");
     let r = run(o);
     let s = &r.summary;

@@ -62,12 +62,21 @@ fn a_killed_run_analyses_with_exit_0_and_checks_that_cannot_be_judged() {
 fn interrupted_runs_end_every_message_exactly_once_and_exit_130() {
     // Interrupts land at different moments of the pipeline: early, with
     // the queue filling, with workers mid-message.
-    for (i, wait_ms) in [0u64, 150, 400].into_iter().enumerate() {
+    // Ctrl-C, SIGTERM (what a service manager or `timeout` sends) and
+    // SIGHUP (a closed terminal) all finish the run directory.
+    for (i, (wait_ms, signal)) in [
+        (0u64, libc::SIGINT),
+        (150, libc::SIGTERM),
+        (400, libc::SIGHUP),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let dir = temp_dir(&format!("sigint-{i}"));
         let child = start_long_run(&dir, &["--workers", "4", "--service-time", "7ms"]);
         std::thread::sleep(Duration::from_millis(wait_ms));
         // SAFETY: a signal to our own child process.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        unsafe { libc::kill(child.id() as i32, signal) };
         let out = child.wait_with_output().unwrap();
         assert_eq!(
             out.status.code(),
@@ -83,7 +92,47 @@ fn interrupted_runs_end_every_message_exactly_once_and_exit_130() {
         );
         assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);
         assert_eq!(s.run_status, "interrupted");
+        assert!(dir.join("credit.svg").is_file(), "plots written");
     }
+}
+
+#[test]
+fn sigterm_finishes_a_serve_run_directory() {
+    use std::io::BufRead;
+    let dir = temp_dir("serve-sigterm");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--quiet",
+            "--no-pcap",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("listening on"), "{line}");
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+    assert_eq!(meta.status, "interrupted");
+    assert!(dir.join("summary.json").is_file());
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    assert!(trace.trim_end().ends_with('}') && trace.contains("\"type\":\"footer\""));
 }
 
 #[test]
@@ -92,7 +141,7 @@ fn deadline_cut_runs_end_every_message_exactly_once_and_exit_4() {
         let dir = temp_dir(&format!("deadline-{i}"));
         let mut o = run_opts(&dir, "frame", "unbounded");
         o.client.duration = dur("1s");
-        o.client.deadline = dur(deadline);
+        o.client.deadline = Some(dur(deadline));
         o.server.workers = 3;
         o.server.service_time = dur("9ms");
         let r = run(o);
@@ -119,7 +168,7 @@ fn a_deadline_mid_wait_leaves_open_intervals_and_an_end_release() {
     let dir = temp_dir("deadline-open");
     let mut o = run_opts(&dir, "complete", "unbounded");
     o.client.duration = dur("2s");
-    o.client.deadline = dur("700ms");
+    o.client.deadline = Some(dur("700ms"));
     o.client.link_delay = dur("30ms");
     o.output.no_pcap = true;
     let r = run(o);

@@ -55,8 +55,10 @@ pub struct ClientOpts {
 
     /// Deadline of each whole RPC, sent as grpc-timeout; at expiry the client
     /// resets the stream and records unsent messages as never_sent.
-    #[arg(long, default_value = "120s", value_name = "DURATION")]
-    pub deadline: Dur,
+    /// [default: 120s; a --duration longer than that needs --deadline]
+    #[arg(long, value_name = "DURATION")]
+    #[serde(serialize_with = "effective_deadline")]
+    pub deadline: Option<Dur>,
 
     /// Messages that may wait to be sent per stream; a message scheduled
     /// while the backlog is full is recorded as never_sent (reason backlog).
@@ -97,20 +99,81 @@ impl Default for ClientOpts {
     }
 }
 
+/// meta.json records the deadline in force, given or not.
+fn effective_deadline<S: serde::Serializer>(d: &Option<Dur>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&Dur(d.map_or(DEFAULT_DEADLINE, |d| d.0)), s)
+}
+
+/// The RPC deadline when `--deadline` is not given.
+pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The most messages per second the schedule honours, over all streams:
+/// each message is a timer wake-up and a few events; beyond this the
+/// schedule falls behind real time and the trace grows without bound.
+pub const MAX_RATE: f64 = 100_000.0;
+
 impl ClientOpts {
+    /// The deadline in force.
+    pub fn deadline(&self) -> std::time::Duration {
+        self.deadline.map_or(DEFAULT_DEADLINE, |d| d.0)
+    }
+
+    /// Refuses, before anything starts, what cannot run (exit 2).
     pub fn validate(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            self.rate.is_finite() && self.rate > 0.0,
-            "--rate must be a positive number of messages per second"
+        use crate::config::MAX_DURATION;
+        crate::refuse_unless!(
+            self.rate.is_finite() && self.rate >= 0.001,
+            "--rate must be at least 0.001 messages per second, got {}",
+            self.rate
         );
-        anyhow::ensure!(self.payload.0 <= 64 << 20, "--payload is limited to 64 MiB");
-        anyhow::ensure!(!self.duration.0.is_zero(), "--duration must be positive");
-        anyhow::ensure!(self.path.starts_with('/'), "--path must start with /");
-        self.client_stream_window
+        crate::refuse_unless!(
+            self.rate <= MAX_RATE,
+            "--rate {} is above what the schedule can honour ({MAX_RATE} messages/s over all streams); lower it",
+            self.rate
+        );
+        crate::refuse_unless!(self.payload.0 <= 64 << 20, "--payload is limited to 64 MiB");
+        crate::refuse_unless!(!self.duration.0.is_zero(), "--duration must be positive");
+        crate::refuse_unless!(
+            self.duration.0 <= MAX_DURATION,
+            "--duration is limited to {}",
+            Dur(MAX_DURATION)
+        );
+        if let Some(d) = self.deadline {
+            crate::refuse_unless!(!d.0.is_zero(), "--deadline must be positive");
+            crate::refuse_unless!(
+                d.0 <= MAX_DURATION,
+                "--deadline is limited to {}",
+                Dur(MAX_DURATION)
+            );
+        } else {
+            crate::refuse_unless!(
+                self.duration.0 <= DEFAULT_DEADLINE,
+                "--duration {} is longer than the default --deadline {}: the RPC would be cut by DEADLINE_EXCEEDED; \
+                 give --deadline explicitly (e.g. --deadline {})",
+                self.duration,
+                Dur(DEFAULT_DEADLINE),
+                Dur(self.duration.0 + std::time::Duration::from_secs(60))
+            );
+        }
+        crate::refuse_unless!(
+            self.path.starts_with('/') && self.path.parse::<http::uri::PathAndQuery>().is_ok(),
+            "--path {:?} is not a valid request path (it must start with / and be valid in a URI)",
+            self.path
+        );
+        let w = self
+            .client_stream_window
             .to_u32("--client-stream-window")
-            .map_err(anyhow::Error::msg)?;
+            .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
+        crate::refuse_unless!(
+            w > 0,
+            "--client-stream-window must be positive (0 would never let the answer in)"
+        );
+        crate::refuse_unless!(
+            self.link_delay.0 <= std::time::Duration::from_secs(60),
+            "--link-delay is limited to 60s"
+        );
         if let Some(r) = self.link_rate {
-            anyhow::ensure!(
+            crate::refuse_unless!(
                 r.0 >= 1024,
                 "--link-rate must be at least 1KiB (bytes per second)"
             );
@@ -282,14 +345,14 @@ async fn rpc(
     let req = http::Request::post(format!("http://{}{}", ctx.target, opts.path))
         .header(http::header::CONTENT_TYPE, "application/grpc")
         .header("te", "trailers")
-        .header("grpc-timeout", grpc::format_timeout(opts.deadline.0))
+        .header("grpc-timeout", grpc::format_timeout(opts.deadline()))
         .header(
             http::header::USER_AGENT,
             concat!("h2probe/", env!("CARGO_PKG_VERSION")),
         )
         .body(())
         .expect("static request");
-    let deadline = now_ns() + opts.deadline.0.as_nanos() as u64;
+    let deadline = now_ns() + opts.deadline().as_nanos() as u64;
     let sent = async {
         let mut sr = sr.ready().await?;
         sr.send_request(req, false)
@@ -308,7 +371,7 @@ async fn rpc(
         now_ns(),
         RpcStart(RpcStartEv {
             path: opts.path.clone(),
-            deadline_ns: Some(opts.deadline.0.as_nanos() as u64),
+            deadline_ns: Some(opts.deadline().as_nanos() as u64),
         }),
     );
 

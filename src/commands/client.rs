@@ -22,6 +22,7 @@ pub struct ClientCmdOpts {
 pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<RpcOutcome>)> {
     let interrupts = Interrupts::listen();
     opts.client.validate()?;
+    opts.output.validate()?;
     let label = opts.output.label.clone().unwrap_or_else(|| "client".into());
     let planned = (opts.client.rate * opts.client.duration.0.as_secs_f64()) as u64;
     let mut session = Session::open("client", interrupts, &opts.output, &label, planned)?;
@@ -43,7 +44,13 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         _ = session.interrupts.next() => {
             status = Status::Interrupted;
             let _ = interrupt_tx.send(true);
-            run.await
+            tokio::select! {
+                r = &mut run => r,
+                _ = session.interrupts.next() => {
+                    eprintln!("h2probe: second interrupt; abandoning open RPCs");
+                    Ok(vec![])
+                }
+            }
         }
     };
     let config = RunConfig {

@@ -53,6 +53,18 @@ pub struct OutputOpts {
     pub quiet: bool,
 }
 
+impl OutputOpts {
+    /// Refuses what cannot run (exit 2).
+    pub fn validate(&self) -> anyhow::Result<()> {
+        crate::refuse_unless!(
+            (1..=1 << 24).contains(&self.trace_buffer),
+            "--trace-buffer must be between 1 and 16777216 events, got {}",
+            self.trace_buffer
+        );
+        Ok(())
+    }
+}
+
 impl Default for OutputOpts {
     fn default() -> Self {
         OutputOpts {
@@ -76,22 +88,32 @@ pub fn default_run_dir(label: &str) -> PathBuf {
     PathBuf::from("captures").join(format!("{}-{label}", stamp.replace('.', "")))
 }
 
-/// Ctrl-C presses, listened for from the start of a command: the handler is
-/// registered at once, so an early Ctrl-C is handled, never fatal.
+/// Interruptions — Ctrl-C (SIGINT), SIGTERM and SIGHUP alike — listened
+/// for from the start of a command: the handlers are registered at once, so
+/// an early signal is handled, never fatal. The first one stops intake and
+/// finishes the run directory; a second one abandons what is still open.
 pub(crate) struct Interrupts(watch::Receiver<u64>);
 
 impl Interrupts {
     pub(crate) fn listen() -> Interrupts {
+        use tokio::signal::unix::{signal, SignalKind};
         let (tx, rx) = watch::channel(0u64);
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
-            Ok(mut sig) => {
-                tokio::spawn(async move {
-                    while sig.recv().await.is_some() {
-                        tx.send_modify(|n| *n += 1);
-                    }
-                });
+        for (kind, name) in [
+            (SignalKind::interrupt(), "SIGINT"),
+            (SignalKind::terminate(), "SIGTERM"),
+            (SignalKind::hangup(), "SIGHUP"),
+        ] {
+            match signal(kind) {
+                Ok(mut sig) => {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        while sig.recv().await.is_some() {
+                            tx.send_modify(|n| *n += 1);
+                        }
+                    });
+                }
+                Err(e) => tracing::warn!("cannot listen for {name}: {e}"),
             }
-            Err(e) => tracing::warn!("cannot listen for Ctrl-C: {e}"),
         }
         Interrupts(rx)
     }

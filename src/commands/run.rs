@@ -49,6 +49,7 @@ pub(crate) fn label_of(server: &ServerOpts) -> String {
 pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let interrupts = Interrupts::listen();
     opts.client.validate()?;
+    opts.output.validate()?;
     let cfg = opts.server.validate(
         opts.output.capture_payload,
         Some(opts.client.framed_upper_bound()),
@@ -95,10 +96,16 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         r = &mut client_run => r,
         _ = session.interrupts.next() => {
             interrupted = true;
-            eprintln!("h2probe: interrupted; stopping the client and the server, then finishing the trace");
+            eprintln!("h2probe: interrupted; stopping the client and the server, then finishing the trace (again to abandon open RPCs)");
             let _ = interrupt_tx.send(true);
             let _ = shutdown_tx.send(true);
-            client_run.await
+            tokio::select! {
+                r = &mut client_run => r,
+                _ = session.interrupts.next() => {
+                    eprintln!("h2probe: second interrupt; abandoning open RPCs");
+                    Ok(vec![])
+                }
+            }
         }
     };
     // Let the server end its RPCs on its own (drain, deadline, client reset)
@@ -111,7 +118,14 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         }
     }
     let _ = shutdown_tx.send(true);
-    let server_result = server_task.await.context("server task")?;
+    let server_result = tokio::select! {
+        r = server_task => r.context("server task")?,
+        _ = session.interrupts.next() => {
+            eprintln!("h2probe: second interrupt; abandoning open RPCs");
+            interrupted = true;
+            Ok(())
+        }
+    };
     let outcomes = outcomes?;
     server_result?;
 

@@ -34,6 +34,7 @@ pub struct ServeOpts {
 
 pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
     let interrupts = Interrupts::listen();
+    opts.output.validate()?;
     let cfg = opts
         .server
         .validate(opts.output.capture_payload, None, None)?;

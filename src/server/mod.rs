@@ -7,6 +7,7 @@ mod rpc;
 
 use crate::config::CapturePayload;
 use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size, Stack};
+use crate::grpc;
 use crate::live::Live;
 use crate::tap::{Tap, TapConfig};
 use crate::trace::schema::Endpoint;
@@ -134,31 +135,35 @@ impl ServerOpts {
         let stream_window = self
             .stream_window
             .to_u32("--stream-window")
-            .map_err(anyhow::Error::msg)?;
+            .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
         let conn_window = self
             .conn_window
             .to_u32("--conn-window")
-            .map_err(anyhow::Error::msg)?;
-        anyhow::ensure!(
+            .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
+        crate::refuse_unless!(
             stream_window < (1 << 31) && conn_window < (1 << 31),
             "windows must be at most 2147483647 bytes (RFC 9113 §6.9.1)"
         );
-        anyhow::ensure!(conn_window >= 65_535, "--conn-window must be at least 65535: h2 can only raise the connection window above the protocol default");
+        crate::refuse_unless!(
+            stream_window > 0,
+            "--stream-window must be positive: with 0 the client could never send a byte"
+        );
+        crate::refuse_unless!(conn_window >= 65_535, "--conn-window must be at least 65535: h2 can only raise the connection window above the protocol default");
         let max_frame_size = self
             .max_frame_size
             .to_u32("--max-frame-size")
-            .map_err(anyhow::Error::msg)?;
-        anyhow::ensure!(
+            .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
+        crate::refuse_unless!(
             (16_384..=16_777_215).contains(&max_frame_size),
             "--max-frame-size must be between 16384 and 16777215 (RFC 9113 §6.5.2), got {max_frame_size}"
         );
         let max_message_size = self
             .max_message_size
             .to_u32("--max-message-size")
-            .map_err(anyhow::Error::msg)?;
+            .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
         let release = self.release;
         if let (Some(framed), true) = (framed_message, release != ReleasePoint::Frame) {
-            anyhow::ensure!(
+            crate::refuse_unless!(
                 framed <= stream_window as u64,
                 "--release {} cannot work: a framed message is {framed} bytes but --stream-window is {stream_window}; \
                  the sender would stall before the message could be decoded, and its bytes are only released after that. \
@@ -168,7 +173,7 @@ impl ServerOpts {
             let streams = streams_per_conn.unwrap_or(1) as u64;
             // Each stream may hold one partial message that cannot be released yet.
             let need = streams * (framed - 1) + 1;
-            anyhow::ensure!(
+            crate::refuse_unless!(
                 conn_window as u64 >= need,
                 "--release {} cannot work: {streams} streams on a connection can each hold {} unreleasable bytes of a partial message, \
                  which exhausts --conn-window {conn_window}; raise it to at least {need}",
@@ -178,15 +183,35 @@ impl ServerOpts {
         }
         if let Framing::Raw(unit) = self.framing {
             if release != ReleasePoint::Frame {
-                anyhow::ensure!(
+                crate::refuse_unless!(
                     unit <= stream_window,
                     "--framing raw:{unit} with --release {} cannot work: units larger than --stream-window {stream_window} are never complete",
                     release.as_str()
                 );
             }
         }
+        crate::refuse_unless!(max_message_size > 0, "--max-message-size must be positive");
+        crate::refuse_unless!(
+            self.sample_interval.0 >= std::time::Duration::from_millis(1),
+            "--sample-interval must be at least 1ms (the timer's resolution), got {}",
+            self.sample_interval
+        );
+        crate::refuse_unless!(
+            self.service_time.0 <= crate::config::MAX_DURATION,
+            "--service-time is limited to {}",
+            Dur(crate::config::MAX_DURATION)
+        );
+        if let Some(framed) = framed_message {
+            let message = framed.saturating_sub(grpc::PREFIX_LEN as u64);
+            crate::refuse_unless!(
+                message <= max_message_size as u64,
+                "--payload makes messages of up to {message} bytes, above the server's --max-message-size {max_message_size}: \
+                 every message would be refused with RESOURCE_EXHAUSTED; raise --max-message-size or lower --payload"
+            );
+        }
         if self.stack == Stack::Hyper {
-            hyper_stack::check(release, self.queue, self.framing)?;
+            hyper_stack::check(release, self.queue, self.framing)
+                .map_err(|e| anyhow::Error::new(crate::config::UsageError(format!("{e:#}"))))?;
         }
         Ok(ServerConfig {
             release,
