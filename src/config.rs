@@ -53,7 +53,8 @@ pub struct UsageError(pub String);
 #[macro_export]
 macro_rules! refuse_unless {
     ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
+        let holds: bool = $cond;
+        if !holds {
             return Err(anyhow::Error::new($crate::config::UsageError(format!($($fmt)+))));
         }
     };
