@@ -65,6 +65,14 @@ fn print_warnings(w: &[String]) {
 
 use h2probe_analysis::report::exit_code;
 
+/// A run that could not be recorded completely: its error, after the
+/// headline of what the trace holds, and exit code 1.
+fn recorded(error: &Option<String>) -> Option<i32> {
+    let e = error.as_ref()?;
+    eprintln!("h2probe: {e}");
+    Some(1)
+}
+
 /// The more serious of two exit codes: a failed check (3) above an
 /// interruption (130) above a non-OK RPC (4) above success.
 fn worst(a: i32, b: i32) -> i32 {
@@ -124,14 +132,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             println!("run directory: {}", r.dir.display());
             print!("{}", h2probe_analysis::report::headline(&r.summary));
             print_warnings(&r.warnings);
-            Ok(exit_code(&r.summary, true))
+            Ok(recorded(&r.error).unwrap_or_else(|| exit_code(&r.summary, true)))
         }
         Command::Serve(opts) => {
             let f = runtime()?.block_on(commands::serve::serve(*opts))?;
             println!("run directory: {}", f.dir.display());
             print!("{}", h2probe_analysis::report::headline(&f.summary));
             print_warnings(&f.warnings);
-            Ok(exit_code(&f.summary, true))
+            Ok(recorded(&f.error).unwrap_or_else(|| exit_code(&f.summary, true)))
         }
         Command::Client(opts) => {
             let (f, outcomes) = runtime()?.block_on(commands::client::client_cmd(*opts))?;
@@ -147,7 +155,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             }
             print!("{}", h2probe_analysis::report::headline(&f.summary));
             print_warnings(&f.warnings);
-            Ok(exit_code(&f.summary, true))
+            Ok(recorded(&f.error).unwrap_or_else(|| exit_code(&f.summary, true)))
         }
         Command::Analyze(opts) => {
             let mut code = 0;

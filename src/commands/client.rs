@@ -43,6 +43,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         r = &mut run => r,
         _ = session.interrupts.next() => {
             status = Status::Interrupted;
+            session.interrupts.announce("stopping the client, then finishing the trace");
             let _ = interrupt_tx.send(true);
             tokio::select! {
                 r = &mut run => r,

@@ -51,6 +51,12 @@ pub struct OutputOpts {
     /// Do not print progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Replace the run directory given with --out if it is not empty (its
+    /// trace, meta, summary, CSV, plots and pcaps are removed first, so no
+    /// stale file contradicts the new trace).
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl OutputOpts {
@@ -74,6 +80,7 @@ impl Default for OutputOpts {
             trace_buffer: crate::trace::DEFAULT_CAPACITY,
             no_pcap: false,
             quiet: true,
+            force: false,
         }
     }
 }
@@ -92,7 +99,12 @@ pub fn default_run_dir(label: &str) -> PathBuf {
 /// for from the start of a command: the handlers are registered at once, so
 /// an early signal is handled, never fatal. The first one stops intake and
 /// finishes the run directory; a second one abandons what is still open.
-pub(crate) struct Interrupts(watch::Receiver<u64>);
+pub(crate) struct Interrupts {
+    signals: watch::Receiver<u64>,
+    /// The trace writer's failure, once the session has a writer: a full
+    /// disk stops the run like a signal does.
+    failure: Option<watch::Receiver<Option<String>>>,
+}
 
 impl Interrupts {
     pub(crate) fn listen() -> Interrupts {
@@ -115,15 +127,100 @@ impl Interrupts {
                 Err(e) => tracing::warn!("cannot listen for {name}: {e}"),
             }
         }
-        Interrupts(rx)
-    }
-
-    /// Resolves at the next Ctrl-C (never, if the handler is gone).
-    pub(crate) async fn next(&mut self) {
-        if self.0.changed().await.is_err() {
-            std::future::pending::<()>().await;
+        Interrupts {
+            signals: rx,
+            failure: None,
         }
     }
+
+    /// Resolves at the next signal, or when the trace can no longer be
+    /// written (never, if neither can happen any more).
+    pub(crate) async fn next(&mut self) {
+        let signal = async {
+            if self.signals.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let failure = async {
+            match &mut self.failure {
+                Some(f) if f.borrow().is_none() => {
+                    if f.wait_for(Option::is_some).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                // Already failed (reported once) or no writer yet.
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = signal => {}
+            _ = failure => {}
+        }
+    }
+
+    /// Why the run is stopping: the write failure, if that is what it was.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure.as_ref().and_then(|f| f.borrow().clone())
+    }
+
+    /// Says on stderr why the run stops (`what` is what happens next).
+    pub(crate) fn announce(&self, what: &str) {
+        match self.failure() {
+            Some(err) => {
+                eprintln!("h2probe: {err}; stopping the run, then finishing what can be written")
+            }
+            None => eprintln!("h2probe: interrupted; {what}"),
+        }
+    }
+}
+
+/// Files a run writes (and `--force` removes), beside the `csv/` folder.
+const RUN_PRODUCTS: &[&str] = &[
+    "trace.jsonl",
+    "trace.jsonl.gz",
+    "meta.json",
+    "summary.json",
+    "timeline.csv",
+    "windows.csv",
+    "server.pcap",
+    "client.pcap",
+    "server.sqlog",
+    "client.sqlog",
+];
+
+/// Creates the run directory; refuses a non-empty one unless `force`, and
+/// then clears the previous run's products out of it.
+fn prepare_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
+    let entries: Vec<_> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd.filter_map(Result::ok).collect(),
+        Err(_) => vec![],
+    };
+    if !entries.is_empty() {
+        crate::refuse_unless!(
+            force,
+            "--out {} is not empty ({} entries, e.g. {}); use --force to replace the run in it, or another --out",
+            dir.display(),
+            entries.len(),
+            entries[0].file_name().to_string_lossy()
+        );
+        for e in &entries {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let path = e.path();
+            let product =
+                RUN_PRODUCTS.contains(&name.as_str()) || name.ends_with(".svg") || name == "csv";
+            if !product {
+                continue;
+            }
+            let r = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            r.with_context(|| format!("removing {} (--force)", path.display()))?;
+        }
+    }
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating run directory {}", dir.display()))
 }
 
 /// How a command's run ended, as meta.json records it.
@@ -160,6 +257,9 @@ pub struct Finished {
     pub dir: PathBuf,
     pub summary: Summary,
     pub warnings: Vec<String>,
+    /// The run could not be recorded completely (the trace or a product
+    /// could not be written): the summary covers what the trace holds.
+    pub error: Option<String>,
 }
 
 impl Session {
@@ -174,10 +274,11 @@ impl Session {
         planned: u64,
     ) -> anyhow::Result<Session> {
         let dir = output.out.clone().unwrap_or_else(|| default_run_dir(label));
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("creating run directory {}", dir.display()))?;
+        prepare_dir(&dir, output.force)?;
         let started_unix = clock::wall_ns();
         let (writer, rec) = TraceWriter::create(&dir.join("trace.jsonl"), output.trace_buffer)?;
+        let mut interrupts = interrupts;
+        interrupts.failure = Some(writer.failures());
         let live = Arc::new(Live::default());
         let progress = progress::spawn_progress(live.clone(), planned, output.quiet);
         Ok(Session {
@@ -214,7 +315,7 @@ impl Session {
         progress.finish().await;
         drop(rec);
         let d = dir.clone();
-        let (summary, warnings) = tokio::task::spawn_blocking(move || {
+        let (summary, warnings, error) = tokio::task::spawn_blocking(move || {
             finalize(
                 &d,
                 writer,
@@ -231,12 +332,17 @@ impl Session {
             dir,
             summary,
             warnings,
+            error,
         })
     }
 }
 
 /// Finishes the trace, writes meta.json, analyses, writes summary.json and
 /// the analysis products (and the pcaps). Blocking: run it off the runtime.
+///
+/// When the trace could not be written completely (disk full), the trace
+/// file is still analysed up to its last complete line and that summary is
+/// returned with the error, whatever else can no longer be written.
 #[allow(clippy::too_many_arguments)]
 fn finalize(
     dir: &Path,
@@ -247,11 +353,15 @@ fn finalize(
     status: Status,
     listen: Option<String>,
     pcap: bool,
-) -> anyhow::Result<(Summary, Vec<String>)> {
+) -> anyhow::Result<(Summary, Vec<String>, Option<String>)> {
     let clock = writer.anchor();
-    let (stats, status) = match writer.finish() {
-        Ok(s) => (s, status.as_str().to_string()),
-        Err(e) => (RecorderStats::default(), format!("error: {e}")),
+    let (stats, status, error) = match writer.finish() {
+        Ok(s) => (s, status.as_str().to_string(), None),
+        Err(e) => (
+            RecorderStats::default(),
+            format!("error: {e}"),
+            Some(format!("the trace could not be written completely: {e}")),
+        ),
     };
     let meta = Meta {
         schema: META_VERSION,
@@ -264,21 +374,35 @@ fn finalize(
         host: host_info(),
         started_unix_ns: started_unix,
         finished_unix_ns: clock::wall_ns(),
-        status: status.clone(),
+        status,
         dropped_events: stats.dropped_total(),
         recorder: stats,
         listen,
         ..Meta::default()
     };
-    write_json(&dir.join("meta.json"), &meta)?;
-    if let Some(err) = status.strip_prefix("error: ") {
-        anyhow::bail!("the trace could not be written completely: {err}");
+    let mut warnings = vec![];
+    if let Err(e) = write_json(&dir.join("meta.json"), &meta) {
+        match &error {
+            Some(_) => warnings.push(format!("{e:#}")),
+            None => return Err(e),
+        }
     }
-    let products = h2probe_analysis::report::write_products(dir)?;
+    if let Some(err) = error {
+        // Analyse what the file holds, in memory; products only if they fit.
+        let (mut summary, mut w) = analyze_dir(dir)?;
+        summary.run_status = meta.status.clone();
+        warnings.append(&mut w);
+        if let Err(e) = h2probe_analysis::report::write_products(dir) {
+            warnings.push(format!("analysis products not written: {e}"));
+        }
+        return Ok((summary, warnings, Some(err)));
+    }
+    let (summary, mut w) = h2probe_analysis::report::write_products(dir)?;
+    warnings.append(&mut w);
     if pcap {
         crate::export::pcap::export_pcaps(dir)?;
     }
-    Ok(products)
+    Ok((summary, warnings, None))
 }
 
 /// This host, for meta.json (a merge refuses traces of different hosts or boots).

@@ -30,6 +30,8 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     pub outcomes: Vec<RpcOutcome>,
     pub interrupted: bool,
+    /// The run could not be recorded completely (see [`super::Finished`]).
+    pub error: Option<String>,
 }
 
 /// `queue-release` (`-hyper` for `--stack hyper`), the default label of a run directory.
@@ -96,7 +98,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         r = &mut client_run => r,
         _ = session.interrupts.next() => {
             interrupted = true;
-            eprintln!("h2probe: interrupted; stopping the client and the server, then finishing the trace (again to abandon open RPCs)");
+            session.interrupts.announce("stopping the client and the server, then finishing the trace (again to abandon open RPCs)");
             let _ = interrupt_tx.send(true);
             let _ = shutdown_tx.send(true);
             tokio::select! {
@@ -149,5 +151,6 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         warnings: f.warnings,
         outcomes,
         interrupted,
+        error: f.error,
     })
 }

@@ -86,10 +86,10 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         _ = timer => Status::Complete,
     };
     if status == Status::Interrupted {
-        eprintln!(
-            "h2probe: interrupted; finishing RPCs (--shutdown-drain={}) and the trace",
+        session.interrupts.announce(&format!(
+            "finishing RPCs (--shutdown-drain={}) and the trace",
             opts.server.shutdown_drain
-        );
+        ));
     }
     let _ = shutdown_tx.send(true);
     let served = tokio::select! {

@@ -119,6 +119,7 @@ pub struct TraceWriter {
     thread: Option<std::thread::JoinHandle<Result<u64, WriteError>>>,
     path: PathBuf,
     anchor: h2probe_analysis::meta::ClockAnchor,
+    failed: tokio::sync::watch::Receiver<Option<String>>,
 }
 
 /// The trace file could not be written.
@@ -137,6 +138,19 @@ impl TraceWriter {
             cause,
         };
         let file = std::fs::File::create(path).map_err(err)?;
+        // Fault injection for the tests of a failing disk (documented in
+        // the README's test section, not a user knob): the file fails with
+        // ENOSPC after this many bytes.
+        if let Some(n) = std::env::var("H2PROBE_FAULT_TRACE_FULL_AFTER")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            let full = FullAfter {
+                inner: file,
+                left: n,
+            };
+            return TraceWriter::start(Box::new(full), path, capacity).map_err(err);
+        }
         TraceWriter::start(Box::new(file), path, capacity).map_err(err)
     }
 
@@ -163,12 +177,18 @@ impl TraceWriter {
         let shared = Arc::new(Shared::new());
         let path_s = path.display().to_string();
         let thread_shared = shared.clone();
+        let (fail_tx, failed) = tokio::sync::watch::channel(None);
         let thread = std::thread::Builder::new()
             .name("h2probe-trace".into())
             .spawn(move || {
-                write_loop(out, header, rx, thread_shared, capacity).map_err(|cause| WriteError {
-                    path: path_s,
-                    cause,
+                write_loop(out, header, rx, thread_shared, capacity).map_err(|(cause, written)| {
+                    let _ = fail_tx.send(Some(format!(
+                        "writing {path_s}: {cause} after {written} events (the file holds them up to its last complete line)"
+                    )));
+                    WriteError {
+                        path: path_s,
+                        cause,
+                    }
                 })
             })?;
         let rec = Recorder {
@@ -182,6 +202,7 @@ impl TraceWriter {
                 thread: Some(thread),
                 path: path.to_path_buf(),
                 anchor,
+                failed,
             },
             rec,
         ))
@@ -189,6 +210,13 @@ impl TraceWriter {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Becomes `Some(message)` when writing the trace fails (disk full, I/O
+    /// error): the commands stop the run within a moment instead of
+    /// recording into the void.
+    pub fn failures(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.failed.clone()
     }
 
     /// The clock anchor written in the trace header (for meta.json: kept
@@ -228,9 +256,13 @@ fn write_loop(
     mut rx: mpsc::Receiver<Msg>,
     shared: Arc<Shared>,
     capacity: usize,
-) -> std::io::Result<u64> {
+) -> Result<u64, (std::io::Error, u64)> {
     let mut w = std::io::BufWriter::with_capacity(1 << 18, out);
     let mut written = 0u64;
+    // Flushed at least this often while events arrive, so a full disk is
+    // noticed (and a killed run loses little) even at low event rates.
+    let flush_every = std::time::Duration::from_millis(200);
+    let mut flushed = std::time::Instant::now();
     let result = (|| {
         writeln!(w, "{}", header.to_line())?;
         let mut batch = Vec::with_capacity(1024.min(capacity));
@@ -252,6 +284,10 @@ fn write_loop(
                         rx.close();
                     }
                 }
+            }
+            if flushed.elapsed() >= flush_every {
+                w.flush()?;
+                flushed = std::time::Instant::now();
             }
             if closing {
                 // Drain whatever was accepted before the close.
@@ -276,7 +312,28 @@ fn write_loop(
     })();
     // On a write error, stop accepting: later events count as dropped.
     rx.close();
-    result.map(|()| written)
+    result.map(|()| written).map_err(|e| (e, written))
+}
+
+/// A file that fills up after `left` bytes (fault injection).
+struct FullAfter {
+    inner: std::fs::File,
+    left: u64,
+}
+
+impl Write for FullAfter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
+        }
+        let n = (buf.len() as u64).min(self.left) as usize;
+        let n = self.inner.write(&buf[..n])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 #[cfg(test)]

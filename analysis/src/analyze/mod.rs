@@ -388,7 +388,7 @@ impl Analyzer {
             Ending::Truncated { line } => (
                 None,
                 Some(format!(
-                    "the trace was cut at line {line} (the writer was killed)"
+                    "the trace was cut at line {line} (the writer stopped mid-line: killed, or the disk filled)"
                 )),
             ),
             Ending::Open => (Some(dropped), None),
