@@ -13,6 +13,9 @@ pub struct Live {
     /// Messages queued right now, over all RPCs.
     pub depth: AtomicI64,
     pub rpcs_done: AtomicU64,
+    /// Framed bytes decoded and not yet completed or discarded, all RPCs
+    /// (what --max-owned-bytes bounds).
+    pub owned_bytes: AtomicU64,
 }
 
 impl Live {

@@ -16,6 +16,8 @@ use crate::trace::Recorder;
 use crate::wire::{Body, Error, Parsed, Parser};
 use std::io::IoSlice;
 use std::pin::Pin;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -33,8 +35,31 @@ struct Side {
     bytes: u64,
 }
 
+/// Why the owner closed a tapped connection, set before the tap is dropped
+/// (the tap itself only sees the bytes stop); written into `conn_close`.
+#[derive(Clone, Default, Debug)]
+pub struct CloseReason(Arc<std::sync::Mutex<Option<String>>>);
+
+impl CloseReason {
+    /// Sets the reason unless one is already set (the first cause wins).
+    pub fn set(&self, why: String) {
+        let mut r = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        r.get_or_insert(why);
+    }
+    fn take(&self) -> String {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default()
+    }
+}
+
 pub struct Tap<S> {
     inner: S,
+    close_reason: CloseReason,
+    /// CLOCK_MONOTONIC of the last bytes through the tap, either way.
+    activity: Arc<AtomicU64>,
     cfg: TapConfig,
     rec: Recorder,
     rd: Side,
@@ -58,6 +83,8 @@ impl<S> Tap<S> {
         };
         Tap {
             inner,
+            close_reason: CloseReason::default(),
+            activity: Arc::new(AtomicU64::new(now_ns())),
             cfg,
             rec,
             rd: side(rd, Dir::In),
@@ -70,6 +97,17 @@ impl<S> Tap<S> {
         &self.inner
     }
 
+    /// Records `reason`'s text in this connection's `conn_close`.
+    pub fn with_close_reason(mut self, reason: CloseReason) -> Self {
+        self.close_reason = reason;
+        self
+    }
+
+    /// When bytes last crossed the tap (CLOCK_MONOTONIC ns): for idle timeouts.
+    pub fn activity(&self) -> Arc<AtomicU64> {
+        self.activity.clone()
+    }
+
     /// Feeds bytes that crossed the socket at `t` to one direction's parser.
     fn observe(&mut self, dir: Dir, bytes: &[u8], t: u64) {
         let (side, other) = match dir {
@@ -77,6 +115,7 @@ impl<S> Tap<S> {
             Dir::Out => (&mut self.wr, &mut self.rd),
         };
         side.bytes += bytes.len() as u64;
+        self.activity.store(t, std::sync::atomic::Ordering::Relaxed);
         let (cfg, rec) = (self.cfg, &self.rec);
         let mut new_max = None;
         side.parser.feed(bytes, |r| match r {
@@ -184,6 +223,7 @@ impl<S> Drop for Tap<S> {
             );
         }
         let (bytes_in, bytes_out) = (self.rd.bytes, self.wr.bytes);
+        let error = self.close_reason.take();
         self.rec.emit(
             self.cfg.endpoint,
             self.cfg.conn,
@@ -192,7 +232,7 @@ impl<S> Drop for Tap<S> {
             KindId::ConnClose,
             || {
                 Kind::ConnClose(ConnCloseEv {
-                    error: String::new(),
+                    error,
                     bytes_in,
                     bytes_out,
                 })

@@ -64,7 +64,8 @@ fn bad_values_are_refused_with_a_clear_message() {
         .args(["run", "--max-frame-size", "1000", "--out", "/nonexistent/x"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // Refused before anything starts, as bad usage.
+    assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with("h2probe: --max-frame-size must be between 16384"),

@@ -72,3 +72,294 @@ fn out_refuses_a_run_directory_unless_forced_and_force_leaves_nothing_stale() {
     );
     assert!(dir.join("summary.json").exists());
 }
+
+/// `h2probe serve` in a child process (through `sh` when `prefix` sets a
+/// limit first); returns it and the address it listens on.
+fn spawn_serve(
+    dir: &std::path::Path,
+    prefix: &str,
+    args: &[&str],
+) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let cmd = format!(
+        "{prefix} exec '{}' serve --listen 127.0.0.1:0 --quiet --no-pcap --out '{}' {}",
+        env!("CARGO_BIN_EXE_h2probe"),
+        dir.display(),
+        args.join(" ")
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", &cmd])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .nth(3)
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (child, addr)
+}
+
+/// A short normal client run against `addr`: the server still serves.
+fn client_is_served(addr: &str) {
+    let dir = temp_dir("served");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "client",
+            "--connect",
+            addr,
+            "--duration",
+            "300ms",
+            "--rate",
+            "50",
+        ])
+        .args(["--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "a normal client against {addr}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn events_of(dir: &std::path::Path, ty: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == ty)
+        .collect()
+}
+
+#[test]
+fn serve_ends_unattended_whatever_idle_silent_and_never_reading_peers_do() {
+    use std::io::Write;
+    let dir = temp_dir("idle-peers");
+    let (child, addr) = spawn_serve(
+        &dir,
+        "",
+        &[
+            "--for",
+            "3s",
+            "--idle-timeout",
+            "1s",
+            "--handshake-timeout",
+            "1s",
+            "--drain-timeout",
+            "1s",
+        ],
+    );
+    // A peer that sends nothing; one that sends the preface and goes quiet;
+    // one that opens an RPC and never reads a byte of the answers.
+    let silent = std::net::TcpStream::connect(&addr).unwrap();
+    let mut quiet = std::net::TcpStream::connect(&addr).unwrap();
+    quiet.write_all(&h2probe::wire::encode::preface()).unwrap();
+    quiet
+        .write_all(&h2probe::wire::encode::settings(false, &[]))
+        .unwrap();
+    let mut deaf = std::net::TcpStream::connect(&addr).unwrap();
+    deaf.write_all(&h2probe::wire::encode::preface()).unwrap();
+    // Pings until the socket buffers fill: answers pile up unread.
+    let _ = deaf.set_write_timeout(Some(Duration::from_millis(500)));
+    for _ in 0..20_000 {
+        if deaf
+            .write_all(&h2probe::wire::encode::ping(false, [7; 8]))
+            .is_err()
+        {
+            break;
+        }
+    }
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "serve --for 3s ended on its own ({:?})",
+        started.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let closes: Vec<String> = events_of(&dir, "conn_close")
+        .iter()
+        .map(|e| e["error"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(
+        closes.iter().any(|c| c.contains("--handshake-timeout")),
+        "the silent peer: {closes:?}"
+    );
+    assert!(
+        closes.iter().any(|c| c.contains("--idle-timeout")),
+        "the quiet peer: {closes:?}"
+    );
+    drop((silent, quiet, deaf));
+}
+
+#[test]
+fn the_listener_survives_descriptor_exhaustion_and_serves_again() {
+    let dir = temp_dir("emfile");
+    // 48 descriptors: a few for the runtime, the trace and the listener.
+    let (mut child, addr) = spawn_serve(&dir, "ulimit -n 48;", &["--idle-timeout", "1m"]);
+    let hogs: Vec<_> = (0..80)
+        .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+        .collect();
+    let since = Instant::now();
+    while events_of(&dir, "accept_error").is_empty() {
+        assert!(
+            since.elapsed() < Duration::from_secs(20),
+            "no accept error recorded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(hogs);
+    // Descriptors free again: the listener is still there.
+    std::thread::sleep(Duration::from_millis(1500));
+    client_is_served(&addr);
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let errors = events_of(&dir, "accept_error");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("Too many open files"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn connections_past_the_limit_are_refused_and_recorded() {
+    let dir = temp_dir("max-conns");
+    let (mut child, addr) = spawn_serve(&dir, "", &["--max-connections", "2"]);
+    let held: Vec<_> = (0..2)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut third = std::net::TcpStream::connect(&addr).unwrap();
+    let _ = third.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut buf = [0u8; 16];
+    let n = std::io::Read::read(&mut third, &mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "closed unserved");
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    client_is_served(&addr);
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    let refused = events_of(&dir, "conn_refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("--max-connections 2"));
+}
+
+/// Peak resident memory of a process, from /proc (kB → bytes).
+fn vm_hwm(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[test]
+fn unfinished_header_blocks_cannot_park_memory() {
+    use h2probe::wire::encode;
+    use std::io::Write;
+    let dir = temp_dir("header-blocks");
+    let (mut child, addr) = spawn_serve(&dir, "", &[]);
+    // 20 connections, each a HEADERS without END_HEADERS followed by up to
+    // 15 MiB of CONTINUATION (h2's own default would buffer it all).
+    let chunk = vec![0x40u8; 16_000];
+    let mut peers = vec![];
+    for _ in 0..20 {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        let _ = s.set_write_timeout(Some(Duration::from_millis(300)));
+        let mut opening = encode::preface();
+        opening.extend(encode::settings(false, &[]));
+        opening.extend(encode::headers(1, 0, None, None, &chunk));
+        if s.write_all(&opening).is_err() {
+            continue;
+        }
+        for _ in 0..(15 << 20) / chunk.len() {
+            if s.write_all(&encode::continuation(1, 0, &chunk)).is_err() {
+                break; // the server closed it, or stopped reading
+            }
+        }
+        peers.push(s);
+    }
+    let peak = vm_hwm(child.id());
+    drop(peers);
+    client_is_served(&addr);
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait().unwrap();
+    assert!(
+        peak < 64 << 20,
+        "peak RSS {} MB with 20 unfinished header blocks (was 348 MB)",
+        peak >> 20
+    );
+    let goaways: Vec<_> = events_of(&dir, "frame")
+        .into_iter()
+        .filter(|f| f["frame"] == "GOAWAY" && f["dir"] == "out")
+        .collect();
+    assert!(!goaways.is_empty(), "h2 refused the header blocks");
+}
+
+#[test]
+fn a_fast_upload_is_bounded_by_max_owned_bytes() {
+    let dir = temp_dir("owned-limit");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "run",
+            "--rate",
+            "2000",
+            "--duration",
+            "3s",
+            "--max-owned-bytes",
+            "8MiB",
+        ])
+        .args(["--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "RESOURCE_EXHAUSTED is not OK: {stdout}"
+    );
+    let s = support::read_summary(&dir);
+    assert!(
+        s.discarded_by_reason.get("limit").copied().unwrap_or(0) > 0,
+        "{s:#?}"
+    );
+    // The server never owns more than the limit; the analysis counts the
+    // message that was refused between its `decode` and its `discard` too.
+    assert!(
+        s.max_owned_bytes <= (8 << 20) + 16_400,
+        "owned peaked at {}",
+        s.max_owned_bytes
+    );
+    assert_eq!(s.decoded, s.completed + s.discarded);
+    assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);
+    assert!(
+        s.server_rpc_status.contains_key("RESOURCE_EXHAUSTED"),
+        "{s:#?}"
+    );
+}

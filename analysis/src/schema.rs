@@ -288,7 +288,12 @@ event_kinds! {
     /// from `start` until `t`, while sending message `seq`.
     WindowBlocked(WindowBlockedEv) = "window_blocked" ["seq", "start", "open"],
     /// Client: a scheduled message was never handed to h2.
-    NeverSent(NeverSentEv) = "never_sent" ["seq", "reason"],
+    NeverSent(NeverSentEv) = "never_sent" ["seq", "reason", "count"],
+    /// Server: `accept` failed (e.g. EMFILE: descriptors exhausted); the
+    /// listener pauses and retries.
+    AcceptError(AcceptErrorEv) = "accept_error" ["error"],
+    /// Server: a connection was closed at once, unserved (`reason`).
+    ConnRefused(ConnRefusedEv) = "conn_refused" ["peer", "reason"],
 }
 
 fn is_zero_u8(v: &u8) -> bool {
@@ -423,12 +428,24 @@ pub struct ConnOpenEv {
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ConnCloseEv {
-    /// Empty when the connection ended cleanly.
+    /// Why the server closed it (handshake or idle timeout, drain timeout);
+    /// empty when the connection simply ended.
     #[serde(default)]
     pub error: String,
     /// Bytes read and written through the tap.
     pub bytes_in: u64,
     pub bytes_out: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AcceptErrorEv {
+    pub error: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ConnRefusedEv {
+    pub peer: String,
+    pub reason: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -558,6 +575,8 @@ pub enum DiscardReason {
     QueueLimit,
     /// The RPC failed (bad message, truncated stream) with work still owned.
     RpcError,
+    /// `--max-owned-bytes` was reached: the RPC ended RESOURCE_EXHAUSTED.
+    Limit,
 }
 
 impl DiscardReason {
@@ -568,6 +587,7 @@ impl DiscardReason {
             DiscardReason::Shutdown => "shutdown",
             DiscardReason::QueueLimit => "queue_limit",
             DiscardReason::RpcError => "rpc_error",
+            DiscardReason::Limit => "limit",
         }
     }
 }
@@ -642,8 +662,21 @@ impl NeverSentReason {
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct NeverSentEv {
+    /// The first message of the run.
     pub seq: u64,
     pub reason: NeverSentReason,
+    /// Messages `seq`, `seq + 1`, … `seq + count − 1`: one event per
+    /// contiguous run of never-sent messages (absent: 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(v: &u64) -> bool {
+    *v == 1
 }
 
 impl Kind {
@@ -767,6 +800,7 @@ mod tests {
             Kind::NeverSent(NeverSentEv {
                 seq: 2,
                 reason: NeverSentReason::Backlog,
+                count: 40,
             }),
         ];
         for kind in kinds {

@@ -426,8 +426,17 @@ async fn rpc(
         while let Ok(p) = rx.try_recv() {
             unsent.push(p.seq);
         }
-        for seq in &unsent {
-            emit!(stream, t, NeverSent(NeverSentEv { seq: *seq, reason }),);
+        // One event per contiguous run of sequence numbers.
+        unsent.sort_unstable();
+        let mut i = 0;
+        while i < unsent.len() {
+            let seq = unsent[i];
+            let mut count = 1;
+            while i + (count as usize) < unsent.len() && unsent[i + count as usize] == seq + count {
+                count += 1;
+            }
+            emit!(stream, t, NeverSent(NeverSentEv { seq, reason, count }),);
+            i += count as usize;
         }
         Live::add(&ctx.live.never_sent, unsent.len() as u64);
         if reason != NeverSentReason::StreamError {

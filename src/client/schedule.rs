@@ -44,9 +44,13 @@ pub(super) fn spawn(
     let payload = payload.clone();
     tokio::spawn(async move {
         let mut interrupt = ctx.interrupt.clone();
+        // Consecutive messages the backlog refused: one event per run.
+        let mut refused = Refused::default();
         for seq in 0u64.. {
             let at = start + (offset + period * seq as f64) as u64;
-            if at >= end || at >= deadline || *interrupt.borrow() {
+            // The schedule ends at --duration on the clock too: if it ever
+            // falls behind, it stops there rather than running on.
+            if at >= end || at >= deadline || *interrupt.borrow() || now_ns() >= end {
                 break;
             }
             tokio::select! {
@@ -69,21 +73,42 @@ pub(super) fn spawn(
                 });
             Live::add(&ctx.live.scheduled, 1);
             if tx.try_send(Pending { seq, scheduled: at }).is_err() {
-                ctx.rec.emit(
-                    Endpoint::Client,
-                    conn,
-                    stream,
-                    now_ns(),
-                    KindId::NeverSent,
-                    || {
-                        Kind::NeverSent(NeverSentEv {
-                            seq,
-                            reason: NeverSentReason::Backlog,
-                        })
-                    },
-                );
+                refused.add(seq, now_ns());
                 Live::add(&ctx.live.never_sent, 1);
+            } else {
+                refused.flush(&ctx, conn, stream);
             }
         }
+        refused.flush(&ctx, conn, stream);
     })
+}
+
+/// A run of consecutive messages refused by a full backlog, not yet recorded.
+#[derive(Default)]
+struct Refused {
+    /// (first seq, when it was refused, how many).
+    run: Option<(u64, u64, u64)>,
+}
+
+impl Refused {
+    fn add(&mut self, seq: u64, t: u64) {
+        match &mut self.run {
+            Some((first, _, n)) if *first + *n == seq => *n += 1,
+            _ => self.run = Some((seq, t, 1)),
+        }
+    }
+
+    /// Records the run as one `never_sent` event (`t`: its first refusal).
+    fn flush(&mut self, ctx: &ClientCtx, conn: u32, stream: u32) {
+        if let Some((seq, t, count)) = self.run.take() {
+            ctx.rec
+                .emit(Endpoint::Client, conn, stream, t, KindId::NeverSent, || {
+                    Kind::NeverSent(NeverSentEv {
+                        seq,
+                        reason: NeverSentReason::Backlog,
+                        count,
+                    })
+                });
+        }
+    }
 }

@@ -188,6 +188,14 @@ mod tests {
             Kind::NeverSent(NeverSentEv {
                 seq: 1,
                 reason: NeverSentReason::Backlog,
+                count: 3,
+            }),
+            Kind::AcceptError(AcceptErrorEv {
+                error: "Too many open files".into(),
+            }),
+            Kind::ConnRefused(ConnRefusedEv {
+                peer: "127.0.0.1:1".into(),
+                reason: "--max-connections 1 reached".into(),
             }),
         ];
         assert_eq!(kinds.len(), Kind::NAMES.len());

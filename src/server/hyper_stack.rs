@@ -293,7 +293,7 @@ async fn handle(
         ctx: ctx.clone(),
         conn,
         stream,
-        queue: AppQueue::new(None),
+        queue: AppQueue::new(None, ctx.live.clone()),
         received: AtomicU64::new(0),
         received_bytes: AtomicU64::new(0),
         discarded: AtomicU64::new(0),

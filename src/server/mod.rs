@@ -9,10 +9,11 @@ use crate::config::CapturePayload;
 use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size, Stack};
 use crate::grpc;
 use crate::live::Live;
-use crate::tap::{Tap, TapConfig};
-use crate::trace::schema::Endpoint;
+use crate::tap::{CloseReason, Tap, TapConfig};
+use crate::trace::schema::{AcceptErrorEv, ConnRefusedEv, Endpoint, Kind, KindId};
 use crate::trace::Recorder;
 use anyhow::Context as _;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -88,6 +89,41 @@ pub struct ServerOpts {
     /// HTTP/2 server stack that serves the RPCs.
     #[arg(long, value_enum, default_value_t = Stack::H2)]
     pub stack: Stack,
+
+    /// A connection that has not completed the HTTP/2 handshake (client
+    /// preface and SETTINGS) by then is closed and recorded.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub handshake_timeout: Dur,
+
+    /// A connection with no frame in either direction for this long is sent
+    /// GOAWAY and closed (recorded). Generous by default: an experiment with
+    /// messages minutes apart needs it raised.
+    #[arg(long, default_value = "5m", value_name = "DURATION")]
+    pub idle_timeout: Dur,
+
+    /// On shutdown (Ctrl-C, --for, --exit-after), how long connections may
+    /// take to finish; then the rest are closed and recorded as such, so the
+    /// server always ends whatever its peers do.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub drain_timeout: Dur,
+
+    /// Open connections at most; beyond it a new connection is closed at
+    /// once and recorded (`conn_refused`).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+
+    /// SETTINGS_MAX_HEADER_LIST_SIZE: the largest header block a peer may
+    /// send (h2's own default is 16 MiB, which lets a peer park megabytes per
+    /// connection in unfinished header blocks; hyper uses 16 KiB).
+    #[arg(long, default_value = "16KiB", value_name = "SIZE")]
+    pub max_header_list_size: Size,
+
+    /// Framed bytes the application may own at once (decoded, not yet
+    /// completed), over all RPCs: past it, the RPC that would exceed it ends
+    /// with RESOURCE_EXHAUSTED and its messages are discarded with reason
+    /// `limit` (the article's server had such a guard, at 256 MiB).
+    #[arg(long, default_value = "256MiB", value_name = "SIZE")]
+    pub max_owned_bytes: Size,
 }
 
 impl Default for ServerOpts {
@@ -120,6 +156,12 @@ pub struct ServerConfig {
     pub framing: Framing,
     pub capture: CapturePayload,
     pub stack: Stack,
+    pub handshake_timeout: std::time::Duration,
+    pub idle_timeout: std::time::Duration,
+    pub drain_timeout: std::time::Duration,
+    pub max_connections: u32,
+    pub max_header_list_size: u32,
+    pub max_owned_bytes: u64,
 }
 
 impl ServerOpts {
@@ -209,6 +251,30 @@ impl ServerOpts {
                  every message would be refused with RESOURCE_EXHAUSTED; raise --max-message-size or lower --payload"
             );
         }
+        for (flag, d) in [
+            ("--handshake-timeout", self.handshake_timeout),
+            ("--idle-timeout", self.idle_timeout),
+            ("--drain-timeout", self.drain_timeout),
+        ] {
+            crate::refuse_unless!(
+                !d.0.is_zero() && d.0 <= crate::config::MAX_DURATION,
+                "{flag} must be positive and at most {}",
+                Dur(crate::config::MAX_DURATION)
+            );
+        }
+        let max_header_list_size = self
+            .max_header_list_size
+            .to_u32("--max-header-list-size")
+            .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
+        crate::refuse_unless!(
+            max_header_list_size >= 1024,
+            "--max-header-list-size must be at least 1KiB (a gRPC request's headers take a few hundred bytes)"
+        );
+        crate::refuse_unless!(
+            self.max_owned_bytes.0 >= max_message_size as u64,
+            "--max-owned-bytes {} is below --max-message-size {max_message_size}: not one message could be owned",
+            self.max_owned_bytes.0
+        );
         if self.stack == Stack::Hyper {
             hyper_stack::check(release, self.queue, self.framing)
                 .map_err(|e| anyhow::Error::new(crate::config::UsageError(format!("{e:#}"))))?;
@@ -229,6 +295,12 @@ impl ServerOpts {
             framing: self.framing,
             capture,
             stack: self.stack,
+            handshake_timeout: self.handshake_timeout.0,
+            idle_timeout: self.idle_timeout.0,
+            drain_timeout: self.drain_timeout.0,
+            max_connections: self.max_connections,
+            max_header_list_size,
+            max_owned_bytes: self.max_owned_bytes.0,
         })
     }
 }
@@ -245,54 +317,145 @@ pub struct ServerCtx {
 }
 
 /// Accepts connections until shutdown, then waits for every connection to
-/// finish (each RPC drains or discards per `--shutdown-drain`).
+/// finish (each RPC drains or discards per `--shutdown-drain`), at most
+/// `--drain-timeout`: the rest are then closed, so `serve` always ends.
+///
+/// The listener never dies: an accept error (descriptors exhausted, a
+/// connection aborted before it was accepted) is recorded and retried after
+/// a growing pause (5 ms to 1 s); past `--max-connections` a connection is
+/// closed at once and recorded.
 pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
     let mut shutdown = ctx.shutdown.clone();
     let mut conns = tokio::task::JoinSet::new();
+    let mut reasons: HashMap<tokio::task::Id, CloseReason> = HashMap::new();
+    // After an accept error, accepting pauses until `resume`; each error in
+    // a row doubles the pause.
+    let mut pause = std::time::Duration::ZERO;
+    let mut resume: Option<tokio::time::Instant> = None;
+    let server_event = |kind: KindId, build: Box<dyn FnOnce() -> Kind>| {
+        ctx.rec.emit(
+            Endpoint::Server,
+            0,
+            0,
+            crate::trace::clock::now_ns(),
+            kind,
+            build,
+        )
+    };
     loop {
         tokio::select! {
-            r = listener.accept() => {
-                let (sock, peer) = r.context("accepting a connection")?;
-                let _ = sock.set_nodelay(true);
-                let ctx = ctx.clone();
-                conns.spawn(async move {
-                    if let Err(e) = connection(sock, ctx).await {
-                        tracing::debug!("connection from {peer}: {e:#}");
+            r = listener.accept(), if resume.is_none() => match r {
+                Ok((sock, peer)) => {
+                    pause = std::time::Duration::ZERO;
+                    if conns.len() >= ctx.cfg.max_connections as usize {
+                        let max = ctx.cfg.max_connections;
+                        server_event(KindId::ConnRefused, Box::new(move || Kind::ConnRefused(ConnRefusedEv {
+                            peer: peer.to_string(),
+                            reason: format!("--max-connections {max} reached"),
+                        })));
+                        drop(sock);
+                        continue;
                     }
-                });
+                    let _ = sock.set_nodelay(true);
+                    let ctx = ctx.clone();
+                    let reason = CloseReason::default();
+                    let handle = reason.clone();
+                    let task = conns.spawn(async move {
+                        if let Err(e) = connection(sock, ctx, handle).await {
+                            tracing::debug!("connection from {peer}: {e:#}");
+                        }
+                    });
+                    reasons.insert(task.id(), reason);
+                }
+                Err(e) => {
+                    let error = e.to_string();
+                    server_event(KindId::AcceptError, Box::new(move || Kind::AcceptError(AcceptErrorEv { error })));
+                    pause = (pause * 2).clamp(
+                        std::time::Duration::from_millis(5),
+                        std::time::Duration::from_secs(1),
+                    );
+                    resume = Some(tokio::time::Instant::now() + pause);
+                    tracing::warn!("accept failed ({e}); retrying in {pause:?}");
+                }
+            },
+            _ = async { tokio::time::sleep_until(resume.expect("guarded")).await }, if resume.is_some() => {
+                resume = None;
             }
             _ = crate::live::flag_set(&mut shutdown) => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            Some(r) = conns.join_next_with_id(), if !conns.is_empty() => {
+                let id = match r {
+                    Ok((id, ())) => id,
+                    Err(e) => e.id(),
+                };
+                reasons.remove(&id);
+            }
         }
     }
     drop(listener);
-    while conns.join_next().await.is_some() {}
+    let drained = tokio::time::timeout(ctx.cfg.drain_timeout, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        let left = conns.len();
+        for reason in reasons.values() {
+            reason.set(format!(
+                "closed by the server {:?} after shutdown began (--drain-timeout)",
+                ctx.cfg.drain_timeout
+            ));
+        }
+        conns.abort_all();
+        while conns.join_next().await.is_some() {}
+        tracing::warn!("{left} connections did not finish within --drain-timeout; closed");
+    }
     Ok(())
 }
 
-async fn connection(sock: tokio::net::TcpStream, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
+async fn connection(
+    sock: tokio::net::TcpStream,
+    ctx: Arc<ServerCtx>,
+    close_reason: CloseReason,
+) -> anyhow::Result<()> {
     let conn_id = ctx.conn_ids.fetch_add(1, Ordering::Relaxed) + 1;
     let tap_cfg = TapConfig {
         endpoint: Endpoint::Server,
         conn: conn_id,
         capture: ctx.cfg.capture,
     };
-    let tap = Tap::open(sock, tap_cfg, ctx.rec.clone())?;
+    let tap = Tap::open(sock, tap_cfg, ctx.rec.clone())?.with_close_reason(close_reason.clone());
+    let activity = tap.activity();
     if ctx.cfg.stack == Stack::Hyper {
         return hyper_stack::connection(tap, conn_id, ctx).await;
     }
     let cfg = &ctx.cfg;
-    let mut conn = h2::server::Builder::new()
+    let handshake = h2::server::Builder::new()
         .initial_window_size(cfg.stream_window)
         .initial_connection_window_size(cfg.conn_window)
         .max_frame_size(cfg.max_frame_size)
         .max_concurrent_streams(cfg.max_concurrent_streams)
-        .handshake::<_, bytes::Bytes>(tap)
-        .await
-        .context("HTTP/2 handshake")?;
+        .max_header_list_size(cfg.max_header_list_size)
+        .handshake::<_, bytes::Bytes>(tap);
+    tokio::pin!(handshake);
+    let mut conn = tokio::select! {
+        r = &mut handshake => r.context("HTTP/2 handshake")?,
+        _ = tokio::time::sleep(cfg.handshake_timeout) => {
+            // Said before the handshake (and the tap in it) is dropped.
+            close_reason.set(format!(
+                "no HTTP/2 handshake within --handshake-timeout {}",
+                Dur(cfg.handshake_timeout)
+            ));
+            anyhow::bail!("handshake timeout");
+        }
+    };
     let mut shutdown = ctx.shutdown.clone();
     let mut shutting_down = false;
     let mut rpcs = tokio::task::JoinSet::new();
+    // Idle connections are checked a few times per --idle-timeout.
+    let mut idle_check =
+        tokio::time::interval((cfg.idle_timeout / 4).max(std::time::Duration::from_millis(10)));
+    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // After a GOAWAY for idleness, the peer gets this long to go.
+    let mut idle_deadline: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
             r = conn.accept() => match r {
@@ -313,6 +476,21 @@ async fn connection(sock: tokio::net::TcpStream, ctx: Arc<ServerCtx>) -> anyhow:
             _ = crate::live::flag_set(&mut shutdown), if !shutting_down => {
                 shutting_down = true;
                 conn.graceful_shutdown();
+            }
+            _ = idle_check.tick(), if idle_deadline.is_none() => {
+                let quiet = crate::trace::clock::now_ns().saturating_sub(activity.load(Ordering::Relaxed));
+                if quiet >= cfg.idle_timeout.as_nanos() as u64 {
+                    close_reason.set(format!(
+                        "idle for {} (--idle-timeout): GOAWAY sent",
+                        Dur(std::time::Duration::from_nanos(quiet))
+                    ));
+                    conn.graceful_shutdown();
+                    idle_deadline = Some(tokio::time::Instant::now() + std::time::Duration::from_secs(1));
+                }
+            }
+            _ = async { tokio::time::sleep_until(idle_deadline.expect("guarded")).await }, if idle_deadline.is_some() => {
+                // The peer did not go (it may not even read): close.
+                break;
             }
         }
     }

@@ -2,6 +2,7 @@
 //! bookkeeping the trace needs (depth, queued and owned bytes, in service).
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
@@ -41,15 +42,18 @@ pub struct Levels {
 
 pub struct AppQueue {
     st: Mutex<State>,
+    /// The server-wide count of owned bytes (all RPCs), for --max-owned-bytes.
+    live: Arc<crate::live::Live>,
     notify: Notify,
     /// Present for `bounded:K`: K slots, reserved before reading a message.
     pub slots: Option<Arc<Semaphore>>,
 }
 
 impl AppQueue {
-    pub fn new(bounded: Option<u32>) -> AppQueue {
+    pub fn new(bounded: Option<u32>, live: Arc<crate::live::Live>) -> AppQueue {
         AppQueue {
             st: Mutex::new(State::default()),
+            live,
             notify: Notify::new(),
             slots: bounded.map(|k| Arc::new(Semaphore::new(k as usize))),
         }
@@ -74,6 +78,7 @@ impl AppQueue {
     /// A message was decoded: the application owns its bytes from now on.
     pub fn own(&self, framed: u32) {
         self.lock().owned_bytes += framed as u64;
+        self.live.owned_bytes.fetch_add(framed as u64, Relaxed);
     }
 
     /// Adds a job; returns the levels after it.
@@ -111,6 +116,7 @@ impl AppQueue {
         st.in_service.swap_remove(i);
         st.owned_bytes -= framed as u64;
         st.completed += 1;
+        self.live.owned_bytes.fetch_sub(framed as u64, Relaxed);
         true
     }
 
@@ -156,6 +162,7 @@ impl AppQueue {
         let mut seqs: Vec<u64> = st.in_service.drain(..).map(|(s, _)| s).collect();
         seqs.extend(st.jobs.drain(..).map(|j| j.seq));
         st.queued_bytes = 0;
+        self.live.owned_bytes.fetch_sub(st.owned_bytes, Relaxed);
         st.owned_bytes = 0;
         drop(st);
         self.notify.notify_waiters();
@@ -184,7 +191,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_message_taken_for_discard_cannot_also_complete() {
-        let q = AppQueue::new(None);
+        let q = AppQueue::new(None, Default::default());
         for seq in 0..3 {
             q.own(100);
             q.push(job(seq));
@@ -201,7 +208,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_completed_message_is_not_discarded_afterwards() {
-        let q = AppQueue::new(None);
+        let q = AppQueue::new(None, Default::default());
         q.own(100);
         q.push(job(7));
         let (j, _) = q.pop().await.unwrap();

@@ -175,6 +175,8 @@ impl Analyzer {
                 conn.peer = c.peer.clone();
             }
             Kind::ConnClose(_) | Kind::RpcStart(_) | Kind::Unknown => {}
+            Kind::AcceptError(_) => self.s.accept_errors += 1,
+            Kind::ConnRefused(_) => self.s.conns_refused += 1,
             Kind::RpcEnd(r) => {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
@@ -228,12 +230,12 @@ impl Analyzer {
                 }
             }
             Kind::NeverSent(n) => {
-                self.s.never_sent += 1;
+                self.s.never_sent += n.count;
                 *self
                     .s
                     .never_sent_by_reason
                     .entry(n.reason.as_str().into())
-                    .or_default() += 1;
+                    .or_default() += n.count;
             }
         }
     }

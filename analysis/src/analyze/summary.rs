@@ -166,6 +166,10 @@ pub struct Summary {
     /// DATA sent beyond credit, windows pushed past 2^31-1.
     pub protocol_violations: u64,
     pub wire_errors: u64,
+    /// Server: failed `accept` calls (descriptors exhausted, …), retried.
+    pub accept_errors: u64,
+    /// Server: connections closed unserved (`--max-connections`).
+    pub conns_refused: u64,
     pub peak_rss_bytes: u64,
     pub dropped_events: u64,
     /// Events that reached the analyzer after a later event (more than the

@@ -105,6 +105,9 @@ impl Rpc {
 
 /// How the receive phase ended.
 enum Ended {
+    /// Owning the next message would pass --max-owned-bytes: the RPC ends
+    /// RESOURCE_EXHAUSTED and its messages are discarded with reason `limit`.
+    Limit(String),
     /// The client half-closed; everything received was decoded.
     HalfClosed,
     /// The client reset the stream or the connection failed.
@@ -183,7 +186,7 @@ pub(super) async fn handle(
         ctx: ctx.clone(),
         conn,
         stream,
-        queue: AppQueue::new(bounded),
+        queue: AppQueue::new(bounded, ctx.live.clone()),
         unreleased: AtomicU64::new(0),
         received: AtomicU64::new(0),
         received_bytes: AtomicU64::new(0),
@@ -229,6 +232,10 @@ pub(super) async fn handle(
         Some(Ended::Cancelled(why)) => {
             rpc.discard(&rpc.queue.take_all(), DiscardReason::Cancelled);
             Outcome::Gone(why)
+        }
+        Some(Ended::Limit(msg)) => {
+            rpc.discard(&rpc.queue.take_all(), DiscardReason::Limit);
+            Outcome::Status(status::RESOURCE_EXHAUSTED, msg)
         }
         Some(Ended::Status(code, msg))
             if !(shutting_down && ctx.cfg.shutdown_drain && code == status::UNAVAILABLE) =>
@@ -418,6 +425,14 @@ async fn accept_message(
     });
     rpc.received.fetch_add(1, Relaxed);
     Live::add(&rpc.ctx.live.decoded, 1);
+    let owned = rpc.ctx.live.owned_bytes.load(Relaxed);
+    if owned + framed as u64 > cfg.max_owned_bytes {
+        rpc.discard(&[seq], DiscardReason::Limit);
+        return Err(Ended::Limit(format!(
+            "the server owns {owned} bytes of unfinished messages; message {seq} ({framed} bytes) would pass --max-owned-bytes {}",
+            cfg.max_owned_bytes
+        )));
+    }
     if cfg.release == ReleasePoint::Decode {
         rpc.release(flow, framed, ReleasePoint::Decode, Some(seq));
     }
