@@ -363,3 +363,36 @@ fn a_fast_upload_is_bounded_by_max_owned_bytes() {
         "{s:#?}"
     );
 }
+
+/// A bounded soak: 32 streams over 8 connections for 12 s, with a
+/// worker that keeps up (nothing grows by design). The process's RSS, from
+/// the `sample` events, is flat after warm-up.
+#[test]
+fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
+    let dir = temp_dir("soak");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--connections", "8", "--streams", "4", "--rate", "1600"])
+        .args(["--payload", "4KiB", "--duration", "12s", "--service-time", "0s"])
+        .args(["--queue", "direct", "--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    let mut rss: Vec<(u64, u64)> = events_of(&dir, "sample")
+        .iter()
+        .map(|e| (e["t"].as_u64().unwrap(), e["rss_bytes"].as_u64().unwrap()))
+        .collect();
+    rss.sort_unstable();
+    assert!(rss.len() > 100, "{} samples", rss.len());
+    let third = rss.len() / 3;
+    let peak = |part: &[(u64, u64)]| part.iter().map(|p| p.1).max().unwrap();
+    let (middle, last) = (peak(&rss[third..2 * third]), peak(&rss[2 * third..]));
+    assert!(
+        last <= middle + middle / 10 + (2 << 20),
+        "RSS grew after warm-up: {} MB in the middle third, {} MB in the last",
+        middle >> 20,
+        last >> 20
+    );
+    let s = support::read_summary(&dir);
+    assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);
+}
