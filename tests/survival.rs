@@ -371,13 +371,32 @@ fn a_fast_upload_is_bounded_by_max_owned_bytes() {
 fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
     let dir = temp_dir("soak");
     let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["run", "--connections", "8", "--streams", "4", "--rate", "1600"])
-        .args(["--payload", "4KiB", "--duration", "12s", "--service-time", "0s"])
+        .args([
+            "run",
+            "--connections",
+            "8",
+            "--streams",
+            "4",
+            "--rate",
+            "1600",
+        ])
+        .args([
+            "--payload",
+            "4KiB",
+            "--duration",
+            "12s",
+            "--service-time",
+            "0s",
+        ])
         .args(["--queue", "direct", "--quiet", "--no-pcap", "--out"])
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let mut rss: Vec<(u64, u64)> = events_of(&dir, "sample")
         .iter()
         .map(|e| (e["t"].as_u64().unwrap(), e["rss_bytes"].as_u64().unwrap()))
