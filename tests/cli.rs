@@ -149,3 +149,26 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
         "{err}"
     );
 }
+
+/// `--no-trace`: the endpoints without the recorder (the tool's own
+/// overhead baseline); a run directory with meta.json and nothing else.
+#[test]
+fn no_trace_runs_the_endpoints_and_records_nothing() {
+    let dir = support::temp_dir("no-trace").join("run");
+    let out = h2probe()
+        .args(["run", "--no-trace", "--duration", "500ms", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("none recorded (--no-trace)"), "{stdout}");
+    assert!(!dir.join("trace.jsonl").exists());
+    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+    assert_eq!(meta.status, "complete");
+    assert!(meta.clock.is_none());
+}

@@ -99,6 +99,13 @@ fn or_na(have: bool, f: impl FnOnce() -> String) -> String {
 pub fn headline(s: &Summary) -> String {
     let (c, sv) = (s.has_client, s.has_server);
     let mut o = String::new();
+    if s.trace_ending == "none" {
+        let _ = writeln!(
+            o,
+            "trace     none recorded (--no-trace): the endpoints ran without the recorder; nothing to analyse"
+        );
+        return o;
+    }
     if s.run_status == "interrupted" {
         let _ = writeln!(
             o,

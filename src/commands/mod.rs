@@ -52,6 +52,12 @@ pub struct OutputOpts {
     #[arg(long, short)]
     pub quiet: bool,
 
+    /// Record nothing: the endpoints run without the recorder, the tap
+    /// without a trace (meta.json only). The tool's own overhead baseline;
+    /// there is nothing to analyse.
+    #[arg(long)]
+    pub no_trace: bool,
+
     /// Replace the run directory given with --out if it is not empty (its
     /// trace, meta, summary, CSV, plots and pcaps are removed first, so no
     /// stale file contradicts the new trace).
@@ -80,6 +86,7 @@ impl Default for OutputOpts {
             trace_buffer: crate::trace::DEFAULT_CAPACITY,
             no_pcap: false,
             quiet: true,
+            no_trace: false,
             force: false,
         }
     }
@@ -247,7 +254,8 @@ pub(crate) struct Session {
     pub(crate) live: Arc<Live>,
     pub(crate) interrupts: Interrupts,
     command: &'static str,
-    writer: TraceWriter,
+    /// `None` with `--no-trace`.
+    writer: Option<TraceWriter>,
     progress: Progress,
     started_unix: u64,
 }
@@ -276,9 +284,14 @@ impl Session {
         let dir = output.out.clone().unwrap_or_else(|| default_run_dir(label));
         prepare_dir(&dir, output.force)?;
         let started_unix = clock::wall_ns();
-        let (writer, rec) = TraceWriter::create(&dir.join("trace.jsonl"), output.trace_buffer)?;
         let mut interrupts = interrupts;
-        interrupts.failure = Some(writer.failures());
+        let (writer, rec) = if output.no_trace {
+            (None, Recorder::disabled())
+        } else {
+            let (writer, rec) = TraceWriter::create(&dir.join("trace.jsonl"), output.trace_buffer)?;
+            interrupts.failure = Some(writer.failures());
+            (Some(writer), rec)
+        };
         let live = Arc::new(Live::default());
         let progress = progress::spawn_progress(live.clone(), planned, output.quiet);
         Ok(Session {
@@ -346,7 +359,7 @@ impl Session {
 #[allow(clippy::too_many_arguments)]
 fn finalize(
     dir: &Path,
-    writer: TraceWriter,
+    writer: Option<TraceWriter>,
     command: &'static str,
     config: RunConfig,
     started_unix: u64,
@@ -354,15 +367,17 @@ fn finalize(
     listen: Option<String>,
     pcap: bool,
 ) -> anyhow::Result<(Summary, Vec<String>, Option<String>)> {
-    let clock = writer.anchor();
-    let (stats, status, error) = match writer.finish() {
-        Ok(s) => (s, status.as_str().to_string(), None),
-        Err(e) => (
+    let clock = writer.as_ref().map(TraceWriter::anchor);
+    let (stats, status, error) = match writer.map(TraceWriter::finish) {
+        None => (RecorderStats::default(), status.as_str().to_string(), None),
+        Some(Ok(s)) => (s, status.as_str().to_string(), None),
+        Some(Err(e)) => (
             RecorderStats::default(),
             format!("error: {e}"),
             Some(format!("the trace could not be written completely: {e}")),
         ),
     };
+    let traced = clock.is_some();
     let meta = Meta {
         schema: META_VERSION,
         tool: format!("h2probe {}", env!("CARGO_PKG_VERSION")),
@@ -370,7 +385,7 @@ fn finalize(
         argv: std::env::args().collect(),
         config,
         versions: versions(),
-        clock: Some(clock),
+        clock,
         host: host_info(),
         started_unix_ns: started_unix,
         finished_unix_ns: clock::wall_ns(),
@@ -386,6 +401,14 @@ fn finalize(
             Some(_) => warnings.push(format!("{e:#}")),
             None => return Err(e),
         }
+    }
+    if !traced {
+        let summary = Summary {
+            run_status: meta.status.clone(),
+            trace_ending: "none".into(),
+            ..Summary::default()
+        };
+        return Ok((summary, warnings, None));
     }
     if let Some(err) = error {
         // Analyse what the file holds, in memory; products only if they fit.
