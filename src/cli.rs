@@ -15,14 +15,29 @@ use std::path::PathBuf;
 /// WINDOW_UPDATE) beside every application step on one clock, and an offline
 /// analysis that reconstructs the windows and compares release strategies.
 ///
-/// With no command, `h2probe` runs the default experiment (`h2probe run`):
-/// 16 KiB messages offered at 300/s for 10 s to a 10 ms worker behind an
-/// unbounded queue, credit released on frame receipt, 65,535-byte windows.
+/// With no command, `h2probe` runs the default experiment (`h2probe run`,
+/// whose flags it takes: `h2probe --duration 1s` is `h2probe run --duration
+/// 1s`): 16 KiB messages offered at 300/s for 10 s to a 10 ms worker behind
+/// an unbounded queue, credit released on frame receipt, 65,535-byte windows.
+///
+/// Sizes: 65535, 16KiB, 1.5MiB, 2GiB (1024-based) or 16kB, 2MB, 1GB
+/// (1000-based); 16K, 16KB and 16M are refused as ambiguous. Durations:
+/// 10ms, 1.5s, 2m, 1h.
 #[derive(Parser, Debug)]
-#[command(name = "h2probe", version, max_term_width = 100, after_help = EXIT_CODES)]
+#[command(
+    name = "h2probe",
+    version,
+    max_term_width = 100,
+    after_help = EXIT_CODES,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+
+    /// `h2probe run`'s flags, for `h2probe` without a command.
+    #[command(flatten)]
+    pub run: Box<RunOpts>,
 }
 
 const EXIT_CODES: &str = "Exit codes (run, serve, client, analyze, merge, compare): \
@@ -121,11 +136,7 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 fn dispatch(cli: Cli) -> anyhow::Result<i32> {
-    let command = cli.command.unwrap_or_else(|| {
-        let mut o = RunOpts::default();
-        o.output.quiet = false;
-        Command::Run(Box::new(o))
-    });
+    let command = cli.command.unwrap_or(Command::Run(cli.run));
     match command {
         Command::Run(opts) => {
             let r = runtime()?.block_on(commands::run::run(*opts))?;

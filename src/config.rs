@@ -72,18 +72,74 @@ pub fn release_point_parser() -> impl clap::builder::TypedValueParser<Value = Re
         .map(|s| s.parse().expect("one of the possible values"))
 }
 
-/// A byte count written as `65535`, `16KiB`, `1 MiB`.
+/// A byte count written as `65535`, `16KiB`, `1.5MiB` (binary, 1024-based)
+/// or `16kB`, `2MB` (SI, 1000-based). `16K`, `16KB`, `16M` are refused: for
+/// HTTP/2 windows the difference between 16,000 and 16,384 matters, and
+/// those spellings are used for both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Size(pub u64);
+
+/// The size syntax, said once in `--help`.
+pub const SIZE_SYNTAX: &str = "Sizes: 65535, 16KiB, 1.5MiB, 2GiB (1024-based) or 16kB, 2MB, 1GB \
+(1000-based); 16K, 16KB and 16M are refused as ambiguous. Durations: 10ms, 1.5s, 2m, 1h.";
 
 impl FromStr for Size {
     type Err = String;
     fn from_str(s: &str) -> Result<Size, String> {
-        s.trim()
-            .parse::<bytesize::ByteSize>()
-            .map(|b| Size(b.as_u64()))
-            .map_err(|e| format!("{s:?} is not a size (try 65535, 16KiB, 1MiB): {e}"))
+        let t = s.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+            .unwrap_or(t.len());
+        let (num, unit) = (t[..split].replace('_', ""), t[split..].trim());
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("{s:?} is not a size (try 65535, 16KiB, 1MiB, 16kB)"))?;
+        let scale: u64 = match unit {
+            "" | "B" | "b" => 1,
+            u if u.eq_ignore_ascii_case("KiB") => 1 << 10,
+            u if u.eq_ignore_ascii_case("MiB") => 1 << 20,
+            u if u.eq_ignore_ascii_case("GiB") => 1 << 30,
+            "kB" => 1_000,
+            "MB" => 1_000_000,
+            "GB" => 1_000_000_000,
+            "K" | "KB" | "k" | "kb" | "Kb" | "M" | "m" | "mb" | "Mb" | "G" | "g" | "gb" | "Gb" => {
+                let base = match unit.chars().next() {
+                    Some('K' | 'k') => ("Ki", "k", 1u64 << 10, 1_000u64),
+                    Some('M' | 'm') => ("Mi", "M", 1 << 20, 1_000_000),
+                    _ => ("Gi", "G", 1 << 30, 1_000_000_000),
+                };
+                let (bin, si, b, d) = base;
+                return Err(format!(
+                    "{s:?} is ambiguous: write {num}{bin}B ({}) or {num}{si}B ({})",
+                    group((value * b as f64) as u64),
+                    group((value * d as f64) as u64)
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "{s:?}: unknown unit {unit:?} (use B, KiB, MiB, GiB, kB, MB, GB)"
+                ))
+            }
+        };
+        let bytes = value * scale as f64;
+        if !(bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64) || bytes.fract() != 0.0 {
+            return Err(format!("{s:?} is not a whole number of bytes"));
+        }
+        Ok(Size(bytes as u64))
     }
+}
+
+/// 16384 → "16,384".
+fn group(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::new();
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl fmt::Display for Size {
@@ -225,8 +281,22 @@ mod tests {
     #[test]
     fn parse_values() {
         assert_eq!("16KiB".parse::<Size>().unwrap(), Size(16384));
+        assert_eq!("16kib".parse::<Size>().unwrap(), Size(16384));
+        assert_eq!("1.5MiB".parse::<Size>().unwrap(), Size(1_572_864));
+        assert_eq!("16kB".parse::<Size>().unwrap(), Size(16_000));
+        assert_eq!("2MB".parse::<Size>().unwrap(), Size(2_000_000));
         assert_eq!("65535".parse::<Size>().unwrap(), Size(65535));
+        assert_eq!("65_535 B".parse::<Size>().unwrap(), Size(65535));
         assert!("lots".parse::<Size>().is_err());
+        assert!("1.5B".parse::<Size>().is_err());
+        for ambiguous in ["16K", "16KB", "16k", "1M", "1G"] {
+            let e = ambiguous.parse::<Size>().unwrap_err();
+            assert!(e.contains("ambiguous"), "{e}");
+        }
+        assert_eq!(
+            "16K".parse::<Size>().unwrap_err(),
+            "\"16K\" is ambiguous: write 16KiB (16,384) or 16kB (16,000)"
+        );
         assert_eq!(
             "10ms".parse::<Dur>().unwrap(),
             Dur(Duration::from_millis(10))

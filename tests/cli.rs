@@ -172,3 +172,27 @@ fn no_trace_runs_the_endpoints_and_records_nothing() {
     assert_eq!(meta.status, "complete");
     assert!(meta.clock.is_none());
 }
+
+/// `h2probe` with run's flags is `h2probe run`; ambiguous sizes are refused
+/// with both readings spelled out.
+#[test]
+fn the_bare_command_takes_runs_flags_and_sizes_are_unambiguous() {
+    let dir = support::temp_dir("bare").join("run");
+    let out = h2probe()
+        .args(["--duration", "300ms", "--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.join("summary.json").is_file());
+    let out = h2probe()
+        .args(["run", "--stream-window", "64K"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("write 64KiB (65,536) or 64kB (64,000)"),
+        "{err}"
+    );
+}
