@@ -16,6 +16,45 @@ pub struct Live {
     /// Framed bytes decoded and not yet completed or discarded, all RPCs
     /// (what --max-owned-bytes bounds).
     pub owned_bytes: AtomicU64,
+    /// Body bytes h2 handed to the server application, all RPCs: progress,
+    /// for stall detection.
+    pub app_bytes: AtomicU64,
+    /// The server's open RPCs: their windows, for a `stall` event.
+    pub open_rpcs: std::sync::Mutex<std::collections::HashMap<(u32, u32), OpenRpc>>,
+}
+
+/// What a stall event reports of one open RPC.
+#[derive(Clone, Debug)]
+pub struct OpenRpc {
+    pub unreleased: std::sync::Arc<AtomicU64>,
+    pub flow: h2::FlowControl,
+}
+
+impl Live {
+    /// Messages the client scheduled and has not yet sent or given up.
+    pub fn pending(&self) -> u64 {
+        Live::get(&self.scheduled)
+            .saturating_sub(Live::get(&self.sent))
+            .saturating_sub(Live::get(&self.never_sent))
+    }
+
+    /// The server's view of every open stream, sorted.
+    pub fn open_streams(&self) -> Vec<h2probe_analysis::schema::StallStream> {
+        let rpcs = self.open_rpcs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<_> = rpcs
+            .iter()
+            .map(
+                |(&(conn, stream), r)| h2probe_analysis::schema::StallStream {
+                    conn,
+                    stream,
+                    unreleased: r.unreleased.load(Relaxed),
+                    available: r.flow.available_capacity() as i64,
+                },
+            )
+            .collect();
+        v.sort_by_key(|s| (s.conn, s.stream));
+        v
+    }
 }
 
 impl Live {

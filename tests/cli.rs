@@ -183,7 +183,11 @@ fn the_bare_command_takes_runs_flags_and_sizes_are_unambiguous() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(dir.join("summary.json").is_file());
     let out = h2probe()
         .args(["run", "--stream-window", "64K"])

@@ -197,6 +197,27 @@ pub fn headline(s: &Summary) -> String {
             s.credit_returned_in_growth_window as f64 / 1048576.0
         );
     }
+    if s.streams.len() >= 2 {
+        let mut line = format!(
+            "streams   {} carried DATA; fairness {} (Jain's index of bytes; 1 = equal)",
+            s.streams.len(),
+            s.stream_fairness
+                .map_or("n/a".to_string(), |f| format!("{f:.2}"))
+        );
+        if !s.starved_streams.is_empty() {
+            line.push_str(&format!(
+                "; STARVED (< 10 % of a fair share): {}",
+                s.starved_streams.join(", ")
+            ));
+        }
+        if s.client_blocked_conn_window_s > 0.0 || s.client_blocked_stream_window_s > 0.0 {
+            line.push_str(&format!(
+                "; window-blocked on the connection window {:.2}s, on own stream windows {:.2}s",
+                s.client_blocked_conn_window_s, s.client_blocked_stream_window_s
+            ));
+        }
+        let _ = writeln!(o, "{line}");
+    }
     let show = |m: &std::collections::BTreeMap<String, u64>| {
         m.iter()
             .map(|(k, v)| format!("{k}×{v}"))

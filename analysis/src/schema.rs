@@ -294,6 +294,11 @@ event_kinds! {
     AcceptError(AcceptErrorEv) = "accept_error" ["error"],
     /// Server: a connection was closed at once, unserved (`reason`).
     ConnRefused(ConnRefusedEv) = "conn_refused" ["peer", "reason"],
+    /// No bytes reached the application on any stream for `timeout_ns`
+    /// while the client still had messages to send: the run is stuck (a
+    /// stalled stream starving a shared connection window, or a deadlock),
+    /// and is ended. `streams`: the server's view of every open stream.
+    Stall(StallEv) = "stall" ["timeout_ns", "pending", "conn_window", "streams"],
 }
 
 fn is_zero_u8(v: &u8) -> bool {
@@ -435,6 +440,30 @@ pub struct ConnCloseEv {
     /// Bytes read and written through the tap.
     pub bytes_in: u64,
     pub bytes_out: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StallEv {
+    /// How long nothing reached the application (`--stall-timeout`).
+    pub timeout_ns: u64,
+    /// Messages the client still had to send.
+    pub pending: u64,
+    /// The connection window the server advertises (`--conn-window`): the
+    /// streams of one connection share it.
+    #[serde(default)]
+    pub conn_window: u64,
+    pub streams: Vec<StallStream>,
+}
+
+/// One open stream at a stall, as the server saw it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct StallStream {
+    pub conn: u32,
+    pub stream: u32,
+    /// Bytes received and not released by the application.
+    pub unreleased: u64,
+    /// h2's `available_capacity()`: credit the peer may still use.
+    pub available: i64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -82,6 +82,14 @@ pub struct ClientOpts {
     #[arg(long, value_name = "SIZE")]
     pub link_rate: Option<Size>,
 
+    /// `run` only: if no byte reaches the server application on any stream
+    /// for this long while the client still has messages to send, the run is
+    /// stuck (a stalled stream starving the shared connection window, or a
+    /// deadlock): it is recorded as a `stall` event and ended, and the
+    /// `no_stall` check fails. Must exceed --service-time.
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub stall_timeout: Dur,
+
     /// Request path (a different path tests the server's UNIMPLEMENTED answer).
     #[arg(long, default_value = grpc::INGEST_PATH)]
     pub path: String,

@@ -44,8 +44,14 @@ pub(super) fn spawn(
     let payload = payload.clone();
     tokio::spawn(async move {
         let mut interrupt = ctx.interrupt.clone();
-        // Consecutive messages the backlog refused: one event per run.
-        let mut refused = Refused::default();
+        // Consecutive messages the backlog refused: one event per run
+        // (recorded even if this task is aborted: the guard flushes on drop).
+        let mut refused = Refused {
+            ctx: ctx.clone(),
+            conn,
+            stream,
+            run: None,
+        };
         for seq in 0u64.. {
             let at = start + (offset + period * seq as f64) as u64;
             // The schedule ends at --duration on the clock too: if it ever
@@ -76,39 +82,62 @@ pub(super) fn spawn(
                 refused.add(seq, now_ns());
                 Live::add(&ctx.live.never_sent, 1);
             } else {
-                refused.flush(&ctx, conn, stream);
+                refused.flush();
             }
         }
-        refused.flush(&ctx, conn, stream);
     })
 }
 
-/// A run of consecutive messages refused by a full backlog, not yet recorded.
-#[derive(Default)]
+/// A run of consecutive messages refused by a full backlog, not yet
+/// recorded. A run is recorded when it ends, when it is 100 ms old (so the
+/// event is never much later than its `t`, which is the run's first
+/// refusal), and when the schedule ends or is aborted (on drop).
 struct Refused {
+    ctx: Arc<ClientCtx>,
+    conn: u32,
+    stream: u32,
     /// (first seq, when it was refused, how many).
     run: Option<(u64, u64, u64)>,
 }
 
+/// The oldest a run of refusals gets before it is recorded.
+const RUN_AGE_NS: u64 = 100_000_000;
+
 impl Refused {
     fn add(&mut self, seq: u64, t: u64) {
-        match &mut self.run {
-            Some((first, _, n)) if *first + *n == seq => *n += 1,
-            _ => self.run = Some((seq, t, 1)),
+        if let Some((first, t0, n)) = &mut self.run {
+            if *first + *n == seq && t.saturating_sub(*t0) < RUN_AGE_NS {
+                *n += 1;
+                return;
+            }
         }
+        self.flush();
+        self.run = Some((seq, t, 1));
     }
 
-    /// Records the run as one `never_sent` event (`t`: its first refusal).
-    fn flush(&mut self, ctx: &ClientCtx, conn: u32, stream: u32) {
+    /// Records the run as one `never_sent` event.
+    fn flush(&mut self) {
         if let Some((seq, t, count)) = self.run.take() {
-            ctx.rec
-                .emit(Endpoint::Client, conn, stream, t, KindId::NeverSent, || {
+            self.ctx.rec.emit(
+                Endpoint::Client,
+                self.conn,
+                self.stream,
+                t,
+                KindId::NeverSent,
+                || {
                     Kind::NeverSent(NeverSentEv {
                         seq,
                         reason: NeverSentReason::Backlog,
                         count,
                     })
-                });
+                },
+            );
         }
+    }
+}
+
+impl Drop for Refused {
+    fn drop(&mut self) {
+        self.flush();
     }
 }

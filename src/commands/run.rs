@@ -47,6 +47,49 @@ pub(crate) fn label_of(server: &ServerOpts) -> String {
     )
 }
 
+/// Resolves when the run stops progressing: no byte reached the server
+/// application for `timeout` while the client had messages to send. Records
+/// the `stall` event (with every open stream's window state) first.
+async fn watch_for_stall(
+    live: Arc<Live>,
+    rec: crate::trace::Recorder,
+    timeout: std::time::Duration,
+    conn_window: u64,
+) {
+    use crate::trace::schema::{Endpoint, Kind, KindId, StallEv};
+    let mut last = (Live::get(&live.app_bytes), tokio::time::Instant::now());
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(50).min(timeout / 4));
+    loop {
+        tick.tick().await;
+        let now = tokio::time::Instant::now();
+        let bytes = Live::get(&live.app_bytes);
+        let pending = live.pending();
+        if bytes != last.0 || pending == 0 {
+            last = (bytes, now);
+            continue;
+        }
+        if now - last.1 >= timeout {
+            let streams = live.open_streams();
+            rec.emit(
+                Endpoint::Server,
+                0,
+                0,
+                crate::trace::clock::now_ns(),
+                KindId::Stall,
+                || {
+                    Kind::Stall(StallEv {
+                        timeout_ns: timeout.as_nanos() as u64,
+                        pending,
+                        conn_window,
+                        streams,
+                    })
+                },
+            );
+            return;
+        }
+    }
+}
+
 /// `h2probe run`.
 pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let interrupts = Interrupts::listen();
@@ -91,11 +134,32 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         interrupt: interrupt_rx,
     });
 
+    crate::refuse_unless!(
+        opts.client.stall_timeout.0 > opts.server.service_time.0,
+        "--stall-timeout {} must exceed --service-time {}: a worker that slow is not a stall",
+        opts.client.stall_timeout,
+        opts.server.service_time
+    );
     let client_run = client::run(cctx);
     tokio::pin!(client_run);
+    let mut stall = Box::pin(watch_for_stall(
+        live.clone(),
+        session.rec.clone(),
+        opts.client.stall_timeout.0,
+        opts.server.conn_window.0,
+    ));
     let mut interrupted = false;
     let outcomes = tokio::select! {
         r = &mut client_run => r,
+        _ = stall.as_mut() => {
+            eprintln!(
+                "h2probe: stalled: nothing reached the application for {} with messages pending; ending the run (see the stall event)",
+                opts.client.stall_timeout
+            );
+            let _ = interrupt_tx.send(true);
+            let _ = shutdown_tx.send(true);
+            client_run.await
+        }
         _ = session.interrupts.next() => {
             interrupted = true;
             session.interrupts.announce("stopping the client and the server, then finishing the trace (again to abandon open RPCs)");
@@ -110,6 +174,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             }
         }
     };
+    drop(stall);
     // Let the server end its RPCs on its own (drain, deadline, client reset)
     // before shutting it down, so their ending is recorded for what it was.
     if !interrupted {

@@ -124,6 +124,45 @@ pub struct ServerOpts {
     /// `limit` (the article's server had such a guard, at 256 MiB).
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
     pub max_owned_bytes: Size,
+
+    /// Never release stream ID's bytes (an application that stops taking
+    /// data): its unreleased bytes drain the connection window shared with
+    /// the other streams. `ID:AFTER` starts after AFTER bytes of it arrived.
+    /// ID is the HTTP/2 stream id (1, 3, 5, … in a connection).
+    #[arg(long, value_name = "ID[:AFTER]")]
+    pub stall_stream: Option<StallSpec>,
+
+    /// Drop stream ID's body mid-message without releasing it, as an
+    /// application bug would (the RPC then hangs until its deadline or
+    /// shutdown). Shows whether h2 returns the dropped stream's credit to the
+    /// connection.
+    #[arg(long, value_name = "ID")]
+    pub drop_stream: Option<u32>,
+}
+
+/// `--stall-stream ID[:AFTER]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct StallSpec {
+    pub stream: u32,
+    pub after: u64,
+}
+
+impl std::str::FromStr for StallSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<StallSpec, String> {
+        let (id, after) = match s.split_once(':') {
+            Some((id, after)) => (id, after.parse::<Size>()?.0),
+            None => (s, 0),
+        };
+        let stream = id
+            .parse::<u32>()
+            .ok()
+            .filter(|id| id % 2 == 1)
+            .ok_or_else(|| {
+                format!("{s:?}: ID must be an odd (client-initiated) stream id, e.g. 3 or 3:64KiB")
+            })?;
+        Ok(StallSpec { stream, after })
+    }
 }
 
 impl Default for ServerOpts {
@@ -162,6 +201,8 @@ pub struct ServerConfig {
     pub max_connections: u32,
     pub max_header_list_size: u32,
     pub max_owned_bytes: u64,
+    pub stall_stream: Option<StallSpec>,
+    pub drop_stream: Option<u32>,
 }
 
 impl ServerOpts {
@@ -301,6 +342,8 @@ impl ServerOpts {
             max_connections: self.max_connections,
             max_header_list_size,
             max_owned_bytes: self.max_owned_bytes.0,
+            stall_stream: self.stall_stream,
+            drop_stream: self.drop_stream,
         })
     }
 }

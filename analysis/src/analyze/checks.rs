@@ -166,6 +166,8 @@ pub(super) struct Evidence<'a> {
     pub windows: (u64, String, Option<(u64, u64)>),
     pub bytes: Check,
     pub agree: Check,
+    /// The first `stall` event: (t, line).
+    pub stall: Option<(u64, u64)>,
 }
 
 impl Evidence<'_> {
@@ -292,6 +294,22 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         match ev.incomplete() {
             Some(why) if both => Check::na(why),
             _ => ev.agree.clone(),
+        },
+    );
+    checks.insert(
+        "no_stall".into(),
+        match ev.stall {
+            Some((t, line)) => Check::failed_at(
+                format!(
+                    "{} stall(s): {}",
+                    s.stalls,
+                    s.stall.as_deref().unwrap_or("")
+                ),
+                ev.secs(t),
+                line,
+            ),
+            None if both => Check::new(true, "the run never stopped progressing"),
+            None => Check::na("stall detection runs in `run` (both endpoints in one process)"),
         },
     );
     checks.insert(

@@ -19,6 +19,8 @@ pub(super) enum MsgState {
 pub(super) struct Rpc {
     pub(super) unreleased: i64,
     pub(super) chunks: u64,
+    /// Messages decoded on this stream.
+    pub(super) decoded: u64,
     pub(super) msgs: HashMap<u64, (u32, MsgState)>,
 }
 
@@ -89,6 +91,7 @@ impl Analyzer {
         self.first_decode.get_or_insert(t);
         self.last_decode = t;
         let rpc = self.rpcs.entry((e.conn, e.stream)).or_default();
+        rpc.decoded += 1;
         rpc.msgs.insert(m.seq, (m.framed, MsgState::Owned));
         self.owned += m.framed as i64;
         self.s.max_owned_bytes = self.s.max_owned_bytes.max(self.owned as u64);

@@ -11,6 +11,7 @@ mod checks;
 mod latency;
 mod messages;
 pub mod reorder;
+pub mod streams;
 pub mod summary;
 mod wire_view;
 
@@ -87,6 +88,10 @@ pub struct Analyzer {
     first_violation: Option<(u64, u64)>,
     /// First credit violation: (t, line).
     first_credit_violation: Option<(u64, u64)>,
+    /// First stall: (t, line).
+    first_stall: Option<(u64, u64)>,
+    blocked_conn_window_ns: u64,
+    blocked_stream_window_ns: u64,
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
@@ -138,6 +143,9 @@ impl Analyzer {
             h2_buffer_blocked: Histo::new(1e-6),
             first_violation: None,
             first_credit_violation: None,
+            first_stall: None,
+            blocked_conn_window_ns: 0,
+            blocked_stream_window_ns: 0,
             window_log: None,
             window_log_error: None,
         }
@@ -177,6 +185,47 @@ impl Analyzer {
             Kind::ConnClose(_) | Kind::RpcStart(_) | Kind::Unknown => {}
             Kind::AcceptError(_) => self.s.accept_errors += 1,
             Kind::ConnRefused(_) => self.s.conns_refused += 1,
+            Kind::Stall(st) => {
+                self.s.stalls += 1;
+                self.first_stall.get_or_insert((t, self.line));
+                if self.s.stall.is_none() {
+                    let streams: Vec<String> = st
+                        .streams
+                        .iter()
+                        .map(|x| {
+                            format!(
+                                "{}/{}: {} B unreleased, {} B credit",
+                                x.conn, x.stream, x.unreleased, x.available
+                            )
+                        })
+                        .collect();
+                    let mut per_conn: std::collections::BTreeMap<u32, u64> = Default::default();
+                    for x in &st.streams {
+                        *per_conn.entry(x.conn).or_default() += x.unreleased;
+                    }
+                    let conns: Vec<String> = per_conn
+                        .iter()
+                        .map(|(c, u)| {
+                            format!(
+                                "connection {c}: {u} of {} B held unreleased",
+                                st.conn_window
+                            )
+                        })
+                        .collect();
+                    self.s.stall = Some(format!(
+                        "at {:.3}s nothing reached the application for {:.1}s with {} messages pending; {}; {}",
+                        self.secs(t),
+                        st.timeout_ns as f64 / 1e9,
+                        st.pending,
+                        conns.join("; "),
+                        if streams.is_empty() {
+                            "no open stream".to_string()
+                        } else {
+                            streams.join("; ")
+                        }
+                    ));
+                }
+            }
             Kind::RpcEnd(r) => {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
@@ -220,6 +269,11 @@ impl Analyzer {
                         .is_some_and(|x| x.during(w.start, t))
                 };
                 if on(e.stream) || on(0) {
+                    if on(0) {
+                        self.blocked_conn_window_ns += d;
+                    } else {
+                        self.blocked_stream_window_ns += d;
+                    }
                     self.window_blocked.record(d);
                     self.tl.window_blocked.push(w.start, d as f64 / 1e9);
                     self.interval(w.start, t, Blocked::Window);
@@ -269,6 +323,19 @@ impl Analyzer {
     pub fn finish(mut self, dropped: u64, ending: &Ending) -> (Summary, Timeline) {
         let both = self.has_client && self.has_server;
         let bytes_check = self.byte_check(both);
+        let streams = self.stream_figures();
+        let shares: Vec<f64> = streams.iter().map(|f| f.bytes as f64).collect();
+        self.s.stream_fairness = streams::jain(&shares);
+        if streams.len() >= 2 && streams.iter().any(|f| f.fair_share >= 0.5) {
+            self.s.starved_streams = streams
+                .iter()
+                .filter(|f| f.fair_share < streams::STARVED_BELOW)
+                .map(|f| format!("{}/{}", f.conn, f.stream))
+                .collect();
+        }
+        self.s.streams = streams;
+        self.s.client_blocked_conn_window_s = self.blocked_conn_window_ns as f64 / 1e9;
+        self.s.client_blocked_stream_window_s = self.blocked_stream_window_ns as f64 / 1e9;
         let agree_check = self.agreement_check(both);
         self.tl.end_s = self.secs(self.last_t);
         let s = &mut self.s;
@@ -411,6 +478,7 @@ impl Analyzer {
                 self.first_credit_violation,
             ),
             windows: (violations, first_violation, self.first_violation),
+            stall: self.first_stall,
             bytes: bytes_check,
             agree: agree_check,
         });

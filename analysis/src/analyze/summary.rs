@@ -175,6 +175,23 @@ pub struct Summary {
     /// Events that reached the analyzer after a later event (more than the
     /// reorder window late): analysed out of time order. Should be 0.
     pub out_of_order_events: u64,
+    /// Client waits classified as window-blocked, split: the connection
+    /// window (shared by every stream) was exhausted during the wait, or only
+    /// the stream's own window was.
+    pub client_blocked_conn_window_s: f64,
+    pub client_blocked_stream_window_s: f64,
+    /// Per stream, server's view (streams that carried DATA).
+    pub streams: Vec<StreamFigures>,
+    /// Jain's fairness index of bytes over streams (null below 2 streams).
+    pub stream_fairness: Option<f64>,
+    /// Streams that got < 10 % of their fair share while others progressed,
+    /// as `conn/stream`.
+    pub starved_streams: Vec<String>,
+    /// `stall` events: the run stopped progressing and was ended.
+    pub stalls: u64,
+    /// The first stall, described (when, what was pending, each stream's
+    /// unreleased bytes and available credit).
+    pub stall: Option<String>,
     /// Which endpoints the trace has events of.
     pub has_client: bool,
     pub has_server: bool,
@@ -184,6 +201,20 @@ pub struct Summary {
     /// clean | no_footer | truncated at line N
     pub trace_ending: String,
     pub checks: BTreeMap<String, Check>,
+}
+
+/// One stream's share of a run (server's view).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamFigures {
+    /// Server connection id and HTTP/2 stream id.
+    pub conn: u32,
+    pub stream: u32,
+    /// DATA payload bytes the server's tap read on this stream.
+    pub bytes: u64,
+    /// Messages decoded on it.
+    pub messages: u64,
+    /// Its bytes ÷ (all bytes ÷ streams): 1 is exactly a fair share.
+    pub fair_share: f64,
 }
 
 /// Why a client send waited.

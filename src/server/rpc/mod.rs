@@ -33,7 +33,7 @@ struct Rpc {
     stream: u32,
     queue: AppQueue,
     /// Bytes received from h2 and not yet released.
-    unreleased: AtomicU64,
+    unreleased: Arc<AtomicU64>,
     received: AtomicU64,
     received_bytes: AtomicU64,
     discarded: AtomicU64,
@@ -105,6 +105,8 @@ impl Rpc {
 
 /// How the receive phase ended.
 enum Ended {
+    /// `--drop-stream`: the application dropped the body mid-message.
+    Dropped,
     /// Owning the next message would pass --max-owned-bytes: the RPC ends
     /// RESOURCE_EXHAUSTED and its messages are discarded with reason `limit`.
     Limit(String),
@@ -187,13 +189,25 @@ pub(super) async fn handle(
         conn,
         stream,
         queue: AppQueue::new(bounded, ctx.live.clone()),
-        unreleased: AtomicU64::new(0),
+        unreleased: Arc::new(AtomicU64::new(0)),
         received: AtomicU64::new(0),
         received_bytes: AtomicU64::new(0),
         discarded: AtomicU64::new(0),
     });
-    let mut body = req.into_body();
-    let flow = body.flow_control().clone();
+    let mut body = Some(req.into_body());
+    let flow = body.as_mut().expect("just set").flow_control().clone();
+    let registry = (conn, stream);
+    ctx.live
+        .open_rpcs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(
+            registry,
+            crate::live::OpenRpc {
+                unreleased: rpc.unreleased.clone(),
+                flow: flow.clone(),
+            },
+        );
     let deadline_at = deadline.map(|d| Instant::now() + d);
     let sleep_deadline = async {
         match deadline_at {
@@ -215,13 +229,27 @@ pub(super) async fn handle(
     // Phase 1: receive until half-close, failure, deadline or shutdown.
     let mut flow_rx = flow.clone();
     let received = tokio::select! {
-        e = receive(&rpc, &mut body, &mut flow_rx) => Some(e),
+        e = receive(&rpc, body.as_mut().expect("held until the end"), &mut flow_rx) => Some(e),
         _ = &mut sleep_deadline => None,
         _ = crate::live::flag_set(&mut shutdown) => Some(Ended::Status(status::UNAVAILABLE, "server shutting down".into())),
     };
     let shutting_down = *ctx.shutdown.borrow();
 
     let outcome = match received {
+        Some(Ended::Dropped) => {
+            // --drop-stream: the application bug. The body goes without a
+            // release; the RPC hangs until its deadline or shutdown.
+            body = None;
+            tokio::select! {
+                _ = &mut sleep_deadline => {}
+                _ = crate::live::flag_set(&mut shutdown) => {}
+            }
+            rpc.discard(&rpc.queue.take_all(), DiscardReason::RpcError);
+            Outcome::Status(
+                status::INTERNAL,
+                "the application dropped the request body (--drop-stream)".into(),
+            )
+        }
         None => {
             rpc.discard(&rpc.queue.take_all(), DiscardReason::Deadline);
             Outcome::Status(
@@ -311,6 +339,11 @@ pub(super) async fn handle(
         Outcome::Gone(why) => end(status::CANCELLED, why),
     }
     drop(body);
+    ctx.live
+        .open_rpcs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&registry);
 }
 
 /// Reads the body: chunk → (release on frame) → decode → queue policy.
@@ -345,6 +378,10 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
                     rpc.emit(t, KindId::Chunk, || Kind::Chunk(ChunkEv { len }));
                     rpc.unreleased.fetch_add(len as u64, Relaxed);
                     rpc.received_bytes.fetch_add(len as u64, Relaxed);
+                    rpc.ctx.live.app_bytes.fetch_add(len as u64, Relaxed);
+                    if cfg.drop_stream == Some(rpc.stream) {
+                        return Ended::Dropped;
+                    }
                     if cfg.release == ReleasePoint::Frame {
                         rpc.release(flow, len, ReleasePoint::Frame, None);
                     }

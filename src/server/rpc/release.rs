@@ -14,6 +14,16 @@ impl Rpc {
         if bytes == 0 {
             return;
         }
+        // --stall-stream: this stream's bytes are never released (but the
+        // end-of-RPC release still returns them).
+        if let Some(stall) = self.ctx.cfg.stall_stream {
+            if at != ReleasePoint::End
+                && stall.stream == self.stream
+                && self.received_bytes.load(Relaxed) >= stall.after
+            {
+                return;
+            }
+        }
         let t = now_ns();
         match flow.release_capacity(bytes as usize) {
             Ok(()) => {
