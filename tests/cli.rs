@@ -227,6 +227,111 @@ fn decode_says_not_http2_at_byte_0_for_what_is_clearly_something_else() {
     }
 }
 
+/// A pipe whose reading end is already closed: the first write to the other
+/// end fails with EPIPE (Rust ignores SIGPIPE), every time, without a race.
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just created and are owned here only.
+    let (read, write) = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read);
+    std::process::Stdio::from(write)
+}
+
+/// Exit 0 and no panic message: the documented end of a closed stdout.
+fn assert_quiet_end(what: &str, out: std::process::Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    assert!(!err.contains("Broken pipe"), "{what}: {err}");
+    assert_eq!(out.status.code(), Some(0), "{what}: {err}");
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_with_exit_0() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
+    let runs: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let dir = support::temp_dir(&format!("epipe-{i}"));
+            for f in ["trace.jsonl.gz", "meta.json"] {
+                std::fs::copy(src.join(f), dir.join(f)).unwrap();
+            }
+            dir
+        })
+        .collect();
+    let compare_out = support::temp_dir("epipe-compare").join("c");
+    let commands: [(&str, Vec<std::ffi::OsString>); 4] = [
+        ("analyze", vec!["analyze".into(), runs[0].clone().into()]),
+        (
+            "analyze two runs",
+            vec![
+                "analyze".into(),
+                runs[0].clone().into(),
+                runs[1].clone().into(),
+            ],
+        ),
+        (
+            "export",
+            vec![
+                "export".into(),
+                "--format".into(),
+                "csv".into(),
+                runs[1].clone().into(),
+            ],
+        ),
+        (
+            "compare",
+            vec![
+                "compare".into(),
+                "--out".into(),
+                compare_out.into(),
+                runs[0].clone().into(),
+                runs[1].clone().into(),
+            ],
+        ),
+    ];
+    for (what, args) in commands {
+        let out = h2probe().args(args).stdout(closed_pipe()).output().unwrap();
+        assert_quiet_end(what, out);
+    }
+
+    // decode, whose reader goes away before the first byte, and after one
+    // line of many (`h2probe decode … | head -1`).
+    let mut bytes = h2probe::wire::encode::preface();
+    for i in 0..20_000u64 {
+        bytes.extend(h2probe::wire::encode::ping(false, i.to_be_bytes()));
+    }
+    let file = support::temp_dir("epipe-decode").join("pings.bin");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = h2probe()
+        .arg("decode")
+        .arg(&file)
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    assert_quiet_end("decode", out);
+    let mut child = h2probe()
+        .arg("decode")
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.contains("\"frame\":\"PING\""), "{first}");
+    assert_quiet_end("decode | head -1", child.wait_with_output().unwrap());
+}
+
 #[test]
 fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let dir = support::temp_dir("trunc");
