@@ -118,6 +118,13 @@ pub fn main() -> i32 {
                 eprintln!("h2probe: {e:#}");
                 return 2;
             }
+            // A reader that stopped reading (`h2probe analyze … | head -1`):
+            // Rust ignores SIGPIPE, so the write fails with EPIPE instead of
+            // killing the process (which would be exit 141); the commands
+            // write through `writeln!` and pass that error up, never
+            // `println!` (which panics on it). End quietly with 0, like a
+            // tool killed by SIGPIPE ends silently: what stdout would have
+            // said is not wanted, and files written so far stay written.
             if let Some(io) = e.downcast_ref::<std::io::Error>() {
                 if io.kind() == std::io::ErrorKind::BrokenPipe {
                     return 0;
@@ -169,12 +176,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             Ok(recorded(&f.error).unwrap_or_else(|| exit_code(&f.summary, true)))
         }
         Command::Analyze(opts) => {
+            let mut out = std::io::stdout().lock();
             let mut code = 0;
             let mut runs = vec![];
             for dir in &opts.dirs {
                 let (s, w) = h2probe_analysis::report::write_products(dir)?;
-                println!("== {}", dir.display());
-                print!("{}", h2probe_analysis::report::headline(&s));
+                writeln!(out, "== {}", dir.display())?;
+                write!(out, "{}", h2probe_analysis::report::headline(&s))?;
                 print_warnings(&w);
                 code = worst(code, exit_code(&s, false));
                 runs.push(h2probe_analysis::compare::RunRef {
@@ -185,23 +193,26 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             }
             if runs.len() > 1 {
                 // Several runs: their headline figures side by side.
-                println!();
-                print!(
+                writeln!(out)?;
+                write!(
+                    out,
                     "{}",
                     h2probe_analysis::compare::terminal_table(&h2probe_analysis::compare::rows(
                         &runs
                     ))
-                );
+                )?;
             }
             Ok(code)
         }
         Command::Compare(opts) => {
             let c = runtime()?.block_on(crate::commands::matrix::compare(*opts))?;
-            print!("{}", c.table);
-            println!(
+            let mut out = std::io::stdout().lock();
+            write!(out, "{}", c.table)?;
+            writeln!(
+                out,
                 "comparison written to {}/comparison.md (and .json, compare-*.svg)",
                 c.dir.display()
-            );
+            )?;
             Ok(if c.rows.iter().any(|r| r.failed_checks > 0) {
                 3
             } else {
@@ -212,15 +223,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let (events, warnings) = crate::commands::merge::merge(&opts)?;
             print_warnings(&warnings);
             let (s, w) = h2probe_analysis::report::write_products(&opts.out)?;
-            println!("merged {events} events into {}", opts.out.display());
-            print!("{}", h2probe_analysis::report::headline(&s));
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "merged {events} events into {}", opts.out.display())?;
+            write!(out, "{}", h2probe_analysis::report::headline(&s))?;
             print_warnings(&w);
             Ok(exit_code(&s, false))
         }
         Command::Export(opts) => {
+            let mut out = std::io::stdout().lock();
             for dir in &opts.dirs {
                 for path in crate::export::export(dir, &opts.format)? {
-                    println!("{}", path.display());
+                    writeln!(out, "{}", path.display())?;
                 }
             }
             Ok(0)

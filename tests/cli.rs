@@ -120,6 +120,220 @@ fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
 }
 
 #[test]
+fn decode_says_not_http2_at_byte_0_for_what_is_clearly_something_else() {
+    let dir = support::temp_dir("not-h2");
+    let tls_hello = [
+        0x16, 0x03, 0x01, 0x00, 0xf8, 0x01, 0x00, 0x00, 0xf4, 0x03, 0x03,
+    ];
+    let mut pcapng = vec![
+        0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a,
+    ];
+    pcapng.extend([1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]);
+    let cases: [(&str, Vec<u8>, &str); 9] = [
+        (
+            "get",
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            "HTTP/1.x text",
+        ),
+        (
+            "post",
+            b"POST /x HTTP/1.0\r\n\r\n".to_vec(),
+            "HTTP/1.x text",
+        ),
+        ("status", b"HTTP/1.1 200 OK\r\n".to_vec(), "HTTP/1.x text"),
+        // pcap, microsecond and nanosecond timestamps, both byte orders.
+        (
+            "pcap-le",
+            vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0],
+            "a pcap capture file",
+        ),
+        (
+            "pcap-be",
+            vec![0xa1, 0xb2, 0xc3, 0xd4, 0, 2, 0, 4],
+            "a pcap capture file",
+        ),
+        (
+            "pcap-ns",
+            vec![0x4d, 0x3c, 0xb2, 0xa1, 2, 0, 4, 0],
+            "a pcap capture file",
+        ),
+        ("pcapng", pcapng, "a pcapng capture file"),
+        ("tls", tls_hello.to_vec(), "TLS records"),
+        (
+            "elf",
+            b"\x7fELF\x02\x01\x01\x00".to_vec(),
+            "an ELF executable",
+        ),
+    ];
+    for (name, bytes, what) in cases {
+        let path = dir.join(format!("{name}.bin"));
+        std::fs::write(&path, &bytes).unwrap();
+        let out = h2probe().arg("decode").arg(&path).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "{name}: no frame events before the error"
+        );
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        assert!(
+            err.starts_with(&format!(
+                "h2probe: {}: not HTTP/2 (byte 0): this looks like {what}",
+                path.display()
+            )),
+            "{name}: {err}"
+        );
+    }
+    // The same on standard input, arriving a few bytes at a time.
+    let mut child = h2probe()
+        .args(["decode", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for part in [&[0xa1u8, 0xb2][..], &[0xc3], &[0xd4, 0, 2, 0, 4]] {
+            stdin.write_all(part).unwrap();
+            stdin.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("h2probe: -: not HTTP/2 (byte 0): this looks like a pcap capture file"));
+
+    // HTTP/2 still decodes: the server's first SETTINGS, and a client preface.
+    for (name, bytes) in [
+        (
+            "server",
+            h2probe::wire::encode::settings(false, &[(4, 65_535)]),
+        ),
+        ("client", {
+            let mut b = h2probe::wire::encode::preface();
+            b.extend(h2probe::wire::encode::settings(false, &[]));
+            b
+        }),
+    ] {
+        let path = dir.join(format!("{name}.bin"));
+        std::fs::write(&path, &bytes).unwrap();
+        let out = support::h2probe_ok([std::ffi::OsStr::new("decode"), path.as_os_str()]);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 1, "{name}: {text}");
+        assert!(text.contains("\"frame\":\"SETTINGS\""), "{name}: {text}");
+    }
+}
+
+/// A pipe whose reading end is already closed: the first write to the other
+/// end fails with EPIPE (Rust ignores SIGPIPE), every time, without a race.
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors were just created and are owned here only.
+    let (read, write) = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    drop(read);
+    std::process::Stdio::from(write)
+}
+
+/// Exit 0 and no panic message: the documented end of a closed stdout.
+fn assert_quiet_end(what: &str, out: std::process::Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    assert!(!err.contains("Broken pipe"), "{what}: {err}");
+    assert_eq!(out.status.code(), Some(0), "{what}: {err}");
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_with_exit_0() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
+    let runs: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let dir = support::temp_dir(&format!("epipe-{i}"));
+            for f in ["trace.jsonl.gz", "meta.json"] {
+                std::fs::copy(src.join(f), dir.join(f)).unwrap();
+            }
+            dir
+        })
+        .collect();
+    let compare_out = support::temp_dir("epipe-compare").join("c");
+    let commands: [(&str, Vec<std::ffi::OsString>); 4] = [
+        ("analyze", vec!["analyze".into(), runs[0].clone().into()]),
+        (
+            "analyze two runs",
+            vec![
+                "analyze".into(),
+                runs[0].clone().into(),
+                runs[1].clone().into(),
+            ],
+        ),
+        (
+            "export",
+            vec![
+                "export".into(),
+                "--format".into(),
+                "csv".into(),
+                runs[1].clone().into(),
+            ],
+        ),
+        (
+            "compare",
+            vec![
+                "compare".into(),
+                "--out".into(),
+                compare_out.into(),
+                runs[0].clone().into(),
+                runs[1].clone().into(),
+            ],
+        ),
+    ];
+    for (what, args) in commands {
+        let out = h2probe().args(args).stdout(closed_pipe()).output().unwrap();
+        assert_quiet_end(what, out);
+    }
+
+    // decode, whose reader goes away before the first byte, and after one
+    // line of many (`h2probe decode … | head -1`).
+    let mut bytes = h2probe::wire::encode::preface();
+    for i in 0..20_000u64 {
+        bytes.extend(h2probe::wire::encode::ping(false, i.to_be_bytes()));
+    }
+    let file = support::temp_dir("epipe-decode").join("pings.bin");
+    std::fs::write(&file, &bytes).unwrap();
+    let out = h2probe()
+        .arg("decode")
+        .arg(&file)
+        .stdout(closed_pipe())
+        .output()
+        .unwrap();
+    assert_quiet_end("decode", out);
+    let mut child = h2probe()
+        .arg("decode")
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.contains("\"frame\":\"PING\""), "{first}");
+    assert_quiet_end("decode | head -1", child.wait_with_output().unwrap());
+}
+
+#[test]
 fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let dir = support::temp_dir("trunc");
     let mut o = support::run_opts(&dir, "frame", "unbounded");

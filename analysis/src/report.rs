@@ -186,6 +186,22 @@ pub fn headline(s: &Summary) -> String {
         )
         }),
     );
+    if !s.protocol_errors.is_empty() {
+        // The server's answers one by one; the tap's parse errors as one count.
+        let mut parts = vec![];
+        let mut wire = 0;
+        for (k, n) in &s.protocol_errors {
+            if k.starts_with("wire_error") {
+                wire += n;
+            } else {
+                parts.push(format!("{k}×{n}"));
+            }
+        }
+        if wire > 0 {
+            parts.push(format!("wire_error×{wire}"));
+        }
+        let _ = writeln!(o, "peer      protocol errors: {}", parts.join(", "));
+    }
     if s.queue_growth_in_window >= 1.0 {
         let _ = writeln!(
             o,

@@ -146,3 +146,111 @@ fn a_client_only_trace_leaves_two_sided_checks_not_applicable() {
     assert_eq!(sum.checks["bytes"].ok, None);
     assert_eq!(sum.trace_ending, "no_footer");
 }
+
+#[test]
+fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_parse() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let code = |dir, ty, code| {
+        Kind::Frame(FrameEv {
+            error_code: Some(code),
+            ..frame(dir, ty, if ty == FrameType::GOAWAY { 8 } else { 4 })
+        })
+    };
+    let wire_error = |error: &str| {
+        Kind::WireError(WireErrorEv {
+            dir: Dir::In,
+            offset: 33,
+            error: error.into(),
+        })
+    };
+    let mut a = Analyzer::new(0);
+    for (t, ep, stream, k) in [
+        // Server tap, written: counted by frame and code name.
+        (1, s, 0, code(Dir::Out, FrameType::GOAWAY, 0x1)),
+        (2, s, 1, code(Dir::Out, FrameType::RST_STREAM, 0x3)),
+        (3, s, 3, code(Dir::Out, FrameType::RST_STREAM, 0x3)),
+        (4, s, 5, code(Dir::Out, FrameType::RST_STREAM, 0x8)),
+        (5, s, 0, code(Dir::Out, FrameType::GOAWAY, 0xb)),
+        (6, s, 0, code(Dir::Out, FrameType::GOAWAY, 0x42)),
+        // NO_ERROR is not an error (graceful shutdown, early response).
+        (7, s, 0, code(Dir::Out, FrameType::GOAWAY, 0x0)),
+        (8, s, 7, code(Dir::Out, FrameType::RST_STREAM, 0x0)),
+        // What the client sent is not the server's answer ...
+        (9, s, 0, code(Dir::In, FrameType::GOAWAY, 0x2)),
+        (10, c, 9, code(Dir::Out, FrameType::RST_STREAM, 0x8)),
+        // ... and the client's copy of the server's answer is not counted twice.
+        (11, c, 0, code(Dir::In, FrameType::GOAWAY, 0x1)),
+        // Bytes the tap could not frame: one key per kind, numbers dropped.
+        (
+            12,
+            s,
+            0,
+            wire_error("byte 33: DATA frame of 70000 bytes exceeds the max frame size 16384"),
+        ),
+        (
+            13,
+            s,
+            0,
+            wire_error("byte 9: DATA frame of 20000 bytes exceeds the max frame size 16384"),
+        ),
+        (
+            14,
+            s,
+            0,
+            wire_error("byte 17: malformed WINDOW_UPDATE frame: length is not 4"),
+        ),
+        (
+            15,
+            s,
+            0,
+            wire_error("byte 0: bad client connection preface"),
+        ),
+    ] {
+        a.feed(&ev(t, ep, stream, k));
+    }
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    let want: std::collections::BTreeMap<String, u64> = [
+        ("GOAWAY PROTOCOL_ERROR", 1),
+        ("GOAWAY ENHANCE_YOUR_CALM", 1),
+        ("GOAWAY 0x42", 1),
+        ("RST_STREAM FLOW_CONTROL_ERROR", 2),
+        ("RST_STREAM CANCEL", 1),
+        (
+            "wire_error: DATA frame of N bytes exceeds the max frame size N",
+            2,
+        ),
+        ("wire_error: malformed WINDOW_UPDATE frame", 1),
+        ("wire_error: bad client connection preface", 1),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(sum.protocol_errors, want);
+    assert_eq!(sum.wire_errors, 4);
+    // The flow-control count is unchanged by any of it.
+    assert_eq!(sum.protocol_violations, 0);
+    let head = h2probe_analysis::report::headline(&sum);
+    assert!(
+        head.contains(
+            "peer      protocol errors: GOAWAY 0x42×1, GOAWAY ENHANCE_YOUR_CALM×1, \
+             GOAWAY PROTOCOL_ERROR×1, RST_STREAM CANCEL×1, RST_STREAM FLOW_CONTROL_ERROR×2, wire_error×4\n"
+        ),
+        "{head}"
+    );
+
+    // A client-only trace (a client against a foreign server): the server's
+    // answers as the client's tap read them.
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, c, 1, code(Dir::In, FrameType::RST_STREAM, 0x7)));
+    a.feed(&ev(2, c, 3, code(Dir::Out, FrameType::RST_STREAM, 0x8)));
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(
+        sum.protocol_errors.into_iter().collect::<Vec<_>>(),
+        [("RST_STREAM REFUSED_STREAM".to_string(), 1)]
+    );
+
+    // Nothing to report: no headline line.
+    let (sum, _) = Analyzer::new(0).finish(0, &Ending::Clean(Footer::default()));
+    assert!(sum.protocol_errors.is_empty());
+    assert!(!h2probe_analysis::report::headline(&sum).contains("protocol errors"));
+}

@@ -24,7 +24,7 @@ use crate::stats::{least_squares, Histo};
 use checks::{invariant_checks, Evidence};
 use latency::Pending;
 use messages::Rpc;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 use wire_view::{Conn, Exhaustion};
 
@@ -92,6 +92,9 @@ pub struct Analyzer {
     first_stall: Option<(u64, u64)>,
     blocked_conn_window_ns: u64,
     blocked_stream_window_ns: u64,
+    /// GOAWAY / RST_STREAM codes the server sent, by key: [as the server's
+    /// tap wrote them, as the client's tap read them].
+    server_answers: [BTreeMap<String, u64>; 2],
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
@@ -146,6 +149,7 @@ impl Analyzer {
             first_stall: None,
             blocked_conn_window_ns: 0,
             blocked_stream_window_ns: 0,
+            server_answers: Default::default(),
             window_log: None,
             window_log_error: None,
         }
@@ -165,7 +169,14 @@ impl Analyzer {
         let t = e.t;
         match &e.kind {
             Kind::Frame(f) => self.frame(e, f),
-            Kind::WireError(_) => self.s.wire_errors += 1,
+            Kind::WireError(w) => {
+                self.s.wire_errors += 1;
+                *self
+                    .s
+                    .protocol_errors
+                    .entry(wire_view::wire_error_key(&w.error))
+                    .or_default() += 1;
+            }
             Kind::SocketBlocked(b) => {
                 let d = t.saturating_sub(b.start);
                 self.s.blocked_open += u64::from(b.open);
@@ -441,6 +452,12 @@ impl Analyzer {
             s.min_window = 0;
         }
         s.protocol_violations = violations;
+        // The server's answers from its own tap; from the client's when the
+        // trace has no server side (a client against a foreign server).
+        let side = usize::from(!self.has_server);
+        for (k, n) in std::mem::take(&mut self.server_answers[side]) {
+            *s.protocol_errors.entry(k).or_default() += n;
+        }
         s.dropped_events = dropped;
         s.trace_ending = match ending {
             Ending::Clean(_) => "clean".into(),

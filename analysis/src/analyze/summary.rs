@@ -165,11 +165,33 @@ pub struct Summary {
     pub data_past_lowered_window: u64,
     /// DATA sent beyond credit, windows pushed past 2^31-1.
     pub protocol_violations: u64,
+    /// `wire_error` events: bytes a tap could not frame.
     pub wire_errors: u64,
     /// Server: failed `accept` calls (descriptors exhausted, …), retried.
     pub accept_errors: u64,
     /// Server: connections closed unserved (`--max-connections`).
     pub conns_refused: u64,
+    /// Every protocol error the server answered, and every `wire_error`, by
+    /// kind, from the trace alone:
+    /// - each GOAWAY and RST_STREAM the server sent, keyed by frame and
+    ///   RFC 9113 §7 code name (`"GOAWAY PROTOCOL_ERROR"`,
+    ///   `"RST_STREAM FLOW_CONTROL_ERROR"`; codes the RFC does not define as
+    ///   `0xNN`). Read from the server's tap; from the client's (frames it
+    ///   received) when the trace has no server side.
+    /// - each `wire_error` event of either tap, keyed `"wire_error: <first
+    ///   words>"` (the byte offset and the specifics dropped, numbers as `N`).
+    ///
+    /// The trace has no "rule the peer broke": these are what the server
+    /// answered and what the tap could not parse. h2 answers several
+    /// violations with one code, and some with another code than RFC 9113
+    /// names (HPACK garbage → PROTOCOL_ERROR, not COMPRESSION_ERROR).
+    /// NO_ERROR is left out: it is not an error (RFC 9113 §7), and h2 sends
+    /// it on every graceful shutdown (GOAWAY) and when it answers before the
+    /// request body ended (RST_STREAM, §8.1). CANCEL is kept: a server never
+    /// answers a client's RST_STREAM with one (§5.4.2), so a CANCEL it sent
+    /// is a stream it gave up on itself.
+    #[serde(default)]
+    pub protocol_errors: BTreeMap<String, u64>,
     pub peak_rss_bytes: u64,
     pub dropped_events: u64,
     /// Events that reached the analyzer after a later event (more than the

@@ -241,7 +241,26 @@ impl Analyzer {
                     self.log_window(t, e, flow, id, w);
                 }
             }
+            FrameType::GOAWAY | FrameType::RST_STREAM => self.server_answer(e, f),
             _ => {}
+        }
+    }
+
+    /// A GOAWAY or RST_STREAM the server sent, as its own tap (out) or the
+    /// client's (in) saw it; NO_ERROR is not an error (see
+    /// [`super::Summary::protocol_errors`]).
+    fn server_answer(&mut self, e: &Event, f: &schema::FrameEv) {
+        let side = match (e.ep, f.dir) {
+            (Endpoint::Server, Dir::Out) => 0,
+            (Endpoint::Client, Dir::In) => 1,
+            _ => return,
+        };
+        match f.error_code {
+            None | Some(0) => {}
+            Some(code) => {
+                let key = format!("{} {}", f.frame, schema::h2_error_name(code));
+                *self.server_answers[side].entry(key).or_default() += 1;
+            }
         }
     }
 
@@ -257,5 +276,34 @@ impl Analyzer {
             }
             Endpoint::Server => self.tl.credit_conn_server.push(e.t, conn_w as f64),
         }
+    }
+}
+
+/// The `protocol_errors` key of a tap's parse error: `wire_error: ` and the
+/// message's first words, without the `byte N: ` prefix, cut before the
+/// first `:` or `(` (the specifics), numbers as `N`, so that errors of one
+/// kind count together (`wire_error: DATA frame of N bytes exceeds the max
+/// frame size N`, `wire_error: malformed WINDOW_UPDATE frame`).
+pub(super) fn wire_error_key(msg: &str) -> String {
+    let rest = msg
+        .strip_prefix("byte ")
+        .and_then(|r| r.split_once(": "))
+        .map_or(msg, |(_, r)| r);
+    let head = rest.split([':', '(']).next().unwrap_or_default();
+    let words: Vec<&str> = head
+        .split_whitespace()
+        .take(12)
+        .map(|w| {
+            if w.bytes().all(|b| b.is_ascii_digit()) {
+                "N"
+            } else {
+                w
+            }
+        })
+        .collect();
+    if words.is_empty() {
+        "wire_error".into()
+    } else {
+        format!("wire_error: {}", words.join(" "))
     }
 }
