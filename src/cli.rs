@@ -147,31 +147,35 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     match command {
         Command::Run(opts) => {
             let r = runtime()?.block_on(commands::run::run(*opts))?;
-            println!("run directory: {}", r.dir.display());
-            print!("{}", h2probe_analysis::report::headline(&r.summary));
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "run directory: {}", r.dir.display())?;
+            write!(out, "{}", h2probe_analysis::report::headline(&r.summary))?;
             print_warnings(&r.warnings);
             Ok(recorded(&r.error).unwrap_or_else(|| exit_code(&r.summary, true)))
         }
         Command::Serve(opts) => {
             let f = runtime()?.block_on(commands::serve::serve(*opts))?;
-            println!("run directory: {}", f.dir.display());
-            print!("{}", h2probe_analysis::report::headline(&f.summary));
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "run directory: {}", f.dir.display())?;
+            write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;
             print_warnings(&f.warnings);
             Ok(recorded(&f.error).unwrap_or_else(|| exit_code(&f.summary, true)))
         }
         Command::Client(opts) => {
             let (f, outcomes) = runtime()?.block_on(commands::client::client_cmd(*opts))?;
-            println!("run directory: {}", f.dir.display());
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "run directory: {}", f.dir.display())?;
             for o in &outcomes {
-                println!(
+                writeln!(
+                    out,
                     "rpc conn {} stream {}: {} {}",
                     o.conn,
                     o.stream,
                     h2probe_analysis::schema::status_name(o.status),
                     o.message
-                );
+                )?;
             }
-            print!("{}", h2probe_analysis::report::headline(&f.summary));
+            write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;
             print_warnings(&f.warnings);
             Ok(recorded(&f.error).unwrap_or_else(|| exit_code(&f.summary, true)))
         }

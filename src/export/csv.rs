@@ -197,6 +197,17 @@ mod tests {
                 peer: "127.0.0.1:1".into(),
                 reason: "--max-connections 1 reached".into(),
             }),
+            Kind::Stall(StallEv {
+                timeout_ns: 2_000_000_000,
+                pending: 3,
+                conn_window: 65_535,
+                streams: vec![StallStream {
+                    conn: 2,
+                    stream: 3,
+                    unreleased: 65_535,
+                    available: 0,
+                }],
+            }),
         ];
         assert_eq!(kinds.len(), Kind::NAMES.len());
         for kind in kinds {
