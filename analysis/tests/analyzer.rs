@@ -254,3 +254,29 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
     assert!(sum.protocol_errors.is_empty());
     assert!(!h2probe_analysis::report::headline(&sum).contains("protocol errors"));
 }
+
+#[test]
+fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    let data = |len| Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
+    let blocked = |seq, start| {
+        Kind::WindowBlocked(WindowBlockedEv {
+            seq,
+            start,
+            open: false,
+        })
+    };
+    // Stream 1 takes the whole 65,535-byte connection window...
+    a.feed(&ev(1, c, 1, data(65_535)));
+    // ...so stream 3, its own window untouched, waits on the connection's.
+    a.feed(&ev(20, c, 3, blocked(0, 10)));
+    // The connection window is raised far; stream 3 then spends its own.
+    a.feed(&ev(25, c, 0, wu(Dir::In, 1_000_000)));
+    a.feed(&ev(30, c, 3, data(65_535)));
+    a.feed(&ev(41, c, 3, blocked(1, 31)));
+    let (s, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(s.client_blocked_conn_window_s, 10e-9);
+    assert_eq!(s.client_blocked_stream_window_s, 10e-9);
+    assert_eq!(s.client_h2_buffer_blocked_s, 0.0);
+}
