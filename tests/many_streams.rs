@@ -87,3 +87,26 @@ fn with_a_large_connection_window_only_the_stalled_stream_starves_and_is_named()
     );
     assert!(!stall.contains("/1:") && !stall.contains("/5:"), "{stall}");
 }
+
+#[test]
+fn the_shared_window_scenario_compares_both_windows_side_by_side() {
+    let dir = temp_dir("scenario-shared");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["compare", "--scenario", "shared-window", "--repeats", "1"])
+        .args(["--duration", "2s", "--quiet", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    // The 64 KiB run stalls (a failed check), so compare exits 3.
+    assert_eq!(out.status.code(), Some(3), "{table}");
+    assert!(
+        table.contains("stall-stream=3 conn-window=65535"),
+        "{table}"
+    );
+    assert!(
+        table.contains("stall-stream=3 conn-window=1048576"),
+        "{table}"
+    );
+    assert!(dir.join("comparison.md").is_file());
+}

@@ -17,6 +17,131 @@ pub enum Scenario {
     /// worker, 65,535-byte windows. Add `--release frame,decode,complete` to
     /// see what the article could not.
     Part1,
+    /// Many streams, one connection window: 4 streams, stream 3 never
+    /// released (--stall-stream 3), with a 65,535-byte and a 1 MiB connection
+    /// window. With 64 KiB the stalled stream drains the shared window and
+    /// everything stops (a stall); with 1 MiB only stream 3 starves.
+    SharedWindow,
+    /// 4 streams, stream 3's body dropped mid-message without a release
+    /// (--drop-stream 3), 65,535-byte connection window: does the h2 version in
+    /// use return the dropped stream's credit to the connection?
+    DropWithoutRelease,
+    /// Throughput against the bandwidth-delay product: the default 64 KiB
+    /// window at --link-delay 0, 10, 25 and 50 ms (W / RTT caps the rate).
+    Bdp,
+}
+
+impl Scenario {
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Part1 => "part1",
+            Scenario::SharedWindow => "shared-window",
+            Scenario::DropWithoutRelease => "drop-without-release",
+            Scenario::Bdp => "bdp",
+        }
+    }
+}
+
+/// One configuration of a matrix: its label and what it changes in the
+/// run options built from `compare`'s flags.
+struct Config {
+    label: String,
+    slug: String,
+    apply: Box<dyn Fn(&mut RunOpts) + Send + Sync>,
+}
+
+impl Config {
+    fn new(
+        label: String,
+        slug: String,
+        apply: impl Fn(&mut RunOpts) + Send + Sync + 'static,
+    ) -> Config {
+        Config {
+            label,
+            slug,
+            apply: Box::new(apply),
+        }
+    }
+}
+
+/// The configurations `compare` runs: a named scenario's, or release ×
+/// queue from the flags.
+fn matrix(opts: &CompareOpts) -> Vec<Config> {
+    let size = |s: &str| s.parse::<Size>().expect("a static size");
+    match opts.scenario {
+        Some(Scenario::SharedWindow) | Some(Scenario::DropWithoutRelease) => {
+            let drop = opts.scenario == Some(Scenario::DropWithoutRelease);
+            // 65,535: the protocol's default (a 64 KiB window of 65,536 would
+            // leave one byte of connection credit beside a stalled stream,
+            // and h2 then trickles 1-byte DATA frames instead of stopping).
+            let windows: &[&str] = if drop { &["65535"] } else { &["65535", "1MiB"] };
+            windows
+                .iter()
+                .map(|w| {
+                    let window = size(w);
+                    let what = if drop {
+                        "drop-stream=3"
+                    } else {
+                        "stall-stream=3"
+                    };
+                    Config::new(
+                        format!("streams=4 {what} conn-window={}", window.0),
+                        format!("{}-{}", what.replace('=', ""), window.0),
+                        move |r| {
+                            r.client.streams = 4;
+                            r.server.conn_window = window;
+                            r.client.stall_timeout = "2s".parse().expect("static");
+                            if drop {
+                                r.server.drop_stream = Some(3);
+                            } else {
+                                r.server.stall_stream = Some(crate::server::StallSpec {
+                                    stream: 3,
+                                    after: 0,
+                                });
+                            }
+                        },
+                    )
+                })
+                .collect()
+        }
+        Some(Scenario::Bdp) => ["0ms", "10ms", "25ms", "50ms"]
+            .iter()
+            .map(|d| {
+                let delay: Dur = d.parse().expect("static");
+                Config::new(format!("link-delay={d}"), format!("delay{d}"), move |r| {
+                    r.client.link_delay = delay;
+                    r.server.service_time = "1ms".parse().expect("static");
+                })
+            })
+            .collect(),
+        _ => {
+            let releases = opts.release.clone().unwrap_or_else(|| match opts.scenario {
+                Some(Scenario::Part1) => vec![ReleasePoint::Frame],
+                _ => vec![ReleasePoint::Frame, ReleasePoint::Complete],
+            });
+            let queues = opts.queue.clone().unwrap_or_else(|| {
+                vec![
+                    QueuePolicy::Direct,
+                    QueuePolicy::Unbounded,
+                    QueuePolicy::Bounded(32),
+                ]
+            });
+            releases
+                .iter()
+                .flat_map(|r| queues.iter().map(move |q| (*r, *q)))
+                .map(|(r, q)| {
+                    Config::new(
+                        label(r, q),
+                        format!("{}-{}", r.as_str(), q.to_string().replace(':', "")),
+                        move |o| {
+                            o.server.release = r;
+                            o.server.queue = q;
+                        },
+                    )
+                })
+                .collect()
+        }
+    }
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -96,16 +221,20 @@ pub struct Comparison {
 pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     let mut runs: Vec<RunRef> = vec![];
     let name = match opts.scenario {
-        Some(Scenario::Part1) => "compare-part1",
-        None => "compare",
+        Some(s) => format!("compare-{}", s.name()),
+        None => "compare".to_string(),
     };
     let out = match &opts.out {
         Some(d) => d.clone(),
-        None => super::default_run_dir(name),
+        None => super::default_run_dir(&name),
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
 
     if !opts.runs.is_empty() {
+        crate::refuse_unless!(
+            opts.scenario.is_none() && opts.release.is_none() && opts.queue.is_none(),
+            "--scenario, --release and --queue choose a matrix to run; they do not apply to existing run directories"
+        );
         for dir in &opts.runs {
             let (summary, warnings) = super::analyze_dir(dir)?;
             for w in warnings {
@@ -118,46 +247,37 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             });
         }
     } else {
-        let releases = opts.release.clone().unwrap_or_else(|| match opts.scenario {
-            Some(Scenario::Part1) => vec![ReleasePoint::Frame],
-            None => vec![ReleasePoint::Frame, ReleasePoint::Complete],
-        });
-        let queues = opts.queue.clone().unwrap_or_else(|| {
-            vec![
-                QueuePolicy::Direct,
-                QueuePolicy::Unbounded,
-                QueuePolicy::Bounded(32),
-            ]
-        });
-        let matrix: Vec<(ReleasePoint, QueuePolicy)> = releases
-            .iter()
-            .flat_map(|r| queues.iter().map(move |q| (*r, *q)))
-            .collect();
+        crate::refuse_unless!(
+            opts.scenario.is_none()
+                || opts.scenario == Some(Scenario::Part1)
+                || (opts.release.is_none() && opts.queue.is_none()),
+            "--release and --queue do not apply to --scenario {}",
+            opts.scenario.map_or("", |s| s.name())
+        );
+        let matrix = matrix(&opts);
         // Check every configuration before spending minutes on the first.
-        for (r, q) in &matrix {
-            make_opts(&opts, *r, *q, &out, 0).server.validate(
+        for c in &matrix {
+            let o = make_opts(&opts, c, &out, 0);
+            o.client.validate()?;
+            o.server.validate(
                 opts.capture_payload,
-                Some(
-                    make_opts(&opts, *r, *q, &out, 0)
-                        .client
-                        .framed_upper_bound(),
-                ),
-                Some(1),
+                Some(o.client.framed_upper_bound()),
+                Some(o.client.streams),
             )?;
         }
         let total = matrix.len() as u64 * opts.repeats as u64;
         let bar = progress_bar(total, opts.quiet);
         let mut done = 0;
         'matrix: for rep in 1..=opts.repeats {
-            for (r, q) in &matrix {
-                let cfg = label(*r, *q);
+            for c in &matrix {
+                let cfg = c.label.clone();
                 let msg = format!("{cfg} (repeat {rep}/{})", opts.repeats);
                 match &bar {
                     Some(b) => b.set_message(msg),
                     None if !opts.quiet => eprintln!("h2probe: run {}/{total}: {msg}", done + 1),
                     None => {}
                 }
-                let result = run::run(make_opts(&opts, *r, *q, &out, rep)).await?;
+                let result = run::run(make_opts(&opts, c, &out, rep)).await?;
                 for w in &result.warnings {
                     eprintln!("h2probe: warning: {w}");
                 }
@@ -184,10 +304,10 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
 
     let rows = compare::rows(&runs);
     let title = match opts.scenario {
-        Some(Scenario::Part1) => "h2probe comparison: Part 1 scenario",
-        None => "h2probe comparison",
+        Some(s) => format!("h2probe comparison: {} scenario", s.name()),
+        None => "h2probe comparison".to_string(),
     };
-    let md = compare::markdown(title, &rows);
+    let md = compare::markdown(&title, &rows);
     let out2 = out.clone();
     let rows2 = rows.clone();
     let runs2 = runs.clone();
@@ -199,16 +319,8 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     })
 }
 
-fn make_opts(
-    o: &CompareOpts,
-    release: ReleasePoint,
-    queue: QueuePolicy,
-    out: &Path,
-    rep: u32,
-) -> RunOpts {
+fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> RunOpts {
     let mut r = RunOpts::default();
-    r.server.release = release;
-    r.server.queue = queue;
     r.server.service_time = o.service_time;
     r.server.stream_window = o.window;
     r.server.conn_window = o.window;
@@ -218,11 +330,8 @@ fn make_opts(
     r.output.capture_payload = o.capture_payload;
     r.output.no_pcap = !o.pcap;
     r.output.quiet = true;
-    r.output.out = Some(out.join(format!(
-        "{}-{}-r{rep}",
-        release.as_str(),
-        queue.to_string().replace(':', "")
-    )));
+    r.output.out = Some(out.join(format!("{}-r{rep}", c.slug)));
+    (c.apply)(&mut r);
     r
 }
 

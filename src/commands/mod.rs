@@ -484,16 +484,52 @@ pub fn analyze_dir(dir: &Path) -> anyhow::Result<(Summary, Vec<String>)> {
     Ok((a.summary, a.warnings))
 }
 
-/// The label of a run directory: its configuration from meta.json, or its
-/// directory name when it has none (a client-only run).
+/// The label of a run directory, from meta.json: its release point and
+/// queue, then every server and client setting that differs from the
+/// default (so runs that differ in any parameter are never pooled); its
+/// directory name when it has no configuration.
 pub(crate) fn config_of(dir: &Path) -> String {
-    Meta::read(dir)
-        .ok()
-        .and_then(|m| m.config_label())
-        .unwrap_or_else(|| {
-            dir.file_name().map_or_else(
-                || dir.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )
-        })
+    let Ok(meta) = Meta::read(dir) else {
+        return dir_name(dir);
+    };
+    let Some(mut label) = meta.config_label() else {
+        return dir_name(dir);
+    };
+    let defaults = [
+        (
+            meta.config.server.as_ref(),
+            config_part(&crate::server::ServerOpts::default()),
+        ),
+        (
+            meta.config.client.as_ref(),
+            config_part(&crate::client::ClientOpts::default()),
+        ),
+    ];
+    let mut differing = std::collections::BTreeMap::new();
+    for (part, default) in defaults {
+        let (Some(part), Some(default)) = (part, default) else {
+            continue;
+        };
+        for (k, v) in part {
+            if k == "release" || k == "queue" || default.get(k) == Some(v) {
+                continue;
+            }
+            let shown = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            differing.insert(k.replace('_', "-"), shown);
+        }
+    }
+    for (k, v) in differing {
+        label.push_str(&format!(" {k}={v}"));
+    }
+    label
+}
+
+fn dir_name(dir: &Path) -> String {
+    dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
