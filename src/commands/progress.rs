@@ -20,7 +20,9 @@ impl Progress {
 }
 
 /// Shows progress: a bar updated every second on a terminal, a plain line
-/// every 5 s otherwise, nothing with `--quiet`.
+/// every 5 s otherwise, nothing with `--quiet`. The bar fits 80 columns
+/// (indicatif trims `wide_msg` to the terminal) and names its phase:
+/// offering while the schedule runs, then draining.
 pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Progress {
     use std::io::IsTerminal;
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
@@ -33,7 +35,7 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
             let b = indicatif::ProgressBar::new(planned.max(1));
             b.set_style(
                 indicatif::ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30}] {pos}/{len} scheduled  {msg}",
+                    "{elapsed_precise} [{bar:20}] {prefix} {wide_msg}",
                 )
                 .expect("static template")
                 .progress_chars("=> "),
@@ -50,10 +52,18 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
                 _ = &mut stopped => break,
             }
             let g = Live::get;
+            let scheduled = g(&live.scheduled);
+            let phase = if planned == 0 {
+                "serving"
+            } else if scheduled < planned {
+                "offering"
+            } else {
+                "draining"
+            };
+            // Short words: with the bar and clock, a line fits 80 columns.
             let msg = format!(
-                "sent {}  decoded {}  completed {}  queued {}  discarded {}  never-sent {}",
+                "sent {} done {} queued {} dropped {} unsent {}",
                 g(&live.sent),
-                g(&live.decoded),
                 g(&live.completed),
                 live.depth.load(std::sync::atomic::Ordering::Relaxed),
                 g(&live.discarded),
@@ -61,10 +71,15 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
             );
             match &bar {
                 Some(b) => {
-                    b.set_position(g(&live.scheduled));
+                    b.set_position(scheduled);
+                    b.set_prefix(phase);
                     b.set_message(msg);
                 }
-                None => eprintln!("h2probe: {:>5.0}s  {msg}", started.elapsed().as_secs_f64()),
+                // Not an error line: no `h2probe:` prefix.
+                None => eprintln!(
+                    "progress {:>5.0}s {phase}: {msg}",
+                    started.elapsed().as_secs_f64()
+                ),
             }
         }
         if let Some(b) = bar {
