@@ -23,7 +23,9 @@ pub enum CapturePayload {
     /// No payload bytes: frames are rebuilt from their typed fields (HEADERS
     /// blocks and DATA become zeros).
     None,
-    /// Payloads of every frame except DATA (HEADERS blocks, SETTINGS, ...).
+    /// Payloads of every frame except the upload's DATA (client→server):
+    /// HEADERS blocks, SETTINGS, and the server's small replies, so a pcap
+    /// decodes every gRPC message and trailer.
     #[default]
     Headers,
     /// Every payload byte, DATA included (large traces).

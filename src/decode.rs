@@ -170,7 +170,7 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
                     emit(
                         who,
                         f.head.stream(),
-                        Kind::Frame(frame_event(&f, Dir::Out, opts.payload)),
+                        Kind::Frame(frame_event(&f, Dir::Out, opts.payload, true)),
                         out,
                     )
                 }

@@ -67,6 +67,14 @@ pub struct Tap<S> {
     blocked_since: Option<u64>,
 }
 
+/// Whether bytes going `dir` through `endpoint`'s tap travel client→server.
+fn is_upload(endpoint: Endpoint, dir: Dir) -> bool {
+    matches!(
+        (endpoint, dir),
+        (Endpoint::Server, Dir::In) | (Endpoint::Client, Dir::Out)
+    )
+}
+
 impl<S> Tap<S> {
     pub fn new(inner: S, cfg: TapConfig, rec: Recorder) -> Tap<S> {
         let (rd, wr) = match cfg.endpoint {
@@ -74,7 +82,12 @@ impl<S> Tap<S> {
             Endpoint::Client => (Parser::server_to_client(), Parser::client_to_server()),
         };
         let side = |mut parser: Parser, dir| {
-            parser.keep_data_payloads(cfg.capture == CapturePayload::Full);
+            let keep = match cfg.capture {
+                CapturePayload::None => false,
+                CapturePayload::Headers => !is_upload(cfg.endpoint, dir),
+                CapturePayload::Full => true,
+            };
+            parser.keep_data_payloads(keep);
             Side {
                 parser,
                 dir,
@@ -133,7 +146,14 @@ impl<S> Tap<S> {
                     f.head.stream(),
                     t,
                     KindId::Frame,
-                    || Kind::Frame(frame_event(&f, dir, cfg.capture)),
+                    || {
+                        Kind::Frame(frame_event(
+                            &f,
+                            dir,
+                            cfg.capture,
+                            is_upload(cfg.endpoint, dir),
+                        ))
+                    },
                 );
             }
             Ok(Parsed::Preface { .. }) => {}

@@ -103,3 +103,38 @@ fn csv_and_qlog_exports_carry_every_event() {
         );
     }
 }
+
+/// The default capture keeps every byte but the upload's DATA, so tshark
+/// dissects every frame of a default run's pcap — gRPC replies and trailers
+/// included — without a warning or an error in its expert info.
+#[test]
+fn tshark_finds_nothing_wrong_in_a_default_runs_pcap() {
+    let Some(tshark) = support::require_tool("tshark") else {
+        return;
+    };
+    let dir = support::temp_dir("pcap-expert");
+    let mut o = support::run_opts(&dir, "frame", "unbounded");
+    o.client.duration = support::dur("500ms");
+    let r = support::run(o);
+    let meta = h2probe_analysis::meta::Meta::read(&r.dir).unwrap();
+    let port = meta.listen.unwrap().rsplit(':').next().unwrap().to_string();
+    for pcap in ["server.pcap", "client.pcap"] {
+        let out = std::process::Command::new(&tshark)
+            .arg("-r")
+            .arg(dir.join(pcap))
+            .args([
+                "-d",
+                &format!("tcp.port=={port},http2"),
+                "-q",
+                "-z",
+                "expert",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        for bad in ["Errors (", "Warnings ("] {
+            assert!(!text.contains(bad), "{pcap}: tshark's expert info:\n{text}");
+        }
+    }
+}

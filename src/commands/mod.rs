@@ -33,7 +33,7 @@ pub struct OutputOpts {
     #[arg(long)]
     pub label: Option<String>,
 
-    /// Payload bytes kept in frame events: none, headers (all but DATA) or full.
+    /// Payload bytes kept in frame events: none, headers (all but the upload's DATA) or full.
     /// pcap files stay decodable in every mode (missing bytes become zeros).
     #[arg(long, value_enum, default_value = "headers", value_name = "MODE")]
     pub capture_payload: CapturePayload,

@@ -394,7 +394,12 @@ mod tests {
         p.feed(bytes, |r| {
             if let Ok(Parsed::Frame(f)) = r {
                 out = Some((
-                    crate::trace::frame_event(&f, Dir::Out, crate::config::CapturePayload::None),
+                    crate::trace::frame_event(
+                        &f,
+                        Dir::Out,
+                        crate::config::CapturePayload::None,
+                        true,
+                    ),
                     f.head.stream(),
                 ));
             }

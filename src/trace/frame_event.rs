@@ -7,7 +7,10 @@ use crate::wire::{Body, FrameRef};
 use base64::Engine;
 
 /// The schema's view of a parsed frame.
-pub fn frame_event(f: &FrameRef<'_>, dir: Dir, capture: CapturePayload) -> FrameEv {
+///
+/// `upload`: the frame travels client→server (the bulk DATA `headers`
+/// capture leaves out).
+pub fn frame_event(f: &FrameRef<'_>, dir: Dir, capture: CapturePayload, upload: bool) -> FrameEv {
     let mut ev = FrameEv {
         dir,
         offset: f.offset,
@@ -52,7 +55,7 @@ pub fn frame_event(f: &FrameRef<'_>, dir: Dir, capture: CapturePayload) -> Frame
     }
     let keep = match capture {
         CapturePayload::None => false,
-        CapturePayload::Headers => f.head.ty() != schema::FrameType::DATA,
+        CapturePayload::Headers => f.head.ty() != schema::FrameType::DATA || !upload,
         CapturePayload::Full => true,
     };
     if keep {
