@@ -5,6 +5,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod ladder;
 pub mod meta;
 pub mod plots;
 pub mod reader;
