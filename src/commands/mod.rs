@@ -189,6 +189,7 @@ const RUN_PRODUCTS: &[&str] = &[
     "summary.json",
     "timeline.csv",
     "windows.csv",
+    "report.html",
     "server.pcap",
     "client.pcap",
     "server.sqlog",
