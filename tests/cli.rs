@@ -28,7 +28,7 @@ fn snapshot(name: &str, actual: &str) {
 
 #[test]
 fn help_texts_are_stable() {
-    for cmd in ["run", "serve", "client", "analyze", "decode"] {
+    for cmd in ["run", "serve", "client", "analyze", "decode", "report"] {
         let out = h2probe()
             .args([cmd, "--help"])
             .env("COLUMNS", "100")
@@ -183,7 +183,11 @@ fn the_bare_command_takes_runs_flags_and_sizes_are_unambiguous() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(dir.join("summary.json").is_file());
     let out = h2probe()
         .args(["run", "--stream-window", "64K"])

@@ -8,6 +8,7 @@ pub mod client;
 pub mod matrix;
 pub mod merge;
 mod progress;
+pub mod report;
 pub mod run;
 pub mod serve;
 
