@@ -839,6 +839,17 @@ fn arrow_lines(arrows: &[Arrow], cluster: u64) -> Vec<ArrowLine> {
     lines
 }
 
+/// An entry of the middle column: an arrow line's label, or an arrow.
+struct Mid {
+    /// Where it belongs (a label's baseline), y.
+    d: f64,
+    /// The arrow line it labels; `None` for an arrow (an obstacle).
+    line: Option<usize>,
+    t: u64,
+    /// Where the label is centred, x.
+    x: f64,
+}
+
 /// How far labels end up below where they belong, beyond the stacking of
 /// lines of one cluster (`desired` ascending; `same` when a line belongs
 /// to the previous one's cluster).
@@ -866,35 +877,71 @@ impl Ladder {
         // The middle column: each arrow line's label (above DATA going
         // right, below WINDOW_UPDATEs coming back) and the arrows themselves,
         // as obstacles the labels keep clear of. `None` is an arrow.
-        let middle = |y: &dyn Fn(u64) -> f64| -> Vec<(f64, Option<usize>, u64)> {
-            let mut m: Vec<(f64, Option<usize>, u64)> = vec![];
+        // The visible middle of an arrow (x, y): the middle of the part of
+        // it inside the body, where its label goes.
+        let visible_mid = |a: &Arrow, y: &dyn Fn(u64) -> f64, h: f64| -> (f64, f64) {
+            let (s, r) = self.ends(a);
+            let (y0, y1) = (y(s), y(r));
+            let (x0, x1) = match a.flow {
+                Flow::C2s => (CLIENT_X, SERVER_X),
+                Flow::S2c => (SERVER_X, CLIENT_X),
+            };
+            let m = if (y1 - y0).abs() < 1e-9 {
+                0.5
+            } else {
+                let (ta, tb) = ((TOP - y0) / (y1 - y0), (TOP + h - y0) / (y1 - y0));
+                let lo = ta.min(tb).max(0.0);
+                let hi = ta.max(tb).min(1.0);
+                if lo <= hi {
+                    (lo + hi) / 2.0
+                } else {
+                    0.5
+                }
+            };
+            (x0 + m * (x1 - x0), y0 + m * (y1 - y0))
+        };
+        // The middle column: each arrow line's label (above DATA going
+        // right, below WINDOW_UPDATEs coming back, at the visible middle of
+        // its first arrow) and the arrows themselves, as obstacles the
+        // labels keep clear of (`line: None`).
+        let middle = |y: &dyn Fn(u64) -> f64, h: f64| -> Vec<Mid> {
+            let mut m: Vec<Mid> = vec![];
             for (i, l) in alines.iter().enumerate() {
-                let mids: Vec<f64> = l
+                let mids: Vec<(f64, f64)> = l
                     .items
                     .iter()
-                    .map(|&k| {
-                        let (s, r) = self.ends(&self.arrows[k]);
-                        (y(s) + y(r)) / 2.0
-                    })
+                    .map(|&k| visible_mid(&self.arrows[k], y, h))
                     .collect();
-                let top = mids.iter().copied().fold(f64::INFINITY, f64::min);
-                let low = mids.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let top = mids.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+                let low = mids.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
                 let t = self.arrows[l.items[0]].t();
-                match l.flow {
-                    Flow::C2s => m.push((top - 6.0, Some(i), t)),
-                    Flow::S2c => m.push((low + 18.0, Some(i), t)),
-                }
-                m.push(((top + low) / 2.0 + 6.0, None, t));
+                let x = mids[0].0;
+                let d = match l.flow {
+                    Flow::C2s => top - 6.0,
+                    Flow::S2c => low + 18.0,
+                };
+                m.push(Mid {
+                    d,
+                    line: Some(i),
+                    t,
+                    x,
+                });
+                m.push(Mid {
+                    d: (top + low) / 2.0 + 6.0,
+                    line: None,
+                    t,
+                    x,
+                });
             }
-            m.sort_by(|a, b| a.0.total_cmp(&b.0));
+            m.sort_by(|a, b| a.d.total_cmp(&b.d));
             // Arrows at one height are one obstacle.
             let mut last_arrow = f64::NEG_INFINITY;
-            m.retain(|(d, what, _)| {
-                if what.is_some() {
+            m.retain(|e| {
+                if e.line.is_some() {
                     return true;
                 }
-                let keep = *d - last_arrow > 3.0;
-                last_arrow = *d;
+                let keep = e.d - last_arrow > 3.0;
+                last_arrow = e.d;
                 keep
             });
             m
@@ -919,12 +966,12 @@ impl Ladder {
             body = h;
             let y = |t: u64| TOP + t.saturating_sub(self.start) as f64 / span as f64 * h;
             let mut prev: Option<u64> = None;
-            let mid: Vec<(f64, bool)> = middle(&y)
+            let mid: Vec<(f64, bool)> = middle(&y, h)
                 .iter()
                 .map(|m| {
-                    let same = prev.is_some_and(|p| m.2.abs_diff(p) <= cluster);
-                    prev = Some(m.2);
-                    (m.0, same)
+                    let same = prev.is_some_and(|p| m.t.abs_diff(p) <= cluster);
+                    prev = Some(m.t);
+                    (m.d, same)
                 })
                 .collect();
             let labels = drift(&tick_desired(&server_lines, &y))
@@ -1107,21 +1154,20 @@ impl Ladder {
         }
         // Arrow labels.
         let mut lowest = bottom;
-        let entries: Vec<(f64, Option<usize>)> = middle(&y_free)
+        let entries: Vec<Mid> = middle(&y_free, body)
             .into_iter()
-            .map(|(d, w, _)| (d.clamp(TOP + 10.0, bottom + 24.0), w))
+            .map(|m| Mid {
+                d: m.d.clamp(TOP + 10.0, bottom + 24.0),
+                ..m
+            })
             .collect();
-        let placed = place(&entries.iter().map(|e| e.0).collect::<Vec<_>>(), LINE_H);
+        let placed = place(&entries.iter().map(|e| e.d).collect::<Vec<_>>(), LINE_H);
         let mx = (CLIENT_X + SERVER_X) / 2.0;
-        let order: Vec<(f64, usize)> = entries
-            .iter()
-            .zip(&placed)
-            .filter_map(|((_, w), p)| w.map(|i| (*p, i)))
-            .collect();
-        let placed: Vec<f64> = order.iter().map(|o| o.0).collect();
-        for ((_, i), p) in order.iter().zip(&placed) {
-            let l = &alines[*i];
-            let _ = write!(b, r#"<text x="{mx}" y="{p:.1}" class="alabel">"#);
+        for (e, p) in entries.iter().zip(&placed) {
+            let Some(i) = e.line else { continue };
+            let x = e.x;
+            let l = &alines[i];
+            let _ = write!(b, r#"<text x="{x:.1}" y="{p:.1}" class="alabel">"#);
             for (n, &k) in l.items.iter().enumerate() {
                 let a = &self.arrows[k];
                 let c = match a.frame {
