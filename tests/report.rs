@@ -472,7 +472,7 @@ fn the_page_of_a_hand_built_run_renders_in_a_browser_with_its_ladder() {
         2,
         "the two updates after it"
     );
-    assert!(sliced.contains("the slice asked for: 2 ms from 1.0033 s"));
+    assert!(sliced.contains("the slice asked for, 2 ms from 1.0033 s"));
 
     // In a real browser.
     let Some(exe) = support::require_tool("chromium") else {

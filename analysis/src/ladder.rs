@@ -404,7 +404,7 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
         Some(at) => {
             let (c, origin) = collect(trace, span, Some((at, at.saturating_add(span))))?;
             let how = format!(
-                "the slice asked for: {} from {:.4} s",
+                "the slice asked for, {} from {:.4} s",
                 show_span(span),
                 at as f64 / 1e9
             );
@@ -414,8 +414,9 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
             let (c, origin) = collect(trace, span, None)?;
             if let Some(a) = c.anchor {
                 let how = format!(
-                    "the default slice: {} around the first enqueue at queue depth ≥ 2 after the \
-                     server's first WINDOW_UPDATE ({:.4} s): the queue grows while credit flows",
+                    "the default slice, {} around the first enqueue at queue depth ≥ 2 after the \
+                     server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip): the queue \
+                     grows while credit flows",
                     show_span(span),
                     a.t.saturating_sub(origin) as f64 / 1e9
                 );
@@ -432,8 +433,8 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
                 let at = first.saturating_sub(origin);
                 let (c, origin) = collect(trace, span, Some((at, at + span)))?;
                 let how = format!(
-                    "the default slice: {}, {what} (the queue never held two messages after a \
-                     WINDOW_UPDATE, so there is no moment where it grows while credit flows)",
+                    "the default slice, {} {what}: the queue never held two messages after a \
+                     WINDOW_UPDATE, so there is no moment where it grows while credit flows",
                     show_span(span)
                 );
                 (c, origin, how)
@@ -628,6 +629,12 @@ fn layout(c: Collector, origin: u64, how: String) -> Ladder {
             kind,
             text,
         });
+    }
+
+    // No enqueue, no queue (a direct handoff): its `start` depths say nothing.
+    if !ticks.iter().any(|t| t.kind == "enqueue") {
+        queue.clear();
+        queue_before = None;
     }
 
     // The cap: the first MAX_DRAWN arrows and ticks by time.

@@ -519,7 +519,7 @@ fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, trace_s: f64) -> St
     let mut o = String::new();
     let _ = write!(
         o,
-        r#"<p>A sequence diagram of {} → {} s ({}), seconds since the trace origin, as on the plots' time axis. Each arrow leaves the sender's column when the sender's tap wrote the frame and reaches the receiver's column when the receiver's tap read it, to scale; the server's application steps are ticks beside its column. Hover an arrow or a tick for exact times.</p>"#,
+        r#"<p><b>{} → {} s</b>: {}. Times are seconds since the trace origin, as on the plots' time axis. Each arrow leaves the sender's column when the sender's tap wrote the frame and reaches the receiver's column when the receiver's tap read it, to scale; the server's application steps are ticks beside its column. Hover an arrow or a tick for exact times.</p>"#,
         esc(&format!("{:.4}", l.secs(l.start))),
         esc(&format!("{:.4}", l.secs(l.end))),
         esc(&l.how),
