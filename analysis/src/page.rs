@@ -586,6 +586,11 @@ fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, trace_s: f64) -> St
         (None, None) => "no connection has frames in this slice".into(),
     };
     let mut notes = vec![format!("Connection: {conn}.")];
+    if l.arrows.is_empty() && l.ticks.is_empty() {
+        notes.push(format!(
+            "Nothing happened in this slice (the trace lasts {trace_s:.2} s)."
+        ));
+    }
     if l.other_conns > 0 {
         notes.push(format!(
             "{} other connection(s) had frames in this slice; they are not drawn.",

@@ -98,7 +98,8 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
     let mut pages = vec![];
     let mut runs = vec![];
     for dir in &opts.dirs {
-        let summary = summary_of(dir).with_context(|| format!("{}", dir.display()))?;
+        // Its errors name the directory or the file.
+        let summary = summary_of(dir)?;
         let out = if single { opts.out.as_deref() } else { None };
         let page = h2probe_analysis::report::write_html(dir, &summary, &ladder, out)?;
         pages.push(page.clone());
