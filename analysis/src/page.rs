@@ -900,8 +900,12 @@ pub fn compare_html(runs: &[CompareRun]) -> String {
                 .unwrap_or(r#"<p class="note">(none)</p>"#);
             let _ = write!(
                 b,
-                r#"<figure>{svg}<figcaption><b>{}</b> · <a href="{}">report</a></figcaption></figure>"#,
+                r#"<figure>{svg}<figcaption><b>{}</b> · {} · <a href="{}">report</a></figcaption></figure>"#,
                 esc(&r.config),
+                esc(&r.dir.file_name().map_or_else(
+                    || r.dir.display().to_string(),
+                    |n| n.to_string_lossy().into_owned()
+                )),
                 esc(&r.link)
             );
         }
