@@ -55,6 +55,9 @@ pub enum Command {
     Client(Box<ClientCmdOpts>),
     /// Analyse run directories: summary.json, timeline.csv, SVG plots, headline table.
     Analyze(AnalyzeOpts),
+    /// Write report.html: one run's page (headline, checks, frame ladder, plots, configuration), or a comparison of several.
+    #[command(long_about = crate::commands::report::LONG_ABOUT)]
+    Report(crate::commands::report::ReportOpts),
     /// Compare release strategies: run a matrix with repeats, or compare run directories.
     Compare(Box<crate::commands::matrix::CompareOpts>),
     /// Merge traces of separate processes on one host (serve + client) into one run.
@@ -207,6 +210,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 )?;
             }
             Ok(code)
+        }
+        Command::Report(opts) => {
+            let w = crate::commands::report::report(&opts)?;
+            for p in w.pages.iter().chain(&w.comparison) {
+                println!("{}", p.display());
+            }
+            Ok(0)
         }
         Command::Compare(opts) => {
             let c = runtime()?.block_on(crate::commands::matrix::compare(*opts))?;

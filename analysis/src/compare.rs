@@ -183,7 +183,7 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
 }
 
 /// Column titles of the headline table (Markdown and terminal alike).
-const HEADLINE: [&str; 9] = [
+pub const HEADLINE: [&str; 9] = [
     "configuration",
     "runs",
     "sent/s (steady)",
@@ -196,7 +196,7 @@ const HEADLINE: [&str; 9] = [
 ];
 
 /// One row of the headline table, in the order of [`HEADLINE`].
-fn headline_cells(r: &Row) -> [String; 9] {
+pub fn headline_cells(r: &Row) -> [String; 9] {
     [
         r.config.clone(),
         r.runs.to_string(),

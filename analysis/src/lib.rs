@@ -5,7 +5,9 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod ladder;
 pub mod meta;
+pub mod page;
 pub mod plots;
 pub mod reader;
 pub mod report;

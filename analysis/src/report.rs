@@ -23,8 +23,9 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     }
 }
 
-/// Analyses `dir/trace.jsonl` and writes `summary.json`, `timeline.csv` and
-/// the SVG plots next to it. Returns the summary and warnings.
+/// Analyses `dir/trace.jsonl` and writes `summary.json`, `timeline.csv`,
+/// `windows.csv`, the SVG plots and `report.html` (with the default frame
+/// ladder) next to it. Returns the summary and warnings.
 pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError> {
     let trace =
         crate::reader::trace_path(dir).ok_or_else(|| crate::reader::OpenError::NotARun {
@@ -46,7 +47,22 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     std::fs::write(&path, json).map_err(io_err(&path))?;
     write_timeline_csv(&dir.join("timeline.csv"), &a.timeline)?;
     crate::plots::run_plots(dir, &a.timeline)?;
+    write_html(dir, &summary, &crate::ladder::LadderOpts::default(), None)?;
     Ok((summary, a.warnings))
+}
+
+/// Writes the run's page (see [`crate::page`]) to `out`, or to
+/// `dir/report.html`; returns the path written.
+pub fn write_html(
+    dir: &Path,
+    summary: &Summary,
+    ladder: &crate::ladder::LadderOpts,
+    out: Option<&Path>,
+) -> Result<std::path::PathBuf, ReportError> {
+    let path = out.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
+    let html = crate::page::RunPage::read(dir, summary, ladder).html();
+    std::fs::write(&path, html).map_err(io_err(&path))?;
+    Ok(path)
 }
 
 /// One row per series point: `series,t_s,value,unit` (tidy, long format).

@@ -8,6 +8,7 @@ pub mod client;
 pub mod matrix;
 pub mod merge;
 mod progress;
+pub mod report;
 pub mod run;
 pub mod serve;
 
@@ -189,6 +190,7 @@ const RUN_PRODUCTS: &[&str] = &[
     "summary.json",
     "timeline.csv",
     "windows.csv",
+    "report.html",
     "server.pcap",
     "client.pcap",
     "server.sqlog",

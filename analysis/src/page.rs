@@ -1,0 +1,954 @@
+//! `report.html`: one self-contained page per run (headline figures, the
+//! checks, the frame ladder, every plot of the run inlined, the
+//! configuration), and a comparison page for several runs. No network: the
+//! SVGs, the CSS and everything else are inside the file; no script.
+
+use crate::analyze::{Check, Summary};
+use crate::ladder::{self, Ladder, LadderOpts};
+use crate::meta::Meta;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// HTML-escapes text for element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+const CSS: &str = r#"
+:root{--fg:#1a202c;--muted:#5a6472;--ok:#1e7e34;--okbg:#e6f4ea;--bad:#c53030;--badbg:#fdecec;--na:#7a5d00;--nabg:#fff6d6;--card:#f6f8fa;--border:#d8dee4;--accent:#1f5fa8}
+*{box-sizing:border-box}
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--fg);margin:0;background:#fff}
+main{max-width:1340px;margin:0 auto;padding:22px 28px 64px}
+h1{font-size:25px;margin:0 0 2px}
+h2{font-size:19px;margin:34px 0 10px;padding-bottom:5px;border-bottom:2px solid #e9edf1}
+h3{font-size:15px;margin:16px 0 6px}
+a{color:var(--accent)}
+.sub{color:var(--muted);font-size:14px}
+code,pre,.mono{font-family:ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace}
+code{font-size:13px;background:#f1f3f5;padding:1px 5px;border-radius:4px}
+nav{margin:10px 0 4px;font-size:14px}
+nav a{margin-right:14px;text-decoration:none}
+.badge{display:inline-block;padding:1px 9px;border-radius:11px;font-size:13px;font-weight:600;white-space:nowrap}
+.b-ok{background:var(--okbg);color:var(--ok)}
+.b-bad{background:var(--badbg);color:var(--bad)}
+.b-na{background:var(--nabg);color:var(--na)}
+.b-info{background:#e8f0fb;color:var(--accent)}
+.cards{display:grid;grid-template-columns:repeat(4,minmax(0,1fr));gap:12px;margin:16px 0}
+@media (max-width:900px){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
+.card{background:var(--card);border:1px solid var(--border);border-radius:9px;padding:10px 14px}
+.card .k{color:var(--muted);font-size:13px}
+.card .v{font-size:23px;font-weight:650;margin:2px 0}
+.card .n{color:var(--muted);font-size:12.5px}
+.card.alert{border-color:#f3b4b4;background:#fff7f7}
+.card.alert .v{color:var(--bad)}
+.card.good .v{color:var(--ok)}
+.finding{border-left:4px solid #d62728;background:#fff7f7;padding:10px 14px;border-radius:0 8px 8px 0;margin:14px 0}
+pre.headline{background:#0f172a;color:#e2e8f0;padding:14px 16px;border-radius:8px;white-space:pre-wrap;font-size:12.5px;line-height:1.45;margin:8px 0}
+details>summary{cursor:pointer;color:var(--muted);font-size:14px}
+table{border-collapse:collapse;font-size:14px}
+th,td{padding:5px 10px;border-bottom:1px solid var(--border);text-align:left;vertical-align:top}
+th{background:#f6f8fa;font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.failed td{background:#fffafa}
+.cfg{display:grid;grid-template-columns:repeat(auto-fill,minmax(380px,1fr));gap:18px}
+.cfg td:first-child{color:var(--muted);white-space:nowrap}
+.cfg td{font-size:13.5px}
+.plots{display:grid;grid-template-columns:minmax(0,1040px);gap:22px}
+figure{margin:0}
+figure.wide{grid-column:1/-1}
+figure svg{width:100%;height:auto;border:1px solid var(--border);border-radius:6px;display:block}
+figcaption{font-size:13px;color:var(--muted);margin:5px 2px}
+.ladder-wrap{border:1px solid var(--border);border-radius:8px;padding:6px;overflow-x:auto}
+.ladder-wrap svg{width:100%;min-width:1000px;height:auto;display:block}
+.legend{display:flex;flex-wrap:wrap;gap:6px 16px;font-size:13px;color:var(--muted);margin:8px 0}
+.legend i{display:inline-block;width:18px;height:3px;vertical-align:middle;margin-right:5px;border-radius:2px}
+.note{font-size:14px;color:var(--muted)}
+.warn{background:var(--nabg);border:1px solid #f0d98a;border-radius:6px;padding:6px 10px;font-size:14px;margin:8px 0}
+.cmp{display:grid;gap:14px}
+.cmp figure svg{border:1px solid var(--border)}
+.runs td{font-size:13.5px}
+table.cmpt td:first-child{white-space:nowrap;font-weight:600}
+h3 .note{font-weight:normal}
+"#;
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n",
+        esc(title)
+    )
+}
+
+/// A run's SVG plots, in reading order (the standard ones first), as
+/// `(file name, SVG element)`. A file that is not a plain SVG (no `<svg`
+/// element, or one with a script) is left out and named in the second list.
+pub fn run_svgs(dir: &Path) -> (Vec<(String, String)>, Vec<String>) {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".svg"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let rank = |n: &str| {
+        ["credit.svg", "queue.svg", "cumulative.svg", "blocked.svg"]
+            .iter()
+            .position(|s| *s == n)
+            .unwrap_or(99)
+    };
+    names.sort_by(|a, b| (rank(a), a).cmp(&(rank(b), b)));
+    let mut ok = vec![];
+    let mut skipped = vec![];
+    for n in names {
+        match std::fs::read_to_string(dir.join(&n))
+            .ok()
+            .and_then(|s| inline_svg(&s))
+        {
+            Some(svg) => ok.push((n, svg)),
+            None => skipped.push(n),
+        }
+    }
+    (ok, skipped)
+}
+
+/// The `<svg …>…</svg>` element of an SVG file, without its XML prolog;
+/// `None` for anything that is not one, or that carries a script.
+fn inline_svg(text: &str) -> Option<String> {
+    let start = text.find("<svg")?;
+    let end = text.rfind("</svg>")? + "</svg>".len();
+    let svg = &text[start..end];
+    let lower = svg.to_ascii_lowercase();
+    if lower.contains("<script")
+        || lower.contains("javascript:")
+        || lower.contains(" on") && has_handler(&lower)
+    {
+        return None;
+    }
+    Some(svg.to_string())
+}
+
+/// Whether an SVG has an event-handler attribute (`onload=`, `onclick=` …).
+fn has_handler(lower: &str) -> bool {
+    let b = lower.as_bytes();
+    lower.match_indices(" on").any(|(i, _)| {
+        let rest = &b[i + 3..];
+        let name_len = rest.iter().take_while(|c| c.is_ascii_lowercase()).count();
+        name_len > 0 && rest.get(name_len) == Some(&b'=')
+    })
+}
+
+fn caption(name: &str) -> &'static str {
+    match name {
+        "credit.svg" => "Credit against work: the client's send windows and the bytes the server had not released (top), the bytes the application owned (middle), the queue (bottom). Credit stays up while ownership grows: the window describes bytes, not work.",
+        "queue.svg" => "Messages waiting in the application queue.",
+        "cumulative.svg" => "Cumulative messages: scheduled and sent by the client, completed and discarded by the server. The gap between sent and completed is work the server holds.",
+        "blocked.svg" => "When the client waited: on window credit, on h2's send buffer, on the socket.",
+        _ => "",
+    }
+}
+
+/// `+1.5`, `-0.3`, and `0.0` for what rounds to zero (never `-0.0`).
+fn signed(v: f64, decimals: usize) -> String {
+    let s = format!("{v:+.decimals$}");
+    if s.trim_start_matches(['+', '-'])
+        .chars()
+        .all(|c| c == '0' || c == '.')
+    {
+        format!("{:.decimals$}", 0.0)
+    } else {
+        s
+    }
+}
+
+fn badge(ok: Option<bool>) -> &'static str {
+    match ok {
+        Some(true) => r#"<span class="badge b-ok">✓ holds</span>"#,
+        Some(false) => r#"<span class="badge b-bad">✗ FAILED</span>"#,
+        None => r#"<span class="badge b-na">? cannot be judged</span>"#,
+    }
+}
+
+/// What one figure of the summary shows when the trace lacks its side.
+fn na(have: bool, f: impl FnOnce() -> String) -> String {
+    if have {
+        f()
+    } else {
+        "n/a".into()
+    }
+}
+
+fn card(o: &mut String, class: &str, key: &str, value: &str, note: &str) {
+    let _ = write!(
+        o,
+        r#"<div class="card {class}"><div class="k">{}</div><div class="v">{}</div><div class="n">{}</div></div>"#,
+        esc(key),
+        esc(value),
+        esc(note)
+    );
+}
+
+/// The headline figures as cards, and the growth finding when there is one.
+fn cards(s: &Summary) -> String {
+    let (c, sv) = (s.has_client, s.has_server);
+    let mut o = String::from(r#"<div class="cards">"#);
+    card(
+        &mut o,
+        "",
+        "sent (steady)",
+        &na(c, || format!("{:.1}/s", s.send_rate_steady)),
+        &na(c, || format!("offered {:.1}/s", s.offered_rate)),
+    );
+    card(
+        &mut o,
+        "",
+        "completed",
+        &na(sv, || format!("{:.1}/s", s.completion_rate)),
+        &na(sv, || format!("{} of {} decoded", s.completed, s.decoded)),
+    );
+    let growing = c && sv && s.queue_growth_rate > 1.0;
+    card(
+        &mut o,
+        if growing { "alert" } else { "" },
+        "queue growth",
+        &na(c && sv, || {
+            format!("{} msg/s", signed(s.queue_growth_rate, 1))
+        }),
+        "slope over the steady part of the run",
+    );
+    card(
+        &mut o,
+        if growing { "alert" } else { "" },
+        "peak queue",
+        &na(sv, || format!("{} msgs", s.max_queue_depth)),
+        &na(sv, || {
+            format!(
+                "{:.2} MiB owned by the application",
+                s.max_owned_bytes as f64 / 1048576.0
+            )
+        }),
+    );
+    card(
+        &mut o,
+        "",
+        "peak unreleased",
+        &na(sv, || format!("{} B", s.max_unreleased_bytes)),
+        "received by the server, credit not yet released",
+    );
+    card(
+        &mut o,
+        if c && s.client_window_blocked_s > 0.0 {
+            "alert"
+        } else {
+            ""
+        },
+        "client blocked on credit",
+        &na(c, || format!("{:.2} s", s.client_window_blocked_s)),
+        &na(c, || {
+            format!(
+                "h2 buffer {:.2} s · socket {:.3} s",
+                s.client_h2_buffer_blocked_s, s.client_socket_blocked_s
+            )
+        }),
+    );
+    card(
+        &mut o,
+        "",
+        "WINDOW_UPDATEs out",
+        &na(sv, || s.window_updates_out.to_string()),
+        &na(sv, || {
+            format!(
+                "stream mean +{:.0} B · release→update p50 {:.2} ms",
+                s.window_update_increment.mean, s.release_to_update_ms.p50
+            )
+        }),
+    );
+    let failed = s.checks.values().filter(|c| c.ok == Some(false)).count();
+    let unknown = s.checks.values().filter(|c| c.ok.is_none()).count();
+    let held = s.checks.len() - failed - unknown;
+    let (class, value) = if failed > 0 {
+        ("alert", format!("{failed} FAILED"))
+    } else if unknown > 0 {
+        ("", format!("{held} hold"))
+    } else {
+        ("good", "all hold".to_string())
+    };
+    card(
+        &mut o,
+        class,
+        "invariant checks",
+        &value,
+        &format!(
+            "{held} hold · {failed} failed · {unknown} cannot be judged (of {})",
+            s.checks.len()
+        ),
+    );
+    o.push_str("</div>");
+    if s.queue_growth_in_window >= 1.0 {
+        let _ = write!(
+            o,
+            r#"<p class="finding">From <b>{:.1} s</b> to <b>{:.1} s</b> the queue grew by <b>{:.0} messages</b> while the server sent <b>{} stream WINDOW_UPDATEs</b> returning <b>{:.2} MiB of credit</b>: the window kept describing bytes, not the work the server held.</p>"#,
+            s.queue_growth_window_s.0,
+            s.queue_growth_window_s.1,
+            s.queue_growth_in_window,
+            s.window_updates_in_growth_window,
+            s.credit_returned_in_growth_window as f64 / 1048576.0
+        );
+    }
+    o
+}
+
+fn checks_table(s: &Summary, dir_arg: &str) -> String {
+    if s.checks.is_empty() {
+        return r#"<p class="note">No checks: the trace holds nothing to judge.</p>"#.into();
+    }
+    let mut o = String::from(
+        r#"<table class="checks"><tr><th>check</th><th>result</th><th>why</th><th>first offending event</th></tr>"#,
+    );
+    // Failures first, then what cannot be judged, then what holds.
+    let mut rows: Vec<(&String, &Check)> = s.checks.iter().collect();
+    rows.sort_by_key(|(n, c)| {
+        (
+            match c.ok {
+                Some(false) => 0,
+                None => 1,
+                Some(true) => 2,
+            },
+            n.to_string(),
+        )
+    });
+    for (name, c) in rows {
+        let at = match (c.first_t_s, c.first_line) {
+            (Some(t), line) => {
+                let mut a = format!("at {t:.6} s");
+                if let Some(l) = line {
+                    let _ = write!(a, ", trace line {l}");
+                }
+                let from = (t - 0.01).max(0.0);
+                let _ = write!(
+                    a,
+                    r#"<br><span class="note">see it: <code>h2probe report {} --at {from:.3}s --span 20ms</code></span>"#,
+                    esc(dir_arg)
+                );
+                a
+            }
+            _ => String::new(),
+        };
+        let _ = write!(
+            o,
+            r#"<tr{}><td><code>{}</code></td><td>{}</td><td>{}</td><td>{at}</td></tr>"#,
+            if c.ok == Some(false) {
+                r#" class="failed""#
+            } else {
+                ""
+            },
+            esc(name),
+            badge(c.ok),
+            esc(&c.detail),
+        );
+    }
+    o.push_str("</table>");
+    o
+}
+
+fn json_cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => "–".into(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn kv_table(title: &str, rows: &[(String, String)]) -> String {
+    let mut o = format!("<div><h3>{}</h3><table>", esc(title));
+    for (k, v) in rows {
+        let _ = write!(
+            o,
+            r#"<tr><td>{}</td><td class="mono">{}</td></tr>"#,
+            esc(k),
+            esc(v)
+        );
+    }
+    o.push_str("</table></div>");
+    o
+}
+
+/// `2026-11-30 05:50:21 UTC` from Unix nanoseconds.
+pub fn utc(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn config_section(meta: &Result<Meta, String>) -> String {
+    let m = match meta {
+        Ok(m) => m,
+        Err(e) => return format!(r#"<p class="warn">meta.json: {}</p>"#, esc(e)),
+    };
+    let mut o = String::from(r#"<div class="cfg">"#);
+    for (title, part) in [
+        ("server", &m.config.server),
+        ("client", &m.config.client),
+        ("output", &m.config.output),
+    ] {
+        if let Some(map) = part {
+            let rows: Vec<(String, String)> =
+                map.iter().map(|(k, v)| (k.clone(), json_cell(v))).collect();
+            o.push_str(&kv_table(title, &rows));
+        }
+    }
+    let mut run = vec![
+        ("command".to_string(), m.command.clone()),
+        ("status".to_string(), m.status.clone()),
+        ("tool".to_string(), m.tool.clone()),
+    ];
+    if !m.argv.is_empty() {
+        run.push(("argv".into(), m.argv.join(" ")));
+    }
+    if m.started_unix_ns > 0 {
+        run.push(("started".into(), utc(m.started_unix_ns)));
+    }
+    if m.finished_unix_ns > m.started_unix_ns && m.started_unix_ns > 0 {
+        run.push((
+            "lasted".into(),
+            format!(
+                "{:.1} s",
+                (m.finished_unix_ns - m.started_unix_ns) as f64 / 1e9
+            ),
+        ));
+    }
+    if let Some(l) = m.listen.as_ref().or(m.config.listen.as_ref()) {
+        run.push(("listen".into(), l.clone()));
+    }
+    if let Some(c) = &m.config.connect {
+        run.push(("connect".into(), c.clone()));
+    }
+    run.push((
+        "recorder".into(),
+        format!(
+            "{} events accepted, {} written, {} dropped",
+            m.recorder.accepted,
+            m.recorder.written,
+            m.recorder.dropped_total()
+        ),
+    ));
+    if !m.merged_from.is_empty() {
+        run.push(("merged from".into(), m.merged_from.join(", ")));
+    }
+    o.push_str(&kv_table("run", &run));
+    let h = &m.host;
+    let host = vec![
+        ("hostname".to_string(), h.hostname.clone()),
+        ("os / arch".to_string(), format!("{} / {}", h.os, h.arch)),
+        ("kernel".to_string(), h.kernel.clone()),
+        ("cpus".to_string(), h.cpus.to_string()),
+    ];
+    o.push_str(&kv_table("host", &host));
+    let versions: Vec<(String, String)> = m
+        .versions
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !versions.is_empty() {
+        o.push_str(&kv_table("crate versions", &versions));
+    }
+    o.push_str("</div>");
+    o
+}
+
+fn legend() -> String {
+    let mut o = String::from(r#"<div class="legend">"#);
+    for (k, what) in [
+        ("DATA", "DATA (client → server)"),
+        ("WINDOW_UPDATE", "WINDOW_UPDATE (credit back to the client)"),
+        ("other", "other frames"),
+        ("chunk", "chunk: h2 hands bytes to the app"),
+        ("release", "release_capacity"),
+        ("decode", "message decoded"),
+        ("enqueue", "enqueued (depth after)"),
+        ("start", "worker starts"),
+        ("complete", "worker completes"),
+        ("send", "client: message handed to h2"),
+    ] {
+        let _ = write!(
+            o,
+            r#"<span><i style="background:{}"></i>{}</span>"#,
+            ladder::color(k),
+            esc(what)
+        );
+    }
+    let _ = write!(
+        o,
+        r#"<span><i style="background:{};opacity:.5;height:9px"></i>queue depth</span><span><i style="background:repeating-linear-gradient(45deg,#ff7f0e 0 2px,#fff1e0 2px 5px);height:9px"></i>client blocked on credit</span></div>"#,
+        ladder::color("enqueue")
+    );
+    o
+}
+
+fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, trace_s: f64) -> String {
+    let l = match l {
+        Ok(l) => l,
+        Err(e) => return format!(r#"<p class="warn">No ladder: {}</p>"#, esc(e)),
+    };
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r#"<p><b>{} → {} s</b>: {}. Times are seconds since the trace origin, as on the plots' time axis. Each arrow leaves the sender's column when the sender's tap wrote the frame and reaches the receiver's column when the receiver's tap read it, to scale; the server's application steps are ticks beside its column. Hover an arrow or a tick for exact times.</p>"#,
+        esc(&format!("{:.4}", l.secs(l.start))),
+        esc(&format!("{:.4}", l.secs(l.end))),
+        esc(&l.how),
+    );
+    // What the slice shows, in figures.
+    let mut data = (0usize, 0u64);
+    let mut wu = (0usize, 0u64, 0u64);
+    for a in &l.arrows {
+        match a.frame {
+            crate::schema::FrameType::DATA => {
+                data.0 += 1;
+                data.1 += a.len as u64;
+            }
+            crate::schema::FrameType::WINDOW_UPDATE => {
+                wu.0 += 1;
+                let inc = a.increment.unwrap_or(0) as u64;
+                if a.stream == 0 {
+                    wu.2 += inc
+                } else {
+                    wu.1 += inc
+                }
+            }
+            _ => {}
+        }
+    }
+    let released: u64 = l
+        .ticks
+        .iter()
+        .filter(|t| t.kind == "release")
+        .filter_map(|t| t.text.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    let mut facts = vec![
+        format!("{} DATA frames ({} B) to the server", data.0, data.1),
+        format!(
+            "{} WINDOW_UPDATEs back (+{} B stream, +{} B connection credit)",
+            wu.0, wu.1, wu.2
+        ),
+        format!("{released} B released"),
+    ];
+    if let (Some(first), Some(last)) = (
+        l.queue_before.or(l.queue.first().map(|q| q.1)),
+        l.queue.last().map(|q| q.1),
+    ) {
+        facts.push(format!("queue depth {first} → {last}"));
+    }
+    let _ = write!(
+        o,
+        r#"<p><span class="badge b-info">in this slice</span> {}</p>"#,
+        esc(&facts.join(" · "))
+    );
+    let conn = match (&l.client, &l.server) {
+        (Some(c), Some(s)) => format!(
+            "client conn {} ({}) ↔ server conn {} ({})",
+            c.conn, c.local, s.conn, s.local
+        ),
+        (Some(c), None) => format!(
+            "client conn {} ({} → {}); the trace has no server view of it",
+            c.conn, c.local, c.peer
+        ),
+        (None, Some(s)) => format!(
+            "server conn {} ({} ← {}); the trace has no client view of it",
+            s.conn, s.local, s.peer
+        ),
+        (None, None) => "no connection has frames in this slice".into(),
+    };
+    let mut notes = vec![format!("Connection: {conn}.")];
+    if l.arrows.is_empty() && l.ticks.is_empty() {
+        notes.push(format!(
+            "Nothing happened in this slice (the trace lasts {trace_s:.2} s)."
+        ));
+    }
+    if l.other_conns > 0 {
+        notes.push(format!(
+            "{} other connection(s) had frames in this slice; they are not drawn.",
+            l.other_conns
+        ));
+    }
+    if l.capped() {
+        notes.push(format!(
+            "Capped: the slice holds {} arrows and ticks; the first {} are drawn (up to {:.4} s of the {:.4} s asked for). Use a shorter --span to see the rest.",
+            l.items_in_slice,
+            l.arrows.len() + l.ticks.len(),
+            l.secs(l.end),
+            l.secs(l.slice_end)
+        ));
+    }
+    if l.not_kept > 0 {
+        notes.push(format!(
+            "{} events of the slice were not read into memory (limit {}); some arrows may lack an end.",
+            l.not_kept,
+            ladder::MAX_KEPT
+        ));
+    }
+    // An example inside the run: its middle, to a tenth of a second.
+    let mid = (trace_s / 2.0 * 10.0).round() / 10.0;
+    notes.push(format!(
+        "Another slice: <code>h2probe report {} --at {mid:.1}s --span 20ms</code> (time since the trace origin).",
+        esc(dir_arg)
+    ));
+    let _ = write!(
+        o,
+        r#"<p class="note">{}</p>"#,
+        notes
+            .iter()
+            .map(|n| if n.contains("<code>") {
+                n.clone()
+            } else {
+                esc(n)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    o.push_str(&legend());
+    let _ = write!(o, r#"<div class="ladder-wrap">{}</div>"#, l.svg());
+    o
+}
+
+/// Everything a run page is made of.
+pub struct RunPage {
+    pub title: String,
+    /// The run directory as the user would type it (for commands shown).
+    pub dir_arg: String,
+    pub summary: Summary,
+    pub headline: String,
+    pub meta: Result<Meta, String>,
+    pub ladder: Result<Ladder, String>,
+    pub plots: Vec<(String, String)>,
+    pub skipped_plots: Vec<String>,
+}
+
+impl RunPage {
+    /// Reads what the page needs from `dir` (meta.json, the plots, the
+    /// trace's slice for the ladder).
+    pub fn read(dir: &Path, summary: &Summary, opts: &LadderOpts) -> RunPage {
+        let meta = Meta::read(dir).map_err(|e| e.to_string());
+        let ladder = match crate::reader::trace_path(dir) {
+            Some(p) => ladder::build(&p, opts).map_err(|e| e.to_string()),
+            None => Err("the run directory has no trace".into()),
+        };
+        let (plots, skipped_plots) = run_svgs(dir);
+        let name = dir
+            .canonicalize()
+            .ok()
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| dir.display().to_string());
+        RunPage {
+            title: name,
+            dir_arg: dir.display().to_string(),
+            summary: summary.clone(),
+            headline: crate::report::headline(summary),
+            meta,
+            ladder,
+            plots,
+            skipped_plots,
+        }
+    }
+
+    pub fn html(&self) -> String {
+        let s = &self.summary;
+        let mut b = String::new();
+        let label = self
+            .meta
+            .as_ref()
+            .ok()
+            .and_then(|m| m.config_label())
+            .unwrap_or_default();
+        let status = match s.run_status.as_str() {
+            "" | "complete" => String::new(),
+            other => format!(r#" <span class="badge b-bad">{}</span>"#, esc(other)),
+        };
+        let when = self
+            .meta
+            .as_ref()
+            .ok()
+            .filter(|m| m.started_unix_ns > 0)
+            .map(|m| format!(" · {}", utc(m.started_unix_ns)))
+            .unwrap_or_default();
+        let _ = write!(
+            b,
+            r##"<header><h1>h2probe run <span class="mono">{}</span>{status}</h1><div class="sub">{}{} · {} · trace {:.2} s</div><nav><a href="#headline">Headline</a><a href="#checks">Checks</a><a href="#ladder">Frame ladder</a><a href="#plots">Plots</a><a href="#config">Configuration</a></nav></header>"##,
+            esc(&self.title),
+            esc(&label),
+            esc(&when),
+            esc(&self.dir_arg),
+            s.span_s
+        );
+        let _ = write!(b, r#"<section id="headline"><h2>Headline</h2>"#);
+        b.push_str(&cards(s));
+        let _ = write!(
+            b,
+            r#"<details open><summary>as printed by h2probe</summary><pre class="headline">{}</pre></details></section>"#,
+            esc(&self.headline)
+        );
+        let _ = write!(
+            b,
+            r#"<section id="checks"><h2>Checks</h2>{}</section>"#,
+            checks_table(s, &self.dir_arg)
+        );
+        let _ = write!(
+            b,
+            r#"<section id="ladder"><h2>Frame ladder</h2>{}</section>"#,
+            ladder_section(&self.ladder, &self.dir_arg, s.span_s)
+        );
+        b.push_str(r#"<section id="plots"><h2>Plots</h2>"#);
+        if self.plots.is_empty() {
+            b.push_str(r#"<p class="note">This run directory has no plots.</p>"#);
+        }
+        b.push_str(r#"<div class="plots">"#);
+        for (name, svg) in &self.plots {
+            let _ = write!(
+                b,
+                r#"<figure{}>{svg}<figcaption><b>{}</b> — {}</figcaption></figure>"#,
+                if name == "credit.svg" {
+                    r#" class="wide""#
+                } else {
+                    ""
+                },
+                esc(name),
+                esc(caption(name))
+            );
+        }
+        b.push_str("</div>");
+        if !self.skipped_plots.is_empty() {
+            let _ = write!(
+                b,
+                r#"<p class="warn">Not inlined (not a plain SVG): {}</p>"#,
+                esc(&self.skipped_plots.join(", "))
+            );
+        }
+        b.push_str("</section>");
+        let _ = write!(
+            b,
+            r#"<section id="config"><h2>Configuration</h2>{}</section>"#,
+            config_section(&self.meta)
+        );
+        let _ = write!(
+            b,
+            r#"<p class="note" style="margin-top:40px">Written by {} from <code>{}</code>. Beside it in the run directory: trace.jsonl (every event; its format is in docs/trace-format.md), summary.json, timeline.csv, windows.csv.</p>"#,
+            esc(&format!("h2probe-analysis {}", env!("CARGO_PKG_VERSION"))),
+            esc(&self.dir_arg)
+        );
+        page(&format!("h2probe · {}", self.title), &b)
+    }
+}
+
+/// One run of a comparison.
+pub struct CompareRun {
+    pub dir: PathBuf,
+    pub config: String,
+    pub summary: Summary,
+    /// Link to the run's own report.html, relative to the comparison page.
+    pub link: String,
+}
+
+/// The comparison page of several runs: the table, the runs with links to
+/// their own pages, and their plots side by side.
+pub fn compare_html(runs: &[CompareRun]) -> String {
+    let mut b = String::new();
+    let _ = write!(
+        b,
+        r##"<header><h1>h2probe comparison · {} runs</h1><div class="sub">Median over repeats of one configuration, (min–max) where they differ. Rates in messages/s.</div><nav><a href="#table">Table</a><a href="#runs">Runs</a><a href="#plots">Plots side by side</a></nav></header>"##,
+        runs.len()
+    );
+    let refs: Vec<crate::compare::RunRef> = runs
+        .iter()
+        .map(|r| crate::compare::RunRef {
+            config: r.config.clone(),
+            dir: r.dir.clone(),
+            summary: r.summary.clone(),
+        })
+        .collect();
+    let rows = crate::compare::rows(&refs);
+    b.push_str(r#"<section id="table"><h2>Comparison</h2><table class="cmpt"><tr>"#);
+    for (i, h) in crate::compare::HEADLINE.iter().enumerate() {
+        let _ = write!(
+            b,
+            r#"<th{}>{}</th>"#,
+            if i > 0 { r#" class="num""# } else { "" },
+            esc(h)
+        );
+    }
+    b.push_str("<th>checks</th></tr>");
+    for r in &rows {
+        b.push_str("<tr>");
+        for (i, c) in crate::compare::headline_cells(r).iter().enumerate() {
+            let _ = write!(
+                b,
+                r#"<td{}>{}</td>"#,
+                if i > 0 { r#" class="num""# } else { "" },
+                esc(c)
+            );
+        }
+        let _ = write!(
+            b,
+            "<td>{}</td></tr>",
+            if r.failed_checks > 0 {
+                format!(
+                    r#"<span class="badge b-bad">{} run(s) failed</span>"#,
+                    r.failed_checks
+                )
+            } else {
+                r#"<span class="badge b-ok">hold</span>"#.into()
+            }
+        );
+    }
+    b.push_str("</table>");
+    b.push_str(r#"<h3>WINDOW_UPDATEs and outcomes</h3><table class="cmpt"><tr><th>configuration</th><th class="num">WINDOW_UPDATE out</th><th class="num">mean stream increment B</th><th class="num">release→update p50 ms</th><th class="num">p90 ms</th><th class="num">scheduled</th><th class="num">completed</th><th class="num">discarded</th><th class="num">never sent</th><th>RPC status</th></tr>"#);
+    for r in &rows {
+        let status: Vec<String> = r
+            .rpc_status
+            .iter()
+            .map(|(k, v)| format!("{k}×{v}"))
+            .collect();
+        let cells = [
+            r.window_updates.show(0),
+            r.mean_increment.show(0),
+            r.release_to_update_p50_ms.show(2),
+            r.release_to_update_p90_ms.show(2),
+            r.scheduled.show(0),
+            r.completed.show(0),
+            r.discarded.show(0),
+            r.never_sent.show(0),
+        ];
+        let _ = write!(b, "<tr><td>{}</td>", esc(&r.config));
+        for c in cells {
+            let _ = write!(b, r#"<td class="num">{}</td>"#, esc(&c));
+        }
+        let _ = write!(b, "<td>{}</td></tr>", esc(&status.join(" ")));
+    }
+    b.push_str("</table></section>");
+
+    b.push_str(r#"<section id="runs"><h2>Runs</h2><table class="runs"><tr><th>#</th><th>configuration</th><th>run directory</th><th>report</th><th class="num">queue growth/s</th><th class="num">peak queue</th><th>checks</th></tr>"#);
+    for (i, r) in runs.iter().enumerate() {
+        let s = &r.summary;
+        let failed = s.checks.values().filter(|c| c.ok == Some(false)).count();
+        let _ = write!(
+            b,
+            r#"<tr><td>{}</td><td>{}</td><td class="mono">{}</td><td><a href="{}">report.html</a></td><td class="num">{}</td><td class="num">{}</td><td>{}</td></tr>"#,
+            i + 1,
+            esc(&r.config),
+            esc(&r.dir.display().to_string()),
+            esc(&r.link),
+            signed(s.queue_growth_rate, 1),
+            s.max_queue_depth,
+            if failed > 0 {
+                format!(r#"<span class="badge b-bad">{failed} FAILED</span>"#)
+            } else {
+                r#"<span class="badge b-ok">hold</span>"#.into()
+            }
+        );
+    }
+    b.push_str("</table></section>");
+
+    // Plots side by side: one row per plot, one column per run.
+    b.push_str(r#"<section id="plots"><h2>Plots side by side</h2>"#);
+    let svgs: Vec<Vec<(String, String)>> = runs.iter().map(|r| run_svgs(&r.dir).0).collect();
+    let mut names: Vec<String> = vec![];
+    for set in &svgs {
+        for (n, _) in set {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    let cols = runs.len().clamp(1, 4);
+    for name in &names {
+        let _ = write!(
+            b,
+            r#"<h3>{} <span class="note">— {}</span></h3><div class="cmp" style="grid-template-columns:repeat({cols},minmax(0,1fr))">"#,
+            esc(name),
+            esc(caption(name))
+        );
+        for (r, set) in runs.iter().zip(&svgs) {
+            let svg = set
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, s)| s.as_str())
+                .unwrap_or(r#"<p class="note">(none)</p>"#);
+            let _ = write!(
+                b,
+                r#"<figure>{svg}<figcaption><b>{}</b> · {} · <a href="{}">report</a></figcaption></figure>"#,
+                esc(&r.config),
+                esc(&r.dir.file_name().map_or_else(
+                    || r.dir.display().to_string(),
+                    |n| n.to_string_lossy().into_owned()
+                )),
+                esc(&r.link)
+            );
+        }
+        b.push_str("</div>");
+    }
+    b.push_str("</section>");
+    page("h2probe comparison", &b)
+}
+
+/// `to` as a link from a page in directory `from` (relative when both
+/// resolve, else a `file://` URL), percent-encoding what a URL cannot hold.
+pub fn link(from: &Path, to: &Path) -> String {
+    let abs = |p: &Path| {
+        p.canonicalize().unwrap_or_else(|_| {
+            std::env::current_dir()
+                .map(|c| c.join(p))
+                .unwrap_or_else(|_| p.to_path_buf())
+        })
+    };
+    let (from, to) = (abs(from), abs(to));
+    let f: Vec<_> = from.components().collect();
+    let t: Vec<_> = to.components().collect();
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let rel = if common > 0 {
+        let mut parts: Vec<String> = vec!["..".into(); f.len() - common];
+        parts.extend(
+            t[common..]
+                .iter()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+        );
+        parts.join("/")
+    } else {
+        format!("file://{}", to.display())
+    };
+    let mut o = String::new();
+    for ch in rel.chars() {
+        match ch {
+            ' ' => o.push_str("%20"),
+            '#' => o.push_str("%23"),
+            '?' => o.push_str("%3F"),
+            '%' => o.push_str("%25"),
+            c => o.push(c),
+        }
+    }
+    o
+}
