@@ -17,8 +17,8 @@ pub struct DecodeOpts {
 
     /// Largest frame accepted (the receiver's SETTINGS_MAX_FRAME_SIZE, which
     /// is not in this file); larger frames are reported as errors.
-    #[arg(long, default_value_t = MAX_MAX_FRAME_SIZE, value_name = "BYTES")]
-    pub max_frame_size: u32,
+    #[arg(long, default_value = "16777215", value_name = "SIZE")]
+    pub max_frame_size: crate::config::Size,
 
     /// Payload bytes to include: none, headers (all but DATA) or full.
     #[arg(long, value_enum, default_value = "none", value_name = "MODE")]
@@ -120,7 +120,16 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
     }
     let mut input = std::io::Cursor::new(head).chain(input);
     let mut parser = Parser::auto();
-    parser.set_max_frame_size(opts.max_frame_size);
+    let max = u32::try_from(opts.max_frame_size.0)
+        .ok()
+        .filter(|m| (16_384..=MAX_MAX_FRAME_SIZE).contains(m))
+        .ok_or_else(|| {
+            anyhow::Error::new(crate::config::UsageError(format!(
+                "--max-frame-size must be between 16384 and {MAX_MAX_FRAME_SIZE} (RFC 9113 §6.5.2), got {}",
+                opts.max_frame_size.0
+            )))
+        })?;
+    parser.set_max_frame_size(max);
     parser.keep_data_payloads(opts.payload == CapturePayload::Full);
     let mut buf = vec![0u8; 1 << 16];
     let mut ep: Option<Endpoint> = None;
