@@ -227,20 +227,7 @@ impl<S> Drop for Tap<S> {
         // A write still refused when the connection goes (a peer that
         // stopped reading): the interval ends here, marked open.
         if let Some(start) = self.blocked_since.take() {
-            self.rec.emit(
-                self.cfg.endpoint,
-                self.cfg.conn,
-                0,
-                t,
-                KindId::SocketBlocked,
-                || {
-                    Kind::SocketBlocked(IntervalEv {
-                        dir: Dir::Out,
-                        start,
-                        open: true,
-                    })
-                },
-            );
+            self.record_blocked(start, t, true);
         }
         let (bytes_in, bytes_out) = (self.rd.bytes, self.wr.bytes);
         let error = self.close_reason.take();
@@ -282,25 +269,26 @@ impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
 
 impl<S> Tap<S> {
     /// Bookkeeping after a write attempt: closes a blocked interval or opens one.
+    /// A `socket_blocked` interval from `start` to `t` (`open`: it never
+    /// resumed).
+    fn record_blocked(&self, start: u64, t: u64, open: bool) {
+        let (endpoint, conn) = (self.cfg.endpoint, self.cfg.conn);
+        self.rec
+            .emit(endpoint, conn, 0, t, KindId::SocketBlocked, || {
+                Kind::SocketBlocked(IntervalEv {
+                    dir: Dir::Out,
+                    start,
+                    open,
+                })
+            });
+    }
+
     fn after_write(&mut self, pending: bool) {
         let t = now_ns();
         if pending {
             self.blocked_since.get_or_insert(t);
         } else if let Some(start) = self.blocked_since.take() {
-            self.rec.emit(
-                self.cfg.endpoint,
-                self.cfg.conn,
-                0,
-                t,
-                KindId::SocketBlocked,
-                || {
-                    Kind::SocketBlocked(IntervalEv {
-                        dir: Dir::Out,
-                        start,
-                        open: false,
-                    })
-                },
-            );
+            self.record_blocked(start, t, false);
         }
     }
 }
