@@ -536,9 +536,10 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
         html.contains("release=frame queue=unbounded"),
         "comparison table"
     );
-    // Each plot once per run, side by side.
+    // Each plot once per run, side by side (the label also names the
+    // settings that differ from the defaults, here the hand-built duration).
     assert_eq!(
-        html.matches("<b>release=frame queue=unbounded</b>").count(),
+        html.matches("<b>release=frame queue=unbounded duration=").count(),
         8
     );
 
