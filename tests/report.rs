@@ -539,7 +539,8 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
     // Each plot once per run, side by side (the label also names the
     // settings that differ from the defaults, here the hand-built duration).
     assert_eq!(
-        html.matches("<b>release=frame queue=unbounded duration=").count(),
+        html.matches("<b>release=frame queue=unbounded duration=")
+            .count(),
         8
     );
 
