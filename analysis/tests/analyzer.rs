@@ -280,3 +280,19 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
     assert_eq!(s.client_blocked_stream_window_s, 10e-9);
     assert_eq!(s.client_h2_buffer_blocked_s, 0.0);
 }
+
+/// docs/summary-json.md lists every field summary.json has.
+#[test]
+fn every_summary_field_is_documented() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/summary-json.md"),
+    )
+    .unwrap();
+    let summary = serde_json::to_value(h2probe_analysis::analyze::Summary::default()).unwrap();
+    for field in summary.as_object().unwrap().keys() {
+        assert!(
+            doc.contains(&format!("| `{field}` |")),
+            "docs/summary-json.md does not document `{field}`"
+        );
+    }
+}
