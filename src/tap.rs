@@ -284,11 +284,14 @@ impl<S> Tap<S> {
     }
 
     fn after_write(&mut self, pending: bool) {
-        let t = now_ns();
+        // The clock is read only when an interval opens or closes: the
+        // common write (ready, not blocked before) costs nothing here.
         if pending {
-            self.blocked_since.get_or_insert(t);
+            if self.blocked_since.is_none() {
+                self.blocked_since = Some(now_ns());
+            }
         } else if let Some(start) = self.blocked_since.take() {
-            self.record_blocked(start, t, false);
+            self.record_blocked(start, now_ns(), false);
         }
     }
 }

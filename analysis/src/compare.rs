@@ -158,28 +158,34 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |"
     );
     for r in rows {
-        let status: Vec<String> = r
-            .rpc_status
-            .iter()
-            .map(|(k, v)| format!("{k}×{v}"))
-            .collect();
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.config,
-            r.window_updates.show(0),
-            r.mean_increment.show(0),
-            r.release_to_update_p50_ms.show(2),
-            r.release_to_update_p90_ms.show(2),
-            r.scheduled.show(0),
-            r.completed.show(0),
-            r.discarded.show(0),
-            r.never_sent.show(0),
-            status.join(" "),
-            r.failed_checks
-        );
+        let mut cells = vec![r.config.clone()];
+        cells.extend(outcome_cells(r));
+        cells.push(r.failed_checks.to_string());
+        let _ = writeln!(o, "| {} |", cells.join(" | "));
     }
     o
+}
+
+/// The WINDOW_UPDATE and outcome cells of a row, after its configuration:
+/// updates, mean increment, release→update p50 and p90, scheduled,
+/// completed, discarded, never sent, RPC status (Markdown and HTML alike).
+pub fn outcome_cells(r: &Row) -> [String; 9] {
+    let status: Vec<String> = r
+        .rpc_status
+        .iter()
+        .map(|(k, v)| format!("{k}×{v}"))
+        .collect();
+    [
+        r.window_updates.show(0),
+        r.mean_increment.show(0),
+        r.release_to_update_p50_ms.show(2),
+        r.release_to_update_p90_ms.show(2),
+        r.scheduled.show(0),
+        r.completed.show(0),
+        r.discarded.show(0),
+        r.never_sent.show(0),
+        status.join(" "),
+    ]
 }
 
 /// Column titles of the headline table (Markdown and terminal alike).

@@ -17,6 +17,7 @@
 //! ticks (the page says so when either cap cut something).
 
 use crate::analyze::reorder::Reorder;
+use crate::page::esc;
 use crate::reader::{OpenError, TraceReader};
 use crate::schema::{flags, Dir, Endpoint, Event, FrameType, Kind};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -711,21 +712,6 @@ pub fn color(kind: &str) -> &'static str {
         "socket_blocked" => "#7f7f7f",
         _ => "#9a9a9a",
     }
-}
-
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '&' => o.push_str("&amp;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 /// Places labels (desired y ascending) at or below their y, `gap` apart.

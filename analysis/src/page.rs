@@ -828,26 +828,13 @@ pub fn compare_html(runs: &[CompareRun]) -> String {
     b.push_str("</table>");
     b.push_str(r#"<h3>WINDOW_UPDATEs and outcomes</h3><table class="cmpt"><tr><th>configuration</th><th class="num">WINDOW_UPDATE out</th><th class="num">mean stream increment B</th><th class="num">release→update p50 ms</th><th class="num">p90 ms</th><th class="num">scheduled</th><th class="num">completed</th><th class="num">discarded</th><th class="num">never sent</th><th>RPC status</th></tr>"#);
     for r in &rows {
-        let status: Vec<String> = r
-            .rpc_status
-            .iter()
-            .map(|(k, v)| format!("{k}×{v}"))
-            .collect();
-        let cells = [
-            r.window_updates.show(0),
-            r.mean_increment.show(0),
-            r.release_to_update_p50_ms.show(2),
-            r.release_to_update_p90_ms.show(2),
-            r.scheduled.show(0),
-            r.completed.show(0),
-            r.discarded.show(0),
-            r.never_sent.show(0),
-        ];
+        let cells = crate::compare::outcome_cells(r);
+        let (status, numbers) = cells.split_last().expect("nine cells");
         let _ = write!(b, "<tr><td>{}</td>", esc(&r.config));
-        for c in cells {
-            let _ = write!(b, r#"<td class="num">{}</td>"#, esc(&c));
+        for c in numbers {
+            let _ = write!(b, r#"<td class="num">{}</td>"#, esc(c));
         }
-        let _ = write!(b, "<td>{}</td></tr>", esc(&status.join(" ")));
+        let _ = write!(b, "<td>{}</td></tr>", esc(status));
     }
     b.push_str("</table></section>");
 

@@ -287,7 +287,8 @@ event_kinds! {
     /// Client: blocked on window credit (capacity reserved, none assigned)
     /// from `start` until `t`, while sending message `seq`.
     WindowBlocked(WindowBlockedEv) = "window_blocked" ["seq", "start", "open"],
-    /// Client: a scheduled message was never handed to h2.
+    /// Client: a scheduled message was never wholly handed to h2 (one cut
+    /// mid-send by a deadline or an interrupt counts here, not as `send`).
     NeverSent(NeverSentEv) = "never_sent" ["seq", "reason", "count"],
     /// Server: `accept` failed (e.g. EMFILE: descriptors exhausted); the
     /// listener pauses and retries.

@@ -273,6 +273,9 @@ impl Drop for EndOnDrop {
 
 /// How the receive phase ended.
 enum Ended {
+    /// --max-owned-bytes: the RPC ends RESOURCE_EXHAUSTED, its messages
+    /// discarded with reason `limit`.
+    Limit(String),
     HalfClosed,
     Cancelled(String),
     Status(u32, String),
@@ -293,7 +296,7 @@ async fn handle(
         ctx: ctx.clone(),
         conn,
         stream,
-        queue: AppQueue::new(None, ctx.live.clone()),
+        queue: AppQueue::new(None, ctx.live.clone(), ctx.cfg.max_owned_bytes),
         received: AtomicU64::new(0),
         received_bytes: AtomicU64::new(0),
         discarded: AtomicU64::new(0),
@@ -351,6 +354,10 @@ async fn handle(
             // The stream is gone: the answer below reaches no one.
             rpc.discard(&rpc.queue.take_all(), DiscardReason::Cancelled);
             (status::CANCELLED, why)
+        }
+        Some(Ended::Limit(msg)) => {
+            rpc.discard(&rpc.queue.take_all(), DiscardReason::Limit);
+            (status::RESOURCE_EXHAUSTED, msg)
         }
         Some(Ended::Status(code, msg))
             if !(shutting_down && ctx.cfg.shutdown_drain && code == status::UNAVAILABLE) =>
@@ -502,7 +509,10 @@ fn accept_message(rpc: &Rpc, seq: u64, msg: Framed) -> Result<(), Ended> {
         rpc.discard(&[seq], DiscardReason::QueueLimit);
         return Ok(());
     }
-    rpc.queue.own(framed);
+    if let Err(why) = rpc.queue.own(seq, framed) {
+        rpc.discard(&[seq], DiscardReason::Limit);
+        return Err(Ended::Limit(why));
+    }
     // Stamped before the push, so a worker's `start` cannot precede it.
     let t_enqueue = now_ns();
     let levels = rpc.queue.push(Job {

@@ -44,16 +44,19 @@ pub struct AppQueue {
     st: Mutex<State>,
     /// The server-wide count of owned bytes (all RPCs), for --max-owned-bytes.
     live: Arc<crate::live::Live>,
+    /// --max-owned-bytes: what all RPCs together may own.
+    max_owned: u64,
     notify: Notify,
     /// Present for `bounded:K`: K slots, reserved before reading a message.
     pub slots: Option<Arc<Semaphore>>,
 }
 
 impl AppQueue {
-    pub fn new(bounded: Option<u32>, live: Arc<crate::live::Live>) -> AppQueue {
+    pub fn new(bounded: Option<u32>, live: Arc<crate::live::Live>, max_owned: u64) -> AppQueue {
         AppQueue {
             st: Mutex::new(State::default()),
             live,
+            max_owned,
             notify: Notify::new(),
             slots: bounded.map(|k| Arc::new(Semaphore::new(k as usize))),
         }
@@ -76,9 +79,24 @@ impl AppQueue {
     }
 
     /// A message was decoded: the application owns its bytes from now on.
-    pub fn own(&self, framed: u32) {
+    ///
+    /// Refused, with the reason, when message `seq` would pass
+    /// --max-owned-bytes over all RPCs (checked and counted in one atomic
+    /// step, so two RPCs cannot both slip under the limit).
+    pub fn own(&self, seq: u64, framed: u32) -> Result<(), String> {
+        let max = self.max_owned;
+        self.live
+            .owned_bytes
+            .fetch_update(Relaxed, Relaxed, |owned| {
+                (owned + framed as u64 <= max).then_some(owned + framed as u64)
+            })
+            .map_err(|owned| {
+                format!(
+                    "the server owns {owned} bytes of unfinished messages; message {seq} ({framed} bytes) would pass --max-owned-bytes {max}"
+                )
+            })?;
         self.lock().owned_bytes += framed as u64;
-        self.live.owned_bytes.fetch_add(framed as u64, Relaxed);
+        Ok(())
     }
 
     /// Adds a job; returns the levels after it.
@@ -191,9 +209,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_message_taken_for_discard_cannot_also_complete() {
-        let q = AppQueue::new(None, Default::default());
+        let q = AppQueue::new(None, Default::default(), u64::MAX);
         for seq in 0..3 {
-            q.own(100);
+            q.own(seq, 100).unwrap();
             q.push(job(seq));
         }
         let (first, _) = q.pop().await.unwrap();
@@ -208,13 +226,32 @@ mod tests {
 
     #[tokio::test]
     async fn a_completed_message_is_not_discarded_afterwards() {
-        let q = AppQueue::new(None, Default::default());
-        q.own(100);
+        let q = AppQueue::new(None, Default::default(), u64::MAX);
+        q.own(7, 100).unwrap();
         q.push(job(7));
         let (j, _) = q.pop().await.unwrap();
         assert!(q.end_service(j.seq, j.framed));
         assert!(q.take_all().is_empty());
         assert!(!q.end_service(j.seq, j.framed), "a token is redeemed once");
         assert_eq!(q.completed(), 1);
+    }
+
+    #[tokio::test]
+    async fn owning_past_the_server_wide_limit_is_refused_and_not_counted() {
+        let live: Arc<crate::live::Live> = Default::default();
+        let (a, b) = (
+            AppQueue::new(None, live.clone(), 250),
+            AppQueue::new(None, live.clone(), 250),
+        );
+        a.own(0, 100).unwrap();
+        b.own(0, 100).unwrap();
+        let why = a.own(1, 100).unwrap_err();
+        assert!(why.contains("owns 200 bytes"), "{why}");
+        assert_eq!(
+            live.owned_bytes.load(Relaxed),
+            200,
+            "the refused one is not counted"
+        );
+        assert_eq!(a.snapshot().owned_bytes, 100);
     }
 }

@@ -79,7 +79,9 @@ pub struct Summary {
     /// one-time allowance of queue slots and window fills is included).
     pub send_rate: f64,
     /// Least-squares slope of cumulative sends (msg/s) over the steady window
-    /// (`queue_growth_window_s`): the rate the client sustained.
+    /// (`queue_growth_window_s`): the rate the client sustained. Fitted on
+    /// the `sent` series of timeline.csv (its `bucket_s`: 1 ms, wider for
+    /// runs longer than 2,048 buckets), one point per bucket.
     pub send_rate_steady: f64,
     pub decode_rate: f64,
     /// `complete` events per second, first start → last complete.
@@ -199,7 +201,8 @@ pub struct Summary {
     pub out_of_order_events: u64,
     /// Client waits classified as window-blocked, split: the connection
     /// window (shared by every stream) was exhausted during the wait, or only
-    /// the stream's own window was.
+    /// the stream's own window was. When both were, the wait counts as the
+    /// connection's.
     pub client_blocked_conn_window_s: f64,
     pub client_blocked_stream_window_s: f64,
     /// Per stream, server's view (streams that carried DATA).

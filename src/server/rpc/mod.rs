@@ -188,7 +188,7 @@ pub(super) async fn handle(
         ctx: ctx.clone(),
         conn,
         stream,
-        queue: AppQueue::new(bounded, ctx.live.clone()),
+        queue: AppQueue::new(bounded, ctx.live.clone(), ctx.cfg.max_owned_bytes),
         unreleased: Arc::new(AtomicU64::new(0)),
         received: AtomicU64::new(0),
         received_bytes: AtomicU64::new(0),
@@ -431,6 +431,15 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
     }
 }
 
+/// The application takes ownership of a decoded message; past
+/// --max-owned-bytes it is discarded (reason `limit`) and the RPC ends.
+fn own(rpc: &Rpc, seq: u64, framed: u32) -> Result<(), Ended> {
+    rpc.queue.own(seq, framed).map_err(|why| {
+        rpc.discard(&[seq], DiscardReason::Limit);
+        Ended::Limit(why)
+    })
+}
+
 /// Decodes one message and hands it to the queue policy.
 async fn accept_message(
     rpc: &Rpc,
@@ -462,20 +471,12 @@ async fn accept_message(
     });
     rpc.received.fetch_add(1, Relaxed);
     Live::add(&rpc.ctx.live.decoded, 1);
-    let owned = rpc.ctx.live.owned_bytes.load(Relaxed);
-    if owned + framed as u64 > cfg.max_owned_bytes {
-        rpc.discard(&[seq], DiscardReason::Limit);
-        return Err(Ended::Limit(format!(
-            "the server owns {owned} bytes of unfinished messages; message {seq} ({framed} bytes) would pass --max-owned-bytes {}",
-            cfg.max_owned_bytes
-        )));
-    }
     if cfg.release == ReleasePoint::Decode {
         rpc.release(flow, framed, ReleasePoint::Decode, Some(seq));
     }
     match cfg.queue {
         QueuePolicy::Direct => {
-            rpc.queue.own(framed);
+            own(rpc, seq, framed)?;
             rpc.queue.begin_service(seq, framed);
             rpc.start(flow, seq, framed, t, 0, 0);
             rpc.serve_one(flow, seq, framed, 0).await;
@@ -489,7 +490,7 @@ async fn accept_message(
                 }
                 return Ok(());
             }
-            rpc.queue.own(framed);
+            own(rpc, seq, framed)?;
             // Stamped before the push: a worker may pop it at once, and its
             // `start` must not precede this `enqueue` on the clock.
             let t_enqueue = now_ns();
