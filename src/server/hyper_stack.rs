@@ -24,7 +24,7 @@
 use super::queue::{AppQueue, Job};
 use super::rpc::respond::{check_request, grpc_headers, status_trailers};
 use super::ServerCtx;
-use crate::config::{Framing, QueuePolicy, ReleasePoint};
+use crate::config::{Framing, QueuePolicy, ReleasePoint, ReleaseSpec};
 use crate::grpc::{self, pb, status, Deframer, Framed};
 use crate::live::Live;
 use crate::tap::Tap;
@@ -48,15 +48,14 @@ use tokio::time::Instant;
 
 /// Refuses what hyper does not let us choose, before anything starts.
 pub(super) fn check(
-    release: ReleasePoint,
+    release: &ReleaseSpec,
     queue: QueuePolicy,
     framing: Framing,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(
-        release == ReleasePoint::Frame,
+        release.is_uniform(ReleasePoint::Frame),
         "--stack hyper works only with --release frame: hyper decides when credit is released \
-         (as each body frame is polled), got --release {}",
-        release.as_str()
+         (as each body frame is polled), got --release {release}"
     );
     anyhow::ensure!(
         queue == QueuePolicy::Unbounded,
