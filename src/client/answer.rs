@@ -36,7 +36,7 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
         let _ = body.flow_control().release_capacity(chunk.len());
         deframer.push(&chunk);
         while let Ok(Some(m)) = deframer.next_message() {
-            if let Ok(r) = <pb::IngestReply as prost::Message>::decode(m.data) {
+            if let Ok(r) = <pb::IngestReply as prost::Message>::decode(m.data()) {
                 reply = Some(Reply {
                     received: r.received,
                     completed: r.completed,

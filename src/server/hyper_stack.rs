@@ -446,7 +446,7 @@ async fn receive(rpc: &Rpc, body: &mut Incoming) -> Ended {
                 rpc.emit(t, KindId::Chunk, || Kind::Chunk(ChunkEv { len }));
                 hyper_released(rpc, t, len);
                 rpc.received_bytes.fetch_add(len as u64, Relaxed);
-                deframer.push(&data);
+                deframer.push_bytes(data);
             }
             Some(Err(e)) => return Ended::Cancelled(format!("{e:#}")),
             None if deframer.pending() > 0 => {
@@ -491,14 +491,14 @@ fn accept_message(rpc: &Rpc, seq: u64, msg: Framed) -> Result<(), Ended> {
             "compressed message without a negotiated grpc-encoding".into(),
         ));
     }
-    if let Err(e) = <pb::Item as prost::Message>::decode(msg.data.clone()) {
+    if let Err(e) = <pb::Item as prost::Message>::decode(msg.data()) {
         return Err(Ended::Status(
             status::INVALID_ARGUMENT,
             format!("message {seq} is not a valid h2probe.v1.Item: {e}"),
         ));
     }
     let t = now_ns();
-    let size = msg.data.len() as u32;
+    let size = msg.len() as u32;
     rpc.emit(t, KindId::Decode, || {
         Kind::Decode(MsgEv { seq, size, framed })
     });
@@ -518,7 +518,7 @@ fn accept_message(rpc: &Rpc, seq: u64, msg: Framed) -> Result<(), Ended> {
         seq,
         framed,
         decoded_at: t,
-        body: msg.data,
+        body: msg.into_parts(),
         slot: None,
     });
     rpc.ctx.live.depth.fetch_add(1, Relaxed);

@@ -389,7 +389,7 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
                     if rpc.release_point() == ReleasePoint::Frame {
                         rpc.release(flow, len, ReleasePoint::Frame, None);
                     }
-                    deframer.push(&chunk);
+                    deframer.push_bytes(chunk);
                     // With a late release point, a message larger than the
                     // stream window can never arrive whole: say so now
                     // rather than stall the RPC until its deadline.
@@ -461,7 +461,7 @@ async fn accept_message(
         ));
     }
     if cfg.framing == Framing::Grpc {
-        if let Err(e) = <pb::Item as prost::Message>::decode(msg.data.clone()) {
+        if let Err(e) = <pb::Item as prost::Message>::decode(msg.data()) {
             return Err(Ended::Status(
                 status::INVALID_ARGUMENT,
                 format!("message {seq} is not a valid h2probe.v1.Item: {e}"),
@@ -469,7 +469,7 @@ async fn accept_message(
         }
     }
     let t = now_ns();
-    let size = msg.data.len() as u32;
+    let size = msg.len() as u32;
     rpc.emit(t, KindId::Decode, || {
         Kind::Decode(MsgEv { seq, size, framed })
     });
@@ -505,7 +505,7 @@ async fn accept_message(
                 seq,
                 framed,
                 decoded_at: t,
-                body: msg.data,
+                body: msg.into_parts(),
                 slot,
             });
             rpc.ctx.live.depth.fetch_add(1, Relaxed);
