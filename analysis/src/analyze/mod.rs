@@ -10,13 +10,14 @@
 mod checks;
 mod latency;
 mod messages;
+pub mod relay;
 pub mod reorder;
 pub mod streams;
 pub mod summary;
 mod wire_view;
 
 pub use crate::schema::status_name;
-pub use summary::{Blocked, Check, Summary, Timeline};
+pub use summary::{Blocked, Check, RelayFlow, RelayStream, RelaySummary, Summary, Timeline};
 
 use crate::reader::{Ending, TraceReader};
 use crate::schema::{Endpoint, Event, Kind};
@@ -98,6 +99,8 @@ pub struct Analyzer {
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
+    /// The relay's legs, analysed apart.
+    relay: relay::RelayView,
 }
 
 impl Analyzer {
@@ -152,6 +155,7 @@ impl Analyzer {
             server_answers: Default::default(),
             window_log: None,
             window_log_error: None,
+            relay: relay::RelayView::new(origin),
         }
     }
 
@@ -165,6 +169,12 @@ impl Analyzer {
         match e.ep {
             Endpoint::Client => self.has_client = true,
             Endpoint::Server => self.has_server = true,
+            Endpoint::ClientLeg | Endpoint::ServerLeg => {
+                // A relay's legs: their own analysis (`relay`), apart from
+                // the probe endpoints' figures and checks.
+                self.relay.feed(e, self.line);
+                return;
+            }
         }
         let t = e.t;
         match &e.kind {
@@ -244,7 +254,7 @@ impl Analyzer {
                 let name = status_name(r.status);
                 let map = match e.ep {
                     Endpoint::Client => &mut self.s.rpc_status,
-                    Endpoint::Server => &mut self.s.server_rpc_status,
+                    _ => &mut self.s.server_rpc_status,
                 };
                 *map.entry(name).or_default() += 1;
             }
@@ -499,6 +509,17 @@ impl Analyzer {
             bytes: bytes_check,
             agree: agree_check,
         });
+        let relay = std::mem::replace(&mut self.relay, relay::RelayView::new(self.origin));
+        if relay.seen() {
+            let (series, finished) = relay.finish(self.last_t);
+            self.tl.relay = Some(series);
+            if let Some((summary, check)) = finished {
+                self.s.relay = Some(summary);
+                self.s
+                    .checks
+                    .insert("relay_forwarded_unchanged".into(), check);
+            }
+        }
         (self.s, self.tl)
     }
 }
