@@ -677,3 +677,25 @@ fn flow_summary(f: FlowFigures) -> RelayFlow {
         window_violations: f.violations,
     }
 }
+
+/// DATA beyond the credit its receiver granted, or a window pushed past
+/// 2^31-1, on either leg (windows rebuilt from the frames of each leg).
+pub fn credit_check(r: &RelaySummary) -> Check {
+    let v = r.c2s.window_violations + r.s2c.window_violations;
+    if r.c2s.data_frames + r.s2c.data_frames == 0 {
+        Check::na("no DATA crossed the relay")
+    } else if v > 0 {
+        Check::new(
+            false,
+            format!(
+                "{v} flow-control violations on the legs (c2s {}, s2c {}): DATA beyond the receiver's window or a window above 2^31-1",
+                r.c2s.window_violations, r.s2c.window_violations
+            ),
+        )
+    } else {
+        Check::new(
+            true,
+            "no DATA beyond the receiver's window on either leg, both flows".to_string(),
+        )
+    }
+}
