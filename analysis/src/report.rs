@@ -336,8 +336,8 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
         let frames = |b: f64| b / f64::from(f.max_data_frame.max(1));
         let verdict = match f.credit_release.as_str() {
             "on_receipt" => format!(
-                "the {receiver} returns credit ON RECEIPT: after each stream WINDOW_UPDATE it still holds p50 {:.0} B, p90 {:.0} B (< one {}-B frame)",
-                f.withheld_after_update.p50, f.withheld_after_update.p90, f.max_data_frame
+                "the {receiver} returns credit ON RECEIPT: after each stream WINDOW_UPDATE it still holds p50 {:.0} B (< one {}-B frame), p90 {:.0} B",
+                f.withheld_after_update.p50, f.max_data_frame, f.withheld_after_update.p90
             ),
             "after_receipt" => format!(
                 "the {receiver} HOLDS credit after receipt: after each stream WINDOW_UPDATE it still holds p50 {:.0} B ({:.1} frames of {} B), p90 {:.0} B",
