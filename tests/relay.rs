@@ -760,3 +760,76 @@ async fn grpcio_through_the_relay_withheld_credit_is_the_servers_unreleased_byte
         "after_receipt"
     );
 }
+
+/// --link-delay on the client leg: the client's credit arrives a delay late
+/// and its next DATA a delay later, so it resumes one round trip (2 × the
+/// delay) after the relay wrote the credit; the delay is outside both taps,
+/// so the relay-added latency does not include it. The relay sees the
+/// client's window one round trip late: a DATA frame reaches it a delay
+/// after it was sent, and a WINDOW_UPDATE it writes reaches the client a
+/// delay later. So it sees each of the client's credit waits shortened by
+/// a round trip (most, here, not at all): the client's own record of its
+/// waits is the reference.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delay_on_the_client_leg_shows_as_the_clients_round_trip_not_as_relay_latency() {
+    let opts = ServerOpts {
+        release: h2probe::config::ReleasePoint::Complete,
+        service_time: "20ms".parse().unwrap(),
+        ..Default::default()
+    };
+    let server = TestServer::start("relay-delay-srv", opts).await;
+    let delay = std::time::Duration::from_millis(15);
+    let mut cfg = relay_config(&server.addr.to_string());
+    cfg.shape.delay = delay;
+    cfg.link_side = LinkSide::Client;
+    let relay = TestRelay::start("relay-delay", cfg).await;
+    let client_trace = support::temp_dir("relay-delay-cli").join("trace.jsonl");
+    let (writer, rec) = h2probe::trace::TraceWriter::create(&client_trace, 1 << 16).unwrap();
+    let copts = h2probe::client::ClientOpts {
+        rate: 200.0,
+        duration: "500ms".parse().unwrap(),
+        ..Default::default()
+    };
+    let outcomes = h2probe::client::run(support::client_ctx(copts, relay.addr, rec.clone()))
+        .await
+        .unwrap();
+    assert_eq!(outcomes[0].status, 0, "{:?}", outcomes[0]);
+    drop(rec);
+    tokio::task::spawn_blocking(move || writer.finish())
+        .await
+        .unwrap()
+        .unwrap();
+    let (s, rdir) = relay.stop().await;
+    server.stop().await;
+    assert_legs_equal(&rdir);
+    let c = &s.relay.as_ref().unwrap().c2s;
+    let cs = h2probe_analysis::analyze::analyze_trace(&client_trace)
+        .unwrap()
+        .summary;
+    assert!(
+        cs.window_blocked_ms.count >= 10,
+        "the client waited: {:?}",
+        cs.window_blocked_ms
+    );
+    assert!(
+        c.inferred_blocked_s + 2.0 * delay.as_secs_f64() * c.inferred_blocked_intervals as f64
+            <= cs.client_window_blocked_s,
+        "relay saw {} s in {} waits, the client measured {} s",
+        c.inferred_blocked_s,
+        c.inferred_blocked_intervals,
+        cs.client_window_blocked_s
+    );
+    assert_eq!(c.credit_release, "after_receipt", "{c:?}");
+    let rtt_ms = 2.0 * delay.as_secs_f64() * 1e3;
+    // Every wait the relay did see ended with a resume one round trip later.
+    assert!(
+        c.resume_after_credit_ms.count == 0 || c.resume_after_credit_ms.min >= rtt_ms,
+        "resumed {:?} after the credit, round trip {rtt_ms} ms",
+        c.resume_after_credit_ms
+    );
+    assert!(
+        c.relay_latency_ms.p50 < delay.as_secs_f64() * 1e3,
+        "{:?}",
+        c.relay_latency_ms
+    );
+}

@@ -154,6 +154,7 @@ fn caption(name: &str) -> &'static str {
         "queue.svg" => "Messages waiting in the application queue.",
         "cumulative.svg" => "Cumulative messages: scheduled and sent by the client, completed and discarded by the server. The gap between sent and completed is work the server holds.",
         "blocked.svg" => "When the client waited: on window credit, on h2's send buffer, on the socket.",
+        "withheld.svg" => "Relay: the credit each receiver withheld (DATA it was sent minus credit it returned), read from the relay's legs. A server that releases on receipt drops back to near zero at each WINDOW_UPDATE; one that releases later holds the bytes of the work it owns.",
         _ => "",
     }
 }

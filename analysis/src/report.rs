@@ -87,6 +87,14 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
         ("window_updates", &tl.window_updates, "frames"),
         ("rss", &tl.rss, "bytes"),
     ];
+    let mut rows: Vec<(&str, &crate::series::Series, &str)> = rows.to_vec();
+    if let Some(r) = &tl.relay {
+        rows.extend([
+            ("relay_withheld_stream_c2s", &r.stream_withheld_c2s, "bytes"),
+            ("relay_withheld_conn_c2s", &r.conn_withheld_c2s, "bytes"),
+            ("relay_withheld_conn_s2c", &r.conn_withheld_s2c, "bytes"),
+        ]);
+    }
     let res = (|| {
         writeln!(w, "series,t_s,value,unit,bucket_s")?;
         for (name, s, unit) in rows {

@@ -639,7 +639,7 @@ fn flow_summary(f: FlowFigures) -> RelayFlow {
     let withheld_after_update = dist(f.withheld_after_update);
     let credit_release = if withheld_after_update.count < 2 || f.max_data_frame == 0 {
         "unknown"
-    } else if withheld_after_update.p50 < f.max_data_frame as f64 {
+    } else if withheld_after_update.p50 < f.max_data_frame as f64 / 2.0 {
         "on_receipt"
     } else {
         "after_receipt"
