@@ -128,7 +128,12 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
         .await
         .with_context(|| format!("binding {}", opts.listen))?;
     let addr = listener.local_addr()?;
-    let mut session = Session::open("relay", interrupts, &opts.output, &label, 0)?;
+    // The progress line counts the probe's messages: a relay has none.
+    let output = OutputOpts {
+        quiet: true,
+        ..opts.output.clone()
+    };
+    let mut session = Session::open("relay", interrupts, &output, &label, 0)?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let pairs_done = Arc::new(AtomicU64::new(0));
     let ctx = Arc::new(RelayCtx {

@@ -163,7 +163,7 @@ struct FlowFigures {
     min_conn_window: Option<i64>,
 }
 
-fn histo<'a>(h: &'a mut Option<Histo>, scale: f64) -> &'a mut Histo {
+fn histo(h: &mut Option<Histo>, scale: f64) -> &mut Histo {
     h.get_or_insert_with(|| Histo::new(scale))
 }
 
