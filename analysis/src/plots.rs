@@ -348,9 +348,15 @@ fn relay_plot(
     tl: &Timeline,
     r: &crate::analyze::relay::RelaySeries,
 ) -> Result<String, PlotError> {
-    let stream_label = match r.plotted_stream {
-        Some((c, s)) => format!("server, stream {s} of connection {c}"),
-        None => "server, one stream".to_string(),
+    let (stream_label, stream_low) = match r.plotted_stream {
+        Some((c, s)) => (
+            format!("server, stream {s} of connection {c} (highest per ms)"),
+            format!("server, stream {s} of connection {c} (lowest per ms: after returning credit)"),
+        ),
+        None => (
+            "server, one stream".to_string(),
+            "server, one stream (lowest)".to_string(),
+        ),
     };
     line_chart(
         &dir.join("withheld.svg"),
@@ -361,6 +367,10 @@ fn relay_plot(
             Line {
                 label: &stream_label,
                 points: kib(r.stream_withheld_c2s.filled_until(tl.end_s)),
+            },
+            Line {
+                label: &stream_low,
+                points: kib(r.stream_withheld_min_c2s.filled_until(tl.end_s)),
             },
             Line {
                 label: "server, all connections",

@@ -91,6 +91,11 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     if let Some(r) = &tl.relay {
         rows.extend([
             ("relay_withheld_stream_c2s", &r.stream_withheld_c2s, "bytes"),
+            (
+                "relay_withheld_stream_min_c2s",
+                &r.stream_withheld_min_c2s,
+                "bytes",
+            ),
             ("relay_withheld_conn_c2s", &r.conn_withheld_c2s, "bytes"),
             ("relay_withheld_conn_s2c", &r.conn_withheld_s2c, "bytes"),
         ]);
@@ -288,7 +293,7 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
     let closed: u64 = r.close_reasons.values().sum();
     let _ = writeln!(
         o,
-        "relay     {} connection pairs ({} refused, {} legs closed with a reason), {} frames forwarded unchanged{}; relay-added latency p50 c2s {:.3}ms s2c {:.3}ms (p99 {:.3}ms / {:.3}ms)",
+        "relay     {} connection pairs ({} refused, {} legs closed with a reason), {} frames forwarded unchanged{}; read→write in the relay p50 c2s {:.1}µs s2c {:.1}µs (p99 {:.1}µs / {:.1}µs)",
         r.connections,
         r.refused,
         closed,
@@ -301,10 +306,10 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
         } else {
             String::new()
         },
-        r.c2s.relay_latency_ms.p50,
-        r.s2c.relay_latency_ms.p50,
-        r.c2s.relay_latency_ms.p99,
-        r.s2c.relay_latency_ms.p99,
+        r.c2s.relay_latency_ms.p50 * 1e3,
+        r.s2c.relay_latency_ms.p50 * 1e3,
+        r.c2s.relay_latency_ms.p99 * 1e3,
+        r.s2c.relay_latency_ms.p99 * 1e3,
     );
     if closed > 0 {
         let list: Vec<String> = r
@@ -344,7 +349,7 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
         let frames = |b: f64| b / f64::from(f.max_data_frame.max(1));
         let verdict = match f.credit_release.as_str() {
             "on_receipt" => format!(
-                "the {receiver} returns credit ON RECEIPT: after each stream WINDOW_UPDATE it still holds p50 {:.0} B (< one {}-B frame), p90 {:.0} B",
+                "the {receiver} returns credit ON RECEIPT: after each stream WINDOW_UPDATE it still holds p50 {:.0} B (< half a {}-B frame), p90 {:.0} B",
                 f.withheld_after_update.p50, f.max_data_frame, f.withheld_after_update.p90
             ),
             "after_receipt" => format!(

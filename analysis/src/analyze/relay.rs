@@ -171,8 +171,11 @@ fn histo(h: &mut Option<Histo>, scale: f64) -> &mut Histo {
 pub struct RelaySeries {
     /// Connection-level withheld credit, c2s, summed over pairs.
     pub conn_withheld_c2s: Series,
-    /// The first c2s stream with DATA: its withheld credit.
+    /// The first c2s stream with DATA: its withheld credit, the highest
+    /// and the lowest value in each bucket (the low one is what the
+    /// receiver held right after returning credit).
     pub stream_withheld_c2s: Series,
+    pub stream_withheld_min_c2s: Series,
     /// Connection-level withheld credit, s2c (what the client holds).
     pub conn_withheld_s2c: Series,
     pub plotted_stream: Option<(u32, u32)>,
@@ -184,6 +187,7 @@ impl RelaySeries {
         RelaySeries {
             conn_withheld_c2s: series(Merge::Max),
             stream_withheld_c2s: series(Merge::Max),
+            stream_withheld_min_c2s: series(Merge::Min),
             conn_withheld_s2c: series(Merge::Max),
             plotted_stream: None,
         }
@@ -427,6 +431,7 @@ impl RelayView {
                     && *self.series.plotted_stream.get_or_insert((conn, stream)) == (conn, stream)
                 {
                     self.series.stream_withheld_c2s.push(t, withheld as f64);
+                    self.series.stream_withheld_min_c2s.push(t, withheld as f64);
                 }
             }
             Flow::S2c => self.series.conn_withheld_s2c.push(t, total),
