@@ -563,6 +563,17 @@ async fn the_relay_command_finishes_its_run_directory_on_ctrl_c() {
     assert_eq!(s.trace_ending, "clean");
     assert_eq!(s.relay.as_ref().unwrap().connections, 1);
     assert_eq!(s.checks["relay_forwarded_unchanged"].ok, Some(true));
+    assert!(out.join("withheld.svg").is_file());
+    // Every export knows the legs.
+    support::h2probe_ok([
+        "export".as_ref(),
+        out.as_os_str(),
+        "--format".as_ref(),
+        "pcap,csv,qlog".as_ref(),
+    ]);
+    for f in ["client_leg.sqlog", "server_leg.sqlog", "client_leg.pcap"] {
+        assert!(out.join(f).is_file(), "{f} missing after export");
+    }
 }
 
 fn server_addr_of(meta: &serde_json::Value) -> serde_json::Value {

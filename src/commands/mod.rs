@@ -198,6 +198,8 @@ const RUN_PRODUCTS: &[&str] = &[
     "server_leg.pcap",
     "server.sqlog",
     "client.sqlog",
+    "client_leg.sqlog",
+    "server_leg.sqlog",
 ];
 
 /// Creates the run directory; refuses a non-empty one unless `force`, and
