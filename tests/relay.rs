@@ -468,6 +468,38 @@ async fn a_broken_peer_closes_its_pair_with_a_reason_and_the_relay_goes_on() {
     assert!(r.wire_errors >= 1);
     assert_eq!(s.checks["relay_forwarded_unchanged"].ok, Some(true));
 
+    // An upstream that answers with something that is not HTTP/2: the
+    // server leg's tap cannot frame it, the pair is closed.
+    let bogus = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bogus_addr = bogus.local_addr().unwrap();
+    let bogus_task = tokio::spawn(async move {
+        let (mut s, _) = bogus.accept().await.unwrap();
+        let _ = s
+            .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            .await;
+        let mut sink = vec![];
+        let _ = s.read_to_end(&mut sink).await;
+    });
+    let relay = TestRelay::start("relay-bogus", relay_config(&bogus_addr.to_string())).await;
+    let mut c = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
+    c.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    let mut back = vec![];
+    tokio::time::timeout(std::time::Duration::from_secs(5), c.read_to_end(&mut back))
+        .await
+        .expect("the relay closes the pair")
+        .unwrap_or(0);
+    assert!(back.is_empty(), "nothing unframed forwarded: {back:?}");
+    let (s, _) = relay.stop().await;
+    bogus_task.abort();
+    let r = s.relay.as_ref().unwrap();
+    assert_eq!(
+        r.close_reasons.get("server_leg: malformed HTTP/2"),
+        Some(&1),
+        "{r:?}"
+    );
+
     // An upstream that is not there: the client's connection is closed
     // with that reason.
     let port = {
