@@ -596,6 +596,14 @@ async fn the_relay_command_finishes_its_run_directory_on_ctrl_c() {
     assert_eq!(s.relay.as_ref().unwrap().connections, 1);
     assert_eq!(s.checks["relay_forwarded_unchanged"].ok, Some(true));
     assert!(out.join("withheld.svg").is_file());
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for shown in [
+        "held after each update",
+        "relay_forwarded_unchanged",
+        "withheld.svg",
+    ] {
+        assert!(page.contains(shown), "report.html lacks {shown}");
+    }
     // Every export knows the legs.
     support::h2probe_ok([
         "export".as_ref(),
