@@ -173,6 +173,9 @@ impl Analyzer {
                 // A relay's legs: their own analysis (`relay`), apart from
                 // the probe endpoints' figures and checks.
                 self.relay.feed(e, self.line);
+                for (flow, stream, w) in std::mem::take(&mut self.relay.window_changes) {
+                    self.log_window(e.t, e, flow, stream, w);
+                }
                 return;
             }
         }

@@ -211,6 +211,9 @@ pub struct RelayView {
     streams_omitted: u64,
     total_withheld: [i64; 2],
     pub series: RelaySeries,
+    /// Window changes of the event just fed, (flow, stream, window),
+    /// stream 0 the connection: the driver writes them to windows.csv.
+    pub(super) window_changes: Vec<(usize, u32, i64)>,
 }
 
 impl RelayView {
@@ -231,6 +234,7 @@ impl RelayView {
             streams_omitted: 0,
             total_withheld: [0; 2],
             series: RelaySeries::new(origin),
+            window_changes: vec![],
         }
     }
 
@@ -307,6 +311,10 @@ impl RelayView {
                 let w = &mut st.windows[leg];
                 let before = w.violation_count();
                 w.on_data(t, e.stream, f.flow_len());
+                self.window_changes.extend([
+                    (travel as usize, 0, w.conn()),
+                    (travel as usize, e.stream, w.stream(e.stream)),
+                ]);
                 let fig = &mut self.figures[travel as usize];
                 fig.violations += w.violation_count() - before;
                 if e.ep == travel.sender_leg() {
@@ -348,6 +356,12 @@ impl RelayView {
                 let w = &mut st.windows[leg];
                 let before = w.violation_count();
                 w.on_window_update(t, e.stream, inc);
+                let now = if e.stream == 0 {
+                    w.conn()
+                } else {
+                    w.stream(e.stream)
+                };
+                self.window_changes.push((credited as usize, e.stream, now));
                 let fig = &mut self.figures[credited as usize];
                 fig.violations += w.violation_count() - before;
                 if e.ep == credited.sender_leg() {
@@ -386,6 +400,11 @@ impl RelayView {
                             st.windows[leg].on_settings_sent(*v);
                         }
                         st.windows[leg].on_initial_window(t, *v);
+                        self.window_changes.extend(
+                            st.windows[leg]
+                                .streams()
+                                .map(|(id, w)| (flow as usize, id, w)),
+                        );
                     }
                 }
                 if e.ep == flow.sender_leg() {

@@ -69,7 +69,7 @@ impl Analyzer {
         self
     }
 
-    fn log_window(&mut self, t: u64, e: &Event, flow: usize, stream: u32, window: i64) {
+    pub(super) fn log_window(&mut self, t: u64, e: &Event, flow: usize, stream: u32, window: i64) {
         if self.window_log_error.is_some() {
             return;
         }
