@@ -373,11 +373,11 @@ fn relay_plot(
                 points: kib(r.stream_withheld_min_c2s.filled_until(tl.end_s)),
             },
             Line {
-                label: "server, all connections",
+                label: "server, all connections (from the lowest point: credit granted ahead of data set aside)",
                 points: kib(r.conn_withheld_c2s.filled_until(tl.end_s)),
             },
             Line {
-                label: "client, all connections",
+                label: "client, all connections (likewise)",
                 points: kib(r.conn_withheld_s2c.filled_until(tl.end_s)),
             },
         ],

@@ -275,3 +275,22 @@ fn every_relay_field_is_documented() {
         }
     }
 }
+
+/// A receiver that enlarges its connection window before any DATA (hyper,
+/// grpcio, h2load do): that credit granted ahead is set aside, and the
+/// connection's withheld credit is what it holds of the DATA since.
+#[test]
+fn credit_granted_ahead_of_data_is_set_aside_at_connection_level() {
+    let mut p = Pair::new();
+    p.frame(0, 1_000, true, 1, headers());
+    p.frame(MS, 1_000, false, 0, wu(1_000_000));
+    for i in 0..3 {
+        p.frame((i + 2) * MS, 1_000, true, 1, data(16_384, false));
+    }
+    p.frame(6 * MS, 1_000, false, 0, wu(16_384));
+    let s = p.analyze();
+    let c = &s.relay.unwrap().c2s;
+    assert_eq!(c.max_withheld_conn_bytes, 3 * 16_384);
+    assert_eq!(c.max_withheld_stream_bytes, 3 * 16_384);
+    assert_eq!(c.window_updates_conn, 2);
+}

@@ -105,6 +105,20 @@ struct StreamCredit {
     max_withheld: i64,
 }
 
+impl FlowState {
+    /// Moves the connection's withheld credit by `delta`; returns the change
+    /// of what it holds above its lowest point (see `max_withheld_conn_bytes`).
+    fn move_conn(&mut self, delta: i64) -> i64 {
+        let before = self.conn_withheld - self.conn_low;
+        self.conn_withheld += delta;
+        self.conn_low = self.conn_low.min(self.conn_withheld);
+        self.conn_withheld - self.conn_low - before
+    }
+    fn conn_held(&self) -> i64 {
+        self.conn_withheld - self.conn_low
+    }
+}
+
 impl StreamCredit {
     fn withheld(&self) -> i64 {
         self.data as i64 - self.returned as i64
@@ -118,6 +132,9 @@ struct FlowState {
     sender: SenderView,
     /// Receiver's leg: DATA written minus connection credit returned.
     conn_withheld: i64,
+    /// Its lowest value so far: below 0 when the receiver granted credit
+    /// ahead of data (an up-front WINDOW_UPDATE enlarging its window).
+    conn_low: i64,
     streams: HashMap<u32, StreamCredit>,
     last_stream_update: HashMap<u32, u64>,
     last_conn_update: Option<u64>,
@@ -338,13 +355,13 @@ impl RelayView {
                 } else {
                     // The receiver's leg: bytes handed to the receiver.
                     let len = f.flow_len() as i64;
-                    st.conn_withheld += len;
+                    let moved = st.move_conn(len);
+                    fig.max_withheld_conn = fig.max_withheld_conn.max(st.conn_held());
                     let sc = st.streams.entry(e.stream).or_default();
                     sc.data += f.flow_len() as u64;
                     sc.max_withheld = sc.max_withheld.max(sc.withheld());
                     fig.max_withheld_stream = fig.max_withheld_stream.max(sc.withheld());
-                    fig.max_withheld_conn = fig.max_withheld_conn.max(st.conn_withheld);
-                    self.total_withheld[travel as usize] += len;
+                    self.total_withheld[travel as usize] += moved;
                     let stream_w = sc.withheld();
                     self.plot(travel, t, e.conn, e.stream, stream_w);
                 }
@@ -372,9 +389,9 @@ impl RelayView {
                     if let Some(prev) = st.last_conn_update.replace(t) {
                         histo(&mut fig.conn_gap, 1e-6).record(t.saturating_sub(prev));
                     }
-                    st.conn_withheld -= inc as i64;
-                    self.total_withheld[credited as usize] -= inc as i64;
-                    let w = st.conn_withheld;
+                    let moved = st.move_conn(-(inc as i64));
+                    self.total_withheld[credited as usize] += moved;
+                    let w = st.conn_held();
                     self.plot(credited, t, e.conn, 0, w);
                 } else {
                     fig.stream_updates += 1;
