@@ -239,7 +239,7 @@ fn assert_withheld_is_servers_unreleased(relay: &Path, server: &Path, s: &Summar
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn probe_client_through_the_relay_to_a_probe_server_releasing_on_complete() {
     let opts = ServerOpts {
-        release: h2probe::config::ReleasePoint::Complete,
+        release: "complete".parse().unwrap(),
         service_time: "5ms".parse().unwrap(),
         ..Default::default()
     };
@@ -775,7 +775,7 @@ async fn grpcio_through_the_relay_withheld_credit_is_the_servers_unreleased_byte
         String::from_utf8_lossy(&gen.stderr)
     );
     let opts = ServerOpts {
-        release: h2probe::config::ReleasePoint::Complete,
+        release: "complete".parse().unwrap(),
         service_time: "2ms".parse().unwrap(),
         ..Default::default()
     };
@@ -820,7 +820,7 @@ async fn grpcio_through_the_relay_withheld_credit_is_the_servers_unreleased_byte
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delay_on_the_client_leg_shows_as_the_clients_round_trip_not_as_relay_latency() {
     let opts = ServerOpts {
-        release: h2probe::config::ReleasePoint::Complete,
+        release: "complete".parse().unwrap(),
         service_time: "20ms".parse().unwrap(),
         ..Default::default()
     };
