@@ -171,13 +171,14 @@ fn withheld_vs_unreleased(relay: &Path, server: &Path) -> Vec<(i64, i64, i64)> {
     let server_wrote: HashMap<u64, u64> = s.updates.iter().map(|u| (u.0, u.3)).collect();
     assert_eq!(r.updates.len(), s.updates.len(), "the same updates");
     let mut out = vec![];
-    for (off, stream, _, t_relay) in &r.updates {
+    for (i, (off, stream, _, t_relay)) in r.updates.iter().enumerate() {
         let t_server = server_wrote[off];
         let sum = |it: &mut dyn Iterator<Item = i64>| it.sum::<i64>();
-        let returned = sum(&mut r
-            .updates
+        // Credit returned up to this update, in wire order: two updates
+        // read in one call share a timestamp.
+        let returned = sum(&mut r.updates[..=i]
             .iter()
-            .filter(|u| u.1 == *stream && u.3 <= *t_relay)
+            .filter(|u| u.1 == *stream)
             .map(|u| i64::from(u.2)));
         let relay_data = r.data.iter().filter(|d| d.1 == *stream && d.3 < *t_relay);
         let (mut written, mut in_flight) = (0, 0);
@@ -868,9 +869,11 @@ async fn a_delay_on_the_client_leg_shows_as_the_clients_round_trip_not_as_relay_
     );
     assert_eq!(c.credit_release, "after_receipt", "{c:?}");
     let rtt_ms = 2.0 * delay.as_secs_f64() * 1e3;
-    // Every wait the relay did see ended with a resume one round trip later.
+    // Every wait the relay did see ended with a resume one round trip later
+    // (less up to 0.5 ms each way: the line aims its last stretch early,
+    // src/link.rs).
     assert!(
-        c.resume_after_credit_ms.count == 0 || c.resume_after_credit_ms.min >= rtt_ms,
+        c.resume_after_credit_ms.count == 0 || c.resume_after_credit_ms.min >= rtt_ms - 1.0,
         "resumed {:?} after the credit, round trip {rtt_ms} ms",
         c.resume_after_credit_ms
     );
