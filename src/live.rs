@@ -22,6 +22,8 @@ pub struct Live {
     /// Body bytes the client handed to h2 within its send credit, all RPCs:
     /// the client's progress, for stall detection in `h2probe client`.
     pub client_bytes: AtomicU64,
+    /// The stall watcher ended the run (so an interrupt is not a Ctrl-C).
+    pub stalled: std::sync::atomic::AtomicBool,
     /// The server's open RPCs: their windows, for a `stall` event.
     pub open_rpcs: std::sync::Mutex<std::collections::HashMap<(u32, u32), OpenRpc>>,
 }

@@ -201,9 +201,12 @@ pub fn headline(s: &Summary) -> String {
         } else {
             String::new()
         },
-        or_na(c, || format!("{:.1}ms", s.lateness_ms.p50)),
-        or_na(c, || format!("{:.1}ms", s.lateness_ms.p99)),
-        or_na(c && sv, || format!("{:.3}ms", s.c2s_frame_latency_ms.p50)),
+        or_na(c && s.lateness_ms.count > 0, || format!("{:.1}ms", s.lateness_ms.p50)),
+        or_na(c && s.lateness_ms.count > 0, || format!("{:.1}ms", s.lateness_ms.p99)),
+        or_na(c && sv && s.c2s_frame_latency_ms.count > 0, || format!(
+            "{:.3}ms",
+            s.c2s_frame_latency_ms.p50
+        )),
     );
     let _ = writeln!(
         o,
@@ -213,14 +216,18 @@ pub fn headline(s: &Summary) -> String {
             s.data_frames_in, s.data_bytes_in
         )),
         or_na(sv, || {
+            let latency = if s.release_to_update_ms.count > 0 {
+                format!(
+                    "p50 {:.2}ms p90 {:.2}ms",
+                    s.release_to_update_ms.p50, s.release_to_update_ms.p90
+                )
+            } else {
+                "n/a".to_string()
+            };
             format!(
-            "{} (stream mean +{:.0} B, {:.1} releases each, release→update p50 {:.2}ms p90 {:.2}ms)",
-            s.window_updates_out,
-            s.window_update_increment.mean,
-            s.coalescing_ratio,
-            s.release_to_update_ms.p50,
-            s.release_to_update_ms.p90
-        )
+                "{} (stream mean +{:.0} B, {:.1} releases each, release→update {latency})",
+                s.window_updates_out, s.window_update_increment.mean, s.coalescing_ratio,
+            )
         }),
     );
     if !s.protocol_errors.is_empty() {
@@ -251,8 +258,13 @@ pub fn headline(s: &Summary) -> String {
         );
     }
     if s.streams.len() >= 2 {
+        let of = if s.streams.iter().all(|f| f.offered_bytes.is_some()) {
+            "bytes ÷ offered"
+        } else {
+            "bytes"
+        };
         let mut line = format!(
-            "streams   {} carried DATA; fairness {} (Jain's index of bytes; 1 = equal)",
+            "streams   {} carried DATA; fairness {} (Jain's index of {of}; 1 = equal)",
             s.streams.len(),
             s.stream_fairness
                 .map_or("n/a".to_string(), |f| format!("{f:.2}"))

@@ -281,7 +281,7 @@ event_kinds! {
     /// A connection ended.
     ConnClose(ConnCloseEv) = "conn_close" ["error", "bytes_in", "bytes_out"],
     /// An RPC began (server: request headers received; client: request sent).
-    RpcStart(RpcStartEv) = "rpc_start" ["path", "deadline_ns"],
+    RpcStart(RpcStartEv) = "rpc_start" ["path", "deadline_ns", "framing"],
     /// An RPC ended with a gRPC status.
     RpcEnd(RpcEndEv) = "rpc_end" ["status", "message"],
     /// Server: h2 handed `len` body bytes to the application.
@@ -507,6 +507,10 @@ pub struct RpcStartEv {
     /// The RPC deadline from `grpc-timeout`, ns; absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ns: Option<u64>,
+    /// Server, `--framing raw:N` only: `raw:N`, the body is cut into N-byte
+    /// work units that are not the client's messages (absent for gRPC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framing: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -700,6 +704,9 @@ pub enum NeverSentReason {
     StreamError,
     /// The client was interrupted (Ctrl-C).
     Interrupted,
+    /// The run stopped progressing and the stall watcher ended it (see the
+    /// `stall` event).
+    Stalled,
 }
 
 impl NeverSentReason {
@@ -709,6 +716,7 @@ impl NeverSentReason {
             NeverSentReason::Deadline => "deadline",
             NeverSentReason::StreamError => "stream_error",
             NeverSentReason::Interrupted => "interrupted",
+            NeverSentReason::Stalled => "stalled",
         }
     }
 }

@@ -22,6 +22,9 @@ pub struct Histo {
     h: Histogram<u64>,
     sum: f64,
     scale: f64,
+    /// Exact extremes (the histogram's are bucket bounds).
+    min: u64,
+    max: u64,
 }
 
 impl Histo {
@@ -32,12 +35,16 @@ impl Histo {
             h: Histogram::new_with_bounds(1, 1 << 42, 3).expect("valid bounds"),
             sum: 0.0,
             scale,
+            min: u64::MAX,
+            max: 0,
         }
     }
 
     pub fn record(&mut self, v: u64) {
         self.h.saturating_record(v);
         self.sum += v as f64;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
     }
 
     pub fn len(&self) -> u64 {
@@ -56,11 +63,11 @@ impl Histo {
         Distribution {
             count: self.h.len(),
             sum: self.sum * s,
-            min: self.h.min() as f64 * s,
+            min: self.min as f64 * s,
             p50: self.h.value_at_quantile(0.5) as f64 * s,
             p90: self.h.value_at_quantile(0.9) as f64 * s,
             p99: self.h.value_at_quantile(0.99) as f64 * s,
-            max: self.h.max() as f64 * s,
+            max: self.max as f64 * s,
             mean: self.sum * s / self.h.len() as f64,
         }
     }

@@ -426,6 +426,7 @@ async fn rpc(
         RpcStart(RpcStartEv {
             path: opts.path.clone(),
             deadline_ns: Some(opts.deadline().as_nanos() as u64),
+            framing: None,
         }),
     );
 
@@ -467,7 +468,11 @@ async fn rpc(
             }
         },
         _ = &mut until_deadline => Some(NeverSentReason::Deadline),
-        _ = crate::live::flag_set(&mut interrupt) => Some(NeverSentReason::Interrupted),
+        _ = crate::live::flag_set(&mut interrupt) => Some(if ctx.live.stalled.load(Relaxed) {
+            NeverSentReason::Stalled
+        } else {
+            NeverSentReason::Interrupted
+        }),
     };
     scheduler.abort();
     let _ = scheduler.await;
@@ -517,7 +522,11 @@ async fn rpc(
     let answer = tokio::select! {
         r = read_answer(resp) => r,
         _ = &mut until_deadline => Err((status::DEADLINE_EXCEEDED, "deadline exceeded waiting for the response".to_string())),
-        _ = crate::live::flag_set(&mut interrupt) => Err((status::CANCELLED, "interrupted".to_string())),
+        _ = crate::live::flag_set(&mut interrupt) => Err((status::CANCELLED, if ctx.live.stalled.load(Relaxed) {
+            "ended by the stall watcher".to_string()
+        } else {
+            "interrupted".to_string()
+        })),
     };
     match answer {
         Ok((code, msg, reply)) => {

@@ -85,6 +85,8 @@ pub(crate) async fn watch_for_stall(
             continue;
         }
         if now - last.1 >= timeout {
+            live.stalled
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             let (ep, streams) = match whose {
                 Progress::Server => (Endpoint::Server, live.open_streams()),
                 Progress::Client => (Endpoint::Client, Vec::new()),

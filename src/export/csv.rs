@@ -124,6 +124,7 @@ mod tests {
             Kind::RpcStart(RpcStartEv {
                 path: "/p".into(),
                 deadline_ns: Some(1),
+                framing: Some("raw:4".into()),
             }),
             Kind::RpcEnd(RpcEndEv {
                 status: 0,

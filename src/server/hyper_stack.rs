@@ -306,6 +306,7 @@ async fn handle(
         Kind::RpcStart(RpcStartEv {
             path,
             deadline_ns: deadline.map(|d| d.as_nanos() as u64),
+            framing: None,
         })
     });
     let _end_on_drop = EndOnDrop(rpc.clone());

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 impl Analyzer {
     /// Pairs each client connection with the server connection on the same
     /// socket (addresses swapped): (client conn id, server conn id).
-    fn pairs(&self) -> Vec<(u32, u32)> {
+    pub(super) fn pairs(&self) -> Vec<(u32, u32)> {
         let mut out = vec![];
         for ((ep, cid), c) in &self.conns {
             if *ep != Endpoint::Client || c.local.is_empty() {

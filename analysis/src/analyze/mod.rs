@@ -42,6 +42,9 @@ pub struct Analyzer {
     last_t: u64,
     conns: HashMap<(Endpoint, u32), Conn>,
     rpcs: HashMap<(u32, u32), Rpc>,
+    /// Framed bytes the client scheduled per (client conn, stream): each
+    /// stream's demand, for fairness (one entry per stream, like `rpcs`).
+    offered: HashMap<(u32, u32), u64>,
     s: Summary,
     tl: Timeline,
     depth: i64,
@@ -111,6 +114,7 @@ impl Analyzer {
             last_t: 0,
             conns: HashMap::new(),
             rpcs: HashMap::new(),
+            offered: HashMap::new(),
             s: Summary {
                 min_window: i64::MAX,
                 ..Summary::default()
@@ -206,7 +210,16 @@ impl Analyzer {
                 conn.local = c.local.clone();
                 conn.peer = c.peer.clone();
             }
-            Kind::ConnClose(_) | Kind::RpcStart(_) | Kind::Unknown => {}
+            Kind::RpcStart(r) => {
+                // Raw framing, said by the server itself (a run can end
+                // before any unit is decoded).
+                if e.ep == Endpoint::Server
+                    && r.framing.as_deref().is_some_and(|f| f.starts_with("raw:"))
+                {
+                    self.s.raw_units = true;
+                }
+            }
+            Kind::ConnClose(_) | Kind::Unknown => {}
             Kind::AcceptError(_) => self.s.accept_errors += 1,
             Kind::ConnRefused(_) => self.s.conns_refused += 1,
             Kind::Stall(st) => {
@@ -244,7 +257,8 @@ impl Analyzer {
                 self.s.peak_rss_bytes = self.s.peak_rss_bytes.max(smp.rss_bytes);
                 self.tl.rss.push(t, smp.rss_bytes as f64);
             }
-            Kind::Schedule(_) => {
+            Kind::Schedule(m) => {
+                *self.offered.entry((e.conn, e.stream)).or_default() += m.framed as u64;
                 self.s.scheduled += 1;
                 self.first_schedule.get_or_insert(t);
                 self.last_schedule = self.last_schedule.max(t);
@@ -320,8 +334,7 @@ impl Analyzer {
         let both = self.has_client && self.has_server;
         let bytes_check = self.byte_check(both);
         let streams = self.stream_figures();
-        let shares: Vec<f64> = streams.iter().map(|f| f.bytes as f64).collect();
-        self.s.stream_fairness = streams::jain(&shares);
+        self.s.stream_fairness = streams::jain(&streams::delivery(&streams));
         if streams.len() >= 2 && streams.iter().any(|f| f.fair_share >= 0.5) {
             self.s.starved_streams = streams
                 .iter()

@@ -24,6 +24,22 @@ pub fn jain(x: &[f64]) -> Option<f64> {
 /// streams) while the others progressed is named as starved.
 pub const STARVED_BELOW: f64 = 0.10;
 
+/// What fairness is judged on, per stream: the share of its demand it got
+/// (bytes ÷ offered bytes) when every stream's demand is known, its bytes
+/// otherwise. Different offered rates are not unfairness.
+pub fn delivery(streams: &[StreamFigures]) -> Vec<f64> {
+    let demand_known = streams
+        .iter()
+        .all(|f| f.offered_bytes.is_some_and(|o| o > 0));
+    streams
+        .iter()
+        .map(|f| match (demand_known, f.offered_bytes) {
+            (true, Some(o)) => f.bytes as f64 / o as f64,
+            _ => f.bytes as f64,
+        })
+        .collect()
+}
+
 impl Analyzer {
     /// Per-stream figures from the server's tap (client→server DATA) and
     /// the server's decode events, sorted by (connection, stream).
@@ -40,22 +56,24 @@ impl Analyzer {
                         stream,
                         bytes,
                         messages: 0,
+                        offered_bytes: None,
                         fair_share: 0.0,
                     })
             })
             .collect();
+        // The client connection of each server connection (same addresses).
+        let client_of: BTreeMap<u32, u32> = self.pairs().into_iter().map(|(c, s)| (s, c)).collect();
         for f in &mut out {
             f.messages = self.rpcs.get(&(f.conn, f.stream)).map_or(0, |r| r.decoded);
+            f.offered_bytes = client_of
+                .get(&f.conn)
+                .and_then(|c| self.offered.get(&(*c, f.stream)).copied());
         }
         out.sort_by_key(|f| (f.conn, f.stream));
-        let total: u64 = out.iter().map(|f| f.bytes).sum();
-        let n = out.len() as f64;
-        for f in &mut out {
-            f.fair_share = if total > 0 {
-                f.bytes as f64 * n / total as f64
-            } else {
-                0.0
-            };
+        let x = delivery(&out);
+        let mean = x.iter().sum::<f64>() / x.len().max(1) as f64;
+        for (f, x) in out.iter_mut().zip(x) {
+            f.fair_share = if mean > 0.0 { x / mean } else { 0.0 };
         }
         out
     }
@@ -94,7 +112,7 @@ impl Analyzer {
             .iter()
             .map(|x| {
                 format!(
-                    "{}/{}: {} B unreleased ({} B of an undecoded message), {} B credit",
+                    "{}/{}: {} B unreleased ({} B of an undecoded message), h2 available_capacity {} B",
                     x.conn,
                     x.stream,
                     x.unreleased,

@@ -74,7 +74,8 @@ pub struct Summary {
     /// only RPCs that did not end OK can have them.
     pub lost_in_flight: i64,
     /// The server cut bodies into raw work units (`--framing raw`: its
-    /// `decode` events have no gRPC prefix, framed = size), so its counts
+    /// `rpc_start` says `framing: raw:N`, or its `decode` events have no
+    /// gRPC prefix, framed = size), so its counts
     /// are units, not the client's messages: `unaccounted` and
     /// `lost_in_flight` are then 0 and the accounting check judges each
     /// side on its own.
@@ -325,7 +326,14 @@ pub struct StreamFigures {
     pub bytes: u64,
     /// Messages decoded on it.
     pub messages: u64,
-    /// Its bytes ÷ (all bytes ÷ streams): 1 is exactly a fair share.
+    /// Framed bytes the client scheduled on it (its demand), when the
+    /// client's side is in the trace.
+    #[serde(default)]
+    pub offered_bytes: Option<u64>,
+    /// Its delivery ÷ the mean delivery over streams, where delivery is
+    /// bytes ÷ offered bytes (bytes alone without the client's schedule):
+    /// 1 is exactly a fair share; a stream that got all it asked for is
+    /// never below another that got less of its demand.
     pub fair_share: f64,
 }
 

@@ -147,6 +147,10 @@ pub(super) async fn handle(
             Kind::RpcStart(RpcStartEv {
                 path: path.clone(),
                 deadline_ns: deadline.map(|d| d.as_nanos() as u64),
+                framing: match ctx.cfg.framing {
+                    Framing::Raw(_) => Some(ctx.cfg.framing.to_string()),
+                    Framing::Grpc => None,
+                },
             })
         });
     let end = |code: u32, message: String| {
