@@ -102,10 +102,16 @@ pub fn run_svgs(dir: &Path) -> (Vec<(String, String)>, Vec<String>) {
         })
         .unwrap_or_default();
     let rank = |n: &str| {
-        ["credit.svg", "queue.svg", "cumulative.svg", "blocked.svg"]
-            .iter()
-            .position(|s| *s == n)
-            .unwrap_or(99)
+        [
+            "credit.svg",
+            "streams.svg",
+            "queue.svg",
+            "cumulative.svg",
+            "blocked.svg",
+        ]
+        .iter()
+        .position(|s| *s == n)
+        .unwrap_or(99)
     };
     names.sort_by(|a, b| (rank(a), a).cmp(&(rank(b), b)));
     let mut ok = vec![];
@@ -154,6 +160,7 @@ fn caption(name: &str) -> &'static str {
         "queue.svg" => "Messages waiting in the application queue.",
         "cumulative.svg" => "Cumulative messages: scheduled and sent by the client, completed and discarded by the server. The gap between sent and completed is work the server holds.",
         "blocked.svg" => "When the client waited: on window credit, on h2's send buffer, on the socket.",
+        "streams.svg" => "Client→server bytes per stream over time, stacked (the streams with the most bytes each get a layer): how the streams shared the connection.",
         _ => "",
     }
 }

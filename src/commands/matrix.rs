@@ -48,6 +48,10 @@ struct Config {
     label: String,
     slug: String,
     apply: Box<dyn Fn(&mut RunOpts) + Send + Sync>,
+    /// `run` flags (`--PARAM=VALUE`) parsed after compare's own: a sweep's.
+    args: Vec<String>,
+    /// A sweep's (parameter, value) pairs, in `--sweep` order.
+    point: Vec<(String, String)>,
 }
 
 impl Config {
@@ -60,14 +64,126 @@ impl Config {
             label,
             slug,
             apply: Box::new(apply),
+            args: vec![],
+            point: vec![],
         }
     }
+}
+
+/// `--sweep PARAM=V1,V2,…`: one `run` flag and the values it takes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    pub param: String,
+    pub values: Vec<String>,
+}
+
+impl std::str::FromStr for Sweep {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Sweep, String> {
+        let (param, values) = s
+            .split_once('=')
+            .ok_or_else(|| format!("{s:?}: write PARAM=V1,V2,… (e.g. link-delay=0ms,25ms)"))?;
+        let param = param.trim().trim_start_matches("--").to_string();
+        let values: Vec<String> = values
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect();
+        if param.is_empty() || values.is_empty() {
+            return Err(format!(
+                "{s:?}: write PARAM=V1,V2,… (e.g. link-delay=0ms,25ms)"
+            ));
+        }
+        Ok(Sweep { param, values })
+    }
+}
+
+/// `run`'s flags, parsed on their own: a sweep's values go through the same
+/// parsers (and refusals) as `h2probe run`'s.
+#[derive(clap::Parser)]
+#[command(no_binary_name = true, args_override_self = true)]
+struct RunFlags {
+    #[command(flatten)]
+    run: RunOpts,
+}
+
+/// Flags a sweep may not vary: they say where and how to write, not what
+/// to measure (compare sets them for every run).
+const NOT_SWEPT: [&str; 5] = ["out", "force", "quiet", "no-pcap", "no-trace"];
+
+/// The sweep grid, crossed with --release × --queue when those are given.
+fn sweep_matrix(opts: &CompareOpts) -> Vec<Config> {
+    let mut grid: Vec<Vec<(String, String)>> = vec![vec![]];
+    for sw in &opts.sweep {
+        grid = grid
+            .into_iter()
+            .flat_map(|p| {
+                sw.values.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push((sw.param.clone(), v.clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    let rq: Vec<(Option<ReleasePoint>, Option<QueuePolicy>)> = {
+        let rs: Vec<Option<ReleasePoint>> = opts
+            .release
+            .as_ref()
+            .map_or(vec![None], |v| v.iter().copied().map(Some).collect());
+        let qs: Vec<Option<QueuePolicy>> = opts
+            .queue
+            .as_ref()
+            .map_or(vec![None], |v| v.iter().copied().map(Some).collect());
+        rs.iter()
+            .flat_map(|r| qs.iter().map(move |q| (*r, *q)))
+            .collect()
+    };
+    let mut out = vec![];
+    for (r, q) in rq {
+        for p in &grid {
+            let mut point = p.clone();
+            if let Some(r) = r {
+                point.push(("release".into(), r.as_str().into()));
+            }
+            if let Some(q) = q {
+                point.push(("queue".into(), q.to_string()));
+            }
+            let label = point
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let slug: String = point
+                .iter()
+                .map(|(k, v)| format!("{k}{v}"))
+                .collect::<Vec<_>>()
+                .join("-")
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            let mut c = Config::new(label, slug, |_| {});
+            c.args = point.iter().map(|(k, v)| format!("--{k}={v}")).collect();
+            c.point = point;
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The configurations `compare` runs: a named scenario's, or release ×
 /// queue from the flags.
 fn matrix(opts: &CompareOpts) -> Vec<Config> {
     let size = |s: &str| s.parse::<Size>().expect("a static size");
+    if !opts.sweep.is_empty() {
+        return sweep_matrix(opts);
+    }
     match opts.scenario {
         Some(Scenario::SharedWindow) | Some(Scenario::DropWithoutRelease) => {
             let drop = opts.scenario == Some(Scenario::DropWithoutRelease);
@@ -163,6 +279,14 @@ pub struct CompareOpts {
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub queue: Option<Vec<QueuePolicy>>,
 
+    /// Sweep a `run` flag over values: PARAM=V1,V2,… with run's flag names
+    /// and value syntax (link-delay=0ms,10ms,25ms; stream-window=64KiB,1MiB;
+    /// streams=1,2,4). Repeat for a grid. The matrix is then the sweep
+    /// (crossed with --release/--queue only when those are given), and
+    /// sweep.svg plots the headline figures against the first parameter.
+    #[arg(long, value_name = "PARAM=V1,V2,…")]
+    pub sweep: Vec<Sweep>,
+
     /// Repeats of each configuration (the table shows median and min–max).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
@@ -220,6 +344,7 @@ pub struct Comparison {
 
 pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     let mut runs: Vec<RunRef> = vec![];
+    let mut sweep_points: Vec<SweepPoint> = vec![];
     let name = match opts.scenario {
         Some(s) => format!("compare-{}", s.name()),
         None => "compare".to_string(),
@@ -232,8 +357,11 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
 
     if !opts.runs.is_empty() {
         crate::refuse_unless!(
-            opts.scenario.is_none() && opts.release.is_none() && opts.queue.is_none(),
-            "--scenario, --release and --queue choose a matrix to run; they do not apply to existing run directories"
+            opts.scenario.is_none()
+                && opts.release.is_none()
+                && opts.queue.is_none()
+                && opts.sweep.is_empty(),
+            "--scenario, --sweep, --release and --queue choose a matrix to run; they do not apply to existing run directories"
         );
         for dir in &opts.runs {
             let (summary, warnings) = super::analyze_dir(dir)?;
@@ -254,17 +382,42 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             "--release and --queue do not apply to --scenario {}",
             opts.scenario.map_or("", |s| s.name())
         );
+        crate::refuse_unless!(
+            opts.scenario.is_none() || opts.sweep.is_empty(),
+            "--sweep does not combine with --scenario {} (a scenario is a fixed matrix)",
+            opts.scenario.map_or("", |s| s.name())
+        );
+        for sw in &opts.sweep {
+            crate::refuse_unless!(
+                !NOT_SWEPT.contains(&sw.param.as_str()),
+                "--sweep {}: that flag says where and how to write, not what to run; sweep a flag of `h2probe run` such as link-delay, stream-window, streams",
+                sw.param
+            );
+            crate::refuse_unless!(
+                opts.sweep.iter().filter(|o| o.param == sw.param).count() == 1,
+                "--sweep {} is given twice; list all its values in one --sweep",
+                sw.param
+            );
+        }
         let matrix = matrix(&opts);
         // Check every configuration before spending minutes on the first.
+        let mut points = vec![];
         for c in &matrix {
-            let o = make_opts(&opts, c, &out, 0);
+            let o = make_opts(&opts, c, &out, 0)?;
             o.client.validate()?;
             o.server.validate(
                 opts.capture_payload,
                 Some(o.client.framed_upper_bound()),
                 Some(o.client.streams),
             )?;
+            points.push(SweepPoint {
+                label: c.label.clone(),
+                point: c.point.clone(),
+                window: o.server.stream_window.0.min(o.server.conn_window.0),
+                framed: o.client.framed_upper_bound(),
+            });
         }
+        sweep_points = points;
         let total = matrix.len() as u64 * opts.repeats as u64;
         let bar = progress_bar(total, opts.quiet);
         let mut done = 0;
@@ -277,7 +430,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                     None if !opts.quiet => eprintln!("h2probe: run {}/{total}: {msg}", done + 1),
                     None => {}
                 }
-                let result = run::run(make_opts(&opts, c, &out, rep)).await?;
+                let result = run::run(make_opts(&opts, c, &out, rep)?).await?;
                 for w in &result.warnings {
                     eprintln!("h2probe: warning: {w}");
                 }
@@ -312,6 +465,9 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     let rows2 = rows.clone();
     let runs2 = runs.clone();
     tokio::task::spawn_blocking(move || write_outputs(&out2, &md, &rows2, &runs2)).await??;
+    if !opts.sweep.is_empty() {
+        sweep_plot(&out, &opts.sweep, &sweep_points, &rows)?;
+    }
     Ok(Comparison {
         table: compare::terminal_table(&rows),
         dir: out,
@@ -319,20 +475,119 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     })
 }
 
-fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> RunOpts {
-    let mut r = RunOpts::default();
-    r.server.service_time = o.service_time;
-    r.server.stream_window = o.window;
-    r.server.conn_window = o.window;
-    r.client.rate = o.rate;
-    r.client.payload = o.payload;
-    r.client.duration = o.duration;
-    r.output.capture_payload = o.capture_payload;
+/// A run's options: compare's own flags, then the configuration's `run`
+/// flags (a sweep's values, through run's parsers; a later flag wins), then
+/// its changes, then where to write.
+fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> anyhow::Result<RunOpts> {
+    use clap::{Parser as _, ValueEnum as _};
+    let mode = o
+        .capture_payload
+        .to_possible_value()
+        .expect("no skipped variants");
+    let mut argv: Vec<String> = vec![
+        format!("--duration={}", o.duration),
+        format!("--rate={}", o.rate),
+        format!("--payload={}", o.payload),
+        format!("--service-time={}", o.service_time),
+        format!("--stream-window={}", o.window),
+        format!("--conn-window={}", o.window),
+        format!("--capture-payload={}", mode.get_name()),
+    ];
+    argv.extend(c.args.iter().cloned());
+    let mut r = RunFlags::try_parse_from(&argv)
+        .map_err(|e| {
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or_default();
+            crate::config::UsageError(format!("--sweep: {}", first.trim_start_matches("error: ")))
+        })?
+        .run;
+    (c.apply)(&mut r);
     r.output.no_pcap = !o.pcap;
     r.output.quiet = true;
     r.output.out = Some(out.join(format!("{}-r{rep}", c.slug)));
-    (c.apply)(&mut r);
-    r
+    Ok(r)
+}
+
+/// What the sweep plot needs of one configuration.
+struct SweepPoint {
+    label: String,
+    point: Vec<(String, String)>,
+    /// The smaller of the stream and connection windows (bytes).
+    window: u64,
+    /// Framed message size, upper bound (bytes).
+    framed: u64,
+}
+
+/// sweep.svg: the headline figures against the first swept parameter, one
+/// line per combination of the others.
+fn sweep_plot(
+    out: &Path,
+    sweeps: &[Sweep],
+    points: &[SweepPoint],
+    rows: &[compare::Row],
+) -> anyhow::Result<()> {
+    use h2probe_analysis::plots::{SweepAxis, SweepLine};
+    let param = &sweeps[0].param;
+    let axis = SweepAxis::of(param, &sweeps[0].values);
+    let mut lines: Vec<SweepLine> = vec![];
+    for p in points {
+        let Some(row) = rows.iter().find(|r| r.config == p.label) else {
+            continue;
+        };
+        let x_value = &p.point[0].1;
+        let Some(x) = axis.x(x_value) else { continue };
+        let rest: Vec<String> = p.point[1..]
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let name = if rest.is_empty() {
+            "measured".to_string()
+        } else {
+            rest.join(" ")
+        };
+        let line = match lines.iter_mut().position(|l| l.label == name) {
+            Some(i) => &mut lines[i],
+            None => {
+                lines.push(SweepLine {
+                    label: name,
+                    points: vec![],
+                });
+                lines.last_mut().expect("pushed")
+            }
+        };
+        line.points.push((x, row.clone()));
+    }
+    // W / RTT, the most a window W lets through a round trip of 2 × delay:
+    // one curve per distinct (window, message size), across the axis.
+    let mut bound: Vec<(String, Vec<(f64, f64)>)> = vec![];
+    if param == "link-delay" {
+        let (lo, hi) = points
+            .iter()
+            .filter_map(|p| axis.x(&p.point[0].1))
+            .fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+        let lo = if lo > 0.0 { lo } else { hi / 20.0 };
+        let mut seen = std::collections::BTreeSet::new();
+        for p in points {
+            if hi <= 0.0 || !seen.insert((p.window, p.framed)) {
+                continue;
+            }
+            // The axis is in milliseconds.
+            let curve = (0..=100)
+                .map(|i| lo + (hi - lo) * i as f64 / 100.0)
+                .map(|ms| (ms, p.window as f64 / (2.0 * ms / 1e3) / p.framed as f64))
+                .collect();
+            bound.push((
+                format!(
+                    "W / RTT = {} B window ÷ (2 × delay) ÷ {} B per message (at most; the most this window lets through)",
+                    p.window, p.framed
+                ),
+                curve,
+            ));
+        }
+    }
+    let path = out.join("sweep.svg");
+    h2probe_analysis::plots::sweep_chart(&path, param, &axis, &lines, &bound)?;
+    Ok(())
 }
 
 fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {

@@ -385,6 +385,8 @@ impl Analyzer {
         s.client_h2_buffer_blocked_s = s.h2_buffer_blocked_ms.sum / 1e3;
         s.has_client = self.has_client;
         s.has_server = self.has_server;
+        self.tl.has_client = self.has_client;
+        self.tl.has_server = self.has_server;
         s.client_socket_blocked_s = s.socket_blocked_ms.sum / 1e3;
         s.server_socket_blocked_s = self.server_socket_ns as f64 / 1e9;
         s.lateness_ms = self.lateness.summary();

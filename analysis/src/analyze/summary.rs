@@ -299,6 +299,9 @@ pub struct Timeline {
     pub intervals_dropped: u64,
     /// Seconds from the trace origin to the last event.
     pub end_s: f64,
+    /// Which taps the trace has (a one-sided run's plots say what is missing).
+    pub has_client: bool,
+    pub has_server: bool,
     origin: u64,
 }
 
@@ -331,6 +334,8 @@ impl Timeline {
             intervals: vec![],
             intervals_dropped: 0,
             end_s: 0.0,
+            has_client: false,
+            has_server: false,
             origin,
         }
     }
