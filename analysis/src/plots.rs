@@ -144,22 +144,27 @@ fn step_at(points: &[(f64, f64)], t: f64) -> Option<f64> {
     (i > 0).then(|| points[i - 1].1)
 }
 
-/// Whether two lines draw the same path: within about a pixel and a half
-/// of each other on a plot ≈ 300 px tall spanning `range`, sampled across
-/// the time axis (a line that close is hidden under the other).
+/// Whether two lines draw the same path: within two pixels (a line's
+/// width) of each other on a plot ≈ 300 px tall spanning `range`, sampled
+/// across the time axis (a line that close is hidden under the other).
 fn coincide(a: &[(f64, f64)], b: &[(f64, f64)], x_max: f64, range: f64) -> bool {
     if a.is_empty() || b.is_empty() {
         return false;
     }
-    let tol = range / 200.0;
-    (0..=400).all(|i| {
+    let tol = range / 150.0;
+    // Where only one line has begun (its first bucket can start a sample
+    // earlier) nothing is hidden or shown: compare where both are drawn.
+    let mut both = 0;
+    for i in 0..=400 {
         let t = x_max * i as f64 / 400.0;
-        match (step_at(a, t), step_at(b, t)) {
-            (Some(x), Some(y)) => (x - y).abs() <= tol,
-            (None, None) => true,
-            _ => false,
+        if let (Some(x), Some(y)) = (step_at(a, t), step_at(b, t)) {
+            if (x - y).abs() > tol {
+                return false;
+            }
+            both += 1;
         }
-    })
+    }
+    both > 200
 }
 
 /// Groups of consecutive buckets, at most [`DATA_PX`]: (t, min, max) each.
@@ -425,7 +430,7 @@ fn draw_panel<DB: DrawingBackend>(
         }
         if let Some(j) = under[i] {
             label.push_str(&format!(
-                " — hidden under \"{}\" (within a pixel or two)",
+                " — hidden under \"{}\" (within 2 px)",
                 panel.lines[j].label
             ));
         }
@@ -1220,4 +1225,85 @@ pub fn sweep_chart(
         }
     }
     root.present().map_err(|e| err(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn legend_of(panel: &Panel<'_>) -> String {
+        let dir = std::env::temp_dir().join(format!("h2probe-plots-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{}.svg", panel.title.replace(' ', "-")));
+        line_chart(&path, "t (s)", panel).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        svg.split("<text ")
+            .filter_map(|t| t.split_once('>')?.1.split("</text>").next())
+            .map(|t| t.trim().replace("&quot;", "\""))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn a_line_under_another_is_named_and_a_different_one_is_not() {
+        let ramp: Vec<(f64, f64)> = (0..100).map(|i| (i as f64 / 10.0, i as f64)).collect();
+        let near: Vec<(f64, f64)> = ramp.iter().map(|&(t, v)| (t, v + 0.3)).collect();
+        let apart: Vec<(f64, f64)> = ramp.iter().map(|&(t, v)| (t, v / 2.0)).collect();
+        let l = legend_of(&Panel {
+            title: "coincide".into(),
+            lines: vec![
+                Line::new("low", ramp),
+                Line::new("high", near),
+                Line::new("half", apart),
+            ],
+            ..Panel::default()
+        });
+        assert!(
+            l.contains("low — hidden under \"high\" (within 2 px)"),
+            "{l}"
+        );
+        assert!(!l.contains("half — hidden"), "{l}");
+        assert!(!l.contains("high — hidden"), "{l}");
+    }
+
+    #[test]
+    fn dense_oscillation_becomes_a_band_and_counts_get_integer_ticks() {
+        // Per-frame credit: 2,000 buckets alternating 32 and 64 KiB.
+        let band: Vec<(f64, f64, f64)> =
+            (0..2000).map(|i| (i as f64 / 1000.0, 32.0, 64.0)).collect();
+        let l = legend_of(&Panel {
+            title: "band".into(),
+            lines: vec![Line {
+                label: "credit",
+                points: vec![],
+                band,
+            }],
+            ..Panel::default()
+        });
+        assert!(l.contains("credit (band: min–max per pixel)"), "{l}");
+        let l = legend_of(&Panel {
+            title: "ints".into(),
+            lines: vec![Line::new("depth", vec![(0.0, 0.0), (1.0, 3.0)])],
+            integer_y: true,
+            ..Panel::default()
+        });
+        let ticks: Vec<&str> = l.split(' ').filter(|t| t.parse::<f64>().is_ok()).collect();
+        // (x runs 0–1, so a y tick between 1 and 3 would show as 1.5, 2.5.)
+        assert!(ticks.contains(&"3") && ticks.contains(&"2"), "{l}");
+        assert!(!ticks.contains(&"1.5") && !ticks.contains(&"2.5"), "{l}");
+    }
+
+    #[test]
+    fn a_swept_value_finds_its_axis() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let a = SweepAxis::of("link-delay", &v(&["0ms", "1.5s"]));
+        assert_eq!((a.x("0ms"), a.x("1.5s")), (Some(0.0), Some(1500.0)));
+        let a = SweepAxis::of("stream-window", &v(&["65535", "1MiB"]));
+        assert_eq!(a.label, "--stream-window (KiB)");
+        assert_eq!(a.x("1MiB"), Some(1024.0));
+        let a = SweepAxis::of("streams", &v(&["1", "4"]));
+        assert_eq!(a.x("4"), Some(4.0));
+        let a = SweepAxis::of("release", &v(&["frame", "complete"]));
+        assert_eq!(a.x("complete"), Some(1.0));
+    }
 }
