@@ -421,13 +421,24 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         let total = matrix.len() as u64 * opts.repeats as u64;
         let bar = progress_bar(total, opts.quiet);
         let mut done = 0;
+        let started = std::time::Instant::now();
         'matrix: for rep in 1..=opts.repeats {
             for c in &matrix {
                 let cfg = c.label.clone();
-                let msg = format!("{cfg} (repeat {rep}/{})", opts.repeats);
+                let msg = format!(
+                    "run {} of {total}: {cfg}{}{}",
+                    done + 1,
+                    if opts.repeats > 1 {
+                        format!(" (repeat {rep}/{})", opts.repeats)
+                    } else {
+                        String::new()
+                    },
+                    eta(started.elapsed(), done, total)
+                );
                 match &bar {
                     Some(b) => b.set_message(msg),
-                    None if !opts.quiet => eprintln!("h2probe: run {}/{total}: {msg}", done + 1),
+                    // Not an error line: no `h2probe:` prefix.
+                    None if !opts.quiet => eprintln!("progress {msg}"),
                     None => {}
                 }
                 let result = run::run(make_opts(&opts, c, &out, rep)?).await?;
@@ -590,6 +601,20 @@ fn sweep_plot(
     Ok(())
 }
 
+/// `, ≈42s left` from the measured time of the runs done so far (their mean
+/// × the runs still to do, this one included); nothing before the first
+/// run has finished.
+fn eta(elapsed: std::time::Duration, done: u64, total: u64) -> String {
+    if done == 0 {
+        return String::new();
+    }
+    let left = elapsed.as_secs_f64() / done as f64 * (total - done) as f64;
+    format!(", ≈{left:.0}s left")
+}
+
+/// The bar: how many runs finished, and a message naming the run in
+/// progress (`run k of n`, its configuration, the time left). indicatif
+/// trims `wide_msg`, so the line fits the terminal (80 columns too).
 fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
     if quiet || !std::io::stderr().is_terminal() {
@@ -597,11 +622,9 @@ fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     }
     let b = indicatif::ProgressBar::new(total);
     b.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] run {pos}/{len}, eta {eta}  {msg}",
-        )
-        .expect("static template")
-        .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:16}] {wide_msg}")
+            .expect("static template")
+            .progress_chars("=> "),
     );
     b.enable_steady_tick(std::time::Duration::from_millis(500));
     Some(b)
@@ -632,4 +655,63 @@ fn write_outputs(
         timelines.iter().map(|(l, t)| (l.clone(), t)).collect();
     h2probe_analysis::plots::compare_plots(out, &refs)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_left_comes_from_measured_runs() {
+        let d = std::time::Duration::from_secs;
+        assert_eq!(eta(d(5), 0, 4), "");
+        // Two runs took 20 s: two more take about 20 s.
+        assert_eq!(eta(d(20), 2, 4), ", ≈20s left");
+        assert_eq!(eta(d(30), 3, 3), ", ≈0s left");
+    }
+
+    #[test]
+    fn a_sweep_is_a_grid_of_run_flags() {
+        let sweep: Vec<Sweep> = ["streams=1,2", "--link-delay=0ms,25ms"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(sweep[1].param, "link-delay");
+        let opts = CompareOpts {
+            runs: vec![],
+            scenario: None,
+            release: Some(vec![ReleasePoint::Complete]),
+            queue: None,
+            sweep,
+            repeats: 1,
+            duration: "1s".parse().unwrap(),
+            rate: 300.0,
+            payload: "16KiB".parse().unwrap(),
+            service_time: "10ms".parse().unwrap(),
+            window: "65535".parse().unwrap(),
+            out: None,
+            capture_payload: CapturePayload::Headers,
+            pcap: false,
+            quiet: true,
+        };
+        let m = matrix(&opts);
+        let labels: Vec<&str> = m.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "streams=1 link-delay=0ms release=complete",
+                "streams=1 link-delay=25ms release=complete",
+                "streams=2 link-delay=0ms release=complete",
+                "streams=2 link-delay=25ms release=complete",
+            ]
+        );
+        let r = make_opts(&opts, &m[3], Path::new("/tmp"), 1).unwrap();
+        assert_eq!(r.client.streams, 2);
+        assert_eq!(r.client.link_delay.0, std::time::Duration::from_millis(25));
+        assert_eq!(r.server.release, ReleasePoint::Complete);
+        // compare's own flags still apply underneath.
+        assert_eq!(r.client.duration.0, std::time::Duration::from_secs(1));
+        assert!("streams".parse::<Sweep>().is_err());
+        assert!("streams=".parse::<Sweep>().is_err());
+    }
 }
