@@ -552,6 +552,23 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
     Ok(())
 }
 
+/// The unit a byte axis reads best in for values up to `peak`: bytes below
+/// 4 KiB, KiB below 4 MiB, MiB above; and its size.
+fn byte_unit(peak: f64) -> (&'static str, f64) {
+    if peak >= 4.0 * 1048576.0 {
+        ("MiB", 1048576.0)
+    } else if peak >= 4.0 * 1024.0 {
+        ("KiB", 1024.0)
+    } else {
+        ("bytes", 1.0)
+    }
+}
+
+/// The highest value a series took.
+fn peak(s: &crate::series::Series, end_s: f64) -> f64 {
+    s.envelope(end_s).iter().map(|b| b.2).fold(0.0, f64::max)
+}
+
 fn scaled(points: Vec<(f64, f64)>, k: f64) -> Vec<(f64, f64)> {
     points.into_iter().map(|(x, y)| (x, y / k)).collect()
 }
@@ -632,24 +649,31 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         labels.push("stream credit (client tap)".into());
         credit_series.push(&tl.credit_stream_client);
     }
+    let credit_peak = credit_series
+        .iter()
+        .copied()
+        .chain([&tl.credit_conn_client, &tl.unreleased])
+        .map(|s| peak(s, tl.end_s))
+        .fold(tl.advertised_stream_window.unwrap_or(0) as f64, f64::max);
+    let (credit_unit, k) = byte_unit(credit_peak);
     let mut top_lines: Vec<Line<'_>> = credit_series
         .iter()
         .zip(&labels)
         .map(|(s, l)| Line {
             label: l.as_str(),
-            points: scaled(s.filled_until(tl.end_s), 1024.0),
-            band: scaled_band(s.envelope(tl.end_s), 1024.0),
+            points: scaled(s.filled_until(tl.end_s), k),
+            band: scaled_band(s.envelope(tl.end_s), k),
         })
         .collect();
     top_lines.push(Line {
         label: "connection credit (client tap)",
-        points: scaled(tl.credit_conn_client.filled_until(tl.end_s), 1024.0),
-        band: scaled_band(tl.credit_conn_client.envelope(tl.end_s), 1024.0),
+        points: scaled(tl.credit_conn_client.filled_until(tl.end_s), k),
+        band: scaled_band(tl.credit_conn_client.envelope(tl.end_s), k),
     });
     top_lines.push(Line {
         label: "received, not yet released (server)",
-        points: scaled(tl.unreleased.filled_until(tl.end_s), 1024.0),
-        band: scaled_band(tl.unreleased.envelope(tl.end_s), 1024.0),
+        points: scaled(tl.unreleased.filled_until(tl.end_s), k),
+        band: scaled_band(tl.unreleased.envelope(tl.end_s), k),
     });
     let mut top_notes = vec![];
     if many && tl.stream_credit.len() > TOP_STREAMS {
@@ -674,7 +698,7 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
     let mut top_marks = vec![];
     if let Some(w) = tl.advertised_stream_window {
         top_marks.push(Mark::H(
-            w as f64 / 1024.0,
+            w as f64 / k,
             format!("advertised stream window ({w} B, SETTINGS)"),
         ));
     }
@@ -684,10 +708,11 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
     if !tl.has_server {
         server_notes.push(no_server.to_string());
     }
+    let (owned_unit, ko) = byte_unit(peak(&tl.owned_bytes, tl.end_s));
     let panels = [
         Panel {
             title: "Transport: credit the client saw, bytes the server had not released".into(),
-            y_label: "KiB".into(),
+            y_label: credit_unit.into(),
             lines: top_lines,
             marks: top_marks,
             notes: top_notes,
@@ -696,11 +721,11 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         },
         Panel {
             title: "Application: bytes owned (decoded, not yet completed)".into(),
-            y_label: "MiB".into(),
+            y_label: owned_unit.into(),
             lines: vec![Line {
                 label: "owned by the application",
-                points: scaled(tl.owned_bytes.filled_until(tl.end_s), 1048576.0),
-                band: scaled_band(tl.owned_bytes.envelope(tl.end_s), 1048576.0),
+                points: scaled(tl.owned_bytes.filled_until(tl.end_s), ko),
+                band: scaled_band(tl.owned_bytes.envelope(tl.end_s), ko),
             }],
             marks: offer_end.clone().into_iter().collect(),
             notes: server_notes.clone(),
@@ -1291,6 +1316,13 @@ mod tests {
         // (x runs 0–1, so a y tick between 1 and 3 would show as 1.5, 2.5.)
         assert!(ticks.contains(&"3") && ticks.contains(&"2"), "{l}");
         assert!(!ticks.contains(&"1.5") && !ticks.contains(&"2.5"), "{l}");
+    }
+
+    #[test]
+    fn byte_axes_take_the_unit_that_fits() {
+        assert_eq!(byte_unit(900.0).0, "bytes");
+        assert_eq!(byte_unit(65_535.0).0, "KiB");
+        assert_eq!(byte_unit(16.0 * 1048576.0).0, "MiB");
     }
 
     #[test]
