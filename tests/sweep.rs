@@ -113,6 +113,13 @@ fn a_link_delay_sweep_follows_the_window_over_the_round_trip() {
     let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
     assert!(svg.contains("Steady send rate against --link-delay"));
     assert!(svg.contains("W / RTT = 65535 B window"));
+    // The comparison's page: the sweep plot inline, a link to each run's page.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("Steady send rate against --link-delay"));
+    assert!(
+        page.contains(r#"href="link-delay40ms-r1/report.html""#),
+        "a link to the run's page"
+    );
 }
 
 #[test]

@@ -784,11 +784,22 @@ pub struct CompareRun {
 /// The comparison page of several runs: the table, the runs with links to
 /// their own pages, and their plots side by side.
 pub fn compare_html(runs: &[CompareRun]) -> String {
+    compare_html_with(runs, None)
+}
+
+/// [`compare_html`], plus the plots `compare` drew across configurations
+/// in `dir` (sweep.svg, compare-*.svg) when given.
+pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
-        r##"<header><h1>h2probe comparison · {} runs</h1><div class="sub">Median over repeats of one configuration, (min–max) where they differ. Rates in messages/s.</div><nav><a href="#table">Table</a><a href="#runs">Runs</a><a href="#plots">Plots side by side</a></nav></header>"##,
-        runs.len()
+        r##"<header><h1>h2probe comparison · {} runs</h1><div class="sub">Median over repeats of one configuration, (min–max) where they differ. Rates in messages/s.</div><nav><a href="#table">Table</a><a href="#runs">Runs</a>{}<a href="#plots">Plots side by side</a></nav></header>"##,
+        runs.len(),
+        if dir.is_some() {
+            r##"<a href="#across">Across configurations</a>"##
+        } else {
+            ""
+        }
     );
     let refs: Vec<crate::compare::RunRef> = runs
         .iter()
@@ -866,6 +877,28 @@ pub fn compare_html(runs: &[CompareRun]) -> String {
         );
     }
     b.push_str("</table></section>");
+
+    if let Some(dir) = dir {
+        let (svgs, _) = run_svgs(dir);
+        b.push_str(r#"<section id="across"><h2>Across configurations</h2><div class="plots">"#);
+        for (name, svg) in svgs
+            .iter()
+            .filter(|(n, _)| n == "sweep.svg" || n.starts_with("compare-"))
+        {
+            let what = if name == "sweep.svg" {
+                "the headline figures against the swept parameter (median, min–max whiskers over repeats)"
+            } else {
+                "one line per configuration (its first repeat)"
+            };
+            let _ = write!(
+                b,
+                r#"<figure class="wide">{svg}<figcaption><b>{}</b> — {}</figcaption></figure>"#,
+                esc(name),
+                esc(what)
+            );
+        }
+        b.push_str("</div></section>");
+    }
 
     // Plots side by side: one row per plot, one column per run.
     b.push_str(r#"<section id="plots"><h2>Plots side by side</h2>"#);

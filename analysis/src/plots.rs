@@ -1003,7 +1003,13 @@ pub fn compare_plots(dir: &Path, runs: &[(String, &Timeline)]) -> Result<Vec<Str
             "Stream credit seen by the client (client tap, first stream)",
             "KiB",
             false,
-            lines(&|tl| scaled(tl.credit_stream_client.filled_until(tl.end_s), 1024.0)),
+            runs.iter()
+                .map(|(label, tl)| Line {
+                    label: label.as_str(),
+                    points: scaled(tl.credit_stream_client.filled_until(tl.end_s), 1024.0),
+                    band: scaled_band(tl.credit_stream_client.envelope(tl.end_s), 1024.0),
+                })
+                .collect(),
         ),
     )?;
     Ok([

@@ -479,6 +479,23 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     if !opts.sweep.is_empty() {
         sweep_plot(&out, &opts.sweep, &sweep_points, &rows)?;
     }
+    // report.html: the table, the plots across configurations, each run's
+    // plots side by side and a link to its own page.
+    let page_runs: Vec<h2probe_analysis::page::CompareRun> = runs
+        .iter()
+        .map(|r| h2probe_analysis::page::CompareRun {
+            dir: r.dir.clone(),
+            config: r.config.clone(),
+            summary: r.summary.clone(),
+            link: h2probe_analysis::page::link(&out, &r.dir.join("report.html")),
+        })
+        .collect();
+    let page = out.join("report.html");
+    std::fs::write(
+        &page,
+        h2probe_analysis::page::compare_html_with(&page_runs, Some(&out)),
+    )
+    .with_context(|| format!("writing {}", page.display()))?;
     Ok(Comparison {
         table: compare::terminal_table(&rows),
         dir: out,
