@@ -168,4 +168,45 @@ fn sweeps_make_a_grid_labelled_by_what_changes() {
         svg.contains("conn-window=1MiB (median"),
         "one line per other value"
     );
+
+    // The same runs compared as saved directories: four groups (never
+    // pooled), labelled by what differs, what they share said once.
+    let again = support::temp_dir("sweep-grid-again");
+    let dirs: Vec<std::path::PathBuf> = [
+        "streams1-conn-window65535-r1",
+        "streams1-conn-window1MiB-r1",
+        "streams2-conn-window65535-r1",
+        "streams2-conn-window1MiB-r1",
+    ]
+    .iter()
+    .map(|d| out.join(d))
+    .collect();
+    let cmp = h2probe()
+        .arg("compare")
+        .args(&dirs)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let table = String::from_utf8_lossy(&cmp.stdout);
+    let first = table.lines().next().unwrap();
+    assert!(
+        first.starts_with("every run: release=frame queue=unbounded")
+            && first.contains("duration=300ms"),
+        "{table}"
+    );
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(again.join("comparison.json")).unwrap()).unwrap();
+    let labels: Vec<&str> = rows.iter().map(|r| r["config"].as_str().unwrap()).collect();
+    assert_eq!(labels.len(), 4, "{labels:?}");
+    assert!(labels.iter().all(|l| !l.contains("release=")), "{labels:?}");
+    assert!(
+        labels.contains(&"conn-window=1048576 streams=2"),
+        "{labels:?}"
+    );
 }

@@ -345,6 +345,8 @@ pub struct Comparison {
 pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     let mut runs: Vec<RunRef> = vec![];
     let mut sweep_points: Vec<SweepPoint> = vec![];
+    // Settings every saved run shares (taken out of their labels).
+    let mut shared = String::new();
     let name = match opts.scenario {
         Some(s) => format!("compare-{}", s.name()),
         None => "compare".to_string(),
@@ -374,6 +376,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 summary,
             });
         }
+        shared = strip_shared(&mut runs);
     } else {
         crate::refuse_unless!(
             opts.scenario.is_none()
@@ -467,10 +470,13 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     }
 
     let rows = compare::rows(&runs);
-    let title = match opts.scenario {
+    let mut title = match opts.scenario {
         Some(s) => format!("h2probe comparison: {} scenario", s.name()),
         None => "h2probe comparison".to_string(),
     };
+    if !shared.is_empty() {
+        title.push_str(&format!(" (every run: {shared})"));
+    }
     let md = compare::markdown(&title, &rows);
     let out2 = out.clone();
     let rows2 = rows.clone();
@@ -496,11 +502,48 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         h2probe_analysis::page::compare_html_with(&page_runs, Some(&out)),
     )
     .with_context(|| format!("writing {}", page.display()))?;
+    let mut table = compare::terminal_table(&rows);
+    if !shared.is_empty() {
+        table.insert_str(0, &format!("every run: {shared}\n"));
+    }
     Ok(Comparison {
-        table: compare::terminal_table(&rows),
+        table,
         dir: out,
         rows,
     })
+}
+
+/// Takes the settings every run shares out of the runs' labels, so the
+/// table shows what differs between the groups; returns them (empty when
+/// nothing is shared, or when the runs are all one configuration). Every
+/// label keeps its full configuration minus the same words, so runs are
+/// grouped exactly as before.
+fn strip_shared(runs: &mut [RunRef]) -> String {
+    let words = |c: &str| c.split(' ').map(str::to_string).collect::<Vec<_>>();
+    let Some(first) = runs.first().map(|r| words(&r.config)) else {
+        return String::new();
+    };
+    if runs.iter().all(|r| r.config == runs[0].config) {
+        return String::new();
+    }
+    let shared: Vec<String> = first
+        .into_iter()
+        .filter(|w| runs.iter().all(|r| words(&r.config).contains(w)))
+        .collect();
+    for r in runs.iter_mut() {
+        let rest: Vec<String> = words(&r.config)
+            .into_iter()
+            .filter(|w| !shared.contains(w))
+            .collect();
+        // Labels name what differs from run's defaults: none left means
+        // this run has the defaults where the others do not.
+        r.config = if rest.is_empty() {
+            "(defaults)".into()
+        } else {
+            rest.join(" ")
+        };
+    }
+    shared.join(" ")
 }
 
 /// A run's options: compare's own flags, then the configuration's `run`
@@ -677,6 +720,33 @@ fn write_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_keep_what_differs_between_groups() {
+        let run = |c: &str| RunRef {
+            config: c.into(),
+            dir: PathBuf::from("x"),
+            summary: Default::default(),
+        };
+        let mut runs = vec![
+            run("release=frame queue=unbounded link-delay=25ms"),
+            run("release=frame queue=unbounded link-delay=25ms streams=2"),
+            run("release=frame queue=unbounded link-delay=25ms"),
+        ];
+        assert_eq!(
+            strip_shared(&mut runs),
+            "release=frame queue=unbounded link-delay=25ms"
+        );
+        let labels: Vec<&str> = runs.iter().map(|r| r.config.as_str()).collect();
+        assert_eq!(labels, ["(defaults)", "streams=2", "(defaults)"]);
+        // One configuration: nothing to take out.
+        let mut same = vec![
+            run("release=frame queue=direct"),
+            run("release=frame queue=direct"),
+        ];
+        assert_eq!(strip_shared(&mut same), "");
+        assert_eq!(same[0].config, "release=frame queue=direct");
+    }
 
     #[test]
     fn the_time_left_comes_from_measured_runs() {
