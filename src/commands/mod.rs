@@ -11,6 +11,7 @@ mod progress;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod sweep;
 
 use crate::config::CapturePayload;
 use crate::live::Live;
