@@ -234,7 +234,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             write!(out, "{}", c.table)?;
             writeln!(
                 out,
-                "comparison written to {}/comparison.md (and .json, compare-*.svg)",
+                "comparison written to {}/ (report.html, comparison.md, .json, plots)",
                 c.dir.display()
             )?;
             Ok(if c.rows.iter().any(|r| r.failed_checks > 0) {

@@ -41,31 +41,51 @@ fn csv_and_qlog_exports_carry_every_event() {
         *by_type.entry(ty).or_default() += 1;
     }
     assert!(by_type.len() >= 12, "{by_type:?}");
-    for (ty, n) in &by_type {
+    // Every event type has its file, with its header, whether or not the
+    // run had such events (a notebook loads the same files from every run).
+    let mut keys: HashMap<String, std::collections::BTreeSet<String>> = HashMap::new();
+    for ty in h2probe::trace::schema::Kind::NAMES {
+        let n = by_type.get(*ty).copied().unwrap_or(0);
         let text = std::fs::read_to_string(dir.join("csv").join(format!("{ty}.csv"))).unwrap();
         let mut lines = text.lines();
         let header: Vec<&str> = lines.next().unwrap().split(',').collect();
         assert_eq!(
-            &header[..5],
-            &["t_ns", "t_s", "ep", "conn", "stream"],
+            &header[..6],
+            &["t_ns", "t_s", "ep", "conn", "conn_key", "stream"],
             "{ty}"
         );
         let rows: Vec<&str> = lines.collect();
-        assert_eq!(rows.len(), *n, "{ty}.csv rows");
+        assert_eq!(rows.len(), n, "{ty}.csv rows");
         // Every row has as many fields as the header (quoted commas respected).
         for r in &rows {
-            let mut fields = 1;
+            let mut fields = vec![String::new()];
             let mut quoted = false;
             for c in r.chars() {
                 match c {
                     '"' => quoted = !quoted,
-                    ',' if !quoted => fields += 1,
-                    _ => {}
+                    ',' if !quoted => fields.push(String::new()),
+                    c => fields.last_mut().unwrap().push(c),
                 }
             }
-            assert_eq!(fields, header.len(), "{ty}.csv: {r}");
+            assert_eq!(fields.len(), header.len(), "{ty}.csv: {r}");
+            if *ty == "frame" {
+                keys.entry(fields[2].clone())
+                    .or_default()
+                    .insert(fields[4].clone());
+            }
         }
     }
+    // One connection, one key, the same in both taps' rows (the taps number
+    // it differently).
+    assert_eq!(keys["client"].len(), 1, "{keys:?}");
+    assert_eq!(keys["client"], keys["server"], "{keys:?}");
+    assert!(!keys["client"].iter().next().unwrap().is_empty());
+    let dtypes: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("csv/dtypes.json")).unwrap()).unwrap();
+    assert_eq!(
+        dtypes.as_object().unwrap().len(),
+        h2probe::trace::schema::Kind::NAMES.len()
+    );
 
     for ep in ["server", "client"] {
         let bytes = std::fs::read(dir.join(format!("{ep}.sqlog"))).unwrap();

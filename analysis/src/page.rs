@@ -102,10 +102,16 @@ pub fn run_svgs(dir: &Path) -> (Vec<(String, String)>, Vec<String>) {
         })
         .unwrap_or_default();
     let rank = |n: &str| {
-        ["credit.svg", "queue.svg", "cumulative.svg", "blocked.svg"]
-            .iter()
-            .position(|s| *s == n)
-            .unwrap_or(99)
+        [
+            "credit.svg",
+            "streams.svg",
+            "queue.svg",
+            "cumulative.svg",
+            "blocked.svg",
+        ]
+        .iter()
+        .position(|s| *s == n)
+        .unwrap_or(99)
     };
     names.sort_by(|a, b| (rank(a), a).cmp(&(rank(b), b)));
     let mut ok = vec![];
@@ -155,6 +161,7 @@ fn caption(name: &str) -> &'static str {
         "cumulative.svg" => "Cumulative messages: scheduled and sent by the client, completed and discarded by the server. The gap between sent and completed is work the server holds.",
         "blocked.svg" => "When the client waited: on window credit, on h2's send buffer, on the socket.",
         "withheld.svg" => "Relay: the credit each receiver withheld (DATA it was sent minus credit it returned), read from the relay's legs. A server that releases on receipt drops back to near zero at each WINDOW_UPDATE; one that releases later holds the bytes of the work it owns.",
+        "streams.svg" => "Client→server bytes per stream over time, stacked (the streams with the most bytes each get a layer): how the streams shared the connection.",
         _ => "",
     }
 }
@@ -865,11 +872,22 @@ pub struct CompareRun {
 /// The comparison page of several runs: the table, the runs with links to
 /// their own pages, and their plots side by side.
 pub fn compare_html(runs: &[CompareRun]) -> String {
+    compare_html_with(runs, None)
+}
+
+/// [`compare_html`], plus the plots `compare` drew across configurations
+/// in `dir` (sweep.svg, compare-*.svg) when given.
+pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
-        r##"<header><h1>h2probe comparison · {} runs</h1><div class="sub">Median over repeats of one configuration, (min–max) where they differ. Rates in messages/s.</div><nav><a href="#table">Table</a><a href="#runs">Runs</a><a href="#plots">Plots side by side</a></nav></header>"##,
-        runs.len()
+        r##"<header><h1>h2probe comparison · {} runs</h1><div class="sub">Median over repeats of one configuration, (min–max) where they differ. Rates in messages/s.</div><nav><a href="#table">Table</a><a href="#runs">Runs</a>{}<a href="#plots">Plots side by side</a></nav></header>"##,
+        runs.len(),
+        if dir.is_some() {
+            r##"<a href="#across">Across configurations</a>"##
+        } else {
+            ""
+        }
     );
     let refs: Vec<crate::compare::RunRef> = runs
         .iter()
@@ -947,6 +965,28 @@ pub fn compare_html(runs: &[CompareRun]) -> String {
         );
     }
     b.push_str("</table></section>");
+
+    if let Some(dir) = dir {
+        let (svgs, _) = run_svgs(dir);
+        b.push_str(r#"<section id="across"><h2>Across configurations</h2><div class="plots">"#);
+        for (name, svg) in svgs
+            .iter()
+            .filter(|(n, _)| n == "sweep.svg" || n.starts_with("compare-"))
+        {
+            let what = if name == "sweep.svg" {
+                "the headline figures against the swept parameter (median, min–max whiskers over repeats)"
+            } else {
+                "one line per configuration (its first repeat)"
+            };
+            let _ = write!(
+                b,
+                r#"<figure class="wide">{svg}<figcaption><b>{}</b> — {}</figcaption></figure>"#,
+                esc(name),
+                esc(what)
+            );
+        }
+        b.push_str("</div></section>");
+    }
 
     // Plots side by side: one row per plot, one column per run.
     b.push_str(r#"<section id="plots"><h2>Plots side by side</h2>"#);

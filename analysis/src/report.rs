@@ -65,12 +65,27 @@ pub fn write_html(
     Ok(path)
 }
 
-/// One row per series point: `series,t_s,value,unit` (tidy, long format).
+/// What a timeline series' value is, for a reader who pivots them together.
+fn kind_of(m: crate::series::Merge) -> (&'static str, &'static str) {
+    use crate::series::Merge;
+    match m {
+        Merge::Max => ("level", "max"),
+        Merge::Min => ("level", "min"),
+        Merge::Last => ("cumulative", "last"),
+        Merge::Sum => ("per_bucket", "sum"),
+    }
+}
+
+/// timeline.csv: one row per series, (connection, stream) and bucket (tidy,
+/// long format), every series on one grid of one bucket width from 0 to the
+/// end of the trace, so a pivot on `t_s` lines them up. Columns and units
+/// are documented in docs/outputs.md.
 pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError> {
+    use crate::schema::Endpoint;
+    use crate::series::Series;
     let f = std::fs::File::create(path).map_err(io_err(path))?;
     let mut w = std::io::BufWriter::new(f);
-    let rows: [(&str, &crate::series::Series, &str); 16] = [
-        ("credit_stream_client", &tl.credit_stream_client, "bytes"),
+    let rows: [(&str, &Series, &str); 15] = [
         ("credit_conn_client", &tl.credit_conn_client, "bytes"),
         ("credit_conn_server", &tl.credit_conn_server, "bytes"),
         ("unreleased", &tl.unreleased, "bytes"),
@@ -100,12 +115,51 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
             ("relay_withheld_conn_s2c", &r.conn_withheld_s2c, "bytes"),
         ]);
     }
+    let key = |ep: Endpoint, conn: u32| tl.conn_keys.get(&(ep, conn)).cloned().unwrap_or_default();
+    // (series, unit, conn_key, stream, data)
+    let mut all: Vec<(String, &str, String, String, &Series)> = rows
+        .iter()
+        .map(|(n, s, u)| (n.to_string(), *u, String::new(), String::new(), *s))
+        .collect();
+    for ((conn, stream), s) in &tl.stream_credit {
+        all.push((
+            "credit_stream_client".into(),
+            "bytes",
+            key(Endpoint::Client, *conn),
+            stream.to_string(),
+            s,
+        ));
+    }
+    for ((ep, conn, stream), s) in &tl.stream_bytes {
+        all.push((
+            format!("data_c2s_{}", ep.as_str()),
+            "bytes",
+            key(*ep, *conn),
+            stream.to_string(),
+            s,
+        ));
+    }
+    let width = all
+        .iter()
+        .map(|r| r.4.width_ns())
+        .max()
+        .unwrap_or(1_000_000);
+    let bucket_s = width as f64 / 1e9;
     let res = (|| {
-        writeln!(w, "series,t_s,value,unit,bucket_s")?;
-        for (name, s, unit) in rows {
-            let bucket = s.width_ns() as f64 / 1e9;
-            for (t, v) in s.points() {
-                writeln!(w, "{name},{t:.6},{v},{unit},{bucket}")?;
+        writeln!(w, "series,kind,agg,unit,conn_key,stream,t_s,bucket_s,value")?;
+        for (name, unit, conn_key, stream, s) in &all {
+            if s.is_empty() {
+                continue;
+            }
+            let (kind, agg) = kind_of(s.merge());
+            for (t, b) in s.coarsened(width).grid(tl.end_s) {
+                if let Some(b) = b {
+                    writeln!(
+                        w,
+                        "{name},{kind},{agg},{unit},{conn_key},{stream},{t:.6},{bucket_s},{}",
+                        b.value
+                    )?;
+                }
             }
         }
         w.flush()

@@ -206,7 +206,7 @@ pub struct Event {
 /// payload's columns in tidy CSV exports. [`Kind`], [`Kind::NAMES`],
 /// [`Kind::name`], [`Kind::columns`] and the line parser all come from it.
 macro_rules! event_kinds {
-    ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $name:literal [$($col:literal),* $(,)?], )*) => {
+    ($( $(#[$doc:meta])* $variant:ident($ty:ty) = $name:literal [$($col:literal : $ct:ident $(($def:literal))?),* $(,)?], )*) => {
         /// What happened. The `type` tag names the variant.
         #[derive(Serialize, Clone, Debug, PartialEq)]
         #[serde(tag = "type")]
@@ -254,6 +254,14 @@ macro_rules! event_kinds {
                 }
             }
 
+            /// The type of each of [`Kind::columns`], in the same order.
+            pub fn column_types(name: &str) -> &'static [ColType] {
+                match name {
+                    $( $name => &[$(ColType::$ct $(($def))?),*], )*
+                    _ => &[],
+                }
+            }
+
             /// Parses the payload of a line whose tag is `ty`.
             fn parse_payload(ty: &str, line: &str) -> Result<Kind, serde_json::Error> {
                 Ok(match ty {
@@ -268,61 +276,112 @@ macro_rules! event_kinds {
 event_kinds! {
     /// A frame crossed the tap (`t`: the read/write call that completed it).
     Frame(FrameEv) = "frame" [
-        "dir", "offset", "frame", "flags", "len", "reserved", "pad", "increment",
-        "settings", "error_code", "last_stream", "promised", "priority", "opaque",
+        "dir": Text, "offset": Int, "frame": Text, "flags": Int, "len": Int, "reserved": BoolOr(false), "pad": IntOr(0), "increment": IntOpt,
+        "settings": Json, "error_code": IntOpt, "last_stream": IntOpt, "promised": IntOpt, "priority": Json, "opaque": U64Opt,
     ],
     /// The tap's parser could not frame the byte stream; it stops parsing
     /// that direction (bytes still flow).
-    WireError(WireErrorEv) = "wire_error" ["dir", "offset", "error"],
+    WireError(WireErrorEv) = "wire_error" ["dir": Text, "offset": Int, "error": Text],
     /// `poll_write` on the socket returned Pending from `start` until `t`.
-    SocketBlocked(IntervalEv) = "socket_blocked" ["dir", "start", "open"],
+    SocketBlocked(IntervalEv) = "socket_blocked" ["dir": Text, "start": Int, "open": BoolOr(false)],
     /// A connection was accepted or established.
-    ConnOpen(ConnOpenEv) = "conn_open" ["local", "peer"],
+    ConnOpen(ConnOpenEv) = "conn_open" ["local": Text, "peer": Text],
     /// A connection ended.
-    ConnClose(ConnCloseEv) = "conn_close" ["error", "bytes_in", "bytes_out"],
+    ConnClose(ConnCloseEv) = "conn_close" ["error": Text, "bytes_in": Int, "bytes_out": Int],
     /// An RPC began (server: request headers received; client: request sent).
-    RpcStart(RpcStartEv) = "rpc_start" ["path", "deadline_ns", "framing"],
+    RpcStart(RpcStartEv) = "rpc_start" ["path": Text, "deadline_ns": IntOpt, "framing": Text],
     /// An RPC ended with a gRPC status.
-    RpcEnd(RpcEndEv) = "rpc_end" ["status", "message"],
+    RpcEnd(RpcEndEv) = "rpc_end" ["status": Int, "message": Text],
     /// Server: h2 handed `len` body bytes to the application.
-    Chunk(ChunkEv) = "chunk" ["len"],
+    Chunk(ChunkEv) = "chunk" ["len": Int],
     /// Server: `release_capacity(bytes)` was called.
-    Release(ReleaseEv) = "release" ["bytes", "at", "seq"],
+    Release(ReleaseEv) = "release" ["bytes": Int, "at": Text, "seq": IntOpt],
     /// Server: a whole gRPC message was decoded.
-    Decode(MsgEv) = "decode" ["seq", "size", "framed"],
+    Decode(MsgEv) = "decode" ["seq": Int, "size": Int, "framed": Int],
     /// Server: a decoded message entered the application queue.
-    Enqueue(EnqueueEv) = "enqueue" ["seq", "depth", "queued_bytes"],
+    Enqueue(EnqueueEv) = "enqueue" ["seq": Int, "depth": Int, "queued_bytes": Int],
     /// Server: a worker took a message.
-    Start(StartEv) = "start" ["seq", "worker", "wait_ns", "depth"],
+    Start(StartEv) = "start" ["seq": Int, "worker": Int, "wait_ns": Int, "depth": Int],
     /// Server: a worker finished a message.
-    Complete(CompleteEv) = "complete" ["seq", "worker", "service_ns"],
+    Complete(CompleteEv) = "complete" ["seq": Int, "worker": Int, "service_ns": Int],
     /// Server: a message was dropped before completion.
-    Discard(DiscardEv) = "discard" ["seq", "reason"],
+    Discard(DiscardEv) = "discard" ["seq": Int, "reason": Text],
     /// Server: periodic sample of one RPC's state.
     Sample(SampleEv) = "sample" [
-        "depth", "queued_bytes", "owned_bytes", "unreleased", "used_capacity",
-        "available_capacity", "rss_bytes",
+        "depth": Int, "queued_bytes": Int, "owned_bytes": Int, "unreleased": Int, "used_capacity": Int,
+        "available_capacity": Int, "rss_bytes": Int,
     ],
     /// Client: a message's scheduled send time came (`t` = scheduled time).
-    Schedule(MsgEv) = "schedule" ["seq", "size", "framed"],
+    Schedule(MsgEv) = "schedule" ["seq": Int, "size": Int, "framed": Int],
     /// Client: all of a message's bytes were handed to h2 (`send_data`).
-    Send(SendEv) = "send" ["seq", "scheduled", "begin", "bytes"],
+    Send(SendEv) = "send" ["seq": Int, "scheduled": Int, "begin": Int, "bytes": Int],
     /// Client: blocked on window credit (capacity reserved, none assigned)
     /// from `start` until `t`, while sending message `seq`.
-    WindowBlocked(WindowBlockedEv) = "window_blocked" ["seq", "start", "open"],
+    WindowBlocked(WindowBlockedEv) = "window_blocked" ["seq": Int, "start": Int, "open": BoolOr(false)],
     /// Client: a scheduled message was never wholly handed to h2 (one cut
     /// mid-send by a deadline or an interrupt counts here, not as `send`).
-    NeverSent(NeverSentEv) = "never_sent" ["seq", "reason", "count"],
+    NeverSent(NeverSentEv) = "never_sent" ["seq": Int, "reason": Text, "count": IntOr(1)],
     /// Server: `accept` failed (e.g. EMFILE: descriptors exhausted); the
     /// listener pauses and retries.
-    AcceptError(AcceptErrorEv) = "accept_error" ["error"],
+    AcceptError(AcceptErrorEv) = "accept_error" ["error": Text],
     /// Server: a connection was closed at once, unserved (`reason`).
-    ConnRefused(ConnRefusedEv) = "conn_refused" ["peer", "reason"],
+    ConnRefused(ConnRefusedEv) = "conn_refused" ["peer": Text, "reason": Text],
     /// No bytes reached the application on any stream for `timeout_ns`
     /// while the client still had messages to send: the run is stuck (a
     /// stalled stream starving a shared connection window, or a deadlock),
     /// and is ended. `streams`: the server's view of every open stream.
-    Stall(StallEv) = "stall" ["timeout_ns", "pending", "conn_window", "streams"],
+    Stall(StallEv) = "stall" ["timeout_ns": Int, "pending": Int, "conn_window": Int, "streams": Json],
+}
+
+/// The type of a payload column in the tidy CSV export, so a reader can
+/// load every file with fixed dtypes (pandas infers a float from an
+/// integer column with empty cells, and nothing from a file with no rows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColType {
+    /// An integer on every row (i64 range).
+    Int,
+    /// An integer or empty (the field is absent for this event).
+    IntOpt,
+    /// An unsigned 64-bit integer or empty (PING's opaque bytes can exceed i64).
+    U64Opt,
+    /// An integer the trace omits when it equals this default; the CSV
+    /// writes the default, so the column has no empty cells.
+    IntOr(i64),
+    /// `true`/`false`; the trace omits the default, the CSV writes it.
+    BoolOr(bool),
+    /// Text (names, addresses, messages); an empty text reads as missing.
+    Text,
+    /// Compact JSON (arrays, objects) as text, or empty when absent.
+    Json,
+}
+
+impl ColType {
+    /// The pandas dtype that reads this column without loss
+    /// (`pd.read_csv(path, dtype=...)`): the nullable `Int64`/`UInt64` for
+    /// integers that may be empty.
+    pub fn pandas(self) -> &'static str {
+        match self {
+            ColType::Int | ColType::IntOr(_) => "int64",
+            ColType::IntOpt => "Int64",
+            ColType::U64Opt => "UInt64",
+            ColType::BoolOr(_) => "bool",
+            ColType::Text | ColType::Json => "string",
+        }
+    }
+}
+
+/// The key one connection has in both taps' rows: `CLIENT_PORT-SERVER_PORT`
+/// (a connection is `conn 1` in the client's tap and `conn 2` in the
+/// server's; the port pair is the same). `local`/`peer` come from the tap's
+/// `conn_open`; `None` when an address has no port.
+pub fn conn_key(ep: Endpoint, local: &str, peer: &str) -> Option<String> {
+    let port = |a: &str| -> Option<u16> { a.rsplit_once(':')?.1.parse().ok() };
+    let (client, server) = if ep.is_client_end() {
+        (local, peer)
+    } else {
+        (peer, local)
+    };
+    Some(format!("{}-{}", port(client)?, port(server)?))
 }
 
 fn is_zero_u8(v: &u8) -> bool {
@@ -842,6 +901,19 @@ pub fn h2_error_name(code: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_taps_give_one_connection_the_same_key() {
+        let client = conn_key(Endpoint::Client, "127.0.0.1:56408", "127.0.0.1:34881");
+        let server = conn_key(Endpoint::Server, "127.0.0.1:34881", "127.0.0.1:56408");
+        assert_eq!(client.as_deref(), Some("56408-34881"));
+        assert_eq!(client, server);
+        assert_eq!(
+            conn_key(Endpoint::Client, "[::1]:5", "[::1]:6").as_deref(),
+            Some("5-6")
+        );
+        assert_eq!(conn_key(Endpoint::Client, "unix", "127.0.0.1:1"), None);
+    }
 
     #[test]
     fn frame_type_names_round_trip_including_unknown() {

@@ -14,6 +14,17 @@ pub enum Merge {
     Sum,
 }
 
+/// What one bucket holds: the merged value, and the extremes and the last
+/// value pushed into it (an envelope where points are denser than pixels,
+/// and the exact level carried through the empty buckets after it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bucket {
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub last: f64,
+}
+
 /// A series of (time, value) points in buckets of `width` ns from `origin`.
 #[derive(Clone, Debug)]
 pub struct Series {
@@ -22,7 +33,7 @@ pub struct Series {
     cap: usize,
     merge: Merge,
     /// Bucket index → value; buckets are contiguous from 0.
-    values: Vec<Option<f64>>,
+    values: Vec<Option<Bucket>>,
     /// The last value pushed (what a step quantity is at the end).
     last: Option<f64>,
 }
@@ -40,13 +51,20 @@ impl Series {
         }
     }
 
-    fn combine(&self, a: Option<f64>, b: f64) -> f64 {
-        match (a, self.merge) {
-            (None, _) => b,
-            (Some(a), Merge::Max) => a.max(b),
-            (Some(a), Merge::Min) => a.min(b),
-            (Some(_), Merge::Last) => b,
-            (Some(a), Merge::Sum) => a + b,
+    /// `b` (later) merged into `a` (earlier).
+    fn combine(&self, a: Option<Bucket>, b: Bucket) -> Bucket {
+        let Some(a) = a else { return b };
+        let value = match self.merge {
+            Merge::Max => a.value.max(b.value),
+            Merge::Min => a.value.min(b.value),
+            Merge::Last => b.value,
+            Merge::Sum => a.value + b.value,
+        };
+        Bucket {
+            value,
+            lo: a.lo.min(b.lo),
+            hi: a.hi.max(b.hi),
+            last: b.last,
         }
     }
 
@@ -61,7 +79,13 @@ impl Series {
         if self.values.len() <= i {
             self.values.resize(i + 1, None);
         }
-        self.values[i] = Some(self.combine(self.values[i], v));
+        let b = Bucket {
+            value: v,
+            lo: v,
+            hi: v,
+            last: v,
+        };
+        self.values[i] = Some(self.combine(self.values[i], b));
     }
 
     fn halve(&mut self) {
@@ -83,13 +107,62 @@ impl Series {
         self.width
     }
 
+    pub fn merge(&self) -> Merge {
+        self.merge
+    }
+
+    /// This series with buckets at least `width` ns wide (halved until they
+    /// are): series that started at the same width share one grid after
+    /// this, whatever their own length made of them.
+    pub fn coarsened(&self, width: u64) -> Series {
+        let mut s = self.clone();
+        while s.width < width {
+            s.halve();
+        }
+        s
+    }
+
+    /// Every bucket from 0 to `end_s` (inclusive) as (start s, bucket).
+    /// Empty buckets hold what the quantity was during them: 0 for a
+    /// per-bucket sum, and for a running count ([`Merge::Last`]) before its
+    /// first event; the previous bucket's last value for a level or a count
+    /// after it; `None` for a level before its first value (unknown).
+    pub fn grid(&self, end_s: f64) -> Vec<(f64, Option<Bucket>)> {
+        let n = ((end_s * 1e9) as u64 / self.width + 1).max(self.values.len() as u64);
+        let mut prev: Option<f64> = None;
+        (0..n as usize)
+            .map(|i| {
+                let t = (i as u64 * self.width) as f64 / 1e9;
+                let level = |v: f64| Bucket {
+                    value: v,
+                    lo: v,
+                    hi: v,
+                    last: v,
+                };
+                let b = match (self.values.get(i).copied().flatten(), prev) {
+                    (Some(b), _) => Some(b),
+                    // Nothing happened in this bucket; a count is 0 before
+                    // its first event.
+                    (None, _) if self.merge == Merge::Sum => Some(level(0.0)),
+                    (None, None) if self.merge == Merge::Last => Some(level(0.0)),
+                    (None, Some(p)) => Some(level(p)),
+                    (None, None) => None,
+                };
+                if let Some(b) = b {
+                    prev = Some(b.last);
+                }
+                (t, b)
+            })
+            .collect()
+    }
+
     /// Points as (seconds since origin at the bucket start, value); empty
     /// buckets are skipped.
     pub fn points(&self) -> Vec<(f64, f64)> {
         self.values
             .iter()
             .enumerate()
-            .filter_map(|(i, v)| v.map(|v| ((i as u64 * self.width) as f64 / 1e9, v)))
+            .filter_map(|(i, v)| v.map(|v| ((i as u64 * self.width) as f64 / 1e9, v.value)))
             .collect()
     }
 
@@ -99,8 +172,8 @@ impl Series {
         let mut last = None;
         let mut out = Vec::with_capacity(self.values.len());
         for (i, v) in self.values.iter().enumerate() {
-            if v.is_some() {
-                last = *v;
+            if let Some(v) = v {
+                last = Some(v.value);
             }
             if let Some(l) = last {
                 out.push(((i as u64 * self.width) as f64 / 1e9, l));
@@ -121,6 +194,16 @@ impl Series {
             }
         }
         p
+    }
+
+    /// (bucket start s, lowest, highest) of every bucket from the first
+    /// value to `end_s`, empty buckets at the level they were at: the band a
+    /// plot draws when its buckets are narrower than a pixel.
+    pub fn envelope(&self, end_s: f64) -> Vec<(f64, f64, f64)> {
+        self.grid(end_s)
+            .into_iter()
+            .filter_map(|(t, b)| b.map(|b| (t, b.lo, b.hi)))
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -150,5 +233,48 @@ mod tests {
         }
         let total: f64 = s.points().iter().map(|p| p.1).sum();
         assert_eq!(total, 1000.0);
+    }
+
+    #[test]
+    fn coarsened_series_share_one_grid_and_keep_levels_exact() {
+        // A level set to 5 at 0.5 ms and to 7 at 3.5 ms, nothing between.
+        let mut a = Series::new(0, 1_000_000, 64, Merge::Max);
+        a.push(500_000, 5.0);
+        a.push(3_500_000, 7.0);
+        let c = a.coarsened(2_000_000);
+        assert_eq!(c.width_ns(), 2_000_000);
+        let g = c.grid(0.0055);
+        let vals: Vec<Option<f64>> = g.iter().map(|(_, b)| b.map(|b| b.value)).collect();
+        assert_eq!(vals, vec![Some(5.0), Some(7.0), Some(7.0)]);
+        // Before its first value a level is unknown; a sum is 0.
+        let mut late = Series::new(0, 1_000_000, 64, Merge::Min);
+        late.push(2_200_000, 3.0);
+        let g = late.grid(0.003);
+        assert_eq!(g[0].1, None);
+        assert_eq!(g[2].1.map(|b| b.value), Some(3.0));
+        let mut sum = Series::new(0, 1_000_000, 64, Merge::Sum);
+        sum.push(2_200_000, 3.0);
+        assert_eq!(sum.grid(0.003)[0].1.map(|b| b.value), Some(0.0));
+    }
+
+    #[test]
+    fn a_bucket_keeps_its_extremes_and_its_last_value() {
+        let mut s = Series::new(0, 1_000, 4, Merge::Min);
+        for (t, v) in [(0, 10.0), (100, 2.0), (200, 30.0), (300, 12.0)] {
+            s.push(t, v);
+        }
+        // Forces two halvings: the extremes survive the merges.
+        s.push(15_000, 1.0);
+        let first = s.grid(0.0).first().unwrap().1.unwrap();
+        assert_eq!(
+            (first.value, first.lo, first.hi, first.last),
+            (2.0, 2.0, 30.0, 12.0)
+        );
+        let env = s.envelope(16e-6);
+        assert_eq!(
+            env[1],
+            (4e-6, 12.0, 12.0),
+            "an empty bucket sits at the last level"
+        );
     }
 }

@@ -9,6 +9,9 @@ use h2probe_analysis::analyze::analyze_trace;
 use h2probe_analysis::compare::{self, RunRef};
 use std::path::{Path, PathBuf};
 
+pub use super::sweep::Sweep;
+use super::sweep::{sweep_matrix, sweep_plot, RunFlags, SweepPoint, NOT_SWEPT};
+
 /// Named experiments.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scenario {
@@ -51,14 +54,18 @@ impl Scenario {
 
 /// One configuration of a matrix: its label and what it changes in the
 /// run options built from `compare`'s flags.
-struct Config {
-    label: String,
-    slug: String,
-    apply: Box<dyn Fn(&mut RunOpts) + Send + Sync>,
+pub(super) struct Config {
+    pub(super) label: String,
+    pub(super) slug: String,
+    pub(super) apply: Box<dyn Fn(&mut RunOpts) + Send + Sync>,
+    /// `run` flags (`--PARAM=VALUE`) parsed after compare's own: a sweep's.
+    pub(super) args: Vec<String>,
+    /// A sweep's (parameter, value) pairs, in `--sweep` order.
+    pub(super) point: Vec<(String, String)>,
 }
 
 impl Config {
-    fn new(
+    pub(super) fn new(
         label: String,
         slug: String,
         apply: impl Fn(&mut RunOpts) + Send + Sync + 'static,
@@ -67,6 +74,8 @@ impl Config {
             label,
             slug,
             apply: Box::new(apply),
+            args: vec![],
+            point: vec![],
         }
     }
 }
@@ -75,6 +84,9 @@ impl Config {
 /// queue from the flags.
 fn matrix(opts: &CompareOpts) -> Vec<Config> {
     let size = |s: &str| s.parse::<Size>().expect("a static size");
+    if !opts.sweep.is_empty() {
+        return sweep_matrix(opts);
+    }
     match opts.scenario {
         Some(Scenario::SharedWindow) | Some(Scenario::DropWithoutRelease) => {
             let drop = opts.scenario == Some(Scenario::DropWithoutRelease);
@@ -192,6 +204,14 @@ pub struct CompareOpts {
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub queue: Option<Vec<QueuePolicy>>,
 
+    /// Sweep a `run` flag over values: PARAM=V1,V2,… with run's flag names
+    /// and value syntax (link-delay=0ms,10ms,25ms; stream-window=64KiB,1MiB;
+    /// streams=1,2,4). Repeat for a grid. The matrix is then the sweep
+    /// (crossed with --release/--queue only when those are given), and
+    /// sweep.svg plots the headline figures against the first parameter.
+    #[arg(long, value_name = "PARAM=V1,V2,…")]
+    pub sweep: Vec<Sweep>,
+
     /// Repeats of each configuration (the table shows median and min–max).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
@@ -249,6 +269,9 @@ pub struct Comparison {
 
 pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     let mut runs: Vec<RunRef> = vec![];
+    let mut sweep_points: Vec<SweepPoint> = vec![];
+    // Settings every saved run shares (taken out of their labels).
+    let mut shared = String::new();
     let name = match opts.scenario {
         Some(s) => format!("compare-{}", s.name()),
         None => "compare".to_string(),
@@ -261,8 +284,11 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
 
     if !opts.runs.is_empty() {
         crate::refuse_unless!(
-            opts.scenario.is_none() && opts.release.is_none() && opts.queue.is_none(),
-            "--scenario, --release and --queue choose a matrix to run; they do not apply to existing run directories"
+            opts.scenario.is_none()
+                && opts.release.is_none()
+                && opts.queue.is_none()
+                && opts.sweep.is_empty(),
+            "--scenario, --sweep, --release and --queue choose a matrix to run; they do not apply to existing run directories"
         );
         for dir in &opts.runs {
             let (summary, warnings) = super::analyze_dir(dir)?;
@@ -275,6 +301,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 summary,
             });
         }
+        shared = strip_shared(&mut runs);
     } else {
         crate::refuse_unless!(
             opts.scenario.is_none()
@@ -283,30 +310,66 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             "--release and --queue do not apply to --scenario {}",
             opts.scenario.map_or("", |s| s.name())
         );
+        crate::refuse_unless!(
+            opts.scenario.is_none() || opts.sweep.is_empty(),
+            "--sweep does not combine with --scenario {} (a scenario is a fixed matrix)",
+            opts.scenario.map_or("", |s| s.name())
+        );
+        for sw in &opts.sweep {
+            crate::refuse_unless!(
+                !NOT_SWEPT.contains(&sw.param.as_str()),
+                "--sweep {}: that flag says where and how to write, not what to run; sweep a flag of `h2probe run` such as link-delay, stream-window, streams",
+                sw.param
+            );
+            crate::refuse_unless!(
+                opts.sweep.iter().filter(|o| o.param == sw.param).count() == 1,
+                "--sweep {} is given twice; list all its values in one --sweep",
+                sw.param
+            );
+        }
         let matrix = matrix(&opts);
         // Check every configuration before spending minutes on the first.
+        let mut points = vec![];
         for c in &matrix {
-            let o = make_opts(&opts, c, &out, 0);
+            let o = make_opts(&opts, c, &out, 0)?;
             o.client.validate()?;
             o.server.validate(
                 opts.capture_payload,
                 Some(o.client.framed_upper_bound()),
                 Some(o.client.streams),
             )?;
+            points.push(SweepPoint {
+                label: c.label.clone(),
+                point: c.point.clone(),
+                window: o.server.stream_window.0.min(o.server.conn_window.0),
+                framed: o.client.framed_upper_bound(),
+            });
         }
+        sweep_points = points;
         let total = matrix.len() as u64 * opts.repeats as u64;
         let bar = progress_bar(total, opts.quiet);
         let mut done = 0;
+        let started = std::time::Instant::now();
         'matrix: for rep in 1..=opts.repeats {
             for c in &matrix {
                 let cfg = c.label.clone();
-                let msg = format!("{cfg} (repeat {rep}/{})", opts.repeats);
+                let msg = format!(
+                    "run {} of {total}: {cfg}{}{}",
+                    done + 1,
+                    if opts.repeats > 1 {
+                        format!(" (repeat {rep}/{})", opts.repeats)
+                    } else {
+                        String::new()
+                    },
+                    eta(started.elapsed(), done, total)
+                );
                 match &bar {
                     Some(b) => b.set_message(msg),
-                    None if !opts.quiet => eprintln!("h2probe: run {}/{total}: {msg}", done + 1),
+                    // Not an error line: no `h2probe:` prefix.
+                    None if !opts.quiet => eprintln!("progress {msg}"),
                     None => {}
                 }
-                let result = run::run(make_opts(&opts, c, &out, rep)).await?;
+                let result = run::run(make_opts(&opts, c, &out, rep)?).await?;
                 for w in &result.warnings {
                     eprintln!("h2probe: warning: {w}");
                 }
@@ -332,38 +395,129 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     }
 
     let rows = compare::rows(&runs);
-    let title = match opts.scenario {
+    let mut title = match opts.scenario {
         Some(s) => format!("h2probe comparison: {} scenario", s.name()),
         None => "h2probe comparison".to_string(),
     };
+    if !shared.is_empty() {
+        title.push_str(&format!(" (every run: {shared})"));
+    }
     let md = compare::markdown(&title, &rows);
     let out2 = out.clone();
     let rows2 = rows.clone();
     let runs2 = runs.clone();
     tokio::task::spawn_blocking(move || write_outputs(&out2, &md, &rows2, &runs2)).await??;
+    if !opts.sweep.is_empty() {
+        sweep_plot(&out, &opts.sweep, &sweep_points, &rows)?;
+    }
+    // report.html: the table, the plots across configurations, each run's
+    // plots side by side and a link to its own page.
+    let page_runs: Vec<h2probe_analysis::page::CompareRun> = runs
+        .iter()
+        .map(|r| h2probe_analysis::page::CompareRun {
+            dir: r.dir.clone(),
+            config: r.config.clone(),
+            summary: r.summary.clone(),
+            link: h2probe_analysis::page::link(&out, &r.dir.join("report.html")),
+        })
+        .collect();
+    let page = out.join("report.html");
+    std::fs::write(
+        &page,
+        h2probe_analysis::page::compare_html_with(&page_runs, Some(&out)),
+    )
+    .with_context(|| format!("writing {}", page.display()))?;
+    let mut table = compare::terminal_table(&rows);
+    if !shared.is_empty() {
+        table.insert_str(0, &format!("every run: {shared}\n"));
+    }
     Ok(Comparison {
-        table: compare::terminal_table(&rows),
+        table,
         dir: out,
         rows,
     })
 }
 
-fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> RunOpts {
-    let mut r = RunOpts::default();
-    r.server.service_time = o.service_time;
-    r.server.stream_window = o.window;
-    r.server.conn_window = o.window;
-    r.client.rate = o.rate;
-    r.client.payload = o.payload;
-    r.client.duration = o.duration;
-    r.output.capture_payload = o.capture_payload;
+/// Takes the settings every run shares out of the runs' labels, so the
+/// table shows what differs between the groups; returns them (empty when
+/// nothing is shared, or when the runs are all one configuration). Every
+/// label keeps its full configuration minus the same words, so runs are
+/// grouped exactly as before.
+fn strip_shared(runs: &mut [RunRef]) -> String {
+    let words = |c: &str| c.split(' ').map(str::to_string).collect::<Vec<_>>();
+    let Some(first) = runs.first().map(|r| words(&r.config)) else {
+        return String::new();
+    };
+    if runs.iter().all(|r| r.config == runs[0].config) {
+        return String::new();
+    }
+    let shared: Vec<String> = first
+        .into_iter()
+        .filter(|w| runs.iter().all(|r| words(&r.config).contains(w)))
+        .collect();
+    for r in runs.iter_mut() {
+        let rest: Vec<String> = words(&r.config)
+            .into_iter()
+            .filter(|w| !shared.contains(w))
+            .collect();
+        // Labels name what differs from run's defaults: none left means
+        // this run has the defaults where the others do not.
+        r.config = if rest.is_empty() {
+            "(defaults)".into()
+        } else {
+            rest.join(" ")
+        };
+    }
+    shared.join(" ")
+}
+
+/// A run's options: compare's own flags, then the configuration's `run`
+/// flags (a sweep's values, through run's parsers; a later flag wins), then
+/// its changes, then where to write.
+fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> anyhow::Result<RunOpts> {
+    use clap::{Parser as _, ValueEnum as _};
+    let mode = o
+        .capture_payload
+        .to_possible_value()
+        .expect("no skipped variants");
+    let mut argv: Vec<String> = vec![
+        format!("--duration={}", o.duration),
+        format!("--rate={}", o.rate),
+        format!("--payload={}", o.payload),
+        format!("--service-time={}", o.service_time),
+        format!("--stream-window={}", o.window),
+        format!("--conn-window={}", o.window),
+        format!("--capture-payload={}", mode.get_name()),
+    ];
+    argv.extend(c.args.iter().cloned());
+    let mut r = RunFlags::try_parse_from(&argv)
+        .map_err(|e| {
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or_default();
+            crate::config::UsageError(format!("--sweep: {}", first.trim_start_matches("error: ")))
+        })?
+        .run;
+    (c.apply)(&mut r);
     r.output.no_pcap = !o.pcap;
     r.output.quiet = true;
     r.output.out = Some(out.join(format!("{}-r{rep}", c.slug)));
-    (c.apply)(&mut r);
-    r
+    Ok(r)
 }
 
+/// `, ≈42s left` from the measured time of the runs done so far (their mean
+/// × the runs still to do, this one included); nothing before the first
+/// run has finished.
+fn eta(elapsed: std::time::Duration, done: u64, total: u64) -> String {
+    if done == 0 {
+        return String::new();
+    }
+    let left = elapsed.as_secs_f64() / done as f64 * (total - done) as f64;
+    format!(", ≈{left:.0}s left")
+}
+
+/// The bar: how many runs finished, and a message naming the run in
+/// progress (`run k of n`, its configuration, the time left). indicatif
+/// trims `wide_msg`, so the line fits the terminal (80 columns too).
 fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
     if quiet || !std::io::stderr().is_terminal() {
@@ -371,11 +525,9 @@ fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     }
     let b = indicatif::ProgressBar::new(total);
     b.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] run {pos}/{len}, eta {eta}  {msg}",
-        )
-        .expect("static template")
-        .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:16}] {wide_msg}")
+            .expect("static template")
+            .progress_chars("=> "),
     );
     b.enable_steady_tick(std::time::Duration::from_millis(500));
     Some(b)
@@ -406,4 +558,93 @@ fn write_outputs(
         timelines.iter().map(|(l, t)| (l.clone(), t)).collect();
     h2probe_analysis::plots::compare_plots(out, &refs)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_keep_what_differs_between_groups() {
+        let run = |c: &str| RunRef {
+            config: c.into(),
+            dir: PathBuf::from("x"),
+            summary: Default::default(),
+        };
+        let mut runs = vec![
+            run("release=frame queue=unbounded link-delay=25ms"),
+            run("release=frame queue=unbounded link-delay=25ms streams=2"),
+            run("release=frame queue=unbounded link-delay=25ms"),
+        ];
+        assert_eq!(
+            strip_shared(&mut runs),
+            "release=frame queue=unbounded link-delay=25ms"
+        );
+        let labels: Vec<&str> = runs.iter().map(|r| r.config.as_str()).collect();
+        assert_eq!(labels, ["(defaults)", "streams=2", "(defaults)"]);
+        // One configuration: nothing to take out.
+        let mut same = vec![
+            run("release=frame queue=direct"),
+            run("release=frame queue=direct"),
+        ];
+        assert_eq!(strip_shared(&mut same), "");
+        assert_eq!(same[0].config, "release=frame queue=direct");
+    }
+
+    #[test]
+    fn the_time_left_comes_from_measured_runs() {
+        let d = std::time::Duration::from_secs;
+        assert_eq!(eta(d(5), 0, 4), "");
+        // Two runs took 20 s: two more take about 20 s.
+        assert_eq!(eta(d(20), 2, 4), ", ≈20s left");
+        assert_eq!(eta(d(30), 3, 3), ", ≈0s left");
+    }
+
+    #[test]
+    fn a_sweep_is_a_grid_of_run_flags() {
+        let sweep: Vec<Sweep> = ["streams=1,2", "--link-delay=0ms,25ms"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(sweep[1].param, "link-delay");
+        let opts = CompareOpts {
+            runs: vec![],
+            scenario: None,
+            release: Some(vec![ReleasePoint::Complete]),
+            queue: None,
+            sweep,
+            repeats: 1,
+            duration: "1s".parse().unwrap(),
+            rate: 300.0,
+            payload: "16KiB".parse().unwrap(),
+            service_time: "10ms".parse().unwrap(),
+            window: "65535".parse().unwrap(),
+            out: None,
+            capture_payload: CapturePayload::Headers,
+            pcap: false,
+            quiet: true,
+        };
+        let m = matrix(&opts);
+        let labels: Vec<&str> = m.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "streams=1 link-delay=0ms release=complete",
+                "streams=1 link-delay=25ms release=complete",
+                "streams=2 link-delay=0ms release=complete",
+                "streams=2 link-delay=25ms release=complete",
+            ]
+        );
+        let r = make_opts(&opts, &m[3], Path::new("/tmp"), 1).unwrap();
+        assert_eq!(r.client.streams, 2);
+        assert_eq!(r.client.link_delay.0, std::time::Duration::from_millis(25));
+        assert_eq!(
+            r.server.release,
+            crate::config::ReleaseSpec::uniform(ReleasePoint::Complete)
+        );
+        // compare's own flags still apply underneath.
+        assert_eq!(r.client.duration.0, std::time::Duration::from_secs(1));
+        assert!("streams".parse::<Sweep>().is_err());
+        assert!("streams=".parse::<Sweep>().is_err());
+    }
 }

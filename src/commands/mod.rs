@@ -12,6 +12,7 @@ pub mod relay;
 pub mod report;
 pub mod run;
 pub mod serve;
+pub mod sweep;
 
 use crate::config::CapturePayload;
 use crate::live::Live;
@@ -265,6 +266,7 @@ pub(crate) struct Session {
     writer: Option<TraceWriter>,
     progress: Progress,
     started_unix: u64,
+    quiet: bool,
 }
 
 /// What a finished session produced.
@@ -310,6 +312,7 @@ impl Session {
             writer,
             progress,
             started_unix,
+            quiet: output.quiet,
         })
     }
 
@@ -330,12 +333,13 @@ impl Session {
             writer,
             progress,
             started_unix,
+            quiet,
             ..
         } = self;
         progress.finish().await;
         drop(rec);
         let d = dir.clone();
-        let (summary, warnings, error) = tokio::task::spawn_blocking(move || {
+        let mut job = tokio::task::spawn_blocking(move || {
             finalize(
                 &d,
                 writer,
@@ -346,8 +350,21 @@ impl Session {
                 listen,
                 pcap,
             )
-        })
-        .await??;
+        });
+        // A long trace takes a while to analyse: name the phase rather than
+        // sit silent (short runs finish before the notice is due).
+        let (summary, warnings, error) =
+            match tokio::time::timeout(std::time::Duration::from_secs(1), &mut job).await {
+                Ok(done) => done??,
+                Err(_) => {
+                    if !quiet {
+                        eprintln!(
+                            "progress analysing the trace: summary, timeline, plots, report.html"
+                        );
+                    }
+                    job.await??
+                }
+            };
         Ok(Finished {
             dir,
             summary,

@@ -1,26 +1,42 @@
-//! Trace → tidy CSV: one file per event type, one row per event, a header
-//! row, fixed columns. Units: `t_ns` CLOCK_MONOTONIC ns, `t_s` seconds since
-//! the trace origin, byte counts in bytes, `*_ns` in nanoseconds.
+//! Trace → tidy CSV: one file per event type (every type, with its header,
+//! even when the run had no such event, so a notebook loads the same files
+//! from every run), one row per event, fixed columns, plus `dtypes.json`:
+//! the pandas dtype of every column of every file. Units: `t_ns`
+//! CLOCK_MONOTONIC ns, `t_s` seconds since the trace origin, byte counts in
+//! bytes, `*_ns` in nanoseconds. Columns are documented in docs/outputs.md.
 
-use crate::trace::schema::Kind;
+use crate::trace::schema::{self, ColType, Endpoint, Kind};
 use anyhow::Context as _;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Columns every file starts with.
-pub const COMMON: [&str; 5] = ["t_ns", "t_s", "ep", "conn", "stream"];
+/// Columns every file starts with, and their pandas dtypes. `conn_key`
+/// (`CLIENT_PORT-SERVER_PORT`) names one connection the same way in both
+/// taps' rows; it is empty for an event whose connection has no
+/// `conn_open` in the trace (a listener event, or a trace cut at the start).
+pub const COMMON: [(&str, &str); 6] = [
+    ("t_ns", "int64"),
+    ("t_s", "float64"),
+    ("ep", "string"),
+    ("conn", "int64"),
+    ("conn_key", "string"),
+    ("stream", "int64"),
+];
 
 /// A CSV field: plain for numbers and simple text, quoted otherwise; arrays
-/// and objects as compact JSON.
-fn field(v: Option<&serde_json::Value>) -> String {
+/// and objects as compact JSON. A field the trace omits because it holds
+/// its default is written as that default.
+fn field(v: Option<&serde_json::Value>, ty: ColType) -> String {
     use serde_json::Value;
-    let s = match v {
-        None | Some(Value::Null) => return String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Bool(b)) => b.to_string(),
-        Some(Value::Number(n)) => return n.to_string(),
-        Some(other) => other.to_string(),
+    let s = match (v, ty) {
+        (None | Some(Value::Null), ColType::IntOr(d)) => return d.to_string(),
+        (None | Some(Value::Null), ColType::BoolOr(b)) => return b.to_string(),
+        (None | Some(Value::Null), _) => return String::new(),
+        (Some(Value::String(s)), _) => s.clone(),
+        (Some(Value::Bool(b)), _) => b.to_string(),
+        (Some(Value::Number(n)), _) => return n.to_string(),
+        (Some(other), _) => other.to_string(),
     };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -29,39 +45,82 @@ fn field(v: Option<&serde_json::Value>) -> String {
     }
 }
 
-/// Writes `csv/<type>.csv` for each event type present. Returns the paths.
+/// `{file stem: {column: pandas dtype}}` for every file [`export_csv`]
+/// writes, as JSON (`csv/dtypes.json`).
+pub fn dtypes_json() -> serde_json::Value {
+    let mut files = serde_json::Map::new();
+    for name in Kind::NAMES {
+        let mut cols = serde_json::Map::new();
+        for (c, d) in COMMON {
+            cols.insert(c.into(), d.into());
+        }
+        for (c, ty) in Kind::columns(name).iter().zip(Kind::column_types(name)) {
+            cols.insert((*c).into(), ty.pandas().into());
+        }
+        files.insert((*name).into(), cols.into());
+    }
+    files.into()
+}
+
+/// Each connection's `conn_key`, from the `conn_open` events (a first pass
+/// over the trace, so events written before their `conn_open` get it too).
+fn conn_keys(dir: &Path) -> anyhow::Result<HashMap<(Endpoint, u32), String>> {
+    let (_, events) = super::run_events(dir)?;
+    Ok(events
+        .filter_map(|e| match &e.kind {
+            Kind::ConnOpen(c) => {
+                schema::conn_key(e.ep, &c.local, &c.peer).map(|k| ((e.ep, e.conn), k))
+            }
+            _ => None,
+        })
+        .collect())
+}
+
+/// Writes `csv/<type>.csv` for every event type and `csv/dtypes.json`.
+/// Returns the paths.
 pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let keys = conn_keys(dir)?;
     let (header, events) = super::run_events(dir)?;
     let origin = header.origin_mono_ns;
     let out = dir.join("csv");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let mut files: HashMap<&'static str, (PathBuf, std::io::BufWriter<std::fs::File>)> =
         HashMap::new();
+    for name in Kind::NAMES {
+        let path = out.join(format!("{name}.csv"));
+        let f =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        let header: Vec<&str> = COMMON
+            .iter()
+            .map(|c| c.0)
+            .chain(Kind::columns(name).iter().copied())
+            .collect();
+        writeln!(w, "{}", header.join(","))
+            .with_context(|| format!("writing {}", path.display()))?;
+        files.insert(name, (path, w));
+    }
     for e in events {
         if matches!(e.kind, Kind::Unknown) {
             continue;
         }
         let name = e.kind.name();
-        if !files.contains_key(name) {
-            let path = out.join(format!("{name}.csv"));
-            let f = std::fs::File::create(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            let mut w = std::io::BufWriter::new(f);
-            let header: Vec<&str> = COMMON.iter().chain(Kind::columns(name)).copied().collect();
-            writeln!(w, "{}", header.join(","))
-                .with_context(|| format!("writing {}", path.display()))?;
-            files.insert(name, (path, w));
-        }
-        let (path, w) = files.get_mut(name).expect("inserted above");
+        let (path, w) = files.get_mut(name).expect("every known type has a file");
         let v = serde_json::to_value(&e)?;
         let mut row = vec![
             e.t.to_string(),
             format!("{:.9}", e.t.saturating_sub(origin) as f64 / 1e9),
             e.ep.as_str().to_string(),
             e.conn.to_string(),
+            keys.get(&(e.ep, e.conn)).cloned().unwrap_or_default(),
             e.stream.to_string(),
         ];
-        row.extend(Kind::columns(name).iter().map(|c| field(v.get(*c))));
+        row.extend(
+            Kind::columns(name)
+                .iter()
+                .zip(Kind::column_types(name))
+                .map(|(c, ty)| field(v.get(*c), *ty)),
+        );
         writeln!(w, "{}", row.join(",")).with_context(|| format!("writing {}", path.display()))?;
     }
     let mut paths = vec![];
@@ -70,7 +129,12 @@ pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             .with_context(|| format!("writing {}", path.display()))?;
         paths.push(path);
     }
+    let dpath = out.join("dtypes.json");
+    let mut json = serde_json::to_string_pretty(&dtypes_json()).expect("a map serializes");
+    json.push('\n');
+    std::fs::write(&dpath, json).with_context(|| format!("writing {}", dpath.display()))?;
     paths.sort();
+    paths.push(dpath);
     Ok(paths)
 }
 
@@ -110,7 +174,7 @@ mod tests {
             Kind::SocketBlocked(IntervalEv {
                 dir: Dir::Out,
                 start: 1,
-                open: false,
+                open: true,
             }),
             Kind::ConnOpen(ConnOpenEv {
                 local: "a".into(),
@@ -227,21 +291,54 @@ mod tests {
                     || Kind::columns(name).contains(&key.as_str());
                 assert!(known, "{name}: field {key} has no CSV column");
             }
+            // Every column's declared type fits the value the sample (all
+            // optional fields set) serializes, so dtypes.json cannot lie.
+            for (col, ty) in Kind::columns(name).iter().zip(Kind::column_types(name)) {
+                let val = v.get(*col).unwrap_or_else(|| panic!("{name}.{col} absent"));
+                let fits = match ty {
+                    ColType::Int | ColType::IntOpt | ColType::IntOr(_) => val.is_i64(),
+                    ColType::U64Opt => val.is_u64(),
+                    ColType::BoolOr(_) => val.is_boolean(),
+                    ColType::Text => val.is_string(),
+                    ColType::Json => val.is_array() || val.is_object(),
+                };
+                assert!(fits, "{name}.{col}: {val} is not {ty:?}");
+            }
         }
     }
 
     #[test]
+    fn omitted_defaults_are_written_and_absent_options_are_empty() {
+        assert_eq!(field(None, ColType::IntOr(1)), "1");
+        assert_eq!(field(None, ColType::BoolOr(false)), "false");
+        assert_eq!(field(None, ColType::IntOpt), "");
+        assert_eq!(field(Some(&serde_json::json!(3)), ColType::IntOr(1)), "3");
+    }
+
+    #[test]
+    fn dtypes_cover_every_file_and_column() {
+        let d = dtypes_json();
+        for name in Kind::NAMES {
+            let cols = d[*name].as_object().unwrap();
+            assert_eq!(cols.len(), COMMON.len() + Kind::columns(name).len());
+        }
+        assert_eq!(d["frame"]["increment"], "Int64");
+        assert_eq!(d["frame"]["conn_key"], "string");
+    }
+
+    #[test]
     fn fields_are_quoted_only_when_needed() {
-        assert_eq!(field(Some(&serde_json::json!("a,b"))), "\"a,b\"");
+        let t = ColType::Text;
+        assert_eq!(field(Some(&serde_json::json!("a,b")), t), "\"a,b\"");
         assert_eq!(
-            field(Some(&serde_json::json!("say \"hi\""))),
+            field(Some(&serde_json::json!("say \"hi\"")), t),
             "\"say \"\"hi\"\"\""
         );
         assert_eq!(
-            field(Some(&serde_json::json!([[4, 65535]]))),
+            field(Some(&serde_json::json!([[4, 65535]])), ColType::Json),
             "\"[[4,65535]]\""
         );
-        assert_eq!(field(Some(&serde_json::json!(12))), "12");
-        assert_eq!(field(None), "");
+        assert_eq!(field(Some(&serde_json::json!(12)), ColType::Int), "12");
+        assert_eq!(field(None, t), "");
     }
 }

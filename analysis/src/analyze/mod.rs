@@ -209,6 +209,7 @@ impl Analyzer {
                 let conn = self.conns.entry((e.ep, e.conn)).or_default();
                 conn.local = c.local.clone();
                 conn.peer = c.peer.clone();
+                conn.key = crate::schema::conn_key(e.ep, &c.local, &c.peer).unwrap_or_default();
             }
             Kind::RpcStart(r) => {
                 // Raw framing, said by the server itself (a run can end
@@ -263,6 +264,7 @@ impl Analyzer {
                 self.first_schedule.get_or_insert(t);
                 self.last_schedule = self.last_schedule.max(t);
                 self.tl.scheduled.push(t, self.s.scheduled as f64);
+                self.tl.offer_end_s = Some(self.secs(self.last_schedule));
             }
             Kind::Send(sd) => {
                 self.s.sent += 1;
@@ -347,6 +349,16 @@ impl Analyzer {
         self.s.client_blocked_stream_window_s = self.blocked_stream_window_ns as f64 / 1e9;
         let agree_check = self.agreement_check(both);
         self.tl.end_s = self.secs(self.last_t);
+        for ((ep, id), c) in &self.conns {
+            if !c.key.is_empty() {
+                self.tl.conn_keys.insert((*ep, *id), c.key.clone());
+            }
+            // The client tap's initial stream window: the server's
+            // SETTINGS_INITIAL_WINDOW_SIZE, or 65,535 without one.
+            if *ep == Endpoint::Client && self.tl.advertised_stream_window.is_none() {
+                self.tl.advertised_stream_window = Some(c.flows[0].initial());
+            }
+        }
         let s = &mut self.s;
         s.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
         let rate = |n: u64, a: Option<u64>, b: u64| match a {
@@ -374,6 +386,8 @@ impl Analyzer {
         s.client_h2_buffer_blocked_s = s.h2_buffer_blocked_ms.sum / 1e3;
         s.has_client = self.has_client;
         s.has_server = self.has_server;
+        self.tl.has_client = self.has_client;
+        self.tl.has_server = self.has_server;
         s.client_socket_blocked_s = s.socket_blocked_ms.sum / 1e3;
         s.server_socket_blocked_s = self.server_socket_ns as f64 / 1e9;
         s.lateness_ms = self.lateness.summary();

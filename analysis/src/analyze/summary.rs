@@ -1,6 +1,7 @@
 //! The results of one pass: the summary figures, the invariant checks and
 //! the bounded time series.
 
+use crate::schema::Endpoint;
 use crate::series::{Merge, Series};
 use crate::stats::Distribution;
 use serde::{Deserialize, Serialize};
@@ -8,6 +9,11 @@ use std::collections::BTreeMap;
 
 /// Buckets per series (bounded memory, enough for a readable plot).
 const SERIES_CAP: usize = 2048;
+
+/// Streams that get their own credit and bytes series (the first ones
+/// seen; later streams are counted in [`Timeline::streams_untracked`]), so
+/// memory stays bounded however many streams a run opens.
+pub const MAX_STREAM_SERIES: usize = 64;
 
 /// An invariant and whether the trace honours it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -366,6 +372,23 @@ pub struct Timeline {
     pub window_update_bytes: Series,
     pub window_updates: Series,
     pub rss: Series,
+    /// Per stream, keyed (client tap connection, stream): the stream's
+    /// send credit as the client's tap reconstructed it.
+    pub stream_credit: BTreeMap<(u32, u32), Series>,
+    /// Per stream, keyed (tap, connection, stream): DATA payload bytes
+    /// client→server so far (cumulative), as that tap saw them.
+    pub stream_bytes: BTreeMap<(Endpoint, u32, u32), Series>,
+    /// Streams beyond [`MAX_STREAM_SERIES`] that got no series of their own.
+    pub streams_untracked: u64,
+    /// Each tap connection's key shared by both taps (`CLIENT_PORT-SERVER_PORT`).
+    pub conn_keys: BTreeMap<(Endpoint, u32), String>,
+    /// The stream window the server advertised (SETTINGS_INITIAL_WINDOW_SIZE
+    /// as the client's tap read it; 65,535 when the SETTINGS left it out),
+    /// `None` without a client tap.
+    pub advertised_stream_window: Option<i64>,
+    /// Seconds from the trace origin to the last `schedule` event: the end
+    /// of the offered period.
+    pub offer_end_s: Option<f64>,
     /// (start s, end s, kind) client blocked intervals.
     pub intervals: Vec<(f64, f64, Blocked)>,
     pub intervals_dropped: u64,
@@ -373,6 +396,10 @@ pub struct Timeline {
     pub end_s: f64,
     /// A relay run's withheld credit (absent without relay legs).
     pub relay: Option<super::relay::RelaySeries>,
+    /// Which taps the trace has (a one-sided run's plots say what is missing).
+    pub has_client: bool,
+    pub has_server: bool,
+    origin: u64,
 }
 
 impl Timeline {
@@ -395,10 +422,61 @@ impl Timeline {
             window_update_bytes: s(Merge::Sum),
             window_updates: s(Merge::Sum),
             rss: s(Merge::Max),
+            stream_credit: BTreeMap::new(),
+            stream_bytes: BTreeMap::new(),
+            streams_untracked: 0,
+            conn_keys: BTreeMap::new(),
+            advertised_stream_window: None,
+            offer_end_s: None,
             intervals: vec![],
             intervals_dropped: 0,
             end_s: 0.0,
             relay: None,
+            has_client: false,
+            has_server: false,
+            origin,
+        }
+    }
+
+    /// A new series shaped like the others (same origin, width and cap).
+    fn new_series(&self, merge: Merge) -> Series {
+        Series::new(self.origin, 1_000_000, SERIES_CAP, merge)
+    }
+
+    /// A stream's credit as the client's tap saw it at `t`.
+    pub(super) fn push_stream_credit(&mut self, conn: u32, stream: u32, t: u64, v: f64) {
+        if !self.stream_credit.contains_key(&(conn, stream)) {
+            if self.stream_credit.len() >= MAX_STREAM_SERIES {
+                self.streams_untracked += 1;
+                return;
+            }
+            let s = self.new_series(Merge::Min);
+            self.stream_credit.insert((conn, stream), s);
+        }
+        if let Some(s) = self.stream_credit.get_mut(&(conn, stream)) {
+            s.push(t, v);
+        }
+    }
+
+    /// A stream's cumulative client→server DATA bytes on `ep`'s tap at `t`.
+    pub(super) fn push_stream_bytes(
+        &mut self,
+        ep: Endpoint,
+        conn: u32,
+        stream: u32,
+        t: u64,
+        v: f64,
+    ) {
+        let key = (ep, conn, stream);
+        if !self.stream_bytes.contains_key(&key) {
+            if self.stream_bytes.len() >= 2 * MAX_STREAM_SERIES {
+                return;
+            }
+            let s = self.new_series(Merge::Last);
+            self.stream_bytes.insert(key, s);
+        }
+        if let Some(s) = self.stream_bytes.get_mut(&key) {
+            s.push(t, v);
         }
     }
 }

@@ -25,6 +25,8 @@ pub(super) fn flow_of(ep: Endpoint, dir: Dir) -> Flow {
 pub(super) struct Conn {
     pub(super) local: String,
     pub(super) peer: String,
+    /// `CLIENT_PORT-SERVER_PORT`, the same in both taps (empty if unknown).
+    pub(super) key: String,
     pub(super) flows: [FlowWindows; 2],
     /// DATA payload bytes (padding excluded) per stream, c2s.
     pub(super) data_c2s: BTreeMap<u32, u64>,
@@ -60,9 +62,10 @@ impl Exhaustion {
 
 impl Analyzer {
     /// Also writes every reconstructed window change to `out` as CSV:
-    /// `t_s,tap,conn,flow,stream,window` (stream 0 = the connection window).
+    /// `t_s,tap,conn,conn_key,flow,stream,window` (stream 0 = the connection
+    /// window; docs/outputs.md).
     pub fn with_window_log(mut self, mut out: Box<dyn std::io::Write>) -> Analyzer {
-        if let Err(e) = writeln!(out, "t_s,tap,conn,flow,stream,window") {
+        if let Err(e) = writeln!(out, "t_s,tap,conn,conn_key,flow,stream,window") {
             self.window_log_error = Some(e);
         }
         self.window_log = Some(out);
@@ -74,6 +77,10 @@ impl Analyzer {
             return;
         }
         let secs = self.secs(t);
+        let key = self
+            .conns
+            .get(&(e.ep, e.conn))
+            .map_or("", |c| c.key.as_str());
         if let Some(out) = self.window_log.as_mut() {
             let flow = if flow == Flow::C2s as usize {
                 "c2s"
@@ -82,7 +89,7 @@ impl Analyzer {
             };
             if let Err(err) = writeln!(
                 out,
-                "{secs:.9},{},{},{flow},{stream},{window}",
+                "{secs:.9},{},{},{key},{flow},{stream},{window}",
                 e.ep.as_str(),
                 e.conn
             ) {
@@ -158,7 +165,10 @@ impl Analyzer {
                         .update(t, sw);
                 }
                 if travel == Flow::C2s {
-                    *conn.data_c2s.entry(e.stream).or_default() += f.data_len() as u64;
+                    let total = conn.data_c2s.entry(e.stream).or_default();
+                    *total += f.data_len() as u64;
+                    let total = *total as f64;
+                    self.tl.push_stream_bytes(e.ep, e.conn, e.stream, t, total);
                 }
                 self.log_window(t, e, travel as usize, 0, cw);
                 self.log_window(t, e, travel as usize, e.stream, sw);
@@ -269,10 +279,13 @@ impl Analyzer {
         match e.ep {
             Endpoint::Client => {
                 self.tl.credit_conn_client.push(e.t, conn_w as f64);
-                if e.stream != 0
-                    && *self.plotted_stream.get_or_insert((e.conn, e.stream)) == (e.conn, e.stream)
-                {
-                    self.tl.credit_stream_client.push(e.t, stream_w as f64);
+                if e.stream != 0 {
+                    self.tl
+                        .push_stream_credit(e.conn, e.stream, e.t, stream_w as f64);
+                    if *self.plotted_stream.get_or_insert((e.conn, e.stream)) == (e.conn, e.stream)
+                    {
+                        self.tl.credit_stream_client.push(e.t, stream_w as f64);
+                    }
                 }
             }
             Endpoint::Server => self.tl.credit_conn_server.push(e.t, conn_w as f64),

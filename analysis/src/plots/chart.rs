@@ -1,0 +1,318 @@
+//! Drawing one chart: the data area, the legend strip right of it, marks,
+//! bands and the note for a line hidden under another.
+
+use super::*;
+use plotters::prelude::*;
+
+/// Draws one panel on one chart.
+pub fn line_chart(path: &Path, x_label: &str, panel: &Panel<'_>) -> Result<(), PlotError> {
+    let err = plot_err(path);
+    let root = SVGBackend::new(path, (W, H)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let x_max = x_extent(&panel.lines);
+    draw_panel(&root, x_label, panel, x_max).map_err(&err)?;
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+/// Several panels stacked vertically, sharing the time axis.
+pub fn stacked_chart(path: &Path, x_label: &str, panels: &[Panel<'_>]) -> Result<(), PlotError> {
+    let err = plot_err(path);
+    let root = SVGBackend::new(path, (W, 340 * panels.len() as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
+    let x_max = panels
+        .iter()
+        .map(|p| x_extent(&p.lines))
+        .fold(1.0, f64::max);
+    let areas = root.split_evenly((panels.len(), 1));
+    for (area, panel) in areas.iter().zip(panels) {
+        draw_panel(area, x_label, panel, x_max).map_err(&err)?;
+    }
+    root.present().map_err(|e| err(e.to_string()))
+}
+
+fn x_extent(lines: &[Line<'_>]) -> f64 {
+    let m = lines
+        .iter()
+        .flat_map(|l| {
+            l.points
+                .iter()
+                .map(|p| p.0)
+                .chain(l.band.iter().map(|b| b.0))
+        })
+        .fold(0.0, f64::max);
+    if m > 0.0 {
+        m
+    } else {
+        1.0
+    }
+}
+
+/// The value of a step line at `t` (the last point at or before it).
+fn step_at(points: &[(f64, f64)], t: f64) -> Option<f64> {
+    let i = points.partition_point(|p| p.0 <= t);
+    (i > 0).then(|| points[i - 1].1)
+}
+
+/// Whether two lines draw the same path: within two pixels (a line's
+/// width) of each other on a plot ≈ 300 px tall spanning `range`, sampled
+/// across the time axis (a line that close is hidden under the other).
+fn coincide(a: &[(f64, f64)], b: &[(f64, f64)], x_max: f64, range: f64) -> bool {
+    if a.is_empty() || b.is_empty() {
+        return false;
+    }
+    let tol = range / 150.0;
+    // Where only one line has begun (its first bucket can start a sample
+    // earlier) nothing is hidden or shown: compare where both are drawn.
+    let mut both = 0;
+    for i in 0..=400 {
+        let t = x_max * i as f64 / 400.0;
+        if let (Some(x), Some(y)) = (step_at(a, t), step_at(b, t)) {
+            if (x - y).abs() > tol {
+                return false;
+            }
+            both += 1;
+        }
+    }
+    both > 200
+}
+
+/// Groups of consecutive buckets, at most [`DATA_PX`]: (t, min, max) each.
+fn per_pixel(band: &[(f64, f64, f64)]) -> Vec<(f64, f64, f64)> {
+    let g = band.len().div_ceil(DATA_PX).max(1);
+    band.chunks(g)
+        .map(|c| {
+            let lo = c.iter().map(|b| b.1).fold(f64::INFINITY, f64::min);
+            let hi = c.iter().map(|b| b.2).fold(f64::NEG_INFINITY, f64::max);
+            (c[0].0, lo, hi)
+        })
+        .collect()
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    x_label: &str,
+    panel: &Panel<'_>,
+    x_max: f64,
+) -> Result<(), String> {
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    let (w, _) = area.dim_in_pixel();
+    let (data, legend) = area.split_horizontally(w.saturating_sub(LEGEND_W));
+    let (mut y_min, mut y_max) = (0.0f64, 0.0f64);
+    for l in &panel.lines {
+        for &(_, y) in &l.points {
+            y_min = y_min.min(y);
+            y_max = y_max.max(y);
+        }
+        for &(_, lo, hi) in &l.band {
+            y_min = y_min.min(lo);
+            y_max = y_max.max(hi);
+        }
+    }
+    for m in &panel.marks {
+        if let Mark::H(y, _) = m {
+            y_max = y_max.max(*y);
+        }
+    }
+    if y_max <= y_min {
+        y_max = y_min + 1.0;
+    }
+    let pad = (y_max - y_min) * 0.06;
+    let y_lo = y_min - if y_min < 0.0 { pad } else { 0.0 };
+    let mut chart = ChartBuilder::on(&data)
+        .caption(&panel.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..x_max * 1.02, y_lo..y_max + pad)
+        .map_err(e)?;
+    let integer = panel.integer_y;
+    let y_fmt = move |y: &f64| -> String {
+        if integer {
+            if (y - y.round()).abs() < 1e-6 {
+                format!("{:.0}", y.round())
+            } else {
+                String::new()
+            }
+        } else {
+            tick(*y)
+        }
+    };
+    let y_ticks = if integer {
+        ((y_max - y_lo).ceil() as usize + 1).clamp(2, 8)
+    } else {
+        8
+    };
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc(&panel.y_label)
+        .x_labels(12)
+        .y_labels(y_ticks)
+        .x_label_formatter(&|x: &f64| tick(*x))
+        .y_label_formatter(&y_fmt)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(e)?;
+
+    // Which lines lie under a later one (drawn on top of them).
+    let range = y_max + pad - y_lo;
+    let mut under: Vec<Option<usize>> = vec![None; panel.lines.len()];
+    // Per banded line: its lower and upper edge, one point per pixel.
+    type Edges = Option<(Vec<(f64, f64)>, Vec<(f64, f64)>)>;
+    let edges: Vec<Edges> = panel
+        .lines
+        .iter()
+        .map(|l| {
+            (l.band.len() > DATA_PX).then(|| {
+                let px = per_pixel(&l.band);
+                (
+                    px.iter().map(|b| (b.0, b.1)).collect(),
+                    px.iter().map(|b| (b.0, b.2)).collect(),
+                )
+            })
+        })
+        .collect();
+    for i in 0..panel.lines.len() {
+        for j in (i + 1..panel.lines.len()).rev() {
+            let same = match (&edges[i], &edges[j]) {
+                (None, None) => {
+                    coincide(&panel.lines[i].points, &panel.lines[j].points, x_max, range)
+                }
+                (Some((lo_i, hi_i)), Some((lo_j, hi_j))) => {
+                    coincide(lo_i, lo_j, x_max, range) && coincide(hi_i, hi_j, x_max, range)
+                }
+                _ => false,
+            };
+            if same {
+                under[i] = Some(j);
+                break;
+            }
+        }
+    }
+    let mut banded = vec![false; panel.lines.len()];
+    for (i, l) in panel.lines.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        if let Some((lo, hi)) = &edges[i] {
+            banded[i] = true;
+            // The band between the lowest and highest value per pixel, and
+            // its two edges (so a flat stretch still shows as a line).
+            let outline: Vec<(f64, f64)> =
+                hi.iter().copied().chain(lo.iter().rev().copied()).collect();
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    outline,
+                    color.mix(0.3).filled(),
+                )))
+                .map_err(e)?;
+            for edge in [lo, hi] {
+                chart
+                    .draw_series(LineSeries::new(edge.iter().copied(), color.stroke_width(1)))
+                    .map_err(e)?;
+            }
+        } else if !l.points.is_empty() {
+            chart
+                .draw_series(LineSeries::new(
+                    l.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(e)?;
+        }
+    }
+    let (x0, x1) = (0.0, x_max * 1.02);
+    for m in &panel.marks {
+        match m {
+            Mark::H(y, _) => {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(x0, *y), (x1, *y)],
+                        MARK.stroke_width(1),
+                    )))
+                    .map_err(e)?;
+            }
+            Mark::V(x, _) => {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(*x, y_lo), (*x, y_max + pad)],
+                        MARK.stroke_width(1),
+                    )))
+                    .map_err(e)?;
+            }
+        }
+    }
+    if panel
+        .lines
+        .iter()
+        .all(|l| l.points.is_empty() && l.band.is_empty())
+    {
+        let (pw, ph) = data.dim_in_pixel();
+        data.draw(&Text::new(
+            panel.empty_reason.clone(),
+            (
+                pw as i32 / 2 - 4 * panel.empty_reason.len() as i32,
+                ph as i32 / 2,
+            ),
+            ("sans-serif", 16).into_font().color(&MARK),
+        ))
+        .map_err(e)?;
+    }
+
+    // The legend strip.
+    let mut y = 40i32;
+    let font: TextStyle = ("sans-serif", 13).into();
+    let any = panel
+        .lines
+        .iter()
+        .any(|l| !l.points.is_empty() || !l.band.is_empty());
+    for (i, l) in panel.lines.iter().enumerate() {
+        if l.points.is_empty() && l.band.is_empty() {
+            if any {
+                let gray: TextStyle = ("sans-serif", 13).into_font().color(&MARK);
+                y = legend_text(
+                    &legend,
+                    &format!("{}: none in this trace", l.label),
+                    32,
+                    y,
+                    32,
+                    &gray,
+                )? + 8;
+            }
+            continue;
+        }
+        let color = COLORS[i % COLORS.len()];
+        let mut label = l.label.to_string();
+        if banded[i] {
+            label.push_str(" (band: min–max per pixel)");
+        }
+        if let Some(j) = under[i] {
+            label.push_str(&format!(
+                " — hidden under \"{}\" (within 2 px)",
+                panel.lines[j].label
+            ));
+        }
+        legend
+            .draw(&PathElement::new(
+                vec![(4, y + 7), (26, y + 7)],
+                color.stroke_width(4),
+            ))
+            .map_err(e)?;
+        y = legend_text(&legend, &label, 32, y, 32, &font)? + 8;
+    }
+    for m in &panel.marks {
+        let label = match m {
+            Mark::H(_, s) | Mark::V(_, s) => s,
+        };
+        legend
+            .draw(&PathElement::new(
+                vec![(4, y + 7), (26, y + 7)],
+                MARK.stroke_width(1),
+            ))
+            .map_err(e)?;
+        y = legend_text(&legend, label, 32, y, 32, &font)? + 8;
+    }
+    let note_font = ("sans-serif", 12).into_font().color(&MARK);
+    for n in &panel.notes {
+        y = legend_text(&legend, n, 4, y, 40, &note_font)? + 6;
+    }
+    Ok(())
+}

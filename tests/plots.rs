@@ -1,0 +1,211 @@
+//! The plots of a run as a person sees them: legends beside the data (not
+//! over it), lines hidden under others named, the advertised window and the
+//! end of the offered period marked, one credit line per stream, bytes per
+//! stream stacked, counts with integer ticks, one-sided traces saying what
+//! they lack; and a screenshot (headless Chromium) kept as an artefact.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+/// Width of the data area: everything right of it is the legend strip.
+const DATA_RIGHT: f64 = 1100.0 - 270.0;
+
+/// Every `<text>` of an SVG as (x, text).
+fn texts(svg: &str) -> Vec<(f64, String)> {
+    svg.split("<text ")
+        .skip(1)
+        .filter_map(|t| {
+            let x = t.split("x=\"").nth(1)?.split('"').next()?.parse().ok()?;
+            let body = t.split_once('>')?.1.split("</text>").next()?.trim();
+            Some((x, body.replace("&quot;", "\"")))
+        })
+        .collect()
+}
+
+/// The x coordinates of every polyline drawn in a series colour (not the
+/// grey axes, grid and marks, nor the legend's 4-px swatches).
+fn series_xs(svg: &str) -> Vec<f64> {
+    svg.split("<polyline ")
+        .skip(1)
+        .filter(|p| {
+            let stroke = p
+                .split("stroke=\"")
+                .nth(1)
+                .and_then(|s| s.split('"').next());
+            !matches!(stroke, Some("#000000") | Some("#5A5A5A") | None)
+                && !p.contains("stroke-width=\"4\"")
+                && !p.contains("opacity=\"0.1\"")
+                && !p.contains("opacity=\"0.2\"")
+        })
+        .flat_map(|p| {
+            let pts = p
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            pts.split_whitespace()
+                .filter_map(|xy| xy.split(',').next()?.parse().ok())
+                .collect::<Vec<f64>>()
+        })
+        .collect()
+}
+
+fn legend(svg: &str) -> String {
+    texts(svg)
+        .into_iter()
+        .filter(|(x, _)| *x >= DATA_RIGHT)
+        .map(|(_, t)| t)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn two_stream_run() -> PathBuf {
+    let dir = support::temp_dir("plots");
+    let mut o = support::run_opts(&dir, "frame", "unbounded");
+    o.client.duration = support::dur("800ms");
+    o.client.streams = 2;
+    o.server.service_time = support::dur("2ms");
+    o.output.no_pcap = true;
+    support::run(o);
+    dir
+}
+
+#[test]
+fn a_runs_plots_keep_legends_beside_the_data_and_say_what_they_show() {
+    let dir = two_stream_run();
+    let credit = std::fs::read_to_string(dir.join("credit.svg")).unwrap();
+    let l = legend(&credit);
+    // One credit line per stream, the connection's, the marks.
+    for want in [
+        "stream 1 credit (client tap)",
+        "stream 3 credit (client tap)",
+        "connection credit (client tap)",
+        "advertised stream window (65535 B,",
+        "end of the offered period",
+    ] {
+        assert!(l.contains(want), "legend lacks {want:?}: {l}");
+    }
+    // Legends sit right of the data; no series is drawn there.
+    let xs = series_xs(&credit);
+    assert!(!xs.is_empty());
+    assert!(
+        xs.iter().all(|x| *x < DATA_RIGHT - 10.0),
+        "a series is drawn in the legend strip"
+    );
+    let swatches = credit.matches("stroke-width=\"4\"").count();
+    assert!(swatches >= 4, "legend swatches: {swatches}");
+
+    // (Whether scheduled is hidden under sent depends on how far the client
+    // lagged; the note itself is tested on fixed lines in plots.rs.)
+    let cum = std::fs::read_to_string(dir.join("cumulative.svg")).unwrap();
+    let l = legend(&cum);
+    assert!(l.contains("discarded (server): none in this trace"), "{l}");
+    // Counts: integer ticks only.
+    let ticks: Vec<String> = texts(&cum)
+        .into_iter()
+        .filter(|(x, t)| *x < 90.0 && t.parse::<f64>().is_ok())
+        .map(|(_, t)| t)
+        .collect();
+    assert!(ticks.len() >= 3, "{ticks:?}");
+    assert!(ticks.iter().all(|t| !t.contains('.')), "{ticks:?}");
+
+    // Bytes per stream, stacked, each stream named with its share.
+    let streams = std::fs::read_to_string(dir.join("streams.svg")).unwrap();
+    let l = legend(&streams);
+    assert!(
+        l.contains("stream 1 (conn 1)") && l.contains("stream 3 (conn 1)"),
+        "{l}"
+    );
+    screenshot(&dir.join("credit.svg"), "credit-two-streams.png");
+}
+
+/// A trace with one tap's events only (as `serve` or `client` alone
+/// record), analysed by the binary.
+fn one_sided(from: &Path, keep: &str) -> PathBuf {
+    let dir = support::temp_dir(&format!("plots-{keep}-only"));
+    std::fs::copy(from.join("meta.json"), dir.join("meta.json")).unwrap();
+    let trace: String = std::fs::read_to_string(from.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["ep"].is_null() || v["ep"] == keep
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.join("trace.jsonl"), trace).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .arg("analyze")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c == 0 || c == 3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+#[test]
+fn one_sided_traces_draw_what_they_have_and_say_what_is_missing() {
+    let run = two_stream_run();
+    let server = one_sided(&run, "server");
+    let credit = std::fs::read_to_string(server.join("credit.svg")).unwrap();
+    let all: String = texts(&credit).into_iter().map(|t| t.1 + " ").collect();
+    assert!(all.contains("no client tap in this trace"), "{all}");
+    assert!(all.contains("received, not yet released (server)"), "{all}");
+    assert!(
+        !series_xs(&credit).is_empty(),
+        "the server's lines are drawn"
+    );
+
+    let client = one_sided(&run, "client");
+    let credit = std::fs::read_to_string(client.join("credit.svg")).unwrap();
+    let all: String = texts(&credit).into_iter().map(|t| t.1 + " ").collect();
+    assert!(
+        all.contains("no server tap in this trace: owned bytes not recorded"),
+        "{all}"
+    );
+    assert!(all.contains("stream 1 credit (client tap)"), "{all}");
+    let blocked = std::fs::read_to_string(server.join("blocked.svg")).unwrap();
+    assert!(blocked.contains("no client tap in this trace"));
+    screenshot(&client.join("credit.svg"), "credit-client-only.png");
+}
+
+/// Renders `svg` in headless Chromium and keeps the PNG under the test
+/// target's tmp dir (a loud skip without Chromium, a failure under CI).
+fn screenshot(svg: &Path, name: &str) {
+    let Some(exe) = support::require_tool("chromium") else {
+        return;
+    };
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plots");
+    std::fs::create_dir_all(&out).unwrap();
+    let png = out.join(name);
+    let _ = std::fs::remove_file(&png);
+    let profile = support::temp_dir("plots-chromium");
+    let status = std::process::Command::new(exe)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--hide-scrollbars",
+            "--window-size=1100,1020",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", svg.canonicalize().unwrap().display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000);
+    eprintln!("plot screenshot: {}", png.display());
+}

@@ -1,0 +1,212 @@
+//! `compare --sweep PARAM=V1,V2,…`: any run flag, run's names and syntax,
+//! a grid when repeated, refused with run directories, plotted against the
+//! swept parameter.
+
+mod support;
+
+use std::process::Command;
+
+fn h2probe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_h2probe"))
+}
+
+/// Refused before any run starts, as bad usage (exit 2), with the reason.
+fn refused(args: &[&str], says: &str) {
+    let out = h2probe().arg("compare").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(says), "{args:?}: {err}");
+}
+
+#[test]
+fn bad_sweeps_are_refused_before_anything_runs() {
+    let dir = support::temp_dir("sweep-refused");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    // A value run's parser refuses, through run's own message.
+    refused(
+        &["--out", out, "--sweep", "stream-window=64K,1MiB"],
+        "write 64KiB (65,536) or 64kB (64,000)",
+    );
+    // A flag run does not have.
+    refused(
+        &["--out", out, "--sweep", "no-such-flag=1,2"],
+        "no-such-flag",
+    );
+    // Where-to-write flags are not experiments.
+    refused(
+        &["--out", out, "--sweep", "out=a,b"],
+        "says where and how to write",
+    );
+    refused(&["--out", out, "--sweep", "link-delay"], "PARAM=V1,V2");
+    refused(
+        &[
+            "--out",
+            out,
+            "--sweep",
+            "streams=1,2",
+            "--sweep",
+            "streams=4",
+        ],
+        "given twice",
+    );
+    refused(
+        &["--out", out, "--scenario", "bdp", "--sweep", "streams=1,2"],
+        "does not combine with --scenario",
+    );
+    // Matrix flags with saved run directories.
+    refused(
+        &[dir.to_str().unwrap(), "--sweep", "link-delay=0ms,10ms"],
+        "do not apply to existing run directories",
+    );
+    assert!(
+        !std::path::Path::new(out).join("comparison.md").exists(),
+        "nothing ran"
+    );
+}
+
+#[test]
+fn a_link_delay_sweep_follows_the_window_over_the_round_trip() {
+    let out = support::temp_dir("sweep-delay");
+    let run = h2probe()
+        .args([
+            "compare",
+            "--quiet",
+            "--repeats",
+            "1",
+            "--duration",
+            "1s",
+            "--service-time",
+            "1ms",
+            "--sweep",
+            "link-delay=0ms,40ms",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(out.join("comparison.json")).unwrap()).unwrap();
+    let labels: Vec<&str> = rows.iter().map(|r| r["config"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["link-delay=0ms", "link-delay=40ms"]);
+    // The runs really had the delay: meta.json records run's option.
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out.join("link-delay40ms-r1").join("meta.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(meta["config"]["client"]["link_delay"], "40ms", "{meta}");
+    // W / RTT at 40 ms: 65,535 B ÷ 80 ms ÷ ≈16.4 kB ≈ 50 msg/s, far below
+    // the 300/s offered (which the undelayed run sends).
+    let rate = |i: usize| rows[i]["send_rate"]["median"].as_f64().unwrap();
+    assert!(rate(0) > 250.0, "{}", rate(0));
+    let bound = 65_535.0 / 0.080 / 16_400.0;
+    assert!(
+        rate(1) < bound * 1.05 && rate(1) > bound * 0.6,
+        "{} vs W/RTT {bound}",
+        rate(1)
+    );
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    assert!(svg.contains("Steady send rate against --link-delay"));
+    assert!(svg.contains("W / RTT = 65535 B window"));
+    // The comparison's page: the sweep plot inline, a link to each run's page.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("Steady send rate against --link-delay"));
+    assert!(
+        page.contains(r#"href="link-delay40ms-r1/report.html""#),
+        "a link to the run's page"
+    );
+}
+
+#[test]
+fn sweeps_make_a_grid_labelled_by_what_changes() {
+    let out = support::temp_dir("sweep-grid");
+    let run = h2probe()
+        .args([
+            "compare",
+            "--quiet",
+            "--repeats",
+            "1",
+            "--duration",
+            "300ms",
+            "--service-time",
+            "1ms",
+            "--sweep",
+            "streams=1,2",
+            "--sweep",
+            "conn-window=65535,1MiB",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(out.join("comparison.json")).unwrap()).unwrap();
+    let labels: Vec<&str> = rows.iter().map(|r| r["config"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels,
+        [
+            "streams=1 conn-window=65535",
+            "streams=1 conn-window=1MiB",
+            "streams=2 conn-window=65535",
+            "streams=2 conn-window=1MiB",
+        ]
+    );
+    let s = support::read_summary(&out.join("streams2-conn-window1MiB-r1"));
+    assert_eq!(s.streams.len(), 2, "the run had two streams");
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    assert!(
+        svg.contains("conn-window=1MiB (median"),
+        "one line per other value"
+    );
+
+    // The same runs compared as saved directories: four groups (never
+    // pooled), labelled by what differs, what they share said once.
+    let again = support::temp_dir("sweep-grid-again");
+    let dirs: Vec<std::path::PathBuf> = [
+        "streams1-conn-window65535-r1",
+        "streams1-conn-window1MiB-r1",
+        "streams2-conn-window65535-r1",
+        "streams2-conn-window1MiB-r1",
+    ]
+    .iter()
+    .map(|d| out.join(d))
+    .collect();
+    let cmp = h2probe()
+        .arg("compare")
+        .args(&dirs)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    let table = String::from_utf8_lossy(&cmp.stdout);
+    let first = table.lines().next().unwrap();
+    assert!(
+        first.starts_with("every run: release=frame queue=unbounded")
+            && first.contains("duration=300ms"),
+        "{table}"
+    );
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(again.join("comparison.json")).unwrap()).unwrap();
+    let labels: Vec<&str> = rows.iter().map(|r| r["config"].as_str().unwrap()).collect();
+    assert_eq!(labels.len(), 4, "{labels:?}");
+    assert!(labels.iter().all(|l| !l.contains("release=")), "{labels:?}");
+    assert!(
+        labels.contains(&"conn-window=1048576 streams=2"),
+        "{labels:?}"
+    );
+}
