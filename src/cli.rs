@@ -51,7 +51,7 @@ pub enum Command {
     Run(Box<RunOpts>),
     /// Run the probe server alone (h2c on 127.0.0.1:50051 by default) until Ctrl-C.
     Serve(Box<ServeOpts>),
-    /// Run the probe client alone against any h2c gRPC server.
+    /// Run the probe client alone against any gRPC server (h2c or TLS), any client-streaming method.
     Client(Box<ClientCmdOpts>),
     /// Analyse run directories: summary.json, timeline.csv, SVG plots, headline table.
     Analyze(AnalyzeOpts),
@@ -73,6 +73,14 @@ pub struct AnalyzeOpts {
     /// Run directories (each holding a trace.jsonl).
     #[arg(required = true, value_name = "RUN_DIR")]
     pub dirs: Vec<PathBuf>,
+}
+
+/// `s` cut to at most `max` characters, marked when cut.
+fn shorten(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 fn print_warnings(w: &[String]) {
@@ -171,11 +179,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             for o in &outcomes {
                 writeln!(
                     out,
-                    "rpc conn {} stream {}: {} {}",
+                    "rpc conn {} stream {}: {} {}{}",
                     o.conn,
                     o.stream,
                     h2probe_analysis::schema::status_name(o.status),
-                    o.message
+                    o.message,
+                    o.reply_json
+                        .as_ref()
+                        .map_or(String::new(), |j| format!(" reply {}", shorten(j, 200)))
                 )?;
             }
             write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;

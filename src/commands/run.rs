@@ -126,7 +126,8 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let cctx = Arc::new(ClientCtx {
         opts: opts.client.clone(),
-        target: addr,
+        target: client::Target::plain(addr),
+        call: client::Call::default(),
         capture: opts.output.capture_payload,
         rec: session.rec.clone(),
         live: live.clone(),
