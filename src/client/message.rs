@@ -443,7 +443,7 @@ mod tests {
             (
                 MessageOpts { payload_field: Some("tag".into()), ..opts(&p) },
                 "/demo.v2.Sink/Push",
-                "--payload-field tag: the field is String, it must be bytes",
+                "--payload-field tag: the field is string, it must be bytes",
             ),
             (
                 MessageOpts { payload_field: Some("many".into()), ..opts(&p) },
@@ -458,7 +458,7 @@ mod tests {
             (
                 MessageOpts { time_field: Some("n".into()), ..opts(&p) },
                 "/demo.v2.Sink/Push",
-                "--time-field n",
+                "--time-field n: the field is uint32, it must be a 64-bit integer",
             ),
             (
                 MessageOpts { message: Some("demo.v2.Ack".into()), ..opts(&p) },

@@ -137,11 +137,16 @@ pub fn parse_metadata(headers: &[String]) -> anyhow::Result<http::HeaderMap> {
                 "-H {h:?}: a -bin header carries base64 (gRPC binary metadata), and {value:?} is not"
             );
         }
-        let value = http::HeaderValue::from_str(value).map_err(|_| {
+        // gRPC metadata values are printable ASCII (0x20–0x7E), stricter than HTTP.
+        let printable = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+        let value = http::HeaderValue::from_str(value)
+            .ok()
+            .filter(|_| printable)
+            .ok_or_else(|| {
             anyhow::Error::new(UsageError(format!(
-                "-H {h:?}: the value must be visible ASCII (use a -bin name with base64 for bytes)"
+                "-H {h:?}: the value must be printable ASCII (use a -bin name with base64 for bytes)"
             )))
-        })?;
+            })?;
         map.append(name, value);
     }
     Ok(map)
@@ -285,7 +290,7 @@ mod tests {
             ("grpc-timeout: 1S", "use --deadline"),
             ("Connection: close", "forbids"),
             ("x-bin: not base64!", "base64"),
-            ("x: caf\u{e9}", "visible ASCII"),
+            ("x: caf\u{e9}", "printable ASCII"),
         ] {
             let e = parse_metadata(&[bad.into()]).unwrap_err();
             assert!(e.downcast_ref::<UsageError>().is_some());
