@@ -177,16 +177,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let mut out = std::io::stdout().lock();
             writeln!(out, "run directory: {}", f.dir.display())?;
             for o in &outcomes {
+                let reply = o
+                    .reply_json
+                    .as_ref()
+                    .map_or(String::new(), |j| format!(" reply {}", shorten(j, 200)));
                 writeln!(
                     out,
-                    "rpc conn {} stream {}: {} {}{}",
+                    "rpc conn {} stream {}: {} {}{reply}",
                     o.conn,
                     o.stream,
                     h2probe_analysis::schema::status_name(o.status),
                     o.message,
-                    o.reply_json
-                        .as_ref()
-                        .map_or(String::new(), |j| format!(" reply {}", shorten(j, 200)))
                 )?;
             }
             write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;

@@ -104,6 +104,22 @@ pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
         .map_err(|e| usage(format!("{host:?} is not a valid TLS server name: {e}")))
 }
 
+/// What to do about a failed handshake, for the common certificate
+/// mistakes (appended to the error; empty when there is nothing to add).
+pub fn hint(e: &std::io::Error) -> &'static str {
+    let text = format!("{e:?}");
+    if text.contains("CaUsedAsEndEntity") {
+        " (the server's certificate is a CA certificate, basicConstraints CA:TRUE, which TLS refuses as a \
+         server certificate: issue the server a leaf certificate signed by that CA, and give the CA to --ca)"
+    } else if text.contains("UnknownIssuer") {
+        " (its issuer is not among the trusted roots: give the CA with --ca FILE, or skip verification with --insecure)"
+    } else if text.contains("NotValidForName") {
+        " (the certificate does not carry the name asked for: --authority sets the name checked)"
+    } else {
+        ""
+    }
+}
+
 /// `--insecure`: accepts any certificate, but still checks that the server
 /// holds the key of the certificate it showed (the handshake signatures).
 #[derive(Debug)]

@@ -310,11 +310,14 @@ where
         return drive(ctx, tap, conn_id, index, start).await;
     };
     let watched = crate::tap::SocketWatch::new(io, cfg, ctx.rec.clone());
-    let stream = tls
-        .connector
-        .connect(tls.name.clone(), watched)
-        .await
-        .with_context(|| format!("TLS handshake with {peer} (as {:?})", tls.name))?;
+    let stream = match tls.connector.connect(tls.name.clone(), watched).await {
+        Ok(s) => s,
+        Err(e) => anyhow::bail!(
+            "TLS handshake with {peer} (as {}): {e}{}",
+            tls.name.to_str(),
+            crate::tls::hint(&e)
+        ),
+    };
     let alpn = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
     anyhow::ensure!(
         alpn.as_deref() == Some(crate::tls::ALPN_H2),

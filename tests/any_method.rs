@@ -1,0 +1,492 @@
+//! `h2probe client` against a server that is not h2probe's: a tonic server
+//! for `tests/proto/sensors.proto` (another package, service, method and
+//! message; its structs written by hand here, independently of the client's
+//! run-time compilation of the .proto), reached by hostname, with metadata.
+//! Also: a bidirectional method, and the mistakes the client refuses (exit 2).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tonic::codegen::{http, BoxFuture, BoxStream, Service, StdError};
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Reading {
+    #[prost(string, tag = "1")]
+    device: String,
+    #[prost(uint64, tag = "2")]
+    n: u64,
+    #[prost(int64, tag = "3")]
+    sent_at: i64,
+    #[prost(bytes = "vec", tag = "4")]
+    blob: Vec<u8>,
+    #[prost(string, repeated, tag = "5")]
+    tags: Vec<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct UploadSummary {
+    #[prost(uint64, tag = "1")]
+    accepted: u64,
+    #[prost(string, tag = "2")]
+    tenant: String,
+    #[prost(uint64, tag = "3")]
+    blob_bytes: u64,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Ack {
+    #[prost(uint64, tag = "1")]
+    n: u64,
+    #[prost(bytes = "vec", tag = "2")]
+    pad: Vec<u8>,
+}
+
+/// What the server saw.
+#[derive(Default)]
+struct Seen {
+    readings: AtomicU64,
+    /// Deepest the application queue got (messages decoded, not yet served).
+    peak_queue: AtomicU64,
+    /// Every reading: (n, sent_at, device, tags, blob length).
+    log: Mutex<Vec<(u64, i64, String, Vec<String>, usize)>>,
+    tenants: Mutex<Vec<String>>,
+}
+
+/// `sensors.v3.Telemetry` on tonic: the Part 1 replica's shape (tonic
+/// releases credit as each frame is polled; decoded readings go to an
+/// unbounded queue served by one 10 ms worker; the reply once it drained).
+#[derive(Clone)]
+struct Telemetry {
+    seen: Arc<Seen>,
+    service_time: Duration,
+}
+
+impl tonic::server::NamedService for Telemetry {
+    const NAME: &'static str = "sensors.v3.Telemetry";
+}
+
+struct Upload(Telemetry);
+
+impl tonic::server::ClientStreamingService<Reading> for Upload {
+    type Response = UploadSummary;
+    type Future = BoxFuture<tonic::Response<UploadSummary>, tonic::Status>;
+    fn call(&mut self, req: tonic::Request<tonic::Streaming<Reading>>) -> Self::Future {
+        let svc = self.0.clone();
+        Box::pin(async move {
+            let tenant = req
+                .metadata()
+                .get_all("x-tenant")
+                .iter()
+                .map(|v| v.to_str().unwrap().to_string())
+                .collect::<Vec<_>>();
+            svc.seen.tenants.lock().unwrap().extend(tenant.clone());
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Reading>();
+            let depth = Arc::new(AtomicU64::new(0));
+            let (seen, d, pause) = (svc.seen.clone(), depth.clone(), svc.service_time);
+            let worker = tokio::spawn(async move {
+                let (mut n, mut bytes) = (0, 0);
+                while let Some(r) = rx.recv().await {
+                    tokio::time::sleep(pause).await;
+                    d.fetch_sub(1, Ordering::Relaxed);
+                    n += 1;
+                    bytes += r.blob.len() as u64;
+                    seen.log
+                        .lock()
+                        .unwrap()
+                        .push((r.n, r.sent_at, r.device, r.tags, r.blob.len()));
+                }
+                (n, bytes)
+            });
+            let mut stream = req.into_inner();
+            while let Some(r) = stream.message().await? {
+                svc.seen.readings.fetch_add(1, Ordering::Relaxed);
+                let now = depth.fetch_add(1, Ordering::Relaxed) + 1;
+                svc.seen.peak_queue.fetch_max(now, Ordering::Relaxed);
+                tx.send(r).unwrap();
+            }
+            drop(tx);
+            let (accepted, blob_bytes) = worker.await.unwrap();
+            Ok(tonic::Response::new(UploadSummary {
+                accepted,
+                tenant: tenant.join(","),
+                blob_bytes,
+            }))
+        })
+    }
+}
+
+struct Mirror(Telemetry);
+
+impl tonic::server::StreamingService<Reading> for Mirror {
+    type Response = Ack;
+    type ResponseStream = BoxStream<Ack>;
+    type Future = BoxFuture<tonic::Response<BoxStream<Ack>>, tonic::Status>;
+    fn call(&mut self, req: tonic::Request<tonic::Streaming<Reading>>) -> Self::Future {
+        let seen = self.0.seen.clone();
+        Box::pin(async move {
+            let mut stream = req.into_inner();
+            // A small outbound buffer: a client that did not read replies
+            // while sending would stop this loop, and so its own upload.
+            let (tx, rx) = tokio::sync::mpsc::channel(4);
+            tokio::spawn(async move {
+                while let Ok(Some(r)) = stream.message().await {
+                    seen.readings.fetch_add(1, Ordering::Relaxed);
+                    let ack = Ack {
+                        n: r.n,
+                        pad: vec![7; 4096],
+                    };
+                    if tx.send(Ok(ack)).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            let out: BoxStream<Ack> = Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx));
+            Ok(tonic::Response::new(out))
+        })
+    }
+}
+
+impl<B> Service<http::Request<B>> for Telemetry
+where
+    B: tonic::codegen::Body + Send + 'static,
+    B::Error: Into<StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let svc = self.clone();
+        Box::pin(async move {
+            Ok(match req.uri().path() {
+                "/sensors.v3.Telemetry/Upload" => {
+                    let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default());
+                    grpc.client_streaming(Upload(svc), req).await
+                }
+                "/sensors.v3.Telemetry/Mirror" => {
+                    let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default());
+                    grpc.streaming(Mirror(svc), req).await
+                }
+                _ => tonic::Status::unimplemented("no such method").into_http(),
+            })
+        })
+    }
+}
+
+/// Serves `Telemetry` on 127.0.0.1 (an ephemeral port) until dropped.
+struct TonicServer {
+    port: u16,
+    seen: Arc<Seen>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TonicServer {
+    async fn start(service_time: Duration) -> TonicServer {
+        let seen = Arc::new(Seen::default());
+        let svc = Telemetry {
+            seen: seen.clone(),
+            service_time,
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let task = tokio::spawn(async move {
+            // Part 1's windows: 65,535 bytes (tonic's default is 1 MiB).
+            let _ = tonic::transport::Server::builder()
+                .initial_stream_window_size(65_535)
+                .initial_connection_window_size(65_535)
+                .add_service(svc)
+                .serve_with_incoming(incoming)
+                .await;
+        });
+        TonicServer { port, seen, task }
+    }
+}
+
+impl Drop for TonicServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn proto() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/proto/sensors.proto")
+}
+
+/// Runs the h2probe binary (off the runtime, so the server in this process
+/// keeps serving); returns (exit code, stdout, stderr).
+async fn h2probe(args: Vec<String>) -> (i32, String, String) {
+    tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(&args)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
+    let server = TonicServer::start(Duration::from_millis(10)).await;
+    let dir = support::temp_dir("any-method");
+    let out = dir.join("run");
+    let rate = 200.0;
+    let (code, stdout, stderr) = h2probe(args(&[
+        "client",
+        "--connect",
+        &format!("localhost:{}", server.port),
+        "--method",
+        "/sensors.v3.Telemetry/Upload",
+        "--proto",
+        proto().to_str().unwrap(),
+        "--message-json",
+        r#"{"device": "probe-7", "tags": ["a", "b"]}"#,
+        "--payload-field",
+        "blob",
+        "--seq-field",
+        "n",
+        "--time-field",
+        "sent_at",
+        "-H",
+        "X-Tenant: blue",
+        "-H",
+        "x-tenant: green",
+        "--rate",
+        "200",
+        "--duration",
+        "1500ms",
+        "--no-pcap",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+
+    // The server got every message the client sent, with the template's
+    // fields, the payload, consecutive sequence numbers and the scheduled times.
+    let s = support::read_summary(&out);
+    let log = server.seen.log.lock().unwrap().clone();
+    assert_eq!(s.sent, 300, "{stdout}");
+    assert_eq!(log.len() as u64, s.sent);
+    for (i, (n, sent_at, device, tags, blob)) in log.iter().enumerate() {
+        assert_eq!(*n, i as u64);
+        assert_eq!(device, "probe-7");
+        assert_eq!(tags, &["a", "b"]);
+        assert_eq!(*blob, 16 * 1024);
+        assert!(*sent_at > 0);
+        if i > 0 {
+            let gap = sent_at - log[i - 1].1;
+            assert!((gap - 5_000_000).abs() < 10_000, "schedule gap {gap} ns");
+        }
+    }
+    // Metadata as sent (names lowercased, both values, in order).
+    assert_eq!(*server.seen.tenants.lock().unwrap(), ["blue", "green"]);
+    // The reply, decoded with the .proto's UploadSummary.
+    assert!(
+        stdout.contains(
+            r#"OK  reply {"accepted":"300","tenant":"blue,green","blobBytes":"4915200"}"#
+        ),
+        "{stdout}"
+    );
+
+    // Part 1's physics from the client's side alone: credit kept flowing
+    // (never window-blocked, sent ≈ offered) while the server's queue grew.
+    assert!(s.client_window_blocked_s < 0.05, "{stdout}");
+    assert!(
+        (s.send_rate_steady - rate).abs() / rate < 0.03,
+        "steady send rate {} vs offered {rate}",
+        s.send_rate_steady
+    );
+    let peak = server.seen.peak_queue.load(Ordering::Relaxed);
+    assert!(peak >= 100, "the queue should have grown (peak {peak})");
+    // The client-side wire figures are all there; the server's are not.
+    assert!(s.has_client && !s.has_server);
+    // DATA bytes out of the client's tap = the messages as an independent
+    // encoder (prost, from the hand-written struct) frames them.
+    assert_eq!(s.data_bytes_out, framed_bytes(&log));
+    assert!(
+        s.window_updates_in_stream > 50,
+        "{}",
+        s.window_updates_in_stream
+    );
+    assert!(s.min_send_window.unwrap() >= 0, "{:?}", s.min_send_window);
+    assert!(stdout.contains("needs     the server's trace:"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "wire      DATA out {} ({} B)",
+            s.data_frames_out, s.data_bytes_out
+        )),
+        "{stdout}"
+    );
+    assert_eq!(s.rpc_status.get("OK"), Some(&1));
+}
+
+/// The framed bytes of every reading, encoded by the hand-written struct.
+fn framed_bytes(log: &[(u64, i64, String, Vec<String>, usize)]) -> u64 {
+    use prost::Message;
+    log.iter()
+        .map(|(n, sent_at, device, tags, blob)| {
+            let m = Reading {
+                device: device.clone(),
+                n: *n,
+                sent_at: *sent_at,
+                blob: vec![0; *blob],
+                tags: tags.clone(),
+            };
+            m.encoded_len() as u64 + 5
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bidirectional_method_is_read_while_sending() {
+    let server = TonicServer::start(Duration::ZERO).await;
+    let dir = support::temp_dir("any-bidi");
+    let out = dir.join("run");
+    let (code, stdout, stderr) = h2probe(args(&[
+        "client",
+        "--connect",
+        &format!("127.0.0.1:{}", server.port),
+        "--method",
+        "/sensors.v3.Telemetry/Mirror",
+        "--proto",
+        proto().to_str().unwrap(),
+        "--payload-field",
+        "blob",
+        "--seq-field",
+        "n",
+        "--payload",
+        "1KiB",
+        "--rate",
+        "300",
+        "--duration",
+        "1s",
+        "--no-pcap",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let s = support::read_summary(&out);
+    assert_eq!(s.sent, 300);
+    assert_eq!(server.seen.readings.load(Ordering::Relaxed), 300);
+    // 300 Acks of 4 KiB (1.2 MB) passed the client's 64 KiB receive window:
+    // read while sending, and the upload never waited for credit.
+    assert!(stdout.contains(r#"reply {"n":"299""#), "{stdout}");
+    assert!(s.client_window_blocked_s < 0.05, "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mistakes_are_refused_with_exit_2_before_connecting() {
+    let p = proto();
+    let p = p.to_str().unwrap();
+    let dir = support::temp_dir("any-mistakes");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--connect", "localhost"], "has no port"),
+        (&["--connect", "::1:50051"], "not a valid authority"),
+        (&["-H", ":path: /x"], "expected 'name: value'"),
+        (&["-H", "grpc-timeout: 1S"], "use --deadline"),
+        (
+            &["-H", "content-type: text/plain"],
+            "content-type cannot be set",
+        ),
+        (
+            &["--proto", "/nonexistent.proto", "--message", "a.B"],
+            "no such file",
+        ),
+        (
+            &[
+                "--proto",
+                p,
+                "--method",
+                "/sensors.v3.Telemetry/Upload",
+                "--payload-field",
+                "device",
+            ],
+            "--payload-field device: the field is string, it must be bytes",
+        ),
+        (
+            &[
+                "--proto",
+                p,
+                "--method",
+                "/sensors.v3.Telemetry/Upload",
+                "--seq-field",
+                "serial",
+            ],
+            "--seq-field serial: sensors.v3.Reading has no such field",
+        ),
+        (
+            &[
+                "--proto",
+                p,
+                "--method",
+                "/other.Svc/Put",
+                "--message",
+                "sensors.v3.Nope",
+            ],
+            "--message sensors.v3.Nope: no such message",
+        ),
+        (
+            &["--proto", p, "--method", "/sensors.v3.Telemetry/Latest"],
+            "is unary",
+        ),
+        (
+            &[
+                "--proto",
+                p,
+                "--method",
+                "/sensors.v3.Telemetry/Upload",
+                "--message-json",
+                "{\"n\": \"x\"}",
+            ],
+            "--message-json is not a valid sensors.v3.Reading",
+        ),
+        (&["--payload-field", "blob"], "--proto"),
+        (&["--ca", "ca.pem"], "--tls"),
+        (
+            &["--tls", "--ca", "/nonexistent.pem"],
+            "--ca /nonexistent.pem",
+        ),
+    ];
+    for (i, (extra, want)) in cases.iter().enumerate() {
+        let out = dir.join(format!("case{i}"));
+        let mut a = args(&[
+            "client",
+            "--duration",
+            "1s",
+            "-q",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        a.extend(args(extra));
+        let (code, stdout, stderr) = h2probe(a).await;
+        assert_eq!(code, 2, "{extra:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains(want),
+            "{extra:?}: {stderr} (wanted {want:?})"
+        );
+        assert!(
+            !out.join("trace.jsonl").exists(),
+            "{extra:?}: nothing starts"
+        );
+    }
+}
