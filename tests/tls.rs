@@ -258,3 +258,31 @@ fn verification_failures_are_explained_and_insecure_is_loud() {
     let srv = support::read_summary(&dir.join("srv"));
     assert_eq!(srv.conns_refused, 2);
 }
+
+#[test]
+fn run_with_a_given_certificate_speaks_tls_to_its_own_server() {
+    let dir = support::temp_dir("tls-run");
+    let (_, cert, key) = pki(&dir);
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--duration", "500ms", "--no-pcap", "-q", "--out"])
+        .arg(dir.join("run"))
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let s = support::read_summary(&dir.join("run"));
+    assert_eq!((s.sent, s.completed), (150, 150));
+    assert!(
+        s.checks.values().all(|c| c.ok != Some(false)),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(s.checks["windows_agree"].ok, Some(true));
+    let meta = std::fs::read_to_string(dir.join("run/meta.json")).unwrap();
+    assert!(meta.contains("speaks TLS to run's own server"), "{meta}");
+    // A TLS handshake happened: a plaintext client would have been refused.
+    assert_eq!(s.conns_refused, 0);
+}

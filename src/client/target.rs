@@ -179,9 +179,14 @@ impl Target {
         }
     }
 
-    /// TLS to one address, verified against `roots` (PEM) as `name`.
-    pub fn tls(addr: SocketAddr, name: &str, ca: &std::path::Path) -> anyhow::Result<Target> {
-        let cfg = crate::tls::client_config(Some(ca), false)?;
+    /// TLS to one address as `name`: verified against the CA certificates
+    /// of `ca` (PEM), or not at all without it (`run`'s own server).
+    pub fn tls(
+        addr: SocketAddr,
+        name: &str,
+        ca: Option<&std::path::Path>,
+    ) -> anyhow::Result<Target> {
+        let cfg = crate::tls::client_config(ca, ca.is_none())?;
         Ok(Target {
             addrs: vec![addr],
             authority: format!("{name}:{}", addr.port()),
