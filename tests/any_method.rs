@@ -51,8 +51,8 @@ struct Seen {
     readings: AtomicU64,
     /// Deepest the application queue got (messages decoded, not yet served).
     peak_queue: AtomicU64,
-    /// Every reading: (n, sent_at, device, tags, blob length).
-    log: Mutex<Vec<(u64, i64, String, Vec<String>, usize)>>,
+    /// Every reading, its blob replaced by the blob's length.
+    log: Mutex<Vec<(Reading, usize)>>,
     tenants: Mutex<Vec<String>>,
 }
 
@@ -89,15 +89,13 @@ impl tonic::server::ClientStreamingService<Reading> for Upload {
             let (seen, d, pause) = (svc.seen.clone(), depth.clone(), svc.service_time);
             let worker = tokio::spawn(async move {
                 let (mut n, mut bytes) = (0, 0);
-                while let Some(r) = rx.recv().await {
+                while let Some(mut r) = rx.recv().await {
                     tokio::time::sleep(pause).await;
                     d.fetch_sub(1, Ordering::Relaxed);
                     n += 1;
-                    bytes += r.blob.len() as u64;
-                    seen.log
-                        .lock()
-                        .unwrap()
-                        .push((r.n, r.sent_at, r.device, r.tags, r.blob.len()));
+                    let blob = std::mem::take(&mut r.blob).len();
+                    bytes += blob as u64;
+                    seen.log.lock().unwrap().push((r, blob));
                 }
                 (n, bytes)
             });
@@ -285,14 +283,14 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
     let log = server.seen.log.lock().unwrap().clone();
     assert_eq!(s.sent, 300, "{stdout}");
     assert_eq!(log.len() as u64, s.sent);
-    for (i, (n, sent_at, device, tags, blob)) in log.iter().enumerate() {
-        assert_eq!(*n, i as u64);
-        assert_eq!(device, "probe-7");
-        assert_eq!(tags, &["a", "b"]);
+    for (i, (r, blob)) in log.iter().enumerate() {
+        assert_eq!(r.n, i as u64);
+        assert_eq!(r.device, "probe-7");
+        assert_eq!(r.tags, ["a", "b"]);
         assert_eq!(*blob, 16 * 1024);
-        assert!(*sent_at > 0);
+        assert!(r.sent_at > 0);
         if i > 0 {
-            let gap = sent_at - log[i - 1].1;
+            let gap = r.sent_at - log[i - 1].0.sent_at;
             assert!((gap - 5_000_000).abs() < 10_000, "schedule gap {gap} ns");
         }
     }
@@ -339,16 +337,13 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
 }
 
 /// The framed bytes of every reading, encoded by the hand-written struct.
-fn framed_bytes(log: &[(u64, i64, String, Vec<String>, usize)]) -> u64 {
+fn framed_bytes(log: &[(Reading, usize)]) -> u64 {
     use prost::Message;
     log.iter()
-        .map(|(n, sent_at, device, tags, blob)| {
+        .map(|(r, blob)| {
             let m = Reading {
-                device: device.clone(),
-                n: *n,
-                sent_at: *sent_at,
                 blob: vec![0; *blob],
-                tags: tags.clone(),
+                ..r.clone()
             };
             m.encoded_len() as u64 + 5
         })
