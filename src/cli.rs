@@ -181,13 +181,18 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                     .reply_json
                     .as_ref()
                     .map_or(String::new(), |j| format!(" reply {}", shorten(j, 200)));
+                // (The line keeps its old shape, trailing space included,
+                // when there is no reply to show.)
+                let message = match (o.message.is_empty(), reply.is_empty()) {
+                    (true, false) => String::new(),
+                    _ => format!(" {}", o.message),
+                };
                 writeln!(
                     out,
-                    "rpc conn {} stream {}: {} {}{reply}",
+                    "rpc conn {} stream {}: {}{message}{reply}",
                     o.conn,
                     o.stream,
                     h2probe_analysis::schema::status_name(o.status),
-                    o.message,
                 )?;
             }
             write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;
