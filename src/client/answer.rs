@@ -48,15 +48,29 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
     let mut body = resp.into_body();
     let mut deframer = grpc::Deframer::new(1 << 20);
     let (mut reply, mut reply_json) = (None, None);
+    // A reply over the deframer's limit ends decoding (the rest of the body
+    // is still read and released, never buffered).
+    let mut decoding = true;
     while let Some(chunk) = body.data().await {
         let chunk = chunk.map_err(|e| (status::UNAVAILABLE, format!("reading the reply: {e}")))?;
         let _ = body.flow_control().release_capacity(chunk.len());
+        if !decoding {
+            continue;
+        }
         deframer.push(&chunk);
-        while let Ok(Some(m)) = deframer.next_message() {
-            match codec.reply(m.data) {
-                ReplyView::Ingest(r) => reply = Some(r),
-                ReplyView::Json(j) => reply_json = Some(j),
-                ReplyView::Opaque => {}
+        loop {
+            match deframer.next_message() {
+                Ok(Some(m)) => match codec.reply(m.data) {
+                    ReplyView::Ingest(r) => reply = Some(r),
+                    ReplyView::Json(j) => reply_json = Some(j),
+                    ReplyView::Opaque => {}
+                },
+                Ok(None) => break,
+                Err(_) => {
+                    decoding = false;
+                    deframer = grpc::Deframer::new(0);
+                    break;
+                }
             }
         }
     }

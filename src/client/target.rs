@@ -43,7 +43,40 @@ pub struct TargetOpts {
     /// te, grpc-timeout: use --deadline) are refused, as are
     /// connection-specific ones HTTP/2 forbids.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    #[serde(serialize_with = "redacted_headers")]
     pub headers: Vec<String>,
+}
+
+/// Header names whose values are credentials: meta.json and its argv keep
+/// the name and the value's length, not the value.
+pub fn is_secret(name: &str) -> bool {
+    let n = name.trim().to_ascii_lowercase();
+    [
+        "authorization",
+        "cookie",
+        "token",
+        "secret",
+        "password",
+        "api-key",
+        "apikey",
+        "x-api-key",
+    ]
+    .iter()
+    .any(|s| n.contains(s))
+}
+
+/// `name: value` with a credential's value replaced by its length.
+pub fn redact_header(h: &str) -> String {
+    match h.split_once(':') {
+        Some((name, value)) if is_secret(name) => {
+            format!("{name}: <redacted, {} bytes>", value.trim().len())
+        }
+        _ => h.to_string(),
+    }
+}
+
+fn redacted_headers<S: serde::Serializer>(h: &[String], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(h.iter().map(|h| redact_header(h)))
 }
 
 impl Default for TargetOpts {
@@ -274,6 +307,16 @@ mod tests {
             let e = parse_host_port(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn credentials_are_redacted() {
+        assert_eq!(
+            redact_header("Authorization: Bearer abc"),
+            "Authorization: <redacted, 10 bytes>"
+        );
+        assert_eq!(redact_header("x-tenant: blue"), "x-tenant: blue");
+        assert!(is_secret("X-Auth-Token"));
     }
 
     #[test]
