@@ -89,7 +89,10 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
     // fields, the payload, consecutive sequence numbers and the scheduled times.
     let s = support::read_summary(&out);
     let log = server.seen.log.lock().unwrap().clone();
-    assert_eq!(s.sent, 300, "{stdout}");
+    // (A schedule that falls behind on a loaded machine ends at --duration
+    // on the clock, so a message or two may not be scheduled at all.)
+    assert!(s.scheduled >= 295, "{stdout}");
+    assert_eq!(s.sent, s.scheduled, "{stdout}");
     assert_eq!(log.len() as u64, s.sent);
     for (i, (r, blob)) in log.iter().enumerate() {
         assert_eq!(r.n, i as u64);
@@ -112,12 +115,12 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
         "{meta}"
     );
     // The reply, decoded with the .proto's UploadSummary.
-    assert!(
-        stdout.contains(
-            r#"OK reply {"accepted":"300","tenant":"blue,green","blobBytes":"4915200"}"#
-        ),
-        "{stdout}"
+    let reply = format!(
+        r#"OK reply {{"accepted":"{}","tenant":"blue,green","blobBytes":"{}"}}"#,
+        s.sent,
+        s.sent * 16 * 1024
     );
+    assert!(stdout.contains(&reply), "{stdout}");
 
     // Part 1's physics from the client's side alone: credit kept flowing
     // (never window-blocked, sent ≈ offered) while the server's queue grew.
@@ -199,11 +202,12 @@ async fn a_bidirectional_method_is_read_while_sending() {
     .await;
     assert_eq!(code, 0, "{stdout}{stderr}");
     let s = support::read_summary(&out);
-    assert_eq!(s.sent, 300);
-    assert_eq!(server.seen.readings.load(Ordering::Relaxed), 300);
+    assert!(s.scheduled >= 295 && s.sent == s.scheduled, "{stdout}");
+    assert_eq!(server.seen.readings.load(Ordering::Relaxed), s.sent);
     // 300 Acks of 4 KiB (1.2 MB) passed the client's 64 KiB receive window:
     // read while sending, and the upload never waited for credit.
-    assert!(stdout.contains(r#"reply {"n":"299""#), "{stdout}");
+    let last = format!(r#"reply {{"n":"{}""#, s.sent - 1);
+    assert!(stdout.contains(&last), "{stdout}");
     assert!(s.client_window_blocked_s < 0.15, "{stdout}");
 }
 

@@ -144,9 +144,13 @@ fn a_tls_run_records_every_frame_on_both_sides_and_writes_the_key_log() {
         .unwrap();
     assert!(merged.status.success(), "{}", text(&merged));
     let s = support::read_summary(&both);
-    assert_eq!((s.sent, s.decoded, s.completed), (200, 200, 200));
+    assert!(s.scheduled >= 195, "{}", s.scheduled);
+    assert_eq!(
+        (s.sent, s.decoded, s.completed),
+        (s.scheduled, s.sent, s.sent)
+    );
     assert_eq!(s.data_bytes_out, s.data_bytes_in);
-    assert!(s.data_bytes_out > 200 * 16 * 1024);
+    assert!(s.data_bytes_out > s.sent * 16 * 1024);
     assert_eq!(s.window_updates_in, s.window_updates_out);
     for (name, c) in &s.checks {
         if name == "no_stall" {
@@ -274,7 +278,8 @@ fn run_with_a_given_certificate_speaks_tls_to_its_own_server() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let s = support::read_summary(&dir.join("run"));
-    assert_eq!((s.sent, s.completed), (150, 150));
+    assert!(s.scheduled >= 145, "{}", s.scheduled);
+    assert_eq!((s.sent, s.completed), (s.scheduled, s.scheduled));
     assert!(
         s.checks.values().all(|c| c.ok != Some(false)),
         "{}",
