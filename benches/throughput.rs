@@ -53,11 +53,18 @@ fn bench_bytes(name: &str, bytes: &[u8], chunk: usize) {
         gbs.push(bytes.len() as f64 / secs / 1e9);
         fps.push(frames as f64 / secs / 1e6);
     }
-    report(&format!("parser: {name}"), "GB/s", gbs, 2.0);
+    // Frames per second is the parser's work; bytes per second mostly
+    // counts DATA payload it steps over without copying.
     let (m, lo, hi) = median(fps);
     println!(
-        "{:<44} median {m:>10.1} M frames/s (min {lo:.1}, max {hi:.1})",
-        ""
+        "{:<44} median {m:>10.1} M frames/s (min {lo:.1}, max {hi:.1}, {REPS} runs)",
+        format!("parser: {name}")
+    );
+    report(
+        "  same, in bytes framed (payload skipped)",
+        "GB/s",
+        gbs,
+        2.0,
     );
 }
 
@@ -158,7 +165,9 @@ fn paced(path: &std::path::Path, n: u64, rate: f64) -> (f64, u64) {
 fn bench_recorder(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("bench-trace.jsonl");
     let n = 4_000_000u64;
-    let mut best = 0.0;
+    // The highest rate below the first one that dropped anything in any
+    // run: a higher rate that happened to pass later does not count.
+    let mut best: Option<f64> = None;
     for rate in [1e6, 2e6, 2.5e6, 3e6, 4e6] {
         let mut s = vec![];
         let mut drops = vec![];
@@ -167,21 +176,24 @@ fn bench_recorder(dir: &std::path::Path) -> std::path::PathBuf {
             s.push(r);
             drops.push(d);
         }
-        let (med, _, _) = median(s);
+        let (med, lo, hi) = median(s);
         println!(
-            "recorder: offered {:.1}M ev/s for {n} events: written {med:.2}M ev/s incl. final flush; dropped per run {drops:?}",
+            "recorder: offered {:.1}M ev/s for {n} events: written median {med:.2}M ev/s (min {lo:.2}, max {hi:.2}) incl. final flush; dropped per run {drops:?}",
             rate / 1e6
         );
-        if drops.iter().all(|d| *d == 0) {
-            best = rate / 1e6;
+        if drops.iter().any(|d| *d > 0) {
+            break;
         }
+        best = Some(rate / 1e6);
     }
-    report(
-        "recorder: highest offered rate, 0 drops in all",
-        "M ev/s",
-        vec![best; REPS],
-        2.0,
-    );
+    match best {
+        Some(b) => println!(
+            "{:<44} {b:.1} M ev/s (0 drops in all {REPS} runs at it and every lower rate)  target 2 M ev/s  ratio {:.2}x",
+            "recorder: highest offered rate without drops",
+            b / 2.0
+        ),
+        None => println!("recorder: dropped events already at 1 M ev/s  target 2 M ev/s: NOT MET"),
+    }
     path
 }
 

@@ -74,6 +74,116 @@ pub fn release_point_parser() -> impl clap::builder::TypedValueParser<Value = Re
         .map(|s| s.parse().expect("one of the possible values"))
 }
 
+/// `--release`: one release point for every stream (`complete`), or a mix
+/// per HTTP/2 stream id (`complete,1=frame`: stream 1 releases on frame
+/// receipt, every other stream on completion). Streams not listed use the
+/// bare point, `frame` when none is given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseSpec {
+    /// The point for streams not listed.
+    pub default: ReleasePoint,
+    /// `(stream id, point)`, sorted by id, each id once.
+    pub streams: Vec<(u32, ReleasePoint)>,
+}
+
+impl ReleaseSpec {
+    /// The same point for every stream.
+    pub fn uniform(point: ReleasePoint) -> ReleaseSpec {
+        ReleaseSpec {
+            default: point,
+            streams: Vec::new(),
+        }
+    }
+
+    /// The point in force on `stream`.
+    pub fn for_stream(&self, stream: u32) -> ReleasePoint {
+        self.streams
+            .iter()
+            .find(|(id, _)| *id == stream)
+            .map_or(self.default, |(_, p)| *p)
+    }
+
+    /// Every stream releases at `point`.
+    pub fn is_uniform(&self, point: ReleasePoint) -> bool {
+        self.default == point && self.streams.iter().all(|(_, p)| *p == point)
+    }
+
+    /// Releases somewhere after frame receipt (a stream whose partial
+    /// message holds unreleased credit).
+    pub fn is_late(point: ReleasePoint) -> bool {
+        point != ReleasePoint::Frame
+    }
+
+    /// A spelling for directory names: `complete`, `complete-1frame`.
+    pub fn slug(&self) -> String {
+        self.to_string().replace('=', "").replace(',', "-")
+    }
+}
+
+impl Default for ReleaseSpec {
+    fn default() -> Self {
+        ReleaseSpec::uniform(ReleasePoint::Frame)
+    }
+}
+
+impl FromStr for ReleaseSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ReleaseSpec, String> {
+        let names = ReleasePoint::ALL.map(ReleasePoint::as_str).join(", ");
+        let point = |p: &str| -> Result<ReleasePoint, String> {
+            p.parse::<ReleasePoint>()
+                .ok()
+                .filter(|p| *p != ReleasePoint::End)
+                .ok_or_else(|| format!("{p:?} is not a release point (one of {names})"))
+        };
+        let mut default = None;
+        let mut streams: Vec<(u32, ReleasePoint)> = Vec::new();
+        for item in s.split(',').map(str::trim) {
+            match item.split_once('=') {
+                None => {
+                    if default.replace(point(item)?).is_some() {
+                        return Err(format!("{s:?}: more than one point without a stream id"));
+                    }
+                }
+                Some((id, p)) => {
+                    let id = id
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|id| id % 2 == 1)
+                        .ok_or_else(|| {
+                            format!("{id:?}: a stream id is an odd number (client streams are 1, 3, 5, …)")
+                        })?;
+                    if streams.iter().any(|(i, _)| *i == id) {
+                        return Err(format!("{s:?}: stream {id} is given twice"));
+                    }
+                    streams.push((id, point(p)?));
+                }
+            }
+        }
+        streams.sort_by_key(|(id, _)| *id);
+        Ok(ReleaseSpec {
+            default: default.unwrap_or(ReleasePoint::Frame),
+            streams,
+        })
+    }
+}
+
+impl fmt::Display for ReleaseSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.default.as_str())?;
+        for (id, p) in &self.streams {
+            write!(f, ",{id}={}", p.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for ReleaseSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// A byte count written as `65535`, `16KiB`, `1.5MiB` (binary, 1024-based)
 /// or `16kB`, `2MB` (SI, 1000-based). `16K`, `16KB`, `16M` are refused: for
 /// HTTP/2 windows the difference between 16,000 and 16,384 matters, and
@@ -279,6 +389,33 @@ impl serde::Serialize for Framing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn release_specs_name_a_point_per_stream() {
+        let r: ReleaseSpec = "complete,1=frame".parse().unwrap();
+        assert_eq!(r.for_stream(1), ReleasePoint::Frame);
+        assert_eq!(r.for_stream(3), ReleasePoint::Complete);
+        assert_eq!(r.to_string(), "complete,1=frame");
+        let r: ReleaseSpec = "3=complete,1=decode".parse().unwrap();
+        assert_eq!(r.to_string(), "frame,1=decode,3=complete");
+        assert_eq!(r.for_stream(5), ReleasePoint::Frame);
+        assert!(ReleaseSpec::uniform(ReleasePoint::Start).is_uniform(ReleasePoint::Start));
+        assert!(!r.is_uniform(ReleasePoint::Frame));
+        for bad in [
+            "2=frame",
+            "1=frame,1=start",
+            "frame,start",
+            "1=end",
+            "later",
+            "x=frame",
+        ] {
+            assert!(bad.parse::<ReleaseSpec>().is_err(), "{bad} was accepted");
+        }
+        assert_eq!(
+            "frame".parse::<ReleaseSpec>().unwrap(),
+            ReleaseSpec::default()
+        );
+    }
 
     #[test]
     fn parse_values() {

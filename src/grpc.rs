@@ -28,18 +28,44 @@ pub mod status {
     pub const UNAVAILABLE: u32 = 14;
 }
 
-/// A whole message cut from the stream.
+/// A whole message cut from the stream: the body chunks it spans, shared
+/// with h2's buffers (never copied while cut out; see [`Framed::data`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Framed {
     pub compressed: bool,
-    pub data: Bytes,
+    parts: Vec<Bytes>,
+    len: usize,
     prefix: bool,
 }
 
 impl Framed {
     /// Bytes this message occupied in the body (prefix included).
     pub fn framed_len(&self) -> u32 {
-        (if self.prefix { PREFIX_LEN } else { 0 } + self.data.len()) as u32
+        (if self.prefix { PREFIX_LEN } else { 0 } + self.len) as u32
+    }
+
+    /// The message's bytes (prefix excluded).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The message as one buffer: shared when it arrived in one chunk (the
+    /// usual case for gRPC), copied once when it spans several.
+    pub fn data(&self) -> Bytes {
+        match self.parts.as_slice() {
+            [] => Bytes::new(),
+            [one] => one.clone(),
+            many => many.concat().into(),
+        }
+    }
+
+    /// The chunks, for holding the message without joining them.
+    pub fn into_parts(self) -> Vec<Bytes> {
+        self.parts
     }
 }
 
@@ -52,10 +78,13 @@ pub enum DeframeError {
 
 /// Cuts messages out of body chunks as they arrive: gRPC length-prefixed
 /// messages, or fixed-size raw units. Holds at most one partial message
-/// (bounded by the size limit, checked before allocating).
+/// (bounded by the size limit, checked before anything is kept for it) as
+/// the chunks h2 handed over: cutting copies nothing.
 #[derive(Debug)]
 pub struct Deframer {
-    buf: BytesMut,
+    chunks: std::collections::VecDeque<Bytes>,
+    /// Bytes in `chunks`.
+    buffered: usize,
     max: u32,
     /// `Some(n)`: raw framing, n-byte units, no prefix.
     raw: Option<u32>,
@@ -66,7 +95,8 @@ pub struct Deframer {
 impl Deframer {
     pub fn new(max_message_size: u32) -> Deframer {
         Deframer {
-            buf: BytesMut::new(),
+            chunks: Default::default(),
+            buffered: 0,
             max: max_message_size,
             raw: None,
             pending: 0,
@@ -84,20 +114,26 @@ impl Deframer {
     /// At end of body: a raw body's last short unit, if any. (A gRPC body
     /// that ends mid-message is the caller's error to report.)
     pub fn finish(&mut self) -> Option<Framed> {
-        if self.raw.is_none() || self.buf.is_empty() {
+        if self.raw.is_none() || self.buffered == 0 {
             return None;
         }
         self.pending = 0;
-        Some(Framed {
-            compressed: false,
-            data: self.buf.split().freeze(),
-            prefix: false,
-        })
+        let n = self.buffered;
+        Some(self.take(n, false, false))
     }
 
-    pub fn push(&mut self, chunk: &[u8]) {
-        self.buf.extend_from_slice(chunk);
+    /// Keeps a chunk (shared, not copied).
+    pub fn push_bytes(&mut self, chunk: Bytes) {
         self.pending += chunk.len() as u64;
+        if !chunk.is_empty() {
+            self.buffered += chunk.len();
+            self.chunks.push_back(chunk);
+        }
+    }
+
+    /// Copies a chunk in (for callers that hold a slice).
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.push_bytes(Bytes::copy_from_slice(chunk));
     }
 
     /// Bytes received that belong to no complete message yet.
@@ -105,53 +141,80 @@ impl Deframer {
         self.pending
     }
 
+    /// The gRPC prefix at the front, once all 5 bytes are here.
+    fn prefix(&self) -> Option<[u8; PREFIX_LEN]> {
+        if self.buffered < PREFIX_LEN {
+            return None;
+        }
+        let mut p = [0u8; PREFIX_LEN];
+        let mut bytes = self.chunks.iter().flat_map(|c| c.iter());
+        for b in &mut p {
+            *b = *bytes.next()?;
+        }
+        Some(p)
+    }
+
     /// Bytes the message being assembled will occupy (prefix included),
     /// once its prefix has arrived.
     pub fn next_framed_len(&self) -> Option<u64> {
         match self.raw {
             Some(unit) => Some(unit as u64),
-            None if self.buf.len() >= PREFIX_LEN => {
-                let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
-                Some(PREFIX_LEN as u64 + len as u64)
+            None => self
+                .prefix()
+                .map(|p| PREFIX_LEN as u64 + u32::from_be_bytes([p[1], p[2], p[3], p[4]]) as u64),
+        }
+    }
+
+    /// Removes `n` buffered bytes (the first `skip` of them dropped: the
+    /// prefix) as a message.
+    fn take(&mut self, n: usize, skip_prefix: bool, compressed: bool) -> Framed {
+        let mut parts = Vec::new();
+        let (mut left, mut skip) = (n, if skip_prefix { PREFIX_LEN } else { 0 });
+        while left > 0 {
+            let mut c = self.chunks.pop_front().expect("n ≤ buffered");
+            if c.len() > left {
+                self.chunks.push_front(c.split_off(left));
             }
-            None => None,
+            left -= c.len();
+            let drop = skip.min(c.len());
+            skip -= drop;
+            c.advance(drop);
+            if !c.is_empty() {
+                parts.push(c);
+            }
+        }
+        self.buffered -= n;
+        let len = parts.iter().map(Bytes::len).sum();
+        Framed {
+            compressed,
+            parts,
+            len,
+            prefix: skip_prefix,
         }
     }
 
     /// The next complete message, if the buffer holds one.
     pub fn next_message(&mut self) -> Result<Option<Framed>, DeframeError> {
         if let Some(unit) = self.raw {
-            if self.buf.len() < unit as usize {
+            if self.buffered < unit as usize {
                 return Ok(None);
             }
             self.pending -= unit as u64;
-            return Ok(Some(Framed {
-                compressed: false,
-                data: self.buf.split_to(unit as usize).freeze(),
-                prefix: false,
-            }));
+            return Ok(Some(self.take(unit as usize, false, false)));
         }
-        if self.buf.len() < PREFIX_LEN {
+        let Some(p) = self.prefix() else {
             return Ok(None);
-        }
-        let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]);
+        };
+        let len = u32::from_be_bytes([p[1], p[2], p[3], p[4]]);
         if len > self.max {
             return Err(DeframeError::TooLarge { len, max: self.max });
         }
         let total = PREFIX_LEN + len as usize;
-        if self.buf.len() < total {
-            self.buf.reserve(total - self.buf.len());
+        if self.buffered < total {
             return Ok(None);
         }
-        let compressed = self.buf[0] & 1 == 1;
-        let mut msg = self.buf.split_to(total);
-        msg.advance(PREFIX_LEN);
         self.pending -= total as u64;
-        Ok(Some(Framed {
-            compressed,
-            data: msg.freeze(),
-            prefix: true,
-        }))
+        Ok(Some(self.take(total, true, p[0] & 1 == 1)))
     }
 }
 
@@ -252,7 +315,7 @@ mod tests {
             }
             assert_eq!(got.len(), 2, "split {split}");
             assert_eq!(got[0].framed_len() as usize, a.len());
-            assert_eq!(pb::Item::decode(got[1].data.clone()).unwrap().seq, 2);
+            assert_eq!(pb::Item::decode(got[1].data()).unwrap().seq, 2);
             assert_eq!(d.pending(), 0);
         }
     }
@@ -261,11 +324,11 @@ mod tests {
     fn raw_units_with_a_short_tail() {
         let mut d = Deframer::raw(4);
         d.push(b"abcdefghij");
-        assert_eq!(d.next_message().unwrap().unwrap().data, &b"abcd"[..]);
+        assert_eq!(d.next_message().unwrap().unwrap().data(), &b"abcd"[..]);
         assert_eq!(d.next_message().unwrap().unwrap().framed_len(), 4);
         assert_eq!(d.next_message().unwrap(), None);
         assert_eq!(d.pending(), 2);
-        assert_eq!(d.finish().unwrap().data, &b"ij"[..]);
+        assert_eq!(d.finish().unwrap().data(), &b"ij"[..]);
         assert_eq!(d.pending(), 0);
     }
 
@@ -280,10 +343,33 @@ mod tests {
                 max: 100
             })
         );
-        assert!(
-            d.buf.capacity() < 1000,
-            "nothing allocated for the claimed size"
+        assert_eq!(d.buffered, 5, "nothing kept beyond the prefix");
+    }
+
+    #[test]
+    fn a_message_within_one_chunk_shares_it_and_units_span_chunks_uncopied() {
+        let a = encode(&pb::Item {
+            seq: 1,
+            scheduled_ns: 2,
+            payload: vec![7; 300].into(),
+        });
+        let mut d = Deframer::new(1 << 20);
+        d.push_bytes(a.clone());
+        let m = d.next_message().unwrap().unwrap();
+        // The same allocation, past the prefix.
+        assert_eq!(m.data().as_ptr(), a[PREFIX_LEN..].as_ptr());
+        let mut d = Deframer::raw(10);
+        let (x, y) = (
+            Bytes::from_static(b"abcdef"),
+            Bytes::from_static(b"ghijklmn"),
         );
+        d.push_bytes(x.clone());
+        d.push_bytes(y.clone());
+        let parts = d.next_message().unwrap().unwrap().into_parts();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].as_ptr(), x.as_ptr());
+        assert_eq!(parts[1].as_ptr(), y.as_ptr());
+        assert_eq!(d.finish().unwrap().data(), &b"klmn"[..]);
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub struct Live {
     /// Body bytes h2 handed to the server application, all RPCs: progress,
     /// for stall detection.
     pub app_bytes: AtomicU64,
+    /// Body bytes the client handed to h2 within its send credit, all RPCs:
+    /// the client's progress, for stall detection in `h2probe client`.
+    pub client_bytes: AtomicU64,
     /// The server's open RPCs: their windows, for a `stall` event.
     pub open_rpcs: std::sync::Mutex<std::collections::HashMap<(u32, u32), OpenRpc>>,
 }

@@ -124,11 +124,14 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
 
     // Part 1's physics from the client's side alone: credit kept flowing
     // (never window-blocked, sent ≈ offered) while the server's queue grew.
-    // (A window-bound run waits for most of its 1.5 s; on a loaded 2-core
-    // machine this one measured up to 0.13 s of late WINDOW_UPDATEs.)
-    assert!(s.client_window_blocked_s < 0.15, "{stdout}");
+    // On a quiet machine: 0.00 s window-blocked and 200.0/s. The bounds
+    // leave room for a loaded 2-core machine (measured once in 20 runs:
+    // 0.40 s of late WINDOW_UPDATEs, 187.6/s) and still tell this apart from
+    // a server that ties credit to its 10 ms worker: that client would send
+    // ≈ 90/s and wait on the window for most of the 1.5 s.
+    assert!(s.client_window_blocked_s < 0.5, "{stdout}");
     assert!(
-        (s.send_rate_steady - rate).abs() / rate < 0.03,
+        (s.send_rate_steady - rate).abs() / rate < 0.08,
         "steady send rate {} vs offered {rate}",
         s.send_rate_steady
     );

@@ -67,7 +67,7 @@ fn item(seq: u64, payload: usize) -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_larger_than_the_window_is_refused_under_late_release_not_stalled() {
     let opts = ServerOpts {
-        release: h2probe::config::ReleasePoint::Complete,
+        release: h2probe::config::ReleaseSpec::uniform(h2probe::config::ReleasePoint::Complete),
         stream_window: "8KiB".parse().unwrap(),
         ..Default::default()
     };

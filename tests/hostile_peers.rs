@@ -825,7 +825,7 @@ async fn data_beyond_the_window_is_a_flow_control_error() {
     let server = support::TestServer::start(
         "hostile-stream-window",
         ServerOpts {
-            release,
+            release: h2probe::config::ReleaseSpec::uniform(release),
             conn_window: "1MiB".parse().unwrap(),
             ..opts()
         },
@@ -886,8 +886,14 @@ async fn data_beyond_the_window_is_a_flow_control_error() {
 
     // Connection: two streams of 40,000 bytes each on a 65,535-byte
     // connection window (stream windows are not reached).
-    let server =
-        support::TestServer::start("hostile-conn-window", ServerOpts { release, ..opts() }).await;
+    let server = support::TestServer::start(
+        "hostile-conn-window",
+        ServerOpts {
+            release: h2probe::config::ReleaseSpec::uniform(release),
+            ..opts()
+        },
+    )
+    .await;
     let mut p = Peer::open(server.addr).await;
     let mut burst = vec![];
     for stream in [1, 3] {

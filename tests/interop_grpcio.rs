@@ -41,7 +41,7 @@ async fn python_grpcio_client_streams_to_our_server() {
     );
 
     let opts = ServerOpts {
-        release: h2probe::config::ReleasePoint::Complete,
+        release: h2probe::config::ReleaseSpec::uniform(h2probe::config::ReleasePoint::Complete),
         queue: "bounded:8".parse().unwrap(),
         service_time: "1ms".parse().unwrap(),
         ..Default::default()

@@ -73,7 +73,7 @@ where
 async fn a_tonic_client_drives_our_server() {
     let opts = ServerOpts {
         service_time: "1ms".parse().unwrap(),
-        release: h2probe::config::ReleasePoint::Complete,
+        release: h2probe::config::ReleaseSpec::uniform(h2probe::config::ReleasePoint::Complete),
         queue: "bounded:4".parse().unwrap(),
         ..Default::default()
     };

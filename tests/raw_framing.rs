@@ -5,7 +5,7 @@
 mod support;
 
 use bytes::Bytes;
-use h2probe::config::ReleasePoint;
+use h2probe::config::{ReleasePoint, ReleaseSpec};
 use h2probe::server::ServerOpts;
 
 /// POSTs `body` in one go and returns (HTTP status, response body).
@@ -51,7 +51,7 @@ async fn every_release_point_and_queue_policy_works_with_raw_units() {
         for queue in ["direct", "unbounded", "bounded:2"] {
             let opts = ServerOpts {
                 framing: "raw:10000".parse().unwrap(),
-                release,
+                release: ReleaseSpec::uniform(release),
                 queue: queue.parse().unwrap(),
                 service_time: "1ms".parse().unwrap(),
                 ..Default::default()
@@ -89,7 +89,7 @@ async fn every_release_point_and_queue_policy_works_with_raw_units() {
 async fn a_raw_unit_larger_than_the_window_is_refused_for_late_release() {
     let opts = ServerOpts {
         framing: "raw:100000".parse().unwrap(),
-        release: ReleasePoint::Complete,
+        release: ReleaseSpec::uniform(ReleasePoint::Complete),
         ..Default::default()
     };
     let err = opts

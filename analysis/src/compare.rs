@@ -82,6 +82,8 @@ pub struct Row {
     pub rpc_status: std::collections::BTreeMap<String, u64>,
     /// Repeats in which an invariant check failed.
     pub failed_checks: usize,
+    /// Repeats that stalled, by the first stall's cause.
+    pub stalls: std::collections::BTreeMap<String, u64>,
 }
 
 /// Groups runs by configuration, in order of first appearance.
@@ -105,7 +107,14 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
                     *rpc_status.entry(k.clone()).or_default() += v;
                 }
             }
+            let mut stalls = std::collections::BTreeMap::new();
+            for r in &group {
+                if let Some(cause) = &r.summary.stall_cause {
+                    *stalls.entry(cause.clone()).or_default() += 1;
+                }
+            }
             Row {
+                stalls,
                 config: config.to_string(),
                 runs: group.len(),
                 dirs: group.iter().map(|r| r.dir.display().to_string()).collect(),
@@ -168,12 +177,14 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
 
 /// The WINDOW_UPDATE and outcome cells of a row, after its configuration:
 /// updates, mean increment, release→update p50 and p90, scheduled,
-/// completed, discarded, never sent, RPC status (Markdown and HTML alike).
+/// completed, discarded, never sent, RPC status and stalls (Markdown and
+/// HTML alike).
 pub fn outcome_cells(r: &Row) -> [String; 9] {
     let status: Vec<String> = r
         .rpc_status
         .iter()
         .map(|(k, v)| format!("{k}×{v}"))
+        .chain(r.stalls.iter().map(|(k, v)| format!("stalled ({k})×{v}")))
         .collect();
     [
         r.window_updates.show(0),

@@ -273,6 +273,14 @@ pub fn headline(s: &Summary) -> String {
         }
         let _ = writeln!(o, "{line}");
     }
+    if let Some(cause) = &s.stall_cause {
+        // The cause names the problem; the description is in the check.
+        let _ = writeln!(
+            o,
+            "stall     {} stall(s); first cause: {cause} (described under the no_stall check)",
+            s.stalls
+        );
+    }
     let show = |m: &std::collections::BTreeMap<String, u64>| {
         m.iter()
             .map(|(k, v)| format!("{k}×{v}"))

@@ -296,3 +296,18 @@ fn every_summary_field_is_documented() {
         );
     }
 }
+
+/// docs/trace-format.md has a table row for every event type the probe writes.
+#[test]
+fn every_event_type_is_documented() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/trace-format.md"),
+    )
+    .unwrap();
+    for name in h2probe_analysis::schema::Kind::NAMES {
+        assert!(
+            doc.contains(&format!("| `{name}` |")),
+            "docs/trace-format.md does not document the `{name}` event"
+        );
+    }
+}

@@ -57,10 +57,10 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
         if !decoding {
             continue;
         }
-        deframer.push(&chunk);
+        deframer.push_bytes(chunk);
         loop {
             match deframer.next_message() {
-                Ok(Some(m)) => match codec.reply(m.data) {
+                Ok(Some(m)) => match codec.reply(m.data()) {
                     ReplyView::Ingest(r) => reply = Some(r),
                     ReplyView::Json(j) => reply_json = Some(j),
                     ReplyView::Opaque => {}

@@ -47,6 +47,17 @@ pub struct ClientOpts {
     #[arg(long, default_value_t = 300.0)]
     pub rate: f64,
 
+    /// Messages per second for each stream of a connection, in stream order
+    /// (`100,100,400`: streams 1 and 3 at 100/s, stream 5 at 400/s), one
+    /// value per --streams; replaces --rate (each connection offers the sum).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "RATE,…",
+        conflicts_with = "rate"
+    )]
+    pub stream_rates: Option<Vec<f64>>,
+
     /// Payload bytes per message (deterministic content); the framed size on
     /// the wire is this plus the protobuf fields and the 5-byte prefix.
     #[arg(long, default_value = "16KiB", value_name = "SIZE")]
@@ -85,10 +96,11 @@ pub struct ClientOpts {
     #[arg(long, value_name = "SIZE")]
     pub link_rate: Option<Size>,
 
-    /// `run` only: if no byte reaches the server application on any stream
-    /// for this long while the client still has messages to send, the run is
-    /// stuck (a stalled stream starving the shared connection window, or a
-    /// deadlock): it is recorded as a `stall` event and ended, and the
+    /// If no byte reaches the server application on any stream for this
+    /// long while the client still has messages to send (`run`; with
+    /// `client` alone: the client could send no byte within its credit), the
+    /// run is stuck (a stalled stream starving the shared connection window,
+    /// or a deadlock): it is recorded as a `stall` event and ended, and the
     /// `no_stall` check fails. Must exceed --service-time.
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub stall_timeout: Dur,
@@ -139,6 +151,23 @@ impl ClientOpts {
             "--rate must be at least 0.001 messages per second, got {}",
             self.rate
         );
+        if let Some(rates) = &self.stream_rates {
+            crate::refuse_unless!(
+                rates.len() == self.streams as usize,
+                "--stream-rates gives {} rates for --streams {}: give one per stream",
+                rates.len(),
+                self.streams
+            );
+            crate::refuse_unless!(
+                rates.iter().all(|r| r.is_finite() && *r >= 0.001),
+                "--stream-rates: every rate must be at least 0.001 messages per second"
+            );
+            crate::refuse_unless!(
+                self.total_rate() <= MAX_RATE,
+                "--stream-rates add up to {} messages/s over all connections, above what the schedule can honour ({MAX_RATE}); lower them",
+                self.total_rate()
+            );
+        }
         crate::refuse_unless!(
             self.rate <= MAX_RATE,
             "--rate {} is above what the schedule can honour ({MAX_RATE} messages/s over all streams); lower it",
@@ -201,6 +230,23 @@ impl ClientOpts {
 
     pub fn total_streams(&self) -> u32 {
         self.connections * self.streams
+    }
+
+    /// Messages per second offered over all streams and connections.
+    pub fn total_rate(&self) -> f64 {
+        match &self.stream_rates {
+            Some(r) => r.iter().sum::<f64>() * self.connections as f64,
+            None => self.rate,
+        }
+    }
+
+    /// Messages per second offered on HTTP/2 stream `stream` of a
+    /// connection (ids 1, 3, 5, … in the order h2 opened them).
+    pub fn rate_of(&self, stream: u32) -> f64 {
+        match &self.stream_rates {
+            Some(r) => r[((stream.saturating_sub(1) / 2) as usize).min(r.len() - 1)],
+            None => self.rate / self.total_streams() as f64,
+        }
     }
 }
 

@@ -37,9 +37,9 @@ pub(super) fn spawn(
         deadline,
     } = slot;
     let ctx = ctx.clone();
-    let total = ctx.opts.total_streams() as f64;
-    let period = 1e9 * total / ctx.opts.rate;
-    let offset = 1e9 * k as f64 / ctx.opts.rate;
+    // Streams interleave: the k-th starts k/total-rate after the first.
+    let period = 1e9 / ctx.opts.rate_of(stream);
+    let offset = 1e9 * k as f64 / ctx.opts.total_rate();
     let end = start + ctx.opts.duration.0.as_nanos() as u64;
     let payload = payload.clone();
     tokio::spawn(async move {

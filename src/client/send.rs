@@ -50,6 +50,7 @@ pub(super) async fn send_all(
             }
             let n = cap.min(data.len());
             send.send_data(data.split_to(n), false)?;
+            Live::add(&ctx.live.client_bytes, n as u64);
         }
         in_progress.store(-1, Relaxed);
         let (seq, scheduled) = (p.seq, p.scheduled);

@@ -37,7 +37,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     }
     let target = Target::resolve(&opts.target).await?;
     let label = opts.output.label.clone().unwrap_or_else(|| "client".into());
-    let planned = (opts.client.rate * opts.client.duration.0.as_secs_f64()) as u64;
+    let planned = (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64;
     let mut session = Session::open("client", interrupts, &opts.output, &label, planned)?;
     let (interrupt_tx, interrupt_rx) = watch::channel(false);
     let cctx = Arc::new(ClientCtx {
@@ -56,9 +56,24 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     });
     let run = client::run(cctx);
     tokio::pin!(run);
+    let mut stall = Box::pin(super::run::watch_for_stall(
+        session.live.clone(),
+        session.rec.clone(),
+        opts.client.stall_timeout.0,
+        0,
+        super::run::Progress::Client,
+    ));
     let mut status = Status::Complete;
     let outcomes = tokio::select! {
         r = &mut run => r,
+        _ = stall.as_mut() => {
+            eprintln!(
+                "h2probe: stalled: the client could send nothing for {} with messages pending (no credit from the server); ending the run (see the stall event)",
+                opts.client.stall_timeout
+            );
+            let _ = interrupt_tx.send(true);
+            run.await
+        }
         _ = session.interrupts.next() => {
             status = Status::Interrupted;
             session.interrupts.announce("stopping the client, then finishing the trace");
@@ -72,6 +87,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
             }
         }
     };
+    drop(stall);
     let mut client = config_part(&opts.client).unwrap_or_default();
     for (k, part) in [
         ("target", config_part(&opts.target)),

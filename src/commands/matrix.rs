@@ -26,6 +26,12 @@ pub enum Scenario {
     /// (--drop-stream 3), 65,535-byte connection window: does the h2 version in
     /// use return the dropped stream's credit to the connection?
     DropWithoutRelease,
+    /// Late release, 4 streams, one connection window: 32 KiB work units
+    /// (--framing raw:32KiB, so a unit spans two 16 KiB messages) released
+    /// on decode, with a 65,535-byte connection window (each stream ends up
+    /// holding part of a unit: a deadlock, detected by the stall watcher and
+    /// named) and a 128 KiB one (4 × 32,767 + 1 fits: no deadlock).
+    Deadlock,
     /// Throughput against the bandwidth-delay product: the default 64 KiB
     /// window at --link-delay 0, 10, 25 and 50 ms (W / RTT caps the rate).
     Bdp,
@@ -37,6 +43,7 @@ impl Scenario {
             Scenario::Part1 => "part1",
             Scenario::SharedWindow => "shared-window",
             Scenario::DropWithoutRelease => "drop-without-release",
+            Scenario::Deadlock => "deadlock",
             Scenario::Bdp => "bdp",
         }
     }
@@ -104,6 +111,28 @@ fn matrix(opts: &CompareOpts) -> Vec<Config> {
                 })
                 .collect()
         }
+        Some(Scenario::Deadlock) => ["65535", "128KiB"]
+            .iter()
+            .map(|w| {
+                let window = size(w);
+                Config::new(
+                    format!(
+                        "streams=4 raw:32KiB release=decode conn-window={}",
+                        window.0
+                    ),
+                    format!("deadlock-{}", window.0),
+                    move |r| {
+                        r.client.streams = 4;
+                        r.client.stall_timeout = "2s".parse().expect("static");
+                        r.server.conn_window = window;
+                        r.server.framing = crate::config::Framing::Raw(32 * 1024);
+                        r.server.release =
+                            crate::config::ReleaseSpec::uniform(ReleasePoint::Decode);
+                        r.server.allow_deadlock = true;
+                    },
+                )
+            })
+            .collect(),
         Some(Scenario::Bdp) => ["0ms", "10ms", "25ms", "50ms"]
             .iter()
             .map(|d| {
@@ -134,7 +163,7 @@ fn matrix(opts: &CompareOpts) -> Vec<Config> {
                         label(r, q),
                         format!("{}-{}", r.as_str(), q.to_string().replace(':', "")),
                         move |o| {
-                            o.server.release = r;
+                            o.server.release = crate::config::ReleaseSpec::uniform(r);
                             o.server.queue = q;
                         },
                     )

@@ -43,35 +43,54 @@ pub(crate) fn label_of(server: &ServerOpts) -> String {
     format!(
         "{}-{}{stack}",
         server.queue.to_string().replace(':', ""),
-        server.release.as_str()
+        server.release.slug()
     )
 }
 
-/// Resolves when the run stops progressing: no byte reached the server
-/// application for `timeout` while the client had messages to send. Records
-/// the `stall` event (with every open stream's window state) first.
-async fn watch_for_stall(
+/// Whose progress the stall watcher follows.
+#[derive(Clone, Copy)]
+pub(crate) enum Progress {
+    /// Bytes reaching the server application (`run`: both endpoints here).
+    Server,
+    /// Bytes the client could send within its credit (`client` against
+    /// any server: the server's side is not visible).
+    Client,
+}
+
+/// Resolves when the run stops progressing: no byte made progress (see
+/// [`Progress`]) for `timeout` while the client had messages to send.
+/// Records the `stall` event first (with every open stream's window state
+/// when the server is ours; the client's view is in its frames).
+pub(crate) async fn watch_for_stall(
     live: Arc<Live>,
     rec: crate::trace::Recorder,
     timeout: std::time::Duration,
     conn_window: u64,
+    whose: Progress,
 ) {
     use crate::trace::schema::{Endpoint, Kind, KindId, StallEv};
-    let mut last = (Live::get(&live.app_bytes), tokio::time::Instant::now());
+    let progress = || match whose {
+        Progress::Server => Live::get(&live.app_bytes),
+        Progress::Client => Live::get(&live.client_bytes),
+    };
+    let mut last = (progress(), tokio::time::Instant::now());
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(50).min(timeout / 4));
     loop {
         tick.tick().await;
         let now = tokio::time::Instant::now();
-        let bytes = Live::get(&live.app_bytes);
+        let bytes = progress();
         let pending = live.pending();
         if bytes != last.0 || pending == 0 {
             last = (bytes, now);
             continue;
         }
         if now - last.1 >= timeout {
-            let streams = live.open_streams();
+            let (ep, streams) = match whose {
+                Progress::Server => (Endpoint::Server, live.open_streams()),
+                Progress::Client => (Endpoint::Client, Vec::new()),
+            };
             rec.emit(
-                Endpoint::Server,
+                ep,
                 0,
                 0,
                 crate::trace::clock::now_ns(),
@@ -105,7 +124,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         .label
         .clone()
         .unwrap_or_else(|| label_of(&opts.server));
-    let planned = (opts.client.rate * opts.client.duration.0.as_secs_f64()) as u64;
+    let planned = (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64;
     let mut session = Session::open("run", interrupts, &opts.output, &label, planned)?;
     let live = session.live.clone();
     let conn_ids = Arc::new(AtomicU32::new(0));
@@ -153,6 +172,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         session.rec.clone(),
         opts.client.stall_timeout.0,
         opts.server.conn_window.0,
+        Progress::Server,
     ));
     let mut interrupted = false;
     let outcomes = tokio::select! {

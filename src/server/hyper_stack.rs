@@ -24,7 +24,7 @@
 use super::queue::{AppQueue, Job};
 use super::rpc::respond::{check_request, grpc_headers, status_trailers};
 use super::ServerCtx;
-use crate::config::{Framing, QueuePolicy, ReleasePoint};
+use crate::config::{Framing, QueuePolicy, ReleasePoint, ReleaseSpec};
 use crate::grpc::{self, pb, status, Deframer, Framed};
 use crate::live::Live;
 use crate::tap::Tap;
@@ -48,15 +48,14 @@ use tokio::time::Instant;
 
 /// Refuses what hyper does not let us choose, before anything starts.
 pub(super) fn check(
-    release: ReleasePoint,
+    release: &ReleaseSpec,
     queue: QueuePolicy,
     framing: Framing,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(
-        release == ReleasePoint::Frame,
+        release.is_uniform(ReleasePoint::Frame),
         "--stack hyper works only with --release frame: hyper decides when credit is released \
-         (as each body frame is polled), got --release {}",
-        release.as_str()
+         (as each body frame is polled), got --release {release}"
     );
     anyhow::ensure!(
         queue == QueuePolicy::Unbounded,
@@ -446,7 +445,7 @@ async fn receive(rpc: &Rpc, body: &mut Incoming) -> Ended {
                 rpc.emit(t, KindId::Chunk, || Kind::Chunk(ChunkEv { len }));
                 hyper_released(rpc, t, len);
                 rpc.received_bytes.fetch_add(len as u64, Relaxed);
-                deframer.push(&data);
+                deframer.push_bytes(data);
             }
             Some(Err(e)) => return Ended::Cancelled(format!("{e:#}")),
             None if deframer.pending() > 0 => {
@@ -491,14 +490,14 @@ fn accept_message(rpc: &Rpc, seq: u64, msg: Framed) -> Result<(), Ended> {
             "compressed message without a negotiated grpc-encoding".into(),
         ));
     }
-    if let Err(e) = <pb::Item as prost::Message>::decode(msg.data.clone()) {
+    if let Err(e) = <pb::Item as prost::Message>::decode(msg.data()) {
         return Err(Ended::Status(
             status::INVALID_ARGUMENT,
             format!("message {seq} is not a valid h2probe.v1.Item: {e}"),
         ));
     }
     let t = now_ns();
-    let size = msg.data.len() as u32;
+    let size = msg.len() as u32;
     rpc.emit(t, KindId::Decode, || {
         Kind::Decode(MsgEv { seq, size, framed })
     });
@@ -518,7 +517,7 @@ fn accept_message(rpc: &Rpc, seq: u64, msg: Framed) -> Result<(), Ended> {
         seq,
         framed,
         decoded_at: t,
-        body: msg.data,
+        body: msg.into_parts(),
         slot: None,
     });
     rpc.ctx.live.depth.fetch_add(1, Relaxed);

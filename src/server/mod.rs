@@ -6,7 +6,7 @@ mod queue;
 mod rpc;
 
 use crate::config::CapturePayload;
-use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, Size, Stack};
+use crate::config::{Dur, Framing, QueuePolicy, ReleasePoint, ReleaseSpec, Size, Stack};
 use crate::grpc;
 use crate::live::Live;
 use crate::tap::{CloseReason, Tap, TapConfig};
@@ -27,8 +27,10 @@ pub struct ServerOpts {
     /// frame: as each chunk arrives (what hyper/tonic do); decode: once the
     /// whole message is decoded; start: when a worker takes it; complete: when
     /// the worker finishes (credit then equals application capacity).
-    #[arg(long, default_value = "frame", value_parser = crate::config::release_point_parser())]
-    pub release: ReleasePoint,
+    /// Per stream: `complete,1=frame` releases stream 1 on frame receipt and
+    /// every other stream on completion (stream ids are odd: 1, 3, 5, …).
+    #[arg(long, default_value = "frame", value_name = "POINT[,ID=POINT…]")]
+    pub release: ReleaseSpec,
 
     /// How decoded messages reach the workers: direct, unbounded or bounded:K.
     ///
@@ -139,6 +141,13 @@ pub struct ServerOpts {
     #[arg(long, value_name = "ID")]
     pub drop_stream: Option<u32>,
 
+    /// Run a configuration that can deadlock the connection window (late
+    /// release points with partial messages that together exhaust it), to
+    /// study it: instead of refusing it up front, let the stall watcher
+    /// (--stall-timeout) detect it, record it and end the run.
+    #[arg(long)]
+    pub allow_deadlock: bool,
+
     /// Serve TLS (ALPN h2) with this PEM certificate chain (and --tls-key).
     /// The tap still records every frame (it sits above TLS);
     /// SSLKEYLOGFILE=FILE writes the session keys for Wireshark.
@@ -190,7 +199,7 @@ impl Default for ServerOpts {
 /// Validated server settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    pub release: ReleasePoint,
+    pub release: ReleaseSpec,
     pub queue: QueuePolicy,
     pub service_time: std::time::Duration,
     pub workers: u32,
@@ -256,32 +265,49 @@ impl ServerOpts {
             .max_message_size
             .to_u32("--max-message-size")
             .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
-        let release = self.release;
-        if let (Some(framed), true) = (framed_message, release != ReleasePoint::Frame) {
+        let release = self.release.clone();
+        let mut late: Vec<(u32, ReleasePoint)> = release.streams.clone();
+        late.retain(|(_, p)| ReleaseSpec::is_late(*p));
+        let any_late = ReleaseSpec::is_late(release.default) || !late.is_empty();
+        if let (Some(framed), true) = (framed_message, any_late && !self.allow_deadlock) {
+            let point = if ReleaseSpec::is_late(release.default) {
+                release.default
+            } else {
+                late[0].1
+            };
             crate::refuse_unless!(
-                framed <= stream_window as u64,
+                framed <= stream_window as u64 || matches!(self.framing, Framing::Raw(_)),
                 "--release {} cannot work: a framed message is {framed} bytes but --stream-window is {stream_window}; \
                  the sender would stall before the message could be decoded, and its bytes are only released after that. \
-                 Raise --stream-window to at least {framed} or use --release frame",
-                release.as_str()
+                 Raise --stream-window to at least {framed}, use --release frame, or --allow-deadlock to watch it stall",
+                point.as_str()
             );
-            let streams = streams_per_conn.unwrap_or(1) as u64;
-            // Each stream may hold one partial message that cannot be released yet.
-            let need = streams * (framed - 1) + 1;
+            // Each late-releasing stream may hold one partial message that
+            // cannot be released yet (streams are numbered 1, 3, 5, … per
+            // connection).
+            let streams = streams_per_conn.unwrap_or(1);
+            let late_streams = (0..streams)
+                .filter(|i| ReleaseSpec::is_late(release.for_stream(2 * i + 1)))
+                .count() as u64;
+            // With raw framing a work unit spans the client's messages.
+            let unit = match self.framing {
+                Framing::Raw(unit) => unit as u64,
+                Framing::Grpc => framed,
+            };
+            let need = late_streams * (unit - 1) + 1;
             crate::refuse_unless!(
-                conn_window as u64 >= need,
-                "--release {} cannot work: {streams} streams on a connection can each hold {} unreleasable bytes of a partial message, \
-                 which exhausts --conn-window {conn_window}; raise it to at least {need}",
-                release.as_str(),
-                framed - 1
+                late_streams == 0 || conn_window as u64 >= need,
+                "--release {release} cannot work: {late_streams} of {streams} streams on a connection can each hold {} \
+                 unreleasable bytes of a partial message, which exhausts --conn-window {conn_window}; raise it to at least \
+                 {need}, or add --allow-deadlock to watch it stall",
+                unit - 1
             );
         }
         if let Framing::Raw(unit) = self.framing {
-            if release != ReleasePoint::Frame {
+            if any_late {
                 crate::refuse_unless!(
                     unit <= stream_window,
-                    "--framing raw:{unit} with --release {} cannot work: units larger than --stream-window {stream_window} are never complete",
-                    release.as_str()
+                    "--framing raw:{unit} with --release {release} cannot work: units larger than --stream-window {stream_window} are never complete"
                 );
             }
         }
@@ -333,7 +359,7 @@ impl ServerOpts {
             _ => None,
         };
         if self.stack == Stack::Hyper {
-            hyper_stack::check(release, self.queue, self.framing)
+            hyper_stack::check(&release, self.queue, self.framing)
                 .map_err(|e| anyhow::Error::new(crate::config::UsageError(format!("{e:#}"))))?;
         }
         Ok(ServerConfig {

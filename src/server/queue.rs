@@ -15,7 +15,7 @@ pub struct Job {
     /// The decoded message itself: the memory the queue really holds.
     /// Held, never read: the worker's timer stands in for the work.
     #[allow(dead_code, reason = "held for the memory it occupies")]
-    pub body: bytes::Bytes,
+    pub body: Vec<bytes::Bytes>,
     /// The bounded queue's slot, given back when a worker takes the job.
     pub slot: Option<OwnedSemaphorePermit>,
 }
@@ -202,7 +202,7 @@ mod tests {
             seq,
             framed: 100,
             decoded_at: 0,
-            body: bytes::Bytes::new(),
+            body: Vec::new(),
             slot: None,
         }
     }

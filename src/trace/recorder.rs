@@ -16,6 +16,21 @@ use tokio::sync::mpsc;
 /// Default buffer: events in flight between producers and the writer.
 pub const DEFAULT_CAPACITY: usize = 1 << 16;
 
+/// Payload bytes (`--capture-payload`, base64) the events in flight may hold
+/// together: with full payloads 65,536 events could otherwise hold ≈ 1.4 GB.
+/// The recorder's memory is bounded by `capacity × size_of::<Msg>()` (at
+/// most 192 B: 12 MiB at the default capacity) plus this, and the writer's
+/// 256 KiB buffer. An event past it is dropped and counted like any other.
+pub const PAYLOAD_BUDGET: u64 = 64 << 20;
+
+/// Heap bytes an event holds beyond its fixed size that can be large.
+fn payload_bytes(kind: &Kind) -> u64 {
+    match kind {
+        Kind::Frame(f) => f.payload.as_ref().map_or(0, |p| p.len() as u64),
+        _ => 0,
+    }
+}
+
 const KINDS: usize = Kind::NAMES.len() + 1;
 
 enum Msg {
@@ -32,6 +47,9 @@ struct Shared {
     writer: std::sync::OnceLock<std::thread::Thread>,
     /// Free slots below which a producer wakes the writer.
     wake_below: usize,
+    /// Payload bytes held by events in flight, and their bound.
+    payload_in_flight: AtomicU64,
+    payload_budget: u64,
 }
 
 /// A cheap, cloneable handle for recording events. Never blocks.
@@ -71,6 +89,23 @@ impl Recorder {
             Ok(permit) => {
                 let kind = build();
                 debug_assert_eq!(kind.id(), id, "emit's id names the kind it builds");
+                let bytes = payload_bytes(&kind);
+                if bytes > 0 {
+                    let held = self
+                        .shared
+                        .payload_in_flight
+                        .fetch_add(bytes, Ordering::Relaxed);
+                    if held + bytes > self.shared.payload_budget {
+                        self.shared
+                            .payload_in_flight
+                            .fetch_sub(bytes, Ordering::Relaxed);
+                        self.shared.dropped[id.index()].fetch_add(1, Ordering::Relaxed);
+                        if let Some(w) = self.shared.writer.get() {
+                            w.unpark();
+                        }
+                        return;
+                    }
+                }
                 permit.send(Msg::Event(Event {
                     t,
                     ep,
@@ -108,6 +143,8 @@ impl Shared {
             accepted: AtomicU64::new(0),
             writer: std::sync::OnceLock::new(),
             wake_below: capacity / 2,
+            payload_in_flight: AtomicU64::new(0),
+            payload_budget: PAYLOAD_BUDGET,
         }
     }
 
@@ -177,6 +214,16 @@ impl TraceWriter {
         path: &Path,
         capacity: usize,
     ) -> std::io::Result<(TraceWriter, Recorder)> {
+        TraceWriter::start_bounded(out, path, capacity, PAYLOAD_BUDGET)
+    }
+
+    /// [`TraceWriter::start`] with its own payload budget (bytes).
+    fn start_bounded(
+        out: Box<dyn Write + Send>,
+        path: &Path,
+        capacity: usize,
+        payload_budget: u64,
+    ) -> std::io::Result<(TraceWriter, Recorder)> {
         let (mono, wall) = super::clock::anchor();
         let header = Header {
             schema: SCHEMA_VERSION,
@@ -191,7 +238,10 @@ impl TraceWriter {
             origin_unix_ns: header.origin_unix_ns,
         };
         let (tx, rx) = mpsc::channel(capacity.max(1));
-        let shared = Arc::new(Shared::with_capacity(capacity.max(1)));
+        let shared = Arc::new(Shared {
+            payload_budget,
+            ..Shared::with_capacity(capacity.max(1))
+        });
         let path_s = path.display().to_string();
         let thread_shared = shared.clone();
         let (fail_tx, failed) = tokio::sync::watch::channel(None);
@@ -299,6 +349,10 @@ fn write_loop(
                         serde_json::to_writer(&mut w, &e)?;
                         w.write_all(b"\n")?;
                         written += 1;
+                        let bytes = payload_bytes(&e.kind);
+                        if bytes > 0 {
+                            shared.payload_in_flight.fetch_sub(bytes, Ordering::Relaxed);
+                        }
                     }
                     Ok(Msg::Close) => {
                         closing = true;
@@ -398,6 +452,86 @@ mod tests {
             other => panic!("{other:?}"),
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn data_frame(payload: usize) -> Kind {
+        use crate::trace::schema::{Dir, FrameEv, FrameType};
+        Kind::Frame(FrameEv {
+            dir: Dir::In,
+            offset: 0,
+            frame: FrameType::DATA,
+            flags: 0,
+            len: payload as u32,
+            reserved: false,
+            pad: 0,
+            increment: None,
+            settings: None,
+            error_code: None,
+            last_stream: None,
+            promised: None,
+            priority: None,
+            opaque: None,
+            payload: Some("x".repeat(payload)),
+        })
+    }
+
+    #[test]
+    fn payload_bytes_in_flight_are_bounded_and_drops_counted() {
+        // Nobody drains this channel: everything accepted stays in flight.
+        let (tx, _rx) = mpsc::channel(1024);
+        let rec = Recorder {
+            tx: Some(tx),
+            shared: Arc::new(Shared {
+                payload_budget: 10_000,
+                ..Shared::with_capacity(1024)
+            }),
+        };
+        for i in 0..10 {
+            rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || {
+                data_frame(4000)
+            });
+        }
+        // 4,000 B each against 10,000 B: two fit, though 1,024 slots are free.
+        let st = rec.stats();
+        assert_eq!(st.accepted, 2, "{st:?}");
+        assert_eq!(st.dropped["frame"], 8, "{st:?}");
+        // Events without payload are not held back by the budget.
+        rec.emit(Endpoint::Client, 1, 1, 11, KindId::Chunk, || {
+            Kind::Chunk(ChunkEv { len: 1 })
+        });
+        assert_eq!(rec.stats().accepted, 3);
+    }
+
+    /// The bound the README states: 65,536 slots × at most 192 B (12 MiB)
+    /// plus the payload budget (64 MiB).
+    #[test]
+    fn an_event_in_flight_is_at_most_192_bytes_besides_its_payload() {
+        assert!(
+            std::mem::size_of::<Msg>() <= 192,
+            "{}",
+            std::mem::size_of::<Msg>()
+        );
+        assert_eq!(DEFAULT_CAPACITY, 65_536);
+        assert_eq!(PAYLOAD_BUDGET, 64 << 20);
+    }
+
+    #[test]
+    fn the_writer_gives_back_the_payload_budget_it_writes() {
+        let path = std::env::temp_dir().join(format!("h2probe-pay-{}.jsonl", std::process::id()));
+        let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
+        for i in 0..200 {
+            rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || {
+                data_frame(100_000)
+            });
+            if i % 10 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+        let shared = writer.shared.clone();
+        let stats = writer.finish().unwrap();
+        assert_eq!(stats.accepted + stats.dropped_total(), 200);
+        assert_eq!(shared.payload_in_flight.load(Ordering::Relaxed), 0);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

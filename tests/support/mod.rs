@@ -263,3 +263,17 @@ where
     );
     out
 }
+
+/// The address a `serve` child prints on its first stdout line
+/// (`listening on h2c://ADDR …`, the 4th word).
+pub fn listening_addr(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().expect("stdout piped"))
+        .read_line(&mut line)
+        .unwrap();
+    line.split_whitespace()
+        .nth(3)
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string()
+}

@@ -21,6 +21,9 @@ pub(super) struct Rpc {
     pub(super) chunks: u64,
     /// Messages decoded on this stream.
     pub(super) decoded: u64,
+    /// Framed bytes of those messages: `chunks - decoded_bytes` is the
+    /// partial message the stream holds.
+    pub(super) decoded_bytes: u64,
     pub(super) msgs: HashMap<u64, (u32, MsgState)>,
 }
 
@@ -68,8 +71,13 @@ impl Analyzer {
         if timed {
             self.s.releases += 1;
             self.s.released_bytes += r.bytes as u64;
-            if self.s.release_point.is_none() || r.seq.is_some() || r.at == ReleasePoint::Frame {
-                self.s.release_point = Some(r.at.as_str().to_string());
+            // One point when every timed release shows it; `mixed` when
+            // streams release at different points (`--release complete,1=frame`).
+            let point = r.at.as_str();
+            match self.s.release_point.as_deref() {
+                None => self.s.release_point = Some(point.to_string()),
+                Some(p) if p == point || p == "mixed" => {}
+                Some(_) => self.s.release_point = Some("mixed".to_string()),
             }
         } else {
             self.s.end_releases += 1;
@@ -92,6 +100,10 @@ impl Analyzer {
         self.last_decode = t;
         let rpc = self.rpcs.entry((e.conn, e.stream)).or_default();
         rpc.decoded += 1;
+        rpc.decoded_bytes += m.framed as u64;
+        if m.framed == m.size {
+            self.s.raw_units = true;
+        }
         rpc.msgs.insert(m.seq, (m.framed, MsgState::Owned));
         self.owned += m.framed as i64;
         self.s.max_owned_bytes = self.s.max_owned_bytes.max(self.owned as u64);

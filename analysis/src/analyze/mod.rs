@@ -202,41 +202,13 @@ impl Analyzer {
                 self.s.stalls += 1;
                 self.first_stall.get_or_insert((t, self.line));
                 if self.s.stall.is_none() {
-                    let streams: Vec<String> = st
-                        .streams
-                        .iter()
-                        .map(|x| {
-                            format!(
-                                "{}/{}: {} B unreleased, {} B credit",
-                                x.conn, x.stream, x.unreleased, x.available
-                            )
-                        })
-                        .collect();
-                    let mut per_conn: std::collections::BTreeMap<u32, u64> = Default::default();
-                    for x in &st.streams {
-                        *per_conn.entry(x.conn).or_default() += x.unreleased;
-                    }
-                    let conns: Vec<String> = per_conn
-                        .iter()
-                        .map(|(c, u)| {
-                            format!(
-                                "connection {c}: {u} of {} B held unreleased",
-                                st.conn_window
-                            )
-                        })
-                        .collect();
-                    self.s.stall = Some(format!(
-                        "at {:.3}s nothing reached the application for {:.1}s with {} messages pending; {}; {}",
-                        self.secs(t),
-                        st.timeout_ns as f64 / 1e9,
-                        st.pending,
-                        conns.join("; "),
-                        if streams.is_empty() {
-                            "no open stream".to_string()
-                        } else {
-                            streams.join("; ")
-                        }
-                    ));
+                    let (cause, text) = if e.ep == Endpoint::Client {
+                        self.describe_client_stall(t, st)
+                    } else {
+                        self.describe_stall(t, st)
+                    };
+                    self.s.stall_cause = Some(cause.as_str().to_string());
+                    self.s.stall = Some(text);
                 }
             }
             Kind::RpcEnd(r) => {
@@ -366,8 +338,11 @@ impl Analyzer {
         };
         s.decode_rate = rate(s.decoded, self.first_decode, self.last_decode);
         s.completion_rate = rate(s.completed, self.first_start, self.last_complete);
-        s.unaccounted =
-            s.scheduled as i64 - s.completed as i64 - s.discarded as i64 - s.never_sent as i64;
+        s.unaccounted = if s.raw_units {
+            0
+        } else {
+            s.scheduled as i64 - s.completed as i64 - s.discarded as i64 - s.never_sent as i64
+        };
         s.window_blocked_ms = self.window_blocked.summary();
         s.h2_buffer_blocked_ms = self.h2_buffer_blocked.summary();
         s.socket_blocked_ms = self.socket_blocked.summary();
@@ -488,7 +463,11 @@ impl Analyzer {
             Ending::Open => (Some(dropped), None),
         };
 
-        s.lost_in_flight = s.sent as i64 - s.decoded as i64;
+        s.lost_in_flight = if s.raw_units {
+            0
+        } else {
+            s.sent as i64 - s.decoded as i64
+        };
         s.checks = invariant_checks(Evidence {
             s,
             has_client: self.has_client,

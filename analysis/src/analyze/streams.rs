@@ -3,8 +3,10 @@
 //! starved, and any stall the run recorded.
 
 use super::summary::StreamFigures;
+use super::wire_view::Flow;
 use super::Analyzer;
-use crate::schema::Endpoint;
+use crate::schema::{self, Endpoint};
+use std::collections::BTreeMap;
 
 /// Jain's fairness index of `x`: (Σx)² / (n·Σx²), 1 when all are equal,
 /// 1/n when one stream got everything; `None` for fewer than two values or
@@ -57,11 +59,229 @@ impl Analyzer {
         }
         out
     }
+
+    /// The first stall's cause (see [`super::summary::Summary::stall_cause`])
+    /// and its description, from the stream states at `t`: each stream's
+    /// unreleased bytes and how many of them belong to a message it has not
+    /// decoded yet (bytes received − framed bytes decoded, from the trace).
+    pub(super) fn describe_stall(&self, t: u64, st: &schema::StallEv) -> (StallCause, String) {
+        let partial = |conn: u32, stream: u32| {
+            self.rpcs
+                .get(&(conn, stream))
+                .map_or(0, |r| r.chunks.saturating_sub(r.decoded_bytes))
+        };
+        let mut per_conn: BTreeMap<u32, u64> = BTreeMap::new();
+        for x in &st.streams {
+            *per_conn.entry(x.conn).or_default() += x.unreleased;
+        }
+        let cause = stall_cause(
+            st.conn_window,
+            st.streams
+                .iter()
+                .map(|x| (x.conn, x.unreleased, partial(x.conn, x.stream))),
+        );
+        let conns: Vec<String> = per_conn
+            .iter()
+            .map(|(c, u)| {
+                format!(
+                    "connection {c}: {u} of {} B held unreleased",
+                    st.conn_window
+                )
+            })
+            .collect();
+        let streams: Vec<String> = st
+            .streams
+            .iter()
+            .map(|x| {
+                format!(
+                    "{}/{}: {} B unreleased ({} B of an undecoded message), {} B credit",
+                    x.conn,
+                    x.stream,
+                    x.unreleased,
+                    partial(x.conn, x.stream).min(x.unreleased),
+                    x.available
+                )
+            })
+            .collect();
+        let text = format!(
+            "{}: at {:.3}s nothing reached the application for {:.1}s with {} messages pending; {}; {}",
+            cause.explain(),
+            self.secs(t),
+            st.timeout_ns as f64 / 1e9,
+            st.pending,
+            conns.join("; "),
+            if streams.is_empty() {
+                "no open stream".to_string()
+            } else {
+                streams.join("; ")
+            }
+        );
+        (cause, text)
+    }
+}
+
+impl Analyzer {
+    /// A stall the client recorded (`h2probe client`: the server is not in
+    /// the trace): described with the send windows reconstructed from the
+    /// client's tap at `t`. `no_credit` when a window it needed was ≤ 0.
+    pub(super) fn describe_client_stall(
+        &self,
+        t: u64,
+        st: &schema::StallEv,
+    ) -> (StallCause, String) {
+        let mut parts = vec![];
+        let mut exhausted = false;
+        for ((_, conn), c) in self
+            .conns
+            .iter()
+            .filter(|((ep, _), _)| *ep == Endpoint::Client)
+        {
+            let w = &c.flows[Flow::C2s as usize];
+            let mut streams: Vec<(u32, i64)> = w.streams().collect();
+            streams.sort_unstable();
+            exhausted |= w.conn() <= 0 || streams.iter().any(|&(_, v)| v <= 0);
+            let list: Vec<String> = streams
+                .iter()
+                .map(|(id, v)| format!("stream {id} window {v} B"))
+                .collect();
+            parts.push(format!(
+                "connection {conn}: send window {} B; {}",
+                w.conn(),
+                list.join(", ")
+            ));
+        }
+        let cause = if exhausted {
+            StallCause::NoCredit
+        } else {
+            StallCause::Other
+        };
+        let text = format!(
+            "{}: at {:.3}s the client could send nothing for {:.1}s with {} messages pending; {}",
+            cause.explain(),
+            self.secs(t),
+            st.timeout_ns as f64 / 1e9,
+            st.pending,
+            if parts.is_empty() {
+                "no connection in the trace".to_string()
+            } else {
+                parts.join("; ")
+            }
+        );
+        (cause, text)
+    }
+}
+
+/// Why a run stopped progressing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StallCause {
+    /// The streams holding a connection's credit hold only bytes of a
+    /// message they cannot decode yet, and together those bytes fill the
+    /// connection window: each waits for credit another (or itself) holds.
+    Deadlock,
+    /// Some stream holds decoded bytes it never released (a stalled or
+    /// dropped stream draining the shared window).
+    Starvation,
+    /// Seen from the client alone: a send window it needed stayed ≤ 0
+    /// (the server withheld credit; why needs the server's side).
+    NoCredit,
+    /// Neither (nothing held: the sender itself stopped, or the bytes are
+    /// held somewhere the trace does not show).
+    Other,
+}
+
+impl StallCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StallCause::Deadlock => "deadlock",
+            StallCause::Starvation => "starvation",
+            StallCause::NoCredit => "no_credit",
+            StallCause::Other => "other",
+        }
+    }
+
+    fn explain(self) -> &'static str {
+        match self {
+            StallCause::Deadlock => {
+                "deadlock (every stream holding credit holds only part of a message it cannot decode, and together they fill the connection window)"
+            }
+            StallCause::Starvation => {
+                "starvation (a stream holds decoded bytes it never released, draining the shared connection window)"
+            }
+            StallCause::NoCredit => {
+                "no credit (the client's send window stayed exhausted: the server withheld credit; its trace would say why)"
+            }
+            StallCause::Other => "stall (no stream holds the connection's credit)",
+        }
+    }
+}
+
+impl std::fmt::Display for StallCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Classifies a stall from `(connection, unreleased bytes, bytes of an
+/// undecoded partial message)` per open stream.
+pub fn stall_cause(conn_window: u64, streams: impl Iterator<Item = (u32, u64, u64)>) -> StallCause {
+    // Per connection: (held, held by streams holding only partials, such
+    // streams, whether any stream holds decoded bytes).
+    let mut conns: BTreeMap<u32, (u64, u64, u32, bool)> = BTreeMap::new();
+    for (conn, unreleased, partial) in streams {
+        let c = conns.entry(conn).or_default();
+        c.0 += unreleased;
+        if unreleased == 0 {
+            continue;
+        }
+        if unreleased <= partial {
+            c.1 += unreleased;
+            c.2 += 1;
+        } else {
+            c.3 = true;
+        }
+    }
+    if conns.values().any(|c| c.3) {
+        return StallCause::Starvation;
+    }
+    if conns
+        .values()
+        .any(|&(_, partials, holders, _)| holders >= 1 && partials >= conn_window)
+    {
+        return StallCause::Deadlock;
+    }
+    StallCause::Other
 }
 
 #[cfg(test)]
 mod tests {
-    use super::jain;
+    use super::{jain, stall_cause, StallCause};
+
+    #[test]
+    fn a_stall_is_a_deadlock_only_when_partials_alone_fill_the_window() {
+        // Four streams, each holding part of a 32 KiB unit: 65,535 B together.
+        let dl = [
+            (2, 16332, 16332),
+            (2, 16401, 16401),
+            (2, 16401, 16401),
+            (2, 16401, 16401),
+        ];
+        assert_eq!(stall_cause(65_535, dl.into_iter()), StallCause::Deadlock);
+        // The same, but the partials leave credit: not a deadlock.
+        assert_eq!(stall_cause(1 << 20, dl.into_iter()), StallCause::Other);
+        // One stream holds decoded bytes it never released.
+        let st = [(2, 0, 0), (2, 65_535, 400), (2, 0, 0)];
+        assert_eq!(stall_cause(65_535, st.into_iter()), StallCause::Starvation);
+        // A single stream whose partial message fills the window waits on itself.
+        assert_eq!(
+            stall_cause(65_535, [(2, 65_535, 65_535)].into_iter()),
+            StallCause::Deadlock
+        );
+        assert_eq!(
+            stall_cause(65_535, [(2, 1_000, 1_000)].into_iter()),
+            StallCause::Other
+        );
+        assert_eq!(stall_cause(65_535, std::iter::empty()), StallCause::Other);
+    }
 
     #[test]
     fn jain_index_against_hand_computed_values() {

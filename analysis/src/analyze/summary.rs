@@ -73,6 +73,12 @@ pub struct Summary {
     /// They were in h2's buffers or on the wire when a stream was reset, so
     /// only RPCs that did not end OK can have them.
     pub lost_in_flight: i64,
+    /// The server cut bodies into raw work units (`--framing raw`: its
+    /// `decode` events have no gRPC prefix, framed = size), so its counts
+    /// are units, not the client's messages: `unaccounted` and
+    /// `lost_in_flight` are then 0 and the accounting check judges each
+    /// side on its own.
+    pub raw_units: bool,
     /// Messages per second over the offered period (first to last `schedule`).
     pub offered_rate: f64,
     /// `send` events per second, first schedule → last send (whole run: a
@@ -237,6 +243,14 @@ pub struct Summary {
     /// The first stall, described (when, what was pending, each stream's
     /// unreleased bytes and available credit).
     pub stall: Option<String>,
+    /// Why the first stall happened, judged from the stream states at that
+    /// instant: `deadlock` (the streams holding the connection's credit hold
+    /// only bytes of messages they cannot decode yet, and together those
+    /// fill the connection window: each waits for credit another holds),
+    /// `starvation` (a stream holds decoded bytes it never released),
+    /// `no_credit` (a stall the client recorded alone: a send window it
+    /// needed stayed exhausted), `other` (none of these: e.g. nothing held).
+    pub stall_cause: Option<String>,
     /// Which endpoints the trace has events of.
     pub has_client: bool,
     pub has_server: bool,

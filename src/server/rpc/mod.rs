@@ -32,6 +32,8 @@ struct Rpc {
     conn: u32,
     stream: u32,
     queue: AppQueue,
+    /// When this stream's credit is released (`--release`, per stream).
+    release_at: ReleasePoint,
     /// Bytes received from h2 and not yet released.
     unreleased: Arc<AtomicU64>,
     received: AtomicU64,
@@ -165,6 +167,7 @@ pub(super) async fn handle(
     };
 
     // Requests the probe does not serve get a clear answer, never a hang.
+    let grpc_reply = ctx.cfg.framing == Framing::Grpc || respond::is_grpc(&req);
     if let Err((http_status, grpc_status, msg)) = check_request(&req, ctx.cfg.framing) {
         match grpc_status {
             Some(code) => send_status(&mut respond, code, &msg),
@@ -189,6 +192,7 @@ pub(super) async fn handle(
         conn,
         stream,
         queue: AppQueue::new(bounded, ctx.live.clone(), ctx.cfg.max_owned_bytes),
+        release_at: ctx.cfg.release.for_stream(stream),
         unreleased: Arc::new(AtomicU64::new(0)),
         received: AtomicU64::new(0),
         received_bytes: AtomicU64::new(0),
@@ -329,7 +333,7 @@ pub(super) async fn handle(
                 discarded: rpc.discarded.load(Relaxed),
                 received_bytes: rpc.received_bytes.load(Relaxed),
             };
-            send_reply(&mut respond, &reply, ctx.cfg.framing);
+            send_reply(&mut respond, &reply, grpc_reply);
             end(status::OK, String::new());
         }
         Outcome::Status(code, msg) => {
@@ -382,14 +386,14 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
                     if cfg.drop_stream == Some(rpc.stream) {
                         return Ended::Dropped;
                     }
-                    if cfg.release == ReleasePoint::Frame {
+                    if rpc.release_point() == ReleasePoint::Frame {
                         rpc.release(flow, len, ReleasePoint::Frame, None);
                     }
-                    deframer.push(&chunk);
+                    deframer.push_bytes(chunk);
                     // With a late release point, a message larger than the
                     // stream window can never arrive whole: say so now
                     // rather than stall the RPC until its deadline.
-                    if cfg.release != ReleasePoint::Frame {
+                    if rpc.release_point() != ReleasePoint::Frame {
                         if let Some(need) = deframer.next_framed_len() {
                             if need > cfg.stream_window as u64 {
                                 return Ended::Status(
@@ -398,7 +402,7 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
                                         "a {need}-byte framed message cannot arrive within the {}-byte stream window \
                                          when credit is released at {}; raise --stream-window or use --release frame",
                                         cfg.stream_window,
-                                        cfg.release.as_str()
+                                        rpc.release_point().as_str()
                                     ),
                                 );
                             }
@@ -457,7 +461,7 @@ async fn accept_message(
         ));
     }
     if cfg.framing == Framing::Grpc {
-        if let Err(e) = <pb::Item as prost::Message>::decode(msg.data.clone()) {
+        if let Err(e) = <pb::Item as prost::Message>::decode(msg.data()) {
             return Err(Ended::Status(
                 status::INVALID_ARGUMENT,
                 format!("message {seq} is not a valid h2probe.v1.Item: {e}"),
@@ -465,13 +469,13 @@ async fn accept_message(
         }
     }
     let t = now_ns();
-    let size = msg.data.len() as u32;
+    let size = msg.len() as u32;
     rpc.emit(t, KindId::Decode, || {
         Kind::Decode(MsgEv { seq, size, framed })
     });
     rpc.received.fetch_add(1, Relaxed);
     Live::add(&rpc.ctx.live.decoded, 1);
-    if cfg.release == ReleasePoint::Decode {
+    if rpc.release_point() == ReleasePoint::Decode {
         rpc.release(flow, framed, ReleasePoint::Decode, Some(seq));
     }
     match cfg.queue {
@@ -485,8 +489,11 @@ async fn accept_message(
             if slot.is_none() && rpc.queue.depth() >= cfg.queue_limit as usize {
                 rpc.discard(&[seq], DiscardReason::QueueLimit);
                 // Its bytes are not owned by anyone: give the credit back.
-                if matches!(cfg.release, ReleasePoint::Start | ReleasePoint::Complete) {
-                    rpc.release(flow, framed, cfg.release, Some(seq));
+                if matches!(
+                    rpc.release_point(),
+                    ReleasePoint::Start | ReleasePoint::Complete
+                ) {
+                    rpc.release(flow, framed, rpc.release_point(), Some(seq));
                 }
                 return Ok(());
             }
@@ -498,7 +505,7 @@ async fn accept_message(
                 seq,
                 framed,
                 decoded_at: t,
-                body: msg.data,
+                body: msg.into_parts(),
                 slot,
             });
             rpc.ctx.live.depth.fetch_add(1, Relaxed);

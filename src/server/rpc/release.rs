@@ -49,7 +49,8 @@ impl Rpc {
         Live::add(&self.ctx.live.discarded, seqs.len() as u64);
     }
 
+    /// This stream's `--release` point.
     pub(super) fn release_point(&self) -> ReleasePoint {
-        self.ctx.cfg.release
+        self.release_at
     }
 }

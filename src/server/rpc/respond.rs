@@ -131,14 +131,19 @@ pub(super) fn send_http_error(respond: &mut SendResponse<Bytes>, code: StatusCod
     }
 }
 
-pub(super) fn send_reply(
-    respond: &mut SendResponse<Bytes>,
-    reply: &pb::IngestReply,
-    framing: Framing,
-) {
-    let (resp, body) = match framing {
-        Framing::Grpc => (grpc_headers(), grpc::encode(reply)),
-        Framing::Raw(_) => (
+/// Whether the request speaks gRPC (then it is answered in gRPC, also
+/// when `--framing raw` cuts its body into units that are not its messages).
+pub(super) fn is_grpc<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/grpc"))
+}
+
+pub(super) fn send_reply(respond: &mut SendResponse<Bytes>, reply: &pb::IngestReply, grpc: bool) {
+    let (resp, body) = match grpc {
+        true => (grpc_headers(), grpc::encode(reply)),
+        false => (
             Response::builder()
                 .status(StatusCode::OK)
                 .header(http::header::CONTENT_TYPE, "application/json")
@@ -151,8 +156,8 @@ pub(super) fn send_reply(
         ),
     };
     let r = respond.send_response(resp, false).and_then(|mut s| {
-        s.send_data(body, framing != Framing::Grpc)?;
-        if framing == Framing::Grpc {
+        s.send_data(body, !grpc)?;
+        if grpc {
             s.send_trailers(status_trailers(status::OK, ""))?;
         }
         Ok(())
