@@ -174,6 +174,47 @@ fn framed_bytes(log: &[(Reading, usize)]) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ipv6_literal_with_another_authority() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = TonicServer::start_at("[::1]:0", Duration::ZERO).await;
+    let dir = support::temp_dir("any-ipv6");
+    let out = dir.join("run");
+    let (code, stdout, stderr) = h2probe(args(&[
+        "client",
+        "--connect",
+        &format!("[::1]:{}", server.port),
+        "--authority",
+        "telemetry.example:443",
+        "--method",
+        "/sensors.v3.Telemetry/Upload",
+        "--proto",
+        proto().to_str().unwrap(),
+        "--payload",
+        "1KiB",
+        "--payload-field",
+        "blob",
+        "--rate",
+        "50",
+        "--duration",
+        "300ms",
+        "--no-pcap",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        *server.seen.authorities.lock().unwrap(),
+        ["telemetry.example:443"]
+    );
+    // The tap names the real IPv6 socket (it pairs connections in a merge).
+    let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+    let peer = format!(r#""peer":"[::1]:{}""#, server.port);
+    assert!(trace.contains(&peer), "no conn_open with {peer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bidirectional_method_is_read_while_sending() {
     let _one = ONE_AT_A_TIME.lock().await;
     let server = TonicServer::start(0, Duration::ZERO).await;

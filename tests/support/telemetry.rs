@@ -51,6 +51,8 @@ pub struct Seen {
     /// Every reading, its blob replaced by the blob's length.
     pub log: Mutex<Vec<(Reading, usize)>>,
     pub tenants: Mutex<Vec<String>>,
+    /// The `:authority` of every request.
+    pub authorities: Mutex<Vec<String>>,
 }
 
 /// `sensors.v3.Telemetry` on tonic: the Part 1 replica's shape (tonic
@@ -158,6 +160,9 @@ where
     }
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         let svc = self.clone();
+        if let Some(a) = req.uri().authority() {
+            svc.seen.authorities.lock().unwrap().push(a.to_string());
+        }
         Box::pin(async move {
             Ok(match req.uri().path() {
                 "/sensors.v3.Telemetry/Upload" => {
@@ -185,14 +190,20 @@ impl TonicServer {
     /// Serves on 127.0.0.1:`port` (0: an ephemeral one), each reading of
     /// `Upload` taking `service_time` in the worker.
     pub async fn start(port: u16, service_time: Duration) -> TonicServer {
+        Self::start_at(("127.0.0.1", port), service_time).await
+    }
+
+    /// Serves on `addr` (a loopback address).
+    pub async fn start_at(
+        addr: impl tokio::net::ToSocketAddrs,
+        service_time: Duration,
+    ) -> TonicServer {
         let seen = Arc::new(Seen::default());
         let svc = Telemetry {
             seen: seen.clone(),
             service_time,
         };
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .unwrap();
+        let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
         let task = tokio::spawn(async move {
