@@ -231,14 +231,16 @@ fn verification_failures_are_explained_and_insecure_is_loud() {
         a.extend(extra);
         (client(&a, &[]), out_dir)
     };
-    // The system's roots do not know the test CA.
+    // The system's roots do not know the test CA (a machine without a
+    // system store is refused before connecting, with exit 2).
     let (out, _) = run(&[], "roots");
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("not among the trusted roots: give the CA with --ca"),
-        "{}",
-        text(&out)
-    );
+    let explained = match out.status.code() {
+        Some(1) => text(&out).contains("not among the trusted roots: give the CA with --ca"),
+        Some(2) => text(&out).contains("no usable root certificate in the system's store"),
+        _ => false,
+    };
+    assert!(explained, "{}", text(&out));
+    let refused_expected = if out.status.code() == Some(1) { 2 } else { 1 };
     // A name the certificate does not carry.
     let other = format!("elsewhere.test:{port}");
     let (out, _) = run(
@@ -258,9 +260,9 @@ fn verification_failures_are_explained_and_insecure_is_loud() {
     let meta = std::fs::read_to_string(cli.join("meta.json")).unwrap();
     assert!(meta.contains("NONE (--insecure)"), "{meta}");
     assert!(server.wait().unwrap().success());
-    // The server recorded the two failed handshakes as refused connections.
+    // The server recorded the failed handshakes as refused connections.
     let srv = support::read_summary(&dir.join("srv"));
-    assert_eq!(srv.conns_refused, 2);
+    assert_eq!(srv.conns_refused, refused_expected);
 }
 
 #[test]
