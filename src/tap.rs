@@ -603,4 +603,46 @@ mod tests {
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// Under TLS the tap sits above rustls and records no socket_blocked;
+    /// the watch on the socket below records each refused write.
+    #[tokio::test]
+    async fn below_tls_the_socket_watch_records_refused_writes_and_the_tap_none() {
+        let dir = std::env::temp_dir().join(format!("h2probe-tapwatch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.jsonl");
+        let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
+        let cfg = TapConfig {
+            endpoint: Endpoint::Server,
+            conn: 7,
+            capture: CapturePayload::None,
+        };
+        let sock = Flaky {
+            pending_next: true,
+            vectored: false,
+            written: vec![],
+        };
+        let watched = SocketWatch::new(sock, cfg, rec.clone());
+        // (No TLS in between here: the watch's Pending reaches the tap, as a
+        // full rustls buffer would.)
+        let mut tap = Tap::new(watched, cfg, rec.clone()).above_tls();
+        let bytes = crate::wire::encode::window_update(0, 1_000);
+        tap.write_all(&bytes).await.unwrap();
+        assert_eq!(tap.get_ref().inner.written, bytes);
+        drop(tap);
+        drop(rec);
+        writer.finish().unwrap();
+        let (mut blocked, mut frames) = (0, 0);
+        for e in TraceReader::open(&path).unwrap() {
+            match e.unwrap().kind {
+                Kind::SocketBlocked(_) => blocked += 1,
+                Kind::Frame(_) => frames += 1,
+                _ => {}
+            }
+        }
+        // 13 bytes, 7 per write, each write refused once first: 2 intervals,
+        // recorded once (by the watch), not twice.
+        assert_eq!((blocked, frames), (2, 1));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
