@@ -40,7 +40,7 @@ pub struct Cli {
     pub run: Box<RunOpts>,
 }
 
-const EXIT_CODES: &str = "Exit codes (run, serve, client, analyze, merge, compare): \
+const EXIT_CODES: &str = "Exit codes (run, serve, client, relay, analyze, merge, compare): \
 0 every check holds (or cannot be judged) and every RPC ended OK; 1 error (message on stderr); \
 2 bad usage; 3 an invariant check failed (see summary.json); 4 the run completed but an RPC \
 ended with a status other than OK; 130 interrupted (Ctrl-C; the run directory is still complete).";
@@ -53,6 +53,8 @@ pub enum Command {
     Serve(Box<ServeOpts>),
     /// Run the probe client alone against any gRPC server (h2c or TLS), any client-streaming method.
     Client(Box<ClientCmdOpts>),
+    /// Relay h2c connections to a real server unchanged, tapping both legs (a real client and server, observed).
+    Relay(Box<crate::commands::relay::RelayOpts>),
     /// Analyse run directories: summary.json, timeline.csv, SVG plots, headline table.
     Analyze(AnalyzeOpts),
     /// Write report.html: one run's page (headline, checks, frame ladder, plots, configuration), or a comparison of several.
@@ -166,6 +168,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Serve(opts) => {
             let f = runtime()?.block_on(commands::serve::serve(*opts))?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "run directory: {}", f.dir.display())?;
+            write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;
+            print_warnings(&f.warnings);
+            Ok(recorded(&f.error).unwrap_or_else(|| exit_code(&f.summary, true)))
+        }
+        Command::Relay(opts) => {
+            let f = runtime()?.block_on(commands::relay::relay(*opts))?;
             let mut out = std::io::stdout().lock();
             writeln!(out, "run directory: {}", f.dir.display())?;
             write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;

@@ -25,4 +25,6 @@ pub mod link;
 #[doc(hidden)]
 pub mod live;
 #[doc(hidden)]
+pub mod relay;
+#[doc(hidden)]
 pub mod server;

@@ -22,7 +22,7 @@ use crate::trace::Recorder;
 use crate::wire::{Body, Error, Parsed, Parser};
 use std::io::IoSlice;
 use std::pin::Pin;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -71,21 +71,22 @@ pub struct Tap<S> {
     rd: Side,
     wr: Side,
     blocked: BlockWatch,
+    /// Set once either direction's parser failed (`wire_error`): a relay
+    /// stops forwarding a connection it can no longer frame.
+    wire_failed: Arc<AtomicBool>,
 }
 
 /// Whether bytes going `dir` through `endpoint`'s tap travel client→server.
 fn is_upload(endpoint: Endpoint, dir: Dir) -> bool {
-    matches!(
-        (endpoint, dir),
-        (Endpoint::Server, Dir::In) | (Endpoint::Client, Dir::Out)
-    )
+    endpoint.is_client_end() == (dir == Dir::Out)
 }
 
 impl<S> Tap<S> {
     pub fn new(inner: S, cfg: TapConfig, rec: Recorder) -> Tap<S> {
-        let (rd, wr) = match cfg.endpoint {
-            Endpoint::Server => (Parser::client_to_server(), Parser::server_to_client()),
-            Endpoint::Client => (Parser::server_to_client(), Parser::client_to_server()),
+        let (rd, wr) = if cfg.endpoint.is_client_end() {
+            (Parser::server_to_client(), Parser::client_to_server())
+        } else {
+            (Parser::client_to_server(), Parser::server_to_client())
         };
         let side = |mut parser: Parser, dir| {
             let keep = match cfg.capture {
@@ -109,6 +110,7 @@ impl<S> Tap<S> {
             rd: side(rd, Dir::In),
             wr: side(wr, Dir::Out),
             blocked: BlockWatch::new(cfg, true),
+            wire_failed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -129,6 +131,12 @@ impl<S> Tap<S> {
         self
     }
 
+    /// Becomes true when the parser of either direction failed: the bytes
+    /// are no longer HTTP/2 frames this tap can delimit.
+    pub fn wire_failed(&self) -> Arc<AtomicBool> {
+        self.wire_failed.clone()
+    }
+
     /// When bytes last crossed the tap (CLOCK_MONOTONIC ns): for idle timeouts.
     pub fn activity(&self) -> Arc<AtomicU64> {
         self.activity.clone()
@@ -144,6 +152,7 @@ impl<S> Tap<S> {
         self.activity.store(t, std::sync::atomic::Ordering::Relaxed);
         let (cfg, rec) = (self.cfg, &self.rec);
         let mut new_max = None;
+        let failed = &self.wire_failed;
         side.parser.feed(bytes, |r| match r {
             Ok(Parsed::Frame(f)) => {
                 if let Body::Settings { ack: false, .. } = f.body {
@@ -170,7 +179,10 @@ impl<S> Tap<S> {
                 );
             }
             Ok(Parsed::Preface { .. }) => {}
-            Err(e) => record_error(rec, cfg, dir, t, &e),
+            Err(e) => {
+                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                record_error(rec, cfg, dir, t, &e)
+            }
         });
         // A SETTINGS_MAX_FRAME_SIZE sent in one direction bounds the other.
         if let Some(m) = new_max {

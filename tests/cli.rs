@@ -28,7 +28,9 @@ fn snapshot(name: &str, actual: &str) {
 
 #[test]
 fn help_texts_are_stable() {
-    for cmd in ["run", "serve", "client", "analyze", "decode", "report"] {
+    for cmd in [
+        "run", "serve", "client", "relay", "analyze", "decode", "report",
+    ] {
         let out = h2probe()
             .args([cmd, "--help"])
             .env("COLUMNS", "100")

@@ -856,8 +856,8 @@ async fn data_beyond_the_window_is_a_flow_control_error() {
     assert!(p.read_until(PATIENCE, |g| Peer::answered(g, 3)).await);
     still_serves(server.addr).await;
     let stream_peer = p.local;
-    // A peer that stays connected without answering the shutdown PING holds
-    // the server's shutdown (see `shutdown_does_not_wait_for_a_silent_peer`).
+    // Closed before the shutdown so the test does not wait out
+    // --drain-timeout (see `shutdown_does_not_wait_for_a_silent_peer`).
     drop(p);
     let (summary, dir) = server.stop().await;
     let v = ServerView::of(&dir, stream_peer);

@@ -262,6 +262,11 @@ impl Collector {
     }
 
     fn feed(&mut self, e: Event) {
+        // The ladder draws a probe client and a probe server; a relay's
+        // legs are summarised by the relay analysis instead.
+        if e.ep.is_relay_leg() {
+            return;
+        }
         self.first_event.get_or_insert(e.t);
         match &e.kind {
             Kind::ConnOpen(c) if self.conns.len() < MAX_CONNS => {
@@ -471,6 +476,7 @@ fn pair_of(conns: &HashMap<(Endpoint, u32), (String, String)>, ep: Endpoint, con
         let want = match ep {
             Endpoint::Client => Endpoint::Server,
             Endpoint::Server => Endpoint::Client,
+            leg => leg,
         };
         conns
             .iter()
@@ -481,6 +487,7 @@ fn pair_of(conns: &HashMap<(Endpoint, u32), (String, String)>, ep: Endpoint, con
     match ep {
         Endpoint::Client => (Some(conn), other),
         Endpoint::Server => (other, Some(conn)),
+        _ => (None, None),
     }
 }
 
@@ -519,6 +526,7 @@ fn layout(c: Collector, origin: u64, how: String) -> Ladder {
     let mine = |e: &Event| match e.ep {
         Endpoint::Client => pc == Some(e.conn),
         Endpoint::Server => ps == Some(e.conn),
+        _ => false,
     };
     let side = |ep: Endpoint, id: Option<u32>| {
         id.map(|conn| {

@@ -72,6 +72,9 @@ pub struct RunConfig {
     /// `client`: the address it connected to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connect: Option<String>,
+    /// `relay`: its options (upstream, link shaping, limits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl RunConfig {

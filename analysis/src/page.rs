@@ -154,6 +154,7 @@ fn caption(name: &str) -> &'static str {
         "queue.svg" => "Messages waiting in the application queue.",
         "cumulative.svg" => "Cumulative messages: scheduled and sent by the client, completed and discarded by the server. The gap between sent and completed is work the server holds.",
         "blocked.svg" => "When the client waited: on window credit, on h2's send buffer, on the socket.",
+        "withheld.svg" => "Relay: the credit each receiver withheld (DATA it was sent minus credit it returned), read from the relay's legs. A server that releases on receipt drops back to near zero at each WINDOW_UPDATE; one that releases later holds the bytes of the work it owns.",
         _ => "",
     }
 }
@@ -198,9 +199,111 @@ fn card(o: &mut String, class: &str, key: &str, value: &str, note: &str) {
     );
 }
 
+/// A relay run alone: no probe endpoint, so the relay's figures as cards
+/// (the c2s flow: what the client sent, what the server withheld).
+fn relay_cards(s: &Summary, r: &crate::analyze::RelaySummary) -> String {
+    let mut o = String::from(r#"<div class="cards">"#);
+    let f = &r.c2s;
+    card(
+        &mut o,
+        "",
+        "connection pairs",
+        &r.connections.to_string(),
+        &format!(
+            "{} legs closed with a reason",
+            r.close_reasons.values().sum::<u64>()
+        ),
+    );
+    card(
+        &mut o,
+        "",
+        "frames forwarded",
+        &r.frames_forwarded.to_string(),
+        &format!(
+            "{} differing, {} not forwarded",
+            r.frames_differing, r.frames_unforwarded
+        ),
+    );
+    card(
+        &mut o,
+        "",
+        "read→write in the relay",
+        &format!("{:.1} µs", f.relay_latency_ms.p50 * 1e3),
+        &format!("c2s p50; s2c {:.1} µs", r.s2c.relay_latency_ms.p50 * 1e3),
+    );
+    card(
+        &mut o,
+        "",
+        "server's credit",
+        &f.credit_release.replace('_', " "),
+        "when the server returns credit (c2s)",
+    );
+    card(
+        &mut o,
+        "",
+        "held after each update",
+        &format!("{:.0} B", f.withheld_after_update.p50),
+        &format!(
+            "p50 of {} stream WINDOW_UPDATEs; p90 {:.0} B",
+            f.window_updates_stream, f.withheld_after_update.p90
+        ),
+    );
+    card(
+        &mut o,
+        "",
+        "client waiting on credit",
+        &format!("{:.2} s", f.inferred_blocked_s),
+        &format!(
+            "inferred, {} waits; no credit {:.2} s",
+            f.inferred_blocked_intervals, f.exhausted_s
+        ),
+    );
+    card(
+        &mut o,
+        "",
+        "WINDOW_UPDATE cadence",
+        &format!("{:.2} ms", f.update_gap_stream_ms.p50),
+        &format!(
+            "p50 between stream updates; +{:.0} B each",
+            f.update_increment_stream.p50
+        ),
+    );
+    o.push_str(&checks_card(s));
+    o.push_str("</div>");
+    o
+}
+
+fn checks_card(s: &Summary) -> String {
+    let mut o = String::new();
+    let held = s.checks.values().filter(|c| c.ok == Some(true)).count();
+    let failed = s.checks.values().filter(|c| c.ok == Some(false)).count();
+    let unknown = s.checks.len() - held - failed;
+    let (class, value) = if failed > 0 {
+        ("alert", format!("{failed} FAILED"))
+    } else if unknown > 0 {
+        ("", format!("{held} hold"))
+    } else {
+        ("good", "all hold".to_string())
+    };
+    card(
+        &mut o,
+        class,
+        "invariant checks",
+        &value,
+        &format!(
+            "{held} hold · {failed} failed · {unknown} cannot be judged (of {})",
+            s.checks.len()
+        ),
+    );
+    o
+}
+
 /// The headline figures as cards, and the growth finding when there is one.
 fn cards(s: &Summary) -> String {
     let (c, sv) = (s.has_client, s.has_server);
+    if let Some(r) = s.relay.as_ref().filter(|_| !c && !sv) {
+        return relay_cards(s, r);
+    }
     let mut o = String::from(r#"<div class="cards">"#);
     card(
         &mut o,
@@ -273,26 +376,7 @@ fn cards(s: &Summary) -> String {
             )
         }),
     );
-    let failed = s.checks.values().filter(|c| c.ok == Some(false)).count();
-    let unknown = s.checks.values().filter(|c| c.ok.is_none()).count();
-    let held = s.checks.len() - failed - unknown;
-    let (class, value) = if failed > 0 {
-        ("alert", format!("{failed} FAILED"))
-    } else if unknown > 0 {
-        ("", format!("{held} hold"))
-    } else {
-        ("good", "all hold".to_string())
-    };
-    card(
-        &mut o,
-        class,
-        "invariant checks",
-        &value,
-        &format!(
-            "{held} hold · {failed} failed · {unknown} cannot be judged (of {})",
-            s.checks.len()
-        ),
-    );
+    o.push_str(&checks_card(s));
     o.push_str("</div>");
     if s.queue_growth_in_window >= 1.0 {
         let _ = write!(
@@ -718,11 +802,15 @@ impl RunPage {
             r#"<section id="checks"><h2>Checks</h2>{}</section>"#,
             checks_table(s, &self.dir_arg)
         );
-        let _ = write!(
-            b,
-            r#"<section id="ladder"><h2>Frame ladder</h2>{}</section>"#,
-            ladder_section(&self.ladder, &self.dir_arg, s.span_s)
-        );
+        if s.relay.is_some() && !s.has_client && !s.has_server {
+            b.push_str(r#"<section id="ladder"><h2>Frame ladder</h2><p class="note">A relay run: the frame ladder draws the probe's own client and server, and this trace has neither. The relay's two legs are summarised above and in withheld.svg; merge the relay's trace with a probe client's and server's (<code>h2probe merge</code>) to draw their ladder.</p></section>"#);
+        } else {
+            let _ = write!(
+                b,
+                r#"<section id="ladder"><h2>Frame ladder</h2>{}</section>"#,
+                ladder_section(&self.ladder, &self.dir_arg, s.span_s)
+            );
+        }
         b.push_str(r#"<section id="plots"><h2>Plots</h2>"#);
         if self.plots.is_empty() {
             b.push_str(r#"<p class="note">This run directory has no plots.</p>"#);

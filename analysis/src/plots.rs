@@ -247,6 +247,20 @@ fn kib(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 /// The standard plots of one run, written into `dir`. Returns the file names.
 pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
     let x = "time since trace start (s)";
+    let mut written = vec![];
+    if let Some(r) = &tl.relay {
+        written.push(relay_plot(dir, tl, r)?);
+        let probe = [
+            &tl.sent,
+            &tl.unreleased,
+            &tl.credit_conn_client,
+            &tl.credit_conn_server,
+        ];
+        if probe.iter().all(|s| s.points().is_empty()) {
+            // A relay alone: the probe endpoints' plots would be empty.
+            return Ok(written);
+        }
+    }
     let mib = |p: Vec<(f64, f64)>| p.into_iter().map(|(x, y)| (x, y / 1048576.0)).collect();
     stacked_chart(
         &dir.join("credit.svg"),
@@ -323,12 +337,52 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         ],
     )?;
     intervals_chart(&dir.join("blocked.svg"), tl)?;
-    Ok(vec![
-        "credit.svg".into(),
-        "queue.svg".into(),
-        "cumulative.svg".into(),
-        "blocked.svg".into(),
-    ])
+    written.extend(["credit.svg", "queue.svg", "cumulative.svg", "blocked.svg"].map(String::from));
+    Ok(written)
+}
+
+/// A relay run's `withheld.svg`: the credit each receiver held (DATA it
+/// was sent minus credit it returned), from the relay's legs.
+fn relay_plot(
+    dir: &Path,
+    tl: &Timeline,
+    r: &crate::analyze::relay::RelaySeries,
+) -> Result<String, PlotError> {
+    let (stream_label, stream_low) = match r.plotted_stream {
+        Some((c, s)) => (
+            format!("server, stream {s} of connection {c} (highest per ms)"),
+            format!("server, stream {s} of connection {c} (lowest per ms: after returning credit)"),
+        ),
+        None => (
+            "server, one stream".to_string(),
+            "server, one stream (lowest)".to_string(),
+        ),
+    };
+    line_chart(
+        &dir.join("withheld.svg"),
+        "Withheld credit: DATA a receiver was sent minus credit it returned (relay legs)",
+        "time since trace start (s)",
+        "KiB",
+        &[
+            Line {
+                label: &stream_label,
+                points: kib(r.stream_withheld_c2s.filled_until(tl.end_s)),
+            },
+            Line {
+                label: &stream_low,
+                points: kib(r.stream_withheld_min_c2s.filled_until(tl.end_s)),
+            },
+            Line {
+                label: "server, all connections (from the lowest point: credit granted ahead of data set aside)",
+                points: kib(r.conn_withheld_c2s.filled_until(tl.end_s)),
+            },
+            Line {
+                label: "client, all connections (likewise)",
+                points: kib(r.conn_withheld_s2c.filled_until(tl.end_s)),
+            },
+        ],
+    )?;
+    Ok("withheld.svg".into())
 }
 
 /// Side-by-side plots of several configurations (one line each), written

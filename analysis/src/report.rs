@@ -87,6 +87,19 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
         ("window_updates", &tl.window_updates, "frames"),
         ("rss", &tl.rss, "bytes"),
     ];
+    let mut rows: Vec<(&str, &crate::series::Series, &str)> = rows.to_vec();
+    if let Some(r) = &tl.relay {
+        rows.extend([
+            ("relay_withheld_stream_c2s", &r.stream_withheld_c2s, "bytes"),
+            (
+                "relay_withheld_stream_min_c2s",
+                &r.stream_withheld_min_c2s,
+                "bytes",
+            ),
+            ("relay_withheld_conn_c2s", &r.conn_withheld_c2s, "bytes"),
+            ("relay_withheld_conn_s2c", &r.conn_withheld_s2c, "bytes"),
+        ]);
+    }
     let res = (|| {
         writeln!(w, "series,t_s,value,unit,bucket_s")?;
         for (name, s, unit) in rows {
@@ -139,6 +152,14 @@ pub fn headline(s: &Summary) -> String {
                 other => format!("cut short ({other})"),
             }
         );
+    }
+    if let Some(r) = &s.relay {
+        relay_lines(&mut o, r);
+        if !c && !sv {
+            // A relay alone: the probe endpoints' figures do not exist.
+            let _ = write!(o, "{}", checks_lines(&s.checks));
+            return o;
+        }
     }
     let _ = writeln!(
         o,
@@ -295,6 +316,102 @@ pub fn headline(s: &Summary) -> String {
     let _ = writeln!(o, "rpcs      {rpcs}");
     let _ = write!(o, "{}", checks_lines(&s.checks));
     o
+}
+
+/// The relay's lines: what crossed it, and per data flow the receiver's
+/// credit behaviour and the sender's credit waits.
+fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
+    let closed: u64 = r.close_reasons.values().sum();
+    let _ = writeln!(
+        o,
+        "relay     {} connection pairs ({} refused, {} legs closed with a reason), {} frames forwarded unchanged{}; read→write in the relay p50 c2s {:.1}µs s2c {:.1}µs (p99 {:.1}µs / {:.1}µs)",
+        r.connections,
+        r.refused,
+        closed,
+        r.frames_forwarded,
+        if r.frames_differing + r.frames_unforwarded > 0 {
+            format!(
+                ", {} DIFFERING, {} NOT FORWARDED",
+                r.frames_differing, r.frames_unforwarded
+            )
+        } else {
+            String::new()
+        },
+        r.c2s.relay_latency_ms.p50 * 1e3,
+        r.s2c.relay_latency_ms.p50 * 1e3,
+        r.c2s.relay_latency_ms.p99 * 1e3,
+        r.s2c.relay_latency_ms.p99 * 1e3,
+    );
+    if closed > 0 {
+        let list: Vec<String> = r
+            .close_reasons
+            .iter()
+            .map(|(k, v)| format!("{k}×{v}"))
+            .collect();
+        let _ = writeln!(o, "closed    {}", list.join(", "));
+    }
+    for (name, f, sender, receiver) in [
+        ("c2s", &r.c2s, "client", "server"),
+        ("s2c", &r.s2c, "server", "client"),
+    ] {
+        if f.data_frames == 0 {
+            continue;
+        }
+        if f.window_updates_stream + f.window_updates_conn + f.exhausted_intervals == 0 {
+            let _ = writeln!(
+                o,
+                "{name}       DATA {} frames ({} B); no WINDOW_UPDATE from the {receiver}, no credit wait",
+                f.data_frames, f.data_bytes
+            );
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "{name}       DATA {} frames ({} B); {receiver}'s WINDOW_UPDATEs: {} stream (+{:.0} B p50, every {:.2}ms p50, {:.1} per MiB), {} connection (+{:.0} B p50)",
+            f.data_frames,
+            f.data_bytes,
+            f.window_updates_stream,
+            f.update_increment_stream.p50,
+            f.update_gap_stream_ms.p50,
+            f.updates_per_mib,
+            f.window_updates_conn,
+            f.update_increment_conn.p50,
+        );
+        let frames = |b: f64| b / f64::from(f.max_data_frame.max(1));
+        let verdict = match f.credit_release.as_str() {
+            "on_receipt" => format!(
+                "the {receiver} returns credit ON RECEIPT: after each stream WINDOW_UPDATE it still holds p50 {:.0} B (< half a {}-B frame), p90 {:.0} B",
+                f.withheld_after_update.p50, f.max_data_frame, f.withheld_after_update.p90
+            ),
+            "after_receipt" => format!(
+                "the {receiver} HOLDS credit after receipt: after each stream WINDOW_UPDATE it still holds p50 {:.0} B ({:.1} frames of {} B), p90 {:.0} B",
+                f.withheld_after_update.p50,
+                frames(f.withheld_after_update.p50),
+                f.max_data_frame,
+                f.withheld_after_update.p90
+            ),
+            _ => format!("the {receiver} sent too few stream WINDOW_UPDATEs to tell when it returns credit"),
+        };
+        let _ = writeln!(
+            o,
+            "credit    {verdict}; withheld peak stream {} B, connection {} B",
+            f.max_withheld_stream_bytes, f.max_withheld_conn_bytes
+        );
+        let _ = writeln!(
+            o,
+            "waits     the {sender} had an open stream and no credit {:.3}s in {} intervals{}; inferred waiting (it sent more DATA after the credit) {:.3}s in {}, resumed p50 {:.3}ms after the credit",
+            f.exhausted_s,
+            f.exhausted_intervals,
+            if f.exhausted_open > 0 {
+                format!(" ({} open at the end)", f.exhausted_open)
+            } else {
+                String::new()
+            },
+            f.inferred_blocked_s,
+            f.inferred_blocked_intervals,
+            f.resume_after_credit_ms.p50,
+        );
+    }
 }
 
 /// `checks    5 hold, 1 cannot be judged (name: why)`, then one line per

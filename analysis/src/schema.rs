@@ -17,11 +17,20 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Which endpoint of the experiment recorded an event.
+///
+/// `h2probe relay` taps two legs of every relayed connection, both in the
+/// relay's process: `client_leg` (its tap on the connection the real client
+/// opened to the relay; the relay is that connection's server end) and
+/// `server_leg` (its tap on the connection the relay opened to the real
+/// server; the relay is that connection's client end). One relayed pair
+/// has the same `conn` on both legs.
 #[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Endpoint {
     Server,
     Client,
+    ClientLeg,
+    ServerLeg,
 }
 
 impl Endpoint {
@@ -29,7 +38,21 @@ impl Endpoint {
         match self {
             Endpoint::Server => "server",
             Endpoint::Client => "client",
+            Endpoint::ClientLeg => "client_leg",
+            Endpoint::ServerLeg => "server_leg",
         }
+    }
+
+    /// Whether this tap sits at the HTTP/2 client end of its TCP connection
+    /// (it writes the connection preface): the probe's client, and the
+    /// relay's leg towards the server.
+    pub fn is_client_end(self) -> bool {
+        matches!(self, Endpoint::Client | Endpoint::ServerLeg)
+    }
+
+    /// Whether this is one of the relay's two legs.
+    pub fn is_relay_leg(self) -> bool {
+        matches!(self, Endpoint::ClientLeg | Endpoint::ServerLeg)
     }
 }
 

@@ -8,6 +8,7 @@ pub mod client;
 pub mod matrix;
 pub mod merge;
 mod progress;
+pub mod relay;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -193,8 +194,12 @@ const RUN_PRODUCTS: &[&str] = &[
     "report.html",
     "server.pcap",
     "client.pcap",
+    "client_leg.pcap",
+    "server_leg.pcap",
     "server.sqlog",
     "client.sqlog",
+    "client_leg.sqlog",
+    "server_leg.sqlog",
 ];
 
 /// Creates the run directory; refuses a non-empty one unless `force`, and

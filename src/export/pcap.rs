@@ -270,7 +270,7 @@ impl<W: std::io::Write> TapPcap<W> {
                     },
                 );
                 // A synthetic handshake, initiated by whichever side is the client.
-                let (a, b, isn_a, isn_b) = if e.ep == Endpoint::Client {
+                let (a, b, isn_a, isn_b) = if e.ep.is_client_end() {
                     (local, peer, ISN_LOCAL, ISN_PEER)
                 } else {
                     (peer, local, ISN_PEER, ISN_LOCAL)
@@ -290,7 +290,7 @@ impl<W: std::io::Write> TapPcap<W> {
                     return Ok(());
                 }
                 // The client preface precedes the first frame of the client's stream.
-                let client_stream = (e.ep == Endpoint::Client) == (f.dir == Dir::Out);
+                let client_stream = e.ep.is_client_end() == (f.dir == Dir::Out);
                 let sent = if f.dir == Dir::Out {
                     self.conns[&e.conn].out_off
                 } else {
@@ -329,10 +329,14 @@ impl<W: std::io::Write> TapPcap<W> {
 pub struct PcapCounts {
     pub server_packets: u64,
     pub client_packets: u64,
+    /// A relay's two legs (`client_leg.pcap`, `server_leg.pcap`).
+    pub client_leg_packets: u64,
+    pub server_leg_packets: u64,
 }
 
 /// Writes `server.pcap` and `client.pcap` into `dir` from its trace (one
-/// streaming pass). A file whose tap recorded nothing is not written.
+/// streaming pass), and for a relay run `client_leg.pcap` and
+/// `server_leg.pcap`. A file whose tap recorded nothing is not written.
 pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
     let (header, events) = super::run_events(dir)?;
     let to_wall = header.origin_unix_ns as i128 - header.origin_mono_ns as i128;
@@ -360,17 +364,28 @@ pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
     };
     let mut server = open("server.pcap")?;
     let mut client = open("client.pcap")?;
+    let mut client_leg = open("client_leg.pcap")?;
+    let mut server_leg = open("server_leg.pcap")?;
     for e in events {
         match e.ep {
             Endpoint::Server => server.event(&e).context("writing server.pcap")?,
             Endpoint::Client => client.event(&e).context("writing client.pcap")?,
+            Endpoint::ClientLeg => client_leg.event(&e).context("writing client_leg.pcap")?,
+            Endpoint::ServerLeg => server_leg.event(&e).context("writing server_leg.pcap")?,
         }
     }
     let counts = PcapCounts {
         server_packets: server.packets,
         client_packets: client.packets,
+        client_leg_packets: client_leg.packets,
+        server_leg_packets: server_leg.packets,
     };
-    for (name, p) in [("server.pcap", server), ("client.pcap", client)] {
+    for (name, p) in [
+        ("server.pcap", server),
+        ("client.pcap", client),
+        ("client_leg.pcap", client_leg),
+        ("server_leg.pcap", server_leg),
+    ] {
         let n = p.packets;
         let mut w = p.w.into_writer();
         std::io::Write::flush(&mut w).with_context(|| format!("writing {name}"))?;

@@ -3,7 +3,7 @@
 //! application events in an `h2probe:` namespace of our own. One file per
 //! endpoint (`server.sqlog`, `client.sqlog`): a qlog trace has one vantage point.
 
-use crate::trace::schema::{Dir, Endpoint, Event, FrameEv, FrameType, Kind};
+use crate::trace::schema::{Dir, Event, FrameEv, FrameType, Kind};
 use anyhow::Context as _;
 use serde_json::{json, Value};
 use std::io::Write;
@@ -94,20 +94,19 @@ fn event_json(e: &Event, origin: u64) -> Option<Value> {
     Some(json!({ "time": time, "name": name, "data": data }))
 }
 
-/// Writes `server.sqlog` and `client.sqlog` for the endpoints present.
+/// Writes `server.sqlog` and `client.sqlog` (a relay run: `client_leg.sqlog`
+/// and `server_leg.sqlog`) for the endpoints present.
 pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let (header, events) = super::run_events(dir)?;
     let origin = header.origin_mono_ns;
     let origin_unix_ms = header.origin_unix_ns as f64 / 1e6;
-    let mut outs: Vec<Option<(PathBuf, std::io::BufWriter<std::fs::File>)>> = vec![None, None];
+    // One file per tap: server, client, and a relay's two legs.
+    let mut outs: Vec<Option<(PathBuf, std::io::BufWriter<std::fs::File>)>> =
+        vec![None, None, None, None];
     for e in events {
         let i = e.ep as usize;
         if outs[i].is_none() {
-            let name = if e.ep == Endpoint::Server {
-                "server.sqlog"
-            } else {
-                "client.sqlog"
-            };
+            let name = format!("{}.sqlog", e.ep.as_str());
             let path = dir.join(name);
             let f = std::fs::File::create(&path)
                 .with_context(|| format!("creating {}", path.display()))?;
@@ -119,7 +118,12 @@ pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
                 "serialization_format": "application/qlog+json-seq",
                 "title": format!("h2probe {} tap", e.ep.as_str()),
                 "trace": {
-                    "vantage_point": { "type": e.ep.as_str() },
+                    // qlog knows client, server and network: a relay's
+                    // legs are observers on the path.
+                    "vantage_point": {
+                        "type": if e.ep.is_relay_leg() { "network" } else { e.ep.as_str() },
+                        "name": e.ep.as_str(),
+                    },
                     "common_fields": { "time_format": "relative", "reference_time": origin_unix_ms },
                     "event_schemas": ["urn:ietf:params:qlog:events:http2", "urn:h2probe:events"],
                 },

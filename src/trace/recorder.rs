@@ -90,6 +90,7 @@ impl Recorder {
                 let kind = build();
                 debug_assert_eq!(kind.id(), id, "emit's id names the kind it builds");
                 let bytes = payload_bytes(&kind);
+                let mut wake = false;
                 if bytes > 0 {
                     let held = self
                         .shared
@@ -105,6 +106,8 @@ impl Recorder {
                         }
                         return;
                     }
+                    // Half the payload budget held: as for slots, wake the writer.
+                    wake = held + bytes > self.shared.payload_budget / 2;
                 }
                 permit.send(Msg::Event(Event {
                     t,
@@ -114,7 +117,7 @@ impl Recorder {
                     kind,
                 }));
                 self.shared.accepted.fetch_add(1, Ordering::Relaxed);
-                if tx.capacity() < self.shared.wake_below {
+                if wake || tx.capacity() < self.shared.wake_below {
                     if let Some(w) = self.shared.writer.get() {
                         w.unpark();
                     }

@@ -10,13 +10,14 @@
 mod checks;
 mod latency;
 mod messages;
+pub mod relay;
 pub mod reorder;
 pub mod streams;
 pub mod summary;
 mod wire_view;
 
 pub use crate::schema::status_name;
-pub use summary::{Blocked, Check, Summary, Timeline};
+pub use summary::{Blocked, Check, RelayFlow, RelayStream, RelaySummary, Summary, Timeline};
 
 use crate::reader::{Ending, TraceReader};
 use crate::schema::{Endpoint, Event, Kind};
@@ -99,6 +100,8 @@ pub struct Analyzer {
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
+    /// The relay's legs, analysed apart.
+    relay: relay::RelayView,
 }
 
 impl Analyzer {
@@ -154,6 +157,7 @@ impl Analyzer {
             server_answers: Default::default(),
             window_log: None,
             window_log_error: None,
+            relay: relay::RelayView::new(origin),
         }
     }
 
@@ -167,6 +171,15 @@ impl Analyzer {
         match e.ep {
             Endpoint::Client => self.has_client = true,
             Endpoint::Server => self.has_server = true,
+            Endpoint::ClientLeg | Endpoint::ServerLeg => {
+                // A relay's legs: their own analysis (`relay`), apart from
+                // the probe endpoints' figures and checks.
+                self.relay.feed(e, self.line);
+                for (flow, stream, w) in std::mem::take(&mut self.relay.window_changes) {
+                    self.log_window(e.t, e, flow, stream, w);
+                }
+                return;
+            }
         }
         let t = e.t;
         match &e.kind {
@@ -218,7 +231,7 @@ impl Analyzer {
                 let name = status_name(r.status);
                 let map = match e.ep {
                     Endpoint::Client => &mut self.s.rpc_status,
-                    Endpoint::Server => &mut self.s.server_rpc_status,
+                    _ => &mut self.s.server_rpc_status,
                 };
                 *map.entry(name).or_default() += 1;
             }
@@ -486,6 +499,26 @@ impl Analyzer {
             bytes: bytes_check,
             agree: agree_check,
         });
+        let relay = std::mem::replace(&mut self.relay, relay::RelayView::new(self.origin));
+        if relay.seen() {
+            let (series, finished) = relay.finish(self.last_t);
+            self.tl.relay = Some(series);
+            if let Some((summary, check)) = finished {
+                if !self.has_client && !self.has_server {
+                    // A relay alone: the probe endpoints' invariants have
+                    // nothing to judge; the relay's own checks stand.
+                    self.s.checks.clear();
+                    self.s.checks.insert(
+                        "relay_no_data_beyond_credit".into(),
+                        relay::credit_check(&summary),
+                    );
+                }
+                self.s.relay = Some(summary);
+                self.s
+                    .checks
+                    .insert("relay_forwarded_unchanged".into(), check);
+            }
+        }
         (self.s, self.tl)
     }
 }

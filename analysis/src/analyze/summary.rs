@@ -260,6 +260,79 @@ pub struct Summary {
     /// clean | no_footer | truncated at line N
     pub trace_ending: String,
     pub checks: BTreeMap<String, Check>,
+    /// `h2probe relay` runs: what crossed the relay, per data flow (null for
+    /// traces without relay legs).
+    #[serde(default)]
+    pub relay: Option<RelaySummary>,
+}
+
+/// What a relay's two legs saw (see docs/summary-json.md, `relay`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RelaySummary {
+    /// Connections the relay accepted from clients (`conn_open` on `client_leg`).
+    pub connections: u64,
+    /// Connections closed at once past `--max-connections`.
+    pub refused: u64,
+    /// Legs closed with a reason, by `leg: reason` (its text before the first `:`).
+    pub close_reasons: BTreeMap<String, u64>,
+    /// `wire_error` events on either leg.
+    pub wire_errors: u64,
+    /// Frames read on one leg and written unchanged on the other.
+    pub frames_forwarded: u64,
+    /// Frames whose twin on the other leg (same direction, same offset) differs.
+    pub frames_differing: u64,
+    /// Frames seen on one leg only, in pairs closed without a reason.
+    pub frames_unforwarded: u64,
+    /// Client → server: DATA the client sends, credit the server returns.
+    pub c2s: RelayFlow,
+    /// Server → client: DATA the server sends, credit the client returns.
+    pub s2c: RelayFlow,
+    /// Per stream and flow (streams that carried DATA), the first 64.
+    pub streams: Vec<RelayStream>,
+    pub streams_omitted: u64,
+}
+
+/// One data flow through the relay (see docs/summary-json.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RelayFlow {
+    pub frames: u64,
+    pub data_frames: u64,
+    pub data_bytes: u64,
+    pub max_data_frame: u32,
+    pub relay_latency_ms: Distribution,
+    pub window_updates_stream: u64,
+    pub window_updates_conn: u64,
+    pub updates_per_mib: f64,
+    pub update_increment_stream: Distribution,
+    pub update_increment_conn: Distribution,
+    pub update_gap_stream_ms: Distribution,
+    pub update_gap_conn_ms: Distribution,
+    pub withheld_after_update: Distribution,
+    pub max_withheld_stream_bytes: i64,
+    pub max_withheld_conn_bytes: i64,
+    pub credit_release: String,
+    pub min_stream_window: Option<i64>,
+    pub min_conn_window: Option<i64>,
+    pub exhausted_s: f64,
+    pub exhausted_intervals: u64,
+    pub exhausted_open: u64,
+    pub inferred_blocked_s: f64,
+    pub inferred_blocked_intervals: u64,
+    pub resume_after_credit_ms: Distribution,
+    pub window_violations: u64,
+}
+
+/// One stream of one flow at the receiver's leg.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RelayStream {
+    pub conn: u32,
+    pub stream: u32,
+    pub flow: String,
+    pub data_bytes: u64,
+    pub returned_bytes: u64,
+    pub window_updates: u64,
+    pub max_withheld_bytes: i64,
+    pub withheld_end_bytes: i64,
 }
 
 /// One stream's share of a run (server's view).
@@ -310,6 +383,8 @@ pub struct Timeline {
     pub intervals_dropped: u64,
     /// Seconds from the trace origin to the last event.
     pub end_s: f64,
+    /// A relay run's withheld credit (absent without relay legs).
+    pub relay: Option<super::relay::RelaySeries>,
 }
 
 impl Timeline {
@@ -335,6 +410,7 @@ impl Timeline {
             intervals: vec![],
             intervals_dropped: 0,
             end_s: 0.0,
+            relay: None,
         }
     }
 }

@@ -15,7 +15,8 @@ pub(super) enum Flow {
 
 pub(super) fn flow_of(ep: Endpoint, dir: Dir) -> Flow {
     match (ep, dir) {
-        (Endpoint::Client, Dir::Out) | (Endpoint::Server, Dir::In) => Flow::C2s,
+        (ep, Dir::Out) if ep.is_client_end() => Flow::C2s,
+        (ep, Dir::In) if !ep.is_client_end() => Flow::C2s,
         _ => Flow::S2c,
     }
 }
@@ -68,7 +69,7 @@ impl Analyzer {
         self
     }
 
-    fn log_window(&mut self, t: u64, e: &Event, flow: usize, stream: u32, window: i64) {
+    pub(super) fn log_window(&mut self, t: u64, e: &Event, flow: usize, stream: u32, window: i64) {
         if self.window_log_error.is_some() {
             return;
         }
@@ -288,6 +289,7 @@ impl Analyzer {
                 }
             }
             Endpoint::Server => self.tl.credit_conn_server.push(e.t, conn_w as f64),
+            Endpoint::ClientLeg | Endpoint::ServerLeg => {}
         }
     }
 }

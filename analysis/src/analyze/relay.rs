@@ -1,0 +1,742 @@
+//! The relay view: what `h2probe relay` saw on its two legs (`client_leg`,
+//! `server_leg`) of every relayed connection pair.
+//!
+//! The relay forwards bytes unchanged, so a frame at byte offset X of one
+//! direction on one leg is the frame at offset X of the same direction on
+//! the other leg. That pairs every frame across the legs without looking at
+//! its content (and then checks the content agrees), and gives the relay's
+//! own latency per frame: the read that completed it on the leg it came in
+//! on, to the write that completed it on the other.
+//!
+//! Everything about a data flow is read at the tap nearest the party it
+//! concerns: the sender's windows and its waits at the sender's leg, the
+//! receiver's withheld credit and its WINDOW_UPDATE cadence at the
+//! receiver's leg.
+//!
+//! What the wire cannot say: whether a sender with an open stream and no
+//! credit *had data ready*. An exhausted window is a fact; a wait is an
+//! inference, made only when the sender sent more DATA on the connection
+//! after the credit came (it had more to send). Whether that data was ready
+//! during the whole interval, or arrived from its application later, is not
+//! on the wire: `resume_after_credit_ms` shows how promptly it resumed.
+
+use super::summary::{Check, RelayFlow, RelayStream, RelaySummary};
+use crate::schema::{flags, settings, Dir, Endpoint, Event, FrameEv, FrameType, Kind};
+use crate::series::{Merge, Series};
+use crate::stats::Histo;
+use crate::windows::FlowWindows;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// Frames waiting for their twin on the other leg, per pair and direction
+/// (bounded: a leg cut short never drains its queue).
+const MAX_PENDING: usize = 100_000;
+/// Streams listed in `relay.streams`; later ones are only counted.
+const MAX_STREAMS: usize = 64;
+/// Buckets of the withheld-credit plot series.
+const SERIES_CAP: usize = 2048;
+
+/// Which way bytes (and DATA) travel.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Flow {
+    C2s = 0,
+    S2c = 1,
+}
+
+impl Flow {
+    fn of(ep: Endpoint, dir: Dir) -> Flow {
+        if ep.is_client_end() == (dir == Dir::Out) {
+            Flow::C2s
+        } else {
+            Flow::S2c
+        }
+    }
+    fn other(self) -> Flow {
+        match self {
+            Flow::C2s => Flow::S2c,
+            Flow::S2c => Flow::C2s,
+        }
+    }
+    /// The leg nearest the party that sends DATA in this flow.
+    fn sender_leg(self) -> Endpoint {
+        match self {
+            Flow::C2s => Endpoint::ClientLeg,
+            Flow::S2c => Endpoint::ServerLeg,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Flow::C2s => "c2s",
+            Flow::S2c => "s2c",
+        }
+    }
+}
+
+/// What identifies a frame on either leg.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Twin {
+    offset: u64,
+    t: u64,
+    frame: FrameType,
+    flags: u8,
+    stream: u32,
+    len: u32,
+    line: u64,
+}
+
+/// The sender's side of one data flow, from the sender's leg.
+#[derive(Default)]
+struct SenderView {
+    /// Streams the sender opened (HEADERS) and has not ended (END_STREAM,
+    /// RST_STREAM either way).
+    open: HashSet<u32>,
+    /// An open stream, or the connection, has no credit since this time.
+    exhausted_since: Option<u64>,
+    /// The last exhaustion ended by credit at this time: the sender's next
+    /// DATA makes it an inferred wait.
+    credit_at: Option<(u64, u64)>,
+}
+
+/// One stream of one flow at the receiver's leg.
+#[derive(Default, Clone)]
+struct StreamCredit {
+    data: u64,
+    returned: u64,
+    updates: u64,
+    max_withheld: i64,
+}
+
+impl FlowState {
+    /// Moves the connection's withheld credit by `delta`; returns the change
+    /// of what it holds above its lowest point (see `max_withheld_conn_bytes`).
+    fn move_conn(&mut self, delta: i64) -> i64 {
+        let before = self.conn_withheld - self.conn_low;
+        self.conn_withheld += delta;
+        self.conn_low = self.conn_low.min(self.conn_withheld);
+        self.conn_withheld - self.conn_low - before
+    }
+    fn conn_held(&self) -> i64 {
+        self.conn_withheld - self.conn_low
+    }
+}
+
+impl StreamCredit {
+    fn withheld(&self) -> i64 {
+        self.data as i64 - self.returned as i64
+    }
+}
+
+#[derive(Default)]
+struct FlowState {
+    /// Windows of this flow as each leg saw it: [client_leg, server_leg].
+    windows: [FlowWindows; 2],
+    sender: SenderView,
+    /// Receiver's leg: DATA written minus connection credit returned.
+    conn_withheld: i64,
+    /// Its lowest value so far: below 0 when the receiver granted credit
+    /// ahead of data (an up-front WINDOW_UPDATE enlarging its window).
+    conn_low: i64,
+    streams: HashMap<u32, StreamCredit>,
+    last_stream_update: HashMap<u32, u64>,
+    last_conn_update: Option<u64>,
+}
+
+#[derive(Default)]
+struct Pair {
+    flows: [FlowState; 2],
+    /// Per byte direction: frames read on the incoming leg not yet seen
+    /// written on the other, and frames written not yet seen read (the two
+    /// legs' events may reach the trace in either order).
+    read: [VecDeque<Twin>; 2],
+    written: [VecDeque<Twin>; 2],
+    /// Either leg closed with a reason (a broken or hostile peer, an
+    /// upstream that refused): unforwarded frames are expected.
+    closed_with_reason: bool,
+}
+
+#[derive(Default)]
+struct FlowFigures {
+    frames: u64,
+    data_frames: u64,
+    data_bytes: u64,
+    max_data_frame: u32,
+    latency: Option<Histo>,
+    stream_updates: u64,
+    conn_updates: u64,
+    stream_increment: Option<Histo>,
+    conn_increment: Option<Histo>,
+    stream_gap: Option<Histo>,
+    conn_gap: Option<Histo>,
+    withheld_after_update: Option<Histo>,
+    max_withheld_stream: i64,
+    max_withheld_conn: i64,
+    exhausted_ns: u64,
+    exhausted: u64,
+    exhausted_open: u64,
+    blocked_ns: u64,
+    blocked: u64,
+    resume: Option<Histo>,
+    violations: u64,
+    min_stream_window: Option<i64>,
+    min_conn_window: Option<i64>,
+}
+
+fn histo(h: &mut Option<Histo>, scale: f64) -> &mut Histo {
+    h.get_or_insert_with(|| Histo::new(scale))
+}
+
+/// Bounded time series of withheld credit (c2s: what the server holds).
+pub struct RelaySeries {
+    /// Connection-level withheld credit, c2s, summed over pairs.
+    pub conn_withheld_c2s: Series,
+    /// The first c2s stream with DATA: its withheld credit, the highest
+    /// and the lowest value in each bucket (the low one is what the
+    /// receiver held right after returning credit).
+    pub stream_withheld_c2s: Series,
+    pub stream_withheld_min_c2s: Series,
+    /// Connection-level withheld credit, s2c (what the client holds).
+    pub conn_withheld_s2c: Series,
+    pub plotted_stream: Option<(u32, u32)>,
+}
+
+impl RelaySeries {
+    fn new(origin: u64) -> RelaySeries {
+        let series = |m| Series::new(origin, 1_000_000, SERIES_CAP, m);
+        RelaySeries {
+            conn_withheld_c2s: series(Merge::Max),
+            stream_withheld_c2s: series(Merge::Max),
+            stream_withheld_min_c2s: series(Merge::Min),
+            conn_withheld_s2c: series(Merge::Max),
+            plotted_stream: None,
+        }
+    }
+}
+
+/// Feeds relay-leg events; [`RelayView::finish`] gives `summary.relay`.
+pub struct RelayView {
+    origin: u64,
+    seen: bool,
+    pairs: HashMap<u32, Pair>,
+    figures: [FlowFigures; 2],
+    connections: u64,
+    refused: u64,
+    close_reasons: BTreeMap<String, u64>,
+    wire_errors: u64,
+    matched: u64,
+    differing: u64,
+    first_difference: Option<(u64, u64, String)>,
+    streams: Vec<RelayStream>,
+    streams_omitted: u64,
+    total_withheld: [i64; 2],
+    pub series: RelaySeries,
+    /// Window changes of the event just fed, (flow, stream, window),
+    /// stream 0 the connection: the driver writes them to windows.csv.
+    pub(super) window_changes: Vec<(usize, u32, i64)>,
+}
+
+impl RelayView {
+    pub fn new(origin: u64) -> RelayView {
+        RelayView {
+            origin,
+            seen: false,
+            pairs: HashMap::new(),
+            figures: Default::default(),
+            connections: 0,
+            refused: 0,
+            close_reasons: BTreeMap::new(),
+            wire_errors: 0,
+            matched: 0,
+            differing: 0,
+            first_difference: None,
+            streams: vec![],
+            streams_omitted: 0,
+            total_withheld: [0; 2],
+            series: RelaySeries::new(origin),
+            window_changes: vec![],
+        }
+    }
+
+    pub fn feed(&mut self, e: &Event, line: u64) {
+        self.seen = true;
+        match &e.kind {
+            Kind::ConnOpen(_) => {
+                if e.ep == Endpoint::ClientLeg {
+                    self.connections += 1;
+                }
+                self.pairs.entry(e.conn).or_default();
+            }
+            Kind::ConnRefused(_) => self.refused += 1,
+            Kind::WireError(_) => self.wire_errors += 1,
+            Kind::ConnClose(c) => {
+                if !c.error.is_empty() {
+                    let key = c.error.split(':').next().unwrap_or_default().trim();
+                    *self
+                        .close_reasons
+                        .entry(format!("{}: {key}", e.ep.as_str()))
+                        .or_default() += 1;
+                    self.pairs.entry(e.conn).or_default().closed_with_reason = true;
+                }
+                // Both legs gone: the pair's streams are final.
+                if e.ep == Endpoint::ClientLeg || e.ep == Endpoint::ServerLeg {
+                    self.close_leg(e);
+                }
+            }
+            Kind::Frame(f) => self.frame(e, f, line),
+            _ => {}
+        }
+    }
+
+    /// A leg closed: exhaustion still open on its sender side ends here.
+    fn close_leg(&mut self, e: &Event) {
+        let Some(pair) = self.pairs.get_mut(&e.conn) else {
+            return;
+        };
+        for flow in [Flow::C2s, Flow::S2c] {
+            if flow.sender_leg() != e.ep {
+                continue;
+            }
+            let st = &mut pair.flows[flow as usize];
+            if let Some(s) = st.sender.exhausted_since.take() {
+                let fig = &mut self.figures[flow as usize];
+                fig.exhausted += 1;
+                fig.exhausted_open += 1;
+                fig.exhausted_ns += e.t.saturating_sub(s);
+            }
+            st.sender.credit_at = None;
+        }
+    }
+
+    fn frame(&mut self, e: &Event, f: &FrameEv, line: u64) {
+        let travel = Flow::of(e.ep, f.dir);
+        let twin = Twin {
+            offset: f.offset,
+            t: e.t,
+            frame: f.frame,
+            flags: f.flags,
+            stream: e.stream,
+            len: f.len,
+            line,
+        };
+        self.pair_frame(e.conn, travel, f.dir, twin);
+        let Some(pair) = self.pairs.get_mut(&e.conn) else {
+            return;
+        };
+        let leg = usize::from(e.ep == Endpoint::ServerLeg);
+        let t = e.t;
+        match f.frame {
+            FrameType::DATA => {
+                let st = &mut pair.flows[travel as usize];
+                let w = &mut st.windows[leg];
+                let before = w.violation_count();
+                w.on_data(t, e.stream, f.flow_len());
+                self.window_changes.extend([
+                    (travel as usize, 0, w.conn()),
+                    (travel as usize, e.stream, w.stream(e.stream)),
+                ]);
+                let fig = &mut self.figures[travel as usize];
+                fig.violations += w.violation_count() - before;
+                if e.ep == travel.sender_leg() {
+                    fig.data_frames += 1;
+                    fig.data_bytes += f.data_len() as u64;
+                    fig.max_data_frame = fig.max_data_frame.max(f.len);
+                    let (cw, sw) = (w.conn(), w.stream(e.stream));
+                    fig.min_conn_window = Some(fig.min_conn_window.map_or(cw, |m| m.min(cw)));
+                    fig.min_stream_window = Some(fig.min_stream_window.map_or(sw, |m| m.min(sw)));
+                    if f.len > 0 {
+                        if let Some((start, end)) = st.sender.credit_at.take() {
+                            fig.blocked += 1;
+                            fig.blocked_ns += end - start;
+                            histo(&mut fig.resume, 1e-6).record(t.saturating_sub(end));
+                        }
+                    }
+                    if f.has_flag(flags::END_STREAM) {
+                        st.sender.open.remove(&e.stream);
+                    }
+                    Self::exhaustion(st, leg, fig, t, false);
+                } else {
+                    // The receiver's leg: bytes handed to the receiver.
+                    let len = f.flow_len() as i64;
+                    let moved = st.move_conn(len);
+                    fig.max_withheld_conn = fig.max_withheld_conn.max(st.conn_held());
+                    let sc = st.streams.entry(e.stream).or_default();
+                    sc.data += f.flow_len() as u64;
+                    sc.max_withheld = sc.max_withheld.max(sc.withheld());
+                    fig.max_withheld_stream = fig.max_withheld_stream.max(sc.withheld());
+                    self.total_withheld[travel as usize] += moved;
+                    let stream_w = sc.withheld();
+                    self.plot(travel, t, e.conn, e.stream, stream_w);
+                }
+            }
+            FrameType::WINDOW_UPDATE => {
+                let credited = travel.other();
+                let inc = f.increment.unwrap_or(0);
+                let st = &mut pair.flows[credited as usize];
+                let w = &mut st.windows[leg];
+                let before = w.violation_count();
+                w.on_window_update(t, e.stream, inc);
+                let now = if e.stream == 0 {
+                    w.conn()
+                } else {
+                    w.stream(e.stream)
+                };
+                self.window_changes.push((credited as usize, e.stream, now));
+                let fig = &mut self.figures[credited as usize];
+                fig.violations += w.violation_count() - before;
+                if e.ep == credited.sender_leg() {
+                    Self::exhaustion(st, leg, fig, t, true);
+                } else if e.stream == 0 {
+                    fig.conn_updates += 1;
+                    histo(&mut fig.conn_increment, 1.0).record(inc as u64);
+                    if let Some(prev) = st.last_conn_update.replace(t) {
+                        histo(&mut fig.conn_gap, 1e-6).record(t.saturating_sub(prev));
+                    }
+                    let moved = st.move_conn(-(inc as i64));
+                    self.total_withheld[credited as usize] += moved;
+                    let w = st.conn_held();
+                    self.plot(credited, t, e.conn, 0, w);
+                } else {
+                    fig.stream_updates += 1;
+                    histo(&mut fig.stream_increment, 1.0).record(inc as u64);
+                    if let Some(prev) = st.last_stream_update.insert(e.stream, t) {
+                        histo(&mut fig.stream_gap, 1e-6).record(t.saturating_sub(prev));
+                    }
+                    let sc = st.streams.entry(e.stream).or_default();
+                    sc.returned += inc as u64;
+                    sc.updates += 1;
+                    let after = sc.withheld();
+                    histo(&mut fig.withheld_after_update, 1.0).record(after.max(0) as u64);
+                    self.plot(credited, t, e.conn, e.stream, after);
+                }
+            }
+            FrameType::SETTINGS if !f.has_flag(flags::ACK) => {
+                // The sender of these SETTINGS receives the other flow.
+                let flow = travel.other();
+                let st = &mut pair.flows[flow as usize];
+                for (id, v) in f.settings.iter().flatten() {
+                    if *id == settings::INITIAL_WINDOW_SIZE {
+                        if f.dir == Dir::Out {
+                            st.windows[leg].on_settings_sent(*v);
+                        }
+                        st.windows[leg].on_initial_window(t, *v);
+                        self.window_changes.extend(
+                            st.windows[leg]
+                                .streams()
+                                .map(|(id, w)| (flow as usize, id, w)),
+                        );
+                    }
+                }
+                if e.ep == flow.sender_leg() {
+                    Self::exhaustion(st, leg, &mut self.figures[flow as usize], t, true);
+                }
+            }
+            FrameType::SETTINGS => {
+                let flow = travel;
+                if f.dir == Dir::In {
+                    pair.flows[flow as usize].windows[leg].on_settings_acked();
+                }
+            }
+            FrameType::HEADERS if e.ep == travel.sender_leg() => {
+                let st = &mut pair.flows[travel as usize];
+                if f.has_flag(flags::END_STREAM) {
+                    st.sender.open.remove(&e.stream);
+                } else if st.sender.open.len() < 100_000 {
+                    st.sender.open.insert(e.stream);
+                }
+                Self::exhaustion(st, leg, &mut self.figures[travel as usize], t, false);
+            }
+            FrameType::RST_STREAM => {
+                for flow in [Flow::C2s, Flow::S2c] {
+                    if e.ep == flow.sender_leg() {
+                        let st = &mut pair.flows[flow as usize];
+                        st.sender.open.remove(&e.stream);
+                        Self::exhaustion(st, leg, &mut self.figures[flow as usize], t, false);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Withheld credit for the plots: the total over pairs at connection
+    /// level, and one stream (the first c2s stream that carried DATA).
+    fn plot(&mut self, flow: Flow, t: u64, conn: u32, stream: u32, withheld: i64) {
+        let total = self.total_withheld[flow as usize] as f64;
+        match flow {
+            Flow::C2s => {
+                self.series.conn_withheld_c2s.push(t, total);
+                if stream != 0
+                    && *self.series.plotted_stream.get_or_insert((conn, stream)) == (conn, stream)
+                {
+                    self.series.stream_withheld_c2s.push(t, withheld as f64);
+                    self.series.stream_withheld_min_c2s.push(t, withheld as f64);
+                }
+            }
+            Flow::S2c => self.series.conn_withheld_s2c.push(t, total),
+        }
+    }
+
+    /// Re-evaluates, at the sender's leg (`leg`), whether the connection or
+    /// an open stream of this flow's sender has no credit; `credit`: the
+    /// event granted credit (what ends a wait).
+    fn exhaustion(st: &mut FlowState, leg: usize, fig: &mut FlowFigures, t: u64, credit: bool) {
+        let w = &st.windows[leg];
+        let dry = !st.sender.open.is_empty()
+            && (w.conn() <= 0 || st.sender.open.iter().any(|s| w.stream(*s) <= 0));
+        match (st.sender.exhausted_since, dry) {
+            (None, true) => {
+                st.sender.exhausted_since = Some(t);
+                st.sender.credit_at = None;
+            }
+            (Some(since), false) => {
+                st.sender.exhausted_since = None;
+                fig.exhausted += 1;
+                fig.exhausted_ns += t.saturating_sub(since);
+                if credit {
+                    st.sender.credit_at = Some((since, t));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Pairs a frame with its twin on the other leg (same direction, same
+    /// offset) and checks they are the same frame.
+    fn pair_frame(&mut self, conn: u32, travel: Flow, dir: Dir, me: Twin) {
+        let pair = self.pairs.entry(conn).or_default();
+        let d = travel as usize;
+        // Read on the incoming leg (dir In), written on the outgoing (Out).
+        let (mine, other) = match dir {
+            Dir::In => (&mut pair.read[d], &mut pair.written[d]),
+            Dir::Out => (&mut pair.written[d], &mut pair.read[d]),
+        };
+        while other.front().is_some_and(|o| o.offset < me.offset) {
+            other.pop_front();
+        }
+        if let Some(o) = other.front().copied() {
+            if o.offset == me.offset {
+                other.pop_front();
+                let (read, written) = if dir == Dir::In { (me, o) } else { (o, me) };
+                let fig = &mut self.figures[d];
+                fig.frames += 1;
+                histo(&mut fig.latency, 1e-6).record(written.t.saturating_sub(read.t));
+                let same = (read.frame, read.flags, read.stream, read.len)
+                    == (written.frame, written.flags, written.stream, written.len);
+                if same {
+                    self.matched += 1;
+                } else {
+                    self.differing += 1;
+                    if self.first_difference.is_none() {
+                        self.first_difference = Some((
+                            written.t.max(read.t),
+                            written.line.max(read.line),
+                            format!(
+                                "conn {conn} {}: offset {} read as {} flags {:#x} stream {} len {}, written as {} flags {:#x} stream {} len {}",
+                                travel.name(),
+                                me.offset,
+                                read.frame,
+                                read.flags,
+                                read.stream,
+                                read.len,
+                                written.frame,
+                                written.flags,
+                                written.stream,
+                                written.len
+                            ),
+                        ));
+                    }
+                }
+                return;
+            }
+        }
+        mine.push_back(me);
+        if mine.len() > MAX_PENDING {
+            mine.pop_front();
+        }
+    }
+}
+
+impl RelayView {
+    /// Whether the trace had any relay-leg event.
+    pub fn seen(&self) -> bool {
+        self.seen
+    }
+
+    /// `summary.relay` and the `relay_forwarded_unchanged` check; `None`
+    /// when the trace has no relay legs.
+    pub fn finish(mut self, end_t: u64) -> (RelaySeries, Option<(RelaySummary, Check)>) {
+        let series = std::mem::replace(&mut self.series, RelaySeries::new(self.origin));
+        if !self.seen {
+            return (series, None);
+        }
+        let mut ids: Vec<u32> = self.pairs.keys().copied().collect();
+        ids.sort_unstable();
+        let mut unforwarded = 0u64;
+        let mut first_unforwarded: Option<(u64, u64, String)> = None;
+        for id in &ids {
+            let pair = self.pairs.get_mut(id).expect("listed");
+            for flow in [Flow::C2s, Flow::S2c] {
+                let fig = &mut self.figures[flow as usize];
+                let st = &mut pair.flows[flow as usize];
+                // A wait still open at the end: counted, not inferred.
+                if let Some(s) = st.sender.exhausted_since.take() {
+                    fig.exhausted += 1;
+                    fig.exhausted_open += 1;
+                    fig.exhausted_ns += end_t.saturating_sub(s);
+                }
+                let mut streams: Vec<(&u32, &StreamCredit)> =
+                    st.streams.iter().filter(|(_, c)| c.data > 0).collect();
+                streams.sort_by_key(|(id, _)| **id);
+                for (sid, c) in streams {
+                    if self.streams.len() < MAX_STREAMS {
+                        self.streams.push(RelayStream {
+                            conn: *id,
+                            stream: *sid,
+                            flow: flow.name().into(),
+                            data_bytes: c.data,
+                            returned_bytes: c.returned,
+                            window_updates: c.updates,
+                            max_withheld_bytes: c.max_withheld,
+                            withheld_end_bytes: c.withheld(),
+                        });
+                    } else {
+                        self.streams_omitted += 1;
+                    }
+                }
+                // Frames one leg saw and the other never did.
+                if !pair.closed_with_reason {
+                    for q in [&pair.read[flow as usize], &pair.written[flow as usize]] {
+                        unforwarded += q.len() as u64;
+                        if let Some(f) = q.front() {
+                            if first_unforwarded.as_ref().is_none_or(|x| f.t < x.0) {
+                                first_unforwarded = Some((
+                                    f.t,
+                                    f.line,
+                                    format!(
+                                        "conn {id} {}: {} at offset {} seen on one leg only",
+                                        flow.name(),
+                                        f.frame,
+                                        f.offset
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let secs = |t: u64| t.saturating_sub(self.origin) as f64 / 1e9;
+        let check = if let Some((t, line, what)) = &self.first_difference {
+            Check::failed_at(
+                format!(
+                    "{} frames differ between the legs, first: {what}",
+                    self.differing
+                ),
+                secs(*t),
+                *line,
+            )
+        } else if let Some((t, line, what)) = &first_unforwarded {
+            Check::failed_at(
+                format!("{unforwarded} frames of pairs closed without a reason were not forwarded, first: {what}"),
+                secs(*t),
+                *line,
+            )
+        } else if self.matched == 0 {
+            Check::na("no frame crossed the relay")
+        } else {
+            Check::new(
+                true,
+                format!(
+                    "{} frames read on one leg were written on the other at the same offset, unchanged (type, flags, stream, length)",
+                    self.matched
+                ),
+            )
+        };
+        let flows = std::mem::take(&mut self.figures).map(flow_summary);
+        let [c2s, s2c] = flows;
+        let summary = Some((
+            RelaySummary {
+                connections: self.connections,
+                refused: self.refused,
+                close_reasons: self.close_reasons,
+                wire_errors: self.wire_errors,
+                frames_forwarded: self.matched,
+                frames_differing: self.differing,
+                frames_unforwarded: unforwarded,
+                c2s,
+                s2c,
+                streams: self.streams,
+                streams_omitted: self.streams_omitted,
+            },
+            check,
+        ));
+        (series, summary)
+    }
+}
+
+fn dist(h: Option<Histo>) -> crate::stats::Distribution {
+    h.map(|h| h.summary()).unwrap_or_default()
+}
+
+fn flow_summary(f: FlowFigures) -> RelayFlow {
+    let withheld_after_update = dist(f.withheld_after_update);
+    let credit_release = if withheld_after_update.count < 2 || f.max_data_frame == 0 {
+        "unknown"
+    } else if withheld_after_update.p50 < f.max_data_frame as f64 / 2.0 {
+        "on_receipt"
+    } else {
+        "after_receipt"
+    };
+    let mib = f.data_bytes as f64 / (1 << 20) as f64;
+    RelayFlow {
+        frames: f.frames,
+        data_frames: f.data_frames,
+        data_bytes: f.data_bytes,
+        max_data_frame: f.max_data_frame,
+        relay_latency_ms: dist(f.latency),
+        window_updates_stream: f.stream_updates,
+        window_updates_conn: f.conn_updates,
+        updates_per_mib: if mib > 0.0 {
+            f.stream_updates as f64 / mib
+        } else {
+            0.0
+        },
+        update_increment_stream: dist(f.stream_increment),
+        update_increment_conn: dist(f.conn_increment),
+        update_gap_stream_ms: dist(f.stream_gap),
+        update_gap_conn_ms: dist(f.conn_gap),
+        withheld_after_update,
+        max_withheld_stream_bytes: f.max_withheld_stream,
+        max_withheld_conn_bytes: f.max_withheld_conn,
+        credit_release: credit_release.into(),
+        min_stream_window: f.min_stream_window,
+        min_conn_window: f.min_conn_window,
+        exhausted_s: f.exhausted_ns as f64 / 1e9,
+        exhausted_intervals: f.exhausted,
+        exhausted_open: f.exhausted_open,
+        inferred_blocked_s: f.blocked_ns as f64 / 1e9,
+        inferred_blocked_intervals: f.blocked,
+        resume_after_credit_ms: dist(f.resume),
+        window_violations: f.violations,
+    }
+}
+
+/// DATA beyond the credit its receiver granted, or a window pushed past
+/// 2^31-1, on either leg (windows rebuilt from the frames of each leg).
+pub fn credit_check(r: &RelaySummary) -> Check {
+    let v = r.c2s.window_violations + r.s2c.window_violations;
+    if r.c2s.data_frames + r.s2c.data_frames == 0 {
+        Check::na("no DATA crossed the relay")
+    } else if v > 0 {
+        Check::new(
+            false,
+            format!(
+                "{v} flow-control violations on the legs (c2s {}, s2c {}): DATA beyond the receiver's window or a window above 2^31-1",
+                r.c2s.window_violations, r.s2c.window_violations
+            ),
+        )
+    } else {
+        Check::new(
+            true,
+            "no DATA beyond the receiver's window on either leg, both flows".to_string(),
+        )
+    }
+}
