@@ -51,7 +51,7 @@ pub enum Command {
     Run(Box<RunOpts>),
     /// Run the probe server alone (h2c on 127.0.0.1:50051 by default) until Ctrl-C.
     Serve(Box<ServeOpts>),
-    /// Run the probe client alone against any h2c gRPC server.
+    /// Run the probe client alone against any gRPC server (h2c or TLS), any client-streaming method.
     Client(Box<ClientCmdOpts>),
     /// Relay h2c connections to a real server unchanged, tapping both legs (a real client and server, observed).
     Relay(Box<crate::commands::relay::RelayOpts>),
@@ -75,6 +75,14 @@ pub struct AnalyzeOpts {
     /// Run directories (each holding a trace.jsonl).
     #[arg(required = true, value_name = "RUN_DIR")]
     pub dirs: Vec<PathBuf>,
+}
+
+/// `s` cut to at most `max` characters, marked when cut.
+fn shorten(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 fn print_warnings(w: &[String]) {
@@ -179,13 +187,22 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let mut out = std::io::stdout().lock();
             writeln!(out, "run directory: {}", f.dir.display())?;
             for o in &outcomes {
+                let reply = o
+                    .reply_json
+                    .as_ref()
+                    .map_or(String::new(), |j| format!(" reply {}", shorten(j, 200)));
+                // (The line keeps its old shape, trailing space included,
+                // when there is no reply to show.)
+                let message = match (o.message.is_empty(), reply.is_empty()) {
+                    (true, false) => String::new(),
+                    _ => format!(" {}", o.message),
+                };
                 writeln!(
                     out,
-                    "rpc conn {} stream {}: {} {}",
+                    "rpc conn {} stream {}: {}{message}{reply}",
                     o.conn,
                     o.stream,
                     h2probe_analysis::schema::status_name(o.status),
-                    o.message
                 )?;
             }
             write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;

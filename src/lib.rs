@@ -12,6 +12,7 @@ pub mod decode;
 pub mod export;
 pub mod grpc;
 pub mod tap;
+pub mod tls;
 pub mod trace;
 pub mod wire;
 

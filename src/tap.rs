@@ -5,6 +5,12 @@
 //!
 //! It also records every interval in which `poll_write` returned Pending:
 //! the socket, not the flow-control window, held the writer back.
+//!
+//! Under TLS the tap sits above TLS (it must see plaintext frames), where a
+//! Pending write means rustls's outgoing buffer was full; the socket itself
+//! is watched below TLS by a [`SocketWatch`], so `socket_blocked` keeps one
+//! meaning: the TCP socket (or the user-space link in front of it) refused
+//! bytes. Frames are timestamped when h2 hands them to TLS.
 
 use crate::config::CapturePayload;
 use crate::trace::clock::now_ns;
@@ -64,7 +70,7 @@ pub struct Tap<S> {
     rec: Recorder,
     rd: Side,
     wr: Side,
-    blocked_since: Option<u64>,
+    blocked: BlockWatch,
     /// Set once either direction's parser failed (`wire_error`): a relay
     /// stops forwarding a connection it can no longer frame.
     wire_failed: Arc<AtomicBool>,
@@ -103,9 +109,16 @@ impl<S> Tap<S> {
             rec,
             rd: side(rd, Dir::In),
             wr: side(wr, Dir::Out),
-            blocked_since: None,
+            blocked: BlockWatch::new(cfg, true),
             wire_failed: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The tap sits above TLS: a [`SocketWatch`] on the socket below records
+    /// `socket_blocked` instead (a Pending here is rustls's buffer).
+    pub fn above_tls(mut self) -> Self {
+        self.blocked.enabled = false;
+        self
     }
 
     pub fn get_ref(&self) -> &S {
@@ -238,9 +251,7 @@ impl<S> Drop for Tap<S> {
         }
         // A write still refused when the connection goes (a peer that
         // stopped reading): the interval ends here, marked open.
-        if let Some(start) = self.blocked_since.take() {
-            self.record_blocked(start, t, true);
-        }
+        self.blocked.close(&self.rec, t);
         let (bytes_in, bytes_out) = (self.rd.bytes, self.wr.bytes);
         let error = self.close_reason.take();
         self.rec.emit(
@@ -279,32 +290,133 @@ impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
     }
 }
 
-impl<S> Tap<S> {
-    /// Bookkeeping after a write attempt: closes a blocked interval or opens one.
-    /// A `socket_blocked` interval from `start` to `t` (`open`: it never
-    /// resumed).
-    fn record_blocked(&self, start: u64, t: u64, open: bool) {
-        let (endpoint, conn) = (self.cfg.endpoint, self.cfg.conn);
-        self.rec
-            .emit(endpoint, conn, 0, t, KindId::SocketBlocked, || {
-                Kind::SocketBlocked(IntervalEv {
-                    dir: Dir::Out,
-                    start,
-                    open,
-                })
-            });
+/// The `socket_blocked` intervals of one transport: every stretch in which
+/// its `poll_write` returned Pending.
+struct BlockWatch {
+    cfg: TapConfig,
+    enabled: bool,
+    since: Option<u64>,
+}
+
+impl BlockWatch {
+    fn new(cfg: TapConfig, enabled: bool) -> BlockWatch {
+        BlockWatch {
+            cfg,
+            enabled,
+            since: None,
+        }
     }
 
-    fn after_write(&mut self, pending: bool) {
+    /// A `socket_blocked` interval from `start` to `t` (`open`: it never
+    /// resumed).
+    fn record(&self, rec: &Recorder, start: u64, t: u64, open: bool) {
+        let (endpoint, conn) = (self.cfg.endpoint, self.cfg.conn);
+        rec.emit(endpoint, conn, 0, t, KindId::SocketBlocked, || {
+            Kind::SocketBlocked(IntervalEv {
+                dir: Dir::Out,
+                start,
+                open,
+            })
+        });
+    }
+
+    /// Bookkeeping after a write attempt: closes a blocked interval or opens one.
+    fn after_write(&mut self, rec: &Recorder, pending: bool) {
+        if !self.enabled {
+            return;
+        }
         // The clock is read only when an interval opens or closes: the
         // common write (ready, not blocked before) costs nothing here.
         if pending {
-            if self.blocked_since.is_none() {
-                self.blocked_since = Some(now_ns());
+            if self.since.is_none() {
+                self.since = Some(now_ns());
             }
-        } else if let Some(start) = self.blocked_since.take() {
-            self.record_blocked(start, now_ns(), false);
+        } else if let Some(start) = self.since.take() {
+            self.record(rec, start, now_ns(), false);
         }
+    }
+
+    /// The transport goes: an interval still open ends at `t`, marked open.
+    fn close(&mut self, rec: &Recorder, t: u64) {
+        if let Some(start) = self.since.take() {
+            self.record(rec, start, t, true);
+        }
+    }
+}
+
+impl<S> Tap<S> {
+    fn after_write(&mut self, pending: bool) {
+        self.blocked.after_write(&self.rec, pending);
+    }
+}
+
+/// Watches the socket below TLS for refused writes (`socket_blocked`, on
+/// the connection `cfg` names); records no frames (they are encrypted here).
+pub struct SocketWatch<S> {
+    inner: S,
+    rec: Recorder,
+    blocked: BlockWatch,
+}
+
+impl<S> SocketWatch<S> {
+    pub fn new(inner: S, cfg: TapConfig, rec: Recorder) -> SocketWatch<S> {
+        SocketWatch {
+            inner,
+            rec,
+            blocked: BlockWatch::new(cfg, true),
+        }
+    }
+}
+
+impl<S> Drop for SocketWatch<S> {
+    fn drop(&mut self) {
+        self.blocked.close(&self.rec, now_ns());
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for SocketWatch<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for SocketWatch<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        let this = &mut *self;
+        this.blocked.after_write(&this.rec, r.is_pending());
+        r
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        let this = &mut *self;
+        this.blocked.after_write(&this.rec, r.is_pending());
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -501,6 +613,48 @@ mod tests {
                 "conn {conn}: {blocked} socket_blocked intervals"
             );
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Under TLS the tap sits above rustls and records no socket_blocked;
+    /// the watch on the socket below records each refused write.
+    #[tokio::test]
+    async fn below_tls_the_socket_watch_records_refused_writes_and_the_tap_none() {
+        let dir = std::env::temp_dir().join(format!("h2probe-tapwatch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.jsonl");
+        let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
+        let cfg = TapConfig {
+            endpoint: Endpoint::Server,
+            conn: 7,
+            capture: CapturePayload::None,
+        };
+        let sock = Flaky {
+            pending_next: true,
+            vectored: false,
+            written: vec![],
+        };
+        let watched = SocketWatch::new(sock, cfg, rec.clone());
+        // (No TLS in between here: the watch's Pending reaches the tap, as a
+        // full rustls buffer would.)
+        let mut tap = Tap::new(watched, cfg, rec.clone()).above_tls();
+        let bytes = crate::wire::encode::window_update(0, 1_000);
+        tap.write_all(&bytes).await.unwrap();
+        assert_eq!(tap.get_ref().inner.written, bytes);
+        drop(tap);
+        drop(rec);
+        writer.finish().unwrap();
+        let (mut blocked, mut frames) = (0, 0);
+        for e in TraceReader::open(&path).unwrap() {
+            match e.unwrap().kind {
+                Kind::SocketBlocked(_) => blocked += 1,
+                Kind::Frame(_) => frames += 1,
+                _ => {}
+            }
+        }
+        // 13 bytes, 7 per write, each write refused once first: 2 intervals,
+        // recorded once (by the watch), not twice.
+        assert_eq!((blocked, frames), (2, 1));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -193,8 +193,8 @@ fn impossible_configurations_are_refused_with_exit_2_before_anything_starts() {
         (&["--rate", "1e9"], "--rate"),
         (&["--rate", "0.00001"], "--rate"),
         (&["--rate", "NaN"], "--rate"),
-        (&["--path", "/a b"], "--path"),
-        (&["--path", "nope"], "--path"),
+        (&["--path", "/a b"], "--method"), // --path is an alias of --method
+        (&["--method", "nope"], "--method"),
         (&["--duration", "200s"], "--deadline"),
         (&["--client-stream-window", "0"], "--client-stream-window"),
     ];

@@ -262,28 +262,51 @@ pub fn headline(s: &Summary) -> String {
             s.c2s_frame_latency_ms.p50
         )),
     );
-    let _ = writeln!(
-        o,
-        "wire      DATA in {}  WINDOW_UPDATE out {}",
-        or_na(sv, || format!(
-            "{} ({} B)",
-            s.data_frames_in, s.data_bytes_in
-        )),
-        or_na(sv, || {
-            let latency = if s.release_to_update_ms.count > 0 {
+    if c && !sv {
+        // A client alone (e.g. against a foreign server): the wire as its
+        // own tap saw it, and which figures only the server's trace has.
+        let _ = writeln!(
+            o,
+            "wire      DATA out {} ({} B)  WINDOW_UPDATE in {} (stream {}, mean +{:.0} B; connection {})  lowest send window {}",
+            s.data_frames_out,
+            s.data_bytes_out,
+            s.window_updates_in,
+            s.window_updates_in_stream,
+            s.window_update_in_increment.mean,
+            s.window_updates_in_conn,
+            s.min_send_window
+                .map_or("n/a".to_string(), |w| format!("{w} B")),
+        );
+        let _ = writeln!(
+            o,
+            "needs     the server's trace: decoded, completed, discarded, queue, owned, unreleased, \
+             release→update latency, frame c2s latency (trace the server with `h2probe serve` \
+             and join the runs with `h2probe merge`)"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "wire      DATA in {}  WINDOW_UPDATE out {}",
+            or_na(sv, || format!(
+                "{} ({} B)",
+                s.data_frames_in, s.data_bytes_in
+            )),
+            or_na(sv, || {
+                let latency = if s.release_to_update_ms.count > 0 {
+                    format!(
+                        "p50 {:.2}ms p90 {:.2}ms",
+                        s.release_to_update_ms.p50, s.release_to_update_ms.p90
+                    )
+                } else {
+                    "n/a".to_string()
+                };
                 format!(
-                    "p50 {:.2}ms p90 {:.2}ms",
-                    s.release_to_update_ms.p50, s.release_to_update_ms.p90
+                    "{} (stream mean +{:.0} B, {:.1} releases each, release→update {latency})",
+                    s.window_updates_out, s.window_update_increment.mean, s.coalescing_ratio,
                 )
-            } else {
-                "n/a".to_string()
-            };
-            format!(
-                "{} (stream mean +{:.0} B, {:.1} releases each, release→update {latency})",
-                s.window_updates_out, s.window_update_increment.mean, s.coalescing_ratio,
-            )
-        }),
-    );
+            }),
+        );
+    }
     if !s.protocol_errors.is_empty() {
         // The server's answers one by one; the tap's parse errors as one count.
         let mut parts = vec![];

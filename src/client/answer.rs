@@ -1,11 +1,22 @@
-//! The answer: response headers, the reply message and the trailers.
+//! The answer: response headers, the reply messages and the trailers.
 
+use super::message::ReplyView;
 use super::*;
 
-pub(super) type Answer = Result<(u32, String, Option<Reply>), (u32, String)>;
+/// A response that ended with a gRPC status.
+pub(super) struct Answered {
+    pub code: u32,
+    pub message: String,
+    /// `IngestReply`'s counts (the built-in method).
+    pub reply: Option<Reply>,
+    /// The last reply as protobuf JSON (a method described by `--proto`).
+    pub reply_json: Option<String>,
+}
 
-/// Reads response headers, the reply message and the trailers.
-pub(super) async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
+pub(super) type Answer = Result<Answered, (u32, String)>;
+
+/// Reads response headers, the reply messages and the trailers.
+pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) -> Answer {
     let resp = resp
         .await
         .map_err(|e| (status::UNAVAILABLE, format!("no response: {e}")))?;
@@ -18,30 +29,48 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
             .unwrap_or_default();
         Some((code, msg))
     };
+    let done = |(code, message): (u32, String), reply, reply_json| Answered {
+        code,
+        message,
+        reply,
+        reply_json,
+    };
     if resp.status() != http::StatusCode::OK {
-        return Ok((
-            status::UNKNOWN,
-            format!("HTTP status {}", resp.status()),
+        return Ok(done(
+            (status::UNKNOWN, format!("HTTP status {}", resp.status())),
+            None,
             None,
         ));
     }
-    if let Some((code, msg)) = grpc_status(resp.headers()) {
-        return Ok((code, msg, None)); // trailers-only
+    if let Some(s) = grpc_status(resp.headers()) {
+        return Ok(done(s, None, None)); // trailers-only
     }
     let mut body = resp.into_body();
     let mut deframer = grpc::Deframer::new(1 << 20);
-    let mut reply = None;
+    let (mut reply, mut reply_json) = (None, None);
+    // A reply over the deframer's limit ends decoding (the rest of the body
+    // is still read and released, never buffered).
+    let mut decoding = true;
     while let Some(chunk) = body.data().await {
         let chunk = chunk.map_err(|e| (status::UNAVAILABLE, format!("reading the reply: {e}")))?;
         let _ = body.flow_control().release_capacity(chunk.len());
-        deframer.push(&chunk);
-        while let Ok(Some(m)) = deframer.next_message() {
-            if let Ok(r) = <pb::IngestReply as prost::Message>::decode(m.data()) {
-                reply = Some(Reply {
-                    received: r.received,
-                    completed: r.completed,
-                    discarded: r.discarded,
-                });
+        if !decoding {
+            continue;
+        }
+        deframer.push_bytes(chunk);
+        loop {
+            match deframer.next_message() {
+                Ok(Some(m)) => match codec.reply(m.data()) {
+                    ReplyView::Ingest(r) => reply = Some(r),
+                    ReplyView::Json(j) => reply_json = Some(j),
+                    ReplyView::Opaque => {}
+                },
+                Ok(None) => break,
+                Err(_) => {
+                    decoding = false;
+                    deframer = grpc::Deframer::new(0);
+                    break;
+                }
             }
         }
     }
@@ -49,12 +78,9 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture) -> Answer {
         .trailers()
         .await
         .map_err(|e| (status::UNAVAILABLE, format!("reading trailers: {e}")))?;
-    match trailers.as_ref().and_then(grpc_status) {
-        Some((code, msg)) => Ok((code, msg, reply)),
-        None => Ok((
-            status::INTERNAL,
-            "response ended without grpc-status".into(),
-            reply,
-        )),
-    }
+    let s = trailers.as_ref().and_then(grpc_status).unwrap_or((
+        status::INTERNAL,
+        "response ended without grpc-status".into(),
+    ));
+    Ok(done(s, reply, reply_json))
 }

@@ -3,7 +3,7 @@
 
 use crate::config::CapturePayload;
 use crate::config::{Dur, Size};
-use crate::grpc::{self, pb, status};
+use crate::grpc::{self, status};
 use crate::live::Live;
 use crate::tap::{Tap, TapConfig};
 use crate::trace::clock::{now_ns, to_instant};
@@ -16,17 +16,20 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::SendStream;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 mod answer;
+pub mod message;
 mod schedule;
 mod send;
+pub mod target;
 
 use answer::read_answer;
+pub use message::{Codec, MessageOpts, Streaming};
 use send::{payload_bytes, send_all};
+pub use target::{Target, TargetOpts};
 
 /// Client knobs (shared by `client` and `run`).
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
@@ -102,8 +105,10 @@ pub struct ClientOpts {
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub stall_timeout: Dur,
 
-    /// Request path (a different path tests the server's UNIMPLEMENTED answer).
-    #[arg(long, default_value = grpc::INGEST_PATH)]
+    /// The gRPC method to call, /package.Service/Method (any path: a
+    /// different one tests a server's UNIMPLEMENTED answer). Its messages
+    /// are h2probe.v1.Item unless `client --proto` describes them.
+    #[arg(long = "method", visible_alias = "path", default_value = grpc::INGEST_PATH, value_name = "PATH")]
     pub path: String,
 }
 
@@ -194,7 +199,7 @@ impl ClientOpts {
         }
         crate::refuse_unless!(
             self.path.starts_with('/') && self.path.parse::<http::uri::PathAndQuery>().is_ok(),
-            "--path {:?} is not a valid request path (it must start with / and be valid in a URI)",
+            "--method {:?} is not a valid request path (it must start with / and be valid in a URI)",
             self.path
         );
         let w = self
@@ -245,9 +250,19 @@ impl ClientOpts {
     }
 }
 
+/// How each RPC's request is built: its messages, what the method
+/// streams back, and the metadata sent with it.
+#[derive(Clone, Debug, Default)]
+pub struct Call {
+    pub codec: Codec,
+    pub streaming: Streaming,
+    pub metadata: http::HeaderMap,
+}
+
 pub struct ClientCtx {
     pub opts: ClientOpts,
-    pub target: SocketAddr,
+    pub target: Target,
+    pub call: Call,
     pub capture: CapturePayload,
     pub rec: Recorder,
     pub live: Arc<Live>,
@@ -264,6 +279,8 @@ pub struct RpcOutcome {
     pub status: u32,
     pub message: String,
     pub reply: Option<Reply>,
+    /// The last reply of a method described by `--proto`, as protobuf JSON.
+    pub reply_json: Option<String>,
 }
 
 #[derive(Clone, Debug, serde::Serialize)]
@@ -295,10 +312,11 @@ async fn connection(
     index: u32,
     start: u64,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
-    let sock = tokio::net::TcpStream::connect(ctx.target)
-        .await
-        .with_context(|| format!("connecting to {}", ctx.target))?;
+    let sock = ctx.target.connect().await?;
     let _ = sock.set_nodelay(true);
+    // The tap must name the real socket's addresses (they pair the client's
+    // connection with the server's in the analysis), whatever is between.
+    let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
     let conn_id = ctx.conn_ids.fetch_add(1, Relaxed) + 1;
     let cfg = TapConfig {
         endpoint: Endpoint::Client,
@@ -309,17 +327,54 @@ async fn connection(
         delay: ctx.opts.link_delay.0,
         rate: ctx.opts.link_rate.map(|r| r.0),
     };
+    let addrs = (local, peer);
     if shape.is_transparent() {
-        let tap = Tap::open(sock, cfg, ctx.rec.clone())?;
-        drive(ctx, tap, conn_id, index, start).await
+        secured(ctx, sock, addrs, cfg, index, start).await
     } else {
-        // The tap must still name the real socket's addresses (they pair the
-        // client's connection with the server's in the analysis).
-        let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
         let line = crate::link::shaped(sock, shape);
-        let tap = Tap::with_addrs(line, local, peer, cfg, ctx.rec.clone());
-        drive(ctx, tap, conn_id, index, start).await
+        secured(ctx, line, addrs, cfg, index, start).await
     }
+}
+
+/// Puts TLS (if asked for) between the transport and the tap: the tap then
+/// records plaintext frames, and a [`SocketWatch`](crate::tap::SocketWatch)
+/// on the transport records `socket_blocked`.
+async fn secured<T>(
+    ctx: Arc<ClientCtx>,
+    io: T,
+    (local, peer): (std::net::SocketAddr, std::net::SocketAddr),
+    cfg: TapConfig,
+    index: u32,
+    start: u64,
+) -> anyhow::Result<Vec<RpcOutcome>>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let conn_id = cfg.conn;
+    let Some(tls) = ctx.target.tls.clone() else {
+        let tap = Tap::with_addrs(io, local, peer, cfg, ctx.rec.clone());
+        return drive(ctx, tap, conn_id, index, start).await;
+    };
+    let watched = crate::tap::SocketWatch::new(io, cfg, ctx.rec.clone());
+    let stream = match tls.connector.connect(tls.name.clone(), watched).await {
+        Ok(s) => s,
+        Err(e) => anyhow::bail!(
+            "TLS handshake with {peer} (as {}): {e}{}",
+            tls.name.to_str(),
+            crate::tls::hint(&e)
+        ),
+    };
+    let alpn = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    anyhow::ensure!(
+        alpn.as_deref() == Some(crate::tls::ALPN_H2),
+        "TLS with {peer}: the server did not agree to HTTP/2 (ALPN h2; it chose {})",
+        alpn.map_or("nothing".to_string(), |a| format!(
+            "{:?}",
+            String::from_utf8_lossy(&a)
+        ))
+    );
+    let tap = Tap::with_addrs(stream, local, peer, cfg, ctx.rec.clone()).above_tls();
+    drive(ctx, tap, conn_id, index, start).await
 }
 
 /// Runs the HTTP/2 connection and its streams over a tapped transport.
@@ -382,6 +437,7 @@ async fn rpc(
         status: status::UNAVAILABLE,
         message: String::new(),
         reply: None,
+        reply_json: None,
     };
     // An event of this RPC, built only once the recorder has a slot for it.
     macro_rules! emit {
@@ -396,16 +452,30 @@ async fn rpc(
             )
         };
     }
-    let req = http::Request::post(format!("http://{}{}", ctx.target, opts.path))
-        .header(http::header::CONTENT_TYPE, "application/grpc")
-        .header("te", "trailers")
-        .header("grpc-timeout", grpc::format_timeout(opts.deadline()))
-        .header(
-            http::header::USER_AGENT,
-            concat!("h2probe/", env!("CARGO_PKG_VERSION")),
-        )
-        .body(())
-        .expect("static request");
+    let mut req = http::Request::post(format!(
+        "{}://{}{}",
+        ctx.target.scheme(),
+        ctx.target.authority,
+        opts.path
+    ))
+    .header(http::header::CONTENT_TYPE, "application/grpc")
+    .header("te", "trailers")
+    .header("grpc-timeout", grpc::format_timeout(opts.deadline()))
+    .header(
+        http::header::USER_AGENT,
+        concat!("h2probe/", env!("CARGO_PKG_VERSION")),
+    )
+    .body(())
+    .expect("static request");
+    // Metadata after ours: a user-agent given with -H replaces ours.
+    let mut last = None;
+    for (name, value) in &ctx.call.metadata {
+        if last.as_ref() != Some(name) {
+            req.headers_mut().remove(name);
+            last = Some(name.clone());
+        }
+        req.headers_mut().append(name, value.clone());
+    }
     let deadline = now_ns() + opts.deadline().as_nanos() as u64;
     let sent = async {
         let mut sr = sr.ready().await?;
@@ -420,6 +490,14 @@ async fn rpc(
     };
     let stream = send.stream_id().as_u32();
     outcome.stream = stream;
+    // A bidirectional method's replies are read while sending: a server that
+    // answers each message must never wait for the client's receive window.
+    let codec = ctx.call.codec.clone();
+    let (mut resp, mut answering) = if ctx.call.streaming.replies {
+        (None, Some(tokio::spawn(read_answer(resp, codec.clone()))))
+    } else {
+        (Some(resp), None)
+    };
     emit!(
         stream,
         now_ns(),
@@ -500,6 +578,9 @@ async fn rpc(
         Live::add(&ctx.live.never_sent, unsent.len() as u64);
         if reason != NeverSentReason::StreamError {
             send.send_reset(h2::Reason::CANCEL);
+            if let Some(task) = &answering {
+                task.abort();
+            }
             outcome.status = if reason == NeverSentReason::Deadline {
                 status::DEADLINE_EXCEEDED
             } else {
@@ -519,8 +600,17 @@ async fn rpc(
     }
 
     // Wait for the answer, still within the deadline.
+    let reading = async {
+        match (resp.take(), answering.as_mut()) {
+            (Some(resp), _) => read_answer(resp, codec).await,
+            (None, Some(task)) => task
+                .await
+                .unwrap_or_else(|e| Err((status::INTERNAL, format!("reading the replies: {e}")))),
+            (None, None) => unreachable!("the response is read one way or the other"),
+        }
+    };
     let answer = tokio::select! {
-        r = read_answer(resp) => r,
+        r = reading => r,
         _ = &mut until_deadline => Err((status::DEADLINE_EXCEEDED, "deadline exceeded waiting for the response".to_string())),
         _ = crate::live::flag_set(&mut interrupt) => Err((status::CANCELLED, if ctx.live.stalled.load(Relaxed) {
             "ended by the stall watcher".to_string()
@@ -529,12 +619,18 @@ async fn rpc(
         })),
     };
     match answer {
-        Ok((code, msg, reply)) => {
+        Ok(answer::Answered {
+            code,
+            message,
+            reply,
+            reply_json,
+        }) => {
             outcome.status = code;
-            if !msg.is_empty() || outcome.message.is_empty() {
-                outcome.message = msg;
+            if !message.is_empty() || outcome.message.is_empty() {
+                outcome.message = message;
             }
             outcome.reply = reply;
+            outcome.reply_json = reply_json;
         }
         Err((code, msg)) => {
             send.send_reset(h2::Reason::CANCEL);

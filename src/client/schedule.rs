@@ -3,7 +3,7 @@
 //! message `never_sent`).
 
 use super::{ClientCtx, Pending};
-use crate::grpc::{self, pb};
+use crate::grpc;
 use crate::live::Live;
 use crate::trace::clock::{now_ns, to_instant};
 use crate::trace::schema::{Endpoint, Kind, KindId, MsgEv, NeverSentEv, NeverSentReason};
@@ -64,11 +64,7 @@ pub(super) fn spawn(
                 _ = crate::live::flag_set(&mut interrupt) => break,
             }
             // The exact size the message will have (varints depend on seq and time).
-            let size = prost::Message::encoded_len(&pb::Item {
-                seq,
-                scheduled_ns: at,
-                payload: payload.clone(),
-            }) as u32;
+            let size = ctx.call.codec.message_len(seq, at, &payload) as u32;
             ctx.rec
                 .emit(Endpoint::Client, conn, stream, at, KindId::Schedule, || {
                     Kind::Schedule(MsgEv {

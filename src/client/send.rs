@@ -23,11 +23,7 @@ pub(super) async fn send_all(
     while let Some(p) = rx.recv().await {
         in_progress.store(p.seq as i64, Relaxed);
         let begin = now_ns();
-        let mut data = grpc::encode(&pb::Item {
-            seq: p.seq,
-            scheduled_ns: p.scheduled,
-            payload: payload.clone(),
-        });
+        let mut data = ctx.call.codec.framed(p.seq, p.scheduled, payload);
         let bytes = data.len() as u32;
         while !data.is_empty() {
             send.reserve_capacity(data.len());

@@ -1,7 +1,9 @@
-//! `h2probe client`: the probe client alone, against any h2c gRPC server.
+//! `h2probe client`: the probe client alone, against any gRPC server (h2c or
+//! TLS), calling any client-streaming or bidirectional method.
 
 use super::{config_part, Finished, Interrupts, OutputOpts, Session, Status};
-use crate::client::{self, ClientCtx, ClientOpts, RpcOutcome};
+use crate::client::{self, Call, ClientCtx, ClientOpts, MessageOpts, RpcOutcome};
+use crate::client::{Target, TargetOpts};
 use h2probe_analysis::meta::RunConfig;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -10,11 +12,12 @@ use tokio::sync::watch;
 /// `h2probe client`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ClientCmdOpts {
-    /// Server to connect to (h2c, prior knowledge).
-    #[arg(long, default_value = "127.0.0.1:50051", value_name = "ADDR")]
-    pub connect: std::net::SocketAddr,
+    #[command(flatten, next_help_heading = "Server to call")]
+    pub target: TargetOpts,
     #[command(flatten, next_help_heading = "Client")]
     pub client: ClientOpts,
+    #[command(flatten, next_help_heading = "Message (any method, from a .proto)")]
+    pub message: MessageOpts,
     #[command(flatten, next_help_heading = "Output")]
     pub output: OutputOpts,
 }
@@ -23,13 +26,28 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     let interrupts = Interrupts::listen();
     opts.client.validate()?;
     opts.output.validate()?;
+    let metadata = client::target::parse_metadata(&opts.target.headers)?;
+    let (codec, streaming) = opts.message.codec(&opts.client.path)?;
+    if opts.target.insecure {
+        eprintln!(
+            "h2probe: WARNING: --insecure: the server's TLS certificate is NOT verified \
+             (anyone on the path could impersonate {}); recorded in meta.json",
+            opts.target.connect
+        );
+    }
+    let target = Target::resolve(&opts.target).await?;
     let label = opts.output.label.clone().unwrap_or_else(|| "client".into());
     let planned = (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64;
     let mut session = Session::open("client", interrupts, &opts.output, &label, planned)?;
     let (interrupt_tx, interrupt_rx) = watch::channel(false);
     let cctx = Arc::new(ClientCtx {
         opts: opts.client.clone(),
-        target: opts.connect,
+        target,
+        call: Call {
+            codec,
+            streaming,
+            metadata,
+        },
         capture: opts.output.capture_payload,
         rec: session.rec.clone(),
         live: session.live.clone(),
@@ -70,10 +88,25 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         }
     };
     drop(stall);
+    let mut client = config_part(&opts.client).unwrap_or_default();
+    for (k, part) in [
+        ("target", config_part(&opts.target)),
+        ("message", config_part(&opts.message)),
+    ] {
+        client.insert(k.into(), part.map_or(serde_json::Value::Null, Into::into));
+    }
+    if opts.target.tls {
+        let verification = match (&opts.target.ca, opts.target.insecure) {
+            (_, true) => "NONE (--insecure): the server's certificate was not verified".to_string(),
+            (Some(ca), false) => format!("against --ca {}", ca.display()),
+            (None, false) => "against the system's roots".to_string(),
+        };
+        client.insert("tls_verification".into(), verification.into());
+    }
     let config = RunConfig {
-        client: config_part(&opts.client),
+        client: Some(client),
         output: config_part(&opts.output),
-        connect: Some(opts.connect.to_string()),
+        connect: Some(opts.target.connect.clone()),
         ..RunConfig::default()
     };
     let finished = session

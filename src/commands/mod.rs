@@ -406,7 +406,7 @@ fn finalize(
         schema: META_VERSION,
         tool: format!("h2probe {}", env!("CARGO_PKG_VERSION")),
         command: command.to_string(),
-        argv: std::env::args().collect(),
+        argv: redacted_argv(std::env::args()),
         config,
         versions: versions(),
         clock,
@@ -450,6 +450,28 @@ fn finalize(
         crate::export::pcap::export_pcaps(dir)?;
     }
     Ok((summary, warnings, None))
+}
+
+/// The command line for meta.json, credentials in `-H` values redacted
+/// (`-H 'authorization: …'` keeps the name and the value's length).
+pub(crate) fn redacted_argv(args: impl Iterator<Item = String>) -> Vec<String> {
+    use crate::client::target::redact_header;
+    let mut out: Vec<String> = vec![];
+    let mut header_next = false;
+    for a in args {
+        let r = if header_next {
+            redact_header(&a)
+        } else if let Some(v) = a.strip_prefix("--header=") {
+            format!("--header={}", redact_header(v))
+        } else if let Some(v) = a.strip_prefix("-H").filter(|v| !v.is_empty()) {
+            format!("-H{}", redact_header(v))
+        } else {
+            a.clone()
+        };
+        header_next = a == "-H" || a == "--header";
+        out.push(r);
+    }
+    out
 }
 
 /// This host, for meta.json (a merge refuses traces of different hosts or boots).
@@ -556,4 +578,35 @@ fn dir_name(dir: &Path) -> String {
         || dir.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn argv_keeps_no_credential() {
+        let argv = [
+            "h2probe",
+            "client",
+            "-H",
+            "authorization: Bearer s3cret",
+            "-Hcookie: a=b",
+            "--header=x-tenant: blue",
+            "-H",
+            "x: y",
+        ];
+        let got = super::redacted_argv(argv.iter().map(|s| s.to_string()));
+        assert_eq!(
+            got,
+            [
+                "h2probe",
+                "client",
+                "-H",
+                "authorization: <redacted, 13 bytes>",
+                "-Hcookie: <redacted, 3 bytes>",
+                "--header=x-tenant: blue",
+                "-H",
+                "x: y"
+            ]
+        );
+    }
 }

@@ -147,7 +147,13 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let cctx = Arc::new(ClientCtx {
         opts: opts.client.clone(),
-        target: addr,
+        // With --tls-cert the client speaks TLS to its own server in this
+        // process: nothing to verify (meta.json says so).
+        target: match opts.server.tls_cert {
+            Some(_) => client::Target::tls(addr, "localhost", None)?,
+            None => client::Target::plain(addr),
+        },
+        call: client::Call::default(),
         capture: opts.output.capture_payload,
         rec: session.rec.clone(),
         live: live.clone(),
@@ -218,9 +224,16 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let outcomes = outcomes?;
     server_result?;
 
+    let mut client = config_part(&opts.client);
+    if let (Some(c), Some(_)) = (client.as_mut(), &opts.server.tls_cert) {
+        c.insert(
+            "tls_verification".into(),
+            "none: the client speaks TLS to run's own server in this process".into(),
+        );
+    }
     let config = RunConfig {
         server: config_part(&opts.server),
-        client: config_part(&opts.client),
+        client,
         output: config_part(&opts.output),
         ..RunConfig::default()
     };

@@ -71,11 +71,10 @@ pub(super) fn check(
 
 /// Serves one tapped connection with hyper until it ends, then waits for its
 /// RPC tasks (as the h2 server does).
-pub(super) async fn connection(
-    tap: Tap<tokio::net::TcpStream>,
-    conn: u32,
-    ctx: Arc<ServerCtx>,
-) -> anyhow::Result<()> {
+pub(super) async fn connection<T>(tap: Tap<T>, conn: u32, ctx: Arc<ServerCtx>) -> anyhow::Result<()>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let cfg = &ctx.cfg;
     let tasks = Tasks::default();
     let mut builder = hyper::server::conn::http2::Builder::new(tasks.clone());

@@ -147,6 +147,16 @@ pub struct ServerOpts {
     /// (--stall-timeout) detect it, record it and end the run.
     #[arg(long)]
     pub allow_deadlock: bool,
+
+    /// Serve TLS (ALPN h2) with this PEM certificate chain (and --tls-key).
+    /// The tap still records every frame (it sits above TLS);
+    /// SSLKEYLOGFILE=FILE writes the session keys for Wireshark.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 /// `--stall-stream ID[:AFTER]`.
@@ -212,6 +222,8 @@ pub struct ServerConfig {
     pub max_owned_bytes: u64,
     pub stall_stream: Option<StallSpec>,
     pub drop_stream: Option<u32>,
+    /// `--tls-cert`/`--tls-key`: connections speak TLS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl ServerOpts {
@@ -342,6 +354,10 @@ impl ServerOpts {
             "--max-owned-bytes {} is below --max-message-size {max_message_size}: not one message could be owned",
             self.max_owned_bytes.0
         );
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(Arc::new(crate::tls::server_config(cert, key)?)),
+            _ => None,
+        };
         if self.stack == Stack::Hyper {
             hyper_stack::check(&release, self.queue, self.framing)
                 .map_err(|e| anyhow::Error::new(crate::config::UsageError(format!("{e:#}"))))?;
@@ -370,6 +386,7 @@ impl ServerOpts {
             max_owned_bytes: self.max_owned_bytes.0,
             stall_stream: self.stall_stream,
             drop_stream: self.drop_stream,
+            tls,
         })
     }
 }
@@ -491,7 +508,73 @@ async fn connection(
         conn: conn_id,
         capture: ctx.cfg.capture,
     };
-    let tap = Tap::open(sock, tap_cfg, ctx.rec.clone())?.with_close_reason(close_reason.clone());
+    let Some(tls) = ctx.cfg.tls.clone() else {
+        let tap = Tap::open(sock, tap_cfg, ctx.rec.clone())?;
+        return tapped(
+            tap.with_close_reason(close_reason.clone()),
+            conn_id,
+            ctx,
+            close_reason,
+        )
+        .await;
+    };
+    // TLS: the tap above it (plaintext frames), a watch on the socket below
+    // it (socket_blocked). A failed handshake is a refused connection.
+    let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
+    let watched = crate::tap::SocketWatch::new(sock, tap_cfg, ctx.rec.clone());
+    let accepted = tokio::time::timeout(
+        ctx.cfg.handshake_timeout,
+        tokio_rustls::TlsAcceptor::from(tls).accept(watched),
+    )
+    .await;
+    let stream = match accepted {
+        Ok(Ok(s)) if s.get_ref().1.alpn_protocol() == Some(crate::tls::ALPN_H2) => s,
+        outcome => {
+            let reason = match outcome {
+                Ok(Ok(_)) => "TLS: the client did not offer HTTP/2 (ALPN h2)".to_string(),
+                Ok(Err(e)) => format!("TLS handshake failed: {e}"),
+                Err(_) => format!(
+                    "no TLS handshake within --handshake-timeout {}",
+                    Dur(ctx.cfg.handshake_timeout)
+                ),
+            };
+            let why = reason.clone();
+            ctx.rec.emit(
+                Endpoint::Server,
+                0,
+                0,
+                crate::trace::clock::now_ns(),
+                KindId::ConnRefused,
+                || {
+                    Kind::ConnRefused(ConnRefusedEv {
+                        peer: peer.to_string(),
+                        reason: why,
+                    })
+                },
+            );
+            anyhow::bail!("{reason}");
+        }
+    };
+    let tap = Tap::with_addrs(stream, local, peer, tap_cfg, ctx.rec.clone()).above_tls();
+    tapped(
+        tap.with_close_reason(close_reason.clone()),
+        conn_id,
+        ctx,
+        close_reason,
+    )
+    .await
+}
+
+/// Serves one connection through its tap (over TCP, or over TLS).
+async fn tapped<T>(
+    tap: Tap<T>,
+    conn_id: u32,
+    ctx: Arc<ServerCtx>,
+    close_reason: CloseReason,
+) -> anyhow::Result<()>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let activity = tap.activity();
     if ctx.cfg.stack == Stack::Hyper {
         return hyper_stack::connection(tap, conn_id, ctx).await;

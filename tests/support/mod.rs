@@ -230,7 +230,8 @@ pub fn client_ctx(
 ) -> std::sync::Arc<h2probe::client::ClientCtx> {
     std::sync::Arc::new(h2probe::client::ClientCtx {
         opts,
-        target,
+        target: h2probe::client::Target::plain(target),
+        call: Default::default(),
         capture: h2probe::config::CapturePayload::Headers,
         rec,
         live: Default::default(),

@@ -65,6 +65,7 @@ pub struct Analyzer {
     server_socket_ns: u64,
     lateness: Histo,
     wu_increment: Histo,
+    wu_in_increment: Histo,
     rel_lat: Histo,
     rel_conn_lat: Histo,
     pending_stream: HashMap<(u32, u32), Pending>,
@@ -137,6 +138,7 @@ impl Analyzer {
             server_socket_ns: 0,
             lateness: Histo::new(1e-6),
             wu_increment: Histo::new(1.0),
+            wu_in_increment: Histo::new(1.0),
             rel_lat: Histo::new(1e-6),
             rel_conn_lat: Histo::new(1e-6),
             pending_stream: HashMap::new(),
@@ -392,6 +394,7 @@ impl Analyzer {
         s.server_socket_blocked_s = self.server_socket_ns as f64 / 1e9;
         s.lateness_ms = self.lateness.summary();
         s.window_update_increment = self.wu_increment.summary();
+        s.window_update_in_increment = self.wu_in_increment.summary();
         s.release_to_update_ms = self.rel_lat.summary();
         s.release_to_conn_update_ms = self.rel_conn_lat.summary();
         s.c2s_frame_latency_ms = self.frame_latency.summary();
@@ -448,7 +451,12 @@ impl Analyzer {
         // Windows: lowest value anywhere, violations, agreement of both taps.
         let mut violations = 0;
         let mut first: Option<&crate::windows::Violation> = None;
-        for c in self.conns.values() {
+        for ((ep, _), c) in &self.conns {
+            if *ep == Endpoint::Client {
+                let w = &c.flows[wire_view::Flow::C2s as usize];
+                let low = w.min_conn().min(w.min_stream());
+                s.min_send_window = Some(s.min_send_window.map_or(low, |m| m.min(low)));
+            }
             for w in &c.flows {
                 s.min_window = s.min_window.min(w.min_conn()).min(w.min_stream());
                 violations += w.violation_count();

@@ -144,6 +144,26 @@ pub struct Summary {
     pub window_updates_out_conn: u64,
     /// Stream-level WINDOW_UPDATE increments, bytes.
     pub window_update_increment: Distribution,
+    /// The client's own view of the same traffic (its tap): DATA frames and
+    /// payload bytes it wrote, WINDOW_UPDATE frames it read (stream +
+    /// connection) and their stream-level increments. A client-only run
+    /// against a foreign server has these, not the server's.
+    #[serde(default)]
+    pub data_frames_out: u64,
+    #[serde(default)]
+    pub data_bytes_out: u64,
+    #[serde(default)]
+    pub window_updates_in: u64,
+    #[serde(default)]
+    pub window_updates_in_stream: u64,
+    #[serde(default)]
+    pub window_updates_in_conn: u64,
+    #[serde(default)]
+    pub window_update_in_increment: Distribution,
+    /// Lowest client→server send window (a stream's or the connection's)
+    /// reconstructed from the client's tap; `null` without a client tap.
+    #[serde(default)]
+    pub min_send_window: Option<i64>,
     /// `release` calls of the release policy, and their bytes (the
     /// end-of-RPC release excluded).
     pub releases: u64,

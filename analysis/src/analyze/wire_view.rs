@@ -176,6 +176,10 @@ impl Analyzer {
                     self.s.data_frames_in += 1;
                     self.s.data_bytes_in += f.data_len() as u64;
                 }
+                if e.ep == Endpoint::Client && f.dir == Dir::Out {
+                    self.s.data_frames_out += 1;
+                    self.s.data_bytes_out += f.data_len() as u64;
+                }
                 if travel == Flow::C2s {
                     self.plot_credit(e, cw, sw);
                 }
@@ -206,6 +210,15 @@ impl Analyzer {
                 );
                 if credited == Flow::C2s as usize {
                     self.plot_credit(e, cw, sw);
+                }
+                if e.ep == Endpoint::Client && f.dir == Dir::In {
+                    self.s.window_updates_in += 1;
+                    if e.stream == 0 {
+                        self.s.window_updates_in_conn += 1;
+                    } else {
+                        self.s.window_updates_in_stream += 1;
+                        self.wu_in_increment.record(inc as u64);
+                    }
                 }
                 if e.ep == Endpoint::Server && f.dir == Dir::Out {
                     self.s.window_updates_out += 1;
