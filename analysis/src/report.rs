@@ -69,7 +69,7 @@ pub fn write_html(
 pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError> {
     let f = std::fs::File::create(path).map_err(io_err(path))?;
     let mut w = std::io::BufWriter::new(f);
-    let rows: [(&str, &crate::series::Series, &str); 16] = [
+    let rows: [(&str, &crate::series::Series, &str); 19] = [
         ("credit_stream_client", &tl.credit_stream_client, "bytes"),
         ("credit_conn_client", &tl.credit_conn_client, "bytes"),
         ("credit_conn_server", &tl.credit_conn_server, "bytes"),
@@ -86,6 +86,9 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
         ("window_update_bytes", &tl.window_update_bytes, "bytes"),
         ("window_updates", &tl.window_updates, "frames"),
         ("rss", &tl.rss, "bytes"),
+        ("admitted_bytes", &tl.admitted_bytes, "bytes"),
+        ("client_pending", &tl.client_pending, "originals"),
+        ("client_outstanding", &tl.client_outstanding, "attempts"),
     ];
     let res = (|| {
         writeln!(w, "series,t_s,value,unit,bucket_s")?;

@@ -122,6 +122,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         live: live.clone(),
         conn_ids: conn_ids.clone(),
         shutdown: shutdown_rx,
+        admission: Default::default(),
     });
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let cctx = Arc::new(ClientCtx {

@@ -10,6 +10,7 @@
 mod checks;
 mod latency;
 mod messages;
+pub mod overload;
 pub mod reorder;
 pub mod streams;
 pub mod summary;
@@ -98,6 +99,8 @@ pub struct Analyzer {
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
+    /// Part 3 (Exchange) accounting.
+    ov: overload::Tracker,
 }
 
 impl Analyzer {
@@ -152,6 +155,7 @@ impl Analyzer {
             server_answers: Default::default(),
             window_log: None,
             window_log_error: None,
+            ov: overload::Tracker::default(),
         }
     }
 
@@ -167,6 +171,7 @@ impl Analyzer {
             Endpoint::Server => self.has_server = true,
         }
         let t = e.t;
+        self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => self.frame(e, f),
             Kind::WireError(w) => {
@@ -194,6 +199,13 @@ impl Analyzer {
                 conn.peer = c.peer.clone();
             }
             Kind::ConnClose(_) | Kind::RpcStart(_) | Kind::Unknown => {}
+            // Part 3's own events: `overload` reads them.
+            Kind::Admission(_)
+            | Kind::ServiceChange(_)
+            | Kind::Original(_)
+            | Kind::Attempt(_)
+            | Kind::AttemptEnd(_)
+            | Kind::OriginalEnd(_) => {}
             Kind::AcceptError(_) => self.s.accept_errors += 1,
             Kind::ConnRefused(_) => self.s.conns_refused += 1,
             Kind::Stall(st) => {
@@ -465,7 +477,7 @@ impl Analyzer {
             Ending::Truncated { line } => format!("truncated at line {line}"),
             Ending::Open => "open".into(),
         };
-        let (dropped_known, cut) = match ending {
+        let (dropped_known, cut): (Option<u64>, Option<String>) = match ending {
             Ending::Clean(_) => (Some(dropped), None),
             Ending::NoFooter => (
                 None,
@@ -481,12 +493,13 @@ impl Analyzer {
         };
 
         s.lost_in_flight = s.sent as i64 - s.decoded as i64;
+        let cut_why = cut.clone();
         s.checks = invariant_checks(Evidence {
             s,
             has_client: self.has_client,
             has_server: self.has_server,
             dropped: dropped_known,
-            cut,
+            cut: cut.clone(),
             end_t: self.last_t,
             origin: self.origin,
             credit: (
@@ -499,6 +512,23 @@ impl Analyzer {
             bytes: bytes_check,
             agree: agree_check,
         });
+        if self.ov.seen {
+            let incomplete = match (&cut_why, dropped_known) {
+                (Some(why), _) => Some(why.clone()),
+                (None, Some(d)) if d > 0 => Some(format!("the recorder dropped {d} events")),
+                (None, None) => Some("drop counts unknown".to_string()),
+                _ => None,
+            };
+            let ov = std::mem::take(&mut self.ov);
+            let (o, checks) = ov.finish(
+                self.s.client_window_blocked_s,
+                self.s.client_socket_blocked_s,
+                incomplete,
+                self.origin,
+            );
+            self.s.overload = Some(o);
+            self.s.checks.extend(checks);
+        }
         (self.s, self.tl)
     }
 }

@@ -226,6 +226,9 @@ pub struct Summary {
     /// clean | no_footer | truncated at line N
     pub trace_ending: String,
     pub checks: BTreeMap<String, Check>,
+    /// Part 3 accounting, when the trace has `Exchange` events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overload: Option<super::overload::Overload>,
 }
 
 /// One stream's share of a run (server's view).
@@ -271,6 +274,11 @@ pub struct Timeline {
     pub window_update_bytes: Series,
     pub window_updates: Series,
     pub rss: Series,
+    /// Exchange: server-owned payload (admitted attempts' framed bytes).
+    pub admitted_bytes: Series,
+    /// Exchange: the clients' pending originals and outstanding attempts.
+    pub client_pending: Series,
+    pub client_outstanding: Series,
     /// (start s, end s, kind) client blocked intervals.
     pub intervals: Vec<(f64, f64, Blocked)>,
     pub intervals_dropped: u64,
@@ -298,6 +306,9 @@ impl Timeline {
             window_update_bytes: s(Merge::Sum),
             window_updates: s(Merge::Sum),
             rss: s(Merge::Max),
+            admitted_bytes: s(Merge::Max),
+            client_pending: s(Merge::Max),
+            client_outstanding: s(Merge::Max),
             intervals: vec![],
             intervals_dropped: 0,
             end_s: 0.0,
