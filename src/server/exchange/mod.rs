@@ -418,6 +418,7 @@ async fn decide(
         refuse(Decision::Expired, now, 0);
         return Ok(());
     }
+    let mut waited = false;
     let permit = match slots.clone().try_acquire_owned() {
         Ok(p) => p,
         Err(_) => match ctx.cfg.when_full {
@@ -444,6 +445,7 @@ async fn decide(
                         .unwrap_or_else(|p| p.into_inner())
                         .poll_reset(cx)
                 });
+                waited = true;
                 tokio::select! {
                     p = slots.clone().acquire_owned() => p.expect("the semaphore is never closed"),
                     _ = until => {
@@ -467,14 +469,15 @@ async fn decide(
         },
     };
     let t = now_ns();
+    let wait_ns = if waited { t - now } else { 0 };
     // A slot freed just as the deadline passed: still expired, never queued.
     if deadline != 0 && t >= deadline {
         drop(permit);
-        refuse(Decision::Expired, t, t - now);
+        refuse(Decision::Expired, t, wait_ns);
         return Ok(());
     }
     rpc.open.fetch_add(1, Relaxed);
-    record(Decision::Admitted, t, t - now);
+    record(Decision::Admitted, t, wait_ns);
     ctx.live.depth.fetch_add(1, Relaxed);
     let t_enqueue = now_ns();
     let (depth, queued_bytes) = ctx.admission.push(Job {
