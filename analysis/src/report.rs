@@ -103,6 +103,53 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     res.map_err(io_err(path))
 }
 
+/// The Part 3 lines: useful completion first, then where every original
+/// went, the attempt accounting, the completed cohorts per phase, and the
+/// costs (server-owned payload, retry collisions, wire bytes).
+pub fn overload_lines(ov: &crate::analyze::overload::Overload) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "useful    U/N {}/{} = {:.3} %  late {}  rejected {}  dropped {}  expired {}  never-sent {}  unanswered {}",
+        ov.on_time,
+        ov.originals,
+        100.0 * ov.useful_fraction,
+        ov.late,
+        ov.rejected,
+        ov.dropped,
+        ov.expired,
+        ov.never_sent,
+        ov.unanswered
+    );
+    let _ = writeln!(
+        o,
+        "attempts  N {}  F {}  A {} ({} retries)  S {}  R {}  slots ≤ {}/{}",
+        ov.originals, ov.first_attempts, ov.attempts, ov.retries, ov.sent, ov.decoded, ov.max_in_use, ov.slots
+    );
+    let phases: Vec<String> = ov
+        .phases
+        .iter()
+        .map(|p| {
+            let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.3}s"));
+            format!("{} p50 {} p95 {} (n={})", p.phase, f(p.p50_s), f(p.p95_s), p.cohort)
+        })
+        .collect();
+    let _ = writeln!(o, "latency   completed cohorts: {}", phases.join("; "));
+    let _ = writeln!(
+        o,
+        "cost      server-owned {:.3} MiB·s (peak {:.2} MiB)  client pending ≤ {} outstanding ≤ {}  retry collision {}  wire {} B/useful",
+        ov.owned_mib_s,
+        ov.owned_peak_bytes as f64 / 1048576.0,
+        ov.pending_peak,
+        ov.outstanding_peak,
+        ov.collision
+            .fraction
+            .map_or(format!("n/a (M={})", ov.collision.retries), |f| format!("{f:.5} (M={})", ov.collision.retries)),
+        ov.wire_bytes_per_useful.map_or("n/a".to_string(), |b| format!("{b:.0}")),
+    );
+    o
+}
+
 /// A figure, or `n/a` when the trace lacks the side that measures it.
 fn or_na(have: bool, f: impl FnOnce() -> String) -> String {
     if have {
@@ -142,6 +189,9 @@ pub fn headline(s: &Summary) -> String {
                 other => format!("cut short ({other})"),
             }
         );
+    }
+    if let Some(ov) = &s.overload {
+        o.push_str(&overload_lines(ov));
     }
     let _ = writeln!(
         o,

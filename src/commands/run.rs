@@ -21,6 +21,73 @@ pub struct RunOpts {
     pub client: ClientOpts,
     #[command(flatten, next_help_heading = "Output")]
     pub output: OutputOpts,
+    /// A named experiment's settings, under the flags given explicitly.
+    ///
+    /// part3: the overload-policy study of the background article's Part 3
+    /// — --rpc exchange, originals at 80/s for 36 s (2,880), 16 KiB, a 2 s
+    /// --original-deadline, --max-pending 32 --max-outstanding 33,
+    /// --admission 32, --service-schedule 10ms,12s:40ms,24s:10ms (a
+    /// reconstruction: the article does not give its worker timing),
+    /// --stall-timeout 10s. Choose the policy with --when-full and --retry.
+    #[arg(long, value_enum, help_heading = "Experiment")]
+    pub preset: Option<Preset>,
+}
+
+/// `--preset`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    /// Part 3's single-client overload-policy study.
+    Part3,
+}
+
+impl Preset {
+    /// (argument id, value) pairs, applied where the command line is silent.
+    pub fn settings(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Preset::Part3 => &[
+                ("rpc", "exchange"),
+                ("rate", "80"),
+                ("duration", "36s"),
+                ("payload", "16KiB"),
+                ("original_deadline", "2s"),
+                ("max_pending", "32"),
+                ("max_outstanding", "33"),
+                ("admission", "32"),
+                ("service_schedule", "10ms,12s:40ms,24s:10ms"),
+                ("stall_timeout", "10s"),
+            ],
+        }
+    }
+}
+
+impl RunOpts {
+    /// Applies `--preset` to every setting the command line did not give
+    /// (`given(id)`: whether argument `id` came from the command line).
+    pub fn apply_preset(&mut self, given: impl Fn(&str) -> bool) {
+        let Some(p) = self.preset else { return };
+        for (id, v) in p.settings() {
+            if given(id) {
+                continue;
+            }
+            let ok = |r: Result<(), String>| r.expect("a preset value parses");
+            match *id {
+                "rpc" => self.client.rpc = crate::overload::RpcKind::Exchange,
+                "rate" => self.client.rate = v.parse().expect("static"),
+                "duration" => ok(v.parse().map(|d| self.client.duration = d)),
+                "payload" => ok(v.parse().map(|d| self.client.payload = d)),
+                "original_deadline" => ok(v.parse().map(|d| self.client.original_deadline = d)),
+                "max_pending" => self.client.max_pending = v.parse().expect("static"),
+                "max_outstanding" => self.client.max_outstanding = v.parse().expect("static"),
+                "admission" => self.server.admission = v.parse().expect("static"),
+                "service_schedule" => {
+                    ok(v.parse().map(|d| self.server.service_schedule = Some(d)))
+                }
+                "stall_timeout" => ok(v.parse().map(|d| self.client.stall_timeout = d)),
+                other => unreachable!("preset setting {other} has no field"),
+            }
+        }
+    }
 }
 
 /// What a finished run produced.
@@ -100,11 +167,20 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         Some(opts.client.framed_upper_bound()),
         Some(opts.client.streams),
     )?;
-    let label = opts
-        .output
-        .label
-        .clone()
-        .unwrap_or_else(|| label_of(&opts.server));
+    let label = opts.output.label.clone().unwrap_or_else(|| {
+        if opts.client.rpc == crate::overload::RpcKind::Exchange {
+            format!(
+                "exchange-{}{}",
+                opts.server.when_full.as_str(),
+                match &opts.client.retry {
+                    crate::overload::RetryPolicy::None => String::new(),
+                    r => format!("-retry-{}", r.to_string().replace([':', ','], "-")),
+                }
+            )
+        } else {
+            label_of(&opts.server)
+        }
+    });
     let planned = (opts.client.rate * opts.client.duration.0.as_secs_f64()) as u64;
     let mut session = Session::open("run", interrupts, &opts.output, &label, planned)?;
     let live = session.live.clone();
@@ -135,8 +211,15 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         interrupt: interrupt_rx,
     });
 
+    let slowest = opts
+        .server
+        .service_schedule
+        .as_ref()
+        .map_or(opts.server.service_time.0, |s| {
+            s.0.iter().map(|(_, d)| *d).max().unwrap_or_default()
+        });
     crate::refuse_unless!(
-        opts.client.stall_timeout.0 > opts.server.service_time.0,
+        opts.client.stall_timeout.0 > slowest,
         "--stall-timeout {} must exceed --service-time {}: a worker that slow is not a stall",
         opts.client.stall_timeout,
         opts.server.service_time
