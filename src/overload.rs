@@ -184,10 +184,7 @@ impl RetryPolicy {
     pub fn delay(&self, n: u32, rng: &mut SplitMix) -> Option<Duration> {
         match self {
             RetryPolicy::None => None,
-            RetryPolicy::Fixed(v) => v
-                .get((n as usize).saturating_sub(1))
-                .or(v.last())
-                .copied(),
+            RetryPolicy::Fixed(v) => v.get((n as usize).saturating_sub(1)).or(v.last()).copied(),
             RetryPolicy::Jitter(max) => {
                 Some(Duration::from_nanos(rng.below(max.as_nanos() as u64 + 1)))
             }
@@ -262,7 +259,10 @@ mod tests {
             let d = j.delay(1, &mut rng).unwrap();
             assert!(d <= Duration::from_millis(200));
         }
-        assert_eq!("none".parse::<RetryPolicy>().unwrap().delay(1, &mut rng), None);
+        assert_eq!(
+            "none".parse::<RetryPolicy>().unwrap().delay(1, &mut rng),
+            None
+        );
         assert!("fixed:".parse::<RetryPolicy>().is_err());
         assert!("jitter:0".parse::<RetryPolicy>().is_err());
         assert!("sometimes".parse::<RetryPolicy>().is_err());
@@ -270,7 +270,9 @@ mod tests {
 
     #[test]
     fn client_generators_differ_and_repeat() {
-        let a: Vec<u64> = (0..4).map(|_| SplitMix::for_client(7, 0).next_u64()).collect();
+        let a: Vec<u64> = (0..4)
+            .map(|_| SplitMix::for_client(7, 0).next_u64())
+            .collect();
         assert!(a.windows(2).all(|w| w[0] == w[1]), "same seed, same stream");
         let firsts: std::collections::HashSet<u64> = (0..64)
             .map(|i| SplitMix::for_client(7, i).next_u64())

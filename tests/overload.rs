@@ -16,7 +16,11 @@ use support::{dur, run, temp_dir};
 
 const SLACK_NS: u64 = 50_000_000;
 
-fn part3_opts(dir: &std::path::Path, when_full: &str, retry: &str) -> h2probe::commands::run::RunOpts {
+fn part3_opts(
+    dir: &std::path::Path,
+    when_full: &str,
+    retry: &str,
+) -> h2probe::commands::run::RunOpts {
     let mut o = support::run_opts(dir, "frame", "unbounded");
     o.preset = Some(h2probe::commands::run::Preset::Part3);
     o.apply_preset(|_| false);
@@ -78,7 +82,9 @@ fn replay(dir: &std::path::Path) -> Seen {
             }
             "original_end" => {
                 assert!(ended.insert(u(e, "id")), "original {} ended twice", e["id"]);
-                *s.ends.entry(e["state"].as_str().unwrap().into()).or_default() += 1;
+                *s.ends
+                    .entry(e["state"].as_str().unwrap().into())
+                    .or_default() += 1;
             }
             "attempt" if u(e, "attempt") > 1 => {
                 s.retries += 1;
@@ -132,16 +138,33 @@ fn replay(dir: &std::path::Path) -> Seen {
 /// What holds under every policy.
 fn common(r: &h2probe::commands::run::RunResult, s: &Seen) {
     support::assert_checks(r);
-    let ov = r.summary.overload.as_ref().expect("an Exchange run has overload figures");
+    let ov = r
+        .summary
+        .overload
+        .as_ref()
+        .expect("an Exchange run has overload figures");
     assert_eq!(s.originals, 240, "80/s for 3 s");
     assert_eq!(ov.originals, s.originals);
     assert_eq!(ov.on_time, s.ends.get("on_time").copied().unwrap_or(0));
-    assert_eq!(r.summary.checks["originals"].ok, Some(true), "{}", r.summary.checks["originals"].detail);
-    assert_eq!(r.summary.checks["admission"].ok, Some(true), "{}", r.summary.checks["admission"].detail);
+    assert_eq!(
+        r.summary.checks["originals"].ok,
+        Some(true),
+        "{}",
+        r.summary.checks["originals"].detail
+    );
+    assert_eq!(
+        r.summary.checks["admission"].ok,
+        Some(true),
+        "{}",
+        r.summary.checks["admission"].detail
+    );
     assert!(s.max_in_use <= s.slots && s.slots == 32, "{s:?}");
     assert_eq!(s.max_in_use, 32, "the slowdown fills the boundary: {s:?}");
     assert_eq!(s.starts_of_refused, 0, "{s:?}");
-    assert_eq!(s.starts_after_deadline, 0, "expired work is never started: {s:?}");
+    assert_eq!(
+        s.starts_after_deadline, 0,
+        "expired work is never started: {s:?}"
+    );
     assert_eq!(s.retry_deadline_changed, 0, "{s:?}");
     assert_eq!(s.retry_after_deadline, 0, "{s:?}");
 }
@@ -164,7 +187,10 @@ fn reject_answers_at_once_and_never_queues_beyond_the_boundary() {
     let s = replay(&dir);
     common(&r, &s);
     assert_eq!(s.waited, 0, "REJECT never waits: {s:?}");
-    assert!(s.decisions.get("rejected").copied().unwrap_or(0) > 0, "{s:?}");
+    assert!(
+        s.decisions.get("rejected").copied().unwrap_or(0) > 0,
+        "{s:?}"
+    );
     assert_eq!(s.retries, 0);
     assert_eq!(
         s.ends.get("rejected").copied(),
@@ -191,7 +217,10 @@ fn drop_discards_and_answers_and_never_runs_the_worker() {
     let r = run(part3_opts(&dir, "drop", "none"));
     let s = replay(&dir);
     common(&r, &s);
-    assert!(s.decisions.get("dropped").copied().unwrap_or(0) > 0, "{s:?}");
+    assert!(
+        s.decisions.get("dropped").copied().unwrap_or(0) > 0,
+        "{s:?}"
+    );
     assert_eq!(s.waited, 0, "{s:?}");
     assert_eq!(s.ends.get("dropped"), s.decisions.get("dropped"), "{s:?}");
 }
@@ -201,7 +230,16 @@ fn an_interrupted_exchange_run_still_ends_every_original_once() {
     use std::process::{Command, Stdio};
     let dir = temp_dir("p3-sigint");
     let child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["run", "--preset", "part3", "--when-full", "wait", "--quiet", "--no-pcap", "--out"])
+        .args([
+            "run",
+            "--preset",
+            "part3",
+            "--when-full",
+            "wait",
+            "--quiet",
+            "--no-pcap",
+            "--out",
+        ])
         .arg(&dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -217,10 +255,25 @@ fn an_interrupted_exchange_run_still_ends_every_original_once() {
     // SAFETY: sending a signal to our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = replay(&dir);
     assert!(s.originals > 50 && s.originals < 2880, "{s:?}");
     let summary = support::read_summary(&dir);
-    assert_eq!(summary.checks["originals"].ok, Some(true), "{}", summary.checks["originals"].detail);
-    assert_eq!(summary.checks["admission"].ok, Some(true), "{}", summary.checks["admission"].detail);
+    assert_eq!(
+        summary.checks["originals"].ok,
+        Some(true),
+        "{}",
+        summary.checks["originals"].detail
+    );
+    assert_eq!(
+        summary.checks["admission"].ok,
+        Some(true),
+        "{}",
+        summary.checks["admission"].detail
+    );
 }

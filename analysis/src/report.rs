@@ -124,14 +124,27 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload) -> String {
     let _ = writeln!(
         o,
         "attempts  N {}  F {}  A {} ({} retries)  S {}  R {}  slots ≤ {}/{}",
-        ov.originals, ov.first_attempts, ov.attempts, ov.retries, ov.sent, ov.decoded, ov.max_in_use, ov.slots
+        ov.originals,
+        ov.first_attempts,
+        ov.attempts,
+        ov.retries,
+        ov.sent,
+        ov.decoded,
+        ov.max_in_use,
+        ov.slots
     );
     let phases: Vec<String> = ov
         .phases
         .iter()
         .map(|p| {
             let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.3}s"));
-            format!("{} p50 {} p95 {} (n={})", p.phase, f(p.p50_s), f(p.p95_s), p.cohort)
+            format!(
+                "{} p50 {} p95 {} (n={})",
+                p.phase,
+                f(p.p50_s),
+                f(p.p95_s),
+                p.cohort
+            )
         })
         .collect();
     let _ = writeln!(o, "latency   completed cohorts: {}", phases.join("; "));

@@ -299,7 +299,10 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
     };
     if resp.status() != http::StatusCode::OK {
         let _ = tx
-            .send(end(status::UNKNOWN, format!("HTTP status {}", resp.status())))
+            .send(end(
+                status::UNKNOWN,
+                format!("HTTP status {}", resp.status()),
+            ))
             .await;
         return;
     }
@@ -334,10 +337,7 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
             status::INTERNAL,
             "response ended without grpc-status".into(),
         )),
-        Ok(None) => (
-            status::INTERNAL,
-            "response ended without trailers".into(),
-        ),
+        Ok(None) => (status::INTERNAL, "response ended without trailers".into()),
         Err(e) => (status::UNAVAILABLE, format!("reading trailers: {e}")),
     };
     let _ = tx.send(end(last.0, last.1)).await;
@@ -388,13 +388,19 @@ pub(super) async fn rpc(
     };
     let stream = send.stream_id().as_u32();
     outcome.stream = stream;
-    ctx.rec
-        .emit(Endpoint::Client, conn, stream, now_ns(), KindId::RpcStart, || {
+    ctx.rec.emit(
+        Endpoint::Client,
+        conn,
+        stream,
+        now_ns(),
+        KindId::RpcStart,
+        || {
             Kind::RpcStart(RpcStartEv {
                 path: path.clone(),
                 deadline_ns: Some(opts.deadline().as_nanos() as u64),
             })
-        });
+        },
+    );
 
     let payload = payload_bytes(opts.payload.0 as usize);
     let framed = (grpc::PREFIX_LEN
@@ -419,8 +425,7 @@ pub(super) async fn rpc(
     let (tx, mut send_rx) = mpsc::channel::<ToSend>(opts.max_outstanding as usize);
     // Dropped to half-close: the sender then ends the stream.
     let mut to_send = Some(tx);
-    let (from_tx, mut from_server) =
-        mpsc::channel::<FromServer>(opts.max_outstanding as usize + 1);
+    let (from_tx, mut from_server) = mpsc::channel::<FromServer>(opts.max_outstanding as usize + 1);
     let reading = tokio::spawn(reader(resp, from_tx));
     let in_progress = AtomicI64::new(-1);
     let mut sending = Box::pin(sender(
@@ -543,12 +548,18 @@ pub(super) async fn rpc(
         outcome.message = msg;
     }
     reading.abort();
-    ctx.rec
-        .emit(Endpoint::Client, conn, stream, now_ns(), KindId::RpcEnd, || {
+    ctx.rec.emit(
+        Endpoint::Client,
+        conn,
+        stream,
+        now_ns(),
+        KindId::RpcEnd,
+        || {
             Kind::RpcEnd(RpcEndEv {
                 status: outcome.status,
                 message: outcome.message.clone(),
             })
-        });
+        },
+    );
     outcome
 }

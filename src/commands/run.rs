@@ -80,9 +80,7 @@ impl RunOpts {
                 "max_pending" => self.client.max_pending = v.parse().expect("static"),
                 "max_outstanding" => self.client.max_outstanding = v.parse().expect("static"),
                 "admission" => self.server.admission = v.parse().expect("static"),
-                "service_schedule" => {
-                    ok(v.parse().map(|d| self.server.service_schedule = Some(d)))
-                }
+                "service_schedule" => ok(v.parse().map(|d| self.server.service_schedule = Some(d))),
                 "stall_timeout" => ok(v.parse().map(|d| self.client.stall_timeout = d)),
                 other => unreachable!("preset setting {other} has no field"),
             }

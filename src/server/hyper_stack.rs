@@ -311,7 +311,9 @@ async fn handle(
     });
     let _end_on_drop = EndOnDrop(rpc.clone());
 
-    if let Err((http_status, grpc_status, msg)) = check_request(&req, Framing::Grpc, &[crate::grpc::INGEST_PATH]) {
+    if let Err((http_status, grpc_status, msg)) =
+        check_request(&req, Framing::Grpc, &[crate::grpc::INGEST_PATH])
+    {
         let resp = match grpc_status {
             Some(code) => status_response(code, &msg),
             None => http_error(http_status, &msg),

@@ -372,9 +372,10 @@ impl ServerOpts {
             drop_stream: self.drop_stream,
             admission: self.admission,
             when_full: self.when_full,
-            service_schedule: self.service_schedule.clone().unwrap_or_else(|| {
-                crate::overload::ServiceSchedule::constant(self.service_time.0)
-            }),
+            service_schedule: self
+                .service_schedule
+                .clone()
+                .unwrap_or_else(|| crate::overload::ServiceSchedule::constant(self.service_time.0)),
         })
     }
 }

@@ -12,8 +12,8 @@
 
 use super::summary::{Check, Timeline};
 use crate::schema::{
-    AdmissionEv, AttemptEv, Decision, Endpoint, Event, FrameType, Kind, OriginalEndEv,
-    OriginalEv, OriginalState,
+    AdmissionEv, AttemptEv, Decision, Endpoint, Event, FrameType, Kind, OriginalEndEv, OriginalEv,
+    OriginalState,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -211,13 +211,22 @@ impl Tracker {
                 let key = (e.conn, e.stream, st.seq);
                 if self.refused.contains(&key) {
                     self.boundary.add(t, line, || {
-                        format!("attempt {}/{} seq {} was refused at the boundary but started", e.conn, e.stream, st.seq)
+                        format!(
+                            "attempt {}/{} seq {} was refused at the boundary but started",
+                            e.conn, e.stream, st.seq
+                        )
                     });
                 }
                 if let Some(&(_, deadline)) = self.admitted.get(&key) {
                     if deadline != 0 && t >= deadline {
                         self.boundary.add(t, line, || {
-                            format!("attempt {}/{} seq {} started {:.1} ms after its deadline", e.conn, e.stream, st.seq, (t - deadline) as f64 / 1e6)
+                            format!(
+                                "attempt {}/{} seq {} started {:.1} ms after its deadline",
+                                e.conn,
+                                e.stream,
+                                st.seq,
+                                (t - deadline) as f64 / 1e6
+                            )
                         });
                     }
                 }
@@ -270,8 +279,9 @@ impl Tracker {
         self.o.originals += 1;
         self.t0 = Some(self.t0.map_or(e.t, |t0| t0.min(e.t)));
         if self.open.insert(o.id, (e.t, o.deadline)).is_some() || self.ended.contains(&o.id) {
-            self.accounting
-                .add(e.t, line, || format!("original {} was scheduled twice", o.id));
+            self.accounting.add(e.t, line, || {
+                format!("original {} was scheduled twice", o.id)
+            });
         }
         self.levels(e.conn, o.pending, o.outstanding);
     }
@@ -297,12 +307,18 @@ impl Tracker {
                 }
                 if deadline != 0 && e.t >= deadline {
                     self.boundary.add(e.t, line, || {
-                        format!("attempt {} of original {} was initiated after its deadline", a.attempt, a.id)
+                        format!(
+                            "attempt {} of original {} was initiated after its deadline",
+                            a.attempt, a.id
+                        )
                     });
                 }
             }
             None => self.accounting.add(e.t, line, || {
-                format!("attempt {} of original {} without an open original", a.attempt, a.id)
+                format!(
+                    "attempt {} of original {} without an open original",
+                    a.attempt, a.id
+                )
             }),
         }
         self.levels(e.conn, a.pending, a.outstanding);
@@ -312,7 +328,11 @@ impl Tracker {
         self.seen = true;
         if self.open.remove(&x.id).is_none() || !self.ended.insert(x.id) {
             self.accounting.add(e.t, line, || {
-                format!("original {} ended ({}) without being open", x.id, x.state.as_str())
+                format!(
+                    "original {} ended ({}) without being open",
+                    x.id,
+                    x.state.as_str()
+                )
             });
         }
         let o = &mut self.o;
@@ -363,7 +383,10 @@ impl Tracker {
             Decision::Admitted => {
                 if a.deadline != 0 && t >= a.deadline {
                     self.boundary.add(t, line, || {
-                        format!("original {} attempt {} was admitted after its deadline", a.id, a.attempt)
+                        format!(
+                            "original {} attempt {} was admitted after its deadline",
+                            a.id, a.attempt
+                        )
                     });
                 }
                 self.owned_step(t);
@@ -375,7 +398,10 @@ impl Tracker {
                 if self.in_use > a.slots {
                     let n = self.in_use;
                     self.boundary.add(t, line, || {
-                        format!("{n} attempts admitted at once, above --admission {}", a.slots)
+                        format!(
+                            "{n} attempts admitted at once, above --admission {}",
+                            a.slots
+                        )
                     });
                 }
             }
@@ -432,7 +458,8 @@ impl Tracker {
         if self.wu_out > 1 {
             o.window_update_spacing_ms = span as f64 / 1e6 / self.wu_out as f64;
         }
-        o.wire_bytes_per_useful = (o.on_time > 0).then(|| o.c2s_data_bytes as f64 / o.on_time as f64);
+        o.wire_bytes_per_useful =
+            (o.on_time > 0).then(|| o.c2s_data_bytes as f64 / o.on_time as f64);
         let _ = (window_blocked_s, socket_blocked_s);
         let t0 = self.t0.unwrap_or(0);
 
@@ -484,13 +511,8 @@ impl Tracker {
 
         let mut checks = BTreeMap::new();
         let secs = |t: u64| t.saturating_sub(origin) as f64 / 1e9;
-        let ends = o.on_time
-            + o.late
-            + o.rejected
-            + o.dropped
-            + o.expired
-            + o.never_sent
-            + o.unanswered;
+        let ends =
+            o.on_time + o.late + o.rejected + o.dropped + o.expired + o.never_sent + o.unanswered;
         let detail = format!(
             "N {} = on time {} + late {} + rejected {} + dropped {} + expired {} + never sent {} + unanswered {} ({}); \
              F {} ≤ N, A {} = F + retries {}, S {} ≤ A, R {} ≤ S",
@@ -504,7 +526,10 @@ impl Tracker {
             Check::na(why)
         } else if let Some((t, line)) = self.accounting.at {
             Check::failed_at(
-                format!("{} ({} violations): {}", self.accounting.detail, self.accounting.n, detail),
+                format!(
+                    "{} ({} violations): {}",
+                    self.accounting.detail, self.accounting.n, detail
+                ),
                 secs(t),
                 line,
             )
@@ -518,8 +543,8 @@ impl Tracker {
             Check::new(adds_up, detail)
         };
         checks.insert("originals".to_string(), originals);
-        let boundary = if !self.has_server || !self.has_client {
-            Check::na("needs client and server events in one trace")
+        let boundary = if !self.has_server {
+            Check::na("no server events: the admission boundary is the server's")
         } else if let Some(why) = incomplete {
             Check::na(why)
         } else if let Some((t, line)) = self.boundary.at {
@@ -533,10 +558,15 @@ impl Tracker {
                 true,
                 format!(
                     "at most {} of {} slots taken; no attempt started after its deadline or after a refusal; \
-                     no wait past a deadline (+{} ms slack); every retry kept its original's deadline",
+                     no wait past a deadline (+{} ms slack){}",
                     o.max_in_use,
                     o.slots,
-                    DEADLINE_SLACK_NS / 1_000_000
+                    DEADLINE_SLACK_NS / 1_000_000,
+                    if self.has_client {
+                        "; every retry kept its original's deadline"
+                    } else {
+                        " (retries unseen: no client events)"
+                    }
                 ),
             )
         };
@@ -563,7 +593,11 @@ mod tests {
         assert_eq!(m, 6);
         assert_eq!(pairs, 4);
         assert_eq!(f, Some(4.0 / 15.0));
-        assert_eq!(collision_fraction(&[5], 0, 10, 1).2, None, "one retry: no pair");
+        assert_eq!(
+            collision_fraction(&[5], 0, 10, 1).2,
+            None,
+            "one retry: no pair"
+        );
         assert_eq!(collision_fraction(&[1, 3], 0, 10, 1).2, Some(0.0));
     }
 

@@ -223,7 +223,10 @@ pub(super) async fn handle(
     let ended = receive(&rpc, &mut body).await;
     let (reason, outcome) = match ended {
         Ended::HalfClosed => (None, Ok(())),
-        Ended::Cancelled(why) => (Some(DiscardReason::Cancelled), Err((status::CANCELLED, why))),
+        Ended::Cancelled(why) => (
+            Some(DiscardReason::Cancelled),
+            Err((status::CANCELLED, why)),
+        ),
         Ended::Shutdown => (
             Some(DiscardReason::Shutdown),
             Err((status::UNAVAILABLE, "server shutting down".to_string())),
@@ -500,4 +503,3 @@ async fn decide(
     });
     Ok(())
 }
-
