@@ -29,6 +29,16 @@ pub enum Scenario {
     /// Throughput against the bandwidth-delay product: the default 64 KiB
     /// window at --link-delay 0, 10, 25 and 50 ms (W / RTT caps the rate).
     Bdp,
+    /// The article's Part 3: WAIT, REJECT, REJECT+RETRY (fixed:100,200, 3
+    /// attempts) and DROP at a 32-slot admission boundary, `run --preset
+    /// part3` (80/s for 36 s, 16 KiB, 2 s deadlines, a worker slowed from
+    /// 10 to 40 ms during [12, 24) s), repeats paired by seed; the table
+    /// puts the article's figures beside ours.
+    Part3,
+    /// Part 3's eight-client retry study: 8 clients × 10/s (staggered),
+    /// REJECT with fixed (100, 200 ms) against jitter (uniform [0, 200] ms)
+    /// backoff; the retry collision fraction in [12, 24) s, paired by seed.
+    Part3Clients,
 }
 
 impl Scenario {
@@ -38,7 +48,13 @@ impl Scenario {
             Scenario::SharedWindow => "shared-window",
             Scenario::DropWithoutRelease => "drop-without-release",
             Scenario::Bdp => "bdp",
+            Scenario::Part3 => "part3",
+            Scenario::Part3Clients => "part3-clients",
         }
+    }
+
+    fn is_part3(self) -> bool {
+        matches!(self, Scenario::Part3 | Scenario::Part3Clients)
     }
 }
 
@@ -101,6 +117,52 @@ fn matrix(opts: &CompareOpts) -> Vec<Config> {
                             }
                         },
                     )
+                })
+                .collect()
+        }
+        Some(Scenario::Part3) | Some(Scenario::Part3Clients) => {
+            use crate::overload::WhenFull;
+            let policies: Vec<(&str, WhenFull, &str)> = if opts.scenario == Some(Scenario::Part3) {
+                vec![
+                    ("WAIT", WhenFull::Wait, "none"),
+                    ("REJECT", WhenFull::Reject, "none"),
+                    ("RETRY", WhenFull::Reject, "fixed:100,200"),
+                    ("DROP", WhenFull::Drop, "none"),
+                ]
+            } else {
+                vec![
+                    ("fixed 100,200 ms", WhenFull::Reject, "fixed:100,200"),
+                    ("jitter 0-200 ms", WhenFull::Reject, "jitter:200"),
+                ]
+            };
+            let clients = if opts.scenario == Some(Scenario::Part3Clients) {
+                8
+            } else {
+                1
+            };
+            policies
+                .into_iter()
+                .map(|(label, when_full, retry)| {
+                    let slug = label.split(' ').next().unwrap_or(label).to_lowercase();
+                    let retry: crate::overload::RetryPolicy = retry.parse().expect("static");
+                    let o = opts.clone();
+                    Config::new(label.to_string(), slug, move |r| {
+                        r.preset = Some(super::run::Preset::Part3);
+                        r.apply_preset(|_| false);
+                        r.server.when_full = when_full;
+                        r.client.retry = retry.clone();
+                        r.client.max_attempts = 3;
+                        r.client.connections = clients;
+                        if let Some(d) = o.duration {
+                            r.client.duration = d;
+                        }
+                        if let Some(ms) = o.deadline_ms {
+                            r.client.original_deadline = Dur(std::time::Duration::from_millis(ms));
+                        }
+                        if let Some(s) = &o.service_schedule {
+                            r.server.service_schedule = Some(s.clone());
+                        }
+                    })
                 })
                 .collect()
         }
@@ -167,10 +229,21 @@ pub struct CompareOpts {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
 
-    /// Offered-load period of each run. 5 s is the shortest that still shows
-    /// a steady queue slope after the 10% warm-up; the drain comes on top.
-    #[arg(long, default_value = "5s", value_name = "DURATION")]
-    pub duration: Dur,
+    /// Offered-load period of each run [default: 5s; part3: 36s]. 5 s is
+    /// the shortest that still shows a steady queue slope after the 10%
+    /// warm-up; the drain comes on top.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<Dur>,
+
+    /// part3 scenarios: each original's deadline in ms [default: 2000]
+    /// (the article's secondary studies used 500 and 5000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub deadline_ms: Option<u64>,
+
+    /// part3 scenarios: the worker's service schedule [default:
+    /// 10ms,12s:40ms,24s:10ms] (e.g. a shortened run's own slowdown).
+    #[arg(long, value_name = "SCHEDULE")]
+    pub service_schedule: Option<crate::overload::ServiceSchedule>,
 
     /// Messages offered per second.
     #[arg(long, default_value_t = 300.0)]
@@ -240,8 +313,9 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             for w in warnings {
                 eprintln!("h2probe: warning: {w}");
             }
+            let config = part3_label(dir).unwrap_or_else(|| super::config_of(dir));
             runs.push(RunRef {
-                config: super::config_of(dir),
+                config,
                 dir: dir.clone(),
                 summary,
             });
@@ -253,6 +327,11 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 || (opts.release.is_none() && opts.queue.is_none()),
             "--release and --queue do not apply to --scenario {}",
             opts.scenario.map_or("", |s| s.name())
+        );
+        crate::refuse_unless!(
+            opts.scenario.is_some_and(|s| s.is_part3())
+                || (opts.deadline_ms.is_none() && opts.service_schedule.is_none()),
+            "--deadline-ms and --service-schedule apply to --scenario part3 and part3-clients only"
         );
         let matrix = matrix(&opts);
         // Check every configuration before spending minutes on the first.
@@ -307,15 +386,55 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         Some(s) => format!("h2probe comparison: {} scenario", s.name()),
         None => "h2probe comparison".to_string(),
     };
-    let md = compare::markdown(&title, &rows);
+    let part3 = opts.scenario.is_some_and(|s| s.is_part3())
+        || (opts.scenario.is_none()
+            && runs.iter().all(|r| r.summary.overload.is_some())
+            && !runs.is_empty());
+    let md = if part3 {
+        h2probe_analysis::part3::markdown(&title, &runs)
+    } else {
+        compare::markdown(&title, &rows)
+    };
     let out2 = out.clone();
     let rows2 = rows.clone();
     let runs2 = runs.clone();
-    tokio::task::spawn_blocking(move || write_outputs(&out2, &md, &rows2, &runs2)).await??;
+    let md2 = md.clone();
+    tokio::task::spawn_blocking(move || write_outputs(&out2, &md2, &rows2, &runs2, part3))
+        .await??;
     Ok(Comparison {
-        table: compare::terminal_table(&rows),
+        table: if part3 {
+            md
+        } else {
+            compare::terminal_table(&rows)
+        },
         dir: out,
         rows,
+    })
+}
+
+/// The Part 3 configuration name of an Exchange run directory (the names
+/// `--scenario part3` and `part3-clients` give), so repeats group and pair
+/// when existing runs are compared again.
+fn part3_label(dir: &Path) -> Option<String> {
+    let meta = h2probe_analysis::meta::Meta::read(dir).ok()?;
+    let client = meta.config.client.as_ref()?;
+    let server = meta.config.server.as_ref()?;
+    if client.get("rpc")?.as_str()? != "exchange" {
+        return None;
+    }
+    let retry = client.get("retry")?.as_str()?.to_string();
+    let clients = client.get("connections")?.as_u64()?;
+    let when_full = server.get("when_full")?.as_str()?;
+    Some(if clients > 1 {
+        match retry.split_once(':') {
+            Some(("fixed", d)) => format!("fixed {d} ms"),
+            Some(("jitter", d)) => format!("jitter 0-{d} ms"),
+            _ => format!("{} {clients} clients", when_full.to_uppercase()),
+        }
+    } else if retry != "none" {
+        "RETRY".to_string()
+    } else {
+        when_full.to_uppercase()
     })
 }
 
@@ -326,7 +445,9 @@ fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> RunOpts {
     r.server.conn_window = o.window;
     r.client.rate = o.rate;
     r.client.payload = o.payload;
-    r.client.duration = o.duration;
+    r.client.duration = o.duration.unwrap_or(Dur(std::time::Duration::from_secs(5)));
+    // Repeats are paired by seed: repeat N of every configuration uses seed N.
+    r.client.seed = rep.max(1) as u64;
     r.output.capture_payload = o.capture_payload;
     r.output.no_pcap = !o.pcap;
     r.output.quiet = true;
@@ -357,10 +478,14 @@ fn write_outputs(
     md: &str,
     rows: &[compare::Row],
     runs: &[RunRef],
+    part3: bool,
 ) -> anyhow::Result<()> {
     super::write_json(&out.join("comparison.json"), &rows)?;
     let path = out.join("comparison.md");
     std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
+    if part3 {
+        h2probe_analysis::part3::plots(out, runs)?;
+    }
     // Side-by-side plots from the first run of each configuration.
     let mut timelines = vec![];
     for row in rows {
