@@ -119,10 +119,8 @@ fn replay(dir: &std::path::Path) -> Seen {
                     s.starts_after_deadline += u64::from(t >= *d);
                 }
             }
-            "complete" | "discard" if e["ep"] == "server" => {
-                if admitted.remove(&key(e)).is_some() {
-                    in_use -= 1;
-                }
+            "complete" | "discard" if e["ep"] == "server" && admitted.remove(&key(e)).is_some() => {
+                in_use -= 1;
             }
             _ => {}
         }
@@ -276,4 +274,85 @@ fn an_interrupted_exchange_run_still_ends_every_original_once() {
         "{}",
         summary.checks["admission"].detail
     );
+}
+
+/// `compare --scenario part3`, shortened to 3 s runs with their own
+/// slowdown: all four policies run, the table carries the article's figures
+/// beside ours, and the plots are written.
+#[test]
+fn a_short_part3_comparison_runs_all_four_policies() {
+    let dir = temp_dir("p3-compare");
+    let out = support::h2probe_ok([
+        "compare",
+        "--scenario",
+        "part3",
+        "--duration",
+        "3s",
+        "--service-schedule",
+        "10ms,1s:40ms,2s:10ms",
+        "--deadline-ms",
+        "1000",
+        "--repeats",
+        "1",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    for policy in ["WAIT", "REJECT", "RETRY", "DROP"] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {policy} | 240 |")))
+            .unwrap_or_else(|| panic!("no {policy} row with N = 240:\n{table}"));
+        assert!(row.ends_with("| hold |"), "{row}");
+    }
+    for article in ["76.042", "76.167", "77.576", "76.014", "+40.6", "+91.2"] {
+        assert!(
+            table.contains(article),
+            "article figure {article} missing:\n{table}"
+        );
+    }
+    for f in ["comparison.md", "part3-outcomes.svg", "part3-owned.svg"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+}
+
+/// `compare --scenario part3-clients`, shortened: eight clients with their
+/// own budgets share one server.
+#[test]
+fn a_short_eight_client_comparison_runs_fixed_and_jitter() {
+    let dir = temp_dir("p3-clients");
+    support::h2probe_ok([
+        "compare",
+        "--scenario",
+        "part3-clients",
+        "--duration",
+        "2s",
+        "--service-schedule",
+        "10ms,500ms:40ms,1500ms:10ms",
+        "--repeats",
+        "1",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    for run in ["fixed-r1", "jitter-r1"] {
+        let s = support::read_summary(&dir.join(run));
+        let ov = s.overload.as_ref().unwrap();
+        assert_eq!(ov.originals, 160, "80/s over 8 clients for 2 s");
+        assert_eq!(s.rpc_status.get("OK"), Some(&8), "{:?}", s.rpc_status);
+        assert!(ov.retries > 0, "{ov:?}");
+        assert_eq!(
+            s.checks["originals"].ok,
+            Some(true),
+            "{}",
+            s.checks["originals"].detail
+        );
+        assert_eq!(
+            s.checks["admission"].ok,
+            Some(true),
+            "{}",
+            s.checks["admission"].detail
+        );
+    }
 }

@@ -368,7 +368,8 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
         return Ok(files);
     }
     // Outcome fractions per configuration (means), as stacked bars.
-    let states: [(&str, fn(&Overload) -> u64); 7] = [
+    type Count = fn(&Overload) -> u64;
+    let states: [(&str, Count); 7] = [
         ("on time", |o| o.on_time),
         ("late", |o| o.late),
         ("rejected", |o| o.rejected),
