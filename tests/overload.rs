@@ -356,3 +356,45 @@ fn a_short_eight_client_comparison_runs_fixed_and_jitter() {
         );
     }
 }
+
+/// Part 3's knobs refuse what cannot run, before anything starts (exit 2).
+#[test]
+fn part3_values_that_cannot_work_are_refused() {
+    let refused = |args: &[&str], says: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    refused(&["run", "--retry", "sometimes"], "expected none, fixed:MS");
+    refused(&["run", "--retry", "jitter:0"], "must be positive");
+    refused(&["run", "--service-schedule", "10ms,5ms"], "FROM:DURATION");
+    refused(
+        &["run", "--service-schedule", "10ms,2s:40ms,1s:10ms"],
+        "must increase",
+    );
+    refused(
+        &["run", "--rpc", "exchange", "--stack", "hyper"],
+        "--stack h2",
+    );
+    refused(
+        &["run", "--rpc", "exchange", "--framing", "raw:1024"],
+        "--framing grpc",
+    );
+    refused(
+        &[
+            "run",
+            "--rpc",
+            "exchange",
+            "--duration",
+            "100s",
+            "--original-deadline",
+            "30s",
+        ],
+        "must cover --duration",
+    );
+    refused(&["compare", "--deadline-ms", "500"], "part3");
+}

@@ -209,6 +209,16 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         interrupt: interrupt_rx,
     });
 
+    if opts.client.rpc == crate::overload::RpcKind::Exchange {
+        crate::refuse_unless!(
+            opts.server.stack == crate::config::Stack::H2,
+            "--rpc exchange needs the probe's own server (--stack h2): the reference hyper server serves Ingest only"
+        );
+        crate::refuse_unless!(
+            opts.server.framing == crate::config::Framing::Grpc,
+            "--rpc exchange needs --framing grpc: outcomes are gRPC messages"
+        );
+    }
     let slowest = opts
         .server
         .service_schedule
