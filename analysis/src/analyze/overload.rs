@@ -601,6 +601,147 @@ mod tests {
         assert_eq!(collision_fraction(&[1, 3], 0, 10, 1).2, Some(0.0));
     }
 
+    fn ev(t: u64, ep: Endpoint, kind: Kind) -> Event {
+        Event {
+            t,
+            ep,
+            conn: 1,
+            stream: 1,
+            kind,
+        }
+    }
+
+    fn judge(events: &[Event]) -> (Overload, BTreeMap<String, Check>) {
+        let mut tr = Tracker::default();
+        let mut tl = Timeline::new(0);
+        for (i, e) in events.iter().enumerate() {
+            tr.feed(e, i as u64 + 2, &mut tl);
+        }
+        tr.finish(0.0, 0.0, None, 0)
+    }
+
+    fn original(t: u64, id: u64, deadline: u64) -> Event {
+        ev(
+            t,
+            Endpoint::Client,
+            Kind::Original(OriginalEv {
+                id,
+                deadline,
+                pending: 1,
+                outstanding: 0,
+            }),
+        )
+    }
+
+    fn attempt(t: u64, id: u64, attempt: u32, scheduled: u64, deadline: u64) -> Event {
+        ev(
+            t,
+            Endpoint::Client,
+            Kind::Attempt(AttemptEv {
+                id,
+                attempt,
+                seq: id,
+                scheduled,
+                deadline,
+                pending: 0,
+                outstanding: 1,
+            }),
+        )
+    }
+
+    fn end(t: u64, id: u64, state: OriginalState) -> Event {
+        ev(
+            t,
+            Endpoint::Client,
+            Kind::OriginalEnd(OriginalEndEv {
+                id,
+                state,
+                attempts: 1,
+                reason: String::new(),
+                latency_ns: None,
+                pending: 0,
+                outstanding: 0,
+            }),
+        )
+    }
+
+    fn admit(t: u64, seq: u64, slots: u32, deadline: u64) -> Event {
+        ev(
+            t,
+            Endpoint::Server,
+            Kind::Admission(AdmissionEv {
+                seq,
+                id: seq,
+                attempt: 1,
+                deadline,
+                decision: Decision::Admitted,
+                in_use: 1,
+                slots,
+                wait_ns: 0,
+                framed: 100,
+            }),
+        )
+    }
+
+    #[test]
+    fn the_checks_hold_for_a_clean_story_and_fail_where_it_breaks() {
+        let s = 1_000_000_000;
+        let send = ev(
+            1,
+            Endpoint::Client,
+            Kind::Send(crate::schema::SendEv {
+                seq: 0,
+                scheduled: 1,
+                begin: 1,
+                bytes: 100,
+            }),
+        );
+        let clean = [
+            original(0, 0, 2 * s),
+            attempt(1, 0, 1, 0, 2 * s),
+            send,
+            admit(2, 0, 1, 2 * s),
+            end(3, 0, OriginalState::Rejected),
+        ];
+        let (o, c) = judge(&clean);
+        assert_eq!((o.originals, o.rejected, o.max_in_use), (1, 1, 1));
+        assert_eq!(c["originals"].ok, Some(true), "{}", c["originals"].detail);
+        assert_eq!(c["admission"].ok, Some(true), "{}", c["admission"].detail);
+
+        // A retry that moved the deadline, and two admissions into one slot.
+        let broken = [
+            original(0, 0, 2 * s),
+            attempt(1, 0, 1, 0, 2 * s),
+            attempt(2, 0, 2, 0, 3 * s),
+            admit(3, 0, 1, 2 * s),
+            admit(4, 1, 1, 2 * s),
+            end(5, 0, OriginalState::Rejected),
+        ];
+        let (_, c) = judge(&broken);
+        assert_eq!(c["admission"].ok, Some(false));
+        assert!(
+            c["admission"].detail.contains("not the original's"),
+            "{}",
+            c["admission"].detail
+        );
+        assert!(
+            c["admission"].detail.contains("2 violations"),
+            "{}",
+            c["admission"].detail
+        );
+
+        // An original that never ends, and one that ends twice.
+        let unfinished = [
+            original(0, 0, s),
+            original(1, 1, s),
+            end(2, 1, OriginalState::OnTime),
+            end(3, 1, OriginalState::Late),
+        ];
+        let (o, c) = judge(&unfinished);
+        assert_eq!(o.open, 1);
+        assert_eq!(c["originals"].ok, Some(false), "{}", c["originals"].detail);
+    }
+
     #[test]
     fn quantiles_use_nearest_rank() {
         let v: Vec<u64> = (1..=20).map(|s| s * 1_000_000_000).collect();
