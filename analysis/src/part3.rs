@@ -23,7 +23,7 @@ pub const ARTICLE_ON_TIME: [(&str, f64); 4] = [
 ];
 
 /// The configurations of `compare --scenario part3`, in table order.
-pub const POLICIES: [&str; 4] = ["WAIT", "REJECT", "RETRY", "DROP"];
+pub const POLICIES: [&str; 5] = ["WAIT", "REJECT", "RETRY", "DROP", "RETRY-HOLD"];
 
 fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
@@ -70,6 +70,13 @@ fn groups(runs: &[RunRef]) -> Vec<(String, Vec<(&RunRef, &Overload)>)> {
             None => out.push((r.config.clone(), vec![(r, o)])),
         }
     }
+    // The article's order when the names are its policies.
+    out.sort_by_key(|(c, _)| {
+        POLICIES
+            .iter()
+            .position(|p| p == c)
+            .unwrap_or(POLICIES.len())
+    });
     out
 }
 
@@ -104,7 +111,7 @@ pub fn markdown(title: &str, runs: &[RunRef]) -> String {
         };
         let article = ARTICLE_ON_TIME
             .iter()
-            .find(|(p, _)| config.starts_with(p))
+            .find(|(p, _)| config == p)
             .map_or("—".to_string(), |(_, x)| format!("{x:.3}"));
         let checks_ok = v.iter().all(|(r, _)| {
             ["originals", "admission"]
@@ -204,7 +211,7 @@ pub fn markdown(title: &str, runs: &[RunRef]) -> String {
 fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)]) -> String {
     let by = |name: &str| -> BTreeMap<u32, &Overload> {
         g.iter()
-            .find(|(c, _)| c.starts_with(name))
+            .find(|(c, _)| c == name || (c.starts_with(name) && c.contains(' ')))
             .map(|(_, v)| {
                 v.iter()
                     .filter_map(|(r, o)| Some((repeat_of(r)?, *o)))

@@ -4,10 +4,17 @@
 //!
 //! Budgets: an original waits in *pending* (at most `--max-pending`) until
 //! an *outstanding* credit is free (at most `--max-outstanding`); an attempt
-//! holds its credit from initiation until its outcome arrives, and a
-//! rejected original waiting for its retry keeps it. An original that finds
-//! pending full is `never_sent` (backlog); one whose deadline passes while
-//! pending is `never_sent` (deadline).
+//! holds its credit from initiation until its outcome arrives. A rejected
+//! original waiting for its retry is pending again (it counts against
+//! `--max-pending`, not the outstanding credits); once its backoff is over
+//! it takes the next free credit before any fresh original, so retries
+//! compete with fresh originals for the client's capacity. An original
+//! that finds pending full is `never_sent` (backlog); one whose deadline
+//! passes while pending is `never_sent` (deadline); a retry that finds
+//! pending full, or whose deadline passes before its backoff ends or before
+//! a credit frees, ends `rejected` (`backlog`, `deadline`). With
+//! `--retry-holds-credit` a rejected original keeps its outstanding credit
+//! through its backoff instead (fresh originals then wait behind it).
 //!
 //! Accounting: every original gets exactly one `original_end`. Attempts also
 //! appear as the tool's ordinary per-message events (`schedule` when
@@ -51,7 +58,8 @@ struct State<'a> {
     pending: VecDeque<Orig>,
     /// Attempts initiated and unanswered, by (id, attempt) → (original, seq).
     in_flight: HashMap<(u64, u32), (Orig, u64)>,
-    /// Rejected originals waiting for their retry: (due, original).
+    /// Rejected originals waiting for their retry: (due, original). They
+    /// count as pending.
     retry_wait: Vec<(u64, Orig)>,
     next_seq: u64,
     rng: SplitMix,
@@ -59,8 +67,26 @@ struct State<'a> {
 }
 
 impl State<'_> {
+    /// Attempts holding a credit (with --retry-holds-credit, also the
+    /// rejected originals waiting for their retry).
     fn outstanding(&self) -> u32 {
-        (self.in_flight.len() + self.retry_wait.len()) as u32
+        let waiting = if self.ctx.opts.retry_holds_credit {
+            self.retry_wait.len()
+        } else {
+            0
+        };
+        (self.in_flight.len() + waiting) as u32
+    }
+
+    /// Pending originals: fresh ones, and rejected ones waiting to retry
+    /// (unless they hold their credit).
+    fn pending(&self) -> u32 {
+        let waiting = if self.ctx.opts.retry_holds_credit {
+            0
+        } else {
+            self.retry_wait.len()
+        };
+        (self.pending.len() + waiting) as u32
     }
 
     fn emit(&self, t: u64, id: KindId, build: impl FnOnce() -> Kind) {
@@ -70,7 +96,7 @@ impl State<'_> {
     }
 
     fn end(&self, o: Orig, state: OriginalState, reason: &str, latency_ns: Option<u64>) {
-        let (pending, outstanding) = (self.pending.len() as u32, self.outstanding());
+        let (pending, outstanding) = (self.pending(), self.outstanding());
         let reason = reason.to_string();
         self.emit(now_ns(), KindId::OriginalEnd, || {
             Kind::OriginalEnd(OriginalEndEv {
@@ -92,7 +118,7 @@ impl State<'_> {
         self.next_seq += 1;
         self.in_flight.insert((o.id, o.attempts), (o, seq));
         let t = now_ns();
-        let (pending, outstanding) = (self.pending.len() as u32, self.outstanding());
+        let (pending, outstanding) = (self.pending(), self.outstanding());
         self.emit(t, KindId::Attempt, || {
             Kind::Attempt(AttemptEv {
                 id: o.id,
@@ -120,23 +146,30 @@ impl State<'_> {
         }
     }
 
-    /// Moves ready retries and pending originals into attempts while
-    /// credits allow.
+    /// Moves retries whose backoff is over, then pending originals, into
+    /// attempts while credits allow.
     fn pump(&mut self, tx: &mpsc::Sender<ToSend>) {
         let now = now_ns();
-        // Retries already hold their credit.
-        let mut i = 0;
-        while i < self.retry_wait.len() {
-            if self.retry_wait[i].0 <= now {
-                let (_, o) = self.retry_wait.swap_remove(i);
-                if now >= o.deadline {
-                    self.end(o, OriginalState::Rejected, "deadline", None);
-                } else {
-                    self.initiate(o, tx);
-                }
-            } else {
-                i += 1;
+        // Retries first, earliest due first; one whose deadline passed ends.
+        self.retry_wait
+            .sort_unstable_by_key(|(due, o)| (*due, o.id));
+        while let Some(&(due, o)) = self.retry_wait.first() {
+            if due > now {
+                break;
             }
+            if now >= o.deadline {
+                self.retry_wait.remove(0);
+                self.end(o, OriginalState::Rejected, "deadline", None);
+                continue;
+            }
+            // A retry that holds its credit is counted already.
+            if !self.ctx.opts.retry_holds_credit
+                && self.outstanding() >= self.ctx.opts.max_outstanding
+            {
+                break;
+            }
+            self.retry_wait.remove(0);
+            self.initiate(o, tx);
         }
         while self.outstanding() < self.ctx.opts.max_outstanding {
             let Some(o) = self.pending.pop_front() else {
@@ -207,6 +240,8 @@ impl State<'_> {
                         if due >= o.deadline {
                             // The retry could not start before the deadline.
                             self.end(o, OriginalState::Rejected, "deadline", None);
+                        } else if !opts.retry_holds_credit && self.pending() >= opts.max_pending {
+                            self.end(o, OriginalState::Rejected, "backlog", None);
                         } else {
                             self.retry_wait.push((due, o));
                         }
@@ -454,12 +489,20 @@ pub(super) async fn rpc(
     let mut server_end: Option<(u32, String)> = None;
 
     loop {
-        if !schedule_open && st.pending.is_empty() && st.outstanding() == 0 && !half_closed {
+        if !schedule_open && st.pending() == 0 && st.outstanding() == 0 && !half_closed {
             // Every original has ended: half-close.
             half_closed = true;
             to_send = None;
         }
-        let next_retry = st.retry_wait.iter().map(|(d, _)| *d).min();
+        // Wake for the next backoff to end (retries already due wait for a
+        // credit, which an outcome frees).
+        let now = now_ns();
+        let next_retry = st
+            .retry_wait
+            .iter()
+            .map(|(d, _)| *d)
+            .filter(|d| *d > now)
+            .min();
         tokio::select! {
             _ = tokio::time::sleep_until(to_instant(at(i))), if schedule_open => {
                 let t = at(i);
@@ -467,8 +510,8 @@ pub(super) async fn rpc(
                 i += 1;
                 schedule_open = at(i) < schedule_end && now_ns() < schedule_end;
                 let o = Orig { id, scheduled: t, deadline: t + original_deadline, attempts: 0 };
-                let full = st.pending.len() >= opts.max_pending as usize;
-                let (pending, outstanding) = (st.pending.len() as u32 + u32::from(!full), st.outstanding());
+                let full = st.pending() >= opts.max_pending;
+                let (pending, outstanding) = (st.pending() + u32::from(!full), st.outstanding());
                 st.emit(t, KindId::Original, || Kind::Original(OriginalEv { id, deadline: o.deadline, pending, outstanding }));
                 if full {
                     st.end(o, OriginalState::NeverSent, "backlog", None);

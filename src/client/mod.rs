@@ -121,6 +121,12 @@ pub struct ClientOpts {
     #[arg(long, default_value = "none", value_name = "POLICY")]
     pub retry: crate::overload::RetryPolicy,
 
+    /// Exchange: a rejected original keeps its outstanding credit while it
+    /// waits for its retry (fresh originals wait behind it), instead of
+    /// waiting in the --max-pending backlog and taking the next free credit.
+    #[arg(long)]
+    pub retry_holds_credit: bool,
+
     /// Exchange: attempts per original at most (the first included).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub max_attempts: u32,

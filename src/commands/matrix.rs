@@ -30,7 +30,9 @@ pub enum Scenario {
     /// window at --link-delay 0, 10, 25 and 50 ms (W / RTT caps the rate).
     Bdp,
     /// The article's Part 3: WAIT, REJECT, REJECT+RETRY (fixed:100,200, 3
-    /// attempts) and DROP at a 32-slot admission boundary, `run --preset
+    /// attempts) and DROP at a 32-slot admission boundary, and RETRY-HOLD
+    /// (the same retry, the original keeping its client credit through the
+    /// backoff), `run --preset
     /// part3` (80/s for 36 s, 16 KiB, 2 s deadlines, a worker slowed from
     /// 10 to 40 ms during [12, 24) s), repeats paired by seed; the table
     /// puts the article's figures beside ours.
@@ -122,19 +124,22 @@ fn matrix(opts: &CompareOpts) -> Vec<Config> {
         }
         Some(Scenario::Part3) | Some(Scenario::Part3Clients) => {
             use crate::overload::WhenFull;
-            let policies: Vec<(&str, WhenFull, &str)> = if opts.scenario == Some(Scenario::Part3) {
-                vec![
-                    ("WAIT", WhenFull::Wait, "none"),
-                    ("REJECT", WhenFull::Reject, "none"),
-                    ("RETRY", WhenFull::Reject, "fixed:100,200"),
-                    ("DROP", WhenFull::Drop, "none"),
-                ]
-            } else {
-                vec![
-                    ("fixed 100,200 ms", WhenFull::Reject, "fixed:100,200"),
-                    ("jitter 0-200 ms", WhenFull::Reject, "jitter:200"),
-                ]
-            };
+            // (label, policy, retry, whether a retry-waiting original holds its credit)
+            let policies: Vec<(&str, WhenFull, &str, bool)> =
+                if opts.scenario == Some(Scenario::Part3) {
+                    vec![
+                        ("WAIT", WhenFull::Wait, "none", false),
+                        ("REJECT", WhenFull::Reject, "none", false),
+                        ("RETRY", WhenFull::Reject, "fixed:100,200", false),
+                        ("DROP", WhenFull::Drop, "none", false),
+                        ("RETRY-HOLD", WhenFull::Reject, "fixed:100,200", true),
+                    ]
+                } else {
+                    vec![
+                        ("fixed 100,200 ms", WhenFull::Reject, "fixed:100,200", false),
+                        ("jitter 0-200 ms", WhenFull::Reject, "jitter:200", false),
+                    ]
+                };
             let clients = if opts.scenario == Some(Scenario::Part3Clients) {
                 8
             } else {
@@ -142,7 +147,7 @@ fn matrix(opts: &CompareOpts) -> Vec<Config> {
             };
             policies
                 .into_iter()
-                .map(|(label, when_full, retry)| {
+                .map(|(label, when_full, retry, hold)| {
                     let slug = label.split(' ').next().unwrap_or(label).to_lowercase();
                     let retry: crate::overload::RetryPolicy = retry.parse().expect("static");
                     let o = opts.clone();
@@ -151,6 +156,7 @@ fn matrix(opts: &CompareOpts) -> Vec<Config> {
                         r.apply_preset(|_| false);
                         r.server.when_full = when_full;
                         r.client.retry = retry.clone();
+                        r.client.retry_holds_credit = hold;
                         r.client.max_attempts = 3;
                         r.client.connections = clients;
                         if let Some(d) = o.duration {
@@ -432,7 +438,8 @@ fn part3_label(dir: &Path) -> Option<String> {
             _ => format!("{} {clients} clients", when_full.to_uppercase()),
         }
     } else if retry != "none" {
-        "RETRY".to_string()
+        let hold = client.get("retry_holds_credit").and_then(|v| v.as_bool()) == Some(true);
+        if hold { "RETRY-HOLD" } else { "RETRY" }.to_string()
     } else {
         when_full.to_uppercase()
     })
