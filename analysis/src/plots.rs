@@ -416,13 +416,13 @@ pub fn stacked_bars(
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(80)
-            .right_y_label_area_size(10)
-            .build_cartesian_2d(0.0..(n as f64) + 1.6, 0.0..1.0f64)
+            .build_cartesian_2d(0.4..(n as f64) + 1.9, 0.0..1.0f64)
             .map_err(|e| e.to_string())?;
         let labels: Vec<String> = bars.iter().map(|(l, _)| l.clone()).collect();
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .light_line_style(WHITE)
             .x_labels(n + 2)
             .x_label_formatter(&|x| {
                 let i = x.round() as usize;
