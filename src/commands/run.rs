@@ -232,12 +232,25 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         opts.client.stall_timeout,
         opts.server.service_time
     );
+    // Exchange with --when-full wait stops reading a stream for as long as
+    // an attempt may wait (its deadline): that is the policy, not a stall.
+    let stall_timeout = crate::config::Dur(
+        if opts.client.rpc == crate::overload::RpcKind::Exchange
+            && opts.server.when_full == crate::overload::WhenFull::Wait
+        {
+            let wait =
+                opts.client.original_deadline.0 + slowest + std::time::Duration::from_secs(1);
+            opts.client.stall_timeout.0.max(wait)
+        } else {
+            opts.client.stall_timeout.0
+        },
+    );
     let client_run = client::run(cctx);
     tokio::pin!(client_run);
     let mut stall = Box::pin(watch_for_stall(
         live.clone(),
         session.rec.clone(),
-        opts.client.stall_timeout.0,
+        stall_timeout.0,
         opts.server.conn_window.0,
     ));
     let mut interrupted = false;
@@ -246,7 +259,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         _ = stall.as_mut() => {
             eprintln!(
                 "h2probe: stalled: nothing reached the application for {} with messages pending; ending the run (see the stall event)",
-                opts.client.stall_timeout
+                stall_timeout
             );
             let _ = interrupt_tx.send(true);
             let _ = shutdown_tx.send(true);
