@@ -106,7 +106,9 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
 /// The Part 3 lines: useful completion first, then where every original
 /// went, the attempt accounting, the completed cohorts per phase, and the
 /// costs (server-owned payload, retry collisions, wire bytes).
-pub fn overload_lines(ov: &crate::analyze::overload::Overload) -> String {
+/// `server`: whether the trace has the server's events (R and the slots
+/// are the server's figures).
+pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -204,7 +206,7 @@ pub fn headline(s: &Summary) -> String {
         );
     }
     if let Some(ov) = &s.overload {
-        o.push_str(&overload_lines(ov));
+        o.push_str(&overload_lines(ov, sv));
     }
     let _ = writeln!(
         o,
