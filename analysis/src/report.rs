@@ -125,15 +125,14 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
     );
     let _ = writeln!(
         o,
-        "attempts  N {}  F {}  A {} ({} retries)  S {}  R {}  slots ≤ {}/{}",
+        "attempts  N {}  F {}  A {} ({} retries)  S {}  R {}  slots ≤ {}",
         ov.originals,
         ov.first_attempts,
         ov.attempts,
         ov.retries,
         ov.sent,
-        ov.decoded,
-        ov.max_in_use,
-        ov.slots
+        or_na(server, || ov.decoded.to_string()),
+        or_na(server, || format!("{}/{}", ov.max_in_use, ov.slots)),
     );
     let phases: Vec<String> = ov
         .phases
