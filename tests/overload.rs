@@ -398,3 +398,36 @@ fn part3_values_that_cannot_work_are_refused() {
     );
     refused(&["compare", "--deadline-ms", "500"], "part3");
 }
+
+/// The release point applies to Exchange as to Ingest: with `--release
+/// complete` an attempt's credit comes back when the worker finishes it (or
+/// at once when it is refused), so the 65,535-byte window, not the 32
+/// admission slots, bounds what the server owns: at most 3 whole 16 KiB
+/// attempts, and the wait moves into the client's window-blocked time.
+#[test]
+fn exchange_honours_the_release_point() {
+    let dir = temp_dir("p3-release");
+    let mut o = part3_opts(&dir, "reject", "none");
+    o.server.release = "complete".parse().unwrap();
+    let r = run(o);
+    let s = replay(&dir);
+    support::assert_checks(&r);
+    assert_eq!(s.originals, 240);
+    assert!(s.max_in_use <= 3, "{s:?}");
+    assert_eq!(s.starts_of_refused + s.starts_after_deadline, 0, "{s:?}");
+    assert_eq!(r.summary.release_point.as_deref(), Some("complete"));
+    assert!(r.summary.max_unreleased_bytes <= 65_535);
+    assert!(
+        r.summary.client_window_blocked_s > 0.5,
+        "{}",
+        r.summary.client_window_blocked_s
+    );
+    for c in ["originals", "admission", "credit", "bytes"] {
+        assert_eq!(
+            r.summary.checks[c].ok,
+            Some(true),
+            "{c}: {}",
+            r.summary.checks[c].detail
+        );
+    }
+}
