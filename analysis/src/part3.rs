@@ -367,6 +367,21 @@ pub fn retry_bins(trace: &Path) -> Result<Vec<u64>, crate::reader::OpenError> {
     Ok(bins)
 }
 
+type Points = Vec<(f64, f64)>;
+
+/// At most `MAX_POINTS` points: consecutive points merged by their
+/// maximum (peaks kept), so the SVGs stay small whatever the run length.
+fn thin(p: Points) -> Points {
+    const MAX_POINTS: usize = 400;
+    let per = p.len().div_ceil(MAX_POINTS).max(1);
+    p.chunks(per)
+        .map(|c| (c[0].0, c.iter().map(|x| x.1).fold(f64::MIN, f64::max)))
+        .collect()
+}
+
+/// A configuration's label and its owned-MiB, pending and outstanding series.
+type Runs = (String, Points, Points, Points);
+
 /// The comparison's plots, written into `dir`; returns the file names.
 pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
     let g = groups(runs);
@@ -410,8 +425,9 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
         &bars,
     )?;
     files.push("part3-outcomes.svg".to_string());
-    // Server-owned payload over time, first run of each configuration.
-    let mut series = vec![];
+    // Server-owned payload and the client's budgets over time, first run
+    // of each configuration.
+    let mut series: Vec<Runs> = vec![];
     for (c, v) in &g {
         let Some(trace) = crate::reader::trace_path(&v[0].0.dir) else {
             continue;
@@ -420,29 +436,52 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
             continue;
         };
         let tl = a.timeline;
-        let pts: Vec<(f64, f64)> = tl
-            .admitted_bytes
-            .filled_until(tl.end_s)
-            .into_iter()
-            .map(|(t, b)| (t, b / 1048576.0))
-            .collect();
-        series.push((c.clone(), pts));
+        let mib: Vec<(f64, f64)> = thin(
+            tl.admitted_bytes
+                .filled_until(tl.end_s)
+                .into_iter()
+                .map(|(t, b)| (t, b / 1048576.0))
+                .collect(),
+        );
+        let pending = thin(tl.client_pending.filled_until(tl.end_s));
+        let outstanding = thin(tl.client_outstanding.filled_until(tl.end_s));
+        series.push((c.clone(), mib, pending, outstanding));
     }
-    let lines: Vec<Line<'_>> = series
-        .iter()
-        .map(|(c, p)| Line {
-            label: c.as_str(),
-            points: p.clone(),
-        })
-        .collect();
+    let lines = |pick: &dyn Fn(&Runs) -> Points| -> Vec<Line<'_>> {
+        series
+            .iter()
+            .map(|x| Line {
+                label: x.0.as_str(),
+                points: pick(x),
+            })
+            .collect()
+    };
+    let x = "time since trace start (s)";
     line_chart(
         &dir.join("part3-owned.svg"),
         "Server-owned payload (admitted attempts, queued or in service)",
-        "time since trace start (s)",
+        x,
         "MiB",
-        &lines,
+        &lines(&|s| s.1.clone()),
     )?;
     files.push("part3-owned.svg".to_string());
+    crate::plots::stacked_chart(
+        &dir.join("part3-client.svg"),
+        x,
+        &[
+            (
+                "Client pending originals (all clients)",
+                "originals",
+                lines(&|s| s.2.clone()),
+            ),
+            (
+                "Client outstanding attempts (all clients)",
+                "attempts",
+                lines(&|s| s.3.clone()),
+            ),
+        ],
+    )?;
+    files.push("part3-client.svg".to_string());
     // Collision histogram: how many 20 ms bins of [12, 24) s held k retries.
     let mut hist = vec![];
     for (c, v) in &g {
