@@ -84,8 +84,10 @@ fn phase<'a>(o: &'a Overload, name: &str) -> Option<&'a crate::analyze::overload
     o.phases.iter().find(|p| p.phase == name)
 }
 
-/// The Markdown report of a Part 3 comparison.
-pub fn markdown(title: &str, runs: &[RunRef]) -> String {
+/// The Markdown report of a Part 3 comparison. `article`: whether the runs
+/// are the article's primary setting (2 s deadlines), so its figures belong
+/// beside ours; otherwise those cells say `—`.
+pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
     let g = groups(runs);
     let mut md = String::new();
     let _ = writeln!(md, "# {title}\n");
@@ -111,7 +113,7 @@ pub fn markdown(title: &str, runs: &[RunRef]) -> String {
         };
         let article = ARTICLE_ON_TIME
             .iter()
-            .find(|(p, _)| config == p)
+            .find(|(p, _)| config == p && article)
             .map_or("—".to_string(), |(_, x)| format!("{x:.3}"));
         let checks_ok = v.iter().all(|(r, _)| {
             ["originals", "admission"]
@@ -202,13 +204,20 @@ pub fn markdown(title: &str, runs: &[RunRef]) -> String {
             range(&m, 0),
         );
     }
-    md.push_str(&paired(&g));
+    md.push_str(&paired(&g, article));
+    if !article {
+        let _ = writeln!(
+            md,
+            "\nThe article's figures are for its primary study (2 s deadlines, one client; eight clients for the collision study): not shown beside these runs."
+        );
+    }
     md
 }
 
 /// Paired differences by repeat: RETRY − REJECT (the article's headline
 /// trade-off), WAIT − REJECT owned payload, and fixed − jitter collisions.
-fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)]) -> String {
+fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
+    let art = |x: &'static str| if article { x } else { "—" };
     let by = |name: &str| -> BTreeMap<u32, &Overload> {
         g.iter()
             .find(|(c, _)| c == name || (c.starts_with(name) && c.contains(' ')))
@@ -242,33 +251,47 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)]) -> String {
             b.len()
         );
         let _ = writeln!(md, "| figure | ours | article |\n|---|---|---|");
-        let _ = writeln!(md, "| on-time originals per run | {} | +40.6 |", s[0]);
         let _ = writeln!(
             md,
-            "| on-time percentage points | {} | +1.410 |",
-            stat(&b, 3)
+            "| on-time originals per run | {} | {} |",
+            s[0],
+            art("+40.6")
         );
-        let _ = writeln!(md, "| initiated attempts A per run | {} | +91.2 |", s[2]);
+        let _ = writeln!(
+            md,
+            "| on-time percentage points | {} | {} |",
+            stat(&b, 3),
+            art("+1.410")
+        );
+        let _ = writeln!(
+            md,
+            "| initiated attempts A per run | {} | {} |",
+            s[2],
+            art("+91.2")
+        );
         let mean_of = |m: &BTreeMap<u32, &Overload>, f: &dyn Fn(&Overload) -> f64| {
             mean(&m.values().map(|o| f(o)).collect::<Vec<_>>())
                 .map_or("n/a".into(), |x| format!("{x:.1}"))
         };
         let _ = writeln!(
             md,
-            "| F: REJECT → RETRY | {} → {} | 2,529.8 → 2,496.2 |",
+            "| F: REJECT → RETRY | {} → {} | {} |",
             mean_of(&reject, &|o| o.first_attempts as f64),
-            mean_of(&retry, &|o| o.first_attempts as f64)
+            mean_of(&retry, &|o| o.first_attempts as f64),
+            art("2,529.8 → 2,496.2")
         );
         let _ = writeln!(
             md,
-            "| A: REJECT → RETRY | {} → {} | 2,529.8 → 2,621.0 |",
+            "| A: REJECT → RETRY | {} → {} | {} |",
             mean_of(&reject, &|o| o.attempts as f64),
-            mean_of(&retry, &|o| o.attempts as f64)
+            mean_of(&retry, &|o| o.attempts as f64),
+            art("2,529.8 → 2,621.0")
         );
         let _ = writeln!(
             md,
-            "| RETRY retries per run | {} | 124.8 |",
-            mean_of(&retry, &|o| o.retries as f64)
+            "| RETRY retries per run | {} | {} |",
+            mean_of(&retry, &|o| o.retries as f64),
+            art("124.8")
         );
         let p95 = |m: &BTreeMap<u32, &Overload>| -> (String, String) {
             let v: Vec<f64> = m
@@ -285,19 +308,26 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)]) -> String {
         let (jp, jn) = p95(&reject);
         let _ = writeln!(
             md,
-            "| recovery [24, 36) p95 RETRY (s) [cohort] | {rp} [{rn}] | 1.054–1.100 [934–956] |"
+            "| recovery [24, 36) p95 RETRY (s) [cohort] | {rp} [{rn}] | {} |",
+            art("1.054–1.100 [934–956]")
         );
         let _ = writeln!(
             md,
-            "| recovery [24, 36) p95 REJECT (s) [cohort] | {jp} [{jn}] | 0.573–0.733 [900–932] |"
+            "| recovery [24, 36) p95 REJECT (s) [cohort] | {jp} [{jn}] | {} |",
+            art("0.573–0.733 [900–932]")
         );
     }
     let d_owned = pairs(&wait, &reject, &|o| o.owned_mib_s);
     if !d_owned.is_empty() {
         let _ = writeln!(
             md,
-            "\nWAIT − REJECT server-owned payload, paired: {} MiB·s (article: REJECT retained 0.500 MiB·s less than WAIT).",
-            stat(&d_owned, 3)
+            "\nWAIT − REJECT server-owned payload, paired: {} MiB·s{}.",
+            stat(&d_owned, 3),
+            if article {
+                " (article: REJECT retained 0.500 MiB·s less than WAIT)"
+            } else {
+                ""
+            }
         );
     }
     let (fixed, jitter) = (by("fixed"), by("jitter"));
@@ -325,18 +355,21 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)]) -> String {
         let _ = writeln!(md, "| figure | ours | article |\n|---|---|---|");
         let _ = writeln!(
             md,
-            "| relative collision difference fixed vs jitter (%) | {} | −15.873 (−18.704 to −12.236) |",
-            stat(&rel, 3)
+            "| relative collision difference fixed vs jitter (%) | {} | {} |",
+            stat(&rel, 3),
+            art("−15.873 (−18.704 to −12.236)")
         );
         let _ = writeln!(
             md,
-            "| retries M in [12, 24) s, fixed | {} | 1,468–1,485 |",
-            m(&fixed)
+            "| retries M in [12, 24) s, fixed | {} | {} |",
+            m(&fixed),
+            art("1,468–1,485")
         );
         let _ = writeln!(
             md,
-            "| retries M in [12, 24) s, jitter | {} | 1,476–1,515 |",
-            m(&jitter)
+            "| retries M in [12, 24) s, jitter | {} | {} |",
+            m(&jitter),
+            art("1,476–1,515")
         );
     }
     md

@@ -397,7 +397,14 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             && runs.iter().all(|r| r.summary.overload.is_some())
             && !runs.is_empty());
     let md = if part3 {
-        h2probe_analysis::part3::markdown(&title, &runs)
+        // The article's figures sit beside ours only for its own setting.
+        let article = match &opts.scenario {
+            Some(_) => opts.deadline_ms.is_none_or(|ms| ms == 2000),
+            None => runs
+                .iter()
+                .all(|r| original_deadline_of(&r.dir).as_deref() == Some("2s")),
+        };
+        h2probe_analysis::part3::markdown(&title, &runs, article)
     } else {
         compare::markdown(&title, &rows)
     };
@@ -443,6 +450,13 @@ fn part3_label(dir: &Path) -> Option<String> {
     } else {
         when_full.to_uppercase()
     })
+}
+
+/// The `--original-deadline` a run directory's meta.json records.
+fn original_deadline_of(dir: &Path) -> Option<String> {
+    let meta = h2probe_analysis::meta::Meta::read(dir).ok()?;
+    let d = meta.config.client.as_ref()?.get("original_deadline")?;
+    d.as_str().map(String::from)
 }
 
 fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> RunOpts {
