@@ -277,8 +277,9 @@ fn an_interrupted_exchange_run_still_ends_every_original_once() {
 }
 
 /// `compare --scenario part3`, shortened to 3 s runs with their own
-/// slowdown: all four policies run, the table carries the article's figures
-/// beside ours, and the plots are written.
+/// slowdown (2 s deadlines, the article's): all four policies run, the
+/// table carries the article's figures beside ours, and the plots are
+/// written.
 #[test]
 fn a_short_part3_comparison_runs_all_four_policies() {
     let dir = temp_dir("p3-compare");
@@ -290,8 +291,6 @@ fn a_short_part3_comparison_runs_all_four_policies() {
         "3s",
         "--service-schedule",
         "10ms,1s:40ms,2s:10ms",
-        "--deadline-ms",
-        "1000",
         "--repeats",
         "1",
         "--quiet",
