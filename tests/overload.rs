@@ -430,3 +430,84 @@ fn exchange_honours_the_release_point() {
         );
     }
 }
+
+/// WAIT is cancellable: a client that resets its stream while an attempt
+/// waits for a slot ends that wait at once; every attempt the server decoded
+/// still ends exactly once, and the server goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_cancels_a_wait_for_a_slot() {
+    use h2probe::grpc::pb::Attempt;
+    let opts = h2probe::server::ServerOpts {
+        service_time: "400ms".parse().unwrap(),
+        admission: 1,
+        when_full: h2probe::overload::WhenFull::Wait,
+        ..Default::default()
+    };
+    let server = support::TestServer::start("p3-wait-reset", opts).await;
+    let attempt = |id| {
+        h2probe::grpc::encode(&Attempt {
+            id,
+            attempt: 1,
+            scheduled_ns: 0,
+            deadline_ns: 0,
+            payload: vec![1u8; 1000].into(),
+        })
+    };
+    let open = || async {
+        let sock = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let (send_req, conn) = h2::client::handshake(sock).await.unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let req = http::Request::post(format!(
+            "http://{}{}",
+            server.addr,
+            h2probe::grpc::EXCHANGE_PATH
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+        let mut send_req = send_req.ready().await.unwrap();
+        send_req.send_request(req, false).unwrap()
+    };
+    // One attempt takes the only slot for 400 ms; the second waits (no
+    // deadline); then the client gives up.
+    let (_resp, mut send) = open().await;
+    send.send_data(attempt(0), false).unwrap();
+    send.send_data(attempt(1), false).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    send.send_reset(h2::Reason::CANCEL);
+    // The server still serves: a new RPC's attempt completes.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (resp, mut send) = open().await;
+    send.send_data(attempt(7), true).unwrap();
+    let mut body = resp.await.unwrap().into_body();
+    let mut got = vec![];
+    while let Some(chunk) = body.data().await {
+        got.extend_from_slice(&chunk.unwrap());
+    }
+    let out: h2probe::grpc::pb::Outcome = prost::Message::decode(&got[5..]).unwrap();
+    assert_eq!(
+        (out.id, out.result),
+        (7, h2probe::grpc::pb::outcome::Result::Completed as i32)
+    );
+    let (s, _) = server.stop().await;
+    assert_eq!(s.decoded, 3, "{s:#?}");
+    assert_eq!(
+        s.completed, 2,
+        "the admitted one still finished, and the new one"
+    );
+    assert_eq!(
+        s.discarded_by_reason.get("cancelled"),
+        Some(&1),
+        "{:?}",
+        s.discarded_by_reason
+    );
+    assert_eq!(
+        s.checks["admission"].ok,
+        Some(true),
+        "{}",
+        s.checks["admission"].detail
+    );
+}
