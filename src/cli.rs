@@ -119,7 +119,25 @@ fn worst(a: i32, b: i32) -> i32 {
 
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    let mut cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    // --preset fills in what the command line did not say.
+    let given = |m: &clap::ArgMatches, id: &str| {
+        m.try_contains_id(id).unwrap_or(false)
+            && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    };
+    match &mut cli.command {
+        Some(Command::Run(o)) => {
+            let m = matches.subcommand_matches("run").expect("run was parsed");
+            o.apply_preset(|id| given(m, id));
+        }
+        None => cli.run.apply_preset(|id| given(&matches, id)),
+        _ => {}
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("H2PROBE_LOG"))
         .with_writer(std::io::stderr)

@@ -9,8 +9,10 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/h2probe.v1.rs"));
 }
 
-/// The one method h2probe serves.
+/// The client-streaming method (Parts 1 and 2).
 pub const INGEST_PATH: &str = "/h2probe.v1.Probe/Ingest";
+/// The bidirectional method with per-attempt outcomes (Part 3).
+pub const EXCHANGE_PATH: &str = "/h2probe.v1.Probe/Exchange";
 /// Bytes in the gRPC message prefix: compressed flag + 4-byte length.
 pub const PREFIX_LEN: usize = 5;
 

@@ -11,6 +11,7 @@ pub mod config;
 pub mod decode;
 pub mod export;
 pub mod grpc;
+pub mod overload;
 pub mod tap;
 pub mod tls;
 pub mod trace;

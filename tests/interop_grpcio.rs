@@ -9,11 +9,9 @@ use h2probe::trace::schema::{Dir, Endpoint};
 use support::{require_tool, TestServer};
 use tokio::process::Command;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_grpcio_client_streams_to_our_server() {
-    let Some(python) = require_tool("python3") else {
-        return;
-    };
+/// python3 with grpcio and stubs generated from proto/ (None: skipped loudly).
+async fn python_with_stubs() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let python = require_tool("python3")?;
     let has_grpc = Command::new(&python)
         .args(["-c", "import grpc, grpc_tools"])
         .status()
@@ -21,7 +19,7 @@ async fn python_grpcio_client_streams_to_our_server() {
         .is_ok_and(|s| s.success());
     if !has_grpc {
         support::missing("the Python packages grpcio and grpcio-tools");
-        return;
+        return None;
     }
     let stubs = support::temp_dir("grpcio-stubs");
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -39,6 +37,15 @@ async fn python_grpcio_client_streams_to_our_server() {
         "{}",
         String::from_utf8_lossy(&gen.stderr)
     );
+    Some((python, stubs))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_grpcio_client_streams_to_our_server() {
+    let Some((python, stubs)) = python_with_stubs().await else {
+        return;
+    };
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
 
     let opts = ServerOpts {
         release: h2probe::config::ReleaseSpec::uniform(h2probe::config::ReleasePoint::Complete),
@@ -92,5 +99,56 @@ async fn python_grpcio_client_streams_to_our_server() {
     assert!(
         pings_in + wu_in > 0,
         "C-core's flow-control traffic should be visible"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_grpcio_client_calls_exchange() {
+    let Some((python, stubs)) = python_with_stubs().await else {
+        return;
+    };
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let opts = ServerOpts {
+        service_time: "5ms".parse().unwrap(),
+        admission: 4,
+        when_full: h2probe::overload::WhenFull::Drop,
+        ..Default::default()
+    };
+    let server = TestServer::start("grpcio-exchange", opts).await;
+    let count = 80;
+    let out = Command::new(&python)
+        .arg(root.join("tests/python/exchange_client.py"))
+        .arg(&stubs)
+        .arg(server.addr.to_string())
+        .arg(count.to_string())
+        .arg("4096")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(v["outcomes"], count, "{v}");
+    assert_eq!(v["distinct"], count, "{v}");
+    assert_eq!(v["twice"], 0, "{v}");
+    let done = v["results"]["COMPLETED"].as_u64().unwrap_or(0);
+    let dropped = v["results"]["DROPPED"].as_u64().unwrap_or(0);
+    assert_eq!(done + dropped, count, "{v}");
+    assert!(done >= 4, "{v}");
+    let (s, _) = server.stop().await;
+    assert_eq!(s.completed, done);
+    assert_eq!(
+        s.discarded_by_reason.get("dropped").copied().unwrap_or(0),
+        dropped
+    );
+    assert_eq!(
+        s.checks["admission"].ok,
+        Some(true),
+        "{}",
+        s.checks["admission"].detail
     );
 }

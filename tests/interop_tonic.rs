@@ -183,3 +183,73 @@ async fn our_client_drives_a_tonic_server() {
     assert_eq!(a.summary.checks["no_data_beyond_credit"].ok, Some(true));
     assert_eq!(a.summary.rpc_status.get("OK"), Some(&2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tonic_client_calls_exchange_and_gets_one_outcome_per_attempt() {
+    use h2probe::grpc::pb::{outcome, Attempt, Outcome};
+    let opts = ServerOpts {
+        service_time: "5ms".parse().unwrap(),
+        admission: 4,
+        when_full: h2probe::overload::WhenFull::Reject,
+        ..Default::default()
+    };
+    let server = support::TestServer::start("tonic-exchange", opts).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", server.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let n = 60u64;
+    // Sent all at once: more than 4 slots' worth, so some are rejected.
+    let attempts: Vec<Attempt> = (0..n)
+        .map(|id| Attempt {
+            id,
+            attempt: 1,
+            scheduled_ns: 0,
+            deadline_ns: 0,
+            payload: vec![3u8; 1024].into(),
+        })
+        .collect();
+    let path = http::uri::PathAndQuery::from_static("/h2probe.v1.Probe/Exchange");
+    let mut outcomes = grpc
+        .streaming::<_, Attempt, Outcome, _>(
+            tonic::Request::new(tokio_stream::iter(attempts)),
+            path,
+            tonic_prost::ProstCodec::default(),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    let mut seen = std::collections::HashMap::new();
+    while let Some(o) = outcomes.message().await.unwrap() {
+        assert!(
+            seen.insert(o.id, o.result).is_none(),
+            "one outcome per attempt"
+        );
+    }
+    assert_eq!(seen.len() as u64, n);
+    let count = |r: outcome::Result| seen.values().filter(|v| **v == r as i32).count();
+    let (done, rejected) = (
+        count(outcome::Result::Completed),
+        count(outcome::Result::Rejected),
+    );
+    assert_eq!(done + rejected, n as usize, "{seen:?}");
+    assert!(
+        done >= 4 && rejected > 0,
+        "completed {done}, rejected {rejected}"
+    );
+    drop(grpc);
+    let (s, _) = server.stop().await;
+    let ov = s.overload.as_ref().unwrap();
+    assert_eq!(ov.decoded, n);
+    assert_eq!(s.completed as usize, done);
+    assert!(ov.max_in_use <= 4, "{ov:?}");
+    assert_eq!(
+        s.checks["admission"].ok,
+        Some(true),
+        "{}",
+        s.checks["admission"].detail
+    );
+}

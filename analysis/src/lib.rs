@@ -8,6 +8,7 @@ pub mod compare;
 pub mod ladder;
 pub mod meta;
 pub mod page;
+pub mod part3;
 pub mod plots;
 pub mod reader;
 pub mod report;

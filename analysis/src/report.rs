@@ -85,7 +85,7 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     use crate::series::Series;
     let f = std::fs::File::create(path).map_err(io_err(path))?;
     let mut w = std::io::BufWriter::new(f);
-    let rows: [(&str, &Series, &str); 15] = [
+    let rows: [(&str, &Series, &str); 18] = [
         ("credit_conn_client", &tl.credit_conn_client, "bytes"),
         ("credit_conn_server", &tl.credit_conn_server, "bytes"),
         ("unreleased", &tl.unreleased, "bytes"),
@@ -101,6 +101,9 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
         ("window_update_bytes", &tl.window_update_bytes, "bytes"),
         ("window_updates", &tl.window_updates, "frames"),
         ("rss", &tl.rss, "bytes"),
+        ("admitted_bytes", &tl.admitted_bytes, "bytes"),
+        ("client_pending", &tl.client_pending, "originals"),
+        ("client_outstanding", &tl.client_outstanding, "attempts"),
     ];
     let mut rows: Vec<(&str, &crate::series::Series, &str)> = rows.to_vec();
     if let Some(r) = &tl.relay {
@@ -167,6 +170,67 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     res.map_err(io_err(path))
 }
 
+/// The Part 3 lines: useful completion first, then where every original
+/// went, the attempt accounting, the completed cohorts per phase, and the
+/// costs (server-owned payload, retry collisions, wire bytes).
+/// `server`: whether the trace has the server's events (R and the slots
+/// are the server's figures).
+pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "useful    U/N {}/{} = {:.3} %  late {}  rejected {}  dropped {}  expired {}  never-sent {}  unanswered {}",
+        ov.on_time,
+        ov.originals,
+        100.0 * ov.useful_fraction,
+        ov.late,
+        ov.rejected,
+        ov.dropped,
+        ov.expired,
+        ov.never_sent,
+        ov.unanswered
+    );
+    let _ = writeln!(
+        o,
+        "attempts  N {}  F {}  A {} ({} retries)  S {}  R {}  slots ≤ {}",
+        ov.originals,
+        ov.first_attempts,
+        ov.attempts,
+        ov.retries,
+        ov.sent,
+        or_na(server, || ov.decoded.to_string()),
+        or_na(server, || format!("{}/{}", ov.max_in_use, ov.slots)),
+    );
+    let phases: Vec<String> = ov
+        .phases
+        .iter()
+        .map(|p| {
+            let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.3}s"));
+            format!(
+                "{} p50 {} p95 {} (n={})",
+                p.phase,
+                f(p.p50_s),
+                f(p.p95_s),
+                p.cohort
+            )
+        })
+        .collect();
+    let _ = writeln!(o, "latency   completed cohorts: {}", phases.join("; "));
+    let _ = writeln!(
+        o,
+        "cost      server-owned {:.3} MiB·s (peak {:.2} MiB)  client pending ≤ {} outstanding ≤ {}  retry collision {}  wire {} B/useful",
+        ov.owned_mib_s,
+        ov.owned_peak_bytes as f64 / 1048576.0,
+        ov.pending_peak,
+        ov.outstanding_peak,
+        ov.collision
+            .fraction
+            .map_or(format!("n/a (M={})", ov.collision.retries), |f| format!("{f:.5} (M={})", ov.collision.retries)),
+        ov.wire_bytes_per_useful.map_or("n/a".to_string(), |b| format!("{b:.0}")),
+    );
+    o
+}
+
 /// A figure, or `n/a` when the trace lacks the side that measures it.
 fn or_na(have: bool, f: impl FnOnce() -> String) -> String {
     if have {
@@ -214,6 +278,9 @@ pub fn headline(s: &Summary) -> String {
             let _ = write!(o, "{}", checks_lines(&s.checks));
             return o;
         }
+    }
+    if let Some(ov) = &s.overload {
+        o.push_str(&overload_lines(ov, sv));
     }
     let _ = writeln!(
         o,

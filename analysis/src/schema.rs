@@ -331,6 +331,30 @@ event_kinds! {
     /// stalled stream starving a shared connection window, or a deadlock),
     /// and is ended. `streams`: the server's view of every open stream.
     Stall(StallEv) = "stall" ["timeout_ns": Int, "pending": Int, "conn_window": Int, "streams": Json],
+    /// Server, Exchange: the admission decision for a decoded attempt
+    /// (`seq` links it to the stream's decode/enqueue/start/complete/discard).
+    Admission(AdmissionEv) = "admission" [
+        "seq": Int, "id": Int, "attempt": Int, "deadline": Int, "decision": Text,
+        "in_use": Int, "slots": Int, "wait_ns": Int, "framed": Int,
+    ],
+    /// Server: the worker's service time changed (`--service-schedule`);
+    /// the first one marks the schedule's origin.
+    ServiceChange(ServiceChangeEv) = "service_change" ["service_ns": Int, "step": Int],
+    /// Client, Exchange: an original was scheduled (`t` = its scheduled time).
+    Original(OriginalEv) = "original" ["id": Int, "deadline": Int, "pending": Int, "outstanding": Int],
+    /// Client, Exchange: an attempt at an original was initiated (`seq`: its
+    /// place on the stream, as the server's `decode` numbers it).
+    Attempt(AttemptEv) = "attempt" [
+        "id": Int, "attempt": Int, "seq": Int, "scheduled": Int, "deadline": Int,
+        "pending": Int, "outstanding": Int,
+    ],
+    /// Client, Exchange: the server's outcome for an attempt arrived.
+    AttemptEnd(AttemptEndEv) = "attempt_end" ["id": Int, "attempt": Int, "seq": Int, "result": Text, "at": Int],
+    /// Client, Exchange: an original's one terminal state.
+    OriginalEnd(OriginalEndEv) = "original_end" [
+        "id": Int, "state": Text, "attempts": Int, "reason": Text, "latency_ns": IntOpt,
+        "pending": Int, "outstanding": Int,
+    ],
 }
 
 /// The type of a payload column in the tidy CSV export, so a reader can
@@ -693,6 +717,13 @@ pub enum DiscardReason {
     RpcError,
     /// `--max-owned-bytes` was reached: the RPC ended RESOURCE_EXHAUSTED.
     Limit,
+    /// Exchange, `--when-full reject`: admission refused, answered `rejected`.
+    Rejected,
+    /// Exchange, `--when-full drop`: discarded on purpose, answered `dropped`.
+    Dropped,
+    /// Exchange: the attempt's deadline passed while it waited for a slot or
+    /// in the queue (never started), answered `expired`.
+    Expired,
 }
 
 impl DiscardReason {
@@ -704,6 +735,9 @@ impl DiscardReason {
             DiscardReason::QueueLimit => "queue_limit",
             DiscardReason::RpcError => "rpc_error",
             DiscardReason::Limit => "limit",
+            DiscardReason::Rejected => "rejected",
+            DiscardReason::Dropped => "dropped",
+            DiscardReason::Expired => "expired",
         }
     }
 }
@@ -789,6 +823,174 @@ pub struct NeverSentEv {
     /// contiguous run of never-sent messages (absent: 1).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub count: u64,
+}
+
+/// What the server decided for an attempt at the admission boundary.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// It took a slot (at once, or after `wait_ns` under `--when-full wait`).
+    Admitted,
+    /// Refused at once (`--when-full reject`).
+    Rejected,
+    /// Discarded on purpose (`--when-full drop`).
+    Dropped,
+    /// Its deadline passed while it waited for a slot (or before it arrived).
+    Expired,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Admitted => "admitted",
+            Decision::Rejected => "rejected",
+            Decision::Dropped => "dropped",
+            Decision::Expired => "expired",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AdmissionEv {
+    /// The attempt's place on its stream (the `decode` event's `seq`).
+    pub seq: u64,
+    /// The original's id and the attempt number (1 = first).
+    pub id: u64,
+    pub attempt: u32,
+    /// The original's absolute deadline (CLOCK_MONOTONIC ns; 0 = none).
+    pub deadline: u64,
+    pub decision: Decision,
+    /// Admission slots taken after this decision (queued + in service).
+    pub in_use: u32,
+    /// The server's admission bound K (`--admission`).
+    pub slots: u32,
+    /// Time spent waiting for a slot (0 unless `--when-full wait`).
+    pub wait_ns: u64,
+    /// The attempt's framed size (its payload counts as server-owned while admitted).
+    pub framed: u32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ServiceChangeEv {
+    /// The worker's service time from `t` on.
+    pub service_ns: u64,
+    /// Index of the schedule step (0 = the first, at the schedule's origin).
+    pub step: u32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OriginalEv {
+    pub id: u64,
+    /// Absolute deadline: `t` + the original deadline; never changes.
+    pub deadline: u64,
+    /// The client's pending originals (waiting for an outstanding credit)
+    /// and outstanding attempts (sent or retry-waiting, unanswered) after
+    /// this event.
+    pub pending: u32,
+    pub outstanding: u32,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AttemptEv {
+    pub id: u64,
+    pub attempt: u32,
+    /// The attempt's place on the stream (the server's `decode` seq).
+    pub seq: u64,
+    /// The original's scheduled time and deadline, as sent.
+    pub scheduled: u64,
+    pub deadline: u64,
+    pub pending: u32,
+    pub outstanding: u32,
+}
+
+/// The server's answer to one attempt.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptResult {
+    Completed,
+    Rejected,
+    Dropped,
+    Expired,
+}
+
+impl AttemptResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptResult::Completed => "completed",
+            AttemptResult::Rejected => "rejected",
+            AttemptResult::Dropped => "dropped",
+            AttemptResult::Expired => "expired",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AttemptEndEv {
+    pub id: u64,
+    pub attempt: u32,
+    pub seq: u64,
+    pub result: AttemptResult,
+    /// When the server decided (completed: when the worker finished).
+    pub at: u64,
+}
+
+/// The one terminal state of an original.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum OriginalState {
+    /// Completed by its deadline (useful).
+    OnTime,
+    /// Completed after its deadline.
+    Late,
+    /// Its last attempt was rejected and no retry was made (`reason` says why).
+    Rejected,
+    Dropped,
+    Expired,
+    /// No attempt could be initiated (`reason`: backlog, deadline, end,
+    /// interrupted, stream_error).
+    NeverSent,
+    /// An attempt was initiated but no outcome came back (the RPC ended
+    /// first: interrupted, reset, server shutdown).
+    Unanswered,
+}
+
+impl OriginalState {
+    pub const ALL: [OriginalState; 7] = [
+        OriginalState::OnTime,
+        OriginalState::Late,
+        OriginalState::Rejected,
+        OriginalState::Dropped,
+        OriginalState::Expired,
+        OriginalState::NeverSent,
+        OriginalState::Unanswered,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OriginalState::OnTime => "on_time",
+            OriginalState::Late => "late",
+            OriginalState::Rejected => "rejected",
+            OriginalState::Dropped => "dropped",
+            OriginalState::Expired => "expired",
+            OriginalState::NeverSent => "never_sent",
+            OriginalState::Unanswered => "unanswered",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OriginalEndEv {
+    pub id: u64,
+    pub state: OriginalState,
+    /// Attempts initiated for it.
+    pub attempts: u32,
+    /// Why it ended there, in a word (e.g. `no_retry`, `deadline`, `attempts`, `backlog`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Completed (on time or late): completion − scheduled time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
+    pub pending: u32,
+    pub outstanding: u32,
 }
 
 fn one() -> u64 {

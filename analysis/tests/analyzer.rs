@@ -311,3 +311,19 @@ fn every_event_type_is_documented() {
         );
     }
 }
+
+/// docs/summary-json.md lists every field of the `overload` object too.
+#[test]
+fn every_overload_field_is_documented() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/summary-json.md"),
+    )
+    .unwrap();
+    let o = serde_json::to_value(h2probe_analysis::analyze::overload::Overload::default()).unwrap();
+    for field in o.as_object().unwrap().keys() {
+        assert!(
+            doc.contains(&format!("| `overload.{field}` |")),
+            "docs/summary-json.md does not document `overload.{field}`"
+        );
+    }
+}

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 mod answer;
+mod exchange;
 pub mod message;
 mod schedule;
 mod send;
@@ -34,8 +35,10 @@ pub use target::{Target, TargetOpts};
 /// Client knobs (shared by `client` and `run`).
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 pub struct ClientOpts {
-    /// HTTP/2 connections to open.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// HTTP/2 connections to open (with --rpc exchange: clients, each with
+    /// its own budgets and jitter seed; their schedules interleave, so their
+    /// starts are staggered by 1/--rate).
+    #[arg(long, visible_alias = "clients", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub connections: u32,
 
     /// Concurrent client-streaming RPCs per connection.
@@ -110,6 +113,45 @@ pub struct ClientOpts {
     /// are h2probe.v1.Item unless `client --proto` describes them.
     #[arg(long = "method", visible_alias = "path", default_value = grpc::INGEST_PATH, value_name = "PATH")]
     pub path: String,
+
+    /// Which method to call: ingest (client-streaming, one answer per RPC)
+    /// or exchange (Part 3: originals with deadlines, one outcome per attempt).
+    #[arg(long, value_enum, default_value_t = crate::overload::RpcKind::Ingest)]
+    pub rpc: crate::overload::RpcKind,
+
+    /// Exchange: each original's deadline, from its scheduled time; every
+    /// attempt carries the same absolute deadline (a retry never resets it).
+    #[arg(long, default_value = "2s", value_name = "DURATION")]
+    pub original_deadline: Dur,
+
+    /// Exchange: attempts a client may have outstanding (initiated and
+    /// unanswered, or rejected and waiting for a retry); originals wait in
+    /// the --max-pending backlog for a credit.
+    #[arg(long, default_value_t = 33, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_outstanding: u32,
+
+    /// Exchange: what a client does when an attempt is rejected: none,
+    /// fixed:MS[,MS…] (the n-th retry waits the n-th delay, the last repeats)
+    /// or jitter:MAX_MS (uniform in [0, MAX], seeded by --seed). A retry
+    /// keeps the original's id and deadline and is not made when it could
+    /// not start before the deadline.
+    #[arg(long, default_value = "none", value_name = "POLICY")]
+    pub retry: crate::overload::RetryPolicy,
+
+    /// Exchange: a rejected original keeps its outstanding credit while it
+    /// waits for its retry (fresh originals wait behind it), instead of
+    /// waiting in the --max-pending backlog and taking the next free credit.
+    #[arg(long)]
+    pub retry_holds_credit: bool,
+
+    /// Exchange: attempts per original at most (the first included).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub max_attempts: u32,
+
+    /// Exchange: the run's seed for retry jitter (each client derives its
+    /// own stream from it and its index; recorded in meta.json).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
 }
 
 impl Default for ClientOpts {
@@ -214,6 +256,20 @@ impl ClientOpts {
             self.link_delay.0 <= std::time::Duration::from_secs(60),
             "--link-delay is limited to 60s"
         );
+        crate::refuse_unless!(
+            !self.original_deadline.0.is_zero() && self.original_deadline.0 <= MAX_DURATION,
+            "--original-deadline must be positive and at most {}",
+            Dur(MAX_DURATION)
+        );
+        if self.rpc == crate::overload::RpcKind::Exchange {
+            crate::refuse_unless!(
+                self.deadline() >= self.duration.0 + self.original_deadline.0,
+                "--deadline {} must cover --duration {} plus --original-deadline {}: the Exchange RPC carries every original to its end",
+                Dur(self.deadline()),
+                self.duration,
+                self.original_deadline
+            );
+        }
         if let Some(r) = self.link_rate {
             crate::refuse_unless!(
                 r.0 >= 1024,
@@ -405,7 +461,11 @@ where
         let ctx = ctx.clone();
         let sr = send_req.clone();
         let k = index * ctx.opts.streams + s;
-        streams.spawn(async move { rpc(ctx, sr, conn_id, k, start).await });
+        if ctx.opts.rpc == crate::overload::RpcKind::Exchange {
+            streams.spawn(async move { exchange::rpc(ctx, sr, conn_id, k, start).await });
+        } else {
+            streams.spawn(async move { rpc(ctx, sr, conn_id, k, start).await });
+        }
     }
     drop(send_req);
     let mut out = vec![];

@@ -23,35 +23,9 @@ pub(super) async fn send_all(
     while let Some(p) = rx.recv().await {
         in_progress.store(p.seq as i64, Relaxed);
         let begin = now_ns();
-        let mut data = ctx.call.codec.framed(p.seq, p.scheduled, payload);
+        let data = ctx.call.codec.framed(p.seq, p.scheduled, payload);
         let bytes = data.len() as u32;
-        while !data.is_empty() {
-            send.reserve_capacity(data.len());
-            let mut cap = send.capacity();
-            if cap == 0 {
-                // Recorded however the wait ends: here, or (cut short by a
-                // deadline, an interrupt or a reset) when the guard drops.
-                let mut wait = OpenWait {
-                    ctx,
-                    conn,
-                    stream,
-                    seq: p.seq,
-                    start: now_ns(),
-                    open: true,
-                };
-                while cap == 0 {
-                    match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
-                        Some(Ok(n)) => cap = n,
-                        Some(Err(e)) => return Err(e),
-                        None => return Err(h2::Error::from(h2::Reason::STREAM_CLOSED)),
-                    }
-                }
-                wait.open = false;
-            }
-            let n = cap.min(data.len());
-            send.send_data(data.split_to(n), false)?;
-            Live::add(&ctx.live.client_bytes, n as u64);
-        }
+        send_message(ctx, conn, stream, send, p.seq, data).await?;
         in_progress.store(-1, Relaxed);
         let (seq, scheduled) = (p.seq, p.scheduled);
         ctx.rec.emit(
@@ -72,6 +46,46 @@ pub(super) async fn send_all(
         Live::add(&ctx.live.sent, 1);
     }
     send.send_data(Bytes::new(), true)
+}
+
+/// Hands one framed message to h2, waiting for capacity as needed and
+/// recording each wait as a `window_blocked` interval.
+pub(super) async fn send_message(
+    ctx: &ClientCtx,
+    conn: u32,
+    stream: u32,
+    send: &mut SendStream<Bytes>,
+    seq: u64,
+    mut data: Bytes,
+) -> Result<(), h2::Error> {
+    while !data.is_empty() {
+        send.reserve_capacity(data.len());
+        let mut cap = send.capacity();
+        if cap == 0 {
+            // Recorded however the wait ends: here, or (cut short by a
+            // deadline, an interrupt or a reset) when the guard drops.
+            let mut wait = OpenWait {
+                ctx,
+                conn,
+                stream,
+                seq,
+                start: now_ns(),
+                open: true,
+            };
+            while cap == 0 {
+                match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+                    Some(Ok(n)) => cap = n,
+                    Some(Err(e)) => return Err(e),
+                    None => return Err(h2::Error::from(h2::Reason::STREAM_CLOSED)),
+                }
+            }
+            wait.open = false;
+        }
+        let n = cap.min(data.len());
+        send.send_data(data.split_to(n), false)?;
+        Live::add(&ctx.live.client_bytes, n as u64);
+    }
+    Ok(())
 }
 
 /// A wait for capacity in progress; its `window_blocked` event is written

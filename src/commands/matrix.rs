@@ -38,6 +38,18 @@ pub enum Scenario {
     /// Throughput against the bandwidth-delay product: the default 64 KiB
     /// window at --link-delay 0, 10, 25 and 50 ms (W / RTT caps the rate).
     Bdp,
+    /// The article's Part 3: WAIT, REJECT, REJECT+RETRY (fixed:100,200, 3
+    /// attempts) and DROP at a 32-slot admission boundary, and RETRY-HOLD
+    /// (the same retry, the original keeping its client credit through the
+    /// backoff), `run --preset
+    /// part3` (80/s for 36 s, 16 KiB, 2 s deadlines, a worker slowed from
+    /// 10 to 40 ms during [12, 24) s), repeats paired by seed; the table
+    /// puts the article's figures beside ours.
+    Part3,
+    /// Part 3's eight-client retry study: 8 clients × 10/s (staggered),
+    /// REJECT with fixed (100, 200 ms) against jitter (uniform [0, 200] ms)
+    /// backoff; the retry collision fraction in [12, 24) s, paired by seed.
+    Part3Clients,
 }
 
 impl Scenario {
@@ -48,7 +60,13 @@ impl Scenario {
             Scenario::DropWithoutRelease => "drop-without-release",
             Scenario::Deadlock => "deadlock",
             Scenario::Bdp => "bdp",
+            Scenario::Part3 => "part3",
+            Scenario::Part3Clients => "part3-clients",
         }
+    }
+
+    fn is_part3(self) -> bool {
+        matches!(self, Scenario::Part3 | Scenario::Part3Clients)
     }
 }
 
@@ -145,6 +163,56 @@ fn matrix(opts: &CompareOpts) -> Vec<Config> {
                 )
             })
             .collect(),
+        Some(Scenario::Part3) | Some(Scenario::Part3Clients) => {
+            use crate::overload::WhenFull;
+            // (label, policy, retry, whether a retry-waiting original holds its credit)
+            let policies: Vec<(&str, WhenFull, &str, bool)> =
+                if opts.scenario == Some(Scenario::Part3) {
+                    vec![
+                        ("WAIT", WhenFull::Wait, "none", false),
+                        ("REJECT", WhenFull::Reject, "none", false),
+                        ("RETRY", WhenFull::Reject, "fixed:100,200", false),
+                        ("DROP", WhenFull::Drop, "none", false),
+                        ("RETRY-HOLD", WhenFull::Reject, "fixed:100,200", true),
+                    ]
+                } else {
+                    vec![
+                        ("fixed 100,200 ms", WhenFull::Reject, "fixed:100,200", false),
+                        ("jitter 0-200 ms", WhenFull::Reject, "jitter:200", false),
+                    ]
+                };
+            let clients = if opts.scenario == Some(Scenario::Part3Clients) {
+                8
+            } else {
+                1
+            };
+            policies
+                .into_iter()
+                .map(|(label, when_full, retry, hold)| {
+                    let slug = label.split(' ').next().unwrap_or(label).to_lowercase();
+                    let retry: crate::overload::RetryPolicy = retry.parse().expect("static");
+                    let o = opts.clone();
+                    Config::new(label.to_string(), slug, move |r| {
+                        r.preset = Some(super::run::Preset::Part3);
+                        r.apply_preset(|_| false);
+                        r.server.when_full = when_full;
+                        r.client.retry = retry.clone();
+                        r.client.retry_holds_credit = hold;
+                        r.client.max_attempts = 3;
+                        r.client.connections = clients;
+                        if let Some(d) = o.duration {
+                            r.client.duration = d;
+                        }
+                        if let Some(ms) = o.deadline_ms {
+                            r.client.original_deadline = Dur(std::time::Duration::from_millis(ms));
+                        }
+                        if let Some(s) = &o.service_schedule {
+                            r.server.service_schedule = Some(s.clone());
+                        }
+                    })
+                })
+                .collect()
+        }
         Some(Scenario::Bdp) => ["0ms", "10ms", "25ms", "50ms"]
             .iter()
             .map(|d| {
@@ -216,10 +284,21 @@ pub struct CompareOpts {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
 
-    /// Offered-load period of each run. 5 s is the shortest that still shows
-    /// a steady queue slope after the 10% warm-up; the drain comes on top.
-    #[arg(long, default_value = "5s", value_name = "DURATION")]
-    pub duration: Dur,
+    /// Offered-load period of each run [default: 5s; part3: 36s]. 5 s is
+    /// the shortest that still shows a steady queue slope after the 10%
+    /// warm-up; the drain comes on top.
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<Dur>,
+
+    /// part3 scenarios: each original's deadline in ms [default: 2000]
+    /// (the article's secondary studies used 500 and 5000).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub deadline_ms: Option<u64>,
+
+    /// part3 scenarios: the worker's service schedule [default:
+    /// 10ms,12s:40ms,24s:10ms] (e.g. a shortened run's own slowdown).
+    #[arg(long, value_name = "SCHEDULE")]
+    pub service_schedule: Option<crate::overload::ServiceSchedule>,
 
     /// Messages offered per second.
     #[arg(long, default_value_t = 300.0)]
@@ -295,8 +374,9 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             for w in warnings {
                 eprintln!("h2probe: warning: {w}");
             }
+            let config = part3_label(dir).unwrap_or_else(|| super::config_of(dir));
             runs.push(RunRef {
-                config: super::config_of(dir),
+                config,
                 dir: dir.clone(),
                 summary,
             });
@@ -327,6 +407,11 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 sw.param
             );
         }
+        crate::refuse_unless!(
+            opts.scenario.is_some_and(|s| s.is_part3())
+                || (opts.deadline_ms.is_none() && opts.service_schedule.is_none()),
+            "--deadline-ms and --service-schedule apply to --scenario part3 and part3-clients only"
+        );
         let matrix = matrix(&opts);
         // Check every configuration before spending minutes on the first.
         let mut points = vec![];
@@ -402,11 +487,28 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     if !shared.is_empty() {
         title.push_str(&format!(" (every run: {shared})"));
     }
-    let md = compare::markdown(&title, &rows);
+    let part3 = opts.scenario.is_some_and(|s| s.is_part3())
+        || (opts.scenario.is_none()
+            && runs.iter().all(|r| r.summary.overload.is_some())
+            && !runs.is_empty());
+    let md = if part3 {
+        // The article's figures sit beside ours only for its own setting.
+        let article = match &opts.scenario {
+            Some(_) => opts.deadline_ms.is_none_or(|ms| ms == 2000),
+            None => runs
+                .iter()
+                .all(|r| original_deadline_of(&r.dir).as_deref() == Some("2s")),
+        };
+        h2probe_analysis::part3::markdown(&title, &runs, article)
+    } else {
+        compare::markdown(&title, &rows)
+    };
     let out2 = out.clone();
     let rows2 = rows.clone();
     let runs2 = runs.clone();
-    tokio::task::spawn_blocking(move || write_outputs(&out2, &md, &rows2, &runs2)).await??;
+    let md2 = md.clone();
+    tokio::task::spawn_blocking(move || write_outputs(&out2, &md2, &rows2, &runs2, part3))
+        .await??;
     if !opts.sweep.is_empty() {
         sweep_plot(&out, &opts.sweep, &sweep_points, &rows)?;
     }
@@ -427,7 +529,11 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         h2probe_analysis::page::compare_html_with(&page_runs, Some(&out)),
     )
     .with_context(|| format!("writing {}", page.display()))?;
-    let mut table = compare::terminal_table(&rows);
+    let mut table = if part3 {
+        md
+    } else {
+        compare::terminal_table(&rows)
+    };
     if !shared.is_empty() {
         table.insert_str(0, &format!("every run: {shared}\n"));
     }
@@ -471,6 +577,40 @@ fn strip_shared(runs: &mut [RunRef]) -> String {
     shared.join(" ")
 }
 
+/// The Part 3 configuration name of an Exchange run directory (the names
+/// `--scenario part3` and `part3-clients` give), so repeats group and pair
+/// when existing runs are compared again.
+fn part3_label(dir: &Path) -> Option<String> {
+    let meta = h2probe_analysis::meta::Meta::read(dir).ok()?;
+    let client = meta.config.client.as_ref()?;
+    let server = meta.config.server.as_ref()?;
+    if client.get("rpc")?.as_str()? != "exchange" {
+        return None;
+    }
+    let retry = client.get("retry")?.as_str()?.to_string();
+    let clients = client.get("connections")?.as_u64()?;
+    let when_full = server.get("when_full")?.as_str()?;
+    Some(if clients > 1 {
+        match retry.split_once(':') {
+            Some(("fixed", d)) => format!("fixed {d} ms"),
+            Some(("jitter", d)) => format!("jitter 0-{d} ms"),
+            _ => format!("{} {clients} clients", when_full.to_uppercase()),
+        }
+    } else if retry != "none" {
+        let hold = client.get("retry_holds_credit").and_then(|v| v.as_bool()) == Some(true);
+        if hold { "RETRY-HOLD" } else { "RETRY" }.to_string()
+    } else {
+        when_full.to_uppercase()
+    })
+}
+
+/// The `--original-deadline` a run directory's meta.json records.
+fn original_deadline_of(dir: &Path) -> Option<String> {
+    let meta = h2probe_analysis::meta::Meta::read(dir).ok()?;
+    let d = meta.config.client.as_ref()?.get("original_deadline")?;
+    d.as_str().map(String::from)
+}
+
 /// A run's options: compare's own flags, then the configuration's `run`
 /// flags (a sweep's values, through run's parsers; a later flag wins), then
 /// its changes, then where to write.
@@ -481,7 +621,10 @@ fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> anyhow::Resul
         .to_possible_value()
         .expect("no skipped variants");
     let mut argv: Vec<String> = vec![
-        format!("--duration={}", o.duration),
+        format!(
+            "--duration={}",
+            o.duration.unwrap_or(Dur(std::time::Duration::from_secs(5)))
+        ),
         format!("--rate={}", o.rate),
         format!("--payload={}", o.payload),
         format!("--service-time={}", o.service_time),
@@ -498,6 +641,8 @@ fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> anyhow::Resul
         })?
         .run;
     (c.apply)(&mut r);
+    // Repeats are paired by seed: repeat N of every configuration uses seed N.
+    r.client.seed = rep.max(1) as u64;
     r.output.no_pcap = !o.pcap;
     r.output.quiet = true;
     r.output.out = Some(out.join(format!("{}-r{rep}", c.slug)));
@@ -538,10 +683,14 @@ fn write_outputs(
     md: &str,
     rows: &[compare::Row],
     runs: &[RunRef],
+    part3: bool,
 ) -> anyhow::Result<()> {
     super::write_json(&out.join("comparison.json"), &rows)?;
     let path = out.join("comparison.md");
     std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
+    if part3 {
+        h2probe_analysis::part3::plots(out, runs)?;
+    }
     // Side-by-side plots from the first run of each configuration.
     let mut timelines = vec![];
     for row in rows {
@@ -614,7 +763,9 @@ mod tests {
             queue: None,
             sweep,
             repeats: 1,
-            duration: "1s".parse().unwrap(),
+            duration: Some("1s".parse().unwrap()),
+            deadline_ms: None,
+            service_schedule: None,
             rate: 300.0,
             payload: "16KiB".parse().unwrap(),
             service_time: "10ms".parse().unwrap(),

@@ -21,6 +21,71 @@ pub struct RunOpts {
     pub client: ClientOpts,
     #[command(flatten, next_help_heading = "Output")]
     pub output: OutputOpts,
+    /// A named experiment's settings, under the flags given explicitly.
+    ///
+    /// part3: the overload-policy study of the background article's Part 3
+    /// — --rpc exchange, originals at 80/s for 36 s (2,880), 16 KiB, a 2 s
+    /// --original-deadline, --max-pending 32 --max-outstanding 33,
+    /// --admission 32, --service-schedule 10ms,12s:40ms,24s:10ms (a
+    /// reconstruction: the article does not give its worker timing),
+    /// --stall-timeout 10s. Choose the policy with --when-full and --retry.
+    #[arg(long, value_enum, help_heading = "Experiment")]
+    pub preset: Option<Preset>,
+}
+
+/// `--preset`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    /// Part 3's single-client overload-policy study.
+    Part3,
+}
+
+impl Preset {
+    /// (argument id, value) pairs, applied where the command line is silent.
+    pub fn settings(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Preset::Part3 => &[
+                ("rpc", "exchange"),
+                ("rate", "80"),
+                ("duration", "36s"),
+                ("payload", "16KiB"),
+                ("original_deadline", "2s"),
+                ("max_pending", "32"),
+                ("max_outstanding", "33"),
+                ("admission", "32"),
+                ("service_schedule", "10ms,12s:40ms,24s:10ms"),
+                ("stall_timeout", "10s"),
+            ],
+        }
+    }
+}
+
+impl RunOpts {
+    /// Applies `--preset` to every setting the command line did not give
+    /// (`given(id)`: whether argument `id` came from the command line).
+    pub fn apply_preset(&mut self, given: impl Fn(&str) -> bool) {
+        let Some(p) = self.preset else { return };
+        for (id, v) in p.settings() {
+            if given(id) {
+                continue;
+            }
+            let ok = |r: Result<(), String>| r.expect("a preset value parses");
+            match *id {
+                "rpc" => self.client.rpc = crate::overload::RpcKind::Exchange,
+                "rate" => self.client.rate = v.parse().expect("static"),
+                "duration" => ok(v.parse().map(|d| self.client.duration = d)),
+                "payload" => ok(v.parse().map(|d| self.client.payload = d)),
+                "original_deadline" => ok(v.parse().map(|d| self.client.original_deadline = d)),
+                "max_pending" => self.client.max_pending = v.parse().expect("static"),
+                "max_outstanding" => self.client.max_outstanding = v.parse().expect("static"),
+                "admission" => self.server.admission = v.parse().expect("static"),
+                "service_schedule" => ok(v.parse().map(|d| self.server.service_schedule = Some(d))),
+                "stall_timeout" => ok(v.parse().map(|d| self.client.stall_timeout = d)),
+                other => unreachable!("preset setting {other} has no field"),
+            }
+        }
+    }
 }
 
 /// What a finished run produced.
@@ -121,11 +186,20 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         Some(opts.client.framed_upper_bound()),
         Some(opts.client.streams),
     )?;
-    let label = opts
-        .output
-        .label
-        .clone()
-        .unwrap_or_else(|| label_of(&opts.server));
+    let label = opts.output.label.clone().unwrap_or_else(|| {
+        if opts.client.rpc == crate::overload::RpcKind::Exchange {
+            format!(
+                "exchange-{}{}",
+                opts.server.when_full.as_str(),
+                match &opts.client.retry {
+                    crate::overload::RetryPolicy::None => String::new(),
+                    r => format!("-retry-{}", r.to_string().replace([':', ','], "-")),
+                }
+            )
+        } else {
+            label_of(&opts.server)
+        }
+    });
     let planned = (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64;
     let mut session = Session::open("run", interrupts, &opts.output, &label, planned)?;
     let live = session.live.clone();
@@ -143,6 +217,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         live: live.clone(),
         conn_ids: conn_ids.clone(),
         shutdown: shutdown_rx,
+        admission: Default::default(),
     });
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let cctx = Arc::new(ClientCtx {
@@ -161,18 +236,48 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         interrupt: interrupt_rx,
     });
 
+    if opts.client.rpc == crate::overload::RpcKind::Exchange {
+        crate::refuse_unless!(
+            opts.server.stack == crate::config::Stack::H2,
+            "--rpc exchange needs the probe's own server (--stack h2): the reference hyper server serves Ingest only"
+        );
+        crate::refuse_unless!(
+            opts.server.framing == crate::config::Framing::Grpc,
+            "--rpc exchange needs --framing grpc: outcomes are gRPC messages"
+        );
+    }
+    let slowest = opts
+        .server
+        .service_schedule
+        .as_ref()
+        .map_or(opts.server.service_time.0, |s| {
+            s.0.iter().map(|(_, d)| *d).max().unwrap_or_default()
+        });
     crate::refuse_unless!(
-        opts.client.stall_timeout.0 > opts.server.service_time.0,
+        opts.client.stall_timeout.0 > slowest,
         "--stall-timeout {} must exceed --service-time {}: a worker that slow is not a stall",
         opts.client.stall_timeout,
         opts.server.service_time
+    );
+    // Exchange with --when-full wait stops reading a stream for as long as
+    // an attempt may wait (its deadline): that is the policy, not a stall.
+    let stall_timeout = crate::config::Dur(
+        if opts.client.rpc == crate::overload::RpcKind::Exchange
+            && opts.server.when_full == crate::overload::WhenFull::Wait
+        {
+            let wait =
+                opts.client.original_deadline.0 + slowest + std::time::Duration::from_secs(1);
+            opts.client.stall_timeout.0.max(wait)
+        } else {
+            opts.client.stall_timeout.0
+        },
     );
     let client_run = client::run(cctx);
     tokio::pin!(client_run);
     let mut stall = Box::pin(watch_for_stall(
         live.clone(),
         session.rec.clone(),
-        opts.client.stall_timeout.0,
+        stall_timeout.0,
         opts.server.conn_window.0,
         Progress::Server,
     ));
@@ -182,7 +287,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         _ = stall.as_mut() => {
             eprintln!(
                 "h2probe: stalled: nothing reached the application for {} with messages pending; ending the run (see the stall event)",
-                opts.client.stall_timeout
+                stall_timeout
             );
             let _ = interrupt_tx.send(true);
             let _ = shutdown_tx.send(true);

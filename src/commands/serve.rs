@@ -56,6 +56,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         live: live.clone(),
         conn_ids: Arc::new(AtomicU32::new(0)),
         shutdown: shutdown_rx,
+        admission: Default::default(),
     });
     // The address line is machine-readable: scripts wait for it.
     println!(

@@ -273,6 +273,52 @@ mod tests {
                     available: 0,
                 }],
             }),
+            Kind::Admission(AdmissionEv {
+                seq: 1,
+                id: 1,
+                attempt: 1,
+                deadline: 1,
+                decision: Decision::Admitted,
+                in_use: 1,
+                slots: 32,
+                wait_ns: 1,
+                framed: 1,
+            }),
+            Kind::ServiceChange(ServiceChangeEv {
+                service_ns: 1,
+                step: 0,
+            }),
+            Kind::Original(OriginalEv {
+                id: 1,
+                deadline: 1,
+                pending: 1,
+                outstanding: 1,
+            }),
+            Kind::Attempt(AttemptEv {
+                id: 1,
+                attempt: 2,
+                seq: 1,
+                scheduled: 1,
+                deadline: 1,
+                pending: 1,
+                outstanding: 1,
+            }),
+            Kind::AttemptEnd(AttemptEndEv {
+                id: 1,
+                attempt: 1,
+                seq: 1,
+                result: AttemptResult::Completed,
+                at: 1,
+            }),
+            Kind::OriginalEnd(OriginalEndEv {
+                id: 1,
+                state: OriginalState::Rejected,
+                attempts: 1,
+                reason: "no_retry".into(),
+                latency_ns: Some(1),
+                pending: 1,
+                outstanding: 1,
+            }),
         ];
         assert_eq!(kinds.len(), Kind::NAMES.len());
         for kind in kinds {

@@ -310,7 +310,9 @@ async fn handle(
     });
     let _end_on_drop = EndOnDrop(rpc.clone());
 
-    if let Err((http_status, grpc_status, msg)) = check_request(&req, Framing::Grpc) {
+    if let Err((http_status, grpc_status, msg)) =
+        check_request(&req, Framing::Grpc, &[crate::grpc::INGEST_PATH])
+    {
         let resp = match grpc_status {
             Some(code) => status_response(code, &msg),
             None => http_error(http_status, &msg),
@@ -544,7 +546,7 @@ async fn worker_loop(rpc: Arc<Rpc>, worker: u32) {
                 depth: levels.depth,
             })
         });
-        let service = rpc.ctx.cfg.service_time;
+        let service = rpc.ctx.service_time();
         if service.is_zero() {
             tokio::task::yield_now().await;
         } else {

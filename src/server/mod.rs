@@ -1,6 +1,7 @@
 //! The probe server: gRPC client-streaming on `h2` directly, with the
 //! `release_capacity` point and the application queue as knobs.
 
+pub mod exchange;
 mod hyper_stack;
 mod queue;
 mod rpc;
@@ -157,6 +158,26 @@ pub struct ServerOpts {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Exchange (Part 3): admission slots over all RPCs of the server; an
+    /// admitted attempt holds one while queued or in service.
+    #[arg(long, default_value_t = 32, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub admission: u32,
+
+    /// Exchange (Part 3): what happens to an attempt that arrives when all
+    /// --admission slots are taken.
+    ///
+    /// wait: hold it for a slot until its deadline (then `expired`), not
+    /// reading the stream meanwhile; reject: answer `rejected` at once;
+    /// drop: discard it on purpose and answer `dropped` at once.
+    #[arg(long, value_enum, default_value_t = crate::overload::WhenFull::Wait, value_name = "POLICY")]
+    pub when_full: crate::overload::WhenFull,
+
+    /// The worker's service time over the run, replacing --service-time:
+    /// `10ms,12s:40ms,24s:10ms` = 10 ms, then 40 ms from 12 s, 10 ms again
+    /// from 24 s after the server's first RPC (steps recorded as
+    /// `service_change` events).
+    #[arg(long, value_name = "SCHEDULE")]
+    pub service_schedule: Option<crate::overload::ServiceSchedule>,
 }
 
 /// `--stall-stream ID[:AFTER]`.
@@ -224,6 +245,10 @@ pub struct ServerConfig {
     pub drop_stream: Option<u32>,
     /// `--tls-cert`/`--tls-key`: connections speak TLS.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub admission: u32,
+    pub when_full: crate::overload::WhenFull,
+    /// --service-schedule, or --service-time as a one-step schedule.
+    pub service_schedule: crate::overload::ServiceSchedule,
 }
 
 impl ServerOpts {
@@ -387,6 +412,12 @@ impl ServerOpts {
             stall_stream: self.stall_stream,
             drop_stream: self.drop_stream,
             tls,
+            admission: self.admission,
+            when_full: self.when_full,
+            service_schedule: self
+                .service_schedule
+                .clone()
+                .unwrap_or_else(|| crate::overload::ServiceSchedule::constant(self.service_time.0)),
         })
     }
 }
@@ -400,6 +431,16 @@ pub struct ServerCtx {
     pub conn_ids: Arc<AtomicU32>,
     /// Flips to true on shutdown.
     pub shutdown: watch::Receiver<bool>,
+    /// Exchange's server-wide admission boundary and the service schedule's origin.
+    pub admission: exchange::Admission,
+}
+
+impl ServerCtx {
+    /// The worker's service time now (`--service-schedule` or `--service-time`).
+    pub fn service_time(&self) -> std::time::Duration {
+        self.admission
+            .service_time(&self.cfg.service_schedule, crate::trace::clock::now_ns())
+    }
 }
 
 /// Accepts connections until shutdown, then waits for every connection to

@@ -155,6 +155,7 @@ impl TestServer {
             live: Default::default(),
             conn_ids: Default::default(),
             shutdown: rx,
+            admission: Default::default(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

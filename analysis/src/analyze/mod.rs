@@ -10,6 +10,7 @@
 mod checks;
 mod latency;
 mod messages;
+pub mod overload;
 pub mod relay;
 pub mod reorder;
 pub mod streams;
@@ -105,6 +106,8 @@ pub struct Analyzer {
     window_log_error: Option<std::io::Error>,
     /// The relay's legs, analysed apart.
     relay: relay::RelayView,
+    /// Part 3 (Exchange) accounting.
+    ov: overload::Tracker,
 }
 
 impl Analyzer {
@@ -162,6 +165,7 @@ impl Analyzer {
             window_log: None,
             window_log_error: None,
             relay: relay::RelayView::new(origin),
+            ov: overload::Tracker::default(),
         }
     }
 
@@ -186,6 +190,7 @@ impl Analyzer {
             }
         }
         let t = e.t;
+        self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => self.frame(e, f),
             Kind::WireError(w) => {
@@ -223,6 +228,13 @@ impl Analyzer {
                 }
             }
             Kind::ConnClose(_) | Kind::Unknown => {}
+            // Part 3's own events: `overload` reads them.
+            Kind::Admission(_)
+            | Kind::ServiceChange(_)
+            | Kind::Original(_)
+            | Kind::Attempt(_)
+            | Kind::AttemptEnd(_)
+            | Kind::OriginalEnd(_) => {}
             Kind::AcceptError(_) => self.s.accept_errors += 1,
             Kind::ConnRefused(_) => self.s.conns_refused += 1,
             Kind::Stall(st) => {
@@ -488,7 +500,7 @@ impl Analyzer {
             Ending::Truncated { line } => format!("truncated at line {line}"),
             Ending::Open => "open".into(),
         };
-        let (dropped_known, cut) = match ending {
+        let (dropped_known, cut): (Option<u64>, Option<String>) = match ending {
             Ending::Clean(_) => (Some(dropped), None),
             Ending::NoFooter => (
                 None,
@@ -508,12 +520,13 @@ impl Analyzer {
         } else {
             s.sent as i64 - s.decoded as i64
         };
+        let cut_why = cut.clone();
         s.checks = invariant_checks(Evidence {
             s,
             has_client: self.has_client,
             has_server: self.has_server,
             dropped: dropped_known,
-            cut,
+            cut: cut.clone(),
             end_t: self.last_t,
             origin: self.origin,
             credit: (
@@ -545,6 +558,23 @@ impl Analyzer {
                     .checks
                     .insert("relay_forwarded_unchanged".into(), check);
             }
+        }
+        if self.ov.seen {
+            let incomplete = match (&cut_why, dropped_known) {
+                (Some(why), _) => Some(why.clone()),
+                (None, Some(d)) if d > 0 => Some(format!("the recorder dropped {d} events")),
+                (None, None) => Some("drop counts unknown".to_string()),
+                _ => None,
+            };
+            let ov = std::mem::take(&mut self.ov);
+            let (o, checks) = ov.finish(
+                self.s.client_window_blocked_s,
+                self.s.client_socket_blocked_s,
+                incomplete,
+                self.origin,
+            );
+            self.s.overload = Some(o);
+            self.s.checks.extend(checks);
         }
         (self.s, self.tl)
     }

@@ -271,6 +271,9 @@ pub struct Summary {
     /// traces without relay legs).
     #[serde(default)]
     pub relay: Option<RelaySummary>,
+    /// Part 3 accounting, when the trace has `Exchange` events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overload: Option<super::overload::Overload>,
 }
 
 /// What a relay's two legs saw (see docs/summary-json.md, `relay`).
@@ -409,6 +412,11 @@ pub struct Timeline {
     /// Seconds from the trace origin to the last `schedule` event: the end
     /// of the offered period.
     pub offer_end_s: Option<f64>,
+    /// Exchange: server-owned payload (admitted attempts' framed bytes).
+    pub admitted_bytes: Series,
+    /// Exchange: the clients' pending originals and outstanding attempts.
+    pub client_pending: Series,
+    pub client_outstanding: Series,
     /// (start s, end s, kind) client blocked intervals.
     pub intervals: Vec<(f64, f64, Blocked)>,
     pub intervals_dropped: u64,
@@ -448,6 +456,9 @@ impl Timeline {
             conn_keys: BTreeMap::new(),
             advertised_stream_window: None,
             offer_end_s: None,
+            admitted_bytes: s(Merge::Max),
+            client_pending: s(Merge::Max),
+            client_outstanding: s(Merge::Max),
             intervals: vec![],
             intervals_dropped: 0,
             end_s: 0.0,

@@ -7,11 +7,13 @@
 //! is a solid smear), uses integer ticks for counts, and says what a
 //! one-sided trace could not record instead of drawing empty axes.
 
+mod bars;
 mod chart;
 mod compare;
 mod run;
 mod sweep;
 
+pub use bars::stacked_bars;
 pub use chart::{line_chart, stacked_chart};
 pub use compare::compare_plots;
 pub use run::{intervals_chart, run_plots, top_streams};

@@ -94,7 +94,7 @@ impl Rpc {
 
     async fn serve_one(&self, flow: &mut FlowControl, seq: u64, framed: u32, worker: u32) {
         let started = now_ns();
-        let service = self.ctx.cfg.service_time;
+        let service = self.ctx.service_time();
         if service.is_zero() {
             // A zero-length timer still waits for the next 1 ms tick.
             tokio::task::yield_now().await;
@@ -170,9 +170,11 @@ pub(super) async fn handle(
         Live::add(&ctx.live.rpcs_done, 1);
     };
 
+    ctx.admission.anchor(&ctx);
     // Requests the probe does not serve get a clear answer, never a hang.
     let grpc_reply = ctx.cfg.framing == Framing::Grpc || respond::is_grpc(&req);
-    if let Err((http_status, grpc_status, msg)) = check_request(&req, ctx.cfg.framing) {
+    let paths: &[&str] = &[grpc::INGEST_PATH, grpc::EXCHANGE_PATH];
+    if let Err((http_status, grpc_status, msg)) = check_request(&req, ctx.cfg.framing, paths) {
         match grpc_status {
             Some(code) => send_status(&mut respond, code, &msg),
             None => {
@@ -184,6 +186,11 @@ pub(super) async fn handle(
             }
         }
         end(grpc_status.unwrap_or(status::UNIMPLEMENTED), msg);
+        return;
+    }
+
+    if ctx.cfg.framing == Framing::Grpc && path == grpc::EXCHANGE_PATH {
+        super::exchange::handle(req, respond, conn, ctx.clone(), end).await;
         return;
     }
 

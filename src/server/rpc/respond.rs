@@ -25,6 +25,7 @@ pub(super) async fn drain_body(mut body: RecvStream, limit: usize, wait: std::ti
 pub(in crate::server) fn check_request<B>(
     req: &Request<B>,
     framing: Framing,
+    paths: &[&str],
 ) -> Result<(), (StatusCode, Option<u32>, String)> {
     let m = req.method();
     let ct = req
@@ -59,14 +60,14 @@ pub(in crate::server) fn check_request<B>(
                     "gRPC requires POST".into(),
                 ));
             }
-            if req.uri().path() != grpc::INGEST_PATH {
+            if !paths.contains(&req.uri().path()) {
                 return Err((
                     StatusCode::OK,
                     Some(status::UNIMPLEMENTED),
                     format!(
                         "unknown method {}; this server implements {}",
                         req.uri().path(),
-                        grpc::INGEST_PATH
+                        paths.join(" and ")
                     ),
                 ));
             }

@@ -1,0 +1,754 @@
+//! Part 3 accounting from `Exchange` events: what happened to every
+//! scheduled original (N, F, A, S, R, U and each terminal state), latency of
+//! the completed cohorts per phase of the service schedule, retry
+//! collisions, server-owned payload over time, the client's budgets, the
+//! frame view per run, and two checks (every original ends once and the
+//! counts add up; the admission boundary held).
+//!
+//! Everything is defined on event `t`. Memory: one entry per original not
+//! yet ended and per admitted attempt not yet ended, plus the ids of ended
+//! originals (8 bytes each, to catch a second ending), the completed
+//! originals' latencies and the retry times inside the collision window.
+
+use super::summary::{Check, Timeline};
+use crate::schema::{
+    AdmissionEv, AttemptEv, Decision, Endpoint, Event, FrameType, Kind, OriginalEndEv, OriginalEv,
+    OriginalState,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The collision window, from the first original's scheduled time (the
+/// article's slowdown: [12, 24) s), and its bin width.
+pub const COLLISION_FROM_NS: u64 = 12_000_000_000;
+pub const COLLISION_TO_NS: u64 = 24_000_000_000;
+pub const COLLISION_BIN_NS: u64 = 20_000_000;
+
+/// Timer slack allowed when a wait ends at a deadline: a WAIT whose
+/// `expired` decision is recorded later than deadline + this is a violation.
+pub const DEADLINE_SLACK_NS: u64 = 50_000_000;
+
+/// Part 3 figures of one run (`summary.json` → `overload`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overload {
+    /// N: originals scheduled (`original` events).
+    pub originals: u64,
+    /// F: originals with at least a first attempt.
+    pub first_attempts: u64,
+    /// A: attempts initiated (first attempts and retries).
+    pub attempts: u64,
+    /// Retries initiated (A − F).
+    pub retries: u64,
+    /// S: attempts wholly handed to h2 (client `send` events).
+    pub sent: u64,
+    /// R: attempts decoded by the server (`admission` events).
+    pub decoded: u64,
+    /// U: originals completed by their deadline.
+    pub on_time: u64,
+    pub late: u64,
+    pub rejected: u64,
+    pub dropped: u64,
+    pub expired: u64,
+    pub never_sent: u64,
+    /// Originals with an attempt in flight when the RPC ended (no outcome).
+    pub unanswered: u64,
+    /// Originals still without a terminal state at the end of the trace.
+    pub open: u64,
+    /// U / N (0 when N = 0).
+    pub useful_fraction: f64,
+    /// Terminal states by `reason` (`rejected/no_retry`, `never_sent/backlog`, …).
+    pub end_reasons: BTreeMap<String, u64>,
+    /// Server decisions at the admission boundary, by decision.
+    pub decisions: BTreeMap<String, u64>,
+    /// Admissions that had to wait for a slot, and the longest wait (ms).
+    pub admission_waits: u64,
+    pub max_admission_wait_ms: f64,
+    /// Most slots taken at once, counted from the trace, and the bound K.
+    pub max_in_use: u32,
+    pub slots: u32,
+    /// Completed-cohort latency (scheduled → completion) per phase of the
+    /// service schedule, with the cohort size.
+    pub phases: Vec<PhaseLatency>,
+    /// Retry collisions: pairs of retries initiated in the same bin of the
+    /// window over all M(M−1)/2 pairs (null when M < 2).
+    pub collision: Collision,
+    /// ∫ server-owned payload dt over the run (admitted attempts' framed
+    /// bytes, queued or in service), MiB·s, and its peak in bytes.
+    pub owned_mib_s: f64,
+    pub owned_peak_bytes: u64,
+    /// Client budgets: peaks of pending originals and outstanding attempts
+    /// (summed over clients) and their values at the last event.
+    pub pending_peak: u64,
+    pub outstanding_peak: u64,
+    pub pending_end: u64,
+    pub outstanding_end: u64,
+    /// Frame view: WINDOW_UPDATE frames the server wrote per second of the
+    /// span, their mean spacing (ms), RST_STREAM frames (either direction,
+    /// as one tap saw them), DATA payload bytes client → server, and those
+    /// bytes per useful completion (null when U = 0).
+    pub window_updates_per_s: f64,
+    pub window_update_spacing_ms: f64,
+    pub rst_streams: u64,
+    pub c2s_data_bytes: u64,
+    pub wire_bytes_per_useful: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseLatency {
+    /// `before`, `during`, `after` for a three-step schedule, else `step N`.
+    pub phase: String,
+    /// Originals scheduled in [from_s, to_s) from the first original (to_s null: to the end).
+    pub from_s: f64,
+    pub to_s: Option<f64>,
+    /// Completed originals (on time or late) of this phase: the cohort.
+    pub cohort: u64,
+    pub p50_s: Option<f64>,
+    pub p95_s: Option<f64>,
+    pub p99_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Collision {
+    pub from_s: f64,
+    pub to_s: f64,
+    pub bin_ms: f64,
+    /// M: retries initiated in the window.
+    pub retries: u64,
+    pub colliding_pairs: u64,
+    pub fraction: Option<f64>,
+}
+
+/// Pairs of timestamps sharing a bin of `[from, to)` cut in `bin`-wide bins,
+/// over all M(M−1)/2 pairs of the M timestamps inside the window.
+pub fn collision_fraction(times: &[u64], from: u64, to: u64, bin: u64) -> (u64, u64, Option<f64>) {
+    let mut bins: HashMap<u64, u64> = HashMap::new();
+    let mut m = 0u64;
+    for &t in times {
+        if t >= from && t < to {
+            *bins.entry((t - from) / bin).or_default() += 1;
+            m += 1;
+        }
+    }
+    let pairs: u64 = bins.values().map(|c| c * c.saturating_sub(1) / 2).sum();
+    let all = m * m.saturating_sub(1) / 2;
+    (m, pairs, (all > 0).then(|| pairs as f64 / all as f64))
+}
+
+/// The `q` quantile (nearest rank) of sorted values.
+fn quantile(sorted: &[u64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1] as f64 / 1e9)
+}
+
+/// Violations found while feeding: count, first detail, first (t, line).
+#[derive(Default)]
+struct Violations {
+    n: u64,
+    detail: String,
+    at: Option<(u64, u64)>,
+}
+
+impl Violations {
+    fn add(&mut self, t: u64, line: u64, detail: impl FnOnce() -> String) {
+        self.n += 1;
+        if self.at.is_none() {
+            self.at = Some((t, line));
+            self.detail = detail();
+        }
+    }
+}
+
+/// The running state of the pass.
+#[derive(Default)]
+pub(super) struct Tracker {
+    pub(super) seen: bool,
+    has_client: bool,
+    has_server: bool,
+    o: Overload,
+    t0: Option<u64>,
+    /// Open originals: id → (scheduled t, deadline).
+    open: HashMap<u64, (u64, u64)>,
+    ended: HashSet<u64>,
+    /// (scheduled t, latency ns) of completed originals.
+    latencies: Vec<(u64, u64)>,
+    retry_times: Vec<u64>,
+    /// Service schedule steps: (t, step).
+    steps: Vec<(u64, u32)>,
+    /// Admitted attempts not yet ended: (conn, stream, seq) → (framed, deadline).
+    admitted: HashMap<(u32, u32, u64), (u32, u64)>,
+    /// Attempts refused at the boundary (must never start).
+    refused: HashSet<(u32, u32, u64)>,
+    in_use: u32,
+    owned: u64,
+    owned_since: u64,
+    owned_ns_bytes: f64,
+    /// Client budget levels per connection (one client per connection).
+    levels: HashMap<u32, (u32, u32)>,
+    wu_out: u64,
+    first_t: Option<u64>,
+    last_t: u64,
+    accounting: Violations,
+    boundary: Violations,
+}
+
+impl Tracker {
+    pub(super) fn feed(&mut self, e: &Event, line: u64, tl: &mut Timeline) {
+        let t = e.t;
+        self.first_t.get_or_insert(t);
+        self.last_t = self.last_t.max(t);
+        match &e.kind {
+            Kind::Original(o) => self.original(e, o, line),
+            Kind::Attempt(a) => self.attempt(e, a, line),
+            Kind::AttemptEnd(_) => self.seen = true,
+            Kind::OriginalEnd(x) => self.original_end(e, x, line),
+            Kind::Admission(a) => self.admission(e, a, line),
+            Kind::ServiceChange(c) => self.steps.push((t, c.step)),
+            Kind::Send(_) if self.seen => self.o.sent += 1,
+            Kind::Start(st) => {
+                let key = (e.conn, e.stream, st.seq);
+                if self.refused.contains(&key) {
+                    self.boundary.add(t, line, || {
+                        format!(
+                            "attempt {}/{} seq {} was refused at the boundary but started",
+                            e.conn, e.stream, st.seq
+                        )
+                    });
+                }
+                if let Some(&(_, deadline)) = self.admitted.get(&key) {
+                    if deadline != 0 && t >= deadline {
+                        self.boundary.add(t, line, || {
+                            format!(
+                                "attempt {}/{} seq {} started {:.1} ms after its deadline",
+                                e.conn,
+                                e.stream,
+                                st.seq,
+                                (t - deadline) as f64 / 1e6
+                            )
+                        });
+                    }
+                }
+            }
+            Kind::Complete(c) => self.admitted_end(t, (e.conn, e.stream, c.seq)),
+            Kind::Discard(d) => self.admitted_end(t, (e.conn, e.stream, d.seq)),
+            Kind::Frame(f) => {
+                if f.frame == FrameType::WINDOW_UPDATE
+                    && e.ep == Endpoint::Server
+                    && f.dir == crate::schema::Dir::Out
+                {
+                    self.wu_out += 1;
+                }
+                if e.ep == Endpoint::Client {
+                    self.has_client = true;
+                    if f.frame == FrameType::RST_STREAM {
+                        self.o.rst_streams += 1;
+                    }
+                    if f.frame == FrameType::DATA && f.dir == crate::schema::Dir::Out {
+                        self.o.c2s_data_bytes += f.len as u64;
+                    }
+                }
+            }
+            _ => {}
+        }
+        match e.ep {
+            Endpoint::Client => self.has_client = true,
+            Endpoint::Server => self.has_server = true,
+            // A relay's legs carry no Exchange accounting of their own.
+            Endpoint::ClientLeg | Endpoint::ServerLeg => {}
+        }
+        if self.seen {
+            tl.admitted_bytes.push(t, self.owned as f64);
+            tl.client_pending.push(t, self.o.pending_end as f64);
+            tl.client_outstanding.push(t, self.o.outstanding_end as f64);
+        }
+    }
+
+    fn levels(&mut self, conn: u32, pending: u32, outstanding: u32) {
+        self.levels.insert(conn, (pending, outstanding));
+        let (p, o) = self.levels.values().fold((0u64, 0u64), |(p, o), (a, b)| {
+            (p + *a as u64, o + *b as u64)
+        });
+        self.o.pending_peak = self.o.pending_peak.max(p);
+        self.o.outstanding_peak = self.o.outstanding_peak.max(o);
+        self.o.pending_end = p;
+        self.o.outstanding_end = o;
+    }
+
+    fn original(&mut self, e: &Event, o: &OriginalEv, line: u64) {
+        self.seen = true;
+        self.o.originals += 1;
+        self.t0 = Some(self.t0.map_or(e.t, |t0| t0.min(e.t)));
+        if self.open.insert(o.id, (e.t, o.deadline)).is_some() || self.ended.contains(&o.id) {
+            self.accounting.add(e.t, line, || {
+                format!("original {} was scheduled twice", o.id)
+            });
+        }
+        self.levels(e.conn, o.pending, o.outstanding);
+    }
+
+    fn attempt(&mut self, e: &Event, a: &AttemptEv, line: u64) {
+        self.seen = true;
+        self.o.attempts += 1;
+        if a.attempt <= 1 {
+            self.o.first_attempts += 1;
+        } else {
+            self.o.retries += 1;
+            self.retry_times.push(e.t);
+        }
+        match self.open.get(&a.id) {
+            Some(&(scheduled, deadline)) => {
+                if a.deadline != deadline || a.scheduled != scheduled {
+                    self.boundary.add(e.t, line, || {
+                        format!(
+                            "attempt {} of original {} carries deadline {} / scheduled {}, not the original's {deadline} / {scheduled}",
+                            a.attempt, a.id, a.deadline, a.scheduled
+                        )
+                    });
+                }
+                if deadline != 0 && e.t >= deadline {
+                    self.boundary.add(e.t, line, || {
+                        format!(
+                            "attempt {} of original {} was initiated after its deadline",
+                            a.attempt, a.id
+                        )
+                    });
+                }
+            }
+            None => self.accounting.add(e.t, line, || {
+                format!(
+                    "attempt {} of original {} without an open original",
+                    a.attempt, a.id
+                )
+            }),
+        }
+        self.levels(e.conn, a.pending, a.outstanding);
+    }
+
+    fn original_end(&mut self, e: &Event, x: &OriginalEndEv, line: u64) {
+        self.seen = true;
+        if self.open.remove(&x.id).is_none() || !self.ended.insert(x.id) {
+            self.accounting.add(e.t, line, || {
+                format!(
+                    "original {} ended ({}) without being open",
+                    x.id,
+                    x.state.as_str()
+                )
+            });
+        }
+        let o = &mut self.o;
+        match x.state {
+            OriginalState::OnTime => o.on_time += 1,
+            OriginalState::Late => o.late += 1,
+            OriginalState::Rejected => o.rejected += 1,
+            OriginalState::Dropped => o.dropped += 1,
+            OriginalState::Expired => o.expired += 1,
+            OriginalState::NeverSent => o.never_sent += 1,
+            OriginalState::Unanswered => o.unanswered += 1,
+        }
+        let key = if x.reason.is_empty() {
+            x.state.as_str().to_string()
+        } else {
+            format!("{}/{}", x.state.as_str(), x.reason)
+        };
+        *o.end_reasons.entry(key).or_default() += 1;
+        if let (Some(lat), OriginalState::OnTime | OriginalState::Late) = (x.latency_ns, x.state) {
+            self.latencies.push((e.t.saturating_sub(lat), lat));
+        }
+        self.levels(e.conn, x.pending, x.outstanding);
+    }
+
+    fn owned_step(&mut self, t: u64) {
+        if self.owned_since > 0 {
+            self.owned_ns_bytes += self.owned as f64 * t.saturating_sub(self.owned_since) as f64;
+        }
+        self.owned_since = t;
+    }
+
+    fn admission(&mut self, e: &Event, a: &AdmissionEv, line: u64) {
+        self.seen = true;
+        let t = e.t;
+        self.o.decoded += 1;
+        self.o.slots = self.o.slots.max(a.slots);
+        *self
+            .o
+            .decisions
+            .entry(a.decision.as_str().to_string())
+            .or_default() += 1;
+        if a.wait_ns > 0 {
+            self.o.admission_waits += 1;
+            self.o.max_admission_wait_ms = self.o.max_admission_wait_ms.max(a.wait_ns as f64 / 1e6);
+        }
+        let key = (e.conn, e.stream, a.seq);
+        match a.decision {
+            Decision::Admitted => {
+                if a.deadline != 0 && t >= a.deadline {
+                    self.boundary.add(t, line, || {
+                        format!(
+                            "original {} attempt {} was admitted after its deadline",
+                            a.id, a.attempt
+                        )
+                    });
+                }
+                self.owned_step(t);
+                self.owned += a.framed as u64;
+                self.o.owned_peak_bytes = self.o.owned_peak_bytes.max(self.owned);
+                self.admitted.insert(key, (a.framed, a.deadline));
+                self.in_use += 1;
+                self.o.max_in_use = self.o.max_in_use.max(self.in_use);
+                if self.in_use > a.slots {
+                    let n = self.in_use;
+                    self.boundary.add(t, line, || {
+                        format!(
+                            "{n} attempts admitted at once, above --admission {}",
+                            a.slots
+                        )
+                    });
+                }
+            }
+            Decision::Expired => {
+                if a.deadline != 0 && t > a.deadline + DEADLINE_SLACK_NS {
+                    self.boundary.add(t, line, || {
+                        format!(
+                            "original {} attempt {} was held {:.1} ms past its deadline",
+                            a.id,
+                            a.attempt,
+                            (t - a.deadline) as f64 / 1e6
+                        )
+                    });
+                }
+                self.refused.insert(key);
+            }
+            Decision::Rejected | Decision::Dropped => {
+                self.refused.insert(key);
+            }
+        }
+    }
+
+    fn admitted_end(&mut self, t: u64, key: (u32, u32, u64)) {
+        if let Some((framed, _)) = self.admitted.remove(&key) {
+            self.owned_step(t);
+            self.owned -= framed as u64;
+            self.in_use -= 1;
+        }
+    }
+
+    /// The figures and the two checks. `both`: client and server events;
+    /// `incomplete`: why the trace cannot be judged, if it cannot.
+    pub(super) fn finish(
+        mut self,
+        window_blocked_s: f64,
+        socket_blocked_s: f64,
+        incomplete: Option<String>,
+        origin: u64,
+    ) -> (Overload, BTreeMap<String, Check>) {
+        let end = self.last_t;
+        self.owned_step(end);
+        let mut o = std::mem::take(&mut self.o);
+        o.open = self.open.len() as u64;
+        o.owned_mib_s = self.owned_ns_bytes / 1e9 / (1 << 20) as f64;
+        o.useful_fraction = if o.originals > 0 {
+            o.on_time as f64 / o.originals as f64
+        } else {
+            0.0
+        };
+        let span = self.first_t.map_or(0, |f| end.saturating_sub(f));
+        if span > 0 {
+            o.window_updates_per_s = self.wu_out as f64 / (span as f64 / 1e9);
+        }
+        if self.wu_out > 1 {
+            o.window_update_spacing_ms = span as f64 / 1e6 / self.wu_out as f64;
+        }
+        o.wire_bytes_per_useful =
+            (o.on_time > 0).then(|| o.c2s_data_bytes as f64 / o.on_time as f64);
+        let _ = (window_blocked_s, socket_blocked_s);
+        let t0 = self.t0.unwrap_or(0);
+
+        // Phases: the service schedule's steps (from the server), as offsets
+        // from the first original.
+        self.steps.sort_unstable();
+        let mut bounds: Vec<u64> = self.steps.iter().skip(1).map(|(t, _)| *t).collect();
+        bounds.dedup();
+        let names: Vec<String> = match bounds.len() {
+            2 => vec!["before".into(), "during".into(), "after".into()],
+            n => (0..=n).map(|i| format!("step {i}")).collect(),
+        };
+        let mut cohorts: Vec<Vec<u64>> = vec![vec![]; bounds.len() + 1];
+        for &(scheduled, lat) in &self.latencies {
+            let i = bounds.iter().filter(|b| scheduled >= **b).count();
+            cohorts[i].push(lat);
+        }
+        let rel = |t: u64| t.saturating_sub(t0) as f64 / 1e9;
+        o.phases = cohorts
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| {
+                c.sort_unstable();
+                PhaseLatency {
+                    phase: names[i].clone(),
+                    from_s: if i == 0 { 0.0 } else { rel(bounds[i - 1]) },
+                    to_s: bounds.get(i).map(|b| rel(*b)),
+                    cohort: c.len() as u64,
+                    p50_s: quantile(c, 0.5),
+                    p95_s: quantile(c, 0.95),
+                    p99_s: quantile(c, 0.99),
+                }
+            })
+            .collect();
+        let (m, pairs, fraction) = collision_fraction(
+            &self.retry_times,
+            t0 + COLLISION_FROM_NS,
+            t0 + COLLISION_TO_NS,
+            COLLISION_BIN_NS,
+        );
+        o.collision = Collision {
+            from_s: COLLISION_FROM_NS as f64 / 1e9,
+            to_s: COLLISION_TO_NS as f64 / 1e9,
+            bin_ms: COLLISION_BIN_NS as f64 / 1e6,
+            retries: m,
+            colliding_pairs: pairs,
+            fraction,
+        };
+
+        let mut checks = BTreeMap::new();
+        let secs = |t: u64| t.saturating_sub(origin) as f64 / 1e9;
+        let ends =
+            o.on_time + o.late + o.rejected + o.dropped + o.expired + o.never_sent + o.unanswered;
+        let detail = format!(
+            "N {} = on time {} + late {} + rejected {} + dropped {} + expired {} + never sent {} + unanswered {} ({}); \
+             F {} ≤ N, A {} = F + retries {}, S {} ≤ A, R {} ≤ S",
+            o.originals, o.on_time, o.late, o.rejected, o.dropped, o.expired, o.never_sent, o.unanswered,
+            if o.open > 0 { format!("{} still open", o.open) } else { "every original ended once".into() },
+            o.first_attempts, o.attempts, o.retries, o.sent, o.decoded
+        );
+        let originals = if !self.has_client {
+            Check::na("no client events: the originals are the client's")
+        } else if let Some(why) = incomplete.clone() {
+            Check::na(why)
+        } else if let Some((t, line)) = self.accounting.at {
+            Check::failed_at(
+                format!(
+                    "{} ({} violations): {}",
+                    self.accounting.detail, self.accounting.n, detail
+                ),
+                secs(t),
+                line,
+            )
+        } else {
+            let adds_up = ends == o.originals
+                && o.open == 0
+                && o.first_attempts <= o.originals
+                && o.attempts == o.first_attempts + o.retries
+                && o.sent <= o.attempts
+                && (!self.has_server || o.decoded <= o.sent);
+            Check::new(adds_up, detail)
+        };
+        checks.insert("originals".to_string(), originals);
+        let boundary = if !self.has_server {
+            Check::na("no server events: the admission boundary is the server's")
+        } else if let Some(why) = incomplete {
+            Check::na(why)
+        } else if let Some((t, line)) = self.boundary.at {
+            Check::failed_at(
+                format!("{} ({} violations)", self.boundary.detail, self.boundary.n),
+                secs(t),
+                line,
+            )
+        } else {
+            Check::new(
+                true,
+                format!(
+                    "at most {} of {} slots taken; no attempt started after its deadline or after a refusal; \
+                     no wait past a deadline (+{} ms slack){}",
+                    o.max_in_use,
+                    o.slots,
+                    DEADLINE_SLACK_NS / 1_000_000,
+                    if self.has_client {
+                        "; every retry kept its original's deadline"
+                    } else {
+                        " (retries unseen: no client events)"
+                    }
+                ),
+            )
+        };
+        checks.insert("admission".to_string(), boundary);
+        (o, checks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collision_fraction_counts_pairs_in_shared_bins() {
+        let ms = 1_000_000u64;
+        // Window [1000, 1100) ms, 20 ms bins. Inside: 1000, 1005, 1019 share
+        // bin 0 (3 pairs); 1020, 1039 share bin 1 (1 pair); 1099 is alone
+        // in bin 4. Outside: 999 and 1100 do not count.
+        let t: Vec<u64> = [999, 1000, 1005, 1019, 1020, 1039, 1099, 1100]
+            .iter()
+            .map(|v| v * ms)
+            .collect();
+        let (m, pairs, f) = collision_fraction(&t, 1000 * ms, 1100 * ms, 20 * ms);
+        assert_eq!(m, 6);
+        assert_eq!(pairs, 4);
+        assert_eq!(f, Some(4.0 / 15.0));
+        assert_eq!(
+            collision_fraction(&[5], 0, 10, 1).2,
+            None,
+            "one retry: no pair"
+        );
+        assert_eq!(collision_fraction(&[1, 3], 0, 10, 1).2, Some(0.0));
+    }
+
+    fn ev(t: u64, ep: Endpoint, kind: Kind) -> Event {
+        Event {
+            t,
+            ep,
+            conn: 1,
+            stream: 1,
+            kind,
+        }
+    }
+
+    fn judge(events: &[Event]) -> (Overload, BTreeMap<String, Check>) {
+        let mut tr = Tracker::default();
+        let mut tl = Timeline::new(0);
+        for (i, e) in events.iter().enumerate() {
+            tr.feed(e, i as u64 + 2, &mut tl);
+        }
+        tr.finish(0.0, 0.0, None, 0)
+    }
+
+    fn original(t: u64, id: u64, deadline: u64) -> Event {
+        ev(
+            t,
+            Endpoint::Client,
+            Kind::Original(OriginalEv {
+                id,
+                deadline,
+                pending: 1,
+                outstanding: 0,
+            }),
+        )
+    }
+
+    fn attempt(t: u64, id: u64, attempt: u32, scheduled: u64, deadline: u64) -> Event {
+        ev(
+            t,
+            Endpoint::Client,
+            Kind::Attempt(AttemptEv {
+                id,
+                attempt,
+                seq: id,
+                scheduled,
+                deadline,
+                pending: 0,
+                outstanding: 1,
+            }),
+        )
+    }
+
+    fn end(t: u64, id: u64, state: OriginalState) -> Event {
+        ev(
+            t,
+            Endpoint::Client,
+            Kind::OriginalEnd(OriginalEndEv {
+                id,
+                state,
+                attempts: 1,
+                reason: String::new(),
+                latency_ns: None,
+                pending: 0,
+                outstanding: 0,
+            }),
+        )
+    }
+
+    fn admit(t: u64, seq: u64, slots: u32, deadline: u64) -> Event {
+        ev(
+            t,
+            Endpoint::Server,
+            Kind::Admission(AdmissionEv {
+                seq,
+                id: seq,
+                attempt: 1,
+                deadline,
+                decision: Decision::Admitted,
+                in_use: 1,
+                slots,
+                wait_ns: 0,
+                framed: 100,
+            }),
+        )
+    }
+
+    #[test]
+    fn the_checks_hold_for_a_clean_story_and_fail_where_it_breaks() {
+        let s = 1_000_000_000;
+        let send = ev(
+            1,
+            Endpoint::Client,
+            Kind::Send(crate::schema::SendEv {
+                seq: 0,
+                scheduled: 1,
+                begin: 1,
+                bytes: 100,
+            }),
+        );
+        let clean = [
+            original(0, 0, 2 * s),
+            attempt(1, 0, 1, 0, 2 * s),
+            send,
+            admit(2, 0, 1, 2 * s),
+            end(3, 0, OriginalState::Rejected),
+        ];
+        let (o, c) = judge(&clean);
+        assert_eq!((o.originals, o.rejected, o.max_in_use), (1, 1, 1));
+        assert_eq!(c["originals"].ok, Some(true), "{}", c["originals"].detail);
+        assert_eq!(c["admission"].ok, Some(true), "{}", c["admission"].detail);
+
+        // A retry that moved the deadline, and two admissions into one slot.
+        let broken = [
+            original(0, 0, 2 * s),
+            attempt(1, 0, 1, 0, 2 * s),
+            attempt(2, 0, 2, 0, 3 * s),
+            admit(3, 0, 1, 2 * s),
+            admit(4, 1, 1, 2 * s),
+            end(5, 0, OriginalState::Rejected),
+        ];
+        let (_, c) = judge(&broken);
+        assert_eq!(c["admission"].ok, Some(false));
+        assert!(
+            c["admission"].detail.contains("not the original's"),
+            "{}",
+            c["admission"].detail
+        );
+        assert!(
+            c["admission"].detail.contains("2 violations"),
+            "{}",
+            c["admission"].detail
+        );
+
+        // An original that never ends, and one that ends twice.
+        let unfinished = [
+            original(0, 0, s),
+            original(1, 1, s),
+            end(2, 1, OriginalState::OnTime),
+            end(3, 1, OriginalState::Late),
+        ];
+        let (o, c) = judge(&unfinished);
+        assert_eq!(o.open, 1);
+        assert_eq!(c["originals"].ok, Some(false), "{}", c["originals"].detail);
+    }
+
+    #[test]
+    fn quantiles_use_nearest_rank() {
+        let v: Vec<u64> = (1..=20).map(|s| s * 1_000_000_000).collect();
+        assert_eq!(quantile(&v, 0.95), Some(19.0));
+        assert_eq!(quantile(&v, 0.5), Some(10.0));
+        assert_eq!(quantile(&[], 0.5), None);
+    }
+}

@@ -1,0 +1,568 @@
+//! The Part 3 comparison: the four overload policies (or the eight-client
+//! retry study) side by side with the article's published figures, from the
+//! runs' `overload` summaries, plus its plots (outcome fractions per policy,
+//! server-owned payload over time, the retry collision histogram).
+//!
+//! Runs are paired by repeat (the `-rN` suffix of their directory, which is
+//! also their jitter seed), as the article paired its blocks.
+
+use crate::analyze::overload::{Overload, COLLISION_BIN_NS, COLLISION_FROM_NS, COLLISION_TO_NS};
+use crate::compare::RunRef;
+use crate::plots::{line_chart, Line, Panel, PlotError};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The article's primary single-client figures (five blocks, 2 s deadline):
+/// on-time % of all scheduled originals per policy.
+pub const ARTICLE_ON_TIME: [(&str, f64); 4] = [
+    ("WAIT", 76.042),
+    ("REJECT", 76.167),
+    ("RETRY", 77.576),
+    ("DROP", 76.014),
+];
+
+/// The configurations of `compare --scenario part3`, in table order.
+pub const POLICIES: [&str; 5] = ["WAIT", "REJECT", "RETRY", "DROP", "RETRY-HOLD"];
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn range(v: &[f64], d: usize) -> String {
+    if v.is_empty() {
+        return "n/a".into();
+    }
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if (hi - lo).abs() < 0.5 * 10f64.powi(-(d as i32)) {
+        format!("{lo:.d$}")
+    } else {
+        format!("{lo:.d$}–{hi:.d$}")
+    }
+}
+
+/// `mean (min–max)` of a figure over runs.
+fn stat(v: &[f64], d: usize) -> String {
+    let same = v.windows(2).all(|w| w[0] == w[1]);
+    match mean(v) {
+        None => "n/a".into(),
+        Some(m) if same => format!("{m:.d$}"),
+        Some(m) => format!("{m:.d$} ({})", range(v, d)),
+    }
+}
+
+/// The repeat a run belongs to (its directory's `-rN` suffix).
+pub fn repeat_of(run: &RunRef) -> Option<u32> {
+    let name = run.dir.file_name()?.to_str()?;
+    name.rsplit_once("-r")?.1.parse().ok()
+}
+
+/// Runs grouped by configuration, in first-seen order, with their overload figures.
+fn groups(runs: &[RunRef]) -> Vec<(String, Vec<(&RunRef, &Overload)>)> {
+    let mut out: Vec<(String, Vec<(&RunRef, &Overload)>)> = vec![];
+    for r in runs {
+        let Some(o) = &r.summary.overload else {
+            continue;
+        };
+        match out.iter_mut().find(|(c, _)| *c == r.config) {
+            Some((_, v)) => v.push((r, o)),
+            None => out.push((r.config.clone(), vec![(r, o)])),
+        }
+    }
+    // The article's order when the names are its policies.
+    out.sort_by_key(|(c, _)| {
+        POLICIES
+            .iter()
+            .position(|p| p == c)
+            .unwrap_or(POLICIES.len())
+    });
+    out
+}
+
+fn phase<'a>(o: &'a Overload, name: &str) -> Option<&'a crate::analyze::overload::PhaseLatency> {
+    o.phases.iter().find(|p| p.phase == name)
+}
+
+/// The Markdown report of a Part 3 comparison. `article`: whether the runs
+/// are the article's primary setting (2 s deadlines), so its figures belong
+/// beside ours; otherwise those cells say `—`.
+pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
+    let g = groups(runs);
+    let mut md = String::new();
+    let _ = writeln!(md, "# {title}\n");
+    if g.is_empty() {
+        let _ = writeln!(md, "No run has Exchange events.");
+        return md;
+    }
+    let n_runs: Vec<usize> = g.iter().map(|(_, v)| v.len()).collect();
+    let _ = writeln!(
+        md,
+        "Means over runs (min–max in brackets); {} runs per configuration. Every fraction is of all N scheduled originals.\n",
+        n_runs.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/")
+    );
+    let _ = writeln!(md, "## Where every original went\n");
+    let _ = writeln!(
+        md,
+        "| config | N | on time % (U/N) | article on time % | late | rejected | dropped | expired | never sent | unanswered | checks |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    for (config, v) in &g {
+        let f = |get: &dyn Fn(&Overload) -> f64| -> Vec<f64> {
+            v.iter().map(|(_, o)| get(o)).collect()
+        };
+        let article = ARTICLE_ON_TIME
+            .iter()
+            .find(|(p, _)| config == p && article)
+            .map_or("—".to_string(), |(_, x)| format!("{x:.3}"));
+        let checks_ok = v.iter().all(|(r, _)| {
+            ["originals", "admission"]
+                .iter()
+                .all(|c| r.summary.checks.get(*c).is_some_and(|c| c.ok == Some(true)))
+        });
+        let _ = writeln!(
+            md,
+            "| {config} | {} | {} | {article} | {} | {} | {} | {} | {} | {} | {} |",
+            stat(&f(&|o| o.originals as f64), 0),
+            stat(&f(&|o| 100.0 * o.useful_fraction), 3),
+            stat(&f(&|o| o.late as f64), 1),
+            stat(&f(&|o| o.rejected as f64), 1),
+            stat(&f(&|o| o.dropped as f64), 1),
+            stat(&f(&|o| o.expired as f64), 1),
+            stat(&f(&|o| o.never_sent as f64), 1),
+            stat(&f(&|o| o.unanswered as f64), 1),
+            if checks_ok { "hold" } else { "SEE RUNS" },
+        );
+    }
+    let _ = writeln!(md, "\n## Attempts and completed-cohort latency\n");
+    let _ = writeln!(
+        md,
+        "| config | F | A | retries | S | R | p95 before (s) [cohort] | p95 during (s) [cohort] | p95 recovery (s) [cohort] |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
+    for (config, v) in &g {
+        let f = |get: &dyn Fn(&Overload) -> f64| -> Vec<f64> {
+            v.iter().map(|(_, o)| get(o)).collect()
+        };
+        let ph = |name: &str| -> String {
+            let p95: Vec<f64> = v
+                .iter()
+                .filter_map(|(_, o)| phase(o, name).and_then(|p| p.p95_s))
+                .collect();
+            let n: Vec<f64> = v
+                .iter()
+                .filter_map(|(_, o)| phase(o, name).map(|p| p.cohort as f64))
+                .collect();
+            format!("{} [{}]", range(&p95, 3), range(&n, 0))
+        };
+        let _ = writeln!(
+            md,
+            "| {config} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            stat(&f(&|o| o.first_attempts as f64), 1),
+            stat(&f(&|o| o.attempts as f64), 1),
+            stat(&f(&|o| o.retries as f64), 1),
+            stat(&f(&|o| o.sent as f64), 1),
+            stat(&f(&|o| o.decoded as f64), 1),
+            ph("before"),
+            ph("during"),
+            ph("after"),
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\n## Costs, and the frame view the article did not have\n"
+    );
+    let _ = writeln!(
+        md,
+        "| config | server-owned MiB·s | client pending peak | outstanding peak | WINDOW_UPDATE/s | window-blocked s | socket-blocked s | RST_STREAM | wire B per useful | retry collision (M) |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    for (config, v) in &g {
+        let f = |get: &dyn Fn(&Overload) -> f64| -> Vec<f64> {
+            v.iter().map(|(_, o)| get(o)).collect()
+        };
+        let s =
+            |get: &dyn Fn(&RunRef) -> f64| -> Vec<f64> { v.iter().map(|(r, _)| get(r)).collect() };
+        let coll: Vec<f64> = v.iter().filter_map(|(_, o)| o.collision.fraction).collect();
+        let m: Vec<f64> = v.iter().map(|(_, o)| o.collision.retries as f64).collect();
+        let _ = writeln!(
+            md,
+            "| {config} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) |",
+            stat(&f(&|o| o.owned_mib_s), 3),
+            stat(&f(&|o| o.pending_peak as f64), 0),
+            stat(&f(&|o| o.outstanding_peak as f64), 0),
+            stat(&f(&|o| o.window_updates_per_s), 1),
+            stat(&s(&|r| r.summary.client_window_blocked_s), 2),
+            stat(&s(&|r| r.summary.client_socket_blocked_s), 3),
+            stat(&f(&|o| o.rst_streams as f64), 1),
+            stat(&f(&|o| o.wire_bytes_per_useful.unwrap_or(f64::NAN)), 0),
+            if coll.is_empty() {
+                "n/a".to_string()
+            } else {
+                stat(&coll, 5)
+            },
+            range(&m, 0),
+        );
+    }
+    md.push_str(&paired(&g, article));
+    if !article {
+        let _ = writeln!(
+            md,
+            "\nThe article's figures are for its primary study (2 s deadlines, one client; eight clients for the collision study): not shown beside these runs."
+        );
+    }
+    md
+}
+
+/// Paired differences by repeat: RETRY − REJECT (the article's headline
+/// trade-off), WAIT − REJECT owned payload, and fixed − jitter collisions.
+fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
+    let art = |x: &'static str| if article { x } else { "—" };
+    let by = |name: &str| -> BTreeMap<u32, &Overload> {
+        g.iter()
+            .find(|(c, _)| c == name || (c.starts_with(name) && c.contains(' ')))
+            .map(|(_, v)| {
+                v.iter()
+                    .filter_map(|(r, o)| Some((repeat_of(r)?, *o)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut md = String::new();
+    let pairs = |a: &BTreeMap<u32, &Overload>,
+                 b: &BTreeMap<u32, &Overload>,
+                 f: &dyn Fn(&Overload) -> f64|
+     -> Vec<f64> {
+        a.iter()
+            .filter_map(|(k, x)| b.get(k).map(|y| f(x) - f(y)))
+            .collect()
+    };
+    let (retry, reject, wait) = (by("RETRY"), by("REJECT"), by("WAIT"));
+    let d_u = pairs(&retry, &reject, &|o| o.on_time as f64);
+    if !d_u.is_empty() {
+        let d_pp = pairs(&retry, &reject, &|o| 100.0 * o.useful_fraction);
+        let d_a = pairs(&retry, &reject, &|o| o.attempts as f64);
+        let m = |v: &[Vec<f64>]| v.iter().map(|x| stat(x, 1)).collect::<Vec<_>>();
+        let [a, b, c] = [d_u, d_pp, d_a];
+        let s = m(&[a, b.clone(), c]);
+        let _ = writeln!(
+            md,
+            "\n## RETRY − REJECT, paired by repeat ({} pairs)\n",
+            b.len()
+        );
+        let _ = writeln!(md, "| figure | ours | article |\n|---|---|---|");
+        let _ = writeln!(
+            md,
+            "| on-time originals per run | {} | {} |",
+            s[0],
+            art("+40.6")
+        );
+        let _ = writeln!(
+            md,
+            "| on-time percentage points | {} | {} |",
+            stat(&b, 3),
+            art("+1.410")
+        );
+        let _ = writeln!(
+            md,
+            "| initiated attempts A per run | {} | {} |",
+            s[2],
+            art("+91.2")
+        );
+        let mean_of = |m: &BTreeMap<u32, &Overload>, f: &dyn Fn(&Overload) -> f64| {
+            mean(&m.values().map(|o| f(o)).collect::<Vec<_>>())
+                .map_or("n/a".into(), |x| format!("{x:.1}"))
+        };
+        let _ = writeln!(
+            md,
+            "| F: REJECT → RETRY | {} → {} | {} |",
+            mean_of(&reject, &|o| o.first_attempts as f64),
+            mean_of(&retry, &|o| o.first_attempts as f64),
+            art("2,529.8 → 2,496.2")
+        );
+        let _ = writeln!(
+            md,
+            "| A: REJECT → RETRY | {} → {} | {} |",
+            mean_of(&reject, &|o| o.attempts as f64),
+            mean_of(&retry, &|o| o.attempts as f64),
+            art("2,529.8 → 2,621.0")
+        );
+        let _ = writeln!(
+            md,
+            "| RETRY retries per run | {} | {} |",
+            mean_of(&retry, &|o| o.retries as f64),
+            art("124.8")
+        );
+        let p95 = |m: &BTreeMap<u32, &Overload>| -> (String, String) {
+            let v: Vec<f64> = m
+                .values()
+                .filter_map(|o| phase(o, "after").and_then(|p| p.p95_s))
+                .collect();
+            let n: Vec<f64> = m
+                .values()
+                .filter_map(|o| phase(o, "after").map(|p| p.cohort as f64))
+                .collect();
+            (range(&v, 3), range(&n, 0))
+        };
+        let (rp, rn) = p95(&retry);
+        let (jp, jn) = p95(&reject);
+        let _ = writeln!(
+            md,
+            "| recovery [24, 36) p95 RETRY (s) [cohort] | {rp} [{rn}] | {} |",
+            art("1.054–1.100 [934–956]")
+        );
+        let _ = writeln!(
+            md,
+            "| recovery [24, 36) p95 REJECT (s) [cohort] | {jp} [{jn}] | {} |",
+            art("0.573–0.733 [900–932]")
+        );
+    }
+    let d_owned = pairs(&wait, &reject, &|o| o.owned_mib_s);
+    if !d_owned.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nWAIT − REJECT server-owned payload, paired: {} MiB·s{}.",
+            stat(&d_owned, 3),
+            if article {
+                " (article: REJECT retained 0.500 MiB·s less than WAIT)"
+            } else {
+                ""
+            }
+        );
+    }
+    let (fixed, jitter) = (by("fixed"), by("jitter"));
+    let rel: Vec<f64> = fixed
+        .iter()
+        .filter_map(|(k, f)| {
+            let j = jitter.get(k)?;
+            let (a, b) = (f.collision.fraction?, j.collision.fraction?);
+            (b > 0.0).then(|| 100.0 * (a - b) / b)
+        })
+        .collect();
+    if !fixed.is_empty() && !jitter.is_empty() {
+        let m = |x: &BTreeMap<u32, &Overload>| {
+            range(
+                &x.values()
+                    .map(|o| o.collision.retries as f64)
+                    .collect::<Vec<_>>(),
+                0,
+            )
+        };
+        let _ = writeln!(
+            md,
+            "\n## Fixed vs jitter backoff, eight clients, paired by seed\n"
+        );
+        let _ = writeln!(md, "| figure | ours | article |\n|---|---|---|");
+        let _ = writeln!(
+            md,
+            "| relative collision difference fixed vs jitter (%) | {} | {} |",
+            stat(&rel, 3),
+            art("−15.873 (−18.704 to −12.236)")
+        );
+        let _ = writeln!(
+            md,
+            "| retries M in [12, 24) s, fixed | {} | {} |",
+            m(&fixed),
+            art("1,468–1,485")
+        );
+        let _ = writeln!(
+            md,
+            "| retries M in [12, 24) s, jitter | {} | {} |",
+            m(&jitter),
+            art("1,476–1,515")
+        );
+    }
+    md
+}
+
+/// Per-20 ms-bin retry counts in the collision window of one trace.
+pub fn retry_bins(trace: &Path) -> Result<Vec<u64>, crate::reader::OpenError> {
+    let mut r = crate::reader::TraceReader::open(trace)?;
+    let (mut t0, mut retries): (Option<u64>, Vec<u64>) = (None, vec![]);
+    while let Some(ev) = r.next_event() {
+        let Ok(e) = ev else { continue };
+        match &e.kind {
+            crate::schema::Kind::Original(_) => t0 = Some(t0.map_or(e.t, |t| t.min(e.t))),
+            crate::schema::Kind::Attempt(a) if a.attempt > 1 => retries.push(e.t),
+            _ => {}
+        }
+    }
+    let n = ((COLLISION_TO_NS - COLLISION_FROM_NS) / COLLISION_BIN_NS) as usize;
+    let mut bins = vec![0u64; n];
+    if let Some(t0) = t0 {
+        for t in retries {
+            let (from, to) = (t0 + COLLISION_FROM_NS, t0 + COLLISION_TO_NS);
+            if t >= from && t < to {
+                bins[((t - from) / COLLISION_BIN_NS) as usize] += 1;
+            }
+        }
+    }
+    Ok(bins)
+}
+
+type Points = Vec<(f64, f64)>;
+
+/// At most `MAX_POINTS` points: consecutive points merged by their
+/// maximum (peaks kept), so the SVGs stay small whatever the run length.
+fn thin(p: Points) -> Points {
+    const MAX_POINTS: usize = 400;
+    let per = p.len().div_ceil(MAX_POINTS).max(1);
+    p.chunks(per)
+        .map(|c| (c[0].0, c.iter().map(|x| x.1).fold(f64::MIN, f64::max)))
+        .collect()
+}
+
+/// A configuration's label and its owned-MiB, pending and outstanding series.
+type Runs = (String, Points, Points, Points);
+
+/// The comparison's plots, written into `dir`; returns the file names.
+pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
+    let g = groups(runs);
+    let mut files = vec![];
+    if g.is_empty() {
+        return Ok(files);
+    }
+    // Outcome fractions per configuration (means), as stacked bars.
+    type Count = fn(&Overload) -> u64;
+    let states: [(&str, Count); 7] = [
+        ("on time", |o| o.on_time),
+        ("late", |o| o.late),
+        ("rejected", |o| o.rejected),
+        ("dropped", |o| o.dropped),
+        ("expired", |o| o.expired),
+        ("never sent", |o| o.never_sent),
+        ("unanswered", |o| o.unanswered),
+    ];
+    let bars: Vec<(String, Vec<f64>)> = g
+        .iter()
+        .map(|(c, v)| {
+            let fr: Vec<f64> = states
+                .iter()
+                .map(|(_, get)| {
+                    mean(
+                        &v.iter()
+                            .map(|(_, o)| get(o) as f64 / o.originals.max(1) as f64)
+                            .collect::<Vec<_>>(),
+                    )
+                    .unwrap_or(0.0)
+                })
+                .collect();
+            (c.clone(), fr)
+        })
+        .collect();
+    let names: Vec<&str> = states.iter().map(|(n, _)| *n).collect();
+    crate::plots::stacked_bars(
+        &dir.join("part3-outcomes.svg"),
+        "Where every scheduled original went (mean fraction of N)",
+        &names,
+        &bars,
+    )?;
+    files.push("part3-outcomes.svg".to_string());
+    // Server-owned payload and the client's budgets over time, first run
+    // of each configuration.
+    let mut series: Vec<Runs> = vec![];
+    for (c, v) in &g {
+        let Some(trace) = crate::reader::trace_path(&v[0].0.dir) else {
+            continue;
+        };
+        let Ok(a) = crate::analyze::analyze_trace(&trace) else {
+            continue;
+        };
+        let tl = a.timeline;
+        let mib: Vec<(f64, f64)> = thin(
+            tl.admitted_bytes
+                .filled_until(tl.end_s)
+                .into_iter()
+                .map(|(t, b)| (t, b / 1048576.0))
+                .collect(),
+        );
+        let pending = thin(tl.client_pending.filled_until(tl.end_s));
+        let outstanding = thin(tl.client_outstanding.filled_until(tl.end_s));
+        series.push((c.clone(), mib, pending, outstanding));
+    }
+    let lines = |pick: &dyn Fn(&Runs) -> Points| -> Vec<Line<'_>> {
+        series
+            .iter()
+            .map(|x| Line::new(x.0.as_str(), pick(x)))
+            .collect()
+    };
+    let x = "time since trace start (s)";
+    line_chart(
+        &dir.join("part3-owned.svg"),
+        x,
+        &Panel {
+            title: "Server-owned payload (admitted attempts, queued or in service)".into(),
+            y_label: "MiB".into(),
+            lines: lines(&|s| s.1.clone()),
+            empty_reason: "no server events in these runs".into(),
+            ..Panel::default()
+        },
+    )?;
+    files.push("part3-owned.svg".to_string());
+    crate::plots::stacked_chart(
+        &dir.join("part3-client.svg"),
+        x,
+        &[
+            Panel {
+                title: "Client pending originals (all clients)".into(),
+                y_label: "originals".into(),
+                lines: lines(&|s| s.2.clone()),
+                integer_y: true,
+                empty_reason: "no client events in these runs".into(),
+                ..Panel::default()
+            },
+            Panel {
+                title: "Client outstanding attempts (all clients)".into(),
+                y_label: "attempts".into(),
+                lines: lines(&|s| s.3.clone()),
+                integer_y: true,
+                empty_reason: "no client events in these runs".into(),
+                ..Panel::default()
+            },
+        ],
+    )?;
+    files.push("part3-client.svg".to_string());
+    // Collision histogram: how many 20 ms bins of [12, 24) s held k retries.
+    let mut hist = vec![];
+    for (c, v) in &g {
+        let mut counts: BTreeMap<u64, f64> = BTreeMap::new();
+        let mut any = false;
+        for (r, _) in v {
+            if let Some(trace) = crate::reader::trace_path(&r.dir) {
+                if let Ok(bins) = retry_bins(&trace) {
+                    any |= bins.iter().any(|b| *b > 0);
+                    for b in bins {
+                        *counts.entry(b).or_default() += 1.0 / v.len() as f64;
+                    }
+                }
+            }
+        }
+        if any {
+            hist.push((
+                c.clone(),
+                counts
+                    .into_iter()
+                    .map(|(k, n)| (k as f64, n))
+                    .collect::<Vec<_>>(),
+            ));
+        }
+    }
+    if !hist.is_empty() {
+        let lines: Vec<Line<'_>> = hist
+            .iter()
+            .map(|(c, p)| Line::new(c.as_str(), p.clone()))
+            .collect();
+        line_chart(
+            &dir.join("part3-collisions.svg"),
+            "retries initiated in the bin",
+            &Panel {
+                title: "Retries per 20 ms bin of [12, 24) s (mean number of bins per run)".into(),
+                y_label: "bins".into(),
+                lines,
+                ..Panel::default()
+            },
+        )?;
+        files.push("part3-collisions.svg".to_string());
+    }
+    Ok(files)
+}

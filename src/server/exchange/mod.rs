@@ -1,0 +1,508 @@
+//! `Exchange` (Part 3): a bidirectional stream of attempts, each answered
+//! with one terminal outcome (completed, rejected, dropped, expired) as soon
+//! as it is decided. The admission boundary (`--admission K`) is shared by
+//! every RPC of the server; `--when-full` says what happens beyond it.
+//!
+//! Every decoded attempt ends exactly once in the trace: `complete`, or
+//! `discard` with reason rejected / dropped / expired / cancelled /
+//! shutdown. The release point (`--release`) applies as for `Ingest`; an
+//! attempt that is never started is released when it is decided.
+
+mod admission;
+
+pub use admission::Admission;
+
+use super::rpc::respond::{grpc_headers, status_trailers};
+use super::ServerCtx;
+use crate::config::ReleasePoint;
+use crate::grpc::{self, pb, status, Deframer};
+use crate::live::Live;
+use crate::overload::WhenFull;
+use crate::trace::clock::{now_ns, to_instant};
+use crate::trace::schema::{
+    AdmissionEv, ChunkEv, CompleteEv, Decision, DiscardEv, DiscardReason, Endpoint, EnqueueEv,
+    Kind, KindId, MsgEv, ReleaseEv, StartEv,
+};
+use admission::Job;
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{FlowControl, RecvStream, SendStream};
+use http::Request;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// One Exchange RPC, shared by its handler and the workers serving its jobs.
+pub(super) struct ExRpc {
+    ctx: Arc<ServerCtx>,
+    conn: u32,
+    stream: u32,
+    flow: Mutex<FlowControl>,
+    send: Mutex<SendStream<Bytes>>,
+    unreleased: Arc<AtomicU64>,
+    /// When this stream's credit is released (`--release`, per stream).
+    release_at: ReleasePoint,
+    /// Attempts admitted and not yet ended (queued or in service).
+    open: AtomicU64,
+    idle: Notify,
+    /// Set when the RPC ends before its jobs: how they are discarded.
+    ended: Mutex<Option<DiscardReason>>,
+}
+
+impl ExRpc {
+    fn emit(&self, t: u64, id: KindId, build: impl FnOnce() -> Kind) {
+        self.ctx
+            .rec
+            .emit(Endpoint::Server, self.conn, self.stream, t, id, build);
+    }
+
+    fn ended_reason(&self) -> Option<DiscardReason> {
+        *self.ended.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn release(&self, bytes: u32, at: ReleasePoint, seq: Option<u64>) {
+        if bytes == 0 {
+            return;
+        }
+        let t = now_ns();
+        let r = self
+            .flow
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .release_capacity(bytes as usize);
+        match r {
+            Ok(()) => {
+                self.unreleased.fetch_sub(bytes as u64, Relaxed);
+                self.emit(t, KindId::Release, || {
+                    Kind::Release(ReleaseEv { bytes, at, seq })
+                });
+            }
+            Err(e) => tracing::debug!("release_capacity({bytes}) on stream {}: {e}", self.stream),
+        }
+    }
+
+    /// An attempt that will never be started gives its credit back now
+    /// when the release point is one it will never reach.
+    fn release_unstarted(&self, framed: u32, seq: u64) {
+        let at = self.release_at;
+        if matches!(at, ReleasePoint::Start | ReleasePoint::Complete) {
+            self.release(framed, at, Some(seq));
+        }
+    }
+
+    /// Writes one outcome on the response stream (h2 buffers it: outcomes
+    /// are a few bytes each, one per attempt the client sent).
+    fn answer(&self, id: u64, attempt: u32, result: pb::outcome::Result, at: u64) {
+        let msg = pb::Outcome {
+            id,
+            attempt,
+            result: result as i32,
+            at_ns: at,
+        };
+        let mut send = self.send.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = send.send_data(grpc::encode(&msg), false) {
+            tracing::debug!("outcome for {id}/{attempt}: {e}");
+        }
+    }
+
+    fn discard(&self, seq: u64, reason: DiscardReason, t: u64) {
+        self.emit(t, KindId::Discard, || {
+            Kind::Discard(DiscardEv { seq, reason })
+        });
+        Live::add(&self.ctx.live.discarded, 1);
+    }
+
+    /// A job's end: its slot is returned after its terminal event.
+    fn job_done(&self, job: Job) {
+        drop(job.permit);
+        self.open.fetch_sub(1, Relaxed);
+        self.idle.notify_waiters();
+    }
+
+    fn discard_job(&self, job: Job, reason: DiscardReason) {
+        self.discard(job.seq, reason, now_ns());
+        self.release_unstarted(job.framed, job.seq);
+        self.job_done(job);
+    }
+
+    fn expire(&self, job: Job, now: u64) {
+        self.discard(job.seq, DiscardReason::Expired, now);
+        self.answer(job.id, job.attempt, pb::outcome::Result::Expired, now);
+        self.release_unstarted(job.framed, job.seq);
+        self.job_done(job);
+    }
+
+    async fn serve(&self, job: Job, worker: u32, depth: u32, started: u64) {
+        let seq = job.seq;
+        self.emit(started, KindId::Start, || {
+            Kind::Start(StartEv {
+                seq,
+                worker,
+                wait_ns: started.saturating_sub(job.decoded_at),
+                depth,
+            })
+        });
+        if self.release_at == ReleasePoint::Start {
+            self.release(job.framed, ReleasePoint::Start, Some(seq));
+        }
+        let service = self
+            .ctx
+            .admission
+            .service_time(&self.ctx.cfg.service_schedule, started);
+        if service.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(service).await;
+        }
+        let t = now_ns();
+        self.emit(t, KindId::Complete, || {
+            Kind::Complete(CompleteEv {
+                seq,
+                worker,
+                service_ns: t.saturating_sub(started),
+            })
+        });
+        Live::add(&self.ctx.live.completed, 1);
+        self.answer(job.id, job.attempt, pb::outcome::Result::Completed, t);
+        if self.release_at == ReleasePoint::Complete {
+            self.release(job.framed, ReleasePoint::Complete, Some(seq));
+        }
+        self.job_done(job);
+    }
+}
+
+/// How reading the attempts ended.
+enum Ended {
+    HalfClosed,
+    Cancelled(String),
+    Shutdown,
+    Status(u32, String),
+}
+
+/// Serves one Exchange RPC to its end. `end` records the RPC's status.
+pub(super) async fn handle(
+    req: Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    conn: u32,
+    ctx: Arc<ServerCtx>,
+    end: impl Fn(u32, String),
+) {
+    let stream = respond.stream_id().as_u32();
+    let send = match respond.send_response(grpc_headers(), false) {
+        Ok(s) => s,
+        Err(e) => {
+            end(status::CANCELLED, format!("could not answer: {e}"));
+            return;
+        }
+    };
+    let mut body = req.into_body();
+    let flow = body.flow_control().clone();
+    ctx.admission.ensure_workers(&ctx);
+    let rpc = Arc::new(ExRpc {
+        ctx: ctx.clone(),
+        conn,
+        stream,
+        flow: Mutex::new(flow.clone()),
+        send: Mutex::new(send),
+        unreleased: Arc::new(AtomicU64::new(0)),
+        release_at: ctx.cfg.release.for_stream(stream),
+        open: AtomicU64::new(0),
+        idle: Notify::new(),
+        ended: Mutex::new(None),
+    });
+    let registry = (conn, stream);
+    ctx.live
+        .open_rpcs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(
+            registry,
+            crate::live::OpenRpc {
+                unreleased: rpc.unreleased.clone(),
+                flow,
+            },
+        );
+
+    let ended = receive(&rpc, &mut body).await;
+    let (reason, outcome) = match ended {
+        Ended::HalfClosed => (None, Ok(())),
+        Ended::Cancelled(why) => (
+            Some(DiscardReason::Cancelled),
+            Err((status::CANCELLED, why)),
+        ),
+        Ended::Shutdown => (
+            Some(DiscardReason::Shutdown),
+            Err((status::UNAVAILABLE, "server shutting down".to_string())),
+        ),
+        Ended::Status(code, msg) => (Some(DiscardReason::RpcError), Err((code, msg))),
+    };
+    if let Some(reason) = reason {
+        *rpc.ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+        for job in ctx.admission.take_rpc(&rpc) {
+            ctx.live.depth.fetch_sub(1, Relaxed);
+            rpc.discard_job(job, reason);
+        }
+    }
+    // Wait for the admitted attempts still queued or in service (a
+    // half-closed client still reads their outcomes), at most
+    // --drain-timeout once the server shuts down.
+    let mut shutdown = ctx.shutdown.clone();
+    let drain = async {
+        crate::live::flag_set(&mut shutdown).await;
+        tokio::time::sleep(ctx.cfg.drain_timeout).await;
+    };
+    tokio::pin!(drain);
+    loop {
+        let idle = rpc.idle.notified();
+        tokio::pin!(idle);
+        idle.as_mut().enable();
+        if rpc.open.load(Relaxed) == 0 {
+            break;
+        }
+        tokio::select! {
+            _ = idle => {}
+            _ = &mut drain => break,
+        }
+    }
+    let rest = rpc.unreleased.load(Relaxed) as u32;
+    rpc.release(rest, ReleasePoint::End, None);
+    {
+        let mut send = rpc.send.lock().unwrap_or_else(|p| p.into_inner());
+        match &outcome {
+            Ok(()) => {
+                let _ = send.send_trailers(status_trailers(status::OK, ""));
+            }
+            Err((code, msg)) if *code != status::CANCELLED => {
+                let _ = send.send_trailers(status_trailers(*code, msg));
+            }
+            Err(_) => {}
+        }
+    }
+    match outcome {
+        Ok(()) => end(status::OK, String::new()),
+        Err((code, msg)) => end(code, msg),
+    }
+    drop(body);
+    ctx.live
+        .open_rpcs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&registry);
+}
+
+/// Reads attempts and decides each at the admission boundary.
+async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
+    let ctx = &rpc.ctx;
+    let cfg = &ctx.cfg;
+    let mut deframer = Deframer::new(cfg.max_message_size);
+    let mut shutdown = ctx.shutdown.clone();
+    let mut seq = 0u64;
+    loop {
+        let msg = loop {
+            match deframer.next_message() {
+                Ok(Some(m)) => break Some(m),
+                Ok(None) => {}
+                Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
+            }
+            let next = tokio::select! {
+                d = body.data() => d,
+                _ = crate::live::flag_set(&mut shutdown) => return Ended::Shutdown,
+            };
+            match next {
+                Some(Ok(chunk)) => {
+                    let len = chunk.len() as u32;
+                    rpc.emit(now_ns(), KindId::Chunk, || Kind::Chunk(ChunkEv { len }));
+                    rpc.unreleased.fetch_add(len as u64, Relaxed);
+                    ctx.live.app_bytes.fetch_add(len as u64, Relaxed);
+                    if rpc.release_at == ReleasePoint::Frame {
+                        rpc.release(len, ReleasePoint::Frame, None);
+                    }
+                    deframer.push(&chunk);
+                    if rpc.release_at != ReleasePoint::Frame {
+                        if let Some(need) = deframer.next_framed_len() {
+                            if need > cfg.stream_window as u64 {
+                                return Ended::Status(
+                                    status::RESOURCE_EXHAUSTED,
+                                    format!("a {need}-byte framed message cannot arrive within the {}-byte stream window when credit is released at {}; raise --stream-window or use --release frame", cfg.stream_window, rpc.release_at.as_str()),
+                                );
+                            }
+                        }
+                    }
+                }
+                Some(Err(e)) => return Ended::Cancelled(e.to_string()),
+                None if deframer.pending() > 0 => {
+                    return Ended::Status(
+                        status::INTERNAL,
+                        format!(
+                            "body ended inside a message ({} bytes pending)",
+                            deframer.pending()
+                        ),
+                    )
+                }
+                None => break None,
+            }
+        };
+        let Some(msg) = msg else {
+            return Ended::HalfClosed;
+        };
+        if msg.compressed {
+            return Ended::Status(
+                status::UNIMPLEMENTED,
+                "compressed message without a negotiated grpc-encoding".into(),
+            );
+        }
+        let framed = msg.framed_len();
+        let a = match <pb::Attempt as prost::Message>::decode(msg.data()) {
+            Ok(a) => a,
+            Err(e) => {
+                return Ended::Status(
+                    status::INVALID_ARGUMENT,
+                    format!("message {seq} is not a valid h2probe.v1.Attempt: {e}"),
+                )
+            }
+        };
+        let decoded_at = now_ns();
+        let size = msg.len() as u32;
+        rpc.emit(decoded_at, KindId::Decode, || {
+            Kind::Decode(MsgEv { seq, size, framed })
+        });
+        Live::add(&ctx.live.decoded, 1);
+        if rpc.release_at == ReleasePoint::Decode {
+            rpc.release(framed, ReleasePoint::Decode, Some(seq));
+        }
+        if let Err(e) = decide(rpc, seq, a, framed, decoded_at, msg.data(), &mut shutdown).await {
+            return e;
+        }
+        seq += 1;
+    }
+}
+
+/// The admission decision for one decoded attempt.
+async fn decide(
+    rpc: &Arc<ExRpc>,
+    seq: u64,
+    a: pb::Attempt,
+    framed: u32,
+    decoded_at: u64,
+    body: Bytes,
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Ended> {
+    let ctx = &rpc.ctx;
+    let k = ctx.cfg.admission;
+    let slots = ctx.admission.slots(k);
+    let (id, attempt, deadline) = (a.id, a.attempt, a.deadline_ns);
+    let record = |decision: Decision, t: u64, wait_ns: u64| {
+        let in_use = ctx.admission.in_use(k);
+        rpc.emit(t, KindId::Admission, || {
+            Kind::Admission(AdmissionEv {
+                seq,
+                id,
+                attempt,
+                deadline,
+                decision,
+                in_use,
+                slots: k,
+                wait_ns,
+                framed,
+            })
+        });
+    };
+    // Refused without a slot: recorded, answered, its credit returned.
+    let refuse = |decision: Decision, t: u64, wait_ns: u64| {
+        let (reason, result) = match decision {
+            Decision::Rejected => (DiscardReason::Rejected, pb::outcome::Result::Rejected),
+            Decision::Dropped => (DiscardReason::Dropped, pb::outcome::Result::Dropped),
+            _ => (DiscardReason::Expired, pb::outcome::Result::Expired),
+        };
+        record(decision, t, wait_ns);
+        rpc.discard(seq, reason, t);
+        rpc.answer(id, attempt, result, t);
+        rpc.release_unstarted(framed, seq);
+    };
+    let now = now_ns();
+    if deadline != 0 && now >= deadline {
+        refuse(Decision::Expired, now, 0);
+        return Ok(());
+    }
+    let mut waited = false;
+    let permit = match slots.clone().try_acquire_owned() {
+        Ok(p) => p,
+        Err(_) => match ctx.cfg.when_full {
+            WhenFull::Reject => {
+                refuse(Decision::Rejected, now, 0);
+                return Ok(());
+            }
+            WhenFull::Drop => {
+                refuse(Decision::Dropped, now, 0);
+                return Ok(());
+            }
+            WhenFull::Wait => {
+                // Held for a slot, at most until its deadline; the stream
+                // is not read meanwhile. Cancelled by a reset or shutdown.
+                let until = async {
+                    match deadline {
+                        0 => std::future::pending().await,
+                        d => tokio::time::sleep_until(to_instant(d)).await,
+                    }
+                };
+                let reset = std::future::poll_fn(|cx| {
+                    rpc.send
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .poll_reset(cx)
+                });
+                waited = true;
+                tokio::select! {
+                    p = slots.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+                    _ = until => {
+                        let t = now_ns();
+                        refuse(Decision::Expired, t, t - now);
+                        return Ok(());
+                    }
+                    r = reset => {
+                        rpc.discard(seq, DiscardReason::Cancelled, now_ns());
+                        return Err(Ended::Cancelled(match r {
+                            Ok(reason) => format!("client reset the stream ({reason:?})"),
+                            Err(e) => e.to_string(),
+                        }));
+                    }
+                    _ = crate::live::flag_set(shutdown) => {
+                        rpc.discard(seq, DiscardReason::Shutdown, now_ns());
+                        return Err(Ended::Shutdown);
+                    }
+                }
+            }
+        },
+    };
+    let t = now_ns();
+    let wait_ns = if waited { t - now } else { 0 };
+    // A slot freed just as the deadline passed: still expired, never queued.
+    if deadline != 0 && t >= deadline {
+        drop(permit);
+        refuse(Decision::Expired, t, wait_ns);
+        return Ok(());
+    }
+    rpc.open.fetch_add(1, Relaxed);
+    record(Decision::Admitted, t, wait_ns);
+    ctx.live.depth.fetch_add(1, Relaxed);
+    let t_enqueue = now_ns();
+    let (depth, queued_bytes) = ctx.admission.push(Job {
+        rpc: rpc.clone(),
+        seq,
+        id,
+        attempt,
+        deadline,
+        framed,
+        decoded_at,
+        body,
+        permit,
+    });
+    rpc.emit(t_enqueue, KindId::Enqueue, || {
+        Kind::Enqueue(EnqueueEv {
+            seq,
+            depth,
+            queued_bytes,
+        })
+    });
+    Ok(())
+}

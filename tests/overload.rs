@@ -1,0 +1,513 @@
+//! Part 3: overload policies at the admission boundary, over loopback.
+//!
+//! Each policy runs a few seconds of the Part 3 shape (80/s, 16 KiB, a
+//! worker slowed from 10 to 40 ms and back), and the trace itself is read
+//! here, independently of the analysis, to prove: every original ends in
+//! exactly one terminal state; the admission bound is never exceeded; no
+//! attempt starts after its deadline or after a refusal; WAIT never holds an
+//! attempt past its deadline; REJECT never waits; DROP never runs the
+//! worker; a retry keeps its original's id and deadline.
+
+mod support;
+
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use support::{dur, run, temp_dir};
+
+const SLACK_NS: u64 = 50_000_000;
+
+fn part3_opts(
+    dir: &std::path::Path,
+    when_full: &str,
+    retry: &str,
+) -> h2probe::commands::run::RunOpts {
+    let mut o = support::run_opts(dir, "frame", "unbounded");
+    o.preset = Some(h2probe::commands::run::Preset::Part3);
+    o.apply_preset(|_| false);
+    o.client.duration = dur("3s");
+    o.client.original_deadline = dur("1s");
+    o.server.service_schedule = Some("10ms,800ms:40ms,1800ms:10ms".parse().unwrap());
+    o.server.when_full = clap::ValueEnum::from_str(when_full, false).unwrap();
+    o.client.retry = retry.parse().unwrap();
+    o.output.no_pcap = true;
+    o
+}
+
+fn events(dir: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["t"].is_u64())
+        .collect()
+}
+
+fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+/// What the trace says, recomputed here.
+#[derive(Debug, Default)]
+struct Seen {
+    originals: u64,
+    ends: HashMap<String, u64>,
+    decisions: HashMap<String, u64>,
+    starts_of_refused: u64,
+    starts_after_deadline: u64,
+    max_in_use: u64,
+    slots: u64,
+    waited: u64,
+    late_expiry: u64,
+    retries: u64,
+    retry_deadline_changed: u64,
+    retry_after_deadline: u64,
+}
+
+fn replay(dir: &std::path::Path) -> Seen {
+    let mut ev = events(dir);
+    ev.sort_by_key(|e| u(e, "t"));
+    let mut s = Seen::default();
+    let mut deadline_of: HashMap<u64, u64> = HashMap::new();
+    let mut ended: HashSet<u64> = HashSet::new();
+    let mut admitted: HashMap<(u64, u64, u64), u64> = HashMap::new();
+    let mut refused: HashSet<(u64, u64, u64)> = HashSet::new();
+    let mut in_use = 0u64;
+    for e in &ev {
+        let t = u(e, "t");
+        let key = |e: &Value| (u(e, "conn"), u(e, "stream"), u(e, "seq"));
+        match e["type"].as_str().unwrap() {
+            "original" => {
+                s.originals += 1;
+                assert!(deadline_of.insert(u(e, "id"), u(e, "deadline")).is_none());
+            }
+            "original_end" => {
+                assert!(ended.insert(u(e, "id")), "original {} ended twice", e["id"]);
+                *s.ends
+                    .entry(e["state"].as_str().unwrap().into())
+                    .or_default() += 1;
+            }
+            "attempt" if u(e, "attempt") > 1 => {
+                s.retries += 1;
+                let d = deadline_of[&u(e, "id")];
+                s.retry_deadline_changed += u64::from(u(e, "deadline") != d);
+                s.retry_after_deadline += u64::from(t >= d);
+            }
+            "admission" => {
+                let d = e["decision"].as_str().unwrap().to_string();
+                s.slots = u(e, "slots");
+                s.waited += u64::from(u(e, "wait_ns") > 0);
+                let deadline = u(e, "deadline");
+                match d.as_str() {
+                    "admitted" => {
+                        admitted.insert(key(e), deadline);
+                        in_use += 1;
+                        s.max_in_use = s.max_in_use.max(in_use);
+                    }
+                    "expired" => {
+                        s.late_expiry += u64::from(t > deadline + SLACK_NS);
+                        refused.insert(key(e));
+                    }
+                    _ => {
+                        refused.insert(key(e));
+                    }
+                }
+                *s.decisions.entry(d).or_default() += 1;
+            }
+            "start" if e["ep"] == "server" => {
+                s.starts_of_refused += u64::from(refused.contains(&key(e)));
+                if let Some(d) = admitted.get(&key(e)) {
+                    s.starts_after_deadline += u64::from(t >= *d);
+                }
+            }
+            "complete" | "discard" if e["ep"] == "server" && admitted.remove(&key(e)).is_some() => {
+                in_use -= 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        ended.len() as u64,
+        s.originals,
+        "every original ends exactly once: {s:?}"
+    );
+    s
+}
+
+/// What holds under every policy.
+fn common(r: &h2probe::commands::run::RunResult, s: &Seen) {
+    support::assert_checks(r);
+    let ov = r
+        .summary
+        .overload
+        .as_ref()
+        .expect("an Exchange run has overload figures");
+    assert_eq!(s.originals, 240, "80/s for 3 s");
+    assert_eq!(ov.originals, s.originals);
+    assert_eq!(ov.on_time, s.ends.get("on_time").copied().unwrap_or(0));
+    assert_eq!(
+        r.summary.checks["originals"].ok,
+        Some(true),
+        "{}",
+        r.summary.checks["originals"].detail
+    );
+    assert_eq!(
+        r.summary.checks["admission"].ok,
+        Some(true),
+        "{}",
+        r.summary.checks["admission"].detail
+    );
+    assert!(s.max_in_use <= s.slots && s.slots == 32, "{s:?}");
+    assert_eq!(s.max_in_use, 32, "the slowdown fills the boundary: {s:?}");
+    assert_eq!(s.starts_of_refused, 0, "{s:?}");
+    assert_eq!(
+        s.starts_after_deadline, 0,
+        "expired work is never started: {s:?}"
+    );
+    assert_eq!(s.retry_deadline_changed, 0, "{s:?}");
+    assert_eq!(s.retry_after_deadline, 0, "{s:?}");
+}
+
+#[test]
+fn wait_holds_attempts_for_a_slot_but_never_past_their_deadline() {
+    let dir = temp_dir("p3-wait");
+    let r = run(part3_opts(&dir, "wait", "none"));
+    let s = replay(&dir);
+    common(&r, &s);
+    assert!(s.waited > 0, "some attempts waited for a slot: {s:?}");
+    assert_eq!(s.late_expiry, 0, "{s:?}");
+    assert!(!s.decisions.contains_key("rejected") && !s.decisions.contains_key("dropped"));
+}
+
+#[test]
+fn reject_answers_at_once_and_never_queues_beyond_the_boundary() {
+    let dir = temp_dir("p3-reject");
+    let r = run(part3_opts(&dir, "reject", "none"));
+    let s = replay(&dir);
+    common(&r, &s);
+    assert_eq!(s.waited, 0, "REJECT never waits: {s:?}");
+    assert!(
+        s.decisions.get("rejected").copied().unwrap_or(0) > 0,
+        "{s:?}"
+    );
+    assert_eq!(s.retries, 0);
+    assert_eq!(
+        s.ends.get("rejected").copied(),
+        s.decisions.get("rejected").copied(),
+        "without retry, each rejection ends its original: {s:?}"
+    );
+}
+
+#[test]
+fn reject_with_retry_keeps_ids_and_deadlines() {
+    let dir = temp_dir("p3-retry");
+    let r = run(part3_opts(&dir, "reject", "fixed:100,200"));
+    let s = replay(&dir);
+    common(&r, &s);
+    assert!(s.retries > 0, "{s:?}");
+    let ov = r.summary.overload.as_ref().unwrap();
+    assert_eq!(ov.retries, s.retries);
+    assert_eq!(ov.attempts, ov.first_attempts + ov.retries);
+}
+
+#[test]
+fn drop_discards_and_answers_and_never_runs_the_worker() {
+    let dir = temp_dir("p3-drop");
+    let r = run(part3_opts(&dir, "drop", "none"));
+    let s = replay(&dir);
+    common(&r, &s);
+    assert!(
+        s.decisions.get("dropped").copied().unwrap_or(0) > 0,
+        "{s:?}"
+    );
+    assert_eq!(s.waited, 0, "{s:?}");
+    assert_eq!(s.ends.get("dropped"), s.decisions.get("dropped"), "{s:?}");
+}
+
+#[test]
+fn an_interrupted_exchange_run_still_ends_every_original_once() {
+    use std::process::{Command, Stdio};
+    let dir = temp_dir("p3-sigint");
+    let child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "run",
+            "--preset",
+            "part3",
+            "--when-full",
+            "wait",
+            "--quiet",
+            "--no-pcap",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let flowing = std::time::Instant::now();
+    while !std::fs::read_to_string(dir.join("trace.jsonl"))
+        .is_ok_and(|t| t.matches("\"type\":\"original_end\"").count() > 50)
+    {
+        assert!(flowing.elapsed().as_secs() < 60, "the run never got going");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = replay(&dir);
+    assert!(s.originals > 50 && s.originals < 2880, "{s:?}");
+    let summary = support::read_summary(&dir);
+    assert_eq!(
+        summary.checks["originals"].ok,
+        Some(true),
+        "{}",
+        summary.checks["originals"].detail
+    );
+    assert_eq!(
+        summary.checks["admission"].ok,
+        Some(true),
+        "{}",
+        summary.checks["admission"].detail
+    );
+}
+
+/// `compare --scenario part3`, shortened to 3 s runs with their own
+/// slowdown (2 s deadlines, the article's): all four policies run, the
+/// table carries the article's figures beside ours, and the plots are
+/// written.
+#[test]
+fn a_short_part3_comparison_runs_all_four_policies() {
+    let dir = temp_dir("p3-compare");
+    let out = support::h2probe_ok([
+        "compare",
+        "--scenario",
+        "part3",
+        "--duration",
+        "3s",
+        "--service-schedule",
+        "10ms,1s:40ms,2s:10ms",
+        "--repeats",
+        "1",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    for policy in ["WAIT", "REJECT", "RETRY", "DROP"] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {policy} | 240 |")))
+            .unwrap_or_else(|| panic!("no {policy} row with N = 240:\n{table}"));
+        assert!(row.ends_with("| hold |"), "{row}");
+    }
+    for article in ["76.042", "76.167", "77.576", "76.014", "+40.6", "+91.2"] {
+        assert!(
+            table.contains(article),
+            "article figure {article} missing:\n{table}"
+        );
+    }
+    for f in ["comparison.md", "part3-outcomes.svg", "part3-owned.svg"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+}
+
+/// `compare --scenario part3-clients`, shortened: eight clients with their
+/// own budgets share one server.
+#[test]
+fn a_short_eight_client_comparison_runs_fixed_and_jitter() {
+    let dir = temp_dir("p3-clients");
+    support::h2probe_ok([
+        "compare",
+        "--scenario",
+        "part3-clients",
+        "--duration",
+        "2s",
+        "--service-schedule",
+        "10ms,500ms:40ms,1500ms:10ms",
+        "--repeats",
+        "1",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    for run in ["fixed-r1", "jitter-r1"] {
+        let s = support::read_summary(&dir.join(run));
+        let ov = s.overload.as_ref().unwrap();
+        assert_eq!(ov.originals, 160, "80/s over 8 clients for 2 s");
+        assert_eq!(s.rpc_status.get("OK"), Some(&8), "{:?}", s.rpc_status);
+        assert!(ov.retries > 0, "{ov:?}");
+        assert_eq!(
+            s.checks["originals"].ok,
+            Some(true),
+            "{}",
+            s.checks["originals"].detail
+        );
+        assert_eq!(
+            s.checks["admission"].ok,
+            Some(true),
+            "{}",
+            s.checks["admission"].detail
+        );
+    }
+}
+
+/// Part 3's knobs refuse what cannot run, before anything starts (exit 2).
+#[test]
+fn part3_values_that_cannot_work_are_refused() {
+    let refused = |args: &[&str], says: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    };
+    refused(&["run", "--retry", "sometimes"], "expected none, fixed:MS");
+    refused(&["run", "--retry", "jitter:0"], "must be positive");
+    refused(&["run", "--service-schedule", "10ms,5ms"], "FROM:DURATION");
+    refused(
+        &["run", "--service-schedule", "10ms,2s:40ms,1s:10ms"],
+        "must increase",
+    );
+    refused(
+        &["run", "--rpc", "exchange", "--stack", "hyper"],
+        "--stack h2",
+    );
+    refused(
+        &["run", "--rpc", "exchange", "--framing", "raw:1024"],
+        "--framing grpc",
+    );
+    refused(
+        &[
+            "run",
+            "--rpc",
+            "exchange",
+            "--duration",
+            "100s",
+            "--original-deadline",
+            "30s",
+        ],
+        "must cover --duration",
+    );
+    refused(&["compare", "--deadline-ms", "500"], "part3");
+}
+
+/// The release point applies to Exchange as to Ingest: with `--release
+/// complete` an attempt's credit comes back when the worker finishes it (or
+/// at once when it is refused), so the 65,535-byte window, not the 32
+/// admission slots, bounds what the server owns: at most 3 whole 16 KiB
+/// attempts, and the wait moves into the client's window-blocked time.
+#[test]
+fn exchange_honours_the_release_point() {
+    let dir = temp_dir("p3-release");
+    let mut o = part3_opts(&dir, "reject", "none");
+    o.server.release = "complete".parse().unwrap();
+    let r = run(o);
+    let s = replay(&dir);
+    support::assert_checks(&r);
+    assert_eq!(s.originals, 240);
+    assert!(s.max_in_use <= 3, "{s:?}");
+    assert_eq!(s.starts_of_refused + s.starts_after_deadline, 0, "{s:?}");
+    assert_eq!(r.summary.release_point.as_deref(), Some("complete"));
+    assert!(r.summary.max_unreleased_bytes <= 65_535);
+    assert!(
+        r.summary.client_window_blocked_s > 0.5,
+        "{}",
+        r.summary.client_window_blocked_s
+    );
+    for c in ["originals", "admission", "credit", "bytes"] {
+        assert_eq!(
+            r.summary.checks[c].ok,
+            Some(true),
+            "{c}: {}",
+            r.summary.checks[c].detail
+        );
+    }
+}
+
+/// WAIT is cancellable: a client that resets its stream while an attempt
+/// waits for a slot ends that wait at once; every attempt the server decoded
+/// still ends exactly once, and the server goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_cancels_a_wait_for_a_slot() {
+    use h2probe::grpc::pb::Attempt;
+    let opts = h2probe::server::ServerOpts {
+        service_time: "400ms".parse().unwrap(),
+        admission: 1,
+        when_full: h2probe::overload::WhenFull::Wait,
+        ..Default::default()
+    };
+    let server = support::TestServer::start("p3-wait-reset", opts).await;
+    let attempt = |id| {
+        h2probe::grpc::encode(&Attempt {
+            id,
+            attempt: 1,
+            scheduled_ns: 0,
+            deadline_ns: 0,
+            payload: vec![1u8; 1000].into(),
+        })
+    };
+    let open = || async {
+        let sock = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let (send_req, conn) = h2::client::handshake(sock).await.unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let req = http::Request::post(format!(
+            "http://{}{}",
+            server.addr,
+            h2probe::grpc::EXCHANGE_PATH
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+        let mut send_req = send_req.ready().await.unwrap();
+        send_req.send_request(req, false).unwrap()
+    };
+    // One attempt takes the only slot for 400 ms; the second waits (no
+    // deadline); then the client gives up.
+    let (_resp, mut send) = open().await;
+    send.send_data(attempt(0), false).unwrap();
+    send.send_data(attempt(1), false).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    send.send_reset(h2::Reason::CANCEL);
+    // The server still serves: a new RPC's attempt completes.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (resp, mut send) = open().await;
+    send.send_data(attempt(7), true).unwrap();
+    let mut body = resp.await.unwrap().into_body();
+    let mut got = vec![];
+    while let Some(chunk) = body.data().await {
+        got.extend_from_slice(&chunk.unwrap());
+    }
+    let out: h2probe::grpc::pb::Outcome = prost::Message::decode(&got[5..]).unwrap();
+    assert_eq!(
+        (out.id, out.result),
+        (7, h2probe::grpc::pb::outcome::Result::Completed as i32)
+    );
+    let (s, _) = server.stop().await;
+    assert_eq!(s.decoded, 3, "{s:#?}");
+    assert_eq!(
+        s.completed, 2,
+        "the admitted one still finished, and the new one"
+    );
+    assert_eq!(
+        s.discarded_by_reason.get("cancelled"),
+        Some(&1),
+        "{:?}",
+        s.discarded_by_reason
+    );
+    assert_eq!(
+        s.checks["admission"].ok,
+        Some(true),
+        "{}",
+        s.checks["admission"].detail
+    );
+}
