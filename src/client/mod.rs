@@ -263,6 +263,10 @@ impl ClientOpts {
         );
         if self.rpc == crate::overload::RpcKind::Exchange {
             crate::refuse_unless!(
+                self.stream_rates.is_none(),
+                "--stream-rates applies to --rpc ingest; Exchange offers originals at --rate per client"
+            );
+            crate::refuse_unless!(
                 self.deadline() >= self.duration.0 + self.original_deadline.0,
                 "--deadline {} must cover --duration {} plus --original-deadline {}: the Exchange RPC carries every original to its end",
                 Dur(self.deadline()),

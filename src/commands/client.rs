@@ -27,6 +27,11 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     opts.client.validate()?;
     opts.output.validate()?;
     let metadata = client::target::parse_metadata(&opts.target.headers)?;
+    crate::refuse_unless!(
+        opts.client.rpc != crate::overload::RpcKind::Exchange || opts.message.proto.is_none(),
+        "--rpc exchange calls h2probe's own Exchange method (its attempts carry ids and deadlines); \
+         --proto describes a method of yours: use one or the other"
+    );
     let (codec, streaming) = opts.message.codec(&opts.client.path)?;
     if opts.target.insecure {
         eprintln!(
