@@ -401,30 +401,7 @@ pub(super) async fn rpc(
     } else {
         opts.path.clone()
     };
-    let mut req = http::Request::post(format!(
-        "{}://{}{}",
-        ctx.target.scheme(),
-        ctx.target.authority,
-        path
-    ))
-    .header(http::header::CONTENT_TYPE, "application/grpc")
-    .header("te", "trailers")
-    .header("grpc-timeout", grpc::format_timeout(opts.deadline()))
-    .header(
-        http::header::USER_AGENT,
-        concat!("h2probe/", env!("CARGO_PKG_VERSION")),
-    )
-    .body(())
-    .expect("static request");
-    // Metadata after ours: a user-agent given with -H replaces ours.
-    let mut last = None;
-    for (name, value) in &ctx.call.metadata {
-        if last.as_ref() != Some(name) {
-            req.headers_mut().remove(name);
-            last = Some(name.clone());
-        }
-        req.headers_mut().append(name, value.clone());
-    }
+    let req = super::grpc_request(&ctx, &path);
     let rpc_deadline = now_ns() + opts.deadline().as_nanos() as u64;
     let opened = async {
         let mut sr = sr.ready().await?;

@@ -331,6 +331,35 @@ pub struct ClientCtx {
     pub interrupt: watch::Receiver<bool>,
 }
 
+/// The request headers of one gRPC call to `path` on the target: ours
+/// first, then `-H` metadata (a user-agent given with -H replaces ours).
+pub(crate) fn grpc_request(ctx: &ClientCtx, path: &str) -> http::Request<()> {
+    let mut req = http::Request::post(format!(
+        "{}://{}{}",
+        ctx.target.scheme(),
+        ctx.target.authority,
+        path
+    ))
+    .header(http::header::CONTENT_TYPE, "application/grpc")
+    .header("te", "trailers")
+    .header("grpc-timeout", grpc::format_timeout(ctx.opts.deadline()))
+    .header(
+        http::header::USER_AGENT,
+        concat!("h2probe/", env!("CARGO_PKG_VERSION")),
+    )
+    .body(())
+    .expect("static request");
+    let mut last = None;
+    for (name, value) in &ctx.call.metadata {
+        if last.as_ref() != Some(name) {
+            req.headers_mut().remove(name);
+            last = Some(name.clone());
+        }
+        req.headers_mut().append(name, value.clone());
+    }
+    req
+}
+
 /// What one RPC ended with.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct RpcOutcome {
@@ -516,30 +545,7 @@ async fn rpc(
             )
         };
     }
-    let mut req = http::Request::post(format!(
-        "{}://{}{}",
-        ctx.target.scheme(),
-        ctx.target.authority,
-        opts.path
-    ))
-    .header(http::header::CONTENT_TYPE, "application/grpc")
-    .header("te", "trailers")
-    .header("grpc-timeout", grpc::format_timeout(opts.deadline()))
-    .header(
-        http::header::USER_AGENT,
-        concat!("h2probe/", env!("CARGO_PKG_VERSION")),
-    )
-    .body(())
-    .expect("static request");
-    // Metadata after ours: a user-agent given with -H replaces ours.
-    let mut last = None;
-    for (name, value) in &ctx.call.metadata {
-        if last.as_ref() != Some(name) {
-            req.headers_mut().remove(name);
-            last = Some(name.clone());
-        }
-        req.headers_mut().append(name, value.clone());
-    }
+    let req = grpc_request(&ctx, &opts.path);
     let deadline = now_ns() + opts.deadline().as_nanos() as u64;
     let sent = async {
         let mut sr = sr.ready().await?;
