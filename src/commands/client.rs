@@ -61,10 +61,21 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     });
     let run = client::run(cctx);
     tokio::pin!(run);
+    // Exchange against a server that WAITs for a slot: it stops reading a
+    // stream for up to an original's deadline; that is its policy, not a
+    // stall (the server's own --service-time is not known here).
+    let stall_timeout = if opts.client.rpc == crate::overload::RpcKind::Exchange {
+        opts.client
+            .stall_timeout
+            .0
+            .max(opts.client.original_deadline.0 + std::time::Duration::from_secs(1))
+    } else {
+        opts.client.stall_timeout.0
+    };
     let mut stall = Box::pin(super::run::watch_for_stall(
         session.live.clone(),
         session.rec.clone(),
-        opts.client.stall_timeout.0,
+        stall_timeout,
         0,
         super::run::Progress::Client,
     ));
@@ -74,7 +85,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         _ = stall.as_mut() => {
             eprintln!(
                 "h2probe: stalled: the client could send nothing for {} with messages pending (no credit from the server); ending the run (see the stall event)",
-                opts.client.stall_timeout
+                crate::config::Dur(stall_timeout)
             );
             let _ = interrupt_tx.send(true);
             run.await
