@@ -24,15 +24,32 @@ pub struct Live {
     pub client_bytes: AtomicU64,
     /// The stall watcher ended the run (so an interrupt is not a Ctrl-C).
     pub stalled: std::sync::atomic::AtomicBool,
-    /// The server's open RPCs: their windows, for a `stall` event.
+    /// The server's open RPCs: their windows, for a `stall` event, and what
+    /// the server's one sampler reads every --sample-interval.
     pub open_rpcs: std::sync::Mutex<std::collections::HashMap<(u32, u32), OpenRpc>>,
 }
 
-/// What a stall event reports of one open RPC.
-#[derive(Clone, Debug)]
+/// What a stall event and a `sample` report of one open RPC.
+#[derive(Clone)]
 pub struct OpenRpc {
     pub unreleased: std::sync::Arc<AtomicU64>,
     pub flow: h2::FlowControl,
+    /// The RPC's queue levels (depth, queued bytes, owned bytes), for
+    /// `sample` events; `None`: the RPC is not sampled.
+    pub levels: Option<QueueLevels>,
+}
+
+/// Reads an RPC's queue levels: (depth, queued bytes, owned bytes), or
+/// `None` once the RPC is gone.
+pub type QueueLevels = std::sync::Arc<dyn Fn() -> Option<(u32, u64, u64)> + Send + Sync>;
+
+impl std::fmt::Debug for OpenRpc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenRpc")
+            .field("unreleased", &self.unreleased)
+            .field("sampled", &self.levels.is_some())
+            .finish()
+    }
 }
 
 impl Live {

@@ -453,6 +453,8 @@ impl ServerCtx {
 /// closed at once and recorded.
 pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
     let mut shutdown = ctx.shutdown.clone();
+    // Aborted when this function returns (the guard drops).
+    let _sampler = AbortOnDrop(tokio::spawn(rpc::sample::sample_open_rpcs(ctx.clone())));
     let mut conns = tokio::task::JoinSet::new();
     let mut reasons: HashMap<tokio::task::Id, CloseReason> = HashMap::new();
     // After an accept error, accepting pauses until `resume`; each error in
@@ -689,4 +691,13 @@ where
     }
     while rpcs.join_next().await.is_some() {}
     Ok(())
+}
+
+/// Aborts its task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -220,6 +220,9 @@ pub(super) async fn handle(
             crate::live::OpenRpc {
                 unreleased: rpc.unreleased.clone(),
                 flow,
+                // Exchange RPCs write no `sample` events (the admission
+                // boundary, not a queue per RPC, holds their work).
+                levels: None,
             },
         );
 

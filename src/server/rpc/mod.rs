@@ -21,10 +21,9 @@ use tokio::time::Instant;
 
 mod release;
 pub(super) mod respond;
-mod sample;
+pub(super) mod sample;
 
 use respond::{check_request, drain_body, send_http_error, send_reply, send_status};
-use sample::sample_loop;
 
 /// Per-RPC context shared by the handler, workers and sampler.
 struct Rpc {
@@ -221,6 +220,16 @@ pub(super) async fn handle(
             crate::live::OpenRpc {
                 unreleased: rpc.unreleased.clone(),
                 flow: flow.clone(),
+                levels: Some({
+                    // Weak: the registry must not keep the RPC alive.
+                    let weak = Arc::downgrade(&rpc);
+                    Arc::new(move || {
+                        weak.upgrade().map(|r| {
+                            let l = r.queue.snapshot();
+                            (l.depth, l.queued_bytes, l.owned_bytes)
+                        })
+                    })
+                }),
             },
         );
     let deadline_at = deadline.map(|d| Instant::now() + d);
@@ -233,7 +242,6 @@ pub(super) async fn handle(
     tokio::pin!(sleep_deadline);
     let mut shutdown = ctx.shutdown.clone();
 
-    let sampler = tokio::spawn(sample_loop(rpc.clone(), flow.clone()));
     let mut workers = tokio::task::JoinSet::new();
     if ctx.cfg.queue != QueuePolicy::Direct {
         for w in 0..ctx.cfg.workers {
@@ -330,7 +338,6 @@ pub(super) async fn handle(
     };
     workers.abort_all();
     while workers.join_next().await.is_some() {}
-    sampler.abort();
     // Release what is still unreleased so the connection window is whole
     // again (recorded as `at: end`, apart from the policy's own releases).
     let rest = rpc.unreleased.load(Relaxed) as u32;

@@ -2,30 +2,52 @@
 
 use super::*;
 
-pub(super) async fn sample_loop(rpc: Arc<Rpc>, flow: FlowControl) {
-    // The first sample one period in: an RPC shorter than that (a short
-    // request under load) costs no timer wake-up and no /proc read.
-    let period = rpc.ctx.cfg.sample_interval;
+/// The server's one sampler: every --sample-interval, a `sample` event for
+/// each open RPC that has been open for a whole period (one task for the
+/// process instead of one per RPC: a short request costs nothing here).
+pub(in crate::server) async fn sample_open_rpcs(ctx: Arc<ServerCtx>) {
+    let period = ctx.cfg.sample_interval;
     let mut tick = tokio::time::interval_at(Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // RPCs seen at the previous tick: an RPC is sampled from its second tick
+    // on, so it has been open for at least one period.
+    let mut seen: std::collections::HashSet<(u32, u32)> = Default::default();
     loop {
         tick.tick().await;
-        let l = rpc.queue.snapshot();
-        let ev = SampleEv {
-            depth: l.depth,
-            queued_bytes: l.queued_bytes,
-            owned_bytes: l.owned_bytes,
-            unreleased: rpc.unreleased.load(Relaxed),
-            used_capacity: flow.used_capacity() as u64,
-            available_capacity: flow.available_capacity() as i64,
-            rss_bytes: rss_bytes(),
-        };
-        rpc.emit(now_ns(), KindId::Sample, || Kind::Sample(ev));
+        let t = now_ns();
+        let rss = rss_bytes();
+        let rpcs = ctx.live.open_rpcs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut now_seen = std::collections::HashSet::with_capacity(rpcs.len());
+        for (&(conn, stream), r) in rpcs.iter() {
+            now_seen.insert((conn, stream));
+            let Some(levels) = &r.levels else { continue };
+            if !seen.contains(&(conn, stream)) {
+                continue;
+            }
+            let Some((depth, queued_bytes, owned_bytes)) = levels() else {
+                continue;
+            };
+            let ev = SampleEv {
+                depth,
+                queued_bytes,
+                owned_bytes,
+                unreleased: r.unreleased.load(Relaxed),
+                used_capacity: r.flow.used_capacity() as u64,
+                available_capacity: r.flow.available_capacity() as i64,
+                rss_bytes: rss,
+            };
+            ctx.rec
+                .emit(Endpoint::Server, conn, stream, t, KindId::Sample, || {
+                    Kind::Sample(ev)
+                });
+        }
+        drop(rpcs);
+        seen = now_seen;
     }
 }
 
 /// Resident set size, read from /proc at most once per millisecond for the
-/// whole process (every open RPC samples it), 0 where unavailable.
+/// whole process, 0 where unavailable.
 pub fn rss_bytes() -> u64 {
     use std::sync::atomic::AtomicU64;
     static LAST: AtomicU64 = AtomicU64::new(0);
