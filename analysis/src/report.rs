@@ -457,7 +457,7 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
     let closed: u64 = r.close_reasons.values().sum();
     let _ = writeln!(
         o,
-        "relay     {} connection pairs ({} refused, {} legs closed with a reason), {} frames forwarded unchanged{}; read→write in the relay p50 c2s {:.1}µs s2c {:.1}µs (p99 {:.1}µs / {:.1}µs)",
+        "relay     {} connection pairs ({} refused, {} legs closed with a reason), {} frames forwarded unchanged{}; read→write in the relay {}",
         r.connections,
         r.refused,
         closed,
@@ -470,10 +470,17 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
         } else {
             String::new()
         },
-        r.c2s.relay_latency_ms.p50 * 1e3,
-        r.s2c.relay_latency_ms.p50 * 1e3,
-        r.c2s.relay_latency_ms.p99 * 1e3,
-        r.s2c.relay_latency_ms.p99 * 1e3,
+        if r.c2s.relay_latency_ms.count + r.s2c.relay_latency_ms.count > 0 {
+            format!(
+                "p50 c2s {:.1}µs s2c {:.1}µs (p99 {:.1}µs / {:.1}µs)",
+                r.c2s.relay_latency_ms.p50 * 1e3,
+                r.s2c.relay_latency_ms.p50 * 1e3,
+                r.c2s.relay_latency_ms.p99 * 1e3,
+                r.s2c.relay_latency_ms.p99 * 1e3,
+            )
+        } else {
+            "n/a (no frame crossed)".to_string()
+        },
     );
     if closed > 0 {
         let list: Vec<String> = r
@@ -532,7 +539,7 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
         );
         let _ = writeln!(
             o,
-            "waits     the {sender} had an open stream and no credit {:.3}s in {} intervals{}; inferred waiting (it sent more DATA after the credit) {:.3}s in {}, resumed p50 {:.3}ms after the credit",
+            "waits     the {sender} had an open stream and no credit {:.3}s in {} intervals{}; inferred waiting (it sent more DATA after the credit) {:.3}s in {}{}",
             f.exhausted_s,
             f.exhausted_intervals,
             if f.exhausted_open > 0 {
@@ -542,7 +549,14 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
             },
             f.inferred_blocked_s,
             f.inferred_blocked_intervals,
-            f.resume_after_credit_ms.p50,
+            if f.resume_after_credit_ms.count > 0 {
+                format!(
+                    ", resumed p50 {:.3}ms after the credit",
+                    f.resume_after_credit_ms.p50
+                )
+            } else {
+                String::new()
+            },
         );
     }
 }

@@ -415,9 +415,14 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         let matrix = matrix(&opts);
         // Check every configuration before spending minutes on the first.
         let mut points = vec![];
+        let mut warned = false;
         for c in &matrix {
             let o = make_opts(&opts, c, &out, 0)?;
             o.client.validate()?;
+            if let Some(w) = super::run::schedule_warning(&o).filter(|_| !warned) {
+                eprintln!("h2probe: warning: {w}");
+                warned = true;
+            }
             o.server.validate(
                 opts.capture_payload,
                 Some(o.client.framed_upper_bound()),

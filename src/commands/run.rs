@@ -176,11 +176,33 @@ pub(crate) async fn watch_for_stall(
     }
 }
 
+/// A warning when the offered period ends before a step of
+/// --service-schedule (it runs from the server's first RPC): that part of
+/// the schedule, e.g. Part 3's slowdown from 12 s, never happens.
+pub(crate) fn schedule_warning(opts: &RunOpts) -> Option<String> {
+    let s = opts.server.service_schedule.as_ref()?;
+    let duration = opts.client.duration.0;
+    let (at, _) =
+        s.0.iter()
+            .find(|(at, _)| !at.is_zero() && *at >= duration)?;
+    Some(format!(
+        "--duration {} ends before the --service-schedule step at {}: that part of the schedule never happens \
+         (the run sees no slowdown); shorten the schedule with the run, e.g. --service-schedule 10ms,2s:40ms,4s:10ms for 6s",
+        opts.client.duration,
+        crate::config::Dur(*at)
+    ))
+}
+
 /// `h2probe run`.
 pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let interrupts = Interrupts::listen();
     opts.client.validate()?;
     opts.output.validate()?;
+    if let Some(w) = schedule_warning(&opts) {
+        if !opts.output.quiet {
+            eprintln!("h2probe: warning: {w}");
+        }
+    }
     let cfg = opts.server.validate(
         opts.output.capture_payload,
         Some(opts.client.framed_upper_bound()),
@@ -358,4 +380,21 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         interrupted,
         error: f.error,
     })
+}
+
+#[cfg(test)]
+mod schedule_tests {
+    use super::*;
+
+    #[test]
+    fn a_run_shorter_than_the_schedule_is_warned_about() {
+        let mut o = RunOpts::default();
+        assert_eq!(schedule_warning(&o), None, "no schedule, no warning");
+        o.server.service_schedule = Some("10ms,12s:40ms,24s:10ms".parse().unwrap());
+        o.client.duration = "6s".parse().unwrap();
+        let w = schedule_warning(&o).unwrap();
+        assert!(w.contains("step at 12s"), "{w}");
+        o.client.duration = "36s".parse().unwrap();
+        assert_eq!(schedule_warning(&o), None);
+    }
 }

@@ -18,7 +18,8 @@ pub struct ServeOpts {
     #[arg(long, default_value = "127.0.0.1:50051", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
 
-    /// Stop (as on Ctrl-C) after this many RPCs have ended.
+    /// Stop (as on Ctrl-C) after this many RPCs have ended; RPCs still open
+    /// then end UNAVAILABLE (count every stream of every client).
     #[arg(long, value_name = "N")]
     pub exit_after: Option<u64>,
 
