@@ -31,7 +31,7 @@ fn bad_sweeps_are_refused_before_anything_runs() {
     // A flag run does not have.
     refused(
         &["--out", out, "--sweep", "no-such-flag=1,2"],
-        "no-such-flag",
+        "`no-such-flag` is not a flag of `h2probe run`",
     );
     // Where-to-write flags are not experiments.
     refused(

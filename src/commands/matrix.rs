@@ -642,6 +642,17 @@ fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> anyhow::Resul
         .map_err(|e| {
             let msg = e.to_string();
             let first = msg.lines().next().unwrap_or_default();
+            // An unknown flag is a sweep parameter `run` does not have.
+            if e.kind() == clap::error::ErrorKind::UnknownArgument {
+                let name = first
+                    .split('\'')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .trim_start_matches("--");
+                return crate::config::UsageError(format!(
+                    "--sweep {name}=…: `{name}` is not a flag of `h2probe run` (see `h2probe run --help` for the names)"
+                ));
+            }
             crate::config::UsageError(format!("--sweep: {}", first.trim_start_matches("error: ")))
         })?
         .run;
