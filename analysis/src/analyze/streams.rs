@@ -242,32 +242,19 @@ impl std::fmt::Display for StallCause {
 /// Classifies a stall from `(connection, unreleased bytes, bytes of an
 /// undecoded partial message)` per open stream.
 pub fn stall_cause(conn_window: u64, streams: impl Iterator<Item = (u32, u64, u64)>) -> StallCause {
-    // Per connection: (held, held by streams holding only partials, such
-    // streams, whether any stream holds decoded bytes).
-    let mut conns: BTreeMap<u32, (u64, u64, u32, bool)> = BTreeMap::new();
+    // Bytes held per connection, by streams that hold only part of a message.
+    let mut partials: BTreeMap<u32, u64> = BTreeMap::new();
     for (conn, unreleased, partial) in streams {
-        let c = conns.entry(conn).or_default();
-        c.0 += unreleased;
-        if unreleased == 0 {
-            continue;
+        if unreleased > partial {
+            return StallCause::Starvation;
         }
-        if unreleased <= partial {
-            c.1 += unreleased;
-            c.2 += 1;
-        } else {
-            c.3 = true;
-        }
+        *partials.entry(conn).or_default() += unreleased;
     }
-    if conns.values().any(|c| c.3) {
-        return StallCause::Starvation;
+    if partials.values().any(|&p| p > 0 && p >= conn_window) {
+        StallCause::Deadlock
+    } else {
+        StallCause::Other
     }
-    if conns
-        .values()
-        .any(|&(_, partials, holders, _)| holders >= 1 && partials >= conn_window)
-    {
-        return StallCause::Deadlock;
-    }
-    StallCause::Other
 }
 
 #[cfg(test)]
