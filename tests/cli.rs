@@ -346,11 +346,13 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     // Cut the trace in the middle of a line, as a crash would.
     let trace = dir.join("trace.jsonl");
     let text = std::fs::read_to_string(&trace).unwrap();
-    let mut cut = text.len() * 2 / 3;
-    // Mid-line: a cut just after a newline would be a clean (footerless) end.
-    while text.as_bytes()[cut - 1] == b'\n' {
-        cut -= 1;
-    }
+    // Halfway through the line two thirds in: a cut at either end of a line
+    // leaves whole lines, a clean (footerless) end rather than a truncation.
+    let at = text.len() * 2 / 3;
+    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let end = at + text[at..].find('\n').unwrap();
+    let cut = start + (end - start) / 2;
+    assert!(cut > start && cut < end, "a line of {} bytes", end - start);
     std::fs::write(&trace, &text[..cut]).unwrap();
     let line = text[..cut].lines().count();
     let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
