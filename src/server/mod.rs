@@ -655,6 +655,10 @@ where
         tokio::select! {
             r = conn.accept() => match r {
                 Some(Ok((req, respond))) => {
+                    // Finished RPCs are reaped here, without a waker: a
+                    // completion must not wake (and re-poll) the connection.
+                    // The set holds at most the RPCs open at the last accept.
+                    while rpcs.try_join_next().is_some() {}
                     let ctx = ctx.clone();
                     rpcs.spawn(rpc::handle(req, respond, conn_id, ctx));
                 }
@@ -667,7 +671,6 @@ where
                 }
                 None => break,
             },
-            Some(_) = rpcs.join_next(), if !rpcs.is_empty() => {}
             _ = crate::live::flag_set(&mut shutdown), if !shutting_down => {
                 shutting_down = true;
                 conn.graceful_shutdown();
