@@ -249,9 +249,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 write!(
                     out,
                     "{}",
-                    h2probe_analysis::compare::terminal_table(&h2probe_analysis::compare::rows(
-                        &runs
-                    ))
+                    h2probe_analysis::compare::terminal_table(
+                        &h2probe_analysis::compare::rows(&runs),
+                        crate::commands::TERMINAL_WIDTH
+                    )
                 )?;
             }
             Ok(code)

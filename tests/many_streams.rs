@@ -335,13 +335,20 @@ fn the_shared_window_scenario_compares_both_windows_side_by_side() {
     let table = String::from_utf8_lossy(&out.stdout);
     // The 64 KiB run stalls (a failed check), so compare exits 3.
     assert_eq!(out.status.code(), Some(3), "{table}");
+    // The terminal table: one column per window, within 80 columns.
+    let head = table.lines().find(|l| l.contains("conn-window=65535"));
     assert!(
-        table.contains("stall-stream=3 conn-window=65535"),
+        head.is_some_and(|l| l.contains("conn-window=1048576")),
         "{table}"
     );
     assert!(
-        table.contains("stall-stream=3 conn-window=1048576"),
+        table
+            .lines()
+            .take_while(|l| !l.starts_with("comparison written to"))
+            .all(|l| l.chars().count() <= 80),
         "{table}"
     );
-    assert!(dir.join("comparison.md").is_file());
+    let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
+    assert!(md.contains("stall-stream=3 conn-window=65535"), "{md}");
+    assert!(md.contains("stall-stream=3 conn-window=1048576"), "{md}");
 }

@@ -298,13 +298,38 @@ fn a_short_part3_comparison_runs_all_four_policies() {
         dir.to_str().unwrap(),
     ]);
     let table = String::from_utf8_lossy(&out.stdout);
+    let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
     for policy in ["WAIT", "REJECT", "RETRY", "DROP"] {
-        let row = table
+        let row = md
             .lines()
             .find(|l| l.starts_with(&format!("| {policy} | 240 |")))
-            .unwrap_or_else(|| panic!("no {policy} row with N = 240:\n{table}"));
+            .unwrap_or_else(|| panic!("no {policy} row with N = 240:\n{md}"));
         assert!(row.ends_with("| hold |"), "{row}");
     }
+    // The terminal shows the same tables turned to fit 80 columns: a
+    // column per policy, the checks holding for all four.
+    assert!(
+        table
+            .lines()
+            .take_while(|l| !l.starts_with("comparison written to"))
+            .all(|l| l.chars().count() <= 80),
+        "{table}"
+    );
+    let line = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} line:\n{table}"))
+    };
+    assert!(
+        ["WAIT", "REJECT", "RETRY", "DROP"]
+            .iter()
+            .all(|p| line("config").contains(p)),
+        "{table}"
+    );
+    // Four policies and RETRY-HOLD: N = 240 and the checks hold for each.
+    assert_eq!(line("N ").matches("240").count(), 5, "{table}");
+    assert_eq!(line("checks").matches("hold").count(), 5, "{table}");
     for article in ["76.042", "76.167", "77.576", "76.014", "+40.6", "+91.2"] {
         assert!(
             table.contains(article),

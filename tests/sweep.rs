@@ -194,10 +194,12 @@ fn sweeps_make_a_grid_labelled_by_what_changes() {
         String::from_utf8_lossy(&cmp.stderr)
     );
     let table = String::from_utf8_lossy(&cmp.stdout);
-    let first = table.lines().next().unwrap();
+    // The settings every run shares come first, wrapped to 80 columns.
+    let first = table.split("\n\n").next().unwrap();
     assert!(
         first.starts_with("every run: release=frame queue=unbounded")
-            && first.contains("duration=300ms"),
+            && first.contains("duration=300ms")
+            && first.lines().all(|l| l.chars().count() <= 80),
         "{table}"
     );
     let rows: Vec<serde_json::Value> =

@@ -227,41 +227,157 @@ pub fn headline_cells(r: &Row) -> [String; 9] {
     ]
 }
 
-/// The headline table, fixed-width, for the terminal.
-pub fn terminal_table(rows: &[Row]) -> String {
-    let cells: Vec<[String; 9]> = rows.iter().map(headline_cells).collect();
-    // Each column as wide as its widest cell.
-    let widths: Vec<usize> = (0..HEADLINE.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|c| c[i].chars().count())
-                .chain([HEADLINE[i].len()])
-                .max()
-                .unwrap_or(0)
+/// The headline table for the terminal, fitted to `width` columns (see
+/// [`transposed`]).
+pub fn terminal_table(rows: &[Row], width: usize) -> String {
+    let cells: Vec<Vec<String>> = rows.iter().map(|r| headline_cells(r).to_vec()).collect();
+    transposed(&HEADLINE, &cells, width)
+}
+
+/// A table for the terminal, transposed (a column per line, a row per
+/// column) so that it fits `width` however many columns the table has:
+/// rows go side by side while they fit, then on in another block; a row's
+/// first cell (its name) wraps at spaces.
+pub fn transposed<H: AsRef<str>>(headers: &[H], rows: &[Vec<String>], width: usize) -> String {
+    let label_w = headers
+        .iter()
+        .map(|h| h.as_ref().chars().count())
+        .max()
+        .unwrap_or(0);
+    let cell = |r: &Vec<String>, i: usize| r.get(i).map_or("", String::as_str).to_string();
+    // A column is as wide as its widest cell or the longest word of its
+    // name, and never wider than what is left beside the names.
+    let room = width.saturating_sub(label_w + 2).max(8);
+    let col_w: Vec<usize> = rows
+        .iter()
+        .map(|r| {
+            let values = (1..headers.len()).map(|i| cell(r, i).chars().count());
+            // A long word (a path) is broken rather than widen its column.
+            let words = cell(r, 0)
+                .split(' ')
+                .map(|w| w.chars().count().min(LONG_WORD))
+                .collect::<Vec<_>>();
+            values.chain(words).max().unwrap_or(0).clamp(4, room)
         })
         .collect();
-    let line = |cols: Vec<&str>| -> String {
-        let mut l = String::new();
-        for (i, c) in cols.iter().enumerate() {
-            let pad = widths[i].saturating_sub(c.chars().count());
-            if i == 0 {
-                l.push_str(c);
-                l.push_str(&" ".repeat(pad));
-            } else {
-                l.push_str("  ");
-                l.push_str(&" ".repeat(pad));
-                l.push_str(c);
-            }
+    let mut o = String::new();
+    let mut first = 0;
+    while first < rows.len() {
+        // As many columns as fit beside the names (at least one).
+        let mut end = first + 1;
+        let mut used = label_w + 2 + col_w[first];
+        while end < rows.len() && used + 2 + col_w[end] <= width {
+            used += 2 + col_w[end];
+            end += 1;
         }
-        l.push('\n');
-        l
-    };
-    let mut o = line(HEADLINE.to_vec());
-    for c in &cells {
-        o.push_str(&line(c.iter().map(String::as_str).collect()));
+        if first > 0 {
+            o.push('\n');
+        }
+        let names: Vec<Vec<String>> = (first..end)
+            .map(|i| wrap_words(&cell(&rows[i], 0), col_w[i]))
+            .collect();
+        let name_lines = names.iter().map(Vec::len).max().unwrap_or(1);
+        let head = headers.first().map_or("", |h| h.as_ref());
+        for line in 0..name_lines {
+            let mut l = format!("{:<label_w$}", if line == 0 { head } else { "" });
+            for (k, i) in (first..end).enumerate() {
+                let part = names[k].get(line).map_or("", String::as_str);
+                l.push_str(&format!("  {part:<w$}", w = col_w[i]));
+            }
+            o.push_str(l.trim_end());
+            o.push('\n');
+        }
+        for (f, name) in headers.iter().enumerate().skip(1) {
+            let mut l = format!("{:<label_w$}", name.as_ref());
+            for i in first..end {
+                l.push_str(&format!("  {:>w$}", cell(&rows[i], f), w = col_w[i]));
+            }
+            o.push_str(&l);
+            o.push('\n');
+        }
+        first = end;
     }
     o
+}
+
+/// A Markdown report for the terminal: every table [`transposed`] to fit
+/// `width`, headings and paragraphs wrapped at spaces.
+pub fn markdown_for_terminal(md: &str, width: usize) -> String {
+    let split = |l: &str| -> Vec<String> {
+        l.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let is_rule = |l: &str| {
+        l.trim().trim_matches('|').split('|').all(|c| {
+            let c = c.trim();
+            !c.is_empty() && c.chars().all(|ch| matches!(ch, '-' | ':'))
+        })
+    };
+    let mut o = String::new();
+    let lines: Vec<&str> = md.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i];
+        if l.trim_start().starts_with('|') {
+            let headers = split(l);
+            let mut rows = vec![];
+            i += 1;
+            while i < lines.len() && lines[i].trim_start().starts_with('|') {
+                if !is_rule(lines[i]) {
+                    rows.push(split(lines[i]));
+                }
+                i += 1;
+            }
+            o.push_str(&transposed(&headers, &rows, width));
+            continue;
+        }
+        let text = l.trim_start_matches('#').trim();
+        for w in wrap_words(text, width) {
+            o.push_str(&w);
+            o.push('\n');
+        }
+        i += 1;
+    }
+    o
+}
+
+/// Names' words longer than this are broken (after a `/` where one is near).
+const LONG_WORD: usize = 20;
+
+/// `text` in lines of at most `width` characters, broken at spaces; a word
+/// longer than `width` is broken too, after a `/` where it can be.
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut pieces: Vec<String> = vec![];
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let mut rest: Vec<char> = word.chars().collect();
+        while rest.len() > width {
+            let cut = rest[..width]
+                .iter()
+                .rposition(|&c| c == '/')
+                .filter(|&i| i + 1 >= width / 2)
+                .map_or(width, |i| i + 1);
+            pieces.push(rest.drain(..cut).collect());
+        }
+        pieces.push(rest.into_iter().collect());
+    }
+    let mut lines: Vec<String> = vec![];
+    for word in &pieces {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -307,5 +423,73 @@ mod tests {
         assert!(md.contains("| a | 3 | 300.0 (290.0–310.0) |"), "{md}");
         assert_eq!(Stat::of(&[1.0, 2.0, 3.0, 10.0]).median, 2.5);
         assert_eq!(Stat::of(&[-0.001, 0.002]).show(1), "0.0");
+    }
+
+    #[test]
+    fn the_terminal_table_fits_80_columns_and_keeps_every_figure() {
+        let configs = [
+            "release=frame queue=unbounded link-delay=25ms",
+            "release=complete queue=bounded:32 link-delay=25ms",
+            "release=decode queue=unbounded",
+            "release=start queue=direct streams=4",
+            "release=complete queue=unbounded workers=8 stream-window=1MiB",
+        ];
+        let mut runs = vec![];
+        for (i, c) in configs.iter().enumerate() {
+            runs.push(run(c, 1234.5 + i as f64, 100_000));
+            runs.push(run(c, 1299.9 + i as f64, 99_999));
+        }
+        let rows = rows(&runs);
+        let t = terminal_table(&rows, 80);
+        for l in t.lines() {
+            assert!(
+                l.chars().count() <= 80,
+                "{} columns: {l}\n{t}",
+                l.chars().count()
+            );
+        }
+        // Every figure of every row is there, and every word of its name.
+        for r in &rows {
+            for (i, cell) in headline_cells(r).iter().enumerate().skip(1) {
+                assert!(t.contains(cell.as_str()), "{} {cell}\n{t}", HEADLINE[i]);
+            }
+            for w in r.config.split(' ') {
+                assert!(t.contains(w), "{w}\n{t}");
+            }
+        }
+        // Figures are named once per block; five wide columns need blocks.
+        let blocks = t.split("\n\n").count();
+        assert!(blocks >= 2, "{t}");
+        assert_eq!(t.matches("sent/s (steady)").count(), blocks, "{t}");
+        // A narrow table stays one block.
+        let one = terminal_table(&rows[..1], 80);
+        assert_eq!(one.split("\n\n").count(), 1, "{one}");
+        assert!(
+            one.lines()
+                .any(|l| l.starts_with("runs") && l.trim_end().ends_with('2')),
+            "{one}"
+        );
+    }
+
+    #[test]
+    fn markdown_tables_are_fitted_for_the_terminal() {
+        let md = "# A title\n\nSome words.\n\n| config | N | on time % (U/N) | article on time % | late | rejected | dropped | expired | never sent | unanswered | checks |\n|---|---|---|---|---|---|---|---|---|---|---|\n| wait | 2880 | 76.944 (76.8–77.1) | 77.0 | 1.5 | 0 | 0 | 663.0 | 0 | 0 | hold |\n| reject | 2880 | 76.111 | 76.1 | 0 | 688.0 | 0 | 0 | 0 | 0 | hold |\n";
+        let t = markdown_for_terminal(md, 80);
+        assert!(t.starts_with("A title\n\nSome words.\n"), "{t}");
+        for l in t.lines() {
+            assert!(l.chars().count() <= 80, "{l}\n{t}");
+        }
+        assert!(
+            t.lines().any(|l| l.starts_with("on time % (U/N)")
+                && l.contains("76.944 (76.8–77.1)")
+                && l.contains("76.111")),
+            "{t}"
+        );
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("rejected") && l.contains("688.0")),
+            "{t}"
+        );
+        assert!(!t.contains("|---"), "{t}");
     }
 }

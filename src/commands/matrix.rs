@@ -535,12 +535,13 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     )
     .with_context(|| format!("writing {}", page.display()))?;
     let mut table = if part3 {
-        md
+        compare::markdown_for_terminal(&md, super::TERMINAL_WIDTH)
     } else {
-        compare::terminal_table(&rows)
+        compare::terminal_table(&rows, super::TERMINAL_WIDTH)
     };
     if !shared.is_empty() {
-        table.insert_str(0, &format!("every run: {shared}\n"));
+        let every = compare::wrap_words(&format!("every run: {shared}"), super::TERMINAL_WIDTH);
+        table.insert_str(0, &format!("{}\n\n", every.join("\n")));
     }
     Ok(Comparison {
         table,

@@ -4,6 +4,10 @@
 //! meta.json, analysis products, pcaps). Signal and shutdown behaviour
 //! lives here, once.
 
+/// What tables printed on the terminal fit (wider terminals are welcome to
+/// the Markdown and HTML the commands also write).
+pub const TERMINAL_WIDTH: usize = 80;
+
 pub mod client;
 pub mod matrix;
 pub mod merge;
