@@ -240,10 +240,74 @@ fn or_na(have: bool, f: impl FnOnce() -> String) -> String {
     }
 }
 
-/// A short, human-readable headline of a run. Figures a one-sided trace
-/// cannot have print as `n/a`; the checks line counts what holds, what
-/// failed and what cannot be judged (and why).
+/// What the headline's lines fit: an 80-column terminal.
+pub const HEADLINE_WIDTH: usize = 80;
+
+/// A short, human-readable headline of a run, within [`HEADLINE_WIDTH`]
+/// columns. Figures a one-sided trace cannot have print as `n/a`; the
+/// checks line counts what holds, what failed and what cannot be judged
+/// (and why).
 pub fn headline(s: &Summary) -> String {
+    fit_lines(&headline_lines(s), HEADLINE_WIDTH)
+}
+
+/// Lines longer than `width` continue on lines indented like their text
+/// (under the 10-column label), broken between fields (two spaces) where
+/// possible, else between words. A word longer than a line stays whole.
+pub fn fit_lines(text: &str, width: usize) -> String {
+    let mut o = String::new();
+    for line in text.lines() {
+        if line.chars().count() <= width {
+            o.push_str(line);
+            o.push('\n');
+            continue;
+        }
+        // "label     text": continuation lines start under the text.
+        let indent = line
+            .char_indices()
+            .find(|&(i, c)| i > 0 && c != ' ' && line[..i].ends_with("  "))
+            .map_or(2, |(i, _)| line[..i].chars().count())
+            .min(width / 2);
+        let pad = " ".repeat(indent);
+        let (head, body) = line.split_at(
+            line.char_indices()
+                .nth(indent)
+                .map_or(line.len(), |(i, _)| i),
+        );
+        let mut cur = head.to_string();
+        let mut fresh = true; // nothing after the label or indent yet
+        let mut push = |cur: &mut String, piece: &str, sep: &str, fresh: &mut bool| {
+            let room = cur.chars().count() + sep.len() + piece.chars().count();
+            if !*fresh && room > width {
+                o.push_str(cur.trim_end());
+                o.push('\n');
+                *cur = pad.clone();
+                *fresh = true;
+            }
+            if !*fresh {
+                cur.push_str(sep);
+            }
+            cur.push_str(piece);
+            *fresh = false;
+        };
+        for field in body.split("  ").filter(|f| !f.is_empty()) {
+            if indent + field.chars().count() <= width {
+                push(&mut cur, field, "  ", &mut fresh);
+            } else {
+                let mut first = true;
+                for word in field.split(' ').filter(|w| !w.is_empty()) {
+                    push(&mut cur, word, if first { "  " } else { " " }, &mut fresh);
+                    first = false;
+                }
+            }
+        }
+        o.push_str(cur.trim_end());
+        o.push('\n');
+    }
+    o
+}
+
+fn headline_lines(s: &Summary) -> String {
     let (c, sv) = (s.has_client, s.has_server);
     let mut o = String::new();
     if s.trace_ending == "none" {
@@ -282,9 +346,12 @@ pub fn headline(s: &Summary) -> String {
     if let Some(ov) = &s.overload {
         o.push_str(&overload_lines(ov, sv));
     }
-    let _ = writeln!(
+    let _ =
+        writeln!(
         o,
-        "messages  scheduled {}  sent {}  decoded {}  completed {}  discarded {}  never-sent {}",
+        "messages  {}scheduled {}  sent {}  decoded {}  completed {}  discarded {}  never-sent {}",
+        // Part 3 counts originals above; these count every attempt.
+        if s.overload.is_some() { "(every attempt) " } else { "" },
         or_na(c, || s.scheduled.to_string()),
         or_na(c, || s.sent.to_string()),
         or_na(sv, || s.decoded.to_string()),
@@ -388,7 +455,8 @@ pub fn headline(s: &Summary) -> String {
         if wire > 0 {
             parts.push(format!("wire_error×{wire}"));
         }
-        let _ = writeln!(o, "peer      protocol errors: {}", parts.join(", "));
+        // Two spaces apart: a long list breaks between errors, not inside one.
+        let _ = writeln!(o, "peer      protocol errors: {}", parts.join("  "));
     }
     if s.queue_growth_in_window >= 1.0 {
         let _ = writeln!(
@@ -624,5 +692,47 @@ pub fn exit_code(s: &Summary, live: bool) -> i32 {
         4
     } else {
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<&str> {
+        s.split_whitespace().collect()
+    }
+
+    #[test]
+    fn long_headline_lines_continue_under_their_text_within_80_columns() {
+        let text = "messages  scheduled 1200  sent 1200  decoded 1200\n\
+            client    blocked: window 0.00s  h2 buffer 0.00s  socket 0.000s  lateness p50 1.0ms p99 1.8ms  frame c2s latency p50 0.018ms\n\
+            growth    from 0.4s to 4.0s the queue grew by 753 msgs while the server sent 539 stream WINDOW_UPDATEs returning 16.86 MiB of credit\n";
+        let fitted = fit_lines(text, 80);
+        for l in fitted.lines() {
+            assert!(l.chars().count() <= 80, "{l}\n{fitted}");
+        }
+        // Nothing lost or reordered, short lines untouched.
+        assert_eq!(words(&fitted), words(text));
+        assert!(fitted.starts_with("messages  scheduled 1200  sent 1200  decoded 1200\n"));
+        let lines: Vec<&str> = fitted.lines().collect();
+        assert!(
+            lines[1].starts_with("client    blocked: window 0.00s"),
+            "{fitted}"
+        );
+        // Continuations sit under the text, broken between fields.
+        assert!(
+            lines[2].starts_with("          ") && !lines[2].starts_with("           "),
+            "{fitted}"
+        );
+        // Fields stay whole.
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("frame c2s latency p50 0.018ms")),
+            "{fitted}"
+        );
+        let growth = lines.iter().position(|l| l.starts_with("growth")).unwrap();
+        assert!(lines[growth + 1].starts_with("          "), "{fitted}");
     }
 }

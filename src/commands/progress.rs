@@ -62,7 +62,7 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
             };
             // Short words: with the bar and clock, a line fits 80 columns.
             let msg = format!(
-                "sent {} done {} queued {} dropped {} unsent {}",
+                "sent {} done {} queued {} discarded {} unsent {}",
                 g(&live.sent),
                 g(&live.completed),
                 live.depth.load(std::sync::atomic::Ordering::Relaxed),
