@@ -422,3 +422,32 @@ fn the_bare_command_takes_runs_flags_and_sizes_are_unambiguous() {
         "{err}"
     );
 }
+
+/// What a person reads at an 80-column terminal: every line of a run's
+/// headline fits (a long one continues under its text), and so does the
+/// side-by-side table of several runs.
+#[test]
+fn analyze_output_fits_80_columns() {
+    let mut dirs = vec![];
+    for (name, release, queue) in [
+        ("w80a", "frame", "unbounded"),
+        ("w80b", "complete", "bounded:32"),
+    ] {
+        let dir = support::temp_dir(name);
+        let mut o = support::run_opts(&dir, release, queue);
+        o.client.duration = support::dur("300ms");
+        support::run(o);
+        dirs.push(dir);
+    }
+    let out = h2probe().arg("analyze").args(&dirs).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("messages  scheduled"), "{stdout}");
+    assert!(stdout.contains("sent/s (steady)"), "{stdout}");
+    for l in stdout.lines().filter(|l| !l.starts_with("== ")) {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}\n{stdout}",
+            l.chars().count()
+        );
+    }
+}
