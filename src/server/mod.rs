@@ -454,7 +454,11 @@ impl ServerCtx {
 pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
     let mut shutdown = ctx.shutdown.clone();
     // Aborted when this function returns (the guard drops).
-    let _sampler = AbortOnDrop(tokio::spawn(rpc::sample::sample_open_rpcs(ctx.clone())));
+    // Samples are events: without a recorder there is nothing to sample.
+    let _sampler = ctx
+        .rec
+        .is_enabled()
+        .then(|| AbortOnDrop(tokio::spawn(rpc::sample::sample_open_rpcs(ctx.clone()))));
     let mut conns = tokio::task::JoinSet::new();
     let mut reasons: HashMap<tokio::task::Id, CloseReason> = HashMap::new();
     // After an accept error, accepting pauses until `resume`; each error in

@@ -71,6 +71,11 @@ impl Recorder {
         }
     }
 
+    /// Whether events are recorded at all (`--no-trace` runs without).
+    pub fn is_enabled(&self) -> bool {
+        self.tx.is_some()
+    }
+
     /// Records an event of kind `id` built by `build`, which is only called
     /// once a slot is reserved: a dropped event is counted under `id` and
     /// never built.

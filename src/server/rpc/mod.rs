@@ -250,7 +250,7 @@ pub(super) async fn handle(
     }
 
     // Phase 1: receive until half-close, failure, deadline or shutdown.
-    let mut flow_rx = flow.clone();
+    let mut flow_rx = flow; // the last holder: no clone (each takes h2's lock)
     let received = tokio::select! {
         e = receive(&rpc, body.as_mut().expect("held until the end"), &mut flow_rx) => Some(e),
         _ = &mut sleep_deadline => None,
