@@ -443,11 +443,5 @@ fn analyze_output_fits_80_columns() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("messages  scheduled"), "{stdout}");
     assert!(stdout.contains("sent/s (steady)"), "{stdout}");
-    for l in stdout.lines().filter(|l| !l.starts_with("== ")) {
-        assert!(
-            l.chars().count() <= 80,
-            "{} columns: {l}\n{stdout}",
-            l.chars().count()
-        );
-    }
+    support::assert_fits_80(&stdout);
 }

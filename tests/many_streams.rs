@@ -341,13 +341,7 @@ fn the_shared_window_scenario_compares_both_windows_side_by_side() {
         head.is_some_and(|l| l.contains("conn-window=1048576")),
         "{table}"
     );
-    assert!(
-        table
-            .lines()
-            .take_while(|l| !l.starts_with("comparison written to"))
-            .all(|l| l.chars().count() <= 80),
-        "{table}"
-    );
+    support::assert_fits_80(&table);
     let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
     assert!(md.contains("stall-stream=3 conn-window=65535"), "{md}");
     assert!(md.contains("stall-stream=3 conn-window=1048576"), "{md}");

@@ -308,13 +308,7 @@ fn a_short_part3_comparison_runs_all_four_policies() {
     }
     // The terminal shows the same tables turned to fit 80 columns: a
     // column per policy, the checks holding for all four.
-    assert!(
-        table
-            .lines()
-            .take_while(|l| !l.starts_with("comparison written to"))
-            .all(|l| l.chars().count() <= 80),
-        "{table}"
-    );
+    support::assert_fits_80(&table);
     let line = |name: &str| {
         table
             .lines()

@@ -278,3 +278,20 @@ pub fn listening_addr(child: &mut std::process::Child) -> String {
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string()
 }
+
+/// Asserts that what a command printed fits an 80-column terminal: every
+/// line of it, apart from run-directory names (`== DIR`) and the closing
+/// "comparison written to DIR" line, whose length is the user's path.
+pub fn assert_fits_80(stdout: &str) {
+    for l in stdout
+        .lines()
+        .take_while(|l| !l.starts_with("comparison written to"))
+        .filter(|l| !l.starts_with("== "))
+    {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}\n{stdout}",
+            l.chars().count()
+        );
+    }
+}
