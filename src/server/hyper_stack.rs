@@ -548,7 +548,8 @@ async fn worker_loop(rpc: Arc<Rpc>, worker: u32) {
         });
         let service = rpc.ctx.service_time();
         if service.is_zero() {
-            tokio::task::yield_now().await;
+            // Yields only when the task's cooperative budget runs out.
+            tokio::task::consume_budget().await;
         } else {
             tokio::time::sleep(service).await;
         }

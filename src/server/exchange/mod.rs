@@ -150,7 +150,8 @@ impl ExRpc {
             .admission
             .service_time(&self.ctx.cfg.service_schedule, started);
         if service.is_zero() {
-            tokio::task::yield_now().await;
+            // Yields only when the task's cooperative budget runs out.
+            tokio::task::consume_budget().await;
         } else {
             tokio::time::sleep(service).await;
         }

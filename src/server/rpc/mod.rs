@@ -94,10 +94,13 @@ impl Rpc {
     async fn serve_one(&self, flow: &mut FlowControl, seq: u64, framed: u32, worker: u32) {
         let started = now_ns();
         let service = self.ctx.service_time();
-        // Zero service is no work at all: no timer (a zero-length one still
-        // waits for the next 1 ms tick) and no yield (a trip through the
-        // scheduler per message).
-        if !service.is_zero() {
+        // Zero service: no timer (a zero-length one still waits for the next
+        // 1 ms tick) and no yield per message (a trip through the scheduler);
+        // the task yields only when its cooperative budget runs out, so a
+        // long burst of buffered messages cannot hold a worker thread.
+        if service.is_zero() {
+            tokio::task::consume_budget().await;
+        } else {
             tokio::time::sleep(service).await;
         }
         self.complete(flow, seq, framed, started, worker);
