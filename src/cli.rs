@@ -292,7 +292,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Export(opts) => {
             let mut out = std::io::stdout().lock();
             for dir in &opts.dirs {
-                for path in crate::export::export(dir, &opts.format)? {
+                for path in crate::export::export(dir, &opts.format, opts.pcap_gzip)? {
                     writeln!(out, "{}", path.display())?;
                 }
             }

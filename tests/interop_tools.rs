@@ -39,9 +39,33 @@ async fn tshark_dissects_every_frame_of_our_pcaps() {
             .map(str::to_string)
     });
     let port = port.expect("listen address in meta.json");
+    // The same pcaps gzip-compressed, as `export --pcap-gzip` writes them:
+    // tshark must read them as they are and see the same frames.
+    let exported = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["export", "--format", "pcap", "--pcap-gzip"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    for tap in ["server", "client"] {
+        let plain = std::fs::metadata(dir.join(format!("{tap}.pcap")))
+            .unwrap()
+            .len();
+        let gz = std::fs::metadata(dir.join(format!("{tap}.pcap.gz")))
+            .unwrap()
+            .len();
+        // The upload's payload is not in the trace: zeros, which compress away.
+        assert!(gz * 10 < plain, "{tap}: {gz} B gzip'd vs {plain} B plain");
+    }
     for (file, ep) in [
         ("server.pcap", Endpoint::Server),
         ("client.pcap", Endpoint::Client),
+        ("server.pcap.gz", Endpoint::Server),
+        ("client.pcap.gz", Endpoint::Client),
     ] {
         let out = Command::new(&tshark)
             .arg("-r")

@@ -126,7 +126,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         ..RunConfig::default()
     };
     let finished = session
-        .finish(config, status, None, !opts.output.no_pcap)
+        .finish(config, status, None, opts.output.pcaps())
         .await;
     let outcomes = outcomes?;
     Ok((finished?, outcomes))

@@ -55,6 +55,13 @@ pub struct OutputOpts {
     #[arg(long)]
     pub no_pcap: bool,
 
+    /// Write the pcaps gzip-compressed (server.pcap.gz, client.pcap.gz;
+    /// Wireshark and tshark read them as they are). DATA payload the trace
+    /// did not keep is zeros in a pcap, so a plain one is as large as the
+    /// upload; compressed, it is about the size of the frame headers.
+    #[arg(long, conflicts_with = "no_pcap")]
+    pub pcap_gzip: bool,
+
     /// Do not print progress lines.
     #[arg(long, short)]
     pub quiet: bool,
@@ -72,7 +79,24 @@ pub struct OutputOpts {
     pub force: bool,
 }
 
+/// Which pcaps a run writes when it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pcaps {
+    None,
+    Plain,
+    Gzip,
+}
+
 impl OutputOpts {
+    /// The pcaps `--no-pcap` / `--pcap-gzip` ask for.
+    pub fn pcaps(&self) -> Pcaps {
+        match (self.no_pcap, self.pcap_gzip) {
+            (true, _) => Pcaps::None,
+            (false, true) => Pcaps::Gzip,
+            (false, false) => Pcaps::Plain,
+        }
+    }
+
     /// Refuses what cannot run (exit 2).
     pub fn validate(&self) -> anyhow::Result<()> {
         crate::refuse_unless!(
@@ -92,6 +116,7 @@ impl Default for OutputOpts {
             capture_payload: CapturePayload::Headers,
             trace_buffer: crate::trace::DEFAULT_CAPACITY,
             no_pcap: false,
+            pcap_gzip: false,
             quiet: true,
             no_trace: false,
             force: false,
@@ -201,6 +226,10 @@ const RUN_PRODUCTS: &[&str] = &[
     "client.pcap",
     "client_leg.pcap",
     "server_leg.pcap",
+    "server.pcap.gz",
+    "client.pcap.gz",
+    "client_leg.pcap.gz",
+    "server_leg.pcap.gz",
     "server.sqlog",
     "client.sqlog",
     "client_leg.sqlog",
@@ -328,7 +357,7 @@ impl Session {
         config: RunConfig,
         status: Status,
         listen: Option<String>,
-        pcap: bool,
+        pcap: Pcaps,
     ) -> anyhow::Result<Finished> {
         let Session {
             dir,
@@ -393,7 +422,7 @@ fn finalize(
     started_unix: u64,
     status: Status,
     listen: Option<String>,
-    pcap: bool,
+    pcap: Pcaps,
 ) -> anyhow::Result<(Summary, Vec<String>, Option<String>)> {
     let clock = writer.as_ref().map(TraceWriter::anchor);
     let (stats, status, error) = match writer.map(TraceWriter::finish) {
@@ -450,8 +479,8 @@ fn finalize(
     }
     let (summary, mut w) = h2probe_analysis::report::write_products(dir)?;
     warnings.append(&mut w);
-    if pcap {
-        crate::export::pcap::export_pcaps(dir)?;
+    if pcap != Pcaps::None {
+        crate::export::pcap::export_pcaps(dir, pcap == Pcaps::Gzip)?;
     }
     Ok((summary, warnings, None))
 }

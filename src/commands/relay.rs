@@ -188,6 +188,6 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
         ..RunConfig::default()
     };
     session
-        .finish(config, status, Some(addr.to_string()), !opts.output.no_pcap)
+        .finish(config, status, Some(addr.to_string()), opts.output.pcaps())
         .await
 }

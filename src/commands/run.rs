@@ -370,7 +370,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         Status::Complete
     };
     let f = session
-        .finish(config, status, Some(addr.to_string()), !opts.output.no_pcap)
+        .finish(config, status, Some(addr.to_string()), opts.output.pcaps())
         .await?;
     Ok(RunResult {
         dir: f.dir,

@@ -106,6 +106,6 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         ..RunConfig::default()
     };
     session
-        .finish(config, status, Some(addr.to_string()), !opts.output.no_pcap)
+        .finish(config, status, Some(addr.to_string()), opts.output.pcaps())
         .await
 }

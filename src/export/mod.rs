@@ -47,19 +47,25 @@ pub struct ExportOpts {
         default_value = "pcap,csv,qlog"
     )]
     pub format: Vec<Format>,
+
+    /// Write the pcaps gzip-compressed (server.pcap.gz, …), which Wireshark
+    /// and tshark read as they are: the zeros standing for payload the
+    /// trace did not keep then cost almost nothing.
+    #[arg(long)]
+    pub pcap_gzip: bool,
 }
 
 /// Writes the requested formats into `dir`; returns what was written.
-pub fn export(dir: &Path, formats: &[Format]) -> anyhow::Result<Vec<PathBuf>> {
+pub fn export(dir: &Path, formats: &[Format], pcap_gzip: bool) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = vec![];
     for f in formats {
         match f {
             Format::Pcap => {
-                pcap::export_pcaps(dir)?;
+                pcap::export_pcaps(dir, pcap_gzip)?;
                 out.extend(
-                    ["server.pcap", "client.pcap"]
+                    ["server", "client", "client_leg", "server_leg"]
                         .iter()
-                        .map(|n| dir.join(n))
+                        .map(|t| dir.join(pcap::pcap_name(t, pcap_gzip)))
                         .filter(|p| p.is_file()),
                 );
             }

@@ -334,10 +334,55 @@ pub struct PcapCounts {
     pub server_leg_packets: u64,
 }
 
+/// A pcap file being written: plain, or gzip-compressed (`.pcap.gz`, which
+/// Wireshark and tshark read as it is). DATA payload the trace did not keep
+/// is written as zeros so that every frame still dissects; compressed, those
+/// zeros cost almost nothing, and the file is about the size of the headers
+/// and payload the trace holds.
+enum PcapOut {
+    Plain(std::io::BufWriter<std::fs::File>),
+    Gzip(flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>),
+}
+
+impl std::io::Write for PcapOut {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            PcapOut::Plain(w) => w.write(buf),
+            PcapOut::Gzip(w) => w.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            PcapOut::Plain(w) => w.flush(),
+            PcapOut::Gzip(w) => w.flush(),
+        }
+    }
+}
+
+impl PcapOut {
+    /// Flushes everything, the gzip trailer included.
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            PcapOut::Plain(mut w) => std::io::Write::flush(&mut w),
+            PcapOut::Gzip(w) => std::io::Write::flush(&mut w.finish()?),
+        }
+    }
+}
+
+/// The file name a tap's pcap gets: `NAME.pcap`, or `NAME.pcap.gz`.
+pub fn pcap_name(tap: &str, gzip: bool) -> String {
+    if gzip {
+        format!("{tap}.pcap.gz")
+    } else {
+        format!("{tap}.pcap")
+    }
+}
+
 /// Writes `server.pcap` and `client.pcap` into `dir` from its trace (one
 /// streaming pass), and for a relay run `client_leg.pcap` and
-/// `server_leg.pcap`. A file whose tap recorded nothing is not written.
-pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
+/// `server_leg.pcap`; with `gzip`, `.pcap.gz` files instead. A file whose
+/// tap recorded nothing is not written.
+pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
     let (header, events) = super::run_events(dir)?;
     let to_wall = header.origin_unix_ns as i128 - header.origin_mono_ns as i128;
     let header = PcapHeader {
@@ -350,28 +395,42 @@ pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
         ts_resolution: TsResolution::NanoSecond,
         endianness: Endianness::native(),
     };
-    let open = |name: &str| -> anyhow::Result<TapPcap<std::io::BufWriter<std::fs::File>>> {
-        let path = dir.join(name);
+    let open = |tap: &str| -> anyhow::Result<TapPcap<PcapOut>> {
+        let path = dir.join(pcap_name(tap, gzip));
         let f =
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let f = std::io::BufWriter::new(f);
+        let out = match gzip {
+            // Fast: the bulk is runs of zeros, which any level squeezes.
+            true => PcapOut::Gzip(flate2::write::GzEncoder::new(
+                f,
+                flate2::Compression::fast(),
+            )),
+            false => PcapOut::Plain(f),
+        };
         Ok(TapPcap {
-            w: PcapWriter::with_header(std::io::BufWriter::new(f), header)
+            w: PcapWriter::with_header(out, header)
                 .with_context(|| format!("writing {}", path.display()))?,
             conns: HashMap::new(),
             to_wall,
             packets: 0,
         })
     };
-    let mut server = open("server.pcap")?;
-    let mut client = open("client.pcap")?;
-    let mut client_leg = open("client_leg.pcap")?;
-    let mut server_leg = open("server_leg.pcap")?;
+    let mut server = open("server")?;
+    let mut client = open("client")?;
+    let mut client_leg = open("client_leg")?;
+    let mut server_leg = open("server_leg")?;
+    let writing = |tap: &str| format!("writing {}", pcap_name(tap, gzip));
     for e in events {
         match e.ep {
-            Endpoint::Server => server.event(&e).context("writing server.pcap")?,
-            Endpoint::Client => client.event(&e).context("writing client.pcap")?,
-            Endpoint::ClientLeg => client_leg.event(&e).context("writing client_leg.pcap")?,
-            Endpoint::ServerLeg => server_leg.event(&e).context("writing server_leg.pcap")?,
+            Endpoint::Server => server.event(&e).with_context(|| writing("server"))?,
+            Endpoint::Client => client.event(&e).with_context(|| writing("client"))?,
+            Endpoint::ClientLeg => client_leg
+                .event(&e)
+                .with_context(|| writing("client_leg"))?,
+            Endpoint::ServerLeg => server_leg
+                .event(&e)
+                .with_context(|| writing("server_leg"))?,
         }
     }
     let counts = PcapCounts {
@@ -380,16 +439,17 @@ pub fn export_pcaps(dir: &Path) -> anyhow::Result<PcapCounts> {
         client_leg_packets: client_leg.packets,
         server_leg_packets: server_leg.packets,
     };
-    for (name, p) in [
-        ("server.pcap", server),
-        ("client.pcap", client),
-        ("client_leg.pcap", client_leg),
-        ("server_leg.pcap", server_leg),
+    for (tap, p) in [
+        ("server", server),
+        ("client", client),
+        ("client_leg", client_leg),
+        ("server_leg", server_leg),
     ] {
         let n = p.packets;
-        let mut w = p.w.into_writer();
-        std::io::Write::flush(&mut w).with_context(|| format!("writing {name}"))?;
-        drop(w);
+        let name = pcap_name(tap, gzip);
+        p.w.into_writer()
+            .finish()
+            .with_context(|| format!("writing {name}"))?;
         if n == 0 {
             let _ = std::fs::remove_file(dir.join(name));
         }
