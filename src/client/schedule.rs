@@ -55,8 +55,10 @@ pub(super) fn spawn(
         for seq in 0u64.. {
             let at = start + (offset + period * seq as f64) as u64;
             // The schedule ends at --duration on the clock too: if it ever
-            // falls behind, it stops there rather than running on.
-            if at >= end || at >= deadline || *interrupt.borrow() || now_ns() >= end {
+            // falls far behind, it stops there rather than running on. A
+            // wake-up a few ms late near the end still schedules its last
+            // messages (they were due before --duration).
+            if at >= end || at >= deadline || *interrupt.borrow() || now_ns() >= end + LATE_END_NS {
                 break;
             }
             tokio::select! {
@@ -95,6 +97,9 @@ struct Refused {
     /// (first seq, when it was refused, how many).
     run: Option<(u64, u64, u64)>,
 }
+
+/// How far past --duration a schedule that fell behind still catches up.
+const LATE_END_NS: u64 = 100_000_000;
 
 /// The oldest a run of refusals gets before it is recorded.
 const RUN_AGE_NS: u64 = 100_000_000;
