@@ -158,13 +158,23 @@ fn throughput_is_window_over_the_nominal_round_trip() {
             (0.95..=1.03).contains(&ratio),
             "delay {delay_ms} ms: steady {measured:.0} B/s vs W/RTT {law:.0} B/s (ratio {ratio:.3})"
         );
-        // The link's own accuracy, frame by frame (a loose bound: the
-        // README gives the measured medians).
-        let p50 = s.c2s_frame_latency_ms.p50;
-        eprintln!("delay {delay_ms} ms: c2s p50 {p50:.3} ms");
+        // The link's own accuracy, frame by frame. Not early (by more than
+        // the tap's stamp trailing the link's entry, ≈ 0.1 ms); the fastest
+        // frame within 1 ms of the delay (tokio's 1 ms timer tick, which the
+        // link's precise last stretch replaced, made every frame 1.1–1.4 ms
+        // late, the fastest too); the median within 2 ms (a loaded machine
+        // delays the pump thread; the README gives the measured medians).
+        let lat = &s.c2s_frame_latency_ms;
+        let d = delay_ms as f64;
+        eprintln!(
+            "delay {delay_ms} ms: c2s min {:.3} p50 {:.3} ms",
+            lat.min, lat.p50
+        );
         assert!(
-            p50 >= delay_ms as f64 && p50 < delay_ms as f64 + 1.0,
-            "delay {delay_ms} ms delivered in {p50} ms"
+            lat.min >= d - 0.5 && lat.min < d + 1.0 && lat.p50 < d + 2.0,
+            "delay {delay_ms} ms delivered in {:.3} ms at the fastest, {:.3} ms median",
+            lat.min,
+            lat.p50
         );
         assert_eq!(s.c2s_frame_latency_negative, 0);
     }
