@@ -1,6 +1,7 @@
 //! Throughput benchmark: parser GB/s, recorder events/s to disk, analyze
 //! events/s. Prints the median of several repetitions and the ratio to each
-//! target; run with `cargo bench --bench throughput`.
+//! target; run with `cargo bench --bench throughput`, or name the parts
+//! to run: `cargo bench --bench throughput -- parser encode recorder analyze`.
 //!
 //! Targets (issue #2/#4): parser ≥ 2 GB/s on 16 KiB DATA frames, recorder ≥
 //! 2 M events/s without drops, analyze ≥ 1 M events/s.
@@ -134,6 +135,57 @@ fn event(i: u64) -> (u32, Kind) {
     }
 }
 
+/// The writer thread's main cost: events to JSON lines, through serde_json
+/// (the reference the encoder is tested against) and through
+/// `h2probe_analysis::jsonl`, side by side in one run.
+fn bench_encode() {
+    let events: Vec<h2probe::trace::schema::Event> = (0..1_000_000u64)
+        .map(|i| {
+            let (stream, kind) = event(i);
+            h2probe::trace::schema::Event {
+                t: 1_700_000_000_000_000_000 + i * 731,
+                ep: Endpoint::Server,
+                conn: 3,
+                stream,
+                kind,
+            }
+        })
+        .collect();
+    let (mut serde, mut direct, mut ratio) = (vec![], vec![], vec![]);
+    // Both write into buffers already grown (and paged in) to their size.
+    let mut reference = Vec::with_capacity(160 * events.len());
+    let mut out = Vec::with_capacity(160 * events.len());
+    for rep in 0..=REPS {
+        reference.clear();
+        out.clear();
+        let t = Instant::now();
+        for e in &events {
+            serde_json::to_writer(&mut reference, e).unwrap();
+            reference.push(b'\n');
+        }
+        let a = t.elapsed().as_nanos() as f64 / events.len() as f64;
+        let t = Instant::now();
+        for e in &events {
+            h2probe_analysis::jsonl::write_event(&mut out, e);
+        }
+        let b = t.elapsed().as_nanos() as f64 / events.len() as f64;
+        assert_eq!(out, reference, "the encoder writes what serde_json writes");
+        if rep == 0 {
+            continue; // the first round pages both buffers in
+        }
+        serde.push(a);
+        direct.push(b);
+        ratio.push(a / b);
+    }
+    let (s, _, _) = median(serde);
+    let (d, lo, hi) = median(direct);
+    let (r, rlo, rhi) = median(ratio);
+    println!(
+        "{:<44} median {d:>10.0} ns/event (min {lo:.0}, max {hi:.0}); serde_json {s:.0} ns/event: {r:.2}x faster (paired, {rlo:.2}-{rhi:.2})",
+        "encode: event to JSON line"
+    );
+}
+
 /// Emits `n` events at `rate` per second (in batches of 500) and returns
 /// (events written per second end to end, dropped).
 fn paced(path: &std::path::Path, n: u64, rate: f64) -> (f64, u64) {
@@ -212,14 +264,29 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    // `cargo bench --bench throughput -- encode recorder`: only those parts.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let want = |part: &str| only.is_empty() || only.iter().any(|o| o == part);
     println!(
         "h2probe throughput benchmark on {} CPUs",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    bench_parser();
-    let dir = std::env::temp_dir().join(format!("h2probe-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let trace = bench_recorder(&dir);
-    bench_analyze(&trace);
-    std::fs::remove_dir_all(&dir).unwrap();
+    if want("parser") {
+        bench_parser();
+    }
+    if want("encode") {
+        bench_encode();
+    }
+    if want("recorder") || want("analyze") {
+        let dir = std::env::temp_dir().join(format!("h2probe-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = bench_recorder(&dir);
+        if want("analyze") {
+            bench_analyze(&trace);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

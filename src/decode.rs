@@ -144,8 +144,9 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
                 stream,
                 kind,
             };
-            serde_json::to_writer(&mut *out, &ev)?;
-            out.write_all(b"\n")
+            let mut line = Vec::with_capacity(128);
+            h2probe_analysis::jsonl::write_event(&mut line, &ev);
+            out.write_all(&line)
         };
     // A parse error: on stderr for the user, as a wire_error event in the output.
     let report = |e: &crate::wire::Error, ep: Option<Endpoint>, out: &mut dyn Write| {

@@ -5,6 +5,7 @@
 
 pub mod analyze;
 pub mod compare;
+pub mod jsonl;
 pub mod ladder;
 pub mod meta;
 pub mod page;

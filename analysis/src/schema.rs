@@ -67,6 +67,15 @@ pub enum Dir {
     Out,
 }
 
+impl Dir {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dir::In => "in",
+            Dir::Out => "out",
+        }
+    }
+}
+
 /// An HTTP/2 frame type as an open value: unknown types are kept, not dropped.
 ///
 /// Serialized as the RFC 9113 name (`"DATA"`, `"WINDOW_UPDATE"`, ...) or

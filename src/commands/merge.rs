@@ -70,13 +70,15 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         *h = next(i, &mut readers, &mut warnings);
     }
     let mut events = 0u64;
+    let mut line = Vec::with_capacity(256);
     while let Some(i) = (0..heads.len())
         .filter(|i| heads[*i].is_some())
         .min_by_key(|i| heads[*i].as_ref().map(|e| e.t))
     {
         let e = heads[i].take().expect("chosen because present");
-        serde_json::to_writer(&mut w, &e)?;
-        w.write_all(b"\n").map_err(write_err)?;
+        line.clear();
+        h2probe_analysis::jsonl::write_event(&mut line, &e);
+        w.write_all(&line).map_err(write_err)?;
         events += 1;
         heads[i] = next(i, &mut readers, &mut warnings);
     }

@@ -336,14 +336,20 @@ fn write_loop(
     shared: Arc<Shared>,
     capacity: usize,
 ) -> Result<u64, (std::io::Error, u64)> {
-    let mut w = std::io::BufWriter::with_capacity(1 << 18, out);
+    let mut w = out;
+    // Lines are built here and handed to the file 256 KiB at a time.
+    const BATCH: usize = 1 << 18;
+    let mut batch: Vec<u8> = Vec::with_capacity(BATCH + (BATCH >> 2));
     let mut written = 0u64;
     // Flushed at least this often while events arrive, so a full disk is
     // noticed (and a killed run loses little) even at low event rates.
     let flush_every = std::time::Duration::from_millis(200);
     let mut flushed = std::time::Instant::now();
     let result = (|| {
-        writeln!(w, "{}", header.to_line())?;
+        batch.extend_from_slice(header.to_line().as_bytes());
+        batch.push(b'\n');
+        w.write_all(&batch)?;
+        batch.clear();
         let _ = capacity;
         // Drain what is there, write it, then sleep until woken (half-full
         // buffer, or close) or for a few milliseconds.
@@ -354,8 +360,11 @@ fn write_loop(
             loop {
                 match rx.try_recv() {
                     Ok(Msg::Event(e)) => {
-                        serde_json::to_writer(&mut w, &e)?;
-                        w.write_all(b"\n")?;
+                        h2probe_analysis::jsonl::write_event(&mut batch, &e);
+                        if batch.len() >= BATCH {
+                            w.write_all(&batch)?;
+                            batch.clear();
+                        }
                         written += 1;
                         let bytes = payload_bytes(&e.kind);
                         if bytes > 0 {
@@ -377,6 +386,8 @@ fn write_loop(
                 break;
             }
             if flushed.elapsed() >= flush_every {
+                w.write_all(&batch)?;
+                batch.clear();
                 w.flush()?;
                 flushed = std::time::Instant::now();
             }
@@ -387,7 +398,9 @@ fn write_loop(
             events: written,
             dropped: stats.dropped,
         };
-        writeln!(w, "{}", footer.to_line())?;
+        batch.extend_from_slice(footer.to_line().as_bytes());
+        batch.push(b'\n');
+        w.write_all(&batch)?;
         w.flush()?;
         Ok::<_, std::io::Error>(())
     })();
