@@ -150,7 +150,7 @@ async fn relay_pair(down: TcpStream, id: u32, ctx: &RelayCtx) {
         (ctx.cfg.link_side == side || ctx.cfg.link_side == LinkSide::Both).then_some(ctx.cfg.shape)
     };
     let client_reason = CloseReason::default();
-    let client = match tap_leg(
+    let mut client = match tap_leg(
         down,
         Endpoint::ClientLeg,
         id,
@@ -186,7 +186,7 @@ async fn relay_pair(down: TcpStream, id: u32, ctx: &RelayCtx) {
         }
     };
     let server_reason = CloseReason::default();
-    let server = match tap_leg(
+    let mut server = match tap_leg(
         up,
         Endpoint::ServerLeg,
         id,

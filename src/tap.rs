@@ -74,6 +74,10 @@ pub struct Tap<S> {
     /// Set once either direction's parser failed (`wire_error`): a relay
     /// stops forwarding a connection it can no longer frame.
     wire_failed: Arc<AtomicBool>,
+    /// Whether frames are parsed at all: for the recorder, or for
+    /// [`Tap::wire_failed`]. Without either (`--no-trace`), bytes are only
+    /// counted: the tool's own overhead baseline does no framing work.
+    parse: bool,
 }
 
 /// Whether bytes going `dir` through `endpoint`'s tap travel client→server.
@@ -106,11 +110,12 @@ impl<S> Tap<S> {
             close_reason: CloseReason::default(),
             activity: Arc::new(AtomicU64::new(now_ns())),
             cfg,
-            rec,
             rd: side(rd, Dir::In),
             wr: side(wr, Dir::Out),
             blocked: BlockWatch::new(cfg, true),
             wire_failed: Arc::new(AtomicBool::new(false)),
+            parse: rec.is_enabled(),
+            rec,
         }
     }
 
@@ -132,8 +137,10 @@ impl<S> Tap<S> {
     }
 
     /// Becomes true when the parser of either direction failed: the bytes
-    /// are no longer HTTP/2 frames this tap can delimit.
-    pub fn wire_failed(&self) -> Arc<AtomicBool> {
+    /// are no longer HTTP/2 frames this tap can delimit (asking for it
+    /// makes the tap parse frames even when nothing is recorded).
+    pub fn wire_failed(&mut self) -> Arc<AtomicBool> {
+        self.parse = true;
         self.wire_failed.clone()
     }
 
@@ -150,6 +157,9 @@ impl<S> Tap<S> {
         };
         side.bytes += bytes.len() as u64;
         self.activity.store(t, std::sync::atomic::Ordering::Relaxed);
+        if !self.parse {
+            return;
+        }
         let (cfg, rec) = (self.cfg, &self.rec);
         let mut new_max = None;
         let failed = &self.wire_failed;
@@ -540,6 +550,37 @@ mod tests {
             _: &mut ReadBuf<'_>,
         ) -> Poll<std::io::Result<()>> {
             Poll::Ready(Ok(()))
+        }
+    }
+
+    /// `--no-trace`: the tap counts bytes and parses nothing, unless asked
+    /// whether the wire failed (the relay asks).
+    #[tokio::test]
+    async fn without_a_recorder_frames_are_parsed_only_for_wire_failed() {
+        // A frame header announcing 2^24-1 bytes: past the 16 KiB default.
+        let garbage = [0xff_u8; 64];
+        for asked in [false, true] {
+            let cfg = TapConfig {
+                endpoint: Endpoint::Client,
+                conn: 1,
+                capture: CapturePayload::None,
+            };
+            let sock = Flaky {
+                pending_next: false,
+                vectored: false,
+                written: vec![],
+            };
+            let mut tap = Tap::new(sock, cfg, Recorder::disabled());
+            let failed = if asked {
+                tap.wire_failed()
+            } else {
+                tap.wire_failed.clone()
+            };
+            let mut preface = crate::wire::PREFACE.to_vec();
+            preface.extend(garbage);
+            tap.write_all(&preface).await.unwrap();
+            assert_eq!(tap.wr.bytes, preface.len() as u64, "bytes are counted");
+            assert_eq!(failed.load(std::sync::atomic::Ordering::Relaxed), asked);
         }
     }
 

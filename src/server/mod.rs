@@ -436,10 +436,49 @@ pub struct ServerCtx {
 }
 
 impl ServerCtx {
+    /// Lists an RPC among the open ones (what `sample` events and a stall's
+    /// stream list read) until the returned guard drops. Without a recorder
+    /// nobody reads the list, and listing costs a global lock and h2 stream
+    /// lock round trips per RPC: nothing is listed then.
+    pub fn list_open_rpc(
+        &self,
+        key: (u32, u32),
+        open: impl FnOnce() -> crate::live::OpenRpc,
+    ) -> Option<OpenRpcListing> {
+        if !self.rec.is_enabled() {
+            return None;
+        }
+        self.live
+            .open_rpcs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, open());
+        Some(OpenRpcListing {
+            live: self.live.clone(),
+            key,
+        })
+    }
+
     /// The worker's service time now (`--service-schedule` or `--service-time`).
     pub fn service_time(&self) -> std::time::Duration {
         self.admission
             .service_time(&self.cfg.service_schedule, crate::trace::clock::now_ns())
+    }
+}
+
+/// An RPC's place in the open-RPC list, removed on drop.
+pub struct OpenRpcListing {
+    live: Arc<Live>,
+    key: (u32, u32),
+}
+
+impl Drop for OpenRpcListing {
+    fn drop(&mut self) {
+        self.live
+            .open_rpcs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
     }
 }
 

@@ -211,21 +211,13 @@ pub(super) async fn handle(
         idle: Notify::new(),
         ended: Mutex::new(None),
     });
-    let registry = (conn, stream);
-    ctx.live
-        .open_rpcs
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(
-            registry,
-            crate::live::OpenRpc {
-                unreleased: rpc.unreleased.clone(),
-                flow,
-                // Exchange RPCs write no `sample` events (the admission
-                // boundary, not a queue per RPC, holds their work).
-                levels: None,
-            },
-        );
+    let listed = ctx.list_open_rpc((conn, stream), || crate::live::OpenRpc {
+        unreleased: rpc.unreleased.clone(),
+        flow,
+        // Exchange RPCs write no `sample` events (the admission
+        // boundary, not a queue per RPC, holds their work).
+        levels: None,
+    });
 
     let ended = receive(&rpc, &mut body).await;
     let (reason, outcome) = match ended {
@@ -287,11 +279,7 @@ pub(super) async fn handle(
         Err((code, msg)) => end(code, msg),
     }
     drop(body);
-    ctx.live
-        .open_rpcs
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&registry);
+    drop(listed);
 }
 
 /// Reads attempts and decides each at the admission boundary.

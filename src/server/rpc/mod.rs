@@ -213,28 +213,20 @@ pub(super) async fn handle(
     });
     let mut body = Some(req.into_body());
     let flow = body.as_mut().expect("just set").flow_control().clone();
-    let registry = (conn, stream);
-    ctx.live
-        .open_rpcs
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(
-            registry,
-            crate::live::OpenRpc {
-                unreleased: rpc.unreleased.clone(),
-                flow: flow.clone(),
-                levels: Some({
-                    // Weak: the registry must not keep the RPC alive.
-                    let weak = Arc::downgrade(&rpc);
-                    Arc::new(move || {
-                        weak.upgrade().map(|r| {
-                            let l = r.queue.snapshot();
-                            (l.depth, l.queued_bytes, l.owned_bytes)
-                        })
-                    })
-                }),
-            },
-        );
+    let listed = ctx.list_open_rpc((conn, stream), || crate::live::OpenRpc {
+        unreleased: rpc.unreleased.clone(),
+        flow: flow.clone(),
+        levels: Some({
+            // Weak: the registry must not keep the RPC alive.
+            let weak = Arc::downgrade(&rpc);
+            Arc::new(move || {
+                weak.upgrade().map(|r| {
+                    let l = r.queue.snapshot();
+                    (l.depth, l.queued_bytes, l.owned_bytes)
+                })
+            })
+        }),
+    });
     let deadline_at = deadline.map(|d| Instant::now() + d);
     let sleep_deadline = async {
         match deadline_at {
@@ -364,11 +356,7 @@ pub(super) async fn handle(
         Outcome::Gone(why) => end(status::CANCELLED, why),
     }
     drop(body);
-    ctx.live
-        .open_rpcs
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&registry);
+    drop(listed);
 }
 
 /// Reads the body: chunk → (release on frame) → decode → queue policy.
