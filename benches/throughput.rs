@@ -137,35 +137,61 @@ fn event(i: u64) -> (u32, Kind) {
 
 /// The writer thread's main cost: events to JSON lines, through serde_json
 /// (the reference the encoder is tested against) and through
-/// `h2probe_analysis::jsonl`, side by side in one run.
+/// `h2probe_analysis::jsonl`, side by side in one run: the event mix of the
+/// recorder benchmark, and DATA frames carrying 16 KiB of base64 payload
+/// (`--capture-payload full`).
 fn bench_encode() {
-    let events: Vec<h2probe::trace::schema::Event> = (0..1_000_000u64)
+    let event = |(stream, kind): (u32, Kind), i: u64| h2probe::trace::schema::Event {
+        t: 1_700_000_000_000_000_000 + i * 731,
+        ep: Endpoint::Server,
+        conn: 3,
+        stream,
+        kind,
+    };
+    let mix: Vec<_> = (0..1_000_000u64)
+        .map(|i| event(self::event(i), i))
+        .collect();
+    encode_side_by_side("encode: event to JSON line", &mix);
+    let payload = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(vec![0x5a; 16_384])
+    };
+    let data: Vec<_> = (0..20_000u64)
         .map(|i| {
-            let (stream, kind) = event(i);
-            h2probe::trace::schema::Event {
-                t: 1_700_000_000_000_000_000 + i * 731,
-                ep: Endpoint::Server,
-                conn: 3,
-                stream,
-                kind,
-            }
+            let kind = Kind::Frame(FrameEv {
+                dir: Dir::In,
+                offset: i * 16_393,
+                frame: FrameType::DATA,
+                len: 16_384,
+                payload: Some(payload.clone()),
+                ..Default::default()
+            });
+            event((1, kind), i)
         })
         .collect();
+    encode_side_by_side("encode: DATA frame, 16 KiB payload", &data);
+}
+
+fn encode_side_by_side(name: &str, events: &[h2probe::trace::schema::Event]) {
     let (mut serde, mut direct, mut ratio) = (vec![], vec![], vec![]);
+    let size = events
+        .iter()
+        .map(|e| serde_json::to_vec(e).unwrap().len() + 1)
+        .sum();
     // Both write into buffers already grown (and paged in) to their size.
-    let mut reference = Vec::with_capacity(160 * events.len());
-    let mut out = Vec::with_capacity(160 * events.len());
+    let mut reference = Vec::with_capacity(size);
+    let mut out = Vec::with_capacity(size);
     for rep in 0..=REPS {
         reference.clear();
         out.clear();
         let t = Instant::now();
-        for e in &events {
+        for e in events {
             serde_json::to_writer(&mut reference, e).unwrap();
             reference.push(b'\n');
         }
         let a = t.elapsed().as_nanos() as f64 / events.len() as f64;
         let t = Instant::now();
-        for e in &events {
+        for e in events {
             h2probe_analysis::jsonl::write_event(&mut out, e);
         }
         let b = t.elapsed().as_nanos() as f64 / events.len() as f64;
@@ -181,8 +207,7 @@ fn bench_encode() {
     let (d, lo, hi) = median(direct);
     let (r, rlo, rhi) = median(ratio);
     println!(
-        "{:<44} median {d:>10.0} ns/event (min {lo:.0}, max {hi:.0}); serde_json {s:.0} ns/event: {r:.2}x faster (paired, {rlo:.2}-{rhi:.2})",
-        "encode: event to JSON line"
+        "{name:<44} median {d:>10.0} ns/event (min {lo:.0}, max {hi:.0}); serde_json {s:.0} ns/event: {r:.2}x faster (paired, {rlo:.2}-{rhi:.2})"
     );
 }
 

@@ -267,7 +267,12 @@ impl Obj<'_> {
 /// escaped (`"`, `\`, control characters), which serde_json then escapes
 /// exactly as it would have. Base64 payloads, names and paths take the copy.
 fn string(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    // A fold without an early exit: the compiler turns it into a vector
+    // loop, which matters for 16 KiB payloads (`--capture-payload full`).
+    let needs_escape = s.bytes().fold(false, |acc, b| {
+        acc | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if needs_escape {
         serde_json::to_writer(&mut *out, s).expect("writing to memory cannot fail");
     } else {
         out.push(b'"');
