@@ -1,5 +1,5 @@
 //! Events as JSON lines, written without serde's generic machinery: the
-//! recorder's writer thread spends most of its time turning events into
+//! recorder's writer thread spends much of its time turning events into
 //! text, and this is about 1.8 times as fast as `serde_json::to_writer`
 //! (`cargo bench --bench throughput -- encode` measures both side by side).
 //!
