@@ -279,7 +279,13 @@ impl Shared {
             let mut g = slot.lock();
             g.retired |= last;
             if !g.events.is_empty() {
-                let fresh = spare.pop().unwrap_or_default();
+                // A retired slot keeps no room: its thread may hold it until
+                // it records into another recorder.
+                let fresh = if last {
+                    Vec::new()
+                } else {
+                    spare.pop().unwrap_or_default()
+                };
                 let mut taken = std::mem::replace(&mut g.events, fresh);
                 drop(g);
                 into.append(&mut taken);
