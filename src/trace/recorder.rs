@@ -761,6 +761,39 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
+    /// An error path that drops the writer without `finish` still gets a
+    /// complete file: every accepted event, then the footer.
+    #[test]
+    fn a_writer_dropped_without_finish_still_ends_the_file() {
+        let path = std::env::temp_dir().join(format!("h2probe-drop-{}.jsonl", std::process::id()));
+        let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
+        for i in 0..10 {
+            rec.emit(Endpoint::Client, 1, 1, i, KindId::Chunk, || {
+                Kind::Chunk(ChunkEv { len: 1 })
+            });
+        }
+        drop(writer);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            // The detached writer may not even have written the header yet.
+            if let Ok(mut r) = TraceReader::open(&path) {
+                let n = r.by_ref().count();
+                if let Ending::Clean(f) = r.ending() {
+                    assert_eq!((n, f.events), (10, 10));
+                    break;
+                }
+            }
+            assert!(std::time::Instant::now() < deadline, "no footer yet");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // The recorder outlives the writer: what it records now is dropped.
+        rec.emit(Endpoint::Client, 1, 1, 11, KindId::Chunk, || {
+            Kind::Chunk(ChunkEv { len: 1 })
+        });
+        assert_eq!(rec.stats().dropped["chunk"], 1);
+        std::fs::remove_file(&path).unwrap();
+    }
+
     #[test]
     fn write_errors_name_the_file() {
         struct Full;
