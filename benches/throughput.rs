@@ -141,16 +141,14 @@ fn event(i: u64) -> (u32, Kind) {
 /// recorder benchmark, and DATA frames carrying 16 KiB of base64 payload
 /// (`--capture-payload full`).
 fn bench_encode() {
-    let event = |(stream, kind): (u32, Kind), i: u64| h2probe::trace::schema::Event {
+    let stamped = |(stream, kind): (u32, Kind), i: u64| h2probe::trace::schema::Event {
         t: 1_700_000_000_000_000_000 + i * 731,
         ep: Endpoint::Server,
         conn: 3,
         stream,
         kind,
     };
-    let mix: Vec<_> = (0..1_000_000u64)
-        .map(|i| event(self::event(i), i))
-        .collect();
+    let mix: Vec<_> = (0..1_000_000u64).map(|i| stamped(event(i), i)).collect();
     encode_side_by_side("encode: event to JSON line", &mix);
     let payload = {
         use base64::Engine;
@@ -166,7 +164,7 @@ fn bench_encode() {
                 payload: Some(payload.clone()),
                 ..Default::default()
             });
-            event((1, kind), i)
+            stamped((1, kind), i)
         })
         .collect();
     encode_side_by_side("encode: DATA frame, 16 KiB payload", &data);

@@ -71,7 +71,9 @@ struct Shared {
     /// Tells this recorder's slots apart in a thread's slot cache.
     id: u64,
     dropped: [AtomicU64; KINDS],
-    accepted: AtomicU64,
+    /// Events the writer's sweeps have taken: with those in flight, every
+    /// event accepted (no count of its own on the recording path).
+    swept: AtomicU64,
     /// Events accepted and not yet taken by the writer, and their bound.
     in_flight: AtomicUsize,
     capacity: usize,
@@ -182,7 +184,6 @@ impl Recorder {
             sh.drop_one(id);
             return;
         }
-        sh.accepted.fetch_add(1, Ordering::Relaxed);
         if wake {
             sh.wake_writer();
         }
@@ -232,7 +233,7 @@ impl Shared {
         Shared {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
-            accepted: AtomicU64::new(0),
+            swept: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             capacity,
             writer: std::sync::OnceLock::new(),
@@ -299,6 +300,7 @@ impl Shared {
             // Only the registry holds it: its thread is gone.
             Arc::strong_count(slot) > 1 && !last
         });
+        self.swept.fetch_add(into.len() as u64, Ordering::Relaxed);
         self.in_flight.fetch_sub(into.len(), Ordering::Relaxed);
     }
 
@@ -312,7 +314,10 @@ impl Shared {
             }
         }
         RecorderStats {
-            accepted: self.accepted.load(Ordering::Relaxed),
+            // Taken by the writer plus still in flight: exact once the
+            // writer has stopped, a snapshot while it runs.
+            accepted: self.swept.load(Ordering::Relaxed)
+                + self.in_flight.load(Ordering::Relaxed) as u64,
             written,
             dropped,
         }
@@ -504,6 +509,7 @@ fn write_loop(
             // Each slot is in its thread's order; one sweep's events in `t`
             // order (a stable sort: equal stamps keep their thread's order).
             swept.sort_by_key(|e| e.t);
+            let mut freed = 0;
             for e in swept.drain(..) {
                 h2probe_analysis::jsonl::write_event(&mut batch, &e);
                 if batch.len() >= BATCH {
@@ -511,11 +517,9 @@ fn write_loop(
                     batch.clear();
                 }
                 written += 1;
-                let bytes = payload_bytes(&e.kind);
-                if bytes > 0 {
-                    shared.payload_in_flight.fetch_sub(bytes, Ordering::Relaxed);
-                }
+                freed += payload_bytes(&e.kind);
             }
+            shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
             if last {
                 break;
             }
