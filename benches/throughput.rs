@@ -138,8 +138,8 @@ fn event(i: u64) -> (u32, Kind) {
 /// The writer thread's main cost: events to JSON lines, through serde_json
 /// (the reference the encoder is tested against) and through
 /// `h2probe_analysis::jsonl`, side by side in one run: the event mix of the
-/// recorder benchmark, and DATA frames carrying 16 KiB of base64 payload
-/// (`--capture-payload full`).
+/// recorder benchmark, and DATA frames carrying 16 KiB of payload, written
+/// as base64 (`--capture-payload full`).
 fn bench_encode() {
     let stamped = |(stream, kind): (u32, Kind), i: u64| h2probe::trace::schema::Event {
         t: 1_700_000_000_000_000_000 + i * 731,
@@ -150,10 +150,7 @@ fn bench_encode() {
     };
     let mix: Vec<_> = (0..1_000_000u64).map(|i| stamped(event(i), i)).collect();
     encode_side_by_side("encode: event to JSON line", &mix);
-    let payload = {
-        use base64::Engine;
-        base64::engine::general_purpose::STANDARD.encode(vec![0x5a; 16_384])
-    };
+    let payload = h2probe::trace::schema::Payload((0..16_384u32).map(|i| (i * 7) as u8).collect());
     let data: Vec<_> = (0..20_000u64)
         .map(|i| {
             let kind = Kind::Frame(FrameEv {

@@ -10,8 +10,8 @@
 //! written here too. The rare ones go through serde_json.
 
 use crate::schema::{
-    ChunkEv, CompleteEv, DiscardEv, EnqueueEv, Event, FrameEv, IntervalEv, Kind, MsgEv, Priority,
-    ReleaseEv, RpcEndEv, RpcStartEv, SampleEv, SendEv, StartEv, WindowBlockedEv,
+    ChunkEv, CompleteEv, DiscardEv, EnqueueEv, Event, FrameEv, IntervalEv, Kind, MsgEv, Payload,
+    Priority, ReleaseEv, RpcEndEv, RpcStartEv, SampleEv, SendEv, StartEv, WindowBlockedEv,
 };
 
 /// Appends `e` as one JSON line (with its `\n`) to `out`.
@@ -257,18 +257,25 @@ impl Obj<'_> {
             self.out.push(b'}');
         }
         self.opt("opaque", *opaque);
-        if let Some(p) = payload {
-            self.str("payload", p);
+        if let Some(Payload(p)) = payload {
+            // Base64 straight into the line: no string to build or scan.
+            self.key("payload");
+            self.out.push(b'"');
+            let b64 = base64_simd::STANDARD;
+            let at = self.out.len();
+            self.out.resize(at + b64.encoded_length(p.len()), 0);
+            let written = b64.encode(p, base64_simd::Out::from_slice(&mut self.out[at..]));
+            debug_assert_eq!(written.len(), self.out.len() - at);
+            self.out.push(b'"');
         }
     }
 }
 
 /// A JSON string: copied as it is unless it holds a byte JSON requires
 /// escaped (`"`, `\`, control characters), which serde_json then escapes
-/// exactly as it would have. Base64 payloads, names and paths take the copy.
+/// exactly as it would have. Names, paths and messages take the copy.
 fn string(out: &mut Vec<u8>, s: &str) {
-    // A fold without an early exit: the compiler turns it into a vector
-    // loop, which matters for 16 KiB payloads (`--capture-payload full`).
+    // A fold without an early exit: the compiler turns it into a vector loop.
     let needs_escape = s.bytes().fold(false, |acc, b| {
         acc | (b < 0x20) | (b == b'"') | (b == b'\\')
     });
@@ -338,7 +345,7 @@ mod tests {
                     weight: 256,
                 }),
                 opaque: (!some).then_some(n),
-                payload: some.then(|| STRINGS[i % STRINGS.len()].to_string()),
+                payload: some.then(|| Payload(STRINGS[i % STRINGS.len()].as_bytes().to_vec())),
             });
         }
         v.push(FrameEv::default());

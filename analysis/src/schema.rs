@@ -421,6 +421,36 @@ fn is_zero_u8(v: &u8) -> bool {
     *v == 0
 }
 
+/// A frame's payload bytes as the tap saw them; a base64 string (standard
+/// alphabet, padded) in JSON. Kept raw in memory so that the recording
+/// thread only copies them: the trace writer encodes them straight into its
+/// output, and readers get bytes back.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Payload(pub Vec<u8>);
+
+impl Payload {
+    /// The base64 text JSON holds.
+    pub fn to_base64(&self) -> String {
+        base64_simd::STANDARD.encode_to_string(&self.0)
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_base64())
+    }
+}
+
+impl<'de> Deserialize<'de> for Payload {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
+        base64_simd::STANDARD
+            .decode_to_vec(text.as_bytes())
+            .map(Payload)
+            .map_err(|e| serde::de::Error::custom(format!("payload is not base64: {e}")))
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct FrameEv {
     pub dir: Dir,
@@ -459,9 +489,9 @@ pub struct FrameEv {
     /// PING: the 8 opaque bytes as a big-endian integer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opaque: Option<u64>,
-    /// Payload bytes, base64, when the capture mode stored them.
+    /// Payload bytes, when the capture mode stored them (base64 in JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<String>,
+    pub payload: Option<Payload>,
 }
 
 impl Default for FrameType {
@@ -1181,6 +1211,31 @@ mod tests {
             let s = serde_json::to_string(&ev).unwrap();
             assert_eq!(Line::parse(&s).unwrap(), Line::Event(ev.clone()), "{s}");
         }
+    }
+
+    #[test]
+    fn payload_bytes_are_base64_in_a_line_and_bytes_again_when_read() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let ev = Event {
+            t: 1,
+            ep: Endpoint::Server,
+            conn: 1,
+            stream: 1,
+            kind: Kind::Frame(FrameEv {
+                frame: FrameType::DATA,
+                len: 256,
+                payload: Some(Payload(bytes.clone())),
+                ..Default::default()
+            }),
+        };
+        let s = serde_json::to_string(&ev).unwrap();
+        assert!(s.contains(r#""payload":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0BBQkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWltcXV5fYGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn+AgYKDhIWGh4iJiouMjY6PkJGSk5SVlpeYmZqbnJ2en6ChoqOkpaanqKmqq6ytrq+wsbKztLW2t7i5uru8vb6/wMHCw8TFxsfIycrLzM3Oz9DR0tPU1dbX2Nna29zd3t/g4eLj5OXm5+jp6uvs7e7v8PHy8/T19vf4+fr7/P3+/w==""#), "{s}");
+        assert_eq!(Line::parse(&s).unwrap(), Line::Event(ev));
+        // A payload that is not base64 is an error naming the field, not
+        // bytes silently made up.
+        let bad = s.replace("AAECAwQF", "AAEC*wQF");
+        let err = Line::parse(&bad).unwrap_err().to_string();
+        assert!(err.contains("payload is not base64"), "{err}");
     }
 
     #[test]

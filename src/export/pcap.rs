@@ -9,7 +9,6 @@
 use crate::trace::schema::{Dir, Endpoint, Event, FrameEv, FrameType, Kind};
 use crate::wire::{encode, Head, PREFACE};
 use anyhow::Context as _;
-use base64::Engine;
 use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
 use pcap_file::{DataLink, Endianness, TsResolution};
 use std::collections::HashMap;
@@ -32,13 +31,9 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(9 + f.len as usize);
     Head::new(f.len, f.frame, f.flags, stream_field).encode(&mut out);
     let len = f.len as usize;
-    if let Some(p) = f
-        .payload
-        .as_deref()
-        .and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
-    {
-        if p.len() == len {
-            out.extend_from_slice(&p);
+    if let Some(p) = &f.payload {
+        if p.0.len() == len {
+            out.extend_from_slice(&p.0);
             return out;
         }
     }

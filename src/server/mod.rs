@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
 
 /// Server knobs (shared by `serve` and `run`).
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
@@ -499,7 +500,8 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
         .is_enabled()
         .then(|| AbortOnDrop(tokio::spawn(rpc::sample::sample_open_rpcs(ctx.clone()))));
     let mut conns = tokio::task::JoinSet::new();
-    let mut reasons: HashMap<tokio::task::Id, CloseReason> = HashMap::new();
+    // Per open connection: why it closed, and its RPCs' tasks.
+    let mut reasons: HashMap<tokio::task::Id, (CloseReason, TaskTracker)> = HashMap::new();
     // After an accept error, accepting pauses until `resume`; each error in
     // a row doubles the pause.
     let mut pause = std::time::Duration::ZERO;
@@ -531,13 +533,14 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
                     let _ = sock.set_nodelay(true);
                     let ctx = ctx.clone();
                     let reason = CloseReason::default();
-                    let handle = reason.clone();
+                    let rpcs = TaskTracker::new();
+                    let (handle, tracked) = (reason.clone(), rpcs.clone());
                     let task = conns.spawn(async move {
-                        if let Err(e) = connection(sock, ctx, handle).await {
+                        if let Err(e) = connection(sock, ctx, handle, tracked).await {
                             tracing::debug!("connection from {peer}: {e:#}");
                         }
                     });
-                    reasons.insert(task.id(), reason);
+                    reasons.insert(task.id(), (reason, rpcs));
                 }
                 Err(e) => {
                     let error = e.to_string();
@@ -570,7 +573,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
     .await;
     if drained.is_err() {
         let left = conns.len();
-        for reason in reasons.values() {
+        for (reason, _) in reasons.values() {
             reason.set(format!(
                 "closed by the server {:?} after shutdown began (--drain-timeout)",
                 ctx.cfg.drain_timeout
@@ -578,6 +581,16 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
         }
         conns.abort_all();
         while conns.join_next().await.is_some() {}
+        // Their h2 connections are gone, so each RPC still running fails its
+        // next read or send and ends (recording rpc_end): wait for that, so
+        // the trace holds it, but not for an RPC stuck in its own service.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+            for (_, rpcs) in reasons.values() {
+                rpcs.close();
+                rpcs.wait().await;
+            }
+        })
+        .await;
         tracing::warn!("{left} connections did not finish within --drain-timeout; closed");
     }
     Ok(())
@@ -587,6 +600,7 @@ async fn connection(
     sock: tokio::net::TcpStream,
     ctx: Arc<ServerCtx>,
     close_reason: CloseReason,
+    rpcs: TaskTracker,
 ) -> anyhow::Result<()> {
     let conn_id = ctx.conn_ids.fetch_add(1, Ordering::Relaxed) + 1;
     let tap_cfg = TapConfig {
@@ -601,6 +615,7 @@ async fn connection(
             conn_id,
             ctx,
             close_reason,
+            rpcs,
         )
         .await;
     };
@@ -647,6 +662,7 @@ async fn connection(
         conn_id,
         ctx,
         close_reason,
+        rpcs,
     )
     .await
 }
@@ -657,6 +673,7 @@ async fn tapped<T>(
     conn_id: u32,
     ctx: Arc<ServerCtx>,
     close_reason: CloseReason,
+    rpcs: TaskTracker,
 ) -> anyhow::Result<()>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -687,7 +704,9 @@ where
     };
     let mut shutdown = ctx.shutdown.clone();
     let mut shutting_down = false;
-    let mut rpcs = tokio::task::JoinSet::new();
+    // The connection's RPCs run as their own tasks; it waits for them when
+    // it ends. A tracker counts them: a JoinSet would also take its mutex
+    // each time an RPC finishes and hold a list the connection must reap.
     // Idle connections are checked a few times per --idle-timeout.
     let mut idle_check =
         tokio::time::interval((cfg.idle_timeout / 4).max(std::time::Duration::from_millis(10)));
@@ -698,10 +717,6 @@ where
         tokio::select! {
             r = conn.accept() => match r {
                 Some(Ok((req, respond))) => {
-                    // Finished RPCs are reaped here, without a waker: a
-                    // completion must not wake (and re-poll) the connection.
-                    // The set holds at most the RPCs open at the last accept.
-                    while rpcs.try_join_next().is_some() {}
                     let ctx = ctx.clone();
                     rpcs.spawn(rpc::handle(req, respond, conn_id, ctx));
                 }
@@ -735,7 +750,8 @@ where
             }
         }
     }
-    while rpcs.join_next().await.is_some() {}
+    rpcs.close();
+    rpcs.wait().await;
     Ok(())
 }
 

@@ -4,7 +4,6 @@
 use super::schema::{self, Dir, FrameEv};
 use crate::config::CapturePayload;
 use crate::wire::{Body, FrameRef};
-use base64::Engine;
 
 /// The schema's view of a parsed frame.
 ///
@@ -60,7 +59,7 @@ pub fn frame_event(f: &FrameRef<'_>, dir: Dir, capture: CapturePayload, upload: 
     };
     if keep {
         if let Some(p) = f.payload.filter(|p| !p.is_empty()) {
-            ev.payload = Some(base64::engine::general_purpose::STANDARD.encode(p));
+            ev.payload = Some(schema::Payload(p.to_vec()));
         }
     }
     ev

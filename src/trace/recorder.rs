@@ -40,7 +40,7 @@ pub const SPARE_EVENTS: usize = 4096;
 /// Heap bytes an event holds beyond its fixed size that can be large.
 fn payload_bytes(kind: &Kind) -> u64 {
     match kind {
-        Kind::Frame(f) => f.payload.as_ref().map_or(0, |p| p.len() as u64),
+        Kind::Frame(f) => f.payload.as_ref().map_or(0, |p| p.0.len() as u64),
         _ => 0,
     }
 }
@@ -685,7 +685,7 @@ mod tests {
             promised: None,
             priority: None,
             opaque: None,
-            payload: Some("x".repeat(payload)),
+            payload: Some(crate::trace::schema::Payload(vec![b'x'; payload])),
         })
     }
 

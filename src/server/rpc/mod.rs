@@ -138,7 +138,7 @@ pub(super) async fn handle(
 ) {
     let stream = respond.stream_id().as_u32();
     let t0 = now_ns();
-    let path = req.uri().path().to_string();
+    let path = req.uri().path();
     let deadline = req
         .headers()
         .get("grpc-timeout")
@@ -147,7 +147,7 @@ pub(super) async fn handle(
     ctx.rec
         .emit(Endpoint::Server, conn, stream, t0, KindId::RpcStart, || {
             Kind::RpcStart(RpcStartEv {
-                path: path.clone(),
+                path: path.to_string(),
                 deadline_ns: deadline.map(|d| d.as_nanos() as u64),
                 framing: match ctx.cfg.framing {
                     Framing::Raw(_) => Some(ctx.cfg.framing.to_string()),
