@@ -415,3 +415,73 @@ fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
     let s = support::read_summary(&dir);
     assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);
 }
+
+#[test]
+fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes() {
+    // A 1 KiB payload bound: every DATA frame of a 16 KiB message is past
+    // it, the small HEADERS blocks are not.
+    let dir = temp_dir("payload-shed");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "run",
+            "--duration",
+            "500ms",
+            "--no-pcap",
+            "--capture-payload",
+            "full",
+            "--trace-payload-buffer",
+            "1KiB",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let said = format!("{stdout}{stderr}");
+    assert!(
+        said.contains("recorded without the payload"),
+        "analyze warns: {said}"
+    );
+
+    // From the trace alone: which frames lost their bytes, and how many.
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let (mut shed, mut shed_bytes, mut kept_headers) = (0u64, 0u64, 0u64);
+    for line in trace.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["type"] != "frame" {
+            continue;
+        }
+        let dropped = v["payload_dropped"] == true;
+        assert!(
+            !(dropped && v.get("payload").is_some()),
+            "a frame is either kept or marked: {line}"
+        );
+        if dropped {
+            shed += 1;
+            shed_bytes += v["len"].as_u64().unwrap();
+        } else if v["frame"] == "HEADERS" && v.get("payload").is_some() {
+            kept_headers += 1;
+        }
+    }
+    assert!(shed > 10, "{shed} frames shed");
+    assert!(kept_headers > 0, "small payloads still fit the bound");
+
+    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+    assert_eq!(meta.recorder.payload_dropped_frames, shed);
+    assert_eq!(meta.recorder.payload_dropped_bytes, shed_bytes);
+    assert_eq!(meta.dropped_events, 0, "no event is lost, only bytes");
+    let s = support::read_summary(&dir);
+    assert_eq!(s.payload_dropped_frames, shed);
+    // Every frame is there, so every check can still judge.
+    for name in ["accounting", "bytes", "windows_agree", "no_dropped_events"] {
+        assert_eq!(
+            s.checks[name].ok,
+            Some(true),
+            "{name}: {}",
+            s.checks[name].detail
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -209,6 +209,7 @@ impl Obj<'_> {
             priority,
             opaque,
             payload,
+            payload_dropped,
         } = f;
         self.name("dir", dir.as_str());
         self.u("offset", *offset);
@@ -267,6 +268,9 @@ impl Obj<'_> {
             let written = b64.encode(p, base64_simd::Out::from_slice(&mut self.out[at..]));
             debug_assert_eq!(written.len(), self.out.len() - at);
             self.out.push(b'"');
+        }
+        if *payload_dropped {
+            self.bool("payload_dropped", true);
         }
     }
 }
@@ -346,6 +350,7 @@ mod tests {
                 }),
                 opaque: (!some).then_some(n),
                 payload: some.then(|| Payload(STRINGS[i % STRINGS.len()].as_bytes().to_vec())),
+                payload_dropped: !some,
             });
         }
         v.push(FrameEv::default());

@@ -287,6 +287,7 @@ event_kinds! {
     Frame(FrameEv) = "frame" [
         "dir": Text, "offset": Int, "frame": Text, "flags": Int, "len": Int, "reserved": BoolOr(false), "pad": IntOr(0), "increment": IntOpt,
         "settings": Json, "error_code": IntOpt, "last_stream": IntOpt, "promised": IntOpt, "priority": Json, "opaque": U64Opt,
+        "payload_dropped": BoolOr(false),
     ],
     /// The tap's parser could not frame the byte stream; it stops parsing
     /// that direction (bytes still flow).
@@ -492,6 +493,11 @@ pub struct FrameEv {
     /// Payload bytes, when the capture mode stored them (base64 in JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Payload>,
+    /// The capture mode would have kept this frame's payload, but the
+    /// recorder's payload bound was full (the writer fell behind): the
+    /// frame is recorded, its bytes are not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub payload_dropped: bool,
 }
 
 impl Default for FrameType {

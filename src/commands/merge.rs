@@ -208,6 +208,16 @@ fn merged_meta(
             accepted: events,
             written: events,
             dropped: footer.dropped.clone(),
+            payload_dropped_frames: metas
+                .iter()
+                .flatten()
+                .map(|m| m.recorder.payload_dropped_frames)
+                .sum(),
+            payload_dropped_bytes: metas
+                .iter()
+                .flatten()
+                .map(|m| m.recorder.payload_dropped_bytes)
+                .sum(),
         },
         dropped_events: footer.dropped.values().sum(),
         listen: first.and_then(|m| m.listen.clone()),

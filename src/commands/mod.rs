@@ -50,6 +50,12 @@ pub struct OutputOpts {
     #[arg(long, default_value_t = crate::trace::DEFAULT_CAPACITY, value_name = "EVENTS")]
     pub trace_buffer: usize,
 
+    /// Captured payload the recorder may hold for the writer
+    /// (`--capture-payload`). A frame past it is recorded without its bytes
+    /// (`payload_dropped` in the trace, counted in meta.json); analyze warns.
+    #[arg(long, default_value = "64MiB", value_name = "SIZE")]
+    pub trace_payload_buffer: crate::config::Size,
+
     /// Do not write server.pcap and client.pcap (`h2probe export` can
     /// write them later from the trace).
     #[arg(long)]
@@ -115,6 +121,7 @@ impl Default for OutputOpts {
             label: None,
             capture_payload: CapturePayload::Headers,
             trace_buffer: crate::trace::DEFAULT_CAPACITY,
+            trace_payload_buffer: crate::config::Size(crate::trace::PAYLOAD_BUDGET),
             no_pcap: false,
             pcap_gzip: false,
             quiet: true,
@@ -330,7 +337,11 @@ impl Session {
         let (writer, rec) = if output.no_trace {
             (None, Recorder::disabled())
         } else {
-            let (writer, rec) = TraceWriter::create(&dir.join("trace.jsonl"), output.trace_buffer)?;
+            let (writer, rec) = TraceWriter::create_bounded(
+                &dir.join("trace.jsonl"),
+                output.trace_buffer,
+                output.trace_payload_buffer.0,
+            )?;
             interrupts.failure = Some(writer.failures());
             (Some(writer), rec)
         };

@@ -163,6 +163,7 @@ mod tests {
             priority: Some(Priority::default()),
             opaque: Some(1),
             payload: None,
+            payload_dropped: true,
         };
         let kinds = vec![
             Kind::Frame(frame),

@@ -9,4 +9,4 @@ mod recorder;
 
 pub use frame_event::frame_event;
 pub use h2probe_analysis::schema;
-pub use recorder::{Recorder, RecorderStats, TraceWriter, DEFAULT_CAPACITY};
+pub use recorder::{Recorder, RecorderStats, TraceWriter, DEFAULT_CAPACITY, PAYLOAD_BUDGET};

@@ -24,13 +24,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Default buffer: events in flight between producers and the writer.
 pub const DEFAULT_CAPACITY: usize = 1 << 16;
 
-/// Payload bytes (`--capture-payload`, base64) the events in flight may hold
-/// together: with full payloads 65,536 events could otherwise hold ≈ 1.4 GB.
+/// Payload bytes (`--capture-payload`) the events in flight may hold
+/// together: with full payloads 65,536 events could otherwise hold ≈ 1 GB.
 /// The recorder's memory is bounded by `capacity × size_of::<Event>()` (at
 /// most 192 B: 12 MiB at the default capacity) plus this, plus the spare
 /// room of each recording thread's buffer (at most [`SPARE_EVENTS`] events)
-/// and the writer's 256 KiB batch. An event past it is dropped and counted
-/// like any other.
+/// and the writer's 256 KiB batch. A frame past it is still recorded, without
+/// its payload (`payload_dropped` in the trace, counted in the stats): the
+/// frame is what the analysis needs, the bytes are what the writer can shed.
 pub const PAYLOAD_BUDGET: u64 = 64 << 20;
 
 /// Room a thread's emptied buffer keeps for its next events; the writer
@@ -85,6 +86,10 @@ struct Shared {
     /// Payload bytes held by events in flight, and their bound.
     payload_in_flight: AtomicU64,
     payload_budget: u64,
+    /// Frames recorded without their payload (the budget was full), and
+    /// the payload bytes shed.
+    payload_dropped_frames: AtomicU64,
+    payload_dropped_bytes: AtomicU64,
     /// Every thread's slot; `closed` once the writer's last sweep began.
     slots: Mutex<Registry>,
     /// `finish` asked the writer to stop.
@@ -155,21 +160,28 @@ impl Recorder {
             sh.drop_one(id);
             return;
         }
-        let kind = build();
+        let mut kind = build();
         debug_assert_eq!(kind.id(), id, "emit's id names the kind it builds");
-        let bytes = payload_bytes(&kind);
+        let mut bytes = payload_bytes(&kind);
         let mut wake = held + 1 == sh.capacity / 2;
         if bytes > 0 {
             let before = sh.payload_in_flight.fetch_add(bytes, Ordering::Relaxed);
             if before + bytes > sh.payload_budget {
+                // The writer is behind on payload: keep the frame, shed
+                // its bytes, and say so in the event and the counts.
                 sh.payload_in_flight.fetch_sub(bytes, Ordering::Relaxed);
-                sh.in_flight.fetch_sub(1, Ordering::Relaxed);
-                sh.drop_one(id);
-                sh.wake_writer();
-                return;
+                if let Kind::Frame(f) = &mut kind {
+                    f.payload = None;
+                    f.payload_dropped = true;
+                }
+                sh.payload_dropped_frames.fetch_add(1, Ordering::Relaxed);
+                sh.payload_dropped_bytes.fetch_add(bytes, Ordering::Relaxed);
+                bytes = 0;
+                wake = true;
+            } else {
+                // Half the payload budget held: as for slots, wake the writer.
+                wake |= before + bytes > sh.payload_budget / 2;
             }
-            // Half the payload budget held: as for slots, wake the writer.
-            wake |= before + bytes > sh.payload_budget / 2;
         }
         let event = Event {
             t,
@@ -239,6 +251,8 @@ impl Shared {
             writer: std::sync::OnceLock::new(),
             payload_in_flight: AtomicU64::new(0),
             payload_budget: PAYLOAD_BUDGET,
+            payload_dropped_frames: AtomicU64::new(0),
+            payload_dropped_bytes: AtomicU64::new(0),
             slots: Mutex::new(Registry::default()),
             closing: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -320,6 +334,8 @@ impl Shared {
                 + self.in_flight.load(Ordering::Relaxed) as u64,
             written,
             dropped,
+            payload_dropped_frames: self.payload_dropped_frames.load(Ordering::Relaxed),
+            payload_dropped_bytes: self.payload_dropped_bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -345,6 +361,16 @@ pub struct WriteError {
 impl TraceWriter {
     /// Creates `path`, writes the header line and starts the writer thread.
     pub fn create(path: &Path, capacity: usize) -> Result<(TraceWriter, Recorder), WriteError> {
+        TraceWriter::create_bounded(path, capacity, PAYLOAD_BUDGET)
+    }
+
+    /// [`TraceWriter::create`] with its own payload budget (bytes in
+    /// flight; `--trace-payload-buffer`).
+    pub fn create_bounded(
+        path: &Path,
+        capacity: usize,
+        payload_budget: u64,
+    ) -> Result<(TraceWriter, Recorder), WriteError> {
         let err = |cause| WriteError {
             path: path.display().to_string(),
             cause,
@@ -361,9 +387,10 @@ impl TraceWriter {
                 inner: file,
                 left: n,
             };
-            return TraceWriter::start(Box::new(full), path, capacity).map_err(err);
+            return TraceWriter::start_bounded(Box::new(full), path, capacity, payload_budget)
+                .map_err(err);
         }
-        TraceWriter::start(Box::new(file), path, capacity).map_err(err)
+        TraceWriter::start_bounded(Box::new(file), path, capacity, payload_budget).map_err(err)
     }
 
     /// Like [`TraceWriter::create`] but onto any writer (`path` names it in errors).
@@ -686,11 +713,12 @@ mod tests {
             priority: None,
             opaque: None,
             payload: Some(crate::trace::schema::Payload(vec![b'x'; payload])),
+            payload_dropped: false,
         })
     }
 
     #[test]
-    fn payload_bytes_in_flight_are_bounded_and_drops_counted() {
+    fn payload_bytes_in_flight_are_bounded_and_frames_past_it_lose_only_their_payload() {
         // No writer: everything accepted stays in flight.
         let rec = Recorder {
             enabled: true,
@@ -704,15 +732,40 @@ mod tests {
                 data_frame(4000)
             });
         }
-        // 4,000 B each against 10,000 B: two fit, though 1,024 slots are free.
+        // 4,000 B each against 10,000 B: two keep their payload; the other
+        // eight are recorded without it, and say so.
         let st = rec.stats();
-        assert_eq!(st.accepted, 2, "{st:?}");
-        assert_eq!(st.dropped["frame"], 8, "{st:?}");
+        assert_eq!(st.accepted, 10, "{st:?}");
+        assert_eq!(st.dropped_total(), 0, "{st:?}");
+        assert_eq!(st.payload_dropped_frames, 8, "{st:?}");
+        assert_eq!(st.payload_dropped_bytes, 32_000, "{st:?}");
+        assert_eq!(rec.shared.payload_in_flight.load(Ordering::Relaxed), 8_000);
+        let kept: Vec<(bool, bool)> = rec
+            .shared
+            .slots
+            .lock()
+            .unwrap()
+            .slots
+            .iter()
+            .flat_map(|slot| {
+                slot.lock()
+                    .events
+                    .iter()
+                    .map(|e| match &e.kind {
+                        Kind::Frame(f) => (f.payload.is_some(), f.payload_dropped),
+                        other => panic!("{other:?}"),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let mut expected = vec![(true, false); 2];
+        expected.extend([(false, true); 8]);
+        assert_eq!(kept, expected);
         // Events without payload are not held back by the budget.
         rec.emit(Endpoint::Client, 1, 1, 11, KindId::Chunk, || {
             Kind::Chunk(ChunkEv { len: 1 })
         });
-        assert_eq!(rec.stats().accepted, 3);
+        assert_eq!(rec.stats().accepted, 11);
     }
 
     /// The bound the README states: 65,536 slots × at most 192 B (12 MiB)

@@ -192,7 +192,10 @@ impl Analyzer {
         let t = e.t;
         self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
-            Kind::Frame(f) => self.frame(e, f),
+            Kind::Frame(f) => {
+                self.s.payload_dropped_frames += u64::from(f.payload_dropped);
+                self.frame(e, f)
+            }
             Kind::WireError(w) => {
                 self.s.wire_errors += 1;
                 *self
@@ -672,6 +675,13 @@ pub fn analyze_trace_with(
         warnings.push(format!(
             "{}: the recorder DROPPED {dropped} events (buffer full): counts and checks are incomplete; raise --trace-buffer",
             path.display()
+        ));
+    }
+    if a.s.payload_dropped_frames > 0 {
+        warnings.push(format!(
+            "{}: {} frames were recorded without the payload --capture-payload keeps (the writer fell behind; --trace-payload-buffer bounds what waits for it): every frame, count and window is here, exports write zeros for those bytes",
+            path.display(),
+            a.s.payload_dropped_frames
         ));
     }
     if r.unknown > 0 {

@@ -229,6 +229,11 @@ pub struct Summary {
     pub protocol_errors: BTreeMap<String, u64>,
     pub peak_rss_bytes: u64,
     pub dropped_events: u64,
+    /// Frames recorded without the payload their capture mode keeps
+    /// (`payload_dropped`: the recorder's payload bound was full). Their
+    /// headers, and so every count and window, are in the trace.
+    #[serde(default)]
+    pub payload_dropped_frames: u64,
     /// Events that reached the analyzer after a later event (more than the
     /// reorder window late): analysed out of time order. Should be 0.
     pub out_of_order_events: u64,
