@@ -262,11 +262,7 @@ impl Obj<'_> {
             // Base64 straight into the line: no string to build or scan.
             self.key("payload");
             self.out.push(b'"');
-            let b64 = base64_simd::STANDARD;
-            let at = self.out.len();
-            self.out.resize(at + b64.encoded_length(p.len()), 0);
-            let written = b64.encode(p, base64_simd::Out::from_slice(&mut self.out[at..]));
-            debug_assert_eq!(written.len(), self.out.len() - at);
+            base64_simd::STANDARD.encode_append(p, self.out);
             self.out.push(b'"');
         }
         if *payload_dropped {
