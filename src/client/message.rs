@@ -420,6 +420,7 @@ mod tests {
         assert_eq!(codec.message_len(7, 1234, &payload), body.len());
         let (_, bidi) = opts(&p).codec("/demo.v2.Sink/Echo").unwrap();
         assert!(bidi.replies);
+        std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
     }
 
     #[test]
@@ -507,5 +508,7 @@ mod tests {
             ..opts(&p)
         };
         assert!(ok.codec("/other.Svc/M").is_ok());
+        std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::remove_dir_all(broken.parent().unwrap()).unwrap();
     }
 }

@@ -65,13 +65,43 @@ pub fn random_splits<'a>(bytes: &'a [u8], rng: &mut Rng, max: u64) -> Vec<&'a [u
 
 /// A fresh, empty directory; unique per call, so tests running in parallel
 /// in one process never share one.
+///
+/// Tests keep their directories (a failure's are there to read); the first
+/// call in a test process removes those of test processes that have ended,
+/// so a suite's leftovers last until the next run, not forever.
 pub fn temp_dir(name: &str) -> PathBuf {
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    SWEEP.call_once(remove_ended_processes_dirs);
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let d = std::env::temp_dir().join(format!("h2probe-test-{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Removes `h2probe-test-NAME-PID-N` directories whose PID is not running.
+fn remove_ended_processes_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("h2probe-test-")) else {
+            continue;
+        };
+        // NAME may hold dashes; PID and N are the last two fields.
+        let mut fields = rest.rsplit('-');
+        let (Some(n), Some(pid)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        if n.parse::<u32>().is_err() || pid.parse::<u32>().is_err() {
+            continue;
+        }
+        if !std::path::Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 use h2probe::commands::run::{RunOpts, RunResult};

@@ -190,11 +190,14 @@ mod tests {
     use super::*;
 
     fn legend_of(panel: &Panel<'_>) -> String {
-        let dir = std::env::temp_dir().join(format!("h2probe-plots-{}", std::process::id()));
+        let title = panel.title.replace(' ', "-");
+        let dir =
+            std::env::temp_dir().join(format!("h2probe-plots-{}-{title}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("{}.svg", panel.title.replace(' ', "-")));
+        let path = dir.join(format!("{title}.svg"));
         line_chart(&path, "t (s)", panel).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
         svg.split("<text ")
             .filter_map(|t| t.split_once('>')?.1.split("</text>").next())
             .map(|t| t.trim().replace("&quot;", "\""))
