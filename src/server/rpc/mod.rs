@@ -212,10 +212,12 @@ pub(super) async fn handle(
         discarded: AtomicU64::new(0),
     });
     let mut body = Some(req.into_body());
-    let flow = body.as_mut().expect("just set").flow_control().clone();
+    // The RPC task releases through its body's own handle; only a task or
+    // registry that needs one of its own gets a clone (each clone, and its
+    // drop, takes h2's connection-wide lock).
     let listed = ctx.list_open_rpc((conn, stream), || crate::live::OpenRpc {
         unreleased: rpc.unreleased.clone(),
-        flow: flow.clone(),
+        flow: body.as_mut().expect("just set").flow_control().clone(),
         levels: Some({
             // Weak: the registry must not keep the RPC alive.
             let weak = Arc::downgrade(&rpc);
@@ -240,23 +242,26 @@ pub(super) async fn handle(
     let mut workers = tokio::task::JoinSet::new();
     if ctx.cfg.queue != QueuePolicy::Direct {
         for w in 0..ctx.cfg.workers {
-            workers.spawn(worker_loop(rpc.clone(), flow.clone(), w));
+            let flow = body.as_mut().expect("just set").flow_control().clone();
+            workers.spawn(worker_loop(rpc.clone(), flow, w));
         }
     }
 
     // Phase 1: receive until half-close, failure, deadline or shutdown.
-    let mut flow_rx = flow; // the last holder: no clone (each takes h2's lock)
     let received = tokio::select! {
-        e = receive(&rpc, body.as_mut().expect("held until the end"), &mut flow_rx) => Some(e),
+        e = receive(&rpc, body.as_mut().expect("held until the end")) => Some(e),
         _ = &mut sleep_deadline => None,
         _ = crate::live::flag_set(&mut shutdown) => Some(Ended::Status(status::UNAVAILABLE, "server shutting down".into())),
     };
     let shutting_down = *ctx.shutdown.borrow();
+    // The dropped body's flow handle (--drop-stream), for the final release.
+    let mut kept_flow: Option<FlowControl> = None;
 
     let outcome = match received {
         Some(Ended::Dropped) => {
             // --drop-stream: the application bug. The body goes without a
             // release; the RPC hangs until its deadline or shutdown.
+            kept_flow = body.as_mut().map(|b| b.flow_control().clone());
             body = None;
             tokio::select! {
                 _ = &mut sleep_deadline => {}
@@ -336,7 +341,13 @@ pub(super) async fn handle(
     // Release what is still unreleased so the connection window is whole
     // again (recorded as `at: end`, apart from the policy's own releases).
     let rest = rpc.unreleased.load(Relaxed) as u32;
-    rpc.release(&mut flow_rx, rest, ReleasePoint::End, None);
+    if let Some(flow) = body
+        .as_mut()
+        .map(|b| b.flow_control())
+        .or(kept_flow.as_mut())
+    {
+        rpc.release(flow, rest, ReleasePoint::End, None);
+    }
 
     match outcome {
         Outcome::Ok => {
@@ -360,7 +371,7 @@ pub(super) async fn handle(
 }
 
 /// Reads the body: chunk → (release on frame) → decode → queue policy.
-async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> Ended {
+async fn receive(rpc: &Rpc, body: &mut RecvStream) -> Ended {
     let cfg = &rpc.ctx.cfg;
     let mut deframer = match cfg.framing {
         Framing::Grpc => Deframer::new(cfg.max_message_size),
@@ -396,7 +407,7 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
                         return Ended::Dropped;
                     }
                     if rpc.release_point() == ReleasePoint::Frame {
-                        rpc.release(flow, len, ReleasePoint::Frame, None);
+                        rpc.release(body.flow_control(), len, ReleasePoint::Frame, None);
                     }
                     deframer.push_bytes(chunk);
                     // With a late release point, a message larger than the
@@ -437,7 +448,7 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream, flow: &mut FlowControl) -> En
         let Some(msg) = msg else {
             return Ended::HalfClosed;
         };
-        if let Err(e) = accept_message(rpc, flow, seq, msg, slot).await {
+        if let Err(e) = accept_message(rpc, body.flow_control(), seq, msg, slot).await {
             return e;
         }
         seq += 1;
