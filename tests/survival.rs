@@ -441,7 +441,7 @@ fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes(
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     let said = format!("{stdout}{stderr}");
     assert!(
-        said.contains("recorded without the payload"),
+        said.contains("were recorded without their payload: --trace-payload-buffer was full"),
         "analyze warns: {said}"
     );
 
@@ -474,6 +474,7 @@ fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes(
     assert_eq!(meta.dropped_events, 0, "no event is lost, only bytes");
     let s = support::read_summary(&dir);
     assert_eq!(s.payload_dropped_frames, shed);
+    assert_eq!(s.payload_dropped_bytes, shed_bytes);
     // Every frame is there, so every check can still judge.
     for name in ["accounting", "bytes", "windows_agree", "no_dropped_events"] {
         assert_eq!(
@@ -483,5 +484,47 @@ fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes(
             s.checks[name].detail
         );
     }
+    // Said where a person looks: the headline and the report page.
+    assert!(
+        stdout.contains(&format!(
+            "trace     {shed} frames without payload ({shed_bytes} B"
+        )),
+        "{stdout}"
+    );
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains(&format!("{shed} frames kept without their payload")));
+
+    // A payload damaged after the fact costs its frame the bytes, not its
+    // place: every count and check stays as it was, and the line is named.
+    let mut lines: Vec<String> = trace.lines().map(str::to_string).collect();
+    let (i, kept) = lines
+        .iter()
+        .enumerate()
+        .find(|(_, l)| l.contains("\"frame\":\"DATA\"") && l.contains("\"payload\":\""))
+        .map(|(i, l)| (i, l.clone()))
+        .expect("a DATA frame that kept its payload");
+    let at = kept.find("\"payload\":\"").unwrap() + 11;
+    lines[i] = format!("{}!!{}", &kept[..at], &kept[at + 2..]);
+    std::fs::write(dir.join("trace.jsonl"), lines.join("\n") + "\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .arg("analyze")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let first = i + 1;
+    assert!(
+        said.contains(&format!(
+            "1 frame payloads are not valid base64 or not the frame's length (first at line {first})"
+        )),
+        "{said}"
+    );
+    let damaged = support::read_summary(&dir);
+    assert_eq!(
+        (damaged.data_frames_in, damaged.data_bytes_in),
+        (s.data_frames_in, s.data_bytes_in)
+    );
+    assert!(damaged.checks.values().all(|c| c.ok != Some(false)));
     std::fs::remove_dir_all(&dir).unwrap();
 }

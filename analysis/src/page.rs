@@ -540,15 +540,19 @@ fn config_section(meta: &Result<Meta, String>) -> String {
     if let Some(c) = &m.config.connect {
         run.push(("connect".into(), c.clone()));
     }
-    run.push((
-        "recorder".into(),
-        format!(
-            "{} events accepted, {} written, {} dropped",
-            m.recorder.accepted,
-            m.recorder.written,
-            m.recorder.dropped_total()
-        ),
-    ));
+    let mut recorder = format!(
+        "{} events accepted, {} written, {} dropped",
+        m.recorder.accepted,
+        m.recorder.written,
+        m.recorder.dropped_total()
+    );
+    if m.recorder.payload_dropped_frames > 0 {
+        recorder += &format!(
+            "; {} frames kept without their payload ({} B: --trace-payload-buffer)",
+            m.recorder.payload_dropped_frames, m.recorder.payload_dropped_bytes
+        );
+    }
+    run.push(("recorder".into(), recorder));
     if !m.merged_from.is_empty() {
         run.push(("merged from".into(), m.merged_from.join(", ")));
     }

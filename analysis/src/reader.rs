@@ -41,6 +41,10 @@ pub struct TraceReader<R> {
     ending: Ending,
     /// Lines with an unknown `type` that were skipped.
     pub unknown: u64,
+    /// Frames whose `payload` was not valid base64 or not `len` bytes: kept
+    /// without it (an export writes zeros there), the first one's line.
+    pub bad_payloads: u64,
+    pub first_bad_payload_line: Option<u64>,
 }
 
 /// The trace file of a run directory: `trace.jsonl`, or `trace.jsonl.gz`.
@@ -121,6 +125,8 @@ impl<R: BufRead> TraceReader<R> {
             header,
             ending: Ending::Open,
             unknown: 0,
+            bad_payloads: 0,
+            first_bad_payload_line: None,
         })
     }
 
@@ -170,11 +176,34 @@ impl<R: BufRead> TraceReader<R> {
             if text.is_empty() {
                 continue;
             }
-            match Line::parse(text) {
-                Ok(Line::Event(e)) => {
+            let parsed = match Line::parse(text) {
+                // The payload is bulk the analysis never needs: a damaged one
+                // costs the frame its bytes, not its place in the trace.
+                Err(_) if complete && text.contains("\"payload\"") => {
+                    match Line::parse_without_payload(text) {
+                        Ok(l) => {
+                            self.bad_payload();
+                            Ok(l)
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                other => other,
+            };
+            match parsed {
+                Ok(Line::Event(mut e)) => {
                     if matches!(e.kind, crate::schema::Kind::Unknown) {
                         self.unknown += 1;
                         continue;
+                    }
+                    if let crate::schema::Kind::Frame(f) = &mut e.kind {
+                        if f.payload
+                            .as_ref()
+                            .is_some_and(|p| p.0.len() != f.len as usize)
+                        {
+                            f.payload = None;
+                            self.bad_payload();
+                        }
                     }
                     return Some(Ok(e));
                 }
@@ -195,6 +224,22 @@ impl<R: BufRead> TraceReader<R> {
                 }
             }
         }
+    }
+}
+
+impl<R> TraceReader<R> {
+    fn bad_payload(&mut self) {
+        self.bad_payloads += 1;
+        self.first_bad_payload_line.get_or_insert(self.line);
+    }
+
+    /// The warning for frames read without their damaged payload, if any.
+    pub fn bad_payload_warning(&self) -> Option<String> {
+        let first = self.first_bad_payload_line?;
+        Some(format!(
+            "{} frame payloads are not valid base64 or not the frame's length (first at line {first}): those frames are read without their bytes",
+            self.bad_payloads
+        ))
     }
 }
 
@@ -227,6 +272,44 @@ mod tests {
         assert_eq!(evs.len(), 2);
         assert!(evs.iter().all(|e| e.is_ok()));
         assert!(matches!(end, Ending::Clean(f) if f.events == 2));
+    }
+
+    #[test]
+    fn a_damaged_payload_costs_its_frame_the_bytes_not_its_place() {
+        let frame = |payload: &str| {
+            format!(
+                r#"{{"t":5,"ep":"server","conn":1,"stream":1,"type":"frame","dir":"in","offset":9,"frame":"DATA","flags":0,"len":3,"payload":{payload}}}"#
+            )
+        };
+        // Line 2 is whole; 3 is not base64, 4 is base64 of 2 bytes for a
+        // 3-byte frame, 5 is not even a string.
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n{}\n{{\"type\":\"footer\",\"events\":4,\"dropped\":{{}}}}\n",
+            frame("\"AQID\""),
+            frame("\"A*ID\""),
+            frame("\"AQI=\""),
+            frame("12345")
+        );
+        let mut r = TraceReader::new(text.as_bytes()).unwrap();
+        let evs: Vec<_> = r.by_ref().map(|e| e.unwrap()).collect();
+        let payloads: Vec<_> = evs
+            .iter()
+            .map(|e| match &e.kind {
+                crate::schema::Kind::Frame(f) => (f.len, f.payload.clone().map(|p| p.0)),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            payloads,
+            vec![(3, Some(vec![1, 2, 3])), (3, None), (3, None), (3, None)]
+        );
+        assert_eq!((r.bad_payloads, r.first_bad_payload_line), (3, Some(3)));
+        let w = r.bad_payload_warning().unwrap();
+        assert!(
+            w.starts_with("3 frame payloads") && w.contains("line 3"),
+            "{w}"
+        );
+        assert!(matches!(r.ending(), Ending::Clean(_)));
     }
 
     #[test]

@@ -335,6 +335,13 @@ fn headline_lines(s: &Summary) -> String {
             }
         );
     }
+    if s.payload_dropped_frames > 0 {
+        let _ = writeln!(
+            o,
+            "trace     {} frames without payload ({} B, --trace-payload-buffer)",
+            s.payload_dropped_frames, s.payload_dropped_bytes
+        );
+    }
     if let Some(r) = &s.relay {
         relay_lines(&mut o, r);
         if !c && !sv {

@@ -448,7 +448,9 @@ impl<'de> Deserialize<'de> for Payload {
         base64_simd::STANDARD
             .decode_to_vec(text.as_bytes())
             .map(Payload)
-            .map_err(|e| serde::de::Error::custom(format!("payload is not base64: {e}")))
+            .map_err(|_| {
+                serde::de::Error::custom("payload is not valid base64 (standard alphabet, padded)")
+            })
     }
 }
 
@@ -1085,6 +1087,14 @@ struct Common<'a> {
 
 impl Line {
     /// Parses one trace line. Unknown event types become [`Kind::Unknown`].
+    /// [`Line::parse`] of the line with its `payload` field left out (a
+    /// reader's second try when only the payload is damaged).
+    pub fn parse_without_payload(line: &str) -> Result<Line, serde_json::Error> {
+        let mut v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line)?;
+        v.remove("payload");
+        Line::parse(&serde_json::to_string(&v)?)
+    }
+
     pub fn parse(line: &str) -> Result<Line, serde_json::Error> {
         let c: Common = serde_json::from_str(line)?;
         let kind = match &*c.ty {
@@ -1241,7 +1251,7 @@ mod tests {
         // bytes silently made up.
         let bad = s.replace("AAECAwQF", "AAEC*wQF");
         let err = Line::parse(&bad).unwrap_err().to_string();
-        assert!(err.contains("payload is not base64"), "{err}");
+        assert!(err.contains("payload is not valid base64"), "{err}");
     }
 
     #[test]

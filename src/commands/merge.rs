@@ -87,6 +87,9 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         ..Footer::default()
     };
     for (path, r) in &readers {
+        if let Some(w) = r.bad_payload_warning() {
+            warnings.push(format!("{}: {w}", path.display()));
+        }
         match r.ending() {
             Ending::Clean(f) => {
                 for (k, v) in &f.dropped {

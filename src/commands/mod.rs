@@ -51,8 +51,10 @@ pub struct OutputOpts {
     pub trace_buffer: usize,
 
     /// Captured payload the recorder may hold for the writer
-    /// (`--capture-payload`). A frame past it is recorded without its bytes
-    /// (`payload_dropped` in the trace, counted in meta.json); analyze warns.
+    /// (`--capture-payload`). A frame past it, or larger than it, is recorded
+    /// without its bytes (`payload_dropped` in the trace, counted in meta.json
+    /// and summary.json); analyze warns. Below the largest frame (16KiB by
+    /// default) every frame that large loses its bytes.
     #[arg(long, default_value = "64MiB", value_name = "SIZE")]
     pub trace_payload_buffer: crate::config::Size,
 

@@ -11,13 +11,24 @@ use std::path::{Path, PathBuf};
 /// The header and events of a run's trace, streaming; a corrupt line is
 /// skipped with a warning that names it (exports keep everything readable).
 pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<Item = Event>)> {
-    let (trace, r) = h2probe_analysis::reader::open_run(dir)?;
+    let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
     let header = r.header().clone();
-    let events = r.filter_map(move |ev| match ev {
-        Ok(e) => Some(e),
-        Err(err) => {
-            eprintln!("h2probe: warning: {}: skipped {err}", trace.display());
-            None
+    let mut ended = false;
+    let events = std::iter::from_fn(move || loop {
+        match r.next() {
+            Some(Ok(e)) => return Some(e),
+            Some(Err(err)) => eprintln!("h2probe: warning: {}: skipped {err}", trace.display()),
+            None => {
+                if !std::mem::replace(&mut ended, true) {
+                    if let Some(w) = r.bad_payload_warning() {
+                        eprintln!(
+                            "h2probe: warning: {}: {w} (zeros in a pcap)",
+                            trace.display()
+                        );
+                    }
+                }
+                return None;
+            }
         }
     });
     Ok((header, events))

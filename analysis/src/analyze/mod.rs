@@ -193,7 +193,10 @@ impl Analyzer {
         self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => {
-                self.s.payload_dropped_frames += u64::from(f.payload_dropped);
+                if f.payload_dropped {
+                    self.s.payload_dropped_frames += 1;
+                    self.s.payload_dropped_bytes += u64::from(f.len);
+                }
                 self.frame(e, f)
             }
             Kind::WireError(w) => {
@@ -679,10 +682,14 @@ pub fn analyze_trace_with(
     }
     if a.s.payload_dropped_frames > 0 {
         warnings.push(format!(
-            "{}: {} frames were recorded without the payload --capture-payload keeps (the writer fell behind; --trace-payload-buffer bounds what waits for it): every frame, count and window is here, exports write zeros for those bytes",
+            "{}: {} frames ({} payload bytes) were recorded without their payload: --trace-payload-buffer was full (the writer behind) or smaller than the frame; raise it to keep them. Every frame, count and window is here; exports write zeros for those bytes",
             path.display(),
-            a.s.payload_dropped_frames
+            a.s.payload_dropped_frames,
+            a.s.payload_dropped_bytes
         ));
+    }
+    if let Some(w) = r.bad_payload_warning() {
+        warnings.push(format!("{}: {w}", path.display()));
     }
     if r.unknown > 0 {
         warnings.push(format!(

@@ -234,6 +234,9 @@ pub struct Summary {
     /// headers, and so every count and window, are in the trace.
     #[serde(default)]
     pub payload_dropped_frames: u64,
+    /// Their payload bytes (the sum of their `len`).
+    #[serde(default)]
+    pub payload_dropped_bytes: u64,
     /// Events that reached the analyzer after a later event (more than the
     /// reorder window late): analysed out of time order. Should be 0.
     pub out_of_order_events: u64,
