@@ -516,7 +516,7 @@ fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes(
     let first = i + 1;
     assert!(
         said.contains(&format!(
-            "1 frame payloads are not valid base64 or not the frame's length (first at line {first})"
+            "1 frame payload is not valid base64 or not the frame's length (first at line {first})"
         )),
         "{said}"
     );

@@ -236,9 +236,14 @@ impl<R> TraceReader<R> {
     /// The warning for frames read without their damaged payload, if any.
     pub fn bad_payload_warning(&self) -> Option<String> {
         let first = self.first_bad_payload_line?;
+        let n = self.bad_payloads;
+        let (these, are) = if n == 1 {
+            ("frame payload", "is")
+        } else {
+            ("frame payloads", "are")
+        };
         Some(format!(
-            "{} frame payloads are not valid base64 or not the frame's length (first at line {first}): those frames are read without their bytes",
-            self.bad_payloads
+            "{n} {these} {are} not valid base64 or not the frame's length (first at line {first}): read without their bytes"
         ))
     }
 }
