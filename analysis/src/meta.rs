@@ -132,15 +132,11 @@ pub struct RecorderStats {
     pub dropped: BTreeMap<String, u64>,
     /// Frames recorded without the payload the capture mode keeps, because
     /// the payload bound was full (each says `payload_dropped` in the trace).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub payload_dropped_frames: u64,
     /// The payload bytes those frames carried.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub payload_dropped_bytes: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl RecorderStats {
