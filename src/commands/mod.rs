@@ -442,7 +442,7 @@ fn finalize(
         None => (RecorderStats::default(), status.as_str().to_string(), None),
         Some(Ok(s)) => (s, status.as_str().to_string(), None),
         Some(Err(e)) => (
-            RecorderStats::default(),
+            e.stats.clone(),
             format!("error: {e}"),
             Some(format!("the trace could not be written completely: {e}")),
         ),

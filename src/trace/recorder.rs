@@ -235,7 +235,7 @@ impl Recorder {
 
     /// Snapshot of the counters (written count known only to the writer).
     pub fn stats(&self) -> RecorderStats {
-        self.shared.stats(0)
+        self.shared.stats(0, false)
     }
 }
 
@@ -323,7 +323,10 @@ impl Shared {
         self.in_flight.fetch_sub(into.len(), Ordering::Relaxed);
     }
 
-    fn stats(&self, written: u64) -> RecorderStats {
+    /// The counts; `after_last_sweep`: events still in flight were recorded
+    /// after the last sweep and are being counted as dropped, so accepted is
+    /// what the sweeps took.
+    fn stats(&self, written: u64, after_last_sweep: bool) -> RecorderStats {
         let mut dropped = std::collections::BTreeMap::new();
         for (i, c) in self.dropped.iter().enumerate() {
             let n = c.load(Ordering::Relaxed);
@@ -336,7 +339,11 @@ impl Shared {
             // Taken by the writer plus still in flight: exact once the
             // writer has stopped, a snapshot while it runs.
             accepted: self.swept.load(Ordering::Relaxed)
-                + self.in_flight.load(Ordering::Relaxed) as u64,
+                + if after_last_sweep {
+                    0
+                } else {
+                    self.in_flight.load(Ordering::Relaxed) as u64
+                },
             written,
             dropped,
             payload_dropped_frames: self.payload_dropped_frames.load(Ordering::Relaxed),
@@ -349,7 +356,9 @@ impl Shared {
 /// footer and get the final counts.
 pub struct TraceWriter {
     shared: Arc<Shared>,
-    thread: Option<std::thread::JoinHandle<Result<u64, WriteError>>>,
+    thread: Option<std::thread::JoinHandle<Result<RecorderStats, WriteError>>>,
+    /// Disconnects when the writer thread ends.
+    done: std::sync::mpsc::Receiver<()>,
     path: PathBuf,
     anchor: h2probe_analysis::meta::ClockAnchor,
     failed: tokio::sync::watch::Receiver<Option<String>>,
@@ -361,6 +370,9 @@ pub struct TraceWriter {
 pub struct WriteError {
     pub path: String,
     pub cause: std::io::Error,
+    /// The recorder's counts once the writer stopped: `written` is what
+    /// reached the file, every other event offered is counted as dropped.
+    pub stats: RecorderStats,
 }
 
 impl TraceWriter {
@@ -379,6 +391,7 @@ impl TraceWriter {
         let err = |cause| WriteError {
             path: path.display().to_string(),
             cause,
+            stats: RecorderStats::default(),
         };
         let file = std::fs::File::create(path).map_err(err)?;
         // Fault injection for the tests of a failing disk (documented in
@@ -434,16 +447,21 @@ impl TraceWriter {
         let path_s = path.display().to_string();
         let thread_shared = shared.clone();
         let (fail_tx, failed) = tokio::sync::watch::channel(None);
+        // Dropped when the thread ends: what `Drop for TraceWriter` waits on.
+        let (done_tx, done) = std::sync::mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("h2probe-trace".into())
             .spawn(move || {
-                write_loop(out, header, &thread_shared).map_err(|(cause, written)| {
+                let _done = done_tx;
+                write_loop(out, header, &thread_shared).map_err(|(cause, stats)| {
                     let _ = fail_tx.send(Some(format!(
-                        "writing {path_s}: {cause} after {written} events (the file holds them up to its last complete line)"
+                        "writing {path_s}: {cause} after {} events (the file holds them up to its last complete line)",
+                        stats.written
                     )));
                     WriteError {
                         path: path_s,
                         cause,
+                        stats,
                     }
                 })
             })?;
@@ -456,6 +474,7 @@ impl TraceWriter {
             TraceWriter {
                 shared,
                 thread: Some(thread),
+                done,
                 path: path.to_path_buf(),
                 anchor,
                 failed,
@@ -487,17 +506,22 @@ impl TraceWriter {
     pub fn finish(mut self) -> Result<RecorderStats, WriteError> {
         self.shared.closing.store(true, Ordering::Release);
         self.shared.wake_writer();
-        let written = match self.thread.take().map(|t| t.join()) {
-            Some(Ok(r)) => r?,
-            Some(Err(_)) => {
-                return Err(WriteError {
-                    path: self.path.display().to_string(),
-                    cause: std::io::Error::other("trace writer thread panicked"),
-                })
+        match self.thread.take().map(|t| t.join()) {
+            // The counts the footer holds: one snapshot for both.
+            Some(Ok(Ok(stats))) => Ok(stats),
+            // No footer: the counts as of now, events dropped since the
+            // writer stopped included.
+            Some(Ok(Err(mut e))) => {
+                e.stats = self.shared.stats(e.stats.written, true);
+                Err(e)
             }
-            None => 0,
-        };
-        Ok(self.shared.stats(written))
+            Some(Err(_)) => Err(WriteError {
+                path: self.path.display().to_string(),
+                cause: std::io::Error::other("trace writer thread panicked"),
+                stats: self.shared.stats(0, false),
+            }),
+            None => Ok(self.shared.stats(0, false)),
+        }
     }
 }
 
@@ -508,30 +532,68 @@ impl Drop for TraceWriter {
         if self.thread.is_some() {
             self.shared.closing.store(true, Ordering::Release);
             self.shared.wake_writer();
+            // Wait for it (the process may exit right after this), but not
+            // forever: a disk that hangs must not hang the error path.
+            let _ = self.done.recv_timeout(std::time::Duration::from_secs(5));
         }
     }
 }
 
+/// The trace file and the lines on their way to it.
+struct Sink {
+    w: Box<dyn Write + Send>,
+    /// Lines are built here and handed to the file 256 KiB at a time.
+    batch: Vec<u8>,
+    /// Events whose lines are in `batch`, by kind: written once the batch
+    /// reaches the file, counted as dropped if it never does.
+    pending: [u64; KINDS],
+    /// Events whose lines reached the file.
+    written: u64,
+}
+
+impl Sink {
+    const BATCH: usize = 1 << 18;
+
+    fn push(&mut self, e: &Event) -> std::io::Result<()> {
+        h2probe_analysis::jsonl::write_event(&mut self.batch, e);
+        self.pending[e.kind.index()] += 1;
+        if self.batch.len() >= Self::BATCH {
+            self.write_batch()?;
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self) -> std::io::Result<()> {
+        self.w.write_all(&self.batch)?;
+        self.batch.clear();
+        self.written += self.pending.iter().sum::<u64>();
+        self.pending = [0; KINDS];
+        Ok(())
+    }
+}
+
 fn write_loop(
-    mut w: Box<dyn Write + Send>,
+    w: Box<dyn Write + Send>,
     header: Header,
     shared: &Shared,
-) -> Result<u64, (std::io::Error, u64)> {
-    // Lines are built here and handed to the file 256 KiB at a time.
-    const BATCH: usize = 1 << 18;
-    let mut batch: Vec<u8> = Vec::with_capacity(BATCH + (BATCH >> 2));
-    let mut written = 0u64;
+) -> Result<RecorderStats, (std::io::Error, RecorderStats)> {
+    let mut sink = Sink {
+        w,
+        batch: Vec::with_capacity(Sink::BATCH + (Sink::BATCH >> 2)),
+        pending: [0; KINDS],
+        written: 0,
+    };
     // Flushed at least this often while events arrive, so a full disk is
     // noticed (and a killed run loses little) even at low event rates.
     let flush_every = std::time::Duration::from_millis(200);
     let mut flushed = std::time::Instant::now();
     let mut swept: Vec<Event> = Vec::new();
     let mut spare: Vec<Vec<Event>> = Vec::new();
+    // Of `swept`, how many are in the batch or the file.
+    let mut encoded = 0;
     let result = (|| {
-        batch.extend_from_slice(header.to_line().as_bytes());
-        batch.push(b'\n');
-        w.write_all(&batch)?;
-        batch.clear();
+        sink.w
+            .write_all(format!("{}\n", header.to_line()).as_bytes())?;
         // Sweep the threads' slots, write what they held, then sleep until
         // woken (half-full, or finish) or for a few milliseconds.
         let nap = std::time::Duration::from_millis(2);
@@ -541,44 +603,59 @@ fn write_loop(
             // Each slot is in its thread's order; one sweep's events in `t`
             // order (a stable sort: equal stamps keep their thread's order).
             swept.sort_by_key(|e| e.t);
-            let mut freed = 0;
-            for e in swept.drain(..) {
-                h2probe_analysis::jsonl::write_event(&mut batch, &e);
-                if batch.len() >= BATCH {
-                    w.write_all(&batch)?;
-                    batch.clear();
-                }
-                written += 1;
-                freed += payload_bytes(&e.kind);
-            }
+            // Their payload leaves the recorder's memory in this pass,
+            // written or not.
+            let freed: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
             shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
+            encoded = 0;
+            while encoded < swept.len() {
+                encoded += 1;
+                sink.push(&swept[encoded - 1])?;
+            }
+            swept.clear();
+            encoded = 0;
             if last {
                 break;
             }
             if flushed.elapsed() >= flush_every {
-                w.write_all(&batch)?;
-                batch.clear();
-                w.flush()?;
+                sink.write_batch()?;
+                sink.w.flush()?;
                 flushed = std::time::Instant::now();
             }
             std::thread::park_timeout(nap);
         }
-        let stats = shared.stats(written);
+        sink.write_batch()?;
+        let stats = shared.stats(sink.written, true);
         let footer = Footer {
-            events: written,
-            dropped: stats.dropped,
+            events: sink.written,
+            dropped: stats.dropped.clone(),
         };
-        batch.extend_from_slice(footer.to_line().as_bytes());
-        batch.push(b'\n');
-        w.write_all(&batch)?;
-        w.flush()?;
-        Ok::<_, std::io::Error>(())
+        sink.w
+            .write_all(format!("{}\n", footer.to_line()).as_bytes())?;
+        sink.w.flush()?;
+        Ok::<_, std::io::Error>(stats)
     })();
-    if result.is_err() {
-        // Stop accepting: later events count as dropped.
-        shared.sweep(&mut Vec::new(), &mut spare, true);
-    }
-    result.map(|()| written).map_err(|e| (e, written))
+    result.map_err(|e| {
+        // Stop accepting (later events count as dropped). What was taken
+        // and never reached the file is dropped too, not accepted.
+        let mut unwritten = sink.pending;
+        for ev in swept.drain(..).skip(encoded) {
+            unwritten[ev.kind.index()] += 1;
+        }
+        shared.sweep(&mut swept, &mut spare, true);
+        let freed: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
+        shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
+        for ev in swept.drain(..) {
+            unwritten[ev.kind.index()] += 1;
+        }
+        for (i, n) in unwritten.iter().enumerate() {
+            shared.dropped[i].fetch_add(*n, Ordering::Relaxed);
+        }
+        shared
+            .swept
+            .fetch_sub(unwritten.iter().sum(), Ordering::Relaxed);
+        (e, shared.stats(sink.written, true))
+    })
 }
 
 /// A file that fills up after `left` bytes (fault injection).
@@ -880,24 +957,84 @@ mod tests {
                 Kind::Chunk(ChunkEv { len: 1 })
             });
         }
+        // The drop waits for the writer: the process may exit right after.
         drop(writer);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            // The detached writer may not even have written the header yet.
-            if let Ok(mut r) = TraceReader::open(&path) {
-                let n = r.by_ref().count();
-                if let Ending::Clean(f) = r.ending() {
-                    assert_eq!((n, f.events), (10, 10));
-                    break;
-                }
-            }
-            assert!(std::time::Instant::now() < deadline, "no footer yet");
-            std::thread::sleep(std::time::Duration::from_millis(10));
+        let mut r = TraceReader::open(&path).unwrap();
+        let n = r.by_ref().count();
+        match r.ending() {
+            Ending::Clean(f) => assert_eq!((n, f.events), (10, 10)),
+            other => panic!("{other:?}"),
         }
         // The recorder outlives the writer: what it records now is dropped.
         rec.emit(Endpoint::Client, 1, 1, 11, KindId::Chunk, || {
             Kind::Chunk(ChunkEv { len: 1 })
         });
+        assert_eq!(rec.stats().dropped["chunk"], 1);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A disk that fills up: what reached the file is `written`, everything
+    /// else offered is dropped (none left "accepted" but unwritten), and
+    /// the payload budget is whole again.
+    #[test]
+    fn a_full_disk_counts_every_event_written_or_dropped() {
+        let path = std::env::temp_dir().join(format!("h2probe-full-{}.jsonl", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        let full = FullAfter {
+            inner: file,
+            left: 300_000,
+        };
+        let (writer, rec) = TraceWriter::start(Box::new(full), &path, 1 << 16).unwrap();
+        let shared = writer.shared.clone();
+        for i in 0..20_000 {
+            rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || data_frame(100));
+            if i % 2_000 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+        let e = writer.finish().unwrap_err();
+        let st = &e.stats;
+        assert_eq!(st.accepted, st.written, "{st:?}");
+        assert_eq!(st.accepted + st.dropped_total(), 20_000, "{st:?}");
+        assert!(st.written > 0 && st.dropped_total() > 0, "{st:?}");
+        // `written` counts whole batches that reached the file; the failed
+        // batch may have left some complete lines behind it.
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines = text.matches('\n').count() as u64 - 1; // the header
+        assert!(lines >= st.written, "{lines} lines, {st:?}");
+        assert_eq!(shared.payload_in_flight.load(Ordering::Relaxed), 0);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// An event still being recorded while `finish` runs is dropped, not
+    /// counted as accepted, and `finish` returns what the footer says.
+    #[test]
+    fn finish_and_the_footer_agree_while_a_thread_is_still_recording() {
+        let path = std::env::temp_dir().join(format!("h2probe-late-{}.jsonl", std::process::id()));
+        let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
+        rec.emit(Endpoint::Client, 1, 1, 1, KindId::Chunk, || {
+            Kind::Chunk(ChunkEv { len: 1 })
+        });
+        let late = {
+            let rec = rec.clone();
+            std::thread::spawn(move || {
+                // Holds its reserved room across the finish.
+                rec.emit(Endpoint::Client, 1, 1, 2, KindId::Chunk, || {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    Kind::Chunk(ChunkEv { len: 2 })
+                });
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let stats = writer.finish().unwrap();
+        assert_eq!((stats.accepted, stats.written), (1, 1), "{stats:?}");
+        let mut r = TraceReader::open(&path).unwrap();
+        assert_eq!(r.by_ref().count(), 1);
+        match r.ending() {
+            Ending::Clean(f) => assert_eq!((f.events, &f.dropped), (1, &stats.dropped)),
+            other => panic!("{other:?}"),
+        }
+        late.join().unwrap();
         assert_eq!(rec.stats().dropped["chunk"], 1);
         std::fs::remove_file(&path).unwrap();
     }
