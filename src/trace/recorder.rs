@@ -26,10 +26,11 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 
 /// Payload bytes (`--capture-payload`) the events in flight may hold
 /// together: with full payloads 65,536 events could otherwise hold ≈ 1 GB.
-/// The recorder's memory is bounded by `capacity × size_of::<Event>()` (at
-/// most 192 B: 12 MiB at the default capacity) plus this, plus the spare
-/// room of each recording thread's buffer (at most [`SPARE_EVENTS`] events)
-/// and the writer's 256 KiB batch. A frame past it is still recorded, without
+/// The recorder's memory is bounded by twice `capacity × size_of::<Event>()`
+/// (at most 192 B: 24 MiB at the default capacity; the events a sweep took
+/// stop counting against the capacity before they are written) plus this,
+/// plus the spare room of each recording thread's buffer (at most
+/// [`SPARE_EVENTS`] events) and the writer's 256 KiB batch. A frame past it is still recorded, without
 /// its payload (`payload_dropped` in the trace, counted in the stats): the
 /// frame is what the analysis needs, the bytes are what the writer can shed.
 pub const PAYLOAD_BUDGET: u64 = 64 << 20;
@@ -896,7 +897,7 @@ mod tests {
         assert_eq!(rec.stats().accepted, 11);
     }
 
-    /// The bound the README states: 65,536 slots × at most 192 B (12 MiB)
+    /// The bound the README states: twice 65,536 slots × at most 192 B (24 MiB)
     /// plus the payload budget (64 MiB).
     #[test]
     fn an_event_in_flight_is_at_most_192_bytes_besides_its_payload() {
