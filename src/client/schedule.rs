@@ -37,10 +37,13 @@ pub(super) fn spawn(
         deadline,
     } = slot;
     let ctx = ctx.clone();
-    // Streams interleave: the k-th starts k/total-rate after the first.
+    // Streams interleave: the k-th starts k/total-rate after the first,
+    // and offers for --duration from there, so each stream offers exactly
+    // its rate × --duration messages whichever k its stream id got (the
+    // RPC tasks race to open their streams).
     let period = 1e9 / ctx.opts.rate_of(stream);
     let offset = 1e9 * k as f64 / ctx.opts.total_rate();
-    let end = start + ctx.opts.duration.0.as_nanos() as u64;
+    let end = start + offset as u64 + ctx.opts.duration.0.as_nanos() as u64;
     let payload = payload.clone();
     tokio::spawn(async move {
         let mut interrupt = ctx.interrupt.clone();
