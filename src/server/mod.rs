@@ -704,9 +704,6 @@ where
     };
     let mut shutdown = ctx.shutdown.clone();
     let mut shutting_down = false;
-    // The connection's RPCs run as their own tasks; it waits for them when
-    // it ends. A tracker counts them: a JoinSet would also take its mutex
-    // each time an RPC finishes and hold a list the connection must reap.
     // Idle connections are checked a few times per --idle-timeout.
     let mut idle_check =
         tokio::time::interval((cfg.idle_timeout / 4).max(std::time::Duration::from_millis(10)));
@@ -717,6 +714,9 @@ where
         tokio::select! {
             r = conn.accept() => match r {
                 Some(Ok((req, respond))) => {
+                    // Each RPC is its own task; `rpcs` counts them (a
+                    // JoinSet would take its mutex for every finished RPC
+                    // and hold a list to reap) so the end can wait for them.
                     let ctx = ctx.clone();
                     rpcs.spawn(rpc::handle(req, respond, conn_id, ctx));
                 }

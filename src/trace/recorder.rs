@@ -30,9 +30,10 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// (at most 192 B: 24 MiB at the default capacity; the events a sweep took
 /// stop counting against the capacity before they are written) plus this,
 /// plus the spare room of each recording thread's buffer (at most
-/// [`SPARE_EVENTS`] events) and the writer's 256 KiB batch. A frame past it is still recorded, without
-/// its payload (`payload_dropped` in the trace, counted in the stats): the
-/// frame is what the analysis needs, the bytes are what the writer can shed.
+/// [`SPARE_EVENTS`] events) and the writer's 256 KiB batch. A frame past
+/// it is still recorded, without its payload (`payload_dropped` in the
+/// trace, counted in the stats): the frame is what the analysis needs, the
+/// bytes are what the writer can shed.
 pub const PAYLOAD_BUDGET: u64 = 64 << 20;
 
 /// Room a thread's emptied buffer keeps for its next events; the writer
