@@ -496,8 +496,8 @@ pub struct FrameEv {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Payload>,
     /// The capture mode would have kept this frame's payload, but the
-    /// recorder's payload bound was full (the writer fell behind): the
-    /// frame is recorded, its bytes are not.
+    /// recorder's payload bound was full (the writer behind) or smaller
+    /// than the frame: the frame is recorded, its bytes are not.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub payload_dropped: bool,
 }

@@ -301,14 +301,12 @@ impl Shared {
             // accepted event never written).
             let gone = Arc::strong_count(slot) == 1;
             g.retired |= last;
-            if !g.events.is_empty() {
+            if last {
                 // A retired slot keeps no room: its thread may hold it until
                 // it records into another recorder.
-                let fresh = if last {
-                    Vec::new()
-                } else {
-                    spare.pop().unwrap_or_default()
-                };
+                into.append(&mut std::mem::take(&mut g.events));
+            } else if !g.events.is_empty() {
+                let fresh = spare.pop().unwrap_or_default();
                 let mut taken = std::mem::replace(&mut g.events, fresh);
                 drop(g);
                 into.append(&mut taken);
@@ -316,8 +314,6 @@ impl Shared {
                     taken = Vec::with_capacity(SPARE_EVENTS / 4);
                 }
                 spare.push(taken);
-            } else {
-                drop(g);
             }
             !gone && !last
         });
@@ -338,8 +334,7 @@ impl Shared {
             }
         }
         RecorderStats {
-            // Taken by the writer plus still in flight: exact once the
-            // writer has stopped, a snapshot while it runs.
+            // Taken by the writer, plus (while it runs) those in flight.
             accepted: self.swept.load(Ordering::Relaxed)
                 + if after_last_sweep {
                     0
@@ -609,10 +604,9 @@ fn write_loop(
             // written or not.
             let freed: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
             shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
-            encoded = 0;
-            while encoded < swept.len() {
-                encoded += 1;
-                sink.push(&swept[encoded - 1])?;
+            for (i, e) in swept.iter().enumerate() {
+                encoded = i + 1;
+                sink.push(e)?;
             }
             swept.clear();
             encoded = 0;
