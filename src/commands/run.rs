@@ -233,14 +233,13 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         .await
         .context("binding 127.0.0.1")?;
     let addr = listener.local_addr()?;
-    let sctx = Arc::new(ServerCtx {
+    let sctx = Arc::new(ServerCtx::new(
         cfg,
-        rec: session.rec.clone(),
-        live: live.clone(),
-        conn_ids: conn_ids.clone(),
-        shutdown: shutdown_rx,
-        admission: Default::default(),
-    });
+        session.rec.clone(),
+        live.clone(),
+        conn_ids.clone(),
+        shutdown_rx,
+    ));
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let cctx = Arc::new(ClientCtx {
         opts: opts.client.clone(),

@@ -51,14 +51,13 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
     let mut session = Session::open("serve", interrupts, &opts.output, &label, 0)?;
     let live = session.live.clone();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let sctx = Arc::new(ServerCtx {
+    let sctx = Arc::new(ServerCtx::new(
         cfg,
-        rec: session.rec.clone(),
-        live: live.clone(),
-        conn_ids: Arc::new(AtomicU32::new(0)),
-        shutdown: shutdown_rx,
-        admission: Default::default(),
-    });
+        session.rec.clone(),
+        live.clone(),
+        Arc::new(AtomicU32::new(0)),
+        shutdown_rx,
+    ));
     // The address line is machine-readable: scripts wait for it.
     println!(
         "h2probe: listening on {addr} (run directory {})",

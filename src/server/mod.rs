@@ -434,9 +434,34 @@ pub struct ServerCtx {
     pub shutdown: watch::Receiver<bool>,
     /// Exchange's server-wide admission boundary and the service schedule's origin.
     pub admission: exchange::Admission,
+    /// `rpc_start`'s `framing` field, formatted once (it was formatted for
+    /// every RPC).
+    pub framing_label: Option<String>,
 }
 
 impl ServerCtx {
+    pub fn new(
+        cfg: ServerConfig,
+        rec: Recorder,
+        live: Arc<Live>,
+        conn_ids: Arc<AtomicU32>,
+        shutdown: watch::Receiver<bool>,
+    ) -> ServerCtx {
+        let framing_label = match cfg.framing {
+            Framing::Raw(_) => Some(cfg.framing.to_string()),
+            Framing::Grpc => None,
+        };
+        ServerCtx {
+            cfg,
+            rec,
+            live,
+            conn_ids,
+            shutdown,
+            admission: Default::default(),
+            framing_label,
+        }
+    }
+
     /// Lists an RPC among the open ones (what `sample` events and a stall's
     /// stream list read) until the returned guard drops. Without a recorder
     /// nobody reads the list, and listing costs a global lock and h2 stream
@@ -703,6 +728,11 @@ where
         }
     };
     let mut shutdown = ctx.shutdown.clone();
+    // One wait for the whole connection: a new one per accepted stream
+    // would join and leave the watch's waiter list (a lock every
+    // connection and RPC shares) once per request.
+    let shutdown_flagged = crate::live::flag_set(&mut shutdown);
+    tokio::pin!(shutdown_flagged);
     let mut shutting_down = false;
     // Idle connections are checked a few times per --idle-timeout.
     let mut idle_check =
@@ -712,6 +742,10 @@ where
     let mut idle_deadline: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
+            // Biased: the stream that woke the task is taken first; the
+            // socket's cooperative budget keeps a flood of streams from
+            // starving the other branches.
+            biased;
             r = conn.accept() => match r {
                 Some(Ok((req, respond))) => {
                     // Each RPC is its own task; `rpcs` counts them (a
@@ -729,7 +763,7 @@ where
                 }
                 None => break,
             },
-            _ = crate::live::flag_set(&mut shutdown), if !shutting_down => {
+            _ = &mut shutdown_flagged, if !shutting_down => {
                 shutting_down = true;
                 conn.graceful_shutdown();
             }

@@ -28,7 +28,8 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// together: with full payloads 65,536 events could otherwise hold ≈ 1 GB.
 /// The recorder's memory is bounded by twice `capacity × size_of::<Event>()`
 /// (at most 192 B: 24 MiB at the default capacity; the events a sweep took
-/// stop counting against the capacity before they are written) plus this,
+/// stop counting against the capacity before they are written), the
+/// writer's 4-byte index of each event it sorts, plus this,
 /// plus the spare room of each recording thread's buffer (at most
 /// [`SPARE_EVENTS`] events) and the writer's 256 KiB batch. A frame past
 /// it is still recorded, without its payload (`payload_dropped` in the
@@ -306,7 +307,11 @@ impl Shared {
                 // it records into another recorder.
                 into.append(&mut std::mem::take(&mut g.events));
             } else if !g.events.is_empty() {
-                let fresh = spare.pop().unwrap_or_default();
+                // Room up front: a slot that grows from empty reallocates
+                // (and, for a large block, faults fresh pages in) as it fills.
+                let fresh = spare
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(SPARE_EVENTS / 4));
                 let mut taken = std::mem::replace(&mut g.events, fresh);
                 drop(g);
                 into.append(&mut taken);
@@ -586,7 +591,11 @@ fn write_loop(
     let mut flushed = std::time::Instant::now();
     let mut swept: Vec<Event> = Vec::new();
     let mut spare: Vec<Vec<Event>> = Vec::new();
-    // Of `swept`, how many are in the batch or the file.
+    // A sweep's events in `t` order, as indices into `swept`: sorting them
+    // in place moved every event (152 bytes each) and a stable
+    // sort's scratch buffer was allocated and freed every sweep.
+    let mut order: Vec<u32> = Vec::new();
+    // Of `order`, how many are in the batch or the file.
     let mut encoded = 0;
     let result = (|| {
         sink.w
@@ -598,17 +607,21 @@ fn write_loop(
             let last = shared.closing.load(Ordering::Acquire);
             shared.sweep(&mut swept, &mut spare, last);
             // Each slot is in its thread's order; one sweep's events in `t`
-            // order (a stable sort: equal stamps keep their thread's order).
-            swept.sort_by_key(|e| e.t);
+            // order (equal stamps keep their thread's order: the index is
+            // the second key, so an unstable sort is stable here).
+            order.clear();
+            order.extend(0..swept.len() as u32);
+            order.sort_unstable_by_key(|&i| (swept[i as usize].t, i));
             // Their payload leaves the recorder's memory in this pass,
             // written or not.
             let freed: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
             shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
-            for (i, e) in swept.iter().enumerate() {
-                encoded = i + 1;
-                sink.push(e)?;
+            for (n, &i) in order.iter().enumerate() {
+                encoded = n + 1;
+                sink.push(&swept[i as usize])?;
             }
             swept.clear();
+            order.clear();
             encoded = 0;
             if last {
                 break;
@@ -635,9 +648,10 @@ fn write_loop(
         // Stop accepting (later events count as dropped). What was taken
         // and never reached the file is dropped too, not accepted.
         let mut unwritten = sink.pending;
-        for ev in swept.drain(..).skip(encoded) {
-            unwritten[ev.kind.index()] += 1;
+        for &i in order.iter().skip(encoded) {
+            unwritten[swept[i as usize].kind.index()] += 1;
         }
+        swept.clear();
         shared.sweep(&mut swept, &mut spare, true);
         let freed: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
         shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
@@ -816,6 +830,40 @@ mod tests {
         // Only an event stamped before a sweep and recorded after it can
         // come later in the file than a later stamp.
         assert!(inversions < 100, "{inversions} inversions");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn events_with_equal_stamps_keep_their_threads_order() {
+        // Stamped in descending runs of equal `t`: the sweep's sort must
+        // move every run, and keep each run in the order it was recorded.
+        let path = std::env::temp_dir().join(format!("h2probe-ties-{}.jsonl", std::process::id()));
+        let (writer, rec) = TraceWriter::create(&path, 1 << 16).unwrap();
+        let n = 20_000u32;
+        for i in 0..n {
+            let t = u64::from((n - 1 - i) / 16);
+            rec.emit(Endpoint::Server, 1, 1, t, KindId::Chunk, || {
+                Kind::Chunk(ChunkEv { len: i })
+            });
+        }
+        let stats = writer.finish().unwrap();
+        assert_eq!(stats.written, u64::from(n), "{stats:?}");
+        let mut last: Option<(u64, u32)> = None;
+        let mut seen = 0;
+        for e in TraceReader::open(&path).unwrap() {
+            let e = e.unwrap();
+            let Kind::Chunk(c) = e.kind else {
+                panic!("{e:?}")
+            };
+            if let Some((t, len)) = last {
+                if t == e.t {
+                    assert!(c.len > len, "t {t}: {} after {len}", c.len);
+                }
+            }
+            last = Some((e.t, c.len));
+            seen += 1;
+        }
+        assert_eq!(seen, n);
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -179,14 +179,13 @@ impl TestServer {
         let (writer, rec) =
             h2probe::trace::TraceWriter::create(&dir.join("trace.jsonl"), 1 << 16).unwrap();
         let (shutdown, rx) = tokio::sync::watch::channel(false);
-        let ctx = std::sync::Arc::new(h2probe::server::ServerCtx {
+        let ctx = std::sync::Arc::new(h2probe::server::ServerCtx::new(
             cfg,
-            rec: rec.clone(),
-            live: Default::default(),
-            conn_ids: Default::default(),
-            shutdown: rx,
-            admission: Default::default(),
-        });
+            rec.clone(),
+            Default::default(),
+            Default::default(),
+            rx,
+        ));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(h2probe::server::serve(listener, ctx));

@@ -158,6 +158,8 @@ async fn worker_loop(ctx: Arc<super::super::ServerCtx>, worker: u32) {
     let mut shutdown = ctx.shutdown.clone();
     loop {
         let (job, depth) = tokio::select! {
+            // A job ready is taken without joining the shutdown watch.
+            biased;
             j = adm.pop() => j,
             _ = crate::live::flag_set(&mut shutdown) => {
                 if adm.is_empty() {

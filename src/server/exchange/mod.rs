@@ -288,6 +288,11 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
     let cfg = &ctx.cfg;
     let mut deframer = Deframer::new(cfg.max_message_size);
     let mut shutdown = ctx.shutdown.clone();
+    // One wait for the whole RPC, not one per chunk (each joins and leaves
+    // the watch's waiter list, a lock every RPC shares).
+    let mut watch = ctx.shutdown.clone();
+    let shutdown_flagged = crate::live::flag_set(&mut watch);
+    tokio::pin!(shutdown_flagged);
     let mut seq = 0u64;
     loop {
         let msg = loop {
@@ -297,8 +302,9 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
                 Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
             }
             let next = tokio::select! {
+                biased;
                 d = body.data() => d,
-                _ = crate::live::flag_set(&mut shutdown) => return Ended::Shutdown,
+                _ = &mut shutdown_flagged => return Ended::Shutdown,
             };
             match next {
                 Some(Ok(chunk)) => {

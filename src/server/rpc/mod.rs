@@ -149,10 +149,7 @@ pub(super) async fn handle(
             Kind::RpcStart(RpcStartEv {
                 path: path.to_string(),
                 deadline_ns: deadline.map(|d| d.as_nanos() as u64),
-                framing: match ctx.cfg.framing {
-                    Framing::Raw(_) => Some(ctx.cfg.framing.to_string()),
-                    Framing::Grpc => None,
-                },
+                framing: ctx.framing_label.clone(),
             })
         });
     let end = |code: u32, message: String| {
@@ -183,7 +180,12 @@ pub(super) async fn handle(
                 // A plain HTTP client (curl) may still be uploading: read a
                 // small body to its end first, so the stream closes cleanly
                 // instead of with a reset the client reports as an error.
-                drain_body(req.into_body(), 1 << 20, std::time::Duration::from_secs(2)).await;
+                Box::pin(drain_body(
+                    req.into_body(),
+                    1 << 20,
+                    std::time::Duration::from_secs(2),
+                ))
+                .await;
                 send_http_error(&mut respond, http_status, &msg)
             }
         }
@@ -192,7 +194,15 @@ pub(super) async fn handle(
     }
 
     if ctx.cfg.framing == Framing::Grpc && path == grpc::EXCHANGE_PATH {
-        super::exchange::handle(req, respond, conn, ctx.clone(), end).await;
+        // Boxed: its state would otherwise swell every Ingest RPC's task.
+        Box::pin(super::exchange::handle(
+            req,
+            respond,
+            conn,
+            ctx.clone(),
+            end,
+        ))
+        .await;
         return;
     }
 
@@ -239,16 +249,22 @@ pub(super) async fn handle(
     tokio::pin!(sleep_deadline);
     let mut shutdown = ctx.shutdown.clone();
 
-    let mut workers = tokio::task::JoinSet::new();
-    if ctx.cfg.queue != QueuePolicy::Direct {
+    // Direct service has no workers (and no set to allocate per RPC).
+    let mut workers = (ctx.cfg.queue != QueuePolicy::Direct).then(|| {
+        let mut set = tokio::task::JoinSet::new();
         for w in 0..ctx.cfg.workers {
             let flow = body.as_mut().expect("just set").flow_control().clone();
-            workers.spawn(worker_loop(rpc.clone(), flow, w));
+            set.spawn(worker_loop(rpc.clone(), flow, w));
         }
-    }
+        set
+    });
 
     // Phase 1: receive until half-close, failure, deadline or shutdown.
+    // Biased, the body first: a request that arrived whole never polls the
+    // other branches (the shutdown watch's waiter list is a lock shared by
+    // every RPC) nor draws a random branch order.
     let received = tokio::select! {
+        biased;
         e = receive(&rpc, body.as_mut().expect("held until the end")) => Some(e),
         _ = &mut sleep_deadline => None,
         _ = crate::live::flag_set(&mut shutdown) => Some(Ended::Status(status::UNAVAILABLE, "server shutting down".into())),
@@ -305,7 +321,7 @@ pub(super) async fn handle(
             // The client may give up while we drain: watch for its RST_STREAM.
             let mut reset: Option<String> = None;
             let drained = tokio::select! {
-                _ = async { while workers.join_next().await.is_some() {} } => true,
+                _ = join_all(workers.as_mut()) => true,
                 _ = &mut sleep_deadline => false,
                 _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
                 r = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
@@ -336,8 +352,10 @@ pub(super) async fn handle(
             }
         }
     };
-    workers.abort_all();
-    while workers.join_next().await.is_some() {}
+    if let Some(w) = workers.as_mut() {
+        w.abort_all();
+    }
+    join_all(workers.as_mut()).await;
     // Release what is still unreleased so the connection window is whole
     // again (recorded as `at: end`, apart from the policy's own releases).
     let rest = rpc.unreleased.load(Relaxed) as u32;
@@ -371,6 +389,13 @@ pub(super) async fn handle(
 }
 
 /// Reads the body: chunk → (release on frame) → decode → queue policy.
+/// Waits for every worker of the set (none without one).
+async fn join_all(workers: Option<&mut tokio::task::JoinSet<()>>) {
+    if let Some(w) = workers {
+        while w.join_next().await.is_some() {}
+    }
+}
+
 async fn receive(rpc: &Rpc, body: &mut RecvStream) -> Ended {
     let cfg = &rpc.ctx.cfg;
     let mut deframer = match cfg.framing {
