@@ -455,6 +455,12 @@ impl TraceWriter {
             .name("h2probe-trace".into())
             .spawn(move || {
                 let _done = done_tx;
+                let alarm_path = path_s.clone();
+                let _alarm = PanicAlarm {
+                    fail_tx: &fail_tx,
+                    shared: &thread_shared,
+                    path: &alarm_path,
+                };
                 write_loop(out, header, &thread_shared).map_err(|(cause, stats)| {
                     let _ = fail_tx.send(Some(format!(
                         "writing {path_s}: {cause} after {} events (the file holds them up to its last complete line)",
@@ -668,6 +674,27 @@ fn write_loop(
     })
 }
 
+/// Says so when the writer thread dies of a panic (a bug), as a write
+/// error does: the commands stop the run instead of recording into slots
+/// nobody sweeps, and later events count as dropped.
+struct PanicAlarm<'a> {
+    fail_tx: &'a tokio::sync::watch::Sender<Option<String>>,
+    shared: &'a Shared,
+    path: &'a str,
+}
+
+impl Drop for PanicAlarm<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.shared.closed.store(true, Ordering::Relaxed);
+            let _ = self.fail_tx.send(Some(format!(
+                "writing {}: the trace writer thread panicked (a bug); the file holds the events up to its last complete line",
+                self.path
+            )));
+        }
+    }
+}
+
 /// A file that fills up after `left` bytes (fault injection).
 struct FullAfter {
     inner: std::fs::File,
@@ -831,6 +858,34 @@ mod tests {
         // come later in the file than a later stamp.
         assert!(inversions < 100, "{inversions} inversions");
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn a_writer_that_panics_says_so_and_later_events_count_as_dropped() {
+        struct Bomb;
+        impl Write for Bomb {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                panic!("the writer's bug");
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (writer, rec) = TraceWriter::start(Box::new(Bomb), Path::new("bomb"), 1024).unwrap();
+        let mut failures = writer.failures();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while failures.borrow_and_update().is_none() {
+            assert!(std::time::Instant::now() < deadline, "no failure reported");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let msg = failures.borrow().clone().unwrap();
+        assert!(msg.contains("bomb") && msg.contains("panicked"), "{msg}");
+        rec.emit(Endpoint::Server, 1, 1, 1, KindId::Chunk, || {
+            Kind::Chunk(ChunkEv { len: 1 })
+        });
+        let err = writer.finish().unwrap_err();
+        assert!(err.to_string().contains("panicked"), "{err}");
+        assert_eq!(err.stats.dropped.get("chunk"), Some(&1), "{:?}", err.stats);
     }
 
     #[test]
