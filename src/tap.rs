@@ -149,6 +149,17 @@ impl<S> Tap<S> {
         self.activity.clone()
     }
 
+    /// When bytes cross: the trace's clock when frames are recorded; without
+    /// a recorder only the idle timer reads the stamp, and the coarse clock
+    /// (no hardware counter read per socket call) is enough for it.
+    fn stamp(&self) -> u64 {
+        if self.parse {
+            now_ns()
+        } else {
+            crate::trace::clock::coarse_now_ns()
+        }
+    }
+
     /// Feeds bytes that crossed the socket at `t` to one direction's parser.
     fn observe(&mut self, dir: Dir, bytes: &[u8], t: u64) {
         let (side, other) = match dir {
@@ -292,7 +303,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
         if let Poll::Ready(Ok(())) = r {
             let new = &buf.filled()[before..];
             if !new.is_empty() {
-                let t = now_ns();
+                let t = self.stamp();
                 self.observe(Dir::In, new, t);
             }
         }
@@ -436,7 +447,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let t = now_ns();
+        let t = self.stamp();
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         self.after_write(r.is_pending());
         if let Poll::Ready(Ok(n)) = r {
@@ -450,7 +461,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        let t = now_ns();
+        let t = self.stamp();
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         self.after_write(r.is_pending());
         if let Poll::Ready(Ok(mut n)) = r {

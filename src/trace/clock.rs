@@ -13,6 +13,13 @@ pub fn now_ns() -> u64 {
     read(rustix::time::ClockId::Monotonic)
 }
 
+/// CLOCK_MONOTONIC_COARSE now, ns: the same clock at the kernel tick's
+/// resolution (a few ms, never ahead of [`now_ns`]), without reading the
+/// hardware counter; for stamps that only time idleness.
+pub fn coarse_now_ns() -> u64 {
+    read(rustix::time::ClockId::MonotonicCoarse)
+}
+
 /// Wall-clock time now, ns since the Unix epoch.
 pub fn wall_ns() -> u64 {
     read(rustix::time::ClockId::Realtime)

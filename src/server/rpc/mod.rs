@@ -6,7 +6,6 @@ use super::ServerCtx;
 use crate::config::{Framing, QueuePolicy, ReleasePoint};
 use crate::grpc::{self, pb, status, Deframer, Framed};
 use crate::live::Live;
-use crate::trace::clock::now_ns;
 use crate::trace::schema::{
     ChunkEv, CompleteEv, DiscardEv, DiscardReason, Endpoint, EnqueueEv, Kind, KindId, MsgEv,
     ReleaseEv, RpcEndEv, RpcStartEv, SampleEv, StartEv,
@@ -57,7 +56,7 @@ impl Rpc {
         worker: u32,
         depth: u32,
     ) {
-        let t = now_ns();
+        let t = self.ctx.rec.now();
         self.emit(t, KindId::Start, || {
             Kind::Start(StartEv {
                 seq,
@@ -72,7 +71,7 @@ impl Rpc {
     }
 
     fn complete(&self, flow: &mut FlowControl, seq: u64, framed: u32, started: u64, worker: u32) {
-        let t = now_ns();
+        let t = self.ctx.rec.now();
         if !self.queue.end_service(seq, framed) {
             // Discarded while in service (deadline, reset, shutdown): that
             // was its one ending; its bytes go back in the end-of-RPC release.
@@ -92,7 +91,7 @@ impl Rpc {
     }
 
     async fn serve_one(&self, flow: &mut FlowControl, seq: u64, framed: u32, worker: u32) {
-        let started = now_ns();
+        let started = self.ctx.rec.now();
         let service = self.ctx.service_time();
         // Zero service: no timer (a zero-length one still waits for the next
         // 1 ms tick) and no yield per message (a trip through the scheduler);
@@ -137,7 +136,7 @@ pub(super) async fn handle(
     ctx: Arc<ServerCtx>,
 ) {
     let stream = respond.stream_id().as_u32();
-    let t0 = now_ns();
+    let t0 = ctx.rec.now();
     let path = req.uri().path();
     let deadline = req
         .headers()
@@ -157,7 +156,7 @@ pub(super) async fn handle(
             Endpoint::Server,
             conn,
             stream,
-            now_ns(),
+            ctx.rec.now(),
             KindId::RpcEnd,
             || {
                 Kind::RpcEnd(RpcEndEv {
@@ -320,7 +319,12 @@ pub(super) async fn handle(
             rpc.queue.close();
             // The client may give up while we drain: watch for its RST_STREAM.
             let mut reset: Option<String> = None;
+            // Biased, the workers first: direct service (no workers) is
+            // drained already, and then nothing else is polled (the reset
+            // check takes h2's connection-wide lock, the shutdown branch
+            // the watch's).
             let drained = tokio::select! {
+                biased;
                 _ = join_all(workers.as_mut()) => true,
                 _ = &mut sleep_deadline => false,
                 _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
@@ -422,7 +426,7 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream) -> Ended {
             }
             match body.data().await {
                 Some(Ok(chunk)) => {
-                    let t = now_ns();
+                    let t = rpc.ctx.rec.now();
                     let len = chunk.len() as u32;
                     rpc.emit(t, KindId::Chunk, || Kind::Chunk(ChunkEv { len }));
                     rpc.unreleased.fetch_add(len as u64, Relaxed);
@@ -513,7 +517,7 @@ async fn accept_message(
             ));
         }
     }
-    let t = now_ns();
+    let t = rpc.ctx.rec.now();
     let size = msg.len() as u32;
     rpc.emit(t, KindId::Decode, || {
         Kind::Decode(MsgEv { seq, size, framed })
@@ -545,7 +549,7 @@ async fn accept_message(
             own(rpc, seq, framed)?;
             // Stamped before the push: a worker may pop it at once, and its
             // `start` must not precede this `enqueue` on the clock.
-            let t_enqueue = now_ns();
+            let t_enqueue = rpc.ctx.rec.now();
             let levels = rpc.queue.push(Job {
                 seq,
                 framed,

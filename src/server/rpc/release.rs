@@ -24,7 +24,7 @@ impl Rpc {
                 return;
             }
         }
-        let t = now_ns();
+        let t = self.ctx.rec.now();
         match flow.release_capacity(bytes as usize) {
             Ok(()) => {
                 self.unreleased.fetch_sub(bytes as u64, Relaxed);
@@ -39,7 +39,7 @@ impl Rpc {
     }
 
     pub(super) fn discard(&self, seqs: &[u64], reason: DiscardReason) {
-        let t = now_ns();
+        let t = self.ctx.rec.now();
         for &seq in seqs {
             self.emit(t, KindId::Discard, || {
                 Kind::Discard(DiscardEv { seq, reason })

@@ -1,6 +1,7 @@
 //! Periodic `sample` events: queue, owned bytes, h2's view of capacity, RSS.
 
 use super::*;
+use crate::trace::clock::now_ns;
 
 /// The server's one sampler: every --sample-interval, a `sample` event for
 /// each open RPC that has been open for a whole period (one task for the
