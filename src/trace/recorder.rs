@@ -29,7 +29,8 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// The recorder's memory is bounded by twice `capacity × size_of::<Event>()`
 /// (at most 192 B: 24 MiB at the default capacity; the events a sweep took
 /// stop counting against the capacity before they are written), the
-/// writer's 16-byte sort key of each event it sorts, plus this,
+/// writer's 16-byte sort key of each event it sorts, plus this (a frame's
+/// payload counts until the writer has encoded its line),
 /// plus the spare room of each recording thread's buffer (at most
 /// [`SPARE_EVENTS`] events) and the writer's 256 KiB batch. A frame past
 /// it is still recorded, without its payload (`payload_dropped` in the
@@ -631,13 +632,22 @@ fn write_loop(
             order.clear();
             order.extend(swept.iter().zip(0u32..).map(|(e, i)| (e.t, i)));
             order.sort_unstable();
-            // Their payload leaves the recorder's memory in this pass,
-            // written or not.
-            let freed: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
-            shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
             for (n, &(_, i)) in order.iter().enumerate() {
                 encoded = n + 1;
-                sink.push(&swept[i as usize])?;
+                let e = &mut swept[i as usize];
+                sink.push(e)?;
+                // Its payload is in the batch now (as base64): the bytes go
+                // at once, and their room in the budget with them. (Given
+                // back for the whole sweep before it was written, the
+                // transport could fill the budget again meanwhile: twice
+                // the bound held, a full-capture run peaked at 200 MB.)
+                if let Kind::Frame(f) = &mut e.kind {
+                    if let Some(p) = f.payload.take() {
+                        shared
+                            .payload_in_flight
+                            .fetch_sub(p.0.len() as u64, Ordering::Relaxed);
+                    }
+                }
             }
             swept.clear();
             order.clear();
@@ -670,6 +680,9 @@ fn write_loop(
         for &(_, i) in order.iter().skip(encoded) {
             unwritten[swept[i as usize].kind.index()] += 1;
         }
+        // Payload not yet written (the failed event's included) is gone too.
+        let left: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
+        shared.payload_in_flight.fetch_sub(left, Ordering::Relaxed);
         swept.clear();
         shared.sweep(&mut swept, &mut spare, true);
         let freed: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
@@ -871,6 +884,65 @@ mod tests {
         // come later in the file than a later stamp.
         assert!(inversions < 100, "{inversions} inversions");
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn payload_the_writer_has_taken_but_not_encoded_still_counts_against_the_budget() {
+        use std::sync::mpsc;
+        // Blocks the first large write (a full batch, mid-sweep) until told.
+        struct Gate {
+            blocked: mpsc::Sender<()>,
+            go: mpsc::Receiver<()>,
+            once: bool,
+        }
+        impl Write for Gate {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if buf.len() > 100_000 && !self.once {
+                    self.once = true;
+                    let _ = self.blocked.send(());
+                    let _ = self.go.recv();
+                }
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (blocked_tx, blocked) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let gate = Gate {
+            blocked: blocked_tx,
+            go: go_rx,
+            once: false,
+        };
+        let (writer, rec) =
+            TraceWriter::start_bounded(Box::new(gate), Path::new("gate"), 1 << 12, 1 << 20)
+                .unwrap();
+        let frames = |from: u64| {
+            for i in 0..40 {
+                rec.emit(Endpoint::Client, 1, 1, from + i, KindId::Frame, || {
+                    data_frame(16 << 10)
+                });
+            }
+        };
+        // 640 KiB: the writer takes them in one sweep and stops at its
+        // first full batch (≈ 12 lines), holding the rest unencoded.
+        frames(0);
+        blocked
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the writer reached its first full batch");
+        // 640 KiB more: with the ≈ 450 KiB the writer still holds, past the
+        // 1 MiB budget, so some must be shed.
+        frames(100);
+        let shed = rec.stats().payload_dropped_frames;
+        go.send(()).unwrap();
+        let stats = writer.finish().unwrap();
+        assert!(
+            shed > 0,
+            "nothing shed while the writer held payload: {stats:?}"
+        );
+        assert_eq!(stats.written, 80, "{stats:?}");
+        assert_eq!(stats.payload_dropped_frames, shed);
     }
 
     #[test]
