@@ -742,10 +742,14 @@ where
     let mut idle_deadline: Option<tokio::time::Instant> = None;
     loop {
         tokio::select! {
-            // Biased: the stream that woke the task is taken first; the
-            // socket's cooperative budget keeps a flood of streams from
-            // starving the other branches.
+            // Biased, shutdown first: accepting spends the task's
+            // cooperative budget on the socket, and a branch polled after
+            // that could not see shutdown under a steady load.
             biased;
+            _ = &mut shutdown_flagged, if !shutting_down => {
+                shutting_down = true;
+                conn.graceful_shutdown();
+            }
             r = conn.accept() => match r {
                 Some(Ok((req, respond))) => {
                     // Each RPC is its own task; `rpcs` counts them (a
@@ -763,12 +767,10 @@ where
                 }
                 None => break,
             },
-            _ = &mut shutdown_flagged, if !shutting_down => {
-                shutting_down = true;
-                conn.graceful_shutdown();
-            }
             _ = idle_check.tick(), if idle_deadline.is_none() => {
-                let quiet = crate::trace::clock::now_ns().saturating_sub(activity.load(Ordering::Relaxed));
+                // The coarse clock: never ahead of a stamp the tap took from
+                // either clock, so a busy connection is never judged idle.
+                let quiet = crate::trace::clock::coarse_now_ns().saturating_sub(activity.load(Ordering::Relaxed));
                 if quiet >= cfg.idle_timeout.as_nanos() as u64 {
                     close_reason.set(format!(
                         "idle for {} (--idle-timeout): GOAWAY sent",

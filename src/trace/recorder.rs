@@ -321,9 +321,13 @@ impl Shared {
             } else if !g.events.is_empty() {
                 // Room up front: a slot that grows from empty reallocates
                 // (and, for a large block, faults fresh pages in) as it fills.
-                let fresh = spare
-                    .pop()
-                    .unwrap_or_else(|| Vec::with_capacity(SPARE_EVENTS / 4));
+                let fresh = if gone {
+                    Vec::new()
+                } else {
+                    spare
+                        .pop()
+                        .unwrap_or_else(|| Vec::with_capacity(SPARE_EVENTS / 4))
+                };
                 let mut taken = std::mem::replace(&mut g.events, fresh);
                 drop(g);
                 into.append(&mut taken);

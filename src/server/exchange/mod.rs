@@ -301,10 +301,12 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
                 Ok(None) => {}
                 Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
             }
+            // Shutdown first: a body that is always ready must not hide it
+            // (an attempt admitted after the workers left is never served).
             let next = tokio::select! {
                 biased;
-                d = body.data() => d,
                 _ = &mut shutdown_flagged => return Ended::Shutdown,
+                d = body.data() => d,
             };
             match next {
                 Some(Ok(chunk)) => {

@@ -259,14 +259,16 @@ pub(super) async fn handle(
     });
 
     // Phase 1: receive until half-close, failure, deadline or shutdown.
-    // Biased, the body first: a request that arrived whole never polls the
-    // other branches (the shutdown watch's waiter list is a lock shared by
-    // every RPC) nor draws a random branch order.
+    // Biased, the deadline and shutdown first: a body that never makes the
+    // task wait (a fast stream of small messages only yields when its
+    // cooperative budget is spent, and then the other branches, which
+    // spend the same budget, could not see their event) must not hold
+    // them back.
     let received = tokio::select! {
         biased;
-        e = receive(&rpc, body.as_mut().expect("held until the end")) => Some(e),
         _ = &mut sleep_deadline => None,
         _ = crate::live::flag_set(&mut shutdown) => Some(Ended::Status(status::UNAVAILABLE, "server shutting down".into())),
+        e = receive(&rpc, body.as_mut().expect("held until the end")) => Some(e),
     };
     let shutting_down = *ctx.shutdown.borrow();
     // The dropped body's flow handle (--drop-stream), for the final release.
