@@ -381,8 +381,17 @@ pub(super) async fn handle(
                 discarded: rpc.discarded.load(Relaxed),
                 received_bytes: rpc.received_bytes.load(Relaxed),
             };
-            send_reply(&mut respond, &reply, grpc_reply);
-            end(status::OK, String::new());
+            // The drain phase does not watch for a reset when there was
+            // nothing to drain: a reply h2 refuses is how a late one shows.
+            match send_reply(&mut respond, &reply, grpc_reply) {
+                Ok(()) => end(status::OK, String::new()),
+                Err(e) => end(
+                    status::CANCELLED,
+                    format!(
+                        "the reply could not be sent (the client reset the stream or left): {e}"
+                    ),
+                ),
+            }
         }
         Outcome::Status(code, msg) => {
             send_status(&mut respond, code, &msg);

@@ -141,7 +141,13 @@ pub(super) fn is_grpc<B>(req: &Request<B>) -> bool {
         .is_some_and(|ct| ct.starts_with("application/grpc"))
 }
 
-pub(super) fn send_reply(respond: &mut SendResponse<Bytes>, reply: &pb::IngestReply, grpc: bool) {
+/// Answers a finished Ingest RPC; an error means the client never gets the
+/// reply (it reset the stream, or the connection is gone).
+pub(super) fn send_reply(
+    respond: &mut SendResponse<Bytes>,
+    reply: &pb::IngestReply,
+    grpc: bool,
+) -> Result<(), h2::Error> {
     let (resp, body) = match grpc {
         true => (grpc_headers(), grpc::encode(reply)),
         false => (
@@ -156,14 +162,11 @@ pub(super) fn send_reply(respond: &mut SendResponse<Bytes>, reply: &pb::IngestRe
             )),
         ),
     };
-    let r = respond.send_response(resp, false).and_then(|mut s| {
+    respond.send_response(resp, false).and_then(|mut s| {
         s.send_data(body, !grpc)?;
         if grpc {
             s.send_trailers(status_trailers(status::OK, ""))?;
         }
         Ok(())
-    });
-    if let Err(e) = r {
-        tracing::debug!("sending reply: {e}");
-    }
+    })
 }
