@@ -209,11 +209,10 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                     .reply_json
                     .as_ref()
                     .map_or(String::new(), |j| format!(" reply {}", shorten(j, 200)));
-                // (The line keeps its old shape, trailing space included,
-                // when there is no reply to show.)
-                let message = match (o.message.is_empty(), reply.is_empty()) {
-                    (true, false) => String::new(),
-                    _ => format!(" {}", o.message),
+                let message = if o.message.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", o.message)
                 };
                 writeln!(
                     out,

@@ -64,10 +64,16 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
         "{}",
         String::from_utf8_lossy(&client.stderr)
     );
+    // What a person reads: the RPC's line says OK and nothing after it (it
+    // once ended in a stray space), and no line ends in blanks.
+    let stdout = String::from_utf8_lossy(&client.stdout);
     assert!(
-        String::from_utf8_lossy(&client.stdout).contains(": OK"),
-        "{}",
-        String::from_utf8_lossy(&client.stdout)
+        stdout.lines().any(|l| l == "rpc conn 1 stream 1: OK"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().all(|l| l.trim_end() == l),
+        "a line ends in blanks:\n{stdout:?}"
     );
     assert!(serve.wait().unwrap().success());
 

@@ -1,6 +1,8 @@
-//! Small statistics: distributions (via hdrhistogram) and a least-squares slope.
+//! Small statistics: distributions (exact, or via hdrhistogram past a bound)
+//! and a least-squares slope.
 
 use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
 
 /// A distribution summary of non-negative values (recorded in integer units).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -13,13 +15,29 @@ pub struct Distribution {
     pub p99: f64,
     pub max: f64,
     pub mean: f64,
+    /// The percentiles are the samples' own nearest-rank values (false: the
+    /// distribution had more than [`EXACT_DISTINCT`] distinct values, and
+    /// each is the upper end of its HDR bucket, capped at `max`).
+    #[serde(default)]
+    pub exact: bool,
 }
 
-/// A histogram of values with 3 significant digits (named apart from the
-/// probe's event recorder); `scale` converts the recorded
-/// integer unit to the reported one (e.g. 1e-6 for ns → ms).
+/// Distinct values a distribution counts exactly: its percentiles are then
+/// the samples' own (WINDOW_UPDATE increments, sizes and the latencies of a
+/// short run stay within it). Past it the counts go (≈ 48 bytes a value
+/// held) and the histogram answers, within 0.1 %.
+pub const EXACT_DISTINCT: usize = 16_384;
+
+/// A distribution of integer values: exact counts per value while there
+/// are at most [`EXACT_DISTINCT`] of them, and always a histogram with 3
+/// significant digits (named apart from the probe's event recorder);
+/// `scale` converts the recorded integer unit to the reported one (e.g.
+/// 1e-6 for ns → ms).
 pub struct Histo {
     h: Histogram<u64>,
+    /// How many times each value was recorded; `None` once too many
+    /// distinct values came.
+    exact: Option<BTreeMap<u64, u64>>,
     sum: f64,
     scale: f64,
     /// Exact extremes (the histogram's are bucket bounds).
@@ -33,6 +51,7 @@ impl Histo {
             // Up to 2^42 units (73 minutes in ns, 4 TiB in bytes); larger
             // values saturate. (`Histogram::new` would saturate at 2.)
             h: Histogram::new_with_bounds(1, 1 << 42, 3).expect("valid bounds"),
+            exact: Some(BTreeMap::new()),
             sum: 0.0,
             scale,
             min: u64::MAX,
@@ -42,6 +61,12 @@ impl Histo {
 
     pub fn record(&mut self, v: u64) {
         self.h.saturating_record(v);
+        if let Some(counts) = &mut self.exact {
+            *counts.entry(v).or_insert(0) += 1;
+            if counts.len() > EXACT_DISTINCT {
+                self.exact = None;
+            }
+        }
         self.sum += v as f64;
         self.min = self.min.min(v);
         self.max = self.max.max(v);
@@ -60,16 +85,37 @@ impl Histo {
             return Distribution::default();
         }
         let s = self.scale;
+        let at = |q: f64| self.quantile(q) as f64 * s;
         Distribution {
             count: self.h.len(),
             sum: self.sum * s,
             min: self.min as f64 * s,
-            p50: self.h.value_at_quantile(0.5) as f64 * s,
-            p90: self.h.value_at_quantile(0.9) as f64 * s,
-            p99: self.h.value_at_quantile(0.99) as f64 * s,
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
             max: self.max as f64 * s,
             mean: self.sum * s / self.h.len() as f64,
+            exact: self.exact.is_some(),
         }
+    }
+
+    /// The nearest-rank `q` quantile: the smallest sample with at least
+    /// ⌈q·n⌉ samples at or below it (from the histogram once the counts
+    /// are gone: its bucket's upper end, never above the largest sample).
+    fn quantile(&self, q: f64) -> u64 {
+        let n = self.h.len();
+        let Some(counts) = &self.exact else {
+            return self.h.value_at_quantile(q).min(self.max);
+        };
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let mut seen = 0;
+        for (&v, &c) in counts {
+            seen += c;
+            if seen >= rank {
+                return v;
+            }
+        }
+        self.max
     }
 }
 
@@ -133,9 +179,59 @@ mod tests {
         }
         let d = r.summary();
         assert_eq!(d.count, 1000);
-        assert!((d.p50 - 500.0).abs() <= 1.0);
-        assert!((d.p99 - 990.0).abs() <= 1.0);
+        assert!(d.exact);
+        // Nearest rank: the 500th, 900th and 990th smallest samples.
+        assert_eq!((d.p50, d.p90, d.p99), (500.0, 900.0, 990.0));
         assert_eq!(d.max, 1000.0);
         assert_eq!(d.mean, 500.5);
+    }
+
+    /// The figures an auditor recomputes from the samples: WINDOW_UPDATE
+    /// increments like these once gave a p99 of 32,831 above a max of
+    /// 32,828 (the HDR bucket's upper end).
+    #[test]
+    fn percentiles_are_the_samples_own_values() {
+        let mut r = Histo::new(1.0);
+        for _ in 0..98 {
+            r.record(32_768);
+        }
+        r.record(32_827);
+        r.record(32_828);
+        let d = r.summary();
+        assert!(d.exact);
+        assert_eq!(
+            (d.p50, d.p90, d.p99, d.max),
+            (32_768.0, 32_768.0, 32_827.0, 32_828.0)
+        );
+        let mut one = Histo::new(1.0);
+        one.record(7);
+        let d = one.summary();
+        assert_eq!((d.p50, d.p99, d.min, d.max), (7.0, 7.0, 7.0, 7.0));
+    }
+
+    /// Past the bound the histogram answers: within 0.1 %, never above the
+    /// largest sample, and the summary says the figures are not exact.
+    #[test]
+    fn many_distinct_values_fall_back_to_the_histogram_capped_at_max() {
+        let mut r = Histo::new(1.0);
+        let n = EXACT_DISTINCT as u64 * 4;
+        for v in 0..n {
+            r.record(1_000_000 + v);
+        }
+        let d = r.summary();
+        assert!(!d.exact);
+        let want = 1_000_000.0 + (0.99 * n as f64).ceil() - 1.0;
+        assert!((d.p99 - want).abs() / want <= 1e-3, "{} vs {want}", d.p99);
+        assert!(d.p99 <= d.max);
+        let mut top = Histo::new(1.0);
+        for _ in 0..2 * EXACT_DISTINCT {
+            top.record(32_828);
+        }
+        for v in 0..=EXACT_DISTINCT as u64 {
+            top.record(v);
+        }
+        let d = top.summary();
+        assert!(!d.exact);
+        assert_eq!(d.p99, 32_828.0, "capped at the largest sample");
     }
 }

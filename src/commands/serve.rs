@@ -18,12 +18,15 @@ pub struct ServeOpts {
     #[arg(long, default_value = "127.0.0.1:50051", value_name = "ADDR")]
     pub listen: std::net::SocketAddr,
 
-    /// Stop (as on Ctrl-C) after this many RPCs have ended; RPCs still open
-    /// then end UNAVAILABLE (count every stream of every client).
+    /// Stop after this many RPCs have ended (count every stream of every
+    /// client); RPCs still open then end as with --for.
     #[arg(long, value_name = "N")]
     pub exit_after: Option<u64>,
 
-    /// Stop (as on Ctrl-C) after this long.
+    /// Stop after this long. RPCs still open end as on Ctrl-C (UNAVAILABLE,
+    /// or drained with --shutdown-drain), but the run is `complete`, not
+    /// `interrupted`: exit 0, or 4 when an RPC ended with a status other
+    /// than OK.
     #[arg(long = "for", value_name = "DURATION")]
     pub run_for: Option<Dur>,
 
