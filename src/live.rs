@@ -4,29 +4,31 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 #[derive(Default, Debug)]
 pub struct Live {
-    pub scheduled: AtomicU64,
-    pub sent: AtomicU64,
-    pub never_sent: AtomicU64,
-    pub decoded: AtomicU64,
-    pub completed: AtomicU64,
-    pub discarded: AtomicU64,
+    pub scheduled: Counter,
+    pub sent: Counter,
+    pub never_sent: Counter,
+    pub decoded: Counter,
+    pub completed: Counter,
+    pub discarded: Counter,
     /// Messages queued right now, over all RPCs.
     pub depth: AtomicI64,
-    pub rpcs_done: AtomicU64,
+    pub rpcs_done: Counter,
     /// Framed bytes decoded and not yet completed or discarded, all RPCs
     /// (what --max-owned-bytes bounds).
     pub owned_bytes: AtomicU64,
     /// Body bytes h2 handed to the server application, all RPCs: progress,
     /// for stall detection.
-    pub app_bytes: AtomicU64,
+    pub app_bytes: Counter,
     /// Body bytes the client handed to h2 within its send credit, all RPCs:
     /// the client's progress, for stall detection in `h2probe client`.
-    pub client_bytes: AtomicU64,
+    pub client_bytes: Counter,
     /// The stall watcher ended the run (so an interrupt is not a Ctrl-C).
     pub stalled: std::sync::atomic::AtomicBool,
     /// The server's open RPCs: their windows, for a `stall` event, and what
     /// the server's one sampler reads every --sample-interval.
-    pub open_rpcs: std::sync::Mutex<std::collections::HashMap<(u32, u32), OpenRpc>>,
+    pub open_rpcs: std::sync::Mutex<
+        std::collections::HashMap<(u32, u32), OpenRpc, foldhash::fast::RandomState>,
+    >,
 }
 
 /// What a stall event and a `sample` report of one open RPC.
@@ -34,6 +36,9 @@ pub struct Live {
 pub struct OpenRpc {
     pub unreleased: std::sync::Arc<AtomicU64>,
     pub flow: h2::FlowControl,
+    /// When the RPC began (CLOCK_MONOTONIC ns): sampled once open for a
+    /// whole sample period.
+    pub opened_ns: u64,
     /// The RPC's queue levels (depth, queued bytes, owned bytes), for
     /// `sample` events; `None`: the RPC is not sampled.
     pub levels: Option<QueueLevels>,
@@ -80,11 +85,50 @@ impl Live {
 }
 
 impl Live {
-    pub fn add(c: &AtomicU64, n: u64) {
-        c.fetch_add(n, Relaxed);
+    pub fn add(c: &Counter, n: u64) {
+        c.add(n);
     }
-    pub fn get(c: &AtomicU64) -> u64 {
-        c.load(Relaxed)
+    pub fn get(c: &Counter) -> u64 {
+        c.get()
+    }
+}
+
+/// A count many threads add to and a progress line reads now and then: a
+/// cache line per shard, each thread adding to its own. (One atomic that the
+/// two runtime workers both bumped a few times a request travelled between
+/// their caches every time.)
+#[derive(Default)]
+pub struct Counter([Shard; SHARDS]);
+
+const SHARDS: usize = 4;
+
+#[derive(Default)]
+#[repr(align(128))]
+struct Shard(AtomicU64);
+
+impl Counter {
+    pub fn add(&self, n: u64) {
+        thread_local! {
+            /// This thread's shard, dealt round-robin as threads first add.
+            static SHARD: usize = {
+                static NEXT: AtomicU64 = AtomicU64::new(0);
+                NEXT.fetch_add(1, Relaxed) as usize % SHARDS
+            };
+        }
+        let i = SHARD.try_with(|s| *s).unwrap_or(0);
+        self.0[i].0.fetch_add(n, Relaxed);
+    }
+
+    /// The sum over the shards (each read on its own: a count that moves
+    /// meanwhile is read as it was at some moment of the read, per shard).
+    pub fn get(&self) -> u64 {
+        self.0.iter().map(|s| s.0.load(Relaxed)).sum()
+    }
+}
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
     }
 }
 
@@ -93,5 +137,31 @@ impl Live {
 pub async fn flag_set(rx: &mut tokio::sync::watch::Receiver<bool>) {
     if rx.wait_for(|v| *v).await.is_err() {
         std::future::pending::<()>().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Threads adding to their own shards: nothing lost in the sum.
+    #[test]
+    fn a_sharded_counter_sums_every_threads_adds() {
+        let c = std::sync::Arc::new(Counter::default());
+        let threads: Vec<_> = (0..9u64)
+            .map(|i| {
+                let c = c.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..10_000 {
+                        c.add(i + 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(c.get(), 10_000 * (1..=9).sum::<u64>());
+        assert_eq!(format!("{c:?}"), c.get().to_string());
     }
 }

@@ -145,3 +145,58 @@ fn a_window_smaller_than_a_message_is_refused_for_late_release() {
     assert!(msg.contains("--release complete cannot work"), "{msg}");
     assert!(msg.contains("--stream-window"), "{msg}");
 }
+
+/// `sample` events: every RPC open for a whole --sample-interval is sampled
+/// from then on, once a period, and never earlier (an RPC joins the
+/// sampler's list the first time it waits, not when it starts).
+#[test]
+fn every_rpc_open_a_whole_period_is_sampled_from_then_on() {
+    let dir = temp_dir("samples");
+    let mut o = run_opts(&dir, "frame", "unbounded");
+    o.client.streams = 3;
+    o.client.rate = 300.0;
+    o.client.duration = dur("600ms");
+    o.server.service_time = dur("2ms");
+    o.server.sample_interval = dur("20ms");
+    let r = run(o);
+    assert_checks(&r);
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|e: &serde_json::Value| e["ep"] == "server")
+        .collect();
+    let of = |ty: &str, stream: u64| -> Vec<u64> {
+        let mut v: Vec<u64> = events
+            .iter()
+            .filter(|e| e["type"] == ty && e["stream"] == stream)
+            .map(|e| e["t"].as_u64().unwrap())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let streams: Vec<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "rpc_start")
+        .map(|e| e["stream"].as_u64().unwrap())
+        .collect();
+    assert_eq!(streams.len(), 3, "{streams:?}");
+    let period = 20_000_000;
+    for s in streams {
+        let (start, end) = (of("rpc_start", s)[0], of("rpc_end", s)[0]);
+        let samples = of("sample", s);
+        // Open ≈ 600 ms: ≈ 29 periods after the first whole one.
+        let open = (end - start) / period;
+        assert!(
+            samples.len() as u64 + 3 >= open && samples.len() as u64 <= open,
+            "stream {s}: {} samples over {open} whole periods",
+            samples.len()
+        );
+        assert!(
+            samples[0] >= start + period,
+            "stream {s}: sampled {} ns after its start",
+            samples[0] - start
+        );
+        assert!(samples.iter().all(|&t| t <= end));
+    }
+}

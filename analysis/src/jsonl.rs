@@ -38,40 +38,47 @@ struct Obj<'a> {
 }
 
 impl Obj<'_> {
+    #[inline(always)]
     fn key(&mut self, k: &str) {
         self.out.extend_from_slice(b",\"");
         self.out.extend_from_slice(k.as_bytes());
         self.out.extend_from_slice(b"\":");
     }
 
+    #[inline(always)]
     fn int(&mut self, v: impl itoa::Integer) {
         self.out
             .extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
     }
 
+    #[inline(always)]
     fn u(&mut self, k: &str, v: impl itoa::Integer) {
         self.key(k);
         self.int(v);
     }
 
+    #[inline(always)]
     fn opt(&mut self, k: &str, v: Option<impl itoa::Integer>) {
         if let Some(v) = v {
             self.u(k, v);
         }
     }
 
+    #[inline(always)]
     fn bool(&mut self, k: &str, v: bool) {
         self.key(k);
         self.out
             .extend_from_slice(if v { b"true" } else { b"false" });
     }
 
+    #[inline(always)]
     fn str(&mut self, k: &str, v: &str) {
         self.key(k);
         string(self.out, v);
     }
 
     /// A name from the schema's own tables (never needs escaping).
+    #[inline(always)]
     fn name(&mut self, k: &str, v: &'static str) {
         self.key(k);
         self.out.push(b'"');

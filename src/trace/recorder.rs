@@ -64,6 +64,9 @@ struct SlotEvents {
     /// Set by the writer's last sweep (or a write error): events recorded
     /// after it are counted as dropped, never left behind unseen.
     retired: bool,
+    /// Room this thread has reserved in the buffer and not yet used (see
+    /// [`Shared::take_credit`]).
+    credit: usize,
 }
 
 impl Slot {
@@ -79,9 +82,13 @@ struct Shared {
     /// Events the writer's sweeps have taken: with those in flight, every
     /// event accepted (no count of its own on the recording path).
     swept: AtomicU64,
-    /// Events accepted and not yet taken by the writer, and their bound.
+    /// Room reserved in the buffer: events accepted and not yet taken by
+    /// the writer, plus what the threads reserved and have not used yet;
+    /// and its bound.
     in_flight: AtomicUsize,
     capacity: usize,
+    /// Room a thread reserves at once (see [`Shared::take_credit`]).
+    credit_block: usize,
     /// The writer thread, woken by producers only when half the capacity
     /// (or half the payload budget) is held: it otherwise wakes on its own
     /// every few milliseconds. A wake-up per event cost ≈ 50 context
@@ -169,16 +176,83 @@ impl Recorder {
             sh.drop_one(id);
             return;
         }
-        let held = sh.in_flight.fetch_add(1, Ordering::Relaxed);
-        if held >= sh.capacity {
-            sh.in_flight.fetch_sub(1, Ordering::Relaxed);
-            sh.drop_one(id);
-            return;
+        let wake = self.with_slot(|slot| {
+            let mut g = slot.lock();
+            if g.retired {
+                // The writer's last sweep is done: nothing more is written.
+                sh.drop_one(id);
+                return false;
+            }
+            let mut wake = false;
+            if g.credit == 0 {
+                match sh.take_credit() {
+                    Some((n, half)) => (g.credit, wake) = (n, half),
+                    None => {
+                        sh.drop_one(id);
+                        return false;
+                    }
+                }
+            }
+            g.credit -= 1;
+            // Built under the slot's lock (no other thread records into
+            // it; the writer takes it for a moment every few milliseconds).
+            let (event, payload_wake) = sh.build(ep, conn, stream, t, id, build);
+            g.events.push(event);
+            wake || payload_wake
+        });
+        if wake {
+            sh.wake_writer();
         }
+    }
+
+    /// Runs `f` on this thread's slot in this recorder (registered on the
+    /// thread's first event). The thread-local cache is not borrowed while
+    /// `f` runs: an event builder may record too.
+    fn with_slot<R>(&self, f: impl FnOnce(&Slot) -> R) -> R {
+        let sh = &self.shared;
+        let cached = SLOTS.try_with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if let Some((_, slot)) = cache.iter().find(|(id, _)| *id == sh.id) {
+                return slot.clone();
+            }
+            // Slots of finished recorders (this thread outlived them) go.
+            cache.retain(|(_, slot)| Arc::strong_count(slot) > 1);
+            let slot = sh.register();
+            cache.push((sh.id, slot.clone()));
+            slot
+        });
+        match cached {
+            Ok(slot) => f(&slot),
+            // A thread being torn down (its thread-locals gone): a slot of
+            // its own for this one event (the writer forgets it, and gives
+            // its unused room back, once swept).
+            Err(_) => f(&sh.register()),
+        }
+    }
+
+    /// Snapshot of the counters (written count known only to the writer).
+    pub fn stats(&self) -> RecorderStats {
+        self.shared.stats(0, false)
+    }
+}
+
+impl Shared {
+    /// The event, its payload counted against the budget (or shed, past
+    /// it); true when the payload held passed half the budget.
+    fn build(
+        &self,
+        ep: Endpoint,
+        conn: u32,
+        stream: u32,
+        t: u64,
+        id: KindId,
+        build: impl FnOnce() -> Kind,
+    ) -> (Event, bool) {
+        let sh = self;
         let mut kind = build();
         debug_assert_eq!(kind.id(), id, "emit's id names the kind it builds");
-        let mut bytes = payload_bytes(&kind);
-        let mut wake = held + 1 == sh.capacity / 2;
+        let bytes = payload_bytes(&kind);
+        let mut wake = false;
         if bytes > 0 {
             let before = sh.payload_in_flight.fetch_add(bytes, Ordering::Relaxed);
             if before + bytes > sh.payload_budget {
@@ -191,11 +265,10 @@ impl Recorder {
                 }
                 sh.payload_dropped_frames.fetch_add(1, Ordering::Relaxed);
                 sh.payload_dropped_bytes.fetch_add(bytes, Ordering::Relaxed);
-                bytes = 0;
                 wake = true;
             } else {
                 // Half the payload budget held: as for slots, wake the writer.
-                wake |= before + bytes > sh.payload_budget / 2;
+                wake = before + bytes > sh.payload_budget / 2;
             }
         }
         let event = Event {
@@ -205,56 +278,30 @@ impl Recorder {
             stream,
             kind,
         };
-        if !self.push(event) {
-            sh.payload_in_flight.fetch_sub(bytes, Ordering::Relaxed);
-            sh.in_flight.fetch_sub(1, Ordering::Relaxed);
-            sh.drop_one(id);
-            return;
-        }
-        if wake {
-            sh.wake_writer();
-        }
+        (event, wake)
     }
 
-    /// Puts an event in this thread's slot; false (the event dropped) when
-    /// the writer has made its last sweep.
-    fn push(&self, event: Event) -> bool {
-        let sh = &self.shared;
-        let push_to = |slot: &Slot, event: Event| {
-            let mut g = slot.lock();
-            if !g.retired {
-                g.events.push(event);
+    /// Reserves buffer room for a thread's next events: a block of
+    /// [`Shared::credit_block`] while that fits, else one event; `None`
+    /// when the buffer is full. The second value: the room held just
+    /// passed half the capacity (wake the writer). One shared atomic
+    /// operation per block instead of per event: the counter's cache line
+    /// travelled between the two runtime workers on every event.
+    fn take_credit(&self) -> Option<(usize, bool)> {
+        let half = self.capacity / 2;
+        for n in [self.credit_block, 1] {
+            let held = self.in_flight.fetch_add(n, Ordering::Relaxed);
+            if held + n <= self.capacity {
+                return Some((n, held < half && held + n >= half));
             }
-            !g.retired
-        };
-        let mut event = Some(event);
-        let cached = SLOTS.try_with(|cache| {
-            let mut cache = cache.borrow_mut();
-            if let Some((_, slot)) = cache.iter().find(|(id, _)| *id == sh.id) {
-                return push_to(slot, event.take().expect("once"));
+            self.in_flight.fetch_sub(n, Ordering::Relaxed);
+            if n == 1 {
+                break;
             }
-            // Slots of finished recorders (this thread outlived them) go.
-            cache.retain(|(_, slot)| Arc::strong_count(slot) > 1);
-            let slot = sh.register();
-            let pushed = push_to(&slot, event.take().expect("once"));
-            cache.push((sh.id, slot));
-            pushed
-        });
-        match cached {
-            Ok(pushed) => pushed,
-            // A thread being torn down (its thread-locals gone): a slot of
-            // its own for this one event.
-            Err(_) => push_to(&sh.register(), event.take().expect("not taken")),
         }
+        None
     }
 
-    /// Snapshot of the counters (written count known only to the writer).
-    pub fn stats(&self) -> RecorderStats {
-        self.shared.stats(0, false)
-    }
-}
-
-impl Shared {
     fn with_capacity(capacity: usize) -> Shared {
         static IDS: AtomicU64 = AtomicU64::new(0);
         Shared {
@@ -263,6 +310,8 @@ impl Shared {
             swept: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             capacity,
+            // A few threads' unused blocks hold a small part of the buffer.
+            credit_block: (capacity / 64).clamp(1, 64),
             writer: std::sync::OnceLock::new(),
             payload_in_flight: AtomicU64::new(0),
             payload_budget: PAYLOAD_BUDGET,
@@ -314,6 +363,11 @@ impl Shared {
             // accepted event never written).
             let gone = Arc::strong_count(slot) == 1;
             g.retired |= last;
+            if gone || last {
+                // Room reserved and never used goes back.
+                self.in_flight.fetch_sub(g.credit, Ordering::Relaxed);
+                g.credit = 0;
+            }
             if last {
                 // A retired slot keeps no room: its thread may hold it until
                 // it records into another recorder.
@@ -346,6 +400,16 @@ impl Shared {
     /// after the last sweep and are being counted as dropped, so accepted is
     /// what the sweeps took.
     fn stats(&self, written: u64, after_last_sweep: bool) -> RecorderStats {
+        // In flight: reserved room less what the threads have not used.
+        let in_flight = if after_last_sweep {
+            0
+        } else {
+            let reg = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            let unused: usize = reg.slots.iter().map(|s| s.lock().credit).sum();
+            self.in_flight
+                .load(Ordering::Relaxed)
+                .saturating_sub(unused) as u64
+        };
         let mut dropped = std::collections::BTreeMap::new();
         for (i, c) in self.dropped.iter().enumerate() {
             let n = c.load(Ordering::Relaxed);
@@ -356,12 +420,7 @@ impl Shared {
         }
         RecorderStats {
             // Taken by the writer, plus (while it runs) those in flight.
-            accepted: self.swept.load(Ordering::Relaxed)
-                + if after_last_sweep {
-                    0
-                } else {
-                    self.in_flight.load(Ordering::Relaxed) as u64
-                },
+            accepted: self.swept.load(Ordering::Relaxed) + in_flight,
             written,
             dropped,
             payload_dropped_frames: self.payload_dropped_frames.load(Ordering::Relaxed),
@@ -1194,8 +1253,10 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    /// An event still being recorded while `finish` runs is dropped, not
-    /// counted as accepted, and `finish` returns what the footer says.
+    /// An event still being built while `finish` runs holds its thread's
+    /// slot: the writer's last sweep waits for it, writes it, and `finish`
+    /// returns what the footer says (an event is never counted accepted and
+    /// then lost). One recorded after that sweep is dropped and counted.
     #[test]
     fn finish_and_the_footer_agree_while_a_thread_is_still_recording() {
         let path = std::env::temp_dir().join(format!("h2probe-late-{}.jsonl", std::process::id()));
@@ -1206,24 +1267,60 @@ mod tests {
         let late = {
             let rec = rec.clone();
             std::thread::spawn(move || {
-                // Holds its reserved room across the finish.
                 rec.emit(Endpoint::Client, 1, 1, 2, KindId::Chunk, || {
                     std::thread::sleep(std::time::Duration::from_millis(300));
                     Kind::Chunk(ChunkEv { len: 2 })
+                });
+                // After the last sweep (finish is waiting for this slot).
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                rec.emit(Endpoint::Client, 1, 1, 3, KindId::Chunk, || {
+                    Kind::Chunk(ChunkEv { len: 3 })
                 });
             })
         };
         std::thread::sleep(std::time::Duration::from_millis(50));
         let stats = writer.finish().unwrap();
-        assert_eq!((stats.accepted, stats.written), (1, 1), "{stats:?}");
+        assert_eq!((stats.accepted, stats.written), (2, 2), "{stats:?}");
         let mut r = TraceReader::open(&path).unwrap();
-        assert_eq!(r.by_ref().count(), 1);
+        assert_eq!(r.by_ref().count(), 2);
         match r.ending() {
-            Ending::Clean(f) => assert_eq!((f.events, &f.dropped), (1, &stats.dropped)),
+            Ending::Clean(f) => assert_eq!((f.events, &f.dropped), (2, &stats.dropped)),
             other => panic!("{other:?}"),
         }
         late.join().unwrap();
         assert_eq!(rec.stats().dropped["chunk"], 1);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A thread reserves room in blocks; what it never used comes back when
+    /// it ends (else short-lived threads would fill the buffer with room
+    /// nobody uses, and every later event would be dropped).
+    #[test]
+    fn room_a_thread_reserved_and_never_used_comes_back_when_it_ends() {
+        let path =
+            std::env::temp_dir().join(format!("h2probe-credit-{}.jsonl", std::process::id()));
+        let (writer, rec) = TraceWriter::create(&path, 256).unwrap();
+        assert_eq!(rec.shared.credit_block, 4);
+        for i in 0..500u64 {
+            let rec = rec.clone();
+            std::thread::spawn(move || {
+                rec.emit(Endpoint::Client, 1, 1, i, KindId::Chunk, || {
+                    Kind::Chunk(ChunkEv { len: 1 })
+                });
+            })
+            .join()
+            .unwrap();
+        }
+        // 500 threads × 4 reserved is far past 256: without the give-back
+        // most of them would have found the buffer full.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while rec.shared.in_flight.load(Ordering::Relaxed) != 0 {
+            assert!(std::time::Instant::now() < deadline, "room never came back");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let stats = writer.finish().unwrap();
+        assert_eq!((stats.accepted, stats.written), (500, 500), "{stats:?}");
+        assert!(stats.dropped.is_empty(), "{stats:?}");
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -214,6 +214,7 @@ pub(super) async fn handle(
     let listed = ctx.list_open_rpc((conn, stream), || crate::live::OpenRpc {
         unreleased: rpc.unreleased.clone(),
         flow,
+        opened_ns: crate::trace::clock::now_ns(),
         // Exchange RPCs write no `sample` events (the admission
         // boundary, not a queue per RPC, holds their work).
         levels: None,
@@ -313,7 +314,7 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
                     let len = chunk.len() as u32;
                     rpc.emit(now_ns(), KindId::Chunk, || Kind::Chunk(ChunkEv { len }));
                     rpc.unreleased.fetch_add(len as u64, Relaxed);
-                    ctx.live.app_bytes.fetch_add(len as u64, Relaxed);
+                    Live::add(&ctx.live.app_bytes, len as u64);
                     if rpc.release_at == ReleasePoint::Frame {
                         rpc.release(len, ReleasePoint::Frame, None);
                     }

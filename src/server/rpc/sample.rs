@@ -5,24 +5,21 @@ use crate::trace::clock::now_ns;
 
 /// The server's one sampler: every --sample-interval, a `sample` event for
 /// each open RPC that has been open for a whole period (one task for the
-/// process instead of one per RPC: a short request costs nothing here).
+/// process instead of one per RPC: a short request costs nothing here; an
+/// RPC is listed the first time it waits, so one that never waits, and
+/// cannot last a period, is not even listed).
 pub(in crate::server) async fn sample_open_rpcs(ctx: Arc<ServerCtx>) {
     let period = ctx.cfg.sample_interval;
     let mut tick = tokio::time::interval_at(Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    // RPCs seen at the previous tick: an RPC is sampled from its second tick
-    // on, so it has been open for at least one period.
-    let mut seen: std::collections::HashSet<(u32, u32)> = Default::default();
     loop {
         tick.tick().await;
         let t = now_ns();
         let rss = rss_bytes();
         let rpcs = ctx.live.open_rpcs.lock().unwrap_or_else(|p| p.into_inner());
-        let mut now_seen = std::collections::HashSet::with_capacity(rpcs.len());
         for (&(conn, stream), r) in rpcs.iter() {
-            now_seen.insert((conn, stream));
             let Some(levels) = &r.levels else { continue };
-            if !seen.contains(&(conn, stream)) {
+            if t.saturating_sub(r.opened_ns) < period.as_nanos() as u64 {
                 continue;
             }
             let Some((depth, queued_bytes, owned_bytes)) = levels() else {
@@ -43,7 +40,6 @@ pub(in crate::server) async fn sample_open_rpcs(ctx: Arc<ServerCtx>) {
                 });
         }
         drop(rpcs);
-        seen = now_seen;
     }
 }
 
