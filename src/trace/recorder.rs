@@ -82,6 +82,11 @@ struct Shared {
     /// Events the writer's sweeps have taken: with those in flight, every
     /// event accepted (no count of its own on the recording path).
     swept: AtomicU64,
+    /// Of those, by kind: taken, and whose lines reached the file. What a
+    /// writer that dies of a panic took and never wrote is counted as
+    /// dropped from these (its own counts unwind with it).
+    taken: [AtomicU64; KINDS],
+    written: [AtomicU64; KINDS],
     /// Room reserved in the buffer: events accepted and not yet taken by
     /// the writer, plus what the threads reserved and have not used yet;
     /// and its bound.
@@ -308,6 +313,8 @@ impl Shared {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             dropped: std::array::from_fn(|_| AtomicU64::new(0)),
             swept: AtomicU64::new(0),
+            taken: std::array::from_fn(|_| AtomicU64::new(0)),
+            written: std::array::from_fn(|_| AtomicU64::new(0)),
             in_flight: AtomicUsize::new(0),
             capacity,
             // A few threads' unused blocks hold a small part of the buffer.
@@ -394,6 +401,41 @@ impl Shared {
         });
         self.swept.fetch_add(into.len() as u64, Ordering::Relaxed);
         self.in_flight.fetch_sub(into.len(), Ordering::Relaxed);
+    }
+
+    /// The writer died (a panic): nothing more is accepted, and every event
+    /// it took or would have taken and did not write is dropped, by kind
+    /// (accepted = written, as after a write error).
+    fn account_for_a_dead_writer(&self) {
+        let mut rest = Vec::new();
+        self.sweep(&mut rest, &mut Vec::new(), true);
+        for e in &rest {
+            self.taken[e.kind.index()].fetch_add(1, Ordering::Relaxed);
+        }
+        drop(rest);
+        let mut lost_total = self.swept.load(Ordering::Relaxed);
+        let mut known = 0;
+        for i in 0..KINDS {
+            let written = self.written[i].load(Ordering::Relaxed);
+            // (Saturating: this runs while the thread unwinds, where a
+            // second panic would abort the process.)
+            lost_total = lost_total.saturating_sub(written);
+            let lost = self.taken[i]
+                .load(Ordering::Relaxed)
+                .saturating_sub(written);
+            self.dropped[i].fetch_add(lost, Ordering::Relaxed);
+            known += lost;
+        }
+        // Taken in the moment before the panic, kind not yet counted.
+        self.dropped[KINDS - 1].fetch_add(lost_total.saturating_sub(known), Ordering::Relaxed);
+        self.swept.fetch_sub(lost_total, Ordering::Relaxed);
+        // No event holds a payload any more.
+        self.payload_in_flight.store(0, Ordering::Relaxed);
+    }
+
+    /// Lines that reached the file, all kinds.
+    fn written_total(&self) -> u64 {
+        self.written.iter().map(|w| w.load(Ordering::Relaxed)).sum()
     }
 
     /// The counts; `after_last_sweep`: events still in flight were recorded
@@ -601,7 +643,7 @@ impl TraceWriter {
             Some(Err(_)) => Err(WriteError {
                 path: self.path.display().to_string(),
                 cause: std::io::Error::other("trace writer thread panicked"),
-                stats: self.shared.stats(0, false),
+                stats: self.shared.stats(self.shared.written_total(), true),
             }),
             None => Ok(self.shared.stats(0, false)),
         }
@@ -623,7 +665,8 @@ impl Drop for TraceWriter {
 }
 
 /// The trace file and the lines on their way to it.
-struct Sink {
+struct Sink<'a> {
+    shared: &'a Shared,
     w: Box<dyn Write + Send>,
     /// Lines are built here and handed to the file 256 KiB at a time.
     batch: Vec<u8>,
@@ -634,7 +677,7 @@ struct Sink {
     written: u64,
 }
 
-impl Sink {
+impl Sink<'_> {
     const BATCH: usize = 1 << 18;
 
     fn push(&mut self, e: &Event) -> std::io::Result<()> {
@@ -650,6 +693,11 @@ impl Sink {
         self.w.write_all(&self.batch)?;
         self.batch.clear();
         self.written += self.pending.iter().sum::<u64>();
+        for (n, w) in self.pending.iter().zip(&self.shared.written) {
+            if *n > 0 {
+                w.fetch_add(*n, Ordering::Relaxed);
+            }
+        }
         self.pending = [0; KINDS];
         Ok(())
     }
@@ -661,6 +709,7 @@ fn write_loop(
     shared: &Shared,
 ) -> Result<RecorderStats, (std::io::Error, RecorderStats)> {
     let mut sink = Sink {
+        shared,
         w,
         batch: Vec::with_capacity(Sink::BATCH + (Sink::BATCH >> 2)),
         pending: [0; KINDS],
@@ -687,6 +736,15 @@ fn write_loop(
         loop {
             let last = shared.closing.load(Ordering::Acquire);
             shared.sweep(&mut swept, &mut spare, last);
+            let mut taken = [0u64; KINDS];
+            for e in &swept {
+                taken[e.kind.index()] += 1;
+            }
+            for (n, t) in taken.iter().zip(&shared.taken) {
+                if *n > 0 {
+                    t.fetch_add(*n, Ordering::Relaxed);
+                }
+            }
             // Each slot is in its thread's order; one sweep's events in `t`
             // order (equal stamps keep their thread's order: the index is
             // the second key, so an unstable sort is stable here).
@@ -775,7 +833,7 @@ struct PanicAlarm<'a> {
 impl Drop for PanicAlarm<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.shared.closed.store(true, Ordering::Relaxed);
+            self.shared.account_for_a_dead_writer();
             let _ = self.fail_tx.send(Some(format!(
                 "writing {}: the trace writer thread panicked (a bug); the file holds the events up to its last complete line",
                 self.path
@@ -1034,6 +1092,63 @@ mod tests {
         let err = writer.finish().unwrap_err();
         assert!(err.to_string().contains("panicked"), "{err}");
         assert_eq!(err.stats.dropped.get("chunk"), Some(&1), "{:?}", err.stats);
+    }
+
+    /// A writer that dies mid-run: what reached the file is `written`, and
+    /// everything else offered is dropped by kind: none counted accepted
+    /// and lost, none left holding the payload budget.
+    #[test]
+    fn a_writer_that_panics_mid_run_accounts_for_every_event() {
+        /// Writes `left` bytes to memory, then panics.
+        struct Fuse {
+            kept: Arc<Mutex<Vec<u8>>>,
+            left: usize,
+        }
+        impl Write for Fuse {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if buf.len() > self.left {
+                    panic!("the writer's bug");
+                }
+                self.left -= buf.len();
+                self.kept.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let fuse = Fuse {
+            kept: kept.clone(),
+            left: 600 << 10,
+        };
+        let (writer, rec) = TraceWriter::start(Box::new(fuse), Path::new("fuse"), 1 << 14).unwrap();
+        let mut failures = writer.failures();
+        let n = 40_000u64;
+        for i in 0..n {
+            rec.emit(Endpoint::Server, 1, 1, i, KindId::Chunk, || {
+                Kind::Chunk(ChunkEv { len: i as u32 })
+            });
+            rec.emit(Endpoint::Server, 1, 1, i, KindId::Frame, || data_frame(100));
+            if i % 1000 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while failures.borrow_and_update().is_none() {
+            assert!(std::time::Instant::now() < deadline, "no failure reported");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let st = writer.finish().unwrap_err().stats;
+        let lines = kept.lock().unwrap().iter().filter(|&&b| b == b'\n').count() as u64 - 1;
+        assert!(
+            st.written > 0 && st.written == lines,
+            "{lines} lines, {st:?}"
+        );
+        assert_eq!(st.accepted, st.written, "{st:?}");
+        assert_eq!(st.accepted + st.dropped_total(), 2 * n, "{st:?}");
+        assert!(st.dropped["chunk"] > 0 && st.dropped["frame"] > 0, "{st:?}");
+        assert_eq!(rec.shared.payload_in_flight.load(Ordering::Relaxed), 0);
     }
 
     #[test]
