@@ -85,29 +85,33 @@ impl Histo {
             return Distribution::default();
         }
         let s = self.scale;
-        let at = |q: f64| self.quantile(q) as f64 * s;
+        let at = |per_mille: u64| self.quantile(per_mille) as f64 * s;
         Distribution {
             count: self.h.len(),
             sum: self.sum * s,
             min: self.min as f64 * s,
-            p50: at(0.5),
-            p90: at(0.9),
-            p99: at(0.99),
+            p50: at(500),
+            p90: at(900),
+            p99: at(990),
             max: self.max as f64 * s,
             mean: self.sum * s / self.h.len() as f64,
             exact: self.exact.is_some(),
         }
     }
 
-    /// The nearest-rank `q` quantile: the smallest sample with at least
-    /// ⌈q·n⌉ samples at or below it (from the histogram once the counts
-    /// are gone: its bucket's upper end, never above the largest sample).
-    fn quantile(&self, q: f64) -> u64 {
+    /// The nearest-rank quantile of `per_mille`/1000: the smallest sample
+    /// with at least ⌈q·n⌉ samples at or below it, in integers (from the
+    /// histogram once the counts are gone: its bucket's upper end, never
+    /// above the largest sample).
+    fn quantile(&self, per_mille: u64) -> u64 {
         let n = self.h.len();
         let Some(counts) = &self.exact else {
-            return self.h.value_at_quantile(q).min(self.max);
+            return self
+                .h
+                .value_at_quantile(per_mille as f64 / 1000.0)
+                .min(self.max);
         };
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let rank = ((n as u128 * per_mille as u128).div_ceil(1000) as u64).clamp(1, n);
         let mut seen = 0;
         for (&v, &c) in counts {
             seen += c;

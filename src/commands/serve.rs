@@ -25,8 +25,8 @@ pub struct ServeOpts {
 
     /// Stop after this long. RPCs still open end as on Ctrl-C (UNAVAILABLE,
     /// or drained with --shutdown-drain), but the run is `complete`, not
-    /// `interrupted`: exit 0, or 4 when an RPC ended with a status other
-    /// than OK.
+    /// `interrupted`: its exit code is never 130 (4 when an RPC ended with
+    /// a status other than OK).
     #[arg(long = "for", value_name = "DURATION")]
     pub run_for: Option<Dur>,
 

@@ -56,6 +56,11 @@ const KINDS: usize = Kind::NAMES.len() + 1;
 #[derive(Default)]
 struct Slot {
     events: Mutex<SlotEvents>,
+    /// Room the thread has reserved in the buffer and not yet used (see
+    /// [`Shared::take_credit`]). Only the thread changes it, so plain
+    /// loads and stores do; the writer takes it back once the thread is
+    /// gone.
+    credit: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -64,9 +69,6 @@ struct SlotEvents {
     /// Set by the writer's last sweep (or a write error): events recorded
     /// after it are counted as dropped, never left behind unseen.
     retired: bool,
-    /// Room this thread has reserved in the buffer and not yet used (see
-    /// [`Shared::take_credit`]).
-    credit: usize,
 }
 
 impl Slot {
@@ -181,29 +183,39 @@ impl Recorder {
             sh.drop_one(id);
             return;
         }
-        let wake = self.with_slot(|slot| {
-            let mut g = slot.lock();
-            if g.retired {
-                // The writer's last sweep is done: nothing more is written.
-                sh.drop_one(id);
-                return false;
-            }
+        let wake = self.with_slot(|slot, one_off| {
+            // Room first (a dropped event is never built), from this
+            // thread's reserve.
             let mut wake = false;
-            if g.credit == 0 {
-                match sh.take_credit() {
-                    Some((n, half)) => (g.credit, wake) = (n, half),
+            let credit = match slot.credit.load(Ordering::Relaxed) {
+                0 => match sh.take_credit(if one_off { 1 } else { sh.credit_block }) {
+                    Some((n, half)) => {
+                        wake = half;
+                        n
+                    }
                     None => {
                         sh.drop_one(id);
                         return false;
                     }
-                }
+                },
+                n => n,
+            };
+            slot.credit.store(credit - 1, Ordering::Relaxed);
+            // Built outside the slot's lock: the writer's sweep never waits
+            // on a builder, and a builder may record too.
+            let (event, payload) = sh.build(ep, conn, stream, t, id, build);
+            let mut g = slot.lock();
+            if g.retired {
+                // The writer's last sweep came meanwhile: nothing more is
+                // written (the room it held no longer matters).
+                drop(g);
+                sh.payload_in_flight
+                    .fetch_sub(payload_bytes(&event.kind), Ordering::Relaxed);
+                sh.drop_one(id);
+                return false;
             }
-            g.credit -= 1;
-            // Built under the slot's lock (no other thread records into
-            // it; the writer takes it for a moment every few milliseconds).
-            let (event, payload_wake) = sh.build(ep, conn, stream, t, id, build);
             g.events.push(event);
-            wake || payload_wake
+            wake || payload
         });
         if wake {
             sh.wake_writer();
@@ -211,9 +223,10 @@ impl Recorder {
     }
 
     /// Runs `f` on this thread's slot in this recorder (registered on the
-    /// thread's first event). The thread-local cache is not borrowed while
-    /// `f` runs: an event builder may record too.
-    fn with_slot<R>(&self, f: impl FnOnce(&Slot) -> R) -> R {
+    /// thread's first event; `f`'s second argument: a slot for this one
+    /// event). The thread-local cache is not borrowed while `f` runs: an
+    /// event builder may record too.
+    fn with_slot<R>(&self, f: impl FnOnce(&Slot, bool) -> R) -> R {
         let sh = &self.shared;
         let cached = SLOTS.try_with(|cache| {
             let mut cache = cache.borrow_mut();
@@ -227,11 +240,11 @@ impl Recorder {
             slot
         });
         match cached {
-            Ok(slot) => f(&slot),
+            Ok(slot) => f(&slot, false),
             // A thread being torn down (its thread-locals gone): a slot of
             // its own for this one event (the writer forgets it, and gives
             // its unused room back, once swept).
-            Err(_) => f(&sh.register()),
+            Err(_) => f(&sh.register(), true),
         }
     }
 
@@ -286,27 +299,27 @@ impl Shared {
         (event, wake)
     }
 
-    /// Reserves buffer room for a thread's next events: a block of
-    /// [`Shared::credit_block`] while that fits, else one event; `None`
-    /// when the buffer is full. The second value: the room held just
-    /// passed half the capacity (wake the writer). One shared atomic
-    /// operation per block instead of per event: the counter's cache line
-    /// travelled between the two runtime workers on every event.
-    fn take_credit(&self) -> Option<(usize, bool)> {
+    /// Reserves buffer room for a thread's next `block` events, or as
+    /// many as are left; `None` when the buffer is full. The second value:
+    /// the room held just passed half the capacity (wake the writer). One
+    /// shared atomic operation per block instead of per event: the
+    /// counter's cache line travelled between the two runtime workers on
+    /// every event.
+    fn take_credit(&self, block: usize) -> Option<(usize, bool)> {
         let half = self.capacity / 2;
-        for n in [self.credit_block, 1] {
-            let held = self.in_flight.fetch_add(n, Ordering::Relaxed);
-            if held + n <= self.capacity {
-                return Some((n, held < half && held + n >= half));
-            }
-            self.in_flight.fetch_sub(n, Ordering::Relaxed);
-            if n == 1 {
-                break;
-            }
-        }
-        None
+        let mut got = 0;
+        let held = self
+            .in_flight
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                got = block.min(self.capacity.saturating_sub(held));
+                (got > 0).then_some(held + got)
+            })
+            .ok()?;
+        Some((got, held < half && held + got >= half))
     }
+}
 
+impl Shared {
     fn with_capacity(capacity: usize) -> Shared {
         static IDS: AtomicU64 = AtomicU64::new(0);
         Shared {
@@ -370,10 +383,12 @@ impl Shared {
             // accepted event never written).
             let gone = Arc::strong_count(slot) == 1;
             g.retired |= last;
-            if gone || last {
-                // Room reserved and never used goes back.
-                self.in_flight.fetch_sub(g.credit, Ordering::Relaxed);
-                g.credit = 0;
+            if gone {
+                // Room reserved and never used goes back (its thread, the
+                // only one that changes it, is gone). After the last sweep
+                // the room held no longer matters.
+                let unused = slot.credit.swap(0, Ordering::Relaxed);
+                self.in_flight.fetch_sub(unused, Ordering::Relaxed);
             }
             if last {
                 // A retired slot keeps no room: its thread may hold it until
@@ -447,7 +462,11 @@ impl Shared {
             0
         } else {
             let reg = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            let unused: usize = reg.slots.iter().map(|s| s.lock().credit).sum();
+            let unused: usize = reg
+                .slots
+                .iter()
+                .map(|s| s.credit.load(Ordering::Relaxed))
+                .sum();
             self.in_flight
                 .load(Ordering::Relaxed)
                 .saturating_sub(unused) as u64
@@ -1368,10 +1387,9 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    /// An event still being built while `finish` runs holds its thread's
-    /// slot: the writer's last sweep waits for it, writes it, and `finish`
-    /// returns what the footer says (an event is never counted accepted and
-    /// then lost). One recorded after that sweep is dropped and counted.
+    /// An event still being built while `finish` runs (the writer never
+    /// waits on a builder) is dropped, not counted as accepted, as is one
+    /// recorded later; `finish` returns what the footer says.
     #[test]
     fn finish_and_the_footer_agree_while_a_thread_is_still_recording() {
         let path = std::env::temp_dir().join(format!("h2probe-late-{}.jsonl", std::process::id()));
@@ -1386,7 +1404,7 @@ mod tests {
                     std::thread::sleep(std::time::Duration::from_millis(300));
                     Kind::Chunk(ChunkEv { len: 2 })
                 });
-                // After the last sweep (finish is waiting for this slot).
+                // After the last sweep.
                 std::thread::sleep(std::time::Duration::from_millis(100));
                 rec.emit(Endpoint::Client, 1, 1, 3, KindId::Chunk, || {
                     Kind::Chunk(ChunkEv { len: 3 })
@@ -1395,15 +1413,15 @@ mod tests {
         };
         std::thread::sleep(std::time::Duration::from_millis(50));
         let stats = writer.finish().unwrap();
-        assert_eq!((stats.accepted, stats.written), (2, 2), "{stats:?}");
+        assert_eq!((stats.accepted, stats.written), (1, 1), "{stats:?}");
         let mut r = TraceReader::open(&path).unwrap();
-        assert_eq!(r.by_ref().count(), 2);
+        assert_eq!(r.by_ref().count(), 1);
         match r.ending() {
-            Ending::Clean(f) => assert_eq!((f.events, &f.dropped), (2, &stats.dropped)),
+            Ending::Clean(f) => assert_eq!((f.events, &f.dropped), (1, &stats.dropped)),
             other => panic!("{other:?}"),
         }
         late.join().unwrap();
-        assert_eq!(rec.stats().dropped["chunk"], 1);
+        assert_eq!(rec.stats().dropped["chunk"], 2);
         std::fs::remove_file(&path).unwrap();
     }
 
@@ -1436,6 +1454,25 @@ mod tests {
         let stats = writer.finish().unwrap();
         assert_eq!((stats.accepted, stats.written), (500, 500), "{stats:?}");
         assert!(stats.dropped.is_empty(), "{stats:?}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A builder that records an event of its own (none does today) must not
+    /// deadlock on its thread's slot; both are written.
+    #[test]
+    fn an_event_builder_may_record_too() {
+        let path =
+            std::env::temp_dir().join(format!("h2probe-nested-{}.jsonl", std::process::id()));
+        let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
+        let inner = rec.clone();
+        rec.emit(Endpoint::Server, 1, 1, 2, KindId::Chunk, || {
+            inner.emit(Endpoint::Server, 1, 1, 1, KindId::Chunk, || {
+                Kind::Chunk(ChunkEv { len: 1 })
+            });
+            Kind::Chunk(ChunkEv { len: 2 })
+        });
+        let stats = writer.finish().unwrap();
+        assert_eq!((stats.accepted, stats.written), (2, 2), "{stats:?}");
         std::fs::remove_file(&path).unwrap();
     }
 

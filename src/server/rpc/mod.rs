@@ -16,7 +16,7 @@ use h2::{FlowControl, RecvStream};
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use tokio::time::Instant;
 
@@ -31,7 +31,8 @@ struct Rpc {
     ctx: Arc<ServerCtx>,
     conn: u32,
     stream: u32,
-    queue: AppQueue,
+    /// Shared (weakly) with the sampler, which reads its levels.
+    queue: Arc<AppQueue>,
     /// When this stream's credit is released (`--release`, per stream).
     release_at: ReleasePoint,
     /// Bytes received from h2 and not yet released.
@@ -47,8 +48,10 @@ struct Rpc {
     /// whole sample period) and skips the list's global lock, its hash map
     /// and two round trips through h2's lock for a FlowControl handle
     /// (≈ 4 % of a loaded server's CPU on 16 KiB requests).
+    /// (Dropped with the `Rpc`, which only the RPC task and its workers
+    /// hold: never while the sampler holds the list's lock, which
+    /// `OpenRpcListing`'s drop takes.)
     listing: OnceLock<Option<crate::server::OpenRpcListing>>,
-    me: Weak<Rpc>,
 }
 
 impl Rpc {
@@ -65,11 +68,12 @@ impl Rpc {
                     flow: flow.clone(),
                     opened_ns: self.opened_ns,
                     levels: Some({
-                        // Weak: the registry must not keep the RPC alive.
-                        let weak = self.me.clone();
+                        // Weak, and to the queue alone: the registry must
+                        // not keep the RPC alive, nor the sampler drop it.
+                        let weak = Arc::downgrade(&self.queue);
                         Arc::new(move || {
-                            weak.upgrade().map(|r| {
-                                let l = r.queue.snapshot();
+                            weak.upgrade().map(|q| {
+                                let l = q.snapshot();
                                 (l.depth, l.queued_bytes, l.owned_bytes)
                             })
                         })
@@ -248,11 +252,15 @@ pub(super) async fn handle(
         QueuePolicy::Bounded(k) => Some(k),
         _ => None,
     };
-    let rpc = Arc::new_cyclic(|me| Rpc {
+    let rpc = Arc::new(Rpc {
         ctx: ctx.clone(),
         conn,
         stream,
-        queue: AppQueue::new(bounded, ctx.live.clone(), ctx.cfg.max_owned_bytes),
+        queue: Arc::new(AppQueue::new(
+            bounded,
+            ctx.live.clone(),
+            ctx.cfg.max_owned_bytes,
+        )),
         release_at: ctx.cfg.release.for_stream(stream),
         unreleased: Arc::new(AtomicU64::new(0)),
         received: AtomicU64::new(0),
@@ -260,7 +268,6 @@ pub(super) async fn handle(
         discarded: AtomicU64::new(0),
         opened_ns: t0,
         listing: OnceLock::new(),
-        me: me.clone(),
     });
     // The RPC task releases through its body's own handle; only a task or
     // the open-RPC list (`Rpc::list_on_wait`) gets a clone (each clone, and
@@ -350,18 +357,25 @@ pub(super) async fn handle(
         Some(ended) => {
             // Phase 2: drain the queue (half-close, or shutdown with --shutdown-drain).
             rpc.queue.close();
-            if let (Some(_), Some(b)) = (&workers, body.as_mut()) {
-                rpc.list_on_wait(b.flow_control());
-            }
             // The client may give up while we drain: watch for its RST_STREAM.
             let mut reset: Option<String> = None;
             // Biased, the workers first: direct service (no workers) is
             // drained already, and then nothing else is polled (the reset
             // check takes h2's connection-wide lock, the shutdown branch
             // the watch's).
+            // Waiting for workers lists the RPC, as other waits do.
+            let join = join_all(workers.as_mut());
+            tokio::pin!(join);
+            let joined = std::future::poll_fn(|cx| {
+                let r = join.as_mut().poll(cx);
+                if let (Poll::Pending, Some(b)) = (&r, body.as_mut()) {
+                    rpc.list_on_wait(b.flow_control());
+                }
+                r
+            });
             let drained = tokio::select! {
                 biased;
-                _ = join_all(workers.as_mut()) => true,
+                _ = joined => true,
                 _ = &mut sleep_deadline => false,
                 _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
                 r = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
