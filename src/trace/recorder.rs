@@ -888,6 +888,12 @@ mod tests {
     use crate::trace::schema::ChunkEv;
     use h2probe_analysis::reader::{Ending, TraceReader};
 
+    /// A trace file of the test's own: the tests of this module run in
+    /// parallel in one process (two once shared a name).
+    fn temp_trace(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("h2probe-{name}-{}.jsonl", std::process::id()))
+    }
+
     #[test]
     fn flood_beyond_capacity_never_blocks_and_counts_every_drop() {
         let dir = std::env::temp_dir().join(format!("h2probe-rec-{}", std::process::id()));
@@ -932,8 +938,7 @@ mod tests {
     /// the writer forgets (accepted = written, nothing dropped).
     #[test]
     fn events_of_threads_that_end_during_a_sweep_are_all_written() {
-        let path =
-            std::env::temp_dir().join(format!("h2probe-ending-{}.jsonl", std::process::id()));
+        let path = temp_trace("ending");
         let (writer, rec) = TraceWriter::create(&path, 1 << 16).unwrap();
         // A sweep copies what it took before it looks at the slot again: a
         // burst makes that copy long, and a thread ending inside it is the
@@ -978,8 +983,7 @@ mod tests {
     /// in its own order, and each sweep's events in `t` order.
     #[test]
     fn events_of_many_threads_are_all_written_in_each_threads_order() {
-        let path =
-            std::env::temp_dir().join(format!("h2probe-threads-{}.jsonl", std::process::id()));
+        let path = temp_trace("threads");
         let (writer, rec) = TraceWriter::create(&path, 1 << 16).unwrap();
         let clock = Arc::new(AtomicU64::new(1));
         let threads: Vec<_> = (0..4u32)
@@ -1174,7 +1178,7 @@ mod tests {
     fn events_with_equal_stamps_keep_their_threads_order() {
         // Stamped in descending runs of equal `t`: the sweep's sort must
         // move every run, and keep each run in the order it was recorded.
-        let path = std::env::temp_dir().join(format!("h2probe-ties-{}.jsonl", std::process::id()));
+        let path = temp_trace("ties");
         let (writer, rec) = TraceWriter::create(&path, 1 << 16).unwrap();
         let n = 20_000u32;
         for i in 0..n {
@@ -1292,7 +1296,7 @@ mod tests {
 
     #[test]
     fn the_writer_gives_back_the_payload_budget_it_writes() {
-        let path = std::env::temp_dir().join(format!("h2probe-pay-{}.jsonl", std::process::id()));
+        let path = temp_trace("pay");
         let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
         for i in 0..200 {
             rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || {
@@ -1311,7 +1315,7 @@ mod tests {
 
     #[test]
     fn events_after_finish_are_counted_as_dropped() {
-        let path = std::env::temp_dir().join(format!("h2probe-late-{}.jsonl", std::process::id()));
+        let path = temp_trace("late");
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
         rec.emit(Endpoint::Client, 1, 0, 1, KindId::Chunk, || {
             Kind::Chunk(ChunkEv { len: 1 })
@@ -1331,7 +1335,7 @@ mod tests {
     /// complete file: every accepted event, then the footer.
     #[test]
     fn a_writer_dropped_without_finish_still_ends_the_file() {
-        let path = std::env::temp_dir().join(format!("h2probe-drop-{}.jsonl", std::process::id()));
+        let path = temp_trace("drop");
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
         for i in 0..10 {
             rec.emit(Endpoint::Client, 1, 1, i, KindId::Chunk, || {
@@ -1359,7 +1363,7 @@ mod tests {
     /// the payload budget is whole again.
     #[test]
     fn a_full_disk_counts_every_event_written_or_dropped() {
-        let path = std::env::temp_dir().join(format!("h2probe-full-{}.jsonl", std::process::id()));
+        let path = temp_trace("full");
         let file = std::fs::File::create(&path).unwrap();
         let full = FullAfter {
             inner: file,
@@ -1392,7 +1396,7 @@ mod tests {
     /// recorded later; `finish` returns what the footer says.
     #[test]
     fn finish_and_the_footer_agree_while_a_thread_is_still_recording() {
-        let path = std::env::temp_dir().join(format!("h2probe-late-{}.jsonl", std::process::id()));
+        let path = temp_trace("late-build");
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
         rec.emit(Endpoint::Client, 1, 1, 1, KindId::Chunk, || {
             Kind::Chunk(ChunkEv { len: 1 })
@@ -1430,8 +1434,7 @@ mod tests {
     /// nobody uses, and every later event would be dropped).
     #[test]
     fn room_a_thread_reserved_and_never_used_comes_back_when_it_ends() {
-        let path =
-            std::env::temp_dir().join(format!("h2probe-credit-{}.jsonl", std::process::id()));
+        let path = temp_trace("credit");
         let (writer, rec) = TraceWriter::create(&path, 256).unwrap();
         assert_eq!(rec.shared.credit_block, 4);
         for i in 0..500u64 {
@@ -1461,8 +1464,7 @@ mod tests {
     /// deadlock on its thread's slot; both are written.
     #[test]
     fn an_event_builder_may_record_too() {
-        let path =
-            std::env::temp_dir().join(format!("h2probe-nested-{}.jsonl", std::process::id()));
+        let path = temp_trace("nested");
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
         let inner = rec.clone();
         rec.emit(Endpoint::Server, 1, 1, 2, KindId::Chunk, || {
