@@ -242,15 +242,17 @@ impl Recorder {
         match cached {
             Ok(slot) => f(&slot, false),
             // A thread being torn down (its thread-locals gone): a slot of
-            // its own for this one event (the writer forgets it, and gives
-            // its unused room back, once swept).
+            // its own for this one event, which takes room for just that one
+            // (the writer forgets the slot once swept).
             Err(_) => f(&sh.register(), true),
         }
     }
 
     /// Snapshot of the counters (written count known only to the writer).
     pub fn stats(&self) -> RecorderStats {
-        self.shared.stats(0, false)
+        // Once closed, the room the threads still hold is no event.
+        let closed = self.shared.closed.load(Ordering::Relaxed);
+        self.shared.stats(0, closed)
     }
 }
 
@@ -391,8 +393,8 @@ impl Shared {
                 self.in_flight.fetch_sub(unused, Ordering::Relaxed);
             }
             if last {
-                // A retired slot keeps no room: its thread may hold it until
-                // it records into another recorder.
+                // A retired slot keeps no memory for events: its thread may
+                // hold it until it records into another recorder.
                 into.append(&mut std::mem::take(&mut g.events));
             } else if !g.events.is_empty() {
                 // Room up front: a slot that grows from empty reallocates
