@@ -730,9 +730,11 @@ where
     let mut shutdown = ctx.shutdown.clone();
     // One wait for the whole connection: a new one per accepted stream
     // would join and leave the watch's waiter list (a lock every
-    // connection and RPC shares) once per request.
-    let shutdown_flagged = crate::live::flag_set(&mut shutdown);
-    tokio::pin!(shutdown_flagged);
+    // connection and RPC shares) once per request; once on the list, the
+    // connection reads a flag (`live::poll_stop`).
+    let shutdown_wait = tokio::task::unconstrained(crate::live::flag_set(&mut shutdown));
+    tokio::pin!(shutdown_wait);
+    let mut registered = false;
     let mut shutting_down = false;
     // Idle connections are checked a few times per --idle-timeout.
     let mut idle_check =
@@ -746,7 +748,7 @@ where
             // cooperative budget on the socket, and a branch polled after
             // that could not see shutdown under a steady load.
             biased;
-            _ = &mut shutdown_flagged, if !shutting_down => {
+            _ = std::future::poll_fn(|cx| crate::live::poll_stop(&ctx.shutdown, shutdown_wait.as_mut(), &mut registered, cx)), if !shutting_down => {
                 shutting_down = true;
                 conn.graceful_shutdown();
             }

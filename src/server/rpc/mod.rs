@@ -294,16 +294,39 @@ pub(super) async fn handle(
     });
 
     // Phase 1: receive until half-close, failure, deadline or shutdown.
-    // Biased, the deadline and shutdown first: a body that never makes the
-    // task wait (a fast stream of small messages only yields when its
-    // cooperative budget is spent, and then the other branches, which
-    // spend the same budget, could not see their event) must not hold
-    // them back.
-    let received = tokio::select! {
-        biased;
-        _ = &mut sleep_deadline => None,
-        _ = crate::live::flag_set(&mut shutdown) => Some(Ended::Status(status::UNAVAILABLE, "server shutting down".into())),
-        e = receive(&rpc, body.as_mut().expect("held until the end")) => Some(e),
+    // The deadline and shutdown are looked at first on every poll: a body
+    // that never makes the task wait (a fast stream of small messages only
+    // yields when its cooperative budget is spent, and then a future that
+    // spends the same budget cannot see its event) must not hold them back.
+    // Shutdown is a flag to read once the task is on the watch's waiter
+    // list (`live::poll_stop`), and it joins the list only when it is about
+    // to wait.
+    let received = {
+        let receiving = receive(&rpc, body.as_mut().expect("held until the end"));
+        tokio::pin!(receiving);
+        let shutdown_wait = tokio::task::unconstrained(crate::live::flag_set(&mut shutdown));
+        tokio::pin!(shutdown_wait);
+        let mut registered = false;
+        let stopping = || {
+            Some(Ended::Status(
+                status::UNAVAILABLE,
+                "server shutting down".into(),
+            ))
+        };
+        std::future::poll_fn(|cx| {
+            if sleep_deadline.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            if !matches!(ctx.shutdown.has_changed(), Ok(false)) && *ctx.shutdown.borrow() {
+                return Poll::Ready(stopping());
+            }
+            if let Poll::Ready(e) = receiving.as_mut().poll(cx) {
+                return Poll::Ready(Some(e));
+            }
+            crate::live::poll_stop(&ctx.shutdown, shutdown_wait.as_mut(), &mut registered, cx)
+                .map(|()| stopping())
+        })
+        .await
     };
     let shutting_down = *ctx.shutdown.borrow();
     // The dropped body's flow handle (--drop-stream), for the final release.
