@@ -203,16 +203,24 @@ impl Recorder {
             slot.credit.store(credit - 1, Ordering::Relaxed);
             // Built outside the slot's lock: the writer's sweep never waits
             // on a builder, and a builder may record too.
-            let (event, payload) = sh.build(ep, conn, stream, t, id, build);
+            let (event, payload, shed) = sh.build(ep, conn, stream, t, id, build);
             let mut g = slot.lock();
             if g.retired {
                 // The writer's last sweep came meanwhile: nothing more is
-                // written (the room it held no longer matters).
+                // written (the room it held no longer matters), and a frame
+                // not recorded is not one recorded without its payload.
                 drop(g);
                 sh.payload_in_flight
                     .fetch_sub(payload_bytes(&event.kind), Ordering::Relaxed);
                 sh.drop_one(id);
                 return false;
+            }
+            // Counted under the slot's lock: the writer's last sweep (and
+            // the counts it then reports) sees the frame and its count both,
+            // or neither.
+            if shed > 0 {
+                sh.payload_dropped_frames.fetch_add(1, Ordering::Relaxed);
+                sh.payload_dropped_bytes.fetch_add(shed, Ordering::Relaxed);
             }
             g.events.push(event);
             wake || payload
@@ -258,7 +266,8 @@ impl Recorder {
 
 impl Shared {
     /// The event, its payload counted against the budget (or shed, past
-    /// it); true when the payload held passed half the budget.
+    /// it); true when the payload held passed half the budget (or was
+    /// shed); the payload bytes shed.
     fn build(
         &self,
         ep: Endpoint,
@@ -267,12 +276,12 @@ impl Shared {
         t: u64,
         id: KindId,
         build: impl FnOnce() -> Kind,
-    ) -> (Event, bool) {
+    ) -> (Event, bool, u64) {
         let sh = self;
         let mut kind = build();
         debug_assert_eq!(kind.id(), id, "emit's id names the kind it builds");
         let bytes = payload_bytes(&kind);
-        let mut wake = false;
+        let (mut wake, mut shed) = (false, 0);
         if bytes > 0 {
             let before = sh.payload_in_flight.fetch_add(bytes, Ordering::Relaxed);
             if before + bytes > sh.payload_budget {
@@ -283,8 +292,7 @@ impl Shared {
                     f.payload = None;
                     f.payload_dropped = true;
                 }
-                sh.payload_dropped_frames.fetch_add(1, Ordering::Relaxed);
-                sh.payload_dropped_bytes.fetch_add(bytes, Ordering::Relaxed);
+                shed = bytes;
                 wake = true;
             } else {
                 // Half the payload budget held: as for slots, wake the writer.
@@ -298,7 +306,7 @@ impl Shared {
             stream,
             kind,
         };
-        (event, wake)
+        (event, wake, shed)
     }
 
     /// Reserves buffer room for a thread's next `block` events, or as
