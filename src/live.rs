@@ -151,8 +151,7 @@ pub fn poll_stop<F: std::future::Future<Output = ()>>(
     cx: &mut std::task::Context<'_>,
 ) -> std::task::Poll<()> {
     use std::task::Poll;
-    // The value is read only once it changed (or its sender is gone).
-    if !matches!(peek.has_changed(), Ok(false)) && *peek.borrow() {
+    if stop_flag(peek) {
         return Poll::Ready(());
     }
     if *registered {
@@ -165,6 +164,12 @@ pub fn poll_stop<F: std::future::Future<Output = ()>>(
             Poll::Pending
         }
     }
+}
+
+/// The shutdown flag, read without a lock until it has changed (or its
+/// sender is gone).
+pub fn stop_flag(peek: &tokio::sync::watch::Receiver<bool>) -> bool {
+    !matches!(peek.has_changed(), Ok(false)) && *peek.borrow()
 }
 
 /// Resolves once the flag turns true; never, if its sender is gone first

@@ -277,17 +277,16 @@ impl Shared {
         id: KindId,
         build: impl FnOnce() -> Kind,
     ) -> (Event, bool, u64) {
-        let sh = self;
         let mut kind = build();
         debug_assert_eq!(kind.id(), id, "emit's id names the kind it builds");
         let bytes = payload_bytes(&kind);
         let (mut wake, mut shed) = (false, 0);
         if bytes > 0 {
-            let before = sh.payload_in_flight.fetch_add(bytes, Ordering::Relaxed);
-            if before + bytes > sh.payload_budget {
+            let before = self.payload_in_flight.fetch_add(bytes, Ordering::Relaxed);
+            if before + bytes > self.payload_budget {
                 // The writer is behind on payload: keep the frame, shed
                 // its bytes, and say so in the event and the counts.
-                sh.payload_in_flight.fetch_sub(bytes, Ordering::Relaxed);
+                self.payload_in_flight.fetch_sub(bytes, Ordering::Relaxed);
                 if let Kind::Frame(f) = &mut kind {
                     f.payload = None;
                     f.payload_dropped = true;
@@ -296,7 +295,7 @@ impl Shared {
                 wake = true;
             } else {
                 // Half the payload budget held: as for slots, wake the writer.
-                wake = before + bytes > sh.payload_budget / 2;
+                wake = before + bytes > self.payload_budget / 2;
             }
         }
         let event = Event {
@@ -702,8 +701,6 @@ struct Sink<'a> {
     /// Events whose lines are in `batch`, by kind: written once the batch
     /// reaches the file, counted as dropped if it never does.
     pending: [u64; KINDS],
-    /// Events whose lines reached the file.
-    written: u64,
 }
 
 impl Sink<'_> {
@@ -721,7 +718,6 @@ impl Sink<'_> {
     fn write_batch(&mut self) -> std::io::Result<()> {
         self.w.write_all(&self.batch)?;
         self.batch.clear();
-        self.written += self.pending.iter().sum::<u64>();
         for (n, w) in self.pending.iter().zip(&self.shared.written) {
             if *n > 0 {
                 w.fetch_add(*n, Ordering::Relaxed);
@@ -742,7 +738,6 @@ fn write_loop(
         w,
         batch: Vec::with_capacity(Sink::BATCH + (Sink::BATCH >> 2)),
         pending: [0; KINDS],
-        written: 0,
     };
     // Flushed at least this often while events arrive, so a full disk is
     // noticed (and a killed run loses little) even at low event rates.
@@ -765,22 +760,24 @@ fn write_loop(
         loop {
             let last = shared.closing.load(Ordering::Acquire);
             shared.sweep(&mut swept, &mut spare, last);
-            let mut taken = [0u64; KINDS];
-            for e in &swept {
-                taken[e.kind.index()] += 1;
-            }
-            for (n, t) in taken.iter().zip(&shared.taken) {
-                if *n > 0 {
-                    t.fetch_add(*n, Ordering::Relaxed);
-                }
-            }
             // Each slot is in its thread's order; one sweep's events in `t`
             // order (equal stamps keep their thread's order: the index is
             // the second key, so an unstable sort is stable here).
             // (Pairs, not indices looked up in each comparison: a lookup is
             // a cache miss apart.)
+            // The same pass counts what was taken, by kind (for a writer
+            // that dies: see `account_for_a_dead_writer`).
+            let mut taken = [0u64; KINDS];
             order.clear();
-            order.extend(swept.iter().zip(0u32..).map(|(e, i)| (e.t, i)));
+            order.extend(swept.iter().zip(0u32..).map(|(e, i)| {
+                taken[e.kind.index()] += 1;
+                (e.t, i)
+            }));
+            for (n, t) in taken.iter().zip(&shared.taken) {
+                if *n > 0 {
+                    t.fetch_add(*n, Ordering::Relaxed);
+                }
+            }
             order.sort_unstable();
             for (n, &(_, i)) in order.iter().enumerate() {
                 encoded = n + 1;
@@ -813,9 +810,10 @@ fn write_loop(
             std::thread::park_timeout(nap);
         }
         sink.write_batch()?;
-        let stats = shared.stats(sink.written, true);
+        let written = shared.written_total();
+        let stats = shared.stats(written, true);
         let footer = Footer {
-            events: sink.written,
+            events: written,
             dropped: stats.dropped.clone(),
         };
         sink.w
@@ -846,7 +844,7 @@ fn write_loop(
         shared
             .swept
             .fetch_sub(unwritten.iter().sum(), Ordering::Relaxed);
-        (e, shared.stats(sink.written, true))
+        (e, shared.stats(shared.written_total(), true))
     })
 }
 
@@ -898,6 +896,13 @@ mod tests {
     use crate::trace::schema::ChunkEv;
     use h2probe_analysis::reader::{Ending, TraceReader};
 
+    /// Records a `chunk` event of `len` bytes on connection 1.
+    fn chunk(rec: &Recorder, ep: Endpoint, stream: u32, t: u64, len: u32) {
+        rec.emit(ep, 1, stream, t, KindId::Chunk, || {
+            Kind::Chunk(ChunkEv { len })
+        });
+    }
+
     /// A trace file of the test's own: the tests of this module run in
     /// parallel in one process (two once shared a name).
     fn temp_trace(name: &str) -> PathBuf {
@@ -912,9 +917,7 @@ mod tests {
         let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
         let n = 200_000u64;
         for i in 0..n {
-            rec.emit(Endpoint::Server, 1, 1, i, KindId::Chunk, || {
-                Kind::Chunk(ChunkEv { len: i as u32 })
-            });
+            chunk(&rec, Endpoint::Server, 1, i, i as u32);
         }
         let stats = writer.finish().unwrap();
         assert_eq!(stats.accepted + stats.dropped_total(), n, "{stats:?}");
@@ -1119,9 +1122,7 @@ mod tests {
         }
         let msg = failures.borrow().clone().unwrap();
         assert!(msg.contains("bomb") && msg.contains("panicked"), "{msg}");
-        rec.emit(Endpoint::Server, 1, 1, 1, KindId::Chunk, || {
-            Kind::Chunk(ChunkEv { len: 1 })
-        });
+        chunk(&rec, Endpoint::Server, 1, 1, 1);
         let err = writer.finish().unwrap_err();
         assert!(err.to_string().contains("panicked"), "{err}");
         assert_eq!(err.stats.dropped.get("chunk"), Some(&1), "{:?}", err.stats);
@@ -1159,9 +1160,7 @@ mod tests {
         let mut failures = writer.failures();
         let n = 40_000u64;
         for i in 0..n {
-            rec.emit(Endpoint::Server, 1, 1, i, KindId::Chunk, || {
-                Kind::Chunk(ChunkEv { len: i as u32 })
-            });
+            chunk(&rec, Endpoint::Server, 1, i, i as u32);
             rec.emit(Endpoint::Server, 1, 1, i, KindId::Frame, || data_frame(100));
             if i % 1000 == 0 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -1193,9 +1192,7 @@ mod tests {
         let n = 20_000u32;
         for i in 0..n {
             let t = u64::from((n - 1 - i) / 16);
-            rec.emit(Endpoint::Server, 1, 1, t, KindId::Chunk, || {
-                Kind::Chunk(ChunkEv { len: i })
-            });
+            chunk(&rec, Endpoint::Server, 1, t, i);
         }
         let stats = writer.finish().unwrap();
         assert_eq!(stats.written, u64::from(n), "{stats:?}");
@@ -1285,9 +1282,7 @@ mod tests {
         expected.extend([(false, true); 8]);
         assert_eq!(kept, expected);
         // Events without payload are not held back by the budget.
-        rec.emit(Endpoint::Client, 1, 1, 11, KindId::Chunk, || {
-            Kind::Chunk(ChunkEv { len: 1 })
-        });
+        chunk(&rec, Endpoint::Client, 1, 11, 1);
         assert_eq!(rec.stats().accepted, 11);
     }
 
@@ -1327,9 +1322,7 @@ mod tests {
     fn events_after_finish_are_counted_as_dropped() {
         let path = temp_trace("late");
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
-        rec.emit(Endpoint::Client, 1, 0, 1, KindId::Chunk, || {
-            Kind::Chunk(ChunkEv { len: 1 })
-        });
+        chunk(&rec, Endpoint::Client, 0, 1, 1);
         let stats = writer.finish().unwrap();
         assert_eq!(stats.written, 1);
         // A dropped event is counted under its id and never built.
@@ -1348,9 +1341,7 @@ mod tests {
         let path = temp_trace("drop");
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
         for i in 0..10 {
-            rec.emit(Endpoint::Client, 1, 1, i, KindId::Chunk, || {
-                Kind::Chunk(ChunkEv { len: 1 })
-            });
+            chunk(&rec, Endpoint::Client, 1, i, 1);
         }
         // The drop waits for the writer: the process may exit right after.
         drop(writer);
@@ -1361,9 +1352,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // The recorder outlives the writer: what it records now is dropped.
-        rec.emit(Endpoint::Client, 1, 1, 11, KindId::Chunk, || {
-            Kind::Chunk(ChunkEv { len: 1 })
-        });
+        chunk(&rec, Endpoint::Client, 1, 11, 1);
         assert_eq!(rec.stats().dropped["chunk"], 1);
         std::fs::remove_file(&path).unwrap();
     }
@@ -1408,9 +1397,7 @@ mod tests {
     fn finish_and_the_footer_agree_while_a_thread_is_still_recording() {
         let path = temp_trace("late-build");
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
-        rec.emit(Endpoint::Client, 1, 1, 1, KindId::Chunk, || {
-            Kind::Chunk(ChunkEv { len: 1 })
-        });
+        chunk(&rec, Endpoint::Client, 1, 1, 1);
         let late = {
             let rec = rec.clone();
             std::thread::spawn(move || {
@@ -1420,9 +1407,7 @@ mod tests {
                 });
                 // After the last sweep.
                 std::thread::sleep(std::time::Duration::from_millis(100));
-                rec.emit(Endpoint::Client, 1, 1, 3, KindId::Chunk, || {
-                    Kind::Chunk(ChunkEv { len: 3 })
-                });
+                chunk(&rec, Endpoint::Client, 1, 3, 3);
             })
         };
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -1450,9 +1435,7 @@ mod tests {
         for i in 0..500u64 {
             let rec = rec.clone();
             std::thread::spawn(move || {
-                rec.emit(Endpoint::Client, 1, 1, i, KindId::Chunk, || {
-                    Kind::Chunk(ChunkEv { len: 1 })
-                });
+                chunk(&rec, Endpoint::Client, 1, i, 1);
             })
             .join()
             .unwrap();
@@ -1478,9 +1461,7 @@ mod tests {
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
         let inner = rec.clone();
         rec.emit(Endpoint::Server, 1, 1, 2, KindId::Chunk, || {
-            inner.emit(Endpoint::Server, 1, 1, 1, KindId::Chunk, || {
-                Kind::Chunk(ChunkEv { len: 1 })
-            });
+            chunk(&inner, Endpoint::Server, 1, 1, 1);
             Kind::Chunk(ChunkEv { len: 2 })
         });
         let stats = writer.finish().unwrap();
@@ -1502,9 +1483,7 @@ mod tests {
         let (writer, rec) =
             TraceWriter::start(Box::new(Full), Path::new("/full/trace.jsonl"), 8).unwrap();
         for i in 0..100 {
-            rec.emit(Endpoint::Client, 1, 0, i, KindId::Chunk, || {
-                Kind::Chunk(ChunkEv { len: 1 })
-            });
+            chunk(&rec, Endpoint::Client, 0, i, 1);
         }
         let err = writer.finish().unwrap_err().to_string();
         assert!(err.starts_with("/full/trace.jsonl: "), "{err}");
