@@ -377,7 +377,8 @@ impl Shared {
     /// Takes every slot's events into `into` (the writer's sweep); with
     /// `last`, retires every slot so that nothing can be added behind it.
     /// Slots whose thread has ended are forgotten once emptied.
-    fn sweep(&self, into: &mut Vec<Event>, spare: &mut Vec<Vec<Event>>, last: bool) {
+    fn sweep(&self, into: &mut Swept, spare: &mut Vec<Vec<Event>>, last: bool) {
+        let before = into.len();
         let mut reg = self.slots.lock().unwrap_or_else(|p| p.into_inner());
         reg.closed |= last;
         if last {
@@ -402,7 +403,7 @@ impl Shared {
             if last {
                 // A retired slot keeps no memory for events: its thread may
                 // hold it until it records into another recorder.
-                into.append(&mut std::mem::take(&mut g.events));
+                into.take(std::mem::take(&mut g.events));
             } else if !g.events.is_empty() {
                 // Room up front: a slot that grows from empty reallocates
                 // (and, for a large block, faults fresh pages in) as it fills.
@@ -413,27 +414,23 @@ impl Shared {
                         .pop()
                         .unwrap_or_else(|| Vec::with_capacity(SPARE_EVENTS / 4))
                 };
-                let mut taken = std::mem::replace(&mut g.events, fresh);
-                drop(g);
-                into.append(&mut taken);
-                if taken.capacity() > SPARE_EVENTS {
-                    taken = Vec::with_capacity(SPARE_EVENTS / 4);
-                }
-                spare.push(taken);
+                into.take(std::mem::replace(&mut g.events, fresh));
             }
             !gone && !last
         });
-        self.swept.fetch_add(into.len() as u64, Ordering::Relaxed);
-        self.in_flight.fetch_sub(into.len(), Ordering::Relaxed);
+        into.slots = reg.slots.len();
+        let taken = into.len() - before;
+        self.swept.fetch_add(taken as u64, Ordering::Relaxed);
+        self.in_flight.fetch_sub(taken, Ordering::Relaxed);
     }
 
     /// The writer died (a panic): nothing more is accepted, and every event
     /// it took or would have taken and did not write is dropped, by kind
     /// (accepted = written, as after a write error).
     fn account_for_a_dead_writer(&self) {
-        let mut rest = Vec::new();
+        let mut rest = Swept::default();
         self.sweep(&mut rest, &mut Vec::new(), true);
-        for e in &rest {
+        for e in rest.iter() {
             self.taken[e.kind.index()].fetch_add(1, Ordering::Relaxed);
         }
         drop(rest);
@@ -728,6 +725,48 @@ impl Sink<'_> {
     }
 }
 
+/// One sweep's events: each slot's buffer as it was taken (appending them
+/// into one vector copied every event once more).
+#[derive(Default)]
+struct Swept {
+    blocks: Vec<Vec<Event>>,
+    /// Slots left after the sweep: spares beyond one each (threads that
+    /// came and went) are freed.
+    slots: usize,
+}
+
+impl Swept {
+    fn take(&mut self, block: Vec<Event>) {
+        if !block.is_empty() {
+            self.blocks.push(block);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.blocks.iter().map(Vec::len).sum()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.blocks.iter().flatten()
+    }
+
+    /// Drops the events and keeps the emptied buffers as spares for the
+    /// slots, at most one a slot (a burst's large one shrunk back to
+    /// [`SPARE_EVENTS`]).
+    fn recycle(&mut self, spare: &mut Vec<Vec<Event>>) {
+        for mut block in self.blocks.drain(..) {
+            if spare.len() >= self.slots {
+                continue;
+            }
+            block.clear();
+            if block.capacity() > SPARE_EVENTS {
+                block = Vec::with_capacity(SPARE_EVENTS / 4);
+            }
+            spare.push(block);
+        }
+    }
+}
+
 fn write_loop(
     w: Box<dyn Write + Send>,
     header: Header,
@@ -743,12 +782,12 @@ fn write_loop(
     // noticed (and a killed run loses little) even at low event rates.
     let flush_every = std::time::Duration::from_millis(200);
     let mut flushed = std::time::Instant::now();
-    let mut swept: Vec<Event> = Vec::new();
+    let mut swept = Swept::default();
     let mut spare: Vec<Vec<Event>> = Vec::new();
-    // A sweep's events in `t` order, as indices into `swept`: sorting them
-    // in place moved every event (152 bytes each) and a stable
+    // A sweep's events in `t` order, as (t, block, index) into `swept`:
+    // sorting them in place moved every event (152 bytes each) and a stable
     // sort's scratch buffer was allocated and freed every sweep.
-    let mut order: Vec<(u64, u32)> = Vec::new();
+    let mut order: Vec<(u64, u32, u32)> = Vec::new();
     // Of `order`, how many are in the batch or the file.
     let mut encoded = 0;
     let result = (|| {
@@ -761,27 +800,29 @@ fn write_loop(
             let last = shared.closing.load(Ordering::Acquire);
             shared.sweep(&mut swept, &mut spare, last);
             // Each slot is in its thread's order; one sweep's events in `t`
-            // order (equal stamps keep their thread's order: the index is
-            // the second key, so an unstable sort is stable here).
+            // order (equal stamps keep their thread's order: block and index
+            // are the next keys, so an unstable sort is stable here).
             // (Pairs, not indices looked up in each comparison: a lookup is
             // a cache miss apart.)
             // The same pass counts what was taken, by kind (for a writer
             // that dies: see `account_for_a_dead_writer`).
             let mut taken = [0u64; KINDS];
             order.clear();
-            order.extend(swept.iter().zip(0u32..).map(|(e, i)| {
-                taken[e.kind.index()] += 1;
-                (e.t, i)
-            }));
+            for (b, block) in (0u32..).zip(&swept.blocks) {
+                order.extend(block.iter().zip(0u32..).map(|(e, i)| {
+                    taken[e.kind.index()] += 1;
+                    (e.t, b, i)
+                }));
+            }
             for (n, t) in taken.iter().zip(&shared.taken) {
                 if *n > 0 {
                     t.fetch_add(*n, Ordering::Relaxed);
                 }
             }
             order.sort_unstable();
-            for (n, &(_, i)) in order.iter().enumerate() {
+            for (n, &(_, b, i)) in order.iter().enumerate() {
                 encoded = n + 1;
-                let e = &mut swept[i as usize];
+                let e = &mut swept.blocks[b as usize][i as usize];
                 sink.push(e)?;
                 // Its payload is in the batch now (as base64): the bytes go
                 // at once, and their room in the budget with them. (Given
@@ -796,7 +837,7 @@ fn write_loop(
                     }
                 }
             }
-            swept.clear();
+            swept.recycle(&mut spare);
             order.clear();
             encoded = 0;
             if last {
@@ -825,19 +866,20 @@ fn write_loop(
         // Stop accepting (later events count as dropped). What was taken
         // and never reached the file is dropped too, not accepted.
         let mut unwritten = sink.pending;
-        for &(_, i) in order.iter().skip(encoded) {
-            unwritten[swept[i as usize].kind.index()] += 1;
+        for &(_, b, i) in order.iter().skip(encoded) {
+            unwritten[swept.blocks[b as usize][i as usize].kind.index()] += 1;
         }
         // Payload not yet written (the failed event's included) is gone too.
         let left: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
         shared.payload_in_flight.fetch_sub(left, Ordering::Relaxed);
-        swept.clear();
+        swept.blocks.clear();
         shared.sweep(&mut swept, &mut spare, true);
         let freed: u64 = swept.iter().map(|e| payload_bytes(&e.kind)).sum();
         shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
-        for ev in swept.drain(..) {
+        for ev in swept.iter() {
             unwritten[ev.kind.index()] += 1;
         }
+        swept.blocks.clear();
         for (i, n) in unwritten.iter().enumerate() {
             shared.dropped[i].fetch_add(*n, Ordering::Relaxed);
         }
