@@ -4,6 +4,7 @@
 //! format); this module only writes it.
 
 pub mod clock;
+mod drop_behind;
 mod frame_event;
 mod recorder;
 

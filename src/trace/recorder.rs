@@ -537,7 +537,7 @@ impl TraceWriter {
             cause,
             stats: RecorderStats::default(),
         };
-        let file = std::fs::File::create(path).map_err(err)?;
+        let file = super::drop_behind::DropBehind::new(std::fs::File::create(path).map_err(err)?);
         // Fault injection for the tests of a failing disk (documented in
         // the README's test section, not a user knob): the file fails with
         // ENOSPC after this many bytes.
@@ -913,7 +913,7 @@ impl Drop for PanicAlarm<'_> {
 
 /// A file that fills up after `left` bytes (fault injection).
 struct FullAfter {
-    inner: std::fs::File,
+    inner: super::drop_behind::DropBehind,
     left: u64,
 }
 
@@ -1405,7 +1405,8 @@ mod tests {
     #[test]
     fn a_full_disk_counts_every_event_written_or_dropped() {
         let path = temp_trace("full");
-        let file = std::fs::File::create(&path).unwrap();
+        let file =
+            crate::trace::drop_behind::DropBehind::new(std::fs::File::create(&path).unwrap());
         let full = FullAfter {
             inner: file,
             left: 300_000,
