@@ -110,3 +110,47 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
     assert!(s.completed >= 190, "{}", s.completed);
     assert!(s.max_owned_bytes <= 65_535);
 }
+
+/// Context switches of `pid`'s thread named `name` (voluntary and not).
+fn thread_switches(pid: u32, name: &str) -> u64 {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = task.unwrap().path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim() == name {
+            let status = std::fs::read_to_string(dir.join("status")).unwrap();
+            return status
+                .lines()
+                .filter(|l| l.contains("ctxt_switches"))
+                .map(|l| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap())
+                .sum();
+        }
+    }
+    panic!("no thread {name} in process {pid}");
+}
+
+/// A server left idle keeps its trace writer mostly asleep (it woke every
+/// 2 ms, 500 times a second), yet still wakes to flush and notice a full
+/// disk.
+#[test]
+fn an_idle_servers_trace_writer_sleeps() {
+    let dir = support::temp_dir("idle-writer");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--quiet", "--no-pcap"])
+        .arg("--out")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    support::listening_addr(&mut server);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let before = thread_switches(server.id(), "h2probe-trace");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let woke = thread_switches(server.id(), "h2probe-trace") - before;
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        (5..100).contains(&woke),
+        "the idle writer switched {woke} times in 2 s (64 ms naps: about 31)"
+    );
+}

@@ -98,8 +98,8 @@ struct Shared {
     credit_block: usize,
     /// The writer thread, woken by producers only when half the capacity
     /// (or half the payload budget) is held: it otherwise wakes on its own
-    /// every few milliseconds. A wake-up per event cost ≈ 50 context
-    /// switches per request.
+    /// every 2 ms while events come, up to every 64 ms while none do. A
+    /// wake-up per event cost ≈ 50 context switches per request.
     writer: std::sync::OnceLock<std::thread::Thread>,
     /// Payload bytes held by events in flight, and their bound.
     payload_in_flight: AtomicU64,
@@ -794,8 +794,12 @@ fn write_loop(
         sink.w
             .write_all(format!("{}\n", header.to_line()).as_bytes())?;
         // Sweep the threads' slots, write what they held, then sleep until
-        // woken (half-full, or finish) or for a few milliseconds.
-        let nap = std::time::Duration::from_millis(2);
+        // woken (half-full, or finish) or for a few milliseconds; longer,
+        // up to 64 ms, while sweeps find nothing (an idle server woke its
+        // writer 500 times a second).
+        const NAP: std::time::Duration = std::time::Duration::from_millis(2);
+        const IDLE_NAP: std::time::Duration = std::time::Duration::from_millis(64);
+        let mut nap = NAP;
         loop {
             let last = shared.closing.load(Ordering::Acquire);
             shared.sweep(&mut swept, &mut spare, last);
@@ -838,6 +842,11 @@ fn write_loop(
                 }
             }
             swept.recycle(&mut spare);
+            nap = if order.is_empty() {
+                (nap * 2).min(IDLE_NAP)
+            } else {
+                NAP
+            };
             order.clear();
             encoded = 0;
             if last {
