@@ -31,9 +31,10 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// stop counting against the capacity before they are written), the
 /// writer's 16-byte sort key of each event it sorts, plus this (a frame's
 /// payload counts until the writer has encoded its line),
-/// plus the spare room of each recording thread's buffer (at most
-/// [`SPARE_EVENTS`] events) and the writer's 256 KiB batch. A frame past
-/// it is still recorded, without its payload (`payload_dropped` in the
+/// plus, per recording thread, the spare room of its buffer and one spare
+/// buffer the writer keeps for it (at most [`SPARE_EVENTS`] events each),
+/// and the writer's 256 KiB batch. A frame past this payload bound is
+/// still recorded, without its payload (`payload_dropped` in the
 /// trace, counted in the stats): the frame is what the analysis needs, the
 /// bytes are what the writer can shed.
 pub const PAYLOAD_BUDGET: u64 = 64 << 20;
@@ -754,6 +755,8 @@ impl Swept {
     /// slots, at most one a slot (a burst's large one shrunk back to
     /// [`SPARE_EVENTS`]).
     fn recycle(&mut self, spare: &mut Vec<Vec<Event>>) {
+        // Threads that ended leave spares behind: beyond one a slot they go.
+        spare.truncate(self.slots);
         for mut block in self.blocks.drain(..) {
             if spare.len() >= self.slots {
                 continue;
