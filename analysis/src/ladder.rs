@@ -359,7 +359,7 @@ fn collect(
     span: u64,
     window: Option<(u64, u64)>,
 ) -> Result<(Collector, u64), OpenError> {
-    let mut r = TraceReader::open(path)?;
+    let mut r = TraceReader::open(path)?.without_payloads();
     let origin = r.header().origin_mono_ns;
     let mut c = Collector::new(span, window.map(|(a, b)| (origin + a, origin + b)));
     let mut order = Reorder::default();

@@ -377,7 +377,7 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
 
 /// Per-20 ms-bin retry counts in the collision window of one trace.
 pub fn retry_bins(trace: &Path) -> Result<Vec<u64>, crate::reader::OpenError> {
-    let mut r = crate::reader::TraceReader::open(trace)?;
+    let mut r = crate::reader::TraceReader::open(trace)?.without_payloads();
     let (mut t0, mut retries): (Option<u64>, Vec<u64>) = (None, vec![]);
     while let Some(ev) = r.next_event() {
         let Ok(e) = ev else { continue };

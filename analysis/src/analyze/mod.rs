@@ -608,7 +608,7 @@ pub fn analyze_trace_with(
     path: &Path,
     window_log: Option<Box<dyn std::io::Write>>,
 ) -> Result<Analysis, crate::reader::OpenError> {
-    let mut r = TraceReader::open(path)?;
+    let mut r = TraceReader::open(path)?.without_payloads();
     let mut a = Analyzer::new(r.header().origin_mono_ns);
     if let Some(w) = window_log {
         a = a.with_window_log(w);
