@@ -48,11 +48,7 @@ fn analysing_a_full_capture_holds_no_payload_bytes() {
     writeln!(w, r#"{{"type":"footer","events":{FRAMES},"dropped":{{}}}}"#).unwrap();
     w.flush().unwrap();
     drop(w);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .arg("analyze")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = support::analyze(&dir);
     // Exit 3: the checks fail (the frames outrun windows nobody opened);
     // the analysis itself went through.
     assert!(

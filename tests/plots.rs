@@ -140,11 +140,7 @@ fn one_sided(from: &Path, keep: &str) -> PathBuf {
         .map(|l| format!("{l}\n"))
         .collect();
     std::fs::write(dir.join("trace.jsonl"), trace).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .arg("analyze")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = support::analyze(&dir);
     assert!(
         out.status.code().is_some_and(|c| c == 0 || c == 3),
         "{}",

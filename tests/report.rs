@@ -382,11 +382,7 @@ fn the_page_of_a_hand_built_run_renders_in_a_browser_with_its_ladder() {
     // `analyze` (as run, serve, client and merge) writes the page with the
     // default slice. (The accounting check fails, exit 3: the trace has no
     // `schedule` events and one completion. The page shows it.)
-    let analyze = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .arg("analyze")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let analyze = support::analyze(&dir);
     let stderr = String::from_utf8_lossy(&analyze.stderr);
     assert_eq!(analyze.status.code(), Some(3), "{stderr}");
     assert!(!stderr.contains("warning"), "{stderr}");

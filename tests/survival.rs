@@ -506,11 +506,7 @@ fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes(
     let at = kept.find("\"payload\":\"").unwrap() + 11;
     lines[i] = format!("{}!!{}", &kept[..at], &kept[at + 2..]);
     std::fs::write(dir.join("trace.jsonl"), lines.join("\n") + "\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .arg("analyze")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = support::analyze(&dir);
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{said}");
     let first = i + 1;

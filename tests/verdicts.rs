@@ -35,11 +35,7 @@ fn a_killed_run_analyses_with_exit_0_and_checks_that_cannot_be_judged() {
     child.kill().unwrap(); // SIGKILL: no footer, maybe a line cut in half
     child.wait().unwrap();
     assert!(!dir.join("summary.json").exists());
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .arg("analyze")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = support::analyze(&dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");

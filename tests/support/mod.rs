@@ -294,6 +294,15 @@ where
     out
 }
 
+/// `h2probe analyze DIR`, whatever its exit status (3 when a check fails).
+pub fn analyze(dir: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .arg("analyze")
+        .arg(dir)
+        .output()
+        .unwrap()
+}
+
 /// The address a `serve` child prints on its first stdout line
 /// (`listening on h2c://ADDR …`, the 4th word).
 pub fn listening_addr(child: &mut std::process::Child) -> String {
