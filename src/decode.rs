@@ -174,13 +174,13 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
                     ep = Some(Endpoint::Client);
                     Ok(())
                 }
-                Ok(Parsed::Frame(f)) => {
+                Ok(Parsed::Frame(mut f)) => {
                     frames += 1;
                     let who = *ep.get_or_insert(Endpoint::Server);
                     emit(
                         who,
                         f.head.stream(),
-                        Kind::Frame(frame_event(&f, Dir::Out, opts.payload, true)),
+                        Kind::Frame(frame_event(&mut f, Dir::Out, opts.payload, true)),
                         out,
                     )
                 }

@@ -175,7 +175,7 @@ impl<S> Tap<S> {
         let mut new_max = None;
         let failed = &self.wire_failed;
         side.parser.feed(bytes, |r| match r {
-            Ok(Parsed::Frame(f)) => {
+            Ok(Parsed::Frame(mut f)) => {
                 if let Body::Settings { ack: false, .. } = f.body {
                     for s in f.body.settings() {
                         if s.id == schema::settings::MAX_FRAME_SIZE {
@@ -191,7 +191,7 @@ impl<S> Tap<S> {
                     KindId::Frame,
                     || {
                         Kind::Frame(frame_event(
-                            &f,
+                            &mut f,
                             dir,
                             cfg.capture,
                             is_upload(cfg.endpoint, dir),

@@ -152,7 +152,7 @@ impl Peer {
                                 } => (Some(error_code), Some(last_stream)),
                                 _ => (None, None),
                             };
-                            let debug = match (f.body, f.payload) {
+                            let debug = match (f.body, f.payload()) {
                                 (Body::GoAway { .. }, Some(p)) => {
                                     String::from_utf8_lossy(&p[8..]).into_owned()
                                 }

@@ -462,10 +462,10 @@ mod tests {
         p.keep_data_payloads(false);
         let mut out = None;
         p.feed(bytes, |r| {
-            if let Ok(Parsed::Frame(f)) = r {
+            if let Ok(Parsed::Frame(mut f)) = r {
                 out = Some((
                     crate::trace::frame_event(
-                        &f,
+                        &mut f,
                         Dir::Out,
                         crate::config::CapturePayload::None,
                         true,

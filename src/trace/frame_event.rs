@@ -8,8 +8,13 @@ use crate::wire::{Body, FrameRef};
 /// The schema's view of a parsed frame.
 ///
 /// `upload`: the frame travels client→server (the bulk DATA `headers`
-/// capture leaves out).
-pub fn frame_event(f: &FrameRef<'_>, dir: Dir, capture: CapturePayload, upload: bool) -> FrameEv {
+/// capture leaves out). A kept DATA payload is taken from `f`, not copied.
+pub fn frame_event(
+    f: &mut FrameRef<'_>,
+    dir: Dir,
+    capture: CapturePayload,
+    upload: bool,
+) -> FrameEv {
     let mut ev = FrameEv {
         dir,
         offset: f.offset,
@@ -57,10 +62,8 @@ pub fn frame_event(f: &FrameRef<'_>, dir: Dir, capture: CapturePayload, upload: 
         CapturePayload::Headers => f.head.ty() != schema::FrameType::DATA || !upload,
         CapturePayload::Full => true,
     };
-    if keep {
-        if let Some(p) = f.payload.filter(|p| !p.is_empty()) {
-            ev.payload = Some(schema::Payload(p.to_vec()));
-        }
+    if keep && f.payload().is_some_and(|p| !p.is_empty()) {
+        ev.payload = f.take_payload().map(schema::Payload);
     }
     ev
 }

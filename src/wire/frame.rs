@@ -199,15 +199,25 @@ impl<'a> Body<'a> {
 }
 
 /// A frame as the parser saw it.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(PartialEq, Eq, Debug)]
 pub struct FrameRef<'a> {
     /// Offset of the frame header in its direction's byte stream.
     pub offset: u64,
     pub head: Head,
     pub body: Body<'a>,
-    /// The whole payload for non-DATA frames (and for DATA when the parser
-    /// was asked to keep DATA payloads); `None` otherwise.
-    pub payload: Option<&'a [u8]>,
+    pub(super) payload: PayloadRef<'a>,
+}
+
+/// Where a frame's payload is, if the parser kept it.
+#[derive(PartialEq, Eq, Debug)]
+pub(super) enum PayloadRef<'a> {
+    /// DATA, with payloads not kept.
+    Skipped,
+    /// In the parser's reused buffer (every non-DATA frame).
+    Borrowed(&'a [u8]),
+    /// A kept DATA payload, gathered in a buffer of its own so that a
+    /// full capture takes it without copying 16 KiB a frame.
+    Owned(&'a mut Vec<u8>),
 }
 
 impl FrameRef<'_> {
@@ -217,6 +227,28 @@ impl FrameRef<'_> {
             self.head.len()
         } else {
             0
+        }
+    }
+
+    /// The whole payload for non-DATA frames (and for DATA when the parser
+    /// was asked to keep DATA payloads, until [`FrameRef::take_payload`]);
+    /// `None` otherwise.
+    pub fn payload(&self) -> Option<&[u8]> {
+        match &self.payload {
+            PayloadRef::Skipped => None,
+            PayloadRef::Borrowed(p) => Some(p),
+            PayloadRef::Owned(v) => Some(v),
+        }
+    }
+
+    /// The payload as an owned buffer: a kept DATA payload is moved out
+    /// (the parser gathers the next one in a new buffer), anything else
+    /// is copied.
+    pub fn take_payload(&mut self) -> Option<Vec<u8>> {
+        match &mut self.payload {
+            PayloadRef::Skipped => None,
+            PayloadRef::Borrowed(p) => Some(p.to_vec()),
+            PayloadRef::Owned(v) => Some(std::mem::take(*v)),
         }
     }
 }

@@ -7,14 +7,19 @@
 //! The parser holds at most one frame header and, for non-DATA frames, one
 //! payload (bounded by the max frame size) in a buffer it reuses: DATA
 //! payloads are skipped, never copied, and nothing is allocated per frame.
+//! Asked to keep DATA payloads ([`Parser::keep_data_payloads`]), it gathers
+//! each in a buffer the consumer may take ([`FrameRef::take_payload`]): one
+//! copy of the bytes from the socket's buffer, and a new buffer only when
+//! the last one was taken.
 
+use super::frame::PayloadRef;
 use super::{Body, Error, FrameRef, Head, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN};
 
 /// The client connection preface (RFC 9113 §3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// What the parser recognised.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(PartialEq, Eq, Debug)]
 pub enum Parsed<'a> {
     /// The 24-byte client preface, complete.
     Preface {
@@ -168,6 +173,10 @@ impl Parser {
                         Body::prefix_needed(&self.head)
                     };
                     self.buf.clear();
+                    // A kept DATA payload's buffer may have been taken:
+                    // room for the whole frame at once, not grown by
+                    // doubling (each step a copy).
+                    self.buf.reserve_exact(self.need);
                     self.state = State::Payload;
                     if self.remaining == 0 {
                         self.emit(&mut on);
@@ -204,15 +213,36 @@ impl Parser {
     fn emit(&mut self, on: &mut impl FnMut(Result<Parsed<'_>, Error>)) {
         self.state = State::Header;
         let is_data = self.head.ty() == super::FrameType::DATA;
-        match Body::load(&self.head, self.frame_offset, &self.buf) {
-            Ok(body) => on(Ok(Parsed::Frame(FrameRef {
+        if !is_data || !self.keep_data {
+            match Body::load(&self.head, self.frame_offset, &self.buf) {
+                Ok(body) => on(Ok(Parsed::Frame(FrameRef {
+                    offset: self.frame_offset,
+                    head: self.head,
+                    body,
+                    payload: if is_data {
+                        PayloadRef::Skipped
+                    } else {
+                        PayloadRef::Borrowed(&self.buf[..])
+                    },
+                }))),
+                Err(e) => on(Err(e)),
+            }
+            return;
+        }
+        // A kept DATA payload: handed out as its own buffer, which the
+        // consumer may take; if it does not, it is reused.
+        let mut data = std::mem::take(&mut self.buf);
+        match Body::load(&self.head, self.frame_offset, &data) {
+            Ok(Body::Data { pad }) => on(Ok(Parsed::Frame(FrameRef {
                 offset: self.frame_offset,
                 head: self.head,
-                body,
-                payload: (!is_data || self.keep_data).then_some(&self.buf[..]),
+                body: Body::Data { pad },
+                payload: PayloadRef::Owned(&mut data),
             }))),
+            Ok(_) => unreachable!("a DATA header loads as DATA"),
             Err(e) => on(Err(e)),
         }
+        self.buf = data;
     }
 
     /// Call at end of stream: an error if it ended inside the preface or a frame.
@@ -341,7 +371,7 @@ mod tests {
         let mut seen = None;
         p.feed(&bytes, |r| {
             if let Ok(Parsed::Frame(f)) = r {
-                seen = Some(f.payload.map(|p| p.to_vec()));
+                seen = Some(f.payload().map(|p| p.to_vec()));
             }
         });
         assert_eq!(seen, Some(None));
@@ -349,9 +379,35 @@ mod tests {
         p.keep_data_payloads(true);
         p.feed(&bytes, |r| {
             if let Ok(Parsed::Frame(f)) = r {
-                seen = Some(f.payload.map(|p| p.to_vec()));
+                seen = Some(f.payload().map(|p| p.to_vec()));
             }
         });
         assert_eq!(seen, Some(Some(b"abcdef".to_vec())));
+    }
+
+    #[test]
+    fn a_kept_data_payload_is_taken_without_a_copy() {
+        let mut bytes = encode::data(1, 0, None, &[7; 3000]);
+        bytes.extend(encode::data(1, 0, None, b"second"));
+        bytes.extend(encode::data(1, 0, None, b"third"));
+        let mut p = Parser::server_to_client();
+        p.keep_data_payloads(true);
+        let mut taken = Vec::new();
+        // Split mid-payload: the bytes are gathered across feeds.
+        for part in [&bytes[..1000], &bytes[1000..]] {
+            p.feed(part, |r| {
+                let Ok(Parsed::Frame(mut f)) = r else {
+                    panic!("{r:?}")
+                };
+                let seen = f.payload().unwrap().as_ptr();
+                // The second frame is left in place: its buffer is reused.
+                if f.payload() != Some(b"second") {
+                    let v = f.take_payload().unwrap();
+                    assert_eq!(v.as_ptr(), seen, "the payload was copied");
+                    taken.push(v);
+                }
+            });
+        }
+        assert_eq!(taken, vec![vec![7; 3000], b"third".to_vec()]);
     }
 }
