@@ -361,6 +361,23 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let s = support::read_summary(&dir);
     assert_eq!(s.trace_ending, format!("truncated at line {line}"));
     assert!(s.scheduled > 0 && s.scheduled <= full.scheduled);
+    assert_eq!((s.corrupt_lines, s.unknown_events), (0, 0));
+    // A damaged line in the middle is skipped, an event of a type this build
+    // does not know (a newer one's) too; both are counted in summary.json.
+    let mut lines: Vec<&str> = text.lines().collect();
+    let mid = lines.len() / 2;
+    let from_the_future = lines[mid].replacen("\"type\":\"", "\"type\":\"future_", 1);
+    assert_ne!(from_the_future, lines[mid]);
+    lines.insert(mid, &from_the_future);
+    lines.insert(mid, "{\"t\":12,\"ep\":");
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("skipped line {}", mid + 1)), "{err}");
+    let s = support::read_summary(&dir);
+    assert_eq!((s.corrupt_lines, s.unknown_events), (1, 1), "{err}");
+    assert_eq!(s.damaged_payloads, 0);
     // And a file that is not a trace is refused by name.
     std::fs::write(&trace, "hello\n").unwrap();
     let out = h2probe().arg("analyze").arg(&dir).output().unwrap();

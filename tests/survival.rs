@@ -521,6 +521,9 @@ fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes(
         (damaged.data_frames_in, damaged.data_bytes_in),
         (s.data_frames_in, s.data_bytes_in)
     );
+    // Counted where a program looks, too.
+    assert_eq!((s.damaged_payloads, damaged.damaged_payloads), (0, 1));
+    assert_eq!((damaged.corrupt_lines, damaged.unknown_events), (0, 0));
     assert!(damaged.checks.values().all(|c| c.ok != Some(false)));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -441,9 +441,19 @@ fn headline_lines(s: &Summary) -> String {
                 } else {
                     "n/a".to_string()
                 };
+                // Without a stream-level update there is no mean to give
+                // (large windows: the connection's updates carry it all).
+                let stream = if s.window_update_increment.count > 0 {
+                    format!(
+                        "stream mean +{:.0} B, {:.1} releases each",
+                        s.window_update_increment.mean, s.coalescing_ratio
+                    )
+                } else {
+                    "none at stream level".to_string()
+                };
                 format!(
-                    "{} (stream mean +{:.0} B, {:.1} releases each, release→update {latency})",
-                    s.window_updates_out, s.window_update_increment.mean, s.coalescing_ratio,
+                    "{} ({stream}, release→update {latency})",
+                    s.window_updates_out,
                 )
             }),
         );
@@ -741,5 +751,38 @@ mod tests {
         );
         let growth = lines.iter().position(|l| l.starts_with("growth")).unwrap();
         assert!(lines[growth + 1].starts_with("          "), "{fitted}");
+    }
+
+    #[test]
+    fn a_run_without_stream_updates_says_so_rather_than_a_mean_of_nothing() {
+        let mut s = Summary {
+            has_server: true,
+            trace_ending: "clean".into(),
+            window_updates_out: 3,
+            window_updates_out_conn: 3,
+            ..Summary::default()
+        };
+        let wire = |s: &Summary| {
+            let h = headline_lines(s);
+            h.lines()
+                .find(|l| l.starts_with("wire"))
+                .unwrap()
+                .to_string()
+        };
+        let none = wire(&s);
+        assert!(
+            none.contains("WINDOW_UPDATE out 3 (none at stream level, "),
+            "{none}"
+        );
+        assert!(!none.contains("mean"), "{none}");
+        s.window_updates_out_stream = 2;
+        s.window_update_increment.count = 2;
+        s.window_update_increment.mean = 16_400.0;
+        s.coalescing_ratio = 4.0;
+        let some = wire(&s);
+        assert!(
+            some.contains("(stream mean +16400 B, 4.0 releases each, "),
+            "{some}"
+        );
     }
 }

@@ -655,6 +655,9 @@ pub fn analyze_trace_with(
         ));
     }
     a.s.out_of_order_events = order.late;
+    a.s.corrupt_lines = corrupt;
+    a.s.damaged_payloads = r.bad_payloads;
+    a.s.unknown_events = r.unknown;
     let ending = r.ending().clone();
     let dropped = match &ending {
         Ending::Clean(f) => f.dropped.values().sum(),

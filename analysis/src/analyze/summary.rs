@@ -237,6 +237,18 @@ pub struct Summary {
     /// Their payload bytes (the sum of their `len`).
     #[serde(default)]
     pub payload_dropped_bytes: u64,
+    /// Frames whose payload field was damaged (not base64, or not `len`
+    /// bytes): read without it, like `payload_dropped`. Should be 0.
+    #[serde(default)]
+    pub damaged_payloads: u64,
+    /// Trace lines that were not events (not JSON, or not an event of this
+    /// schema), skipped. Should be 0.
+    #[serde(default)]
+    pub corrupt_lines: u64,
+    /// Events of types this analysis does not know (a newer h2probe's),
+    /// skipped.
+    #[serde(default)]
+    pub unknown_events: u64,
     /// Events that reached the analyzer after a later event (more than the
     /// reorder window late): analysed out of time order. Should be 0.
     pub out_of_order_events: u64,
