@@ -231,7 +231,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let mut code = 0;
             let mut runs = vec![];
             for dir in &opts.dirs {
+                let reading = crate::commands::reading_progress(
+                    format!("analysing {}", dir.display()),
+                    h2probe_analysis::reader::trace_path(dir).unwrap_or_default(),
+                    2,
+                    false,
+                );
                 let (s, w) = h2probe_analysis::report::write_products(dir)?;
+                drop(reading);
                 writeln!(out, "== {}", dir.display())?;
                 write!(out, "{}", h2probe_analysis::report::headline(&s))?;
                 print_warnings(&w);

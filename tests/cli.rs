@@ -389,6 +389,56 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     );
 }
 
+/// A long finish (analysis, report, pcaps) or `analyze` says how much of the
+/// trace it has read, and when it is done. The display starts after a
+/// second, which a test run does not last: the test knob starts it at once.
+#[test]
+fn finishing_and_analysing_show_how_much_of_the_trace_was_read() {
+    let dir = support::temp_dir("reading").join("run");
+    let out = h2probe()
+        .env("H2PROBE_TEST_PROGRESS_AFTER_MS", "0")
+        .args(["run", "--duration", "300ms", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let size = std::fs::metadata(dir.join("trace.jsonl")).unwrap().len();
+    let shown = format!("the {} trace", indicatif::HumanBytes(size));
+    let times_read = |what: &str, err: &str| -> f64 {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("progress") && l.contains(&format!("{what}: done, read ")))
+            .unwrap_or_else(|| panic!("no done line for {what}:\n{err}"));
+        assert!(line.ends_with(&shown), "{line} (trace {size} B)");
+        let x = line
+            .split("read ")
+            .nth(1)
+            .unwrap()
+            .split('×')
+            .next()
+            .unwrap();
+        x.parse().unwrap()
+    };
+    // The analysis reads the trace once, the report's ladder up to once
+    // more (and a slice), the pcaps once more.
+    let finishing = times_read("finishing", &err);
+    assert!((2.0..=4.0).contains(&finishing), "{finishing}\n{err}");
+    let out = h2probe()
+        .env("H2PROBE_TEST_PROGRESS_AFTER_MS", "0")
+        .arg("analyze")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let analysing = times_read(&format!("analysing {}", dir.display()), &err);
+    assert!((1.0..=3.0).contains(&analysing), "{analysing}\n{err}");
+    // Without the knob a short job stays silent.
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("progress"), "{err}");
+}
+
 /// `--no-trace`: the endpoints without the recorder (the tool's own
 /// overhead baseline); a run directory with meta.json and nothing else.
 #[test]

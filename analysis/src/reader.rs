@@ -1,8 +1,26 @@
 //! Streaming trace reader: one line at a time, never the whole file.
 
 use crate::schema::{Event, Footer, Header, Line};
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes of trace files this process has read through [`TraceReader::open`]
+/// (compressed bytes for a `.gz`): what a progress display samples while a
+/// long trace is analysed or exported. Only ever grows.
+pub static BYTES_READ: AtomicU64 = AtomicU64::new(0);
+
+/// A file that adds what it reads to [`BYTES_READ`] (one atomic add per
+/// 64 KiB read, not per line).
+struct Counted<R>(R);
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        BYTES_READ.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
 
 /// A trace line that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -76,8 +94,10 @@ impl TraceReader<Box<dyn BufRead + Send>> {
             path: path.display().to_string(),
             cause: e,
         };
-        let mut f =
-            std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(path).map_err(io)?);
+        let mut f = std::io::BufReader::with_capacity(
+            1 << 16,
+            Counted(std::fs::File::open(path).map_err(io)?),
+        );
         let gz = f.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
         let input: Box<dyn BufRead + Send> = if gz {
             Box::new(std::io::BufReader::with_capacity(

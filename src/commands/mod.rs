@@ -13,6 +13,8 @@ pub mod matrix;
 pub mod merge;
 mod progress;
 pub mod relay;
+
+pub(crate) use progress::reading_progress;
 pub mod report;
 pub mod run;
 pub mod serve;
@@ -384,8 +386,19 @@ impl Session {
         } = self;
         progress.finish().await;
         drop(rec);
+        // A long trace takes a while to analyse (and export): show how much
+        // of it has been read (short runs finish before the display starts).
+        // The analysis reads it once, the report's ladder up to once more,
+        // the pcaps once more.
+        let passes = if pcap == Pcaps::None { 2 } else { 3 };
+        let reading = progress::reading_progress(
+            "finishing".to_string(),
+            dir.join("trace.jsonl"),
+            passes,
+            quiet || writer.is_none(),
+        );
         let d = dir.clone();
-        let mut job = tokio::task::spawn_blocking(move || {
+        let job = tokio::task::spawn_blocking(move || {
             finalize(
                 &d,
                 writer,
@@ -397,20 +410,8 @@ impl Session {
                 pcap,
             )
         });
-        // A long trace takes a while to analyse: name the phase rather than
-        // sit silent (short runs finish before the notice is due).
-        let (summary, warnings, error) =
-            match tokio::time::timeout(std::time::Duration::from_secs(1), &mut job).await {
-                Ok(done) => done??,
-                Err(_) => {
-                    if !quiet {
-                        eprintln!(
-                            "progress analysing the trace: summary, timeline, plots, report.html"
-                        );
-                    }
-                    job.await??
-                }
-            };
+        let (summary, warnings, error) = job.await??;
+        drop(reading);
         Ok(Finished {
             dir,
             summary,

@@ -91,3 +91,158 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
         task,
     }
 }
+
+/// How far a blocking job (the analysis, report and pcaps after a run;
+/// `analyze`) has read its trace: nothing for the first second (short jobs
+/// stay silent), then a bar on a terminal, a plain line every 5 s otherwise
+/// and a last one when it is done. Progress is bytes read over the trace's
+/// size: the analysis reads the trace once, the report's ladder up to once
+/// more, the pcaps once more. Stops (and clears the bar) when dropped.
+pub(crate) struct Reading {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Starts the display for `what`, which reads `trace` at most `passes`
+/// times (the file may still grow while its writer finishes: its size is
+/// re-read).
+pub(crate) fn reading_progress(
+    what: String,
+    trace: std::path::PathBuf,
+    passes: u64,
+    quiet: bool,
+) -> Reading {
+    use std::io::IsTerminal;
+    use std::sync::atomic::Ordering;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // A test knob (see the README's tests section), not a user option: when
+    // the display starts.
+    let after = std::env::var("H2PROBE_TEST_PROGRESS_AFTER_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_millis,
+        );
+    let thread = (!quiet).then(|| {
+        let stop = stop.clone();
+        let counter = &h2probe_analysis::reader::BYTES_READ;
+        let base = counter.load(Ordering::Relaxed);
+        std::thread::Builder::new()
+            .name("h2probe-progress".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                let tty = std::io::stderr().is_terminal();
+                let period = std::time::Duration::from_secs(if tty { 1 } else { 5 });
+                let mut next = after;
+                let mut bar: Option<indicatif::ProgressBar> = None;
+                let mut shown = false;
+                let state = || {
+                    let size = std::fs::metadata(&trace).map_or(0, |m| m.len());
+                    (counter.load(Ordering::Relaxed) - base, size)
+                };
+                loop {
+                    while !stop.load(Ordering::Relaxed) && started.elapsed() < next {
+                        std::thread::park_timeout(next.saturating_sub(started.elapsed()));
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    next += period;
+                    let (read, size) = state();
+                    shown = true;
+                    if !tty {
+                        // Not an error line: no `h2probe:` prefix.
+                        eprintln!(
+                            "{}",
+                            reading_line(&what, started.elapsed(), read, size, false)
+                        );
+                        continue;
+                    }
+                    let b = bar.get_or_insert_with(|| {
+                        let b = indicatif::ProgressBar::new(1);
+                        b.set_style(
+                            indicatif::ProgressStyle::with_template(
+                                "{elapsed_precise} [{bar:20}] {bytes}/{total_bytes} {wide_msg}",
+                            )
+                            .expect("static template")
+                            .progress_chars("=> "),
+                        );
+                        b.set_message(what.clone());
+                        b
+                    });
+                    let total = (size * passes).max(1);
+                    b.set_length(total);
+                    b.set_position(read.min(total));
+                }
+                if let Some(b) = bar {
+                    b.finish_and_clear();
+                } else if shown {
+                    let (read, size) = state();
+                    eprintln!(
+                        "{}",
+                        reading_line(&what, started.elapsed(), read, size, true)
+                    );
+                }
+            })
+            .expect("spawning the progress thread")
+    });
+    Reading { stop, thread }
+}
+
+/// The plain line: `progress    6s finishing: read 1.4× the 2.70 GiB trace`
+/// (`done, read …` at the end).
+fn reading_line(
+    what: &str,
+    elapsed: std::time::Duration,
+    read: u64,
+    size: u64,
+    done: bool,
+) -> String {
+    format!(
+        "progress {:>5.0}s {what}: {}read {:.1}× the {} trace",
+        elapsed.as_secs_f64(),
+        if done { "done, " } else { "" },
+        read as f64 / size.max(1) as f64,
+        indicatif::HumanBytes(size),
+    )
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reading_line_names_the_phase_and_the_bytes() {
+        let l = reading_line(
+            "finishing",
+            std::time::Duration::from_secs(6),
+            4_058_744_095,
+            2_899_102_925,
+            false,
+        );
+        assert_eq!(l, "progress     6s finishing: read 1.4× the 2.70 GiB trace");
+        assert!(l.chars().count() <= 80);
+        let l = reading_line(
+            "analysing captures/x",
+            std::time::Duration::from_secs(19),
+            3,
+            2,
+            true,
+        );
+        assert_eq!(
+            l,
+            "progress    19s analysing captures/x: done, read 1.5× the 2 B trace"
+        );
+    }
+}
