@@ -17,6 +17,7 @@
 //! ticks (the page says so when either cap cut something).
 
 use crate::analyze::reorder::Reorder;
+use crate::analyze::slice::SliceFinder;
 use crate::page::esc;
 use crate::reader::{OpenError, TraceReader};
 use crate::schema::{flags, Dir, Endpoint, Event, FrameType, Kind};
@@ -46,6 +47,10 @@ pub struct LadderOpts {
     pub at_ns: Option<u64>,
     /// Length of the slice, ns.
     pub span_ns: u64,
+    /// What a pass over the whole trace in time order found (the
+    /// analysis'): the default slice is then read without a search pass of
+    /// its own (which reads the whole trace again when there is no anchor).
+    pub found: Option<SliceFinder>,
 }
 
 impl Default for LadderOpts {
@@ -53,6 +58,7 @@ impl Default for LadderOpts {
         LadderOpts {
             at_ns: None,
             span_ns: DEFAULT_SPAN_NS,
+            found: None,
         }
     }
 }
@@ -213,23 +219,13 @@ impl Ladder {
     }
 }
 
-/// The default slice's anchor.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Anchor {
-    t: u64,
-    conn: u32,
-}
-
 /// Reads events in time order and keeps the slice.
 struct Collector {
     span: u64,
     /// `[start, end]`, ns (absolute), once known.
     window: Option<(u64, u64)>,
     find_anchor: bool,
-    first_wu: Option<u64>,
-    first_data: Option<u64>,
-    first_event: Option<u64>,
-    anchor: Option<Anchor>,
+    find: SliceFinder,
     conns: HashMap<(Endpoint, u32), (String, String)>,
     /// Recent events while the window is not known yet (the lead before
     /// the anchor and the margin before that).
@@ -245,10 +241,7 @@ impl Collector {
             span,
             window,
             find_anchor: window.is_none(),
-            first_wu: None,
-            first_data: None,
-            first_event: None,
-            anchor: None,
+            find: SliceFinder::default(),
             conns: HashMap::new(),
             recent: VecDeque::new(),
             kept: vec![],
@@ -267,45 +260,18 @@ impl Collector {
         if e.ep.is_relay_leg() {
             return;
         }
-        self.first_event.get_or_insert(e.t);
-        match &e.kind {
-            Kind::ConnOpen(c) if self.conns.len() < MAX_CONNS => {
+        if let Kind::ConnOpen(c) = &e.kind {
+            if self.conns.len() < MAX_CONNS {
                 self.conns
                     .insert((e.ep, e.conn), (c.local.clone(), c.peer.clone()));
             }
-            Kind::Frame(f) => {
-                if f.frame == FrameType::DATA {
-                    self.first_data.get_or_insert(e.t);
-                }
-                if e.ep == Endpoint::Server
-                    && f.dir == Dir::Out
-                    && f.frame == FrameType::WINDOW_UPDATE
-                {
-                    self.first_wu.get_or_insert(e.t);
-                }
+        }
+        let searching = self.find_anchor && self.window.is_none();
+        if let Some(a) = self.find.feed(&e, searching) {
+            self.window = Some(a.window(self.span));
+            for ev in std::mem::take(&mut self.recent) {
+                self.keep(ev);
             }
-            Kind::Enqueue(q)
-                if self.find_anchor
-                    && self.window.is_none()
-                    && e.ep == Endpoint::Server
-                    && q.depth >= 2
-                    && self.first_wu.is_some_and(|w| e.t > w) =>
-            {
-                self.anchor = Some(Anchor {
-                    t: e.t,
-                    conn: e.conn,
-                });
-                // Not long before the first DATA frame: nothing happens there.
-                let first_data = self.first_data.unwrap_or(e.t);
-                let start =
-                    e.t.saturating_sub(self.lead())
-                        .max(first_data.saturating_sub(self.span / 20));
-                self.window = Some((start, start.saturating_add(self.span)));
-                for ev in std::mem::take(&mut self.recent) {
-                    self.keep(ev);
-                }
-            }
-            _ => {}
         }
         match self.window {
             None => {
@@ -353,15 +319,29 @@ impl Collector {
     }
 }
 
+/// Which slice one pass keeps.
+enum Pass {
+    /// Search for the anchor, keeping recent events until it is found.
+    Search,
+    /// `[start, end]`, ns since the trace origin.
+    At(u64, u64),
+    /// Around an anchor a previous pass found.
+    Anchored(crate::analyze::slice::Anchor),
+}
+
 /// One streaming pass; stops once the slice is past.
-fn collect(
-    path: &Path,
-    span: u64,
-    window: Option<(u64, u64)>,
-) -> Result<(Collector, u64), OpenError> {
+fn collect(path: &Path, span: u64, pass: Pass) -> Result<(Collector, u64), OpenError> {
     let mut r = TraceReader::open(path)?.without_payloads();
     let origin = r.header().origin_mono_ns;
-    let mut c = Collector::new(span, window.map(|(a, b)| (origin + a, origin + b)));
+    let mut c = match pass {
+        Pass::Search => Collector::new(span, None),
+        Pass::At(a, b) => Collector::new(span, Some((origin + a, origin + b))),
+        Pass::Anchored(a) => {
+            let mut c = Collector::new(span, Some(a.window(span)));
+            c.find.anchor = Some(a);
+            c
+        }
+    };
     let mut order = Reorder::default();
     while let Some(ev) = r.next_event() {
         // A corrupt line is the analyzer's to report; the ladder skips it.
@@ -408,7 +388,7 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
     let span = opts.span_ns.max(1);
     let (c, origin, how) = match opts.at_ns {
         Some(at) => {
-            let (c, origin) = collect(trace, span, Some((at, at.saturating_add(span))))?;
+            let (c, origin) = collect(trace, span, Pass::At(at, at.saturating_add(span)))?;
             let how = format!(
                 "the slice asked for, {} from {:.4} s",
                 show_span(span),
@@ -417,8 +397,20 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
             (c, origin, how)
         }
         None => {
-            let (c, origin) = collect(trace, span, None)?;
-            if let Some(a) = c.anchor {
+            // The search pass reads the whole trace when there is no anchor:
+            // skipped when the analysis' own pass already found the answer.
+            let (found, searched) = match opts.found {
+                Some(found) => (found, None),
+                None => {
+                    let (c, origin) = collect(trace, span, Pass::Search)?;
+                    (c.find, Some((c, origin)))
+                }
+            };
+            if let Some(a) = found.anchor {
+                let (c, origin) = match searched {
+                    Some(pass) => pass,
+                    None => collect(trace, span, Pass::Anchored(a))?,
+                };
                 let how = format!(
                     "the default slice, {} around the first enqueue at queue depth ≥ 2 after the \
                      server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip): the queue \
@@ -428,7 +420,11 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
                 );
                 (c, origin, how)
             } else {
-                let (first, what) = match (c.first_data, c.first_event) {
+                let origin = match &searched {
+                    Some((_, origin)) => *origin,
+                    None => TraceReader::open(trace)?.header().origin_mono_ns,
+                };
+                let (first, what) = match (found.first_data, found.first_event) {
                     (Some(d), _) => (
                         d.saturating_sub(span / 20),
                         "from just before the first DATA frame",
@@ -437,7 +433,7 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
                     (None, None) => (origin, "from the origin (the trace has no events)"),
                 };
                 let at = first.saturating_sub(origin);
-                let (c, origin) = collect(trace, span, Some((at, at + span)))?;
+                let (c, origin) = collect(trace, span, Pass::At(at, at + span))?;
                 let how = format!(
                     "the default slice, {} {what}: the queue never held two messages after a \
                      WINDOW_UPDATE, so there is no moment where it grows while credit flows",
@@ -498,7 +494,7 @@ fn layout(c: Collector, origin: u64, how: String) -> Ladder {
     let in_slice = |t: u64| t >= start && t <= slice_end;
 
     // The connection to draw.
-    let pair: Option<Pair> = match c.anchor {
+    let pair: Option<Pair> = match c.find.anchor {
         Some(a) => Some(pair_of(&c.conns, Endpoint::Server, a.conn)),
         None => {
             let mut count: HashMap<Pair, usize> = HashMap::new();
@@ -674,7 +670,7 @@ fn layout(c: Collector, origin: u64, how: String) -> Ladder {
         end,
         slice_end,
         how,
-        anchor: c.anchor.map(|a| a.t),
+        anchor: c.find.anchor.map(|a| a.t),
         client: side(Endpoint::Client, pc),
         server: side(Endpoint::Server, ps),
         other_conns: pairs_with_frames.len(),
@@ -1380,6 +1376,7 @@ mod tests {
             &LadderOpts {
                 at_ns: Some(1_000_000),
                 span_ns: 10_000_000,
+                found: None,
             },
         )
         .unwrap();

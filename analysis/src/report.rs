@@ -47,7 +47,11 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     std::fs::write(&path, json).map_err(io_err(&path))?;
     write_timeline_csv(&dir.join("timeline.csv"), &a.timeline)?;
     crate::plots::run_plots(dir, &a.timeline)?;
-    write_html(dir, &summary, &crate::ladder::LadderOpts::default(), None)?;
+    let ladder = crate::ladder::LadderOpts {
+        found: Some(a.slice),
+        ..Default::default()
+    };
+    write_html(dir, &summary, &ladder, None)?;
     Ok((summary, a.warnings))
 }
 

@@ -93,6 +93,7 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
     let ladder = LadderOpts {
         at_ns: opts.at.map(|d| d.0.as_nanos() as u64),
         span_ns: span,
+        found: None,
     };
     let single = opts.dirs.len() == 1;
     let mut pages = vec![];

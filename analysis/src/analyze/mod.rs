@@ -13,6 +13,7 @@ mod messages;
 pub mod overload;
 pub mod relay;
 pub mod reorder;
+pub mod slice;
 pub mod streams;
 pub mod summary;
 mod wire_view;
@@ -595,6 +596,8 @@ pub struct Analysis {
     /// Things the reader of the results must know (truncation, drops, corrupt lines).
     pub warnings: Vec<String>,
     pub events: u64,
+    /// Where the report's ladder looks by default.
+    pub slice: slice::SliceFinder,
 }
 
 /// Analyses a trace file in one streaming pass. A corrupt line in the middle
@@ -617,6 +620,9 @@ pub fn analyze_trace_with(
     let mut events = 0u64;
     let mut corrupt = 0u64;
     let mut order = reorder::Reorder::default();
+    // Where the report's ladder looks, found on this pass (it need not
+    // search the trace again).
+    let mut slice = slice::SliceFinder::default();
     while let Some(ev) = r.next_event() {
         match ev {
             Ok(e) => {
@@ -624,6 +630,7 @@ pub fn analyze_trace_with(
                 let line = r.line();
                 order.push(e, line, |e, line| {
                     a.line = line;
+                    slice.feed(&e, true);
                     a.feed(&e)
                 });
             }
@@ -637,6 +644,7 @@ pub fn analyze_trace_with(
     }
     order.finish(|e, line| {
         a.line = line;
+        slice.feed(&e, true);
         a.feed(&e)
     });
     if corrupt > 5 {
@@ -708,5 +716,6 @@ pub fn analyze_trace_with(
         timeline,
         warnings,
         events,
+        slice,
     })
 }
