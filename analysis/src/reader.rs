@@ -319,7 +319,7 @@ fn frame_without_payload(text: &str, scratch: &mut String) -> Option<(Event, boo
     // Valid base64 holds no quote or backslash: the field is whole and
     // last. Anything else (damaged, or a line laid out otherwise) is the
     // full parse's to judge.
-    let b64 = body[at + KEY.len()..].as_bytes();
+    let b64 = &body.as_bytes()[at + KEY.len()..];
     base64_simd::STANDARD.check(b64).ok()?;
     scratch.clear();
     scratch.push_str(&body[..at]);
