@@ -48,8 +48,9 @@ pub struct LadderOpts {
     /// Length of the slice, ns.
     pub span_ns: u64,
     /// What a pass over the whole trace in time order found (the
-    /// analysis'): the default slice is then read without a search pass of
-    /// its own (which reads the whole trace again when there is no anchor).
+    /// analysis'): when it found no anchor, the default slice is read
+    /// without a search pass of its own (which would read the whole trace
+    /// again to find none).
     pub found: Option<SliceFinder>,
 }
 
@@ -325,8 +326,6 @@ enum Pass {
     Search,
     /// `[start, end]`, ns since the trace origin.
     At(u64, u64),
-    /// Around an anchor a previous pass found.
-    Anchored(crate::analyze::slice::Anchor),
 }
 
 /// One streaming pass; stops once the slice is past.
@@ -336,11 +335,6 @@ fn collect(path: &Path, span: u64, pass: Pass) -> Result<(Collector, u64), OpenE
     let mut c = match pass {
         Pass::Search => Collector::new(span, None),
         Pass::At(a, b) => Collector::new(span, Some((origin + a, origin + b))),
-        Pass::Anchored(a) => {
-            let mut c = Collector::new(span, Some(a.window(span)));
-            c.find.anchor = Some(a);
-            c
-        }
     };
     let mut order = Reorder::default();
     while let Some(ev) = r.next_event() {
@@ -398,48 +392,48 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
         }
         None => {
             // The search pass reads the whole trace when there is no anchor:
-            // skipped when the analysis' own pass already found the answer.
-            let (found, searched) = match opts.found {
-                Some(found) => (found, None),
-                None => {
-                    let (c, origin) = collect(trace, span, Pass::Search)?;
-                    (c.find, Some((c, origin)))
-                }
+            // skipped when the analysis' own pass found there is none. (With
+            // an anchor it stops once the slice is past, and it keeps the
+            // events nearest the anchor when more than MAX_KEPT precede it,
+            // which a pass that knew the window from the start would not.)
+            let searched = match opts.found {
+                Some(found) if found.anchor.is_none() => Err(found),
+                _ => Ok(collect(trace, span, Pass::Search)?),
             };
-            if let Some(a) = found.anchor {
-                let (c, origin) = match searched {
-                    Some(pass) => pass,
-                    None => collect(trace, span, Pass::Anchored(a))?,
-                };
-                let how = format!(
-                    "the default slice, {} around the first enqueue at queue depth ≥ 2 after the \
-                     server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip): the queue \
-                     grows while credit flows",
-                    show_span(span),
-                    a.t.saturating_sub(origin) as f64 / 1e9
-                );
-                (c, origin, how)
-            } else {
-                let origin = match &searched {
-                    Some((_, origin)) => *origin,
-                    None => TraceReader::open(trace)?.header().origin_mono_ns,
-                };
-                let (first, what) = match (found.first_data, found.first_event) {
-                    (Some(d), _) => (
-                        d.saturating_sub(span / 20),
-                        "from just before the first DATA frame",
-                    ),
-                    (None, Some(f)) => (f, "from the first event"),
-                    (None, None) => (origin, "from the origin (the trace has no events)"),
-                };
-                let at = first.saturating_sub(origin);
-                let (c, origin) = collect(trace, span, Pass::At(at, at + span))?;
-                let how = format!(
-                    "the default slice, {} {what}: the queue never held two messages after a \
-                     WINDOW_UPDATE, so there is no moment where it grows while credit flows",
-                    show_span(span)
-                );
-                (c, origin, how)
+            match searched {
+                Ok((c, origin)) if c.find.anchor.is_some() => {
+                    let a = c.find.anchor.map_or(origin, |a| a.t);
+                    let how = format!(
+                        "the default slice, {} around the first enqueue at queue depth ≥ 2 after the \
+                         server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip): the queue \
+                         grows while credit flows",
+                        show_span(span),
+                        a.saturating_sub(origin) as f64 / 1e9
+                    );
+                    (c, origin, how)
+                }
+                other => {
+                    let (found, origin) = match other {
+                        Ok((c, origin)) => (c.find, origin),
+                        Err(found) => (found, TraceReader::open(trace)?.header().origin_mono_ns),
+                    };
+                    let (first, what) = match (found.first_data, found.first_event) {
+                        (Some(d), _) => (
+                            d.saturating_sub(span / 20),
+                            "from just before the first DATA frame",
+                        ),
+                        (None, Some(f)) => (f, "from the first event"),
+                        (None, None) => (origin, "from the origin (the trace has no events)"),
+                    };
+                    let at = first.saturating_sub(origin);
+                    let (c, origin) = collect(trace, span, Pass::At(at, at + span))?;
+                    let how = format!(
+                        "the default slice, {} {what}: the queue never held two messages after a \
+                         WINDOW_UPDATE, so there is no moment where it grows while credit flows",
+                        show_span(span)
+                    );
+                    (c, origin, how)
+                }
             }
         }
     };

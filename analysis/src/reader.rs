@@ -316,6 +316,11 @@ fn frame_without_payload(text: &str, scratch: &mut String) -> Option<(Event, boo
     // base64 from the back); a quote inside a JSON string is escaped, so
     // this is the key itself.
     let at = body.find(KEY)?;
+    // A `payload` key before it (twice in one line: the full parse refuses
+    // that) is the full parse's to judge too.
+    if body[..at].contains("\"payload\"") {
+        return None;
+    }
     // Valid base64 holds no quote or backslash: the field is whole and
     // last. Anything else (damaged, or a line laid out otherwise) is the
     // full parse's to judge.
@@ -397,16 +402,18 @@ mod tests {
 
         // Read without payloads (the base64 checked where it lies, not
         // decoded): the same events, the same three damaged, plus lines the
-        // quick path leaves to the full parse (a payload that is not last,
-        // padding, a 0-byte payload, a non-frame line).
+        // quick path leaves to the full parse (a payload that is not last, a
+        // payload key twice, a non-frame line) or takes (padding, a 0-byte
+        // payload).
         let more = [
             r#"{"t":6,"ep":"server","conn":1,"stream":1,"type":"frame","dir":"in","offset":21,"frame":"DATA","flags":8,"len":3,"pad":1,"payload":"AgAA"}"#,
             r#"{"t":7,"ep":"client","conn":1,"stream":0,"type":"frame","dir":"out","offset":0,"frame":"PING","flags":0,"payload":"AAAAAAAAAAE=","len":8,"opaque":1}"#,
             r#"{"t":8,"ep":"client","conn":1,"stream":1,"type":"frame","dir":"out","offset":17,"frame":"DATA","flags":1,"len":0,"payload":""}"#,
+            r#"{"payload":"AAAA","t":9,"ep":"server","conn":1,"stream":1,"type":"frame","dir":"in","offset":30,"frame":"DATA","flags":0,"len":3,"payload":"AQID"}"#,
             EV,
         ];
         let text = format!(
-            "{HEADER}\n{}\n{}\n{}\n{}\n{}\n{{\"type\":\"footer\",\"events\":8,\"dropped\":{{}}}}\n",
+            "{HEADER}\n{}\n{}\n{}\n{}\n{}\n{{\"type\":\"footer\",\"events\":9,\"dropped\":{{}}}}\n",
             frame("\"AQID\""),
             frame("\"A*ID\""),
             frame("\"AQI=\""),
@@ -429,7 +436,8 @@ mod tests {
             (quick.bad_payloads, quick.first_bad_payload_line),
             (full.bad_payloads, full.first_bad_payload_line)
         );
-        assert_eq!(quick.bad_payloads, 3);
+        // The three damaged, and the line with its payload twice.
+        assert_eq!(quick.bad_payloads, 4);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Where the report's ladder looks by default (see [`crate::ladder::build`]):
 //! found by one pass over the trace in time order. The analysis makes that
-//! pass anyway and hands its finding to the ladder, which then reads only
-//! the slice instead of the whole trace once more.
+//! pass anyway and hands its finding to the ladder: when there is no anchor,
+//! the ladder then reads only its slice instead of the whole trace once more
+//! to find none.
 
 use crate::schema::{Dir, Endpoint, Event, FrameType, Kind};
 
