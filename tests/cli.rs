@@ -361,6 +361,7 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let s = support::read_summary(&dir);
     assert_eq!(s.trace_ending, format!("truncated at line {line}"));
     assert!(s.scheduled > 0 && s.scheduled <= full.scheduled);
+    assert_eq!(s.footer_events, None, "a cut trace has no footer");
     assert_eq!((s.corrupt_lines, s.unknown_events), (0, 0));
     // A damaged line in the middle is skipped, an event of a type this build
     // does not know (a newer one's) too; both are counted in summary.json.
@@ -378,6 +379,35 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let s = support::read_summary(&dir);
     assert_eq!((s.corrupt_lines, s.unknown_events), (1, 1), "{err}");
     assert_eq!(s.damaged_payloads, 0);
+    // Two lines more than the footer counts: said, and in summary.json.
+    let written = full.footer_events.expect("the whole trace has a footer");
+    assert_eq!(full.event_lines, written);
+    assert_eq!(
+        (s.footer_events, s.event_lines),
+        (Some(written), written + 2)
+    );
+    assert!(
+        err.contains(&format!(
+            "the footer counts {written} events written, the file holds {} lines of events",
+            written + 2
+        )),
+        "{err}"
+    );
+    // One line fewer (a lost event) is said too.
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.remove(mid);
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let s = support::read_summary(&dir);
+    assert_eq!(
+        (s.footer_events, s.event_lines),
+        (Some(written), written - 1)
+    );
+    assert!(
+        err.contains("lines were lost or added after the run"),
+        "{err}"
+    );
     // And a file that is not a trace is refused by name.
     std::fs::write(&trace, "hello\n").unwrap();
     let out = h2probe().arg("analyze").arg(&dir).output().unwrap();

@@ -606,7 +606,9 @@ fn legend() -> String {
     o
 }
 
-fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, trace_s: f64) -> String {
+/// `events`: when the trace's events begin and end, seconds since the trace
+/// origin (the slice's axis and `--at`'s).
+fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, events: (f64, f64)) -> String {
     let l = match l {
         Ok(l) => l,
         Err(e) => return format!(r#"<p class="warn">No ladder: {}</p>"#, esc(e)),
@@ -683,7 +685,8 @@ fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, trace_s: f64) -> St
     let mut notes = vec![format!("Connection: {conn}.")];
     if l.arrows.is_empty() && l.ticks.is_empty() {
         notes.push(format!(
-            "Nothing happened in this slice (the trace lasts {trace_s:.2} s)."
+            "Nothing happened in this slice (the trace's events run from {:.2} s to {:.2} s).",
+            events.0, events.1
         ));
     }
     if l.other_conns > 0 {
@@ -708,8 +711,9 @@ fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, trace_s: f64) -> St
             ladder::MAX_KEPT
         ));
     }
-    // An example inside the run: its middle, to a tenth of a second.
-    let mid = (trace_s / 2.0 * 10.0).round() / 10.0;
+    // An example inside the run: its middle, to a tenth of a second (on the
+    // origin's axis: the events may begin seconds after it).
+    let mid = ((events.0 + events.1) / 2.0 * 10.0).round() / 10.0;
     notes.push(format!(
         "Another slice: <code>h2probe report {} --at {mid:.1}s --span 20ms</code> (time since the trace origin).",
         esc(dir_arg)
@@ -819,7 +823,10 @@ impl RunPage {
             let _ = write!(
                 b,
                 r#"<section id="ladder"><h2>Frame ladder</h2>{}</section>"#,
-                ladder_section(&self.ladder, &self.dir_arg, s.span_s)
+                ladder_section(&self.ladder, &self.dir_arg, {
+                    let first = s.first_event_s.unwrap_or(0.0);
+                    (first, first + s.span_s)
+                })
             );
         }
         b.push_str(r#"<section id="plots"><h2>Plots</h2>"#);
@@ -1070,4 +1077,20 @@ pub fn link(from: &Path, to: &Path) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The page's suggested `--at` lies among the events, on the origin's
+    /// axis: a serve-only trace's events began 5.27 s after its origin, and
+    /// the span's middle alone (0.1 s) drew an empty slice.
+    #[test]
+    fn another_slice_is_suggested_where_the_events_are() {
+        let empty = Ok(Ladder::default());
+        let html = ladder_section(&empty, "run", (5.27, 5.53));
+        assert!(html.contains("--at 5.4s --span 20ms"), "{html}");
+        assert!(html.contains("events run from 5.27 s to 5.53 s"), "{html}");
+    }
 }

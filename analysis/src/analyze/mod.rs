@@ -382,6 +382,9 @@ impl Analyzer {
         }
         let s = &mut self.s;
         s.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
+        s.first_event_s = self
+            .first_t
+            .map(|f| f.saturating_sub(self.origin) as f64 / 1e9);
         let rate = |n: u64, a: Option<u64>, b: u64| match a {
             Some(a) if b > a && n > 1 => (n - 1) as f64 / ((b - a) as f64 / 1e9),
             _ => 0.0,
@@ -666,6 +669,18 @@ pub fn analyze_trace_with(
     a.s.corrupt_lines = corrupt;
     a.s.damaged_payloads = r.bad_payloads;
     a.s.unknown_events = r.unknown;
+    a.s.event_lines = events + corrupt + r.unknown;
+    if let Ending::Clean(f) = r.ending() {
+        a.s.footer_events = Some(f.events);
+        if f.events != a.s.event_lines {
+            warnings.push(format!(
+                "{}: the footer counts {} events written, the file holds {} lines of events: lines were lost or added after the run; the figures are those of the lines present",
+                path.display(),
+                f.events,
+                a.s.event_lines
+            ));
+        }
+    }
     let ending = r.ending().clone();
     let dropped = match &ending {
         Ending::Clean(f) => f.dropped.values().sum(),

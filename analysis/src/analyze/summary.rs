@@ -64,6 +64,10 @@ impl Check {
 pub struct Summary {
     /// Seconds from the first to the last event.
     pub span_s: f64,
+    /// When the first event happened, seconds since the trace origin (the
+    /// plots' time axis and `report --at`'s); `null` without events.
+    #[serde(default)]
+    pub first_event_s: Option<f64>,
     pub scheduled: u64,
     pub sent: u64,
     pub never_sent: u64,
@@ -241,14 +245,23 @@ pub struct Summary {
     /// bytes): read without it, like `payload_dropped`. Should be 0.
     #[serde(default)]
     pub damaged_payloads: u64,
-    /// Trace lines that were not events (not JSON, or not an event of this
-    /// schema), skipped. Should be 0.
+    /// Trace lines that were not events (not JSON, not an event of this
+    /// schema, or not UTF-8), skipped. Should be 0.
     #[serde(default)]
     pub corrupt_lines: u64,
     /// Events of types this analysis does not know (a newer h2probe's),
     /// skipped.
     #[serde(default)]
     pub unknown_events: u64,
+    /// Lines of the trace between its header and footer: every event read,
+    /// those skipped as corrupt or of unknown types included.
+    #[serde(default)]
+    pub event_lines: u64,
+    /// Events the writer wrote, from the trace's footer; `null` without a
+    /// clean footer. Not `event_lines` only if lines were lost or added
+    /// after the run (a warning says so).
+    #[serde(default)]
+    pub footer_events: Option<u64>,
     /// Events that reached the analyzer after a later event (more than the
     /// reorder window late): analysed out of time order. Should be 0.
     pub out_of_order_events: u64,
