@@ -376,6 +376,13 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains(&format!("skipped line {}", mid + 1)), "{err}");
+    assert!(
+        err.contains(&format!(
+            "1 events of unknown types skipped, the first at line {}",
+            mid + 2
+        )),
+        "{err}"
+    );
     let s = support::read_summary(&dir);
     assert_eq!((s.corrupt_lines, s.unknown_events), (1, 1), "{err}");
     assert_eq!(s.damaged_payloads, 0);

@@ -59,6 +59,7 @@ pub struct TraceReader<R> {
     ending: Ending,
     /// Lines with an unknown `type` that were skipped.
     pub unknown: u64,
+    pub first_unknown_line: Option<u64>,
     /// Frames whose `payload` was not valid base64 or not `len` bytes: kept
     /// without it (an export writes zeros there), the first one's line.
     pub bad_payloads: u64,
@@ -150,6 +151,7 @@ impl<R: BufRead> TraceReader<R> {
             header,
             ending: Ending::Open,
             unknown: 0,
+            first_unknown_line: None,
             bad_payloads: 0,
             first_bad_payload_line: None,
             drop_payloads: false,
@@ -241,6 +243,7 @@ impl<R: BufRead> TraceReader<R> {
                 Ok(Line::Event(mut e)) => {
                     if matches!(e.kind, crate::schema::Kind::Unknown) {
                         self.unknown += 1;
+                        self.first_unknown_line.get_or_insert(self.line);
                         continue;
                     }
                     if let crate::schema::Kind::Frame(f) = &mut e.kind {

@@ -717,9 +717,9 @@ pub fn analyze_trace_with(
     if let Some(w) = r.bad_payload_warning() {
         warnings.push(format!("{}: {w}", path.display()));
     }
-    if r.unknown > 0 {
+    if let Some(first) = r.first_unknown_line {
         warnings.push(format!(
-            "{}: {} events of unknown types skipped (newer h2probe?)",
+            "{}: {} events of unknown types skipped, the first at line {first} (written by a newer h2probe?)",
             path.display(),
             r.unknown
         ));
