@@ -335,8 +335,8 @@ pub struct PcapCounts {
 /// zeros cost almost nothing, and the file is about the size of the headers
 /// and payload the trace holds.
 enum PcapOut {
-    Plain(std::io::BufWriter<std::fs::File>),
-    Gzip(flate2::write::GzEncoder<std::io::BufWriter<std::fs::File>>),
+    Plain(std::io::BufWriter<crate::trace::DropBehind>),
+    Gzip(flate2::write::GzEncoder<std::io::BufWriter<crate::trace::DropBehind>>),
 }
 
 impl std::io::Write for PcapOut {
@@ -394,7 +394,9 @@ pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
         let path = dir.join(pcap_name(tap, gzip));
         let f =
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-        let f = std::io::BufWriter::new(f);
+        // A pcap as large as the upload must not pile up dirty in the
+        // page cache either.
+        let f = std::io::BufWriter::new(crate::trace::DropBehind::new(f));
         let out = match gzip {
             // Fast: the bulk is runs of zeros, which any level squeezes.
             true => PcapOut::Gzip(flate2::write::GzEncoder::new(

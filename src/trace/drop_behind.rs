@@ -13,7 +13,8 @@
 //! 4 MB; with the advice on its own thread, at most 161 MB in two runs).
 //! Nor does a long trace evict the rest of the machine's cache. The cost:
 //! the disk writes happen during the run rather than after it, and the
-//! analysis after a run reads the file back from disk.
+//! analysis after a run reads the file back from disk. The pcaps written
+//! after a run go the same way (a 3.2 GB pcap left 2.3 GB dirty).
 
 use std::fs::File;
 use std::io::Write;
@@ -38,7 +39,7 @@ const REACH: u64 = 128 << 20;
 /// thread is the one whose waits drop events. The advisor always advises
 /// up to the latest position it was given (none is queued: one piece of
 /// advice covers what a skipped one would have).
-pub(super) struct DropBehind {
+pub(crate) struct DropBehind {
     file: File,
     /// Bytes written so far (the write position).
     written: u64,
@@ -58,7 +59,7 @@ struct Advisor {
 }
 
 impl DropBehind {
-    pub(super) fn new(file: File) -> DropBehind {
+    pub(crate) fn new(file: File) -> DropBehind {
         let advisor = file.try_clone().and_then(|f| {
             let shared = Arc::new(Advisor {
                 latest: AtomicU64::new(0),

@@ -8,6 +8,7 @@ mod drop_behind;
 mod frame_event;
 mod recorder;
 
+pub(crate) use drop_behind::DropBehind;
 pub use frame_event::frame_event;
 pub use h2probe_analysis::schema;
 pub use recorder::{Recorder, RecorderStats, TraceWriter, DEFAULT_CAPACITY, PAYLOAD_BUDGET};
