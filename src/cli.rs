@@ -238,7 +238,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                     false,
                 );
                 let (s, w) = h2probe_analysis::report::write_products(dir)?;
-                drop(reading);
+                reading.done();
                 writeln!(out, "== {}", dir.display())?;
                 write!(out, "{}", h2probe_analysis::report::headline(&s))?;
                 print_warnings(&w);
@@ -288,7 +288,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Merge(opts) => {
             let (events, warnings) = crate::commands::merge::merge(&opts)?;
             print_warnings(&warnings);
+            let reading = crate::commands::reading_progress(
+                format!("analysing {}", opts.out.display()),
+                opts.out.join("trace.jsonl"),
+                2,
+                false,
+            );
             let (s, w) = h2probe_analysis::report::write_products(&opts.out)?;
+            reading.done();
             let mut out = std::io::stdout().lock();
             writeln!(out, "merged {events} events into {}", opts.out.display())?;
             write!(out, "{}", h2probe_analysis::report::headline(&s))?;

@@ -474,6 +474,19 @@ fn finishing_and_analysing_show_how_much_of_the_trace_was_read() {
     let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("progress"), "{err}");
+    // A finish that fails (the disk fills, injected) does not say done.
+    let full = dir.with_file_name("full");
+    let out = h2probe()
+        .env("H2PROBE_TEST_PROGRESS_AFTER_MS", "0")
+        .env("H2PROBE_FAULT_TRACE_FULL_AFTER", "100000")
+        .args(["run", "--duration", "2s", "--out"])
+        .arg(&full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("finishing: stopped, read "), "{err}");
+    assert!(!err.contains("finishing: done"), "{err}");
 }
 
 /// `--no-trace`: the endpoints without the recorder (the tool's own

@@ -411,7 +411,9 @@ impl Session {
             )
         });
         let (summary, warnings, error) = job.await??;
-        drop(reading);
+        if error.is_none() {
+            reading.done();
+        }
         Ok(Finished {
             dir,
             summary,

@@ -95,12 +95,21 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
 /// How far a blocking job (the analysis, report and pcaps after a run;
 /// `analyze`) has read its trace: nothing for the first second (short jobs
 /// stay silent), then a bar on a terminal, a plain line every 5 s otherwise
-/// and a last one when it is done. Progress is bytes read over the trace's
-/// size: the analysis reads the trace once, the report's ladder up to once
-/// more, the pcaps once more. Stops (and clears the bar) when dropped.
+/// and a last one when it ends (`done` after [`Reading::done`], else
+/// `stopped`). Progress is bytes read over the trace's size: the analysis
+/// reads the trace once, the report's ladder up to once more, the pcaps
+/// once more. Stops (and clears the bar) when dropped.
 pub(crate) struct Reading {
     stop: Arc<std::sync::atomic::AtomicBool>,
+    ok: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Reading {
+    /// The job succeeded: the last line says `done`.
+    pub(crate) fn done(self) {
+        self.ok.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// Starts the display for `what`, which reads `trace` at most `passes`
@@ -115,6 +124,7 @@ pub(crate) fn reading_progress(
     use std::io::IsTerminal;
     use std::sync::atomic::Ordering;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ok = Arc::new(std::sync::atomic::AtomicBool::new(false));
     // A test knob (see the README's tests section), not a user option: when
     // the display starts.
     let after = std::env::var("H2PROBE_TEST_PROGRESS_AFTER_MS")
@@ -126,6 +136,7 @@ pub(crate) fn reading_progress(
         );
     let thread = (!quiet).then(|| {
         let stop = stop.clone();
+        let ok = ok.clone();
         let counter = &h2probe_analysis::reader::BYTES_READ;
         let base = counter.load(Ordering::Relaxed);
         std::thread::Builder::new()
@@ -155,7 +166,7 @@ pub(crate) fn reading_progress(
                         // Not an error line: no `h2probe:` prefix.
                         eprintln!(
                             "{}",
-                            reading_line(&what, started.elapsed(), read, size, false)
+                            reading_line(&what, started.elapsed(), read, size, None)
                         );
                         continue;
                     }
@@ -179,30 +190,35 @@ pub(crate) fn reading_progress(
                     b.finish_and_clear();
                 } else if shown {
                     let (read, size) = state();
+                    let end = if ok.load(Ordering::Relaxed) {
+                        "done"
+                    } else {
+                        "stopped"
+                    };
                     eprintln!(
                         "{}",
-                        reading_line(&what, started.elapsed(), read, size, true)
+                        reading_line(&what, started.elapsed(), read, size, Some(end))
                     );
                 }
             })
             .expect("spawning the progress thread")
     });
-    Reading { stop, thread }
+    Reading { stop, ok, thread }
 }
 
 /// The plain line: `progress    6s finishing: read 1.4× the 2.70 GiB trace`
-/// (`done, read …` at the end).
+/// (`done, read …` or `stopped, read …` at the end).
 fn reading_line(
     what: &str,
     elapsed: std::time::Duration,
     read: u64,
     size: u64,
-    done: bool,
+    end: Option<&str>,
 ) -> String {
     format!(
         "progress {:>5.0}s {what}: {}read {:.1}× the {} trace",
         elapsed.as_secs_f64(),
-        if done { "done, " } else { "" },
+        end.map_or(String::new(), |e| format!("{e}, ")),
         read as f64 / size.max(1) as f64,
         indicatif::HumanBytes(size),
     )
@@ -229,7 +245,7 @@ mod tests {
             std::time::Duration::from_secs(6),
             4_058_744_095,
             2_899_102_925,
-            false,
+            None,
         );
         assert_eq!(l, "progress     6s finishing: read 1.4× the 2.70 GiB trace");
         assert!(l.chars().count() <= 80);
@@ -238,7 +254,7 @@ mod tests {
             std::time::Duration::from_secs(19),
             3,
             2,
-            true,
+            Some("done"),
         );
         assert_eq!(
             l,
