@@ -378,14 +378,24 @@ fn a_short_eight_client_comparison_runs_fixed_and_jitter() {
 /// Part 3's knobs refuse what cannot run, before anything starts (exit 2).
 #[test]
 fn part3_values_that_cannot_work_are_refused() {
+    // Run where the default run directory (captures/…) would land: a
+    // refusal leaves nothing behind.
+    let cwd = temp_dir("refused");
     let refused = |args: &[&str], says: &str| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
             .args(args)
+            .current_dir(&cwd)
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            !cwd.join("captures").exists(),
+            "{args:?} left a run directory: {:?}",
+            std::fs::read_dir(cwd.join("captures"))
+                .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+        );
     };
     refused(&["run", "--retry", "sometimes"], "expected none, fixed:MS");
     refused(&["run", "--retry", "jitter:0"], "must be positive");
@@ -415,6 +425,11 @@ fn part3_values_that_cannot_work_are_refused() {
         "must cover --duration",
     );
     refused(&["compare", "--deadline-ms", "500"], "part3");
+    refused(
+        &["run", "--stall-timeout", "1s", "--service-time", "2s"],
+        "must exceed --service-time",
+    );
+    std::fs::remove_dir_all(&cwd).unwrap();
 }
 
 /// The release point applies to Exchange as to Ingest: with `--release

@@ -359,7 +359,8 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         Some(d) => d.clone(),
         None => super::default_run_dir(&name),
     };
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // Created once every refusal is past (a refused command leaves nothing):
+    // below, before the first run, or before the comparison is written.
 
     if !opts.runs.is_empty() {
         crate::refuse_unless!(
@@ -382,6 +383,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             });
         }
         shared = strip_shared(&mut runs);
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     } else {
         crate::refuse_unless!(
             opts.scenario.is_none()
@@ -428,6 +430,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 Some(o.client.framed_upper_bound()),
                 Some(o.client.streams),
             )?;
+            super::run::check_together(&o)?;
             points.push(SweepPoint {
                 label: c.label.clone(),
                 point: c.point.clone(),
@@ -436,6 +439,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             });
         }
         sweep_points = points;
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
         let total = matrix.len() as u64 * opts.repeats as u64;
         let bar = progress_bar(total, opts.quiet);
         let mut done = 0;

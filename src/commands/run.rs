@@ -193,6 +193,39 @@ pub(crate) fn schedule_warning(opts: &RunOpts) -> Option<String> {
     ))
 }
 
+/// The longest service time the worker will take.
+fn slowest_service(opts: &RunOpts) -> std::time::Duration {
+    opts.server
+        .service_schedule
+        .as_ref()
+        .map_or(opts.server.service_time.0, |s| {
+            s.0.iter().map(|(_, d)| *d).max().unwrap_or_default()
+        })
+}
+
+/// Refusals that need both sides' options (each side's own are its
+/// `validate`), before anything is written: a refused run leaves no
+/// directory behind.
+pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
+    if opts.client.rpc == crate::overload::RpcKind::Exchange {
+        crate::refuse_unless!(
+            opts.server.stack == crate::config::Stack::H2,
+            "--rpc exchange needs the probe's own server (--stack h2): the reference hyper server serves Ingest only"
+        );
+        crate::refuse_unless!(
+            opts.server.framing == crate::config::Framing::Grpc,
+            "--rpc exchange needs --framing grpc: outcomes are gRPC messages"
+        );
+    }
+    crate::refuse_unless!(
+        opts.client.stall_timeout.0 > slowest_service(opts),
+        "--stall-timeout {} must exceed --service-time {}: a worker that slow is not a stall",
+        opts.client.stall_timeout,
+        opts.server.service_time
+    );
+    Ok(())
+}
+
 /// `h2probe run`.
 pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let interrupts = Interrupts::listen();
@@ -208,6 +241,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         Some(opts.client.framed_upper_bound()),
         Some(opts.client.streams),
     )?;
+    check_together(&opts)?;
     let label = opts.output.label.clone().unwrap_or_else(|| {
         if opts.client.rpc == crate::overload::RpcKind::Exchange {
             format!(
@@ -257,29 +291,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         interrupt: interrupt_rx,
     });
 
-    if opts.client.rpc == crate::overload::RpcKind::Exchange {
-        crate::refuse_unless!(
-            opts.server.stack == crate::config::Stack::H2,
-            "--rpc exchange needs the probe's own server (--stack h2): the reference hyper server serves Ingest only"
-        );
-        crate::refuse_unless!(
-            opts.server.framing == crate::config::Framing::Grpc,
-            "--rpc exchange needs --framing grpc: outcomes are gRPC messages"
-        );
-    }
-    let slowest = opts
-        .server
-        .service_schedule
-        .as_ref()
-        .map_or(opts.server.service_time.0, |s| {
-            s.0.iter().map(|(_, d)| *d).max().unwrap_or_default()
-        });
-    crate::refuse_unless!(
-        opts.client.stall_timeout.0 > slowest,
-        "--stall-timeout {} must exceed --service-time {}: a worker that slow is not a stall",
-        opts.client.stall_timeout,
-        opts.server.service_time
-    );
+    let slowest = slowest_service(&opts);
     // Exchange with --when-full wait stops reading a stream for as long as
     // an attempt may wait (its deadline): that is the policy, not a stall.
     let stall_timeout = crate::config::Dur(
