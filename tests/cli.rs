@@ -432,10 +432,15 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
 #[test]
 fn finishing_and_analysing_show_how_much_of_the_trace_was_read() {
     let dir = support::temp_dir("reading").join("run");
-    let out = h2probe()
-        .env("H2PROBE_TEST_PROGRESS_AFTER_MS", "0")
-        .args(["run", "--duration", "300ms", "--out"])
-        .arg(&dir)
+    // h2probe with the display from the start.
+    let shown_at_once = |args: &[&str], path: &std::path::Path| {
+        let mut c = h2probe();
+        c.env("H2PROBE_TEST_PROGRESS_AFTER_MS", "0")
+            .args(args)
+            .arg(path);
+        c
+    };
+    let out = shown_at_once(&["run", "--duration", "300ms", "--out"], &dir)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -461,12 +466,7 @@ fn finishing_and_analysing_show_how_much_of_the_trace_was_read() {
     // more (and a slice), the pcaps once more.
     let finishing = times_read("finishing", &err);
     assert!((2.0..=4.0).contains(&finishing), "{finishing}\n{err}");
-    let out = h2probe()
-        .env("H2PROBE_TEST_PROGRESS_AFTER_MS", "0")
-        .arg("analyze")
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = shown_at_once(&["analyze"], &dir).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     let analysing = times_read(&format!("analysing {}", dir.display()), &err);
     assert!((1.0..=3.0).contains(&analysing), "{analysing}\n{err}");
@@ -476,11 +476,8 @@ fn finishing_and_analysing_show_how_much_of_the_trace_was_read() {
     assert!(!err.contains("progress"), "{err}");
     // A finish that fails (the disk fills, injected) does not say done.
     let full = dir.with_file_name("full");
-    let out = h2probe()
-        .env("H2PROBE_TEST_PROGRESS_AFTER_MS", "0")
+    let out = shown_at_once(&["run", "--duration", "2s", "--out"], &full)
         .env("H2PROBE_FAULT_TRACE_FULL_AFTER", "100000")
-        .args(["run", "--duration", "2s", "--out"])
-        .arg(&full)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
