@@ -429,6 +429,16 @@ fn part3_values_that_cannot_work_are_refused() {
         &["run", "--stall-timeout", "1s", "--service-time", "2s"],
         "must exceed --service-time",
     );
+    refused(
+        &[
+            "compare",
+            "--sweep",
+            "trace-buffer=0",
+            "--duration",
+            "200ms",
+        ],
+        "--trace-buffer must be between 1",
+    );
     std::fs::remove_dir_all(&cwd).unwrap();
 }
 

@@ -607,8 +607,9 @@ fn legend() -> String {
 }
 
 /// `events`: when the trace's events begin and end, seconds since the trace
-/// origin (the slice's axis and `--at`'s).
-fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, events: (f64, f64)) -> String {
+/// origin (the slice's axis and `--at`'s); `None` when the summary does not
+/// say (no events, or written by an older h2probe).
+fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, events: Option<(f64, f64)>) -> String {
     let l = match l {
         Ok(l) => l,
         Err(e) => return format!(r#"<p class="warn">No ladder: {}</p>"#, esc(e)),
@@ -684,10 +685,12 @@ fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, events: (f64, f64))
     };
     let mut notes = vec![format!("Connection: {conn}.")];
     if l.arrows.is_empty() && l.ticks.is_empty() {
-        notes.push(format!(
-            "Nothing happened in this slice (the trace's events run from {:.2} s to {:.2} s).",
-            events.0, events.1
-        ));
+        notes.push(match events {
+            Some((first, last)) => format!(
+                "Nothing happened in this slice (the trace's events run from {first:.3} s to {last:.3} s)."
+            ),
+            None => "Nothing happened in this slice.".to_string(),
+        });
     }
     if l.other_conns > 0 {
         notes.push(format!(
@@ -711,13 +714,15 @@ fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, events: (f64, f64))
             ladder::MAX_KEPT
         ));
     }
-    // An example inside the run: its middle, to a tenth of a second (on the
+    // An example inside the run: its middle, to the millisecond (on the
     // origin's axis: the events may begin seconds after it).
-    let mid = ((events.0 + events.1) / 2.0 * 10.0).round() / 10.0;
-    notes.push(format!(
-        "Another slice: <code>h2probe report {} --at {mid:.1}s --span 20ms</code> (time since the trace origin).",
-        esc(dir_arg)
-    ));
+    if let Some((first, last)) = events {
+        notes.push(format!(
+            "Another slice: <code>h2probe report {} --at {:.3}s --span 20ms</code> (time since the trace origin).",
+            esc(dir_arg),
+            (first + last) / 2.0
+        ));
+    }
     let _ = write!(
         o,
         r#"<p class="note">{}</p>"#,
@@ -823,10 +828,11 @@ impl RunPage {
             let _ = write!(
                 b,
                 r#"<section id="ladder"><h2>Frame ladder</h2>{}</section>"#,
-                ladder_section(&self.ladder, &self.dir_arg, {
-                    let first = s.first_event_s.unwrap_or(0.0);
-                    (first, first + s.span_s)
-                })
+                ladder_section(
+                    &self.ladder,
+                    &self.dir_arg,
+                    s.first_event_s.map(|first| (first, first + s.span_s)),
+                )
             );
         }
         b.push_str(r#"<section id="plots"><h2>Plots</h2>"#);
@@ -1089,8 +1095,19 @@ mod tests {
     #[test]
     fn another_slice_is_suggested_where_the_events_are() {
         let empty = Ok(Ladder::default());
-        let html = ladder_section(&empty, "run", (5.27, 5.53));
-        assert!(html.contains("--at 5.4s --span 20ms"), "{html}");
-        assert!(html.contains("events run from 5.27 s to 5.53 s"), "{html}");
+        let html = ladder_section(&empty, "run", Some((5.27, 5.53)));
+        assert!(html.contains("--at 5.400s --span 20ms"), "{html}");
+        assert!(
+            html.contains("events run from 5.270 s to 5.530 s"),
+            "{html}"
+        );
+        // Events of 40 ms: the middle, not rounded past them.
+        let html = ladder_section(&empty, "run", Some((5.2, 5.24)));
+        assert!(html.contains("--at 5.220s"), "{html}");
+        // A summary that does not say (an older h2probe's, or no events):
+        // no times made up.
+        let html = ladder_section(&empty, "run", None);
+        assert!(html.contains("Nothing happened in this slice."), "{html}");
+        assert!(!html.contains("Another slice"), "{html}");
     }
 }

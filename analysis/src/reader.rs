@@ -189,9 +189,14 @@ impl<R: BufRead> TraceReader<R> {
             if !matches!(self.ending, Ending::Open) {
                 return None;
             }
-            self.buf.clear();
             self.line += 1;
-            let n = match self.input.read_line(&mut self.buf) {
+            // Bytes first, then text: a line that is not UTF-8 is skipped
+            // like any corrupt line, while an error of the input itself (a
+            // damaged compressed stream) ends the reading: it would come
+            // back at every call, and no later line can be reached.
+            let mut raw = std::mem::take(&mut self.buf).into_bytes();
+            raw.clear();
+            let n = match self.input.read_until(b'\n', &mut raw) {
                 Ok(n) => n,
                 // A compressed trace cut short: the same as a cut last line.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
@@ -199,16 +204,33 @@ impl<R: BufRead> TraceReader<R> {
                     return None;
                 }
                 Err(cause) => {
+                    self.ending = Ending::Truncated { line: self.line };
                     return Some(Err(ReadError::Io {
                         line: self.line,
                         cause,
-                    }))
+                    }));
                 }
             };
             if n == 0 {
                 self.ending = Ending::NoFooter;
                 return None;
             }
+            self.buf = match String::from_utf8(raw) {
+                Ok(text) => text,
+                Err(e) => {
+                    // Its room kept for the next line (empty: valid UTF-8).
+                    let mut room = e.into_bytes();
+                    room.clear();
+                    self.buf = String::from_utf8(room).unwrap_or_default();
+                    return Some(Err(ReadError::Io {
+                        line: self.line,
+                        cause: std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            "stream did not contain valid UTF-8",
+                        ),
+                    }));
+                }
+            };
             let complete = self.buf.ends_with('\n');
             let text = self.buf.trim_end();
             if text.is_empty() {
@@ -319,11 +341,6 @@ fn frame_without_payload(text: &str, scratch: &mut String) -> Option<(Event, boo
     // base64 from the back); a quote inside a JSON string is escaped, so
     // this is the key itself.
     let at = body.find(KEY)?;
-    // A `payload` key before it (twice in one line: the full parse refuses
-    // that) is the full parse's to judge too.
-    if body[..at].contains("\"payload\"") {
-        return None;
-    }
     // Valid base64 holds no quote or backslash: the field is whole and
     // last. Anything else (damaged, or a line laid out otherwise) is the
     // full parse's to judge.
@@ -335,9 +352,14 @@ fn frame_without_payload(text: &str, scratch: &mut String) -> Option<(Event, boo
     let Ok(Line::Event(e)) = Line::parse(scratch) else {
         return None;
     };
+    // Not a frame, or one that still has a payload (the key twice, however
+    // spelled: the full parse refuses that): the full parse's to judge.
     let crate::schema::Kind::Frame(f) = &e.kind else {
         return None;
     };
+    if f.payload.is_some() {
+        return None;
+    }
     let sound = base64_simd::STANDARD.decoded_length(b64).ok() == Some(f.len as usize);
     Some((e, sound))
 }
@@ -413,10 +435,11 @@ mod tests {
             r#"{"t":7,"ep":"client","conn":1,"stream":0,"type":"frame","dir":"out","offset":0,"frame":"PING","flags":0,"payload":"AAAAAAAAAAE=","len":8,"opaque":1}"#,
             r#"{"t":8,"ep":"client","conn":1,"stream":1,"type":"frame","dir":"out","offset":17,"frame":"DATA","flags":1,"len":0,"payload":""}"#,
             r#"{"payload":"AAAA","t":9,"ep":"server","conn":1,"stream":1,"type":"frame","dir":"in","offset":30,"frame":"DATA","flags":0,"len":3,"payload":"AQID"}"#,
+            r#"{"t":10,"ep":"server","conn":1,"stream":1,"type":"frame","dir":"in","offset":42,"frame":"DATA","flags":0,"len":3,"pay\u006coad":"AAAA","payload":"AQID"}"#,
             EV,
         ];
         let text = format!(
-            "{HEADER}\n{}\n{}\n{}\n{}\n{}\n{{\"type\":\"footer\",\"events\":9,\"dropped\":{{}}}}\n",
+            "{HEADER}\n{}\n{}\n{}\n{}\n{}\n{{\"type\":\"footer\",\"events\":10,\"dropped\":{{}}}}\n",
             frame("\"AQID\""),
             frame("\"A*ID\""),
             frame("\"AQI=\""),
@@ -439,8 +462,8 @@ mod tests {
             (quick.bad_payloads, quick.first_bad_payload_line),
             (full.bad_payloads, full.first_bad_payload_line)
         );
-        // The three damaged, and the line with its payload twice.
-        assert_eq!(quick.bad_payloads, 4);
+        // The three damaged, and the two lines with their payload twice.
+        assert_eq!(quick.bad_payloads, 5);
     }
 
     #[test]
@@ -488,6 +511,63 @@ mod tests {
             r.ending()
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A damaged compressed stream ends the reading with one error (it came
+    /// back at every call: `analyze` spun forever); a line that is not UTF-8
+    /// in a plain trace is one corrupt line, and reading goes on.
+    #[test]
+    fn a_damaged_stream_ends_the_reading_and_a_bad_line_does_not() {
+        use std::io::Write;
+        let mut text = format!("{HEADER}\n");
+        for i in 0..5_000 {
+            text.push_str(&format!(
+                "{{\"t\":{},\"ep\":\"server\",\"conn\":1,\"stream\":{},\"type\":\"chunk\",\"len\":{}}}\n",
+                i * 7_919,
+                i % 13,
+                i * 31 % 997
+            ));
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        let mut bytes = gz.finish().unwrap();
+        let mid = bytes.len() / 2;
+        for b in &mut bytes[mid..mid + 20] {
+            *b ^= 0x5a;
+        }
+        let input = std::io::BufReader::new(flate2::bufread::MultiGzDecoder::new(&bytes[..]));
+        let mut r = TraceReader::new(input).unwrap();
+        let read: Vec<_> = r.by_ref().take(100_000).collect();
+        // Garbage lines from the damaged blocks, then the stream's own error.
+        let io: Vec<_> = read
+            .iter()
+            .filter_map(|e| match e {
+                Err(ReadError::Io { cause, .. }) => Some(cause.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            read.len() < 100_000,
+            "still reading after {} items",
+            read.len()
+        );
+        assert_eq!(io.len(), 1, "{io:?}");
+        assert!(
+            matches!(r.ending(), Ending::Truncated { .. }),
+            "{:?}",
+            r.ending()
+        );
+
+        let mut plain = format!("{HEADER}\n{EV}\n").into_bytes();
+        plain.extend_from_slice(b"\xff\xfe not text\n");
+        plain.extend_from_slice(format!("{EV}\n").as_bytes());
+        let mut r = TraceReader::new(&plain[..]).unwrap();
+        let read: Vec<_> = r.by_ref().collect();
+        assert_eq!(read.len(), 3);
+        assert!(read[0].is_ok() && read[2].is_ok());
+        let err = read[1].as_ref().unwrap_err().to_string();
+        assert!(err.starts_with("line 3:") && err.contains("UTF-8"), "{err}");
+        assert_eq!(r.ending(), &Ending::NoFooter);
     }
 
     #[test]

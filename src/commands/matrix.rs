@@ -421,6 +421,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         for c in &matrix {
             let o = make_opts(&opts, c, &out, 0)?;
             o.client.validate()?;
+            o.output.validate()?;
             if let Some(w) = super::run::schedule_warning(&o).filter(|_| !warned) {
                 eprintln!("h2probe: warning: {w}");
                 warned = true;

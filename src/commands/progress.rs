@@ -108,7 +108,8 @@ pub(crate) struct Reading {
 impl Reading {
     /// The job succeeded: the last line says `done`.
     pub(crate) fn done(self) {
-        self.ok.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Release: seen by the thread that reads `stop` (Acquire) after it.
+        self.ok.store(true, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -153,10 +154,10 @@ pub(crate) fn reading_progress(
                     (counter.load(Ordering::Relaxed) - base, size)
                 };
                 loop {
-                    while !stop.load(Ordering::Relaxed) && started.elapsed() < next {
+                    while !stop.load(Ordering::Acquire) && started.elapsed() < next {
                         std::thread::park_timeout(next.saturating_sub(started.elapsed()));
                     }
-                    if stop.load(Ordering::Relaxed) {
+                    if stop.load(Ordering::Acquire) {
                         break;
                     }
                     next += period;
@@ -190,7 +191,7 @@ pub(crate) fn reading_progress(
                     b.finish_and_clear();
                 } else if shown {
                     let (read, size) = state();
-                    let end = if ok.load(Ordering::Relaxed) {
+                    let end = if ok.load(Ordering::Acquire) {
                         "done"
                     } else {
                         "stopped"
@@ -226,7 +227,7 @@ fn reading_line(
 
 impl Drop for Reading {
     fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
         if let Some(t) = self.thread.take() {
             t.thread().unpark();
             let _ = t.join();
