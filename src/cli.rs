@@ -231,14 +231,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let mut code = 0;
             let mut runs = vec![];
             for dir in &opts.dirs {
-                let reading = crate::commands::reading_progress(
-                    format!("analysing {}", dir.display()),
-                    h2probe_analysis::reader::trace_path(dir).unwrap_or_default(),
-                    2,
-                    false,
-                );
-                let (s, w) = h2probe_analysis::report::write_products(dir)?;
-                reading.done();
+                let (s, w) = crate::commands::analyse_showing_progress(dir)?;
                 writeln!(out, "== {}", dir.display())?;
                 write!(out, "{}", h2probe_analysis::report::headline(&s))?;
                 print_warnings(&w);
@@ -288,14 +281,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Command::Merge(opts) => {
             let (events, warnings) = crate::commands::merge::merge(&opts)?;
             print_warnings(&warnings);
-            let reading = crate::commands::reading_progress(
-                format!("analysing {}", opts.out.display()),
-                opts.out.join("trace.jsonl"),
-                2,
-                false,
-            );
-            let (s, w) = h2probe_analysis::report::write_products(&opts.out)?;
-            reading.done();
+            let (s, w) = crate::commands::analyse_showing_progress(&opts.out)?;
             let mut out = std::io::stdout().lock();
             writeln!(out, "merged {events} events into {}", opts.out.display())?;
             write!(out, "{}", h2probe_analysis::report::headline(&s))?;

@@ -326,6 +326,8 @@ enum Pass {
     Search,
     /// `[start, end]`, ns since the trace origin.
     At(u64, u64),
+    /// The span from this `t` (absolute; not before the origin).
+    From(u64),
 }
 
 /// One streaming pass; stops once the slice is past.
@@ -335,6 +337,10 @@ fn collect(path: &Path, span: u64, pass: Pass) -> Result<(Collector, u64), OpenE
     let mut c = match pass {
         Pass::Search => Collector::new(span, None),
         Pass::At(a, b) => Collector::new(span, Some((origin + a, origin + b))),
+        Pass::From(t) => {
+            let start = t.max(origin);
+            Collector::new(span, Some((start, start + span)))
+        }
     };
     let mut order = Reorder::default();
     while let Some(ev) = r.next_event() {
@@ -396,45 +402,39 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
             // an anchor it stops once the slice is past, and it keeps the
             // events nearest the anchor when more than MAX_KEPT precede it,
             // which a pass that knew the window from the start would not.)
-            let searched = match opts.found {
-                Some(found) if found.anchor.is_none() => Err(found),
-                _ => Ok(collect(trace, span, Pass::Search)?),
+            let found = match opts.found {
+                Some(found) if found.anchor.is_none() => found,
+                _ => {
+                    let (c, origin) = collect(trace, span, Pass::Search)?;
+                    if let Some(a) = c.find.anchor {
+                        let how = format!(
+                            "the default slice, {} around the first enqueue at queue depth ≥ 2 after the \
+                             server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip): the queue \
+                             grows while credit flows",
+                            show_span(span),
+                            a.t.saturating_sub(origin) as f64 / 1e9
+                        );
+                        return Ok(layout(c, origin, how));
+                    }
+                    c.find
+                }
             };
-            match searched {
-                Ok((c, origin)) if c.find.anchor.is_some() => {
-                    let a = c.find.anchor.map_or(origin, |a| a.t);
-                    let how = format!(
-                        "the default slice, {} around the first enqueue at queue depth ≥ 2 after the \
-                         server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip): the queue \
-                         grows while credit flows",
-                        show_span(span),
-                        a.saturating_sub(origin) as f64 / 1e9
-                    );
-                    (c, origin, how)
-                }
-                other => {
-                    let (found, origin) = match other {
-                        Ok((c, origin)) => (c.find, origin),
-                        Err(found) => (found, TraceReader::open(trace)?.header().origin_mono_ns),
-                    };
-                    let (first, what) = match (found.first_data, found.first_event) {
-                        (Some(d), _) => (
-                            d.saturating_sub(span / 20),
-                            "from just before the first DATA frame",
-                        ),
-                        (None, Some(f)) => (f, "from the first event"),
-                        (None, None) => (origin, "from the origin (the trace has no events)"),
-                    };
-                    let at = first.saturating_sub(origin);
-                    let (c, origin) = collect(trace, span, Pass::At(at, at + span))?;
-                    let how = format!(
-                        "the default slice, {} {what}: the queue never held two messages after a \
-                         WINDOW_UPDATE, so there is no moment where it grows while credit flows",
-                        show_span(span)
-                    );
-                    (c, origin, how)
-                }
-            }
+            let (first, what) = match (found.first_data, found.first_event) {
+                (Some(d), _) => (
+                    d.saturating_sub(span / 20),
+                    "from just before the first DATA frame",
+                ),
+                (None, Some(f)) => (f, "from the first event"),
+                // 0: the origin.
+                (None, None) => (0, "from the origin (the trace has no events)"),
+            };
+            let (c, origin) = collect(trace, span, Pass::From(first))?;
+            let how = format!(
+                "the default slice, {} {what}: the queue never held two messages after a \
+                 WINDOW_UPDATE, so there is no moment where it grows while credit flows",
+                show_span(span)
+            );
+            (c, origin, how)
         }
     };
     Ok(layout(c, origin, how))

@@ -14,7 +14,7 @@ pub mod merge;
 mod progress;
 pub mod relay;
 
-pub(crate) use progress::reading_progress;
+pub(crate) use progress::analyse_showing_progress;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -207,6 +207,24 @@ pub(crate) fn reading_progress(
     Reading { stop, ok, thread }
 }
 
+/// `write_products` of a run directory (`analyze`, `merge`, `report` on a
+/// stale summary), with the reading display: the analysis reads the trace
+/// once, the report's ladder up to once more.
+pub(crate) fn analyse_showing_progress(
+    dir: &std::path::Path,
+) -> Result<(h2probe_analysis::analyze::Summary, Vec<String>), h2probe_analysis::report::ReportError>
+{
+    let reading = reading_progress(
+        format!("analysing {}", dir.display()),
+        h2probe_analysis::reader::trace_path(dir).unwrap_or_default(),
+        2,
+        false,
+    );
+    let products = h2probe_analysis::report::write_products(dir)?;
+    reading.done();
+    Ok(products)
+}
+
 /// The plain line: `progress    6s finishing: read 1.4× the 2.70 GiB trace`
 /// (`done, read …` or `stopped, read …` at the end).
 fn reading_line(

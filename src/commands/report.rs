@@ -80,14 +80,7 @@ fn summary_of(dir: &Path) -> anyhow::Result<Summary> {
             return Ok(s);
         }
     }
-    let reading = super::reading_progress(
-        format!("analysing {}", dir.display()),
-        h2probe_analysis::reader::trace_path(dir).unwrap_or_default(),
-        2,
-        false,
-    );
-    let (s, warnings) = h2probe_analysis::report::write_products(dir)?;
-    reading.done();
+    let (s, warnings) = super::analyse_showing_progress(dir)?;
     for w in warnings {
         eprintln!("h2probe: warning: {w}");
     }
