@@ -62,8 +62,27 @@ struct Peer {
 
 impl Peer {
     /// A TCP connection, nothing sent.
+    ///
+    /// Each peer connects from a source address of its own in 127.0.0.0/8:
+    /// a connection the server closed first leaves no TIME_WAIT on our side,
+    /// so the kernel may hand its port to a later peer, and the trace could
+    /// then not tell the two apart (`ServerView::of` finds a peer by address).
     async fn connect(addr: SocketAddr) -> Peer {
-        let s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let s = if addr.ip().is_loopback() && addr.is_ipv4() {
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let from = std::net::Ipv4Addr::new(
+                127,
+                1 + (n / 62_500) as u8,
+                (n / 250 % 250) as u8,
+                (n % 250 + 2) as u8,
+            );
+            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+            socket.bind(SocketAddr::from((from, 0))).unwrap();
+            socket.connect(addr).await.unwrap()
+        } else {
+            tokio::net::TcpStream::connect(addr).await.unwrap()
+        };
         s.set_nodelay(true).unwrap();
         let local = s.local_addr().unwrap();
         let (r, w) = s.into_split();
@@ -347,14 +366,20 @@ impl ServerView {
             .filter(|e| e.ep == Endpoint::Server)
             .collect();
         let mut v = ServerView::default();
-        let open = events
+        let opens: Vec<_> = events
             .iter()
-            .find_map(|e| match &e.kind {
+            .filter_map(|e| match &e.kind {
                 Kind::ConnOpen(c) if c.peer == peer.to_string() => Some((e.conn, e.t)),
                 _ => None,
             })
-            .unwrap_or_else(|| panic!("no connection from {peer} in the trace"));
-        (v.conn, v.conn_open_t) = open;
+            .collect();
+        assert!(!opens.is_empty(), "no connection from {peer} in the trace");
+        assert_eq!(
+            opens.len(),
+            1,
+            "{peer} opened more than one connection: the trace cannot tell them apart"
+        );
+        (v.conn, v.conn_open_t) = opens[0];
         for e in events.into_iter().filter(|e| e.conn == v.conn) {
             match e.kind {
                 Kind::Frame(f) if f.dir == h2probe::trace::schema::Dir::In => {
