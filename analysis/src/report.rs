@@ -339,6 +339,14 @@ fn headline_lines(s: &Summary) -> String {
             }
         );
     }
+    if s.lines_altered().is_some() {
+        let _ = writeln!(
+            o,
+            "trace     altered: the footer counts {} events, the file holds {} lines; figures are the lines present, checks cannot be judged",
+            s.footer_events.unwrap_or(0),
+            s.event_lines
+        );
+    }
     if s.payload_dropped_frames > 0 {
         let _ = writeln!(
             o,

@@ -586,6 +586,18 @@ impl Analyzer {
             self.s.overload = Some(o);
             self.s.checks.extend(checks);
         }
+        if let Some(why) = self.s.lines_altered() {
+            // Lines lost or added after the run break the events' own
+            // accounting anywhere in the file, not only near its end: no
+            // check of the events can be judged (only the footer's drop
+            // count, which is the footer's own).
+            let why = format!("{why}, so this cannot be judged");
+            for (name, check) in self.s.checks.iter_mut() {
+                if name != "no_dropped_events" {
+                    *check = Check::na(why.clone());
+                }
+            }
+        }
         (self.s, self.tl)
     }
 }
@@ -672,12 +684,10 @@ pub fn analyze_trace_with(
     a.s.event_lines = events + corrupt + r.unknown;
     if let Ending::Clean(f) = r.ending() {
         a.s.footer_events = Some(f.events);
-        if f.events != a.s.event_lines {
+        if let Some(why) = a.s.lines_altered() {
             warnings.push(format!(
-                "{}: the footer counts {} events written, the file holds {} lines of events: lines were lost or added after the run; the figures are those of the lines present",
+                "{}: {why}; the figures are those of the lines present, and the checks cannot be judged",
                 path.display(),
-                f.events,
-                a.s.event_lines
             ));
         }
     }

@@ -463,6 +463,20 @@ pub struct Timeline {
     origin: u64,
 }
 
+impl Summary {
+    /// Why the file's lines are not those the writer wrote (its footer
+    /// counts other than the lines present), if they are not.
+    pub fn lines_altered(&self) -> Option<String> {
+        match self.footer_events {
+            Some(f) if f != self.event_lines => Some(format!(
+                "the footer counts {f} events written, the file holds {} lines of events: lines were lost or added after the run",
+                self.event_lines
+            )),
+            _ => None,
+        }
+    }
+}
+
 impl Timeline {
     pub(super) fn new(origin: u64) -> Timeline {
         let s = |m| Series::new(origin, 1_000_000, SERIES_CAP, m);
