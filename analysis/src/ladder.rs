@@ -487,21 +487,27 @@ fn layout(c: Collector, origin: u64, how: String) -> Ladder {
     events.sort_by_key(|e| e.t);
     let in_slice = |t: u64| t >= start && t <= slice_end;
 
-    // The connection to draw.
+    // The connection to draw: the one with the most frames in the slice;
+    // without frames, the one with the most application steps (a server
+    // working through its queue after the upload has nothing on the wire).
+    let busiest = |frames: bool| {
+        let mut count: HashMap<Pair, usize> = HashMap::new();
+        for e in &events {
+            if matches!(e.kind, Kind::Frame(_)) == frames
+                && in_slice(e.t)
+                && matches!(e.ep, Endpoint::Client | Endpoint::Server)
+            {
+                *count.entry(pair_of(&c.conns, e.ep, e.conn)).or_default() += 1;
+            }
+        }
+        count
+            .into_iter()
+            .max_by_key(|(p, n)| (*n, std::cmp::Reverse(*p)))
+            .map(|(p, _)| p)
+    };
     let pair: Option<Pair> = match c.find.anchor {
         Some(a) => Some(pair_of(&c.conns, Endpoint::Server, a.conn)),
-        None => {
-            let mut count: HashMap<Pair, usize> = HashMap::new();
-            for e in &events {
-                if matches!(e.kind, Kind::Frame(_)) && in_slice(e.t) {
-                    *count.entry(pair_of(&c.conns, e.ep, e.conn)).or_default() += 1;
-                }
-            }
-            count
-                .into_iter()
-                .max_by_key(|(p, n)| (*n, std::cmp::Reverse(*p)))
-                .map(|(p, _)| p)
-        }
+        None => busiest(true).or_else(|| busiest(false)),
     };
     let mut pairs_with_frames: Vec<Pair> = vec![];
     for e in &events {
@@ -1345,6 +1351,39 @@ mod tests {
         let svg = l.svg();
         assert_eq!(svg.matches(r#"data-matched="0""#).count(), 3);
         assert!(svg.contains("not in this trace"));
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    /// A server still working through its queue after the upload: no
+    /// frames in the slice, but its application steps are drawn on its
+    /// connection (before, nothing was: no connection had frames).
+    #[test]
+    fn a_slice_without_frames_draws_the_application_steps() {
+        let mut evs = vec![
+            serde_json::json!({"t": ORIGIN, "ep": "client", "conn": 1, "stream": 0, "type": "conn_open", "local": "a:1", "peer": "b:2"}),
+            serde_json::json!({"t": ORIGIN, "ep": "server", "conn": 5, "stream": 0, "type": "conn_open", "local": "b:2", "peer": "a:1"}),
+            data(ORIGIN + 1_000_000, "client", "out", 100),
+        ];
+        for k in 0..4u64 {
+            let t = ORIGIN + 50_000_000 + k * 3_000_000;
+            evs.push(serde_json::json!({"t": t, "ep": "server", "conn": 5, "stream": 1, "type": "start", "seq": k, "worker": 0, "wait_ns": 1, "depth": 10 - k}));
+            evs.push(serde_json::json!({"t": t + 2_000_000, "ep": "server", "conn": 5, "stream": 1, "type": "complete", "seq": k, "worker": 0, "service_ns": 2_000_000}));
+        }
+        let path = trace("no-frames", &evs);
+        let l = build(
+            &path,
+            &LadderOpts {
+                at_ns: Some(50_000_000),
+                span_ns: 20_000_000,
+                found: None,
+            },
+        )
+        .unwrap();
+        assert!(l.arrows.is_empty());
+        assert_eq!(l.server.as_ref().map(|s| s.conn), Some(5));
+        assert_eq!(l.client.as_ref().map(|s| s.conn), Some(1));
+        assert_eq!(l.ticks.len(), 8, "{:?}", l.ticks);
+        assert_eq!(l.other_conns, 0);
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 

@@ -609,7 +609,14 @@ fn legend() -> String {
 /// `events`: when the trace's events begin and end, seconds since the trace
 /// origin (the slice's axis and `--at`'s); `None` when the summary does not
 /// say (no events, or written by an older h2probe).
-fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, events: Option<(f64, f64)>) -> String {
+/// The run's ladder. `events` and `data_frames` are when the trace's events and
+/// its DATA frames run (seconds on the origin's axis), for the hints.
+fn ladder_section(
+    l: &Result<Ladder, String>,
+    dir_arg: &str,
+    events: Option<(f64, f64)>,
+    data_frames: Option<(f64, f64)>,
+) -> String {
     let l = match l {
         Ok(l) => l,
         Err(e) => return format!(r#"<p class="warn">No ladder: {}</p>"#, esc(e)),
@@ -685,11 +692,14 @@ fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, events: Option<(f64
     };
     let mut notes = vec![format!("Connection: {conn}.")];
     if l.arrows.is_empty() && l.ticks.is_empty() {
-        notes.push(match events {
-            Some((first, last)) => format!(
-                "Nothing happened in this slice (the trace's events run from {first:.3} s to {last:.3} s)."
+        notes.push(match (events, data_frames) {
+            (_, Some((first, last))) => format!(
+                "Nothing to draw in this slice: no frame, no application step (the trace's DATA frames run from {first:.3} s to {last:.3} s)."
             ),
-            None => "Nothing happened in this slice.".to_string(),
+            (Some((first, last)), None) => format!(
+                "Nothing to draw in this slice: no frame, no application step (the trace's events run from {first:.3} s to {last:.3} s; it has no DATA frame)."
+            ),
+            (None, None) => "Nothing to draw in this slice: the trace has no events.".to_string(),
         });
     }
     if l.other_conns > 0 {
@@ -714,9 +724,11 @@ fn ladder_section(l: &Result<Ladder, String>, dir_arg: &str, events: Option<(f64
             ladder::MAX_KEPT
         ));
     }
-    // An example inside the run: its middle, to the millisecond (on the
-    // origin's axis: the events may begin seconds after it).
-    if let Some((first, last)) = events {
+    // An example inside the run: the middle of its DATA frames (a queue
+    // may drain long after the last one, with nothing on the wire), else of
+    // its events; to the millisecond, on the origin's axis (the events may
+    // begin seconds after it).
+    if let Some((first, last)) = data_frames.or(events) {
         notes.push(format!(
             "Another slice: <code>h2probe report {} --at {:.3}s --span 20ms</code> (time since the trace origin).",
             esc(dir_arg),
@@ -832,6 +844,7 @@ impl RunPage {
                     &self.ladder,
                     &self.dir_arg,
                     s.first_event_s.map(|first| (first, first + s.span_s)),
+                    s.data_frames_s,
                 )
             );
         }
@@ -1093,21 +1106,33 @@ mod tests {
     /// axis: a serve-only trace's events began 5.27 s after its origin, and
     /// the span's middle alone (0.1 s) drew an empty slice.
     #[test]
-    fn another_slice_is_suggested_where_the_events_are() {
+    fn another_slice_is_suggested_where_the_frames_are() {
         let empty = Ok(Ladder::default());
-        let html = ladder_section(&empty, "run", Some((5.27, 5.53)));
+        let html = ladder_section(&empty, "run", Some((5.27, 5.53)), None);
         assert!(html.contains("--at 5.400s --span 20ms"), "{html}");
         assert!(
-            html.contains("events run from 5.270 s to 5.530 s"),
+            html.contains("events run from 5.270 s to 5.530 s; it has no DATA frame"),
             "{html}"
         );
         // Events of 40 ms: the middle, not rounded past them.
-        let html = ladder_section(&empty, "run", Some((5.2, 5.24)));
+        let html = ladder_section(&empty, "run", Some((5.2, 5.24)), None);
         assert!(html.contains("--at 5.220s"), "{html}");
+        // A default run: DATA frames until 2 s, its queue draining until
+        // 6.7 s with nothing on the wire. The middle of the events (3.35 s)
+        // would draw nothing; the middle of the DATA frames does.
+        let html = ladder_section(&empty, "run", Some((0.001, 6.7)), Some((0.002, 2.0)));
+        assert!(html.contains("--at 1.001s"), "{html}");
+        assert!(
+            html.contains("DATA frames run from 0.002 s to 2.000 s"),
+            "{html}"
+        );
         // A summary that does not say (an older h2probe's, or no events):
         // no times made up.
-        let html = ladder_section(&empty, "run", None);
-        assert!(html.contains("Nothing happened in this slice."), "{html}");
+        let html = ladder_section(&empty, "run", None, None);
+        assert!(
+            html.contains("Nothing to draw in this slice: the trace has no events."),
+            "{html}"
+        );
         assert!(!html.contains("Another slice"), "{html}");
     }
 }

@@ -41,6 +41,8 @@ const MAX_INTERVALS: usize = 20_000;
 pub struct Analyzer {
     origin: u64,
     first_t: Option<u64>,
+    /// First and last DATA frame of the probe endpoints.
+    data_t: Option<(u64, u64)>,
     last_t: u64,
     conns: HashMap<(Endpoint, u32), Conn>,
     rpcs: HashMap<(u32, u32), Rpc>,
@@ -116,6 +118,7 @@ impl Analyzer {
         Analyzer {
             origin,
             first_t: None,
+            data_t: None,
             last_t: 0,
             conns: HashMap::new(),
             rpcs: HashMap::new(),
@@ -194,6 +197,10 @@ impl Analyzer {
         self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => {
+                if f.frame == crate::schema::FrameType::DATA {
+                    let (first, last) = self.data_t.unwrap_or((t, t));
+                    self.data_t = Some((first.min(t), last.max(t)));
+                }
                 if f.payload_dropped {
                     self.s.payload_dropped_frames += 1;
                     self.s.payload_dropped_bytes += u64::from(f.len);
@@ -385,6 +392,12 @@ impl Analyzer {
         s.first_event_s = self
             .first_t
             .map(|f| f.saturating_sub(self.origin) as f64 / 1e9);
+        s.data_frames_s = self.data_t.map(|(a, b)| {
+            (
+                a.saturating_sub(self.origin) as f64 / 1e9,
+                b.saturating_sub(self.origin) as f64 / 1e9,
+            )
+        });
         let rate = |n: u64, a: Option<u64>, b: u64| match a {
             Some(a) if b > a && n > 1 => (n - 1) as f64 / ((b - a) as f64 / 1e9),
             _ => 0.0,

@@ -68,6 +68,11 @@ pub struct Summary {
     /// plots' time axis and `report --at`'s); `null` without events.
     #[serde(default)]
     pub first_event_s: Option<f64>,
+    /// When the probe endpoints' first and last DATA frames were read or
+    /// written, seconds since the trace origin; `null` without one. A queue
+    /// can keep its workers busy long after the last one.
+    #[serde(default)]
+    pub data_frames_s: Option<(f64, f64)>,
     pub scheduled: u64,
     pub sent: u64,
     pub never_sent: u64,
