@@ -386,6 +386,21 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let s = support::read_summary(&dir);
     assert_eq!((s.corrupt_lines, s.unknown_events), (1, 1), "{err}");
     assert_eq!(s.damaged_payloads, 0);
+    // A corrupt line is an event lost: the checks cannot judge (the audit
+    // found one lost WINDOW_UPDATE failing no_data_beyond_credit 1,311
+    // times), and the headline says why.
+    let headline = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        headline.contains("trace     damaged: 1 corrupt line skipped"),
+        "{headline}"
+    );
+    for (name, c) in s.checks.iter().filter(|(n, _)| *n != "no_dropped_events") {
+        assert_eq!(c.ok, None, "{name}: {c:?}");
+        assert!(
+            c.detail.contains("1 corrupt line was skipped"),
+            "{name}: {c:?}"
+        );
+    }
     // Two lines more than the footer counts: said, and in summary.json.
     let written = full.footer_events.expect("the whole trace has a footer");
     assert_eq!(full.event_lines, written);

@@ -636,8 +636,10 @@ fn layout(c: Collector, origin: u64, how: String) -> Ladder {
         });
     }
 
-    // No enqueue, no queue (a direct handoff): its `start` depths say nothing.
-    if !ticks.iter().any(|t| t.kind == "enqueue") {
+    // No enqueue and every `start` at depth 0: no queue (a direct handoff).
+    // A queue draining after the upload has starts at depth > 0 and no
+    // enqueue, and its strip is drawn.
+    if !ticks.iter().any(|t| t.kind == "enqueue") && queue.iter().all(|q| q.1 == 0) {
         queue.clear();
         queue_before = None;
     }
@@ -1383,6 +1385,13 @@ mod tests {
         assert_eq!(l.server.as_ref().map(|s| s.conn), Some(5));
         assert_eq!(l.client.as_ref().map(|s| s.conn), Some(1));
         assert_eq!(l.ticks.len(), 8, "{:?}", l.ticks);
+        // The queue drains on its strip: 11 before the first start, then
+        // 10, 9, 8, 7 left after each.
+        assert_eq!(l.queue_before, Some(11));
+        assert_eq!(
+            l.queue.iter().map(|q| q.1).collect::<Vec<_>>(),
+            [10, 9, 8, 7]
+        );
         assert_eq!(l.other_conns, 0);
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }

@@ -609,13 +609,13 @@ fn legend() -> String {
 /// `events`: when the trace's events begin and end, seconds since the trace
 /// origin (the slice's axis and `--at`'s); `None` when the summary does not
 /// say (no events, or written by an older h2probe).
-/// The run's ladder. `events` and `data_frames` are when the trace's events and
-/// its DATA frames run (seconds on the origin's axis), for the hints.
+/// The run's ladder. `events` and `upload` are when the trace's events and
+/// its upload's DATA frames run (seconds on the origin's axis), for the hints.
 fn ladder_section(
     l: &Result<Ladder, String>,
     dir_arg: &str,
     events: Option<(f64, f64)>,
-    data_frames: Option<(f64, f64)>,
+    upload: Option<(f64, f64)>,
 ) -> String {
     let l = match l {
         Ok(l) => l,
@@ -692,9 +692,9 @@ fn ladder_section(
     };
     let mut notes = vec![format!("Connection: {conn}.")];
     if l.arrows.is_empty() && l.ticks.is_empty() {
-        notes.push(match (events, data_frames) {
+        notes.push(match (events, upload) {
             (_, Some((first, last))) => format!(
-                "Nothing to draw in this slice: no frame, no application step (the trace's DATA frames run from {first:.3} s to {last:.3} s)."
+                "Nothing to draw in this slice: no frame, no application step (the upload's DATA frames run from {first:.3} s to {last:.3} s)."
             ),
             (Some((first, last)), None) => format!(
                 "Nothing to draw in this slice: no frame, no application step (the trace's events run from {first:.3} s to {last:.3} s; it has no DATA frame)."
@@ -724,16 +724,18 @@ fn ladder_section(
             ladder::MAX_KEPT
         ));
     }
-    // An example inside the run: the middle of its DATA frames (a queue
-    // may drain long after the last one, with nothing on the wire), else of
-    // its events; to the millisecond, on the origin's axis (the events may
-    // begin seconds after it).
-    if let Some((first, last)) = data_frames.or(events) {
-        notes.push(format!(
-            "Another slice: <code>h2probe report {} --at {:.3}s --span 20ms</code> (time since the trace origin).",
-            esc(dir_arg),
-            (first + last) / 2.0
-        ));
+    // An example inside the run: the middle of its upload (a queue may
+    // drain long after the last DATA frame, with nothing on the wire), else
+    // of its events; to the millisecond, on the origin's axis (the events
+    // may begin seconds after it). Not the slice on show.
+    if let Some((first, last)) = upload.or(events) {
+        let at = ((first + last) / 2.0 * 1e3).round() / 1e3;
+        if !(l.secs(l.start)..=l.secs(l.slice_end)).contains(&at) || l.slice_end <= l.start {
+            notes.push(format!(
+                "Another slice: <code>h2probe report {} --at {at:.3}s --span 20ms</code> (time since the trace origin).",
+                esc(dir_arg),
+            ));
+        }
     }
     let _ = write!(
         o,
@@ -844,7 +846,7 @@ impl RunPage {
                     &self.ladder,
                     &self.dir_arg,
                     s.first_event_s.map(|first| (first, first + s.span_s)),
-                    s.data_frames_s,
+                    s.upload_data_s,
                 )
             );
         }
@@ -1123,9 +1125,17 @@ mod tests {
         let html = ladder_section(&empty, "run", Some((0.001, 6.7)), Some((0.002, 2.0)));
         assert!(html.contains("--at 1.001s"), "{html}");
         assert!(
-            html.contains("DATA frames run from 0.002 s to 2.000 s"),
+            html.contains("upload&#39;s DATA frames run from 0.002 s to 2.000 s"),
             "{html}"
         );
+        // Not the slice already on show (`report --at` the suggestion).
+        let shown = Ok(Ladder {
+            start: 991_000_000,
+            slice_end: 1_011_000_000,
+            ..Ladder::default()
+        });
+        let html = ladder_section(&shown, "run", Some((0.001, 6.7)), Some((0.002, 2.0)));
+        assert!(!html.contains("Another slice"), "{html}");
         // A summary that does not say (an older h2probe's, or no events):
         // no times made up.
         let html = ladder_section(&empty, "run", None, None);

@@ -25,7 +25,7 @@ impl<R: Read> Read for Counted<R> {
 /// A trace line that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("line {line}: {cause}")]
+    #[error("line {line}: {}", within_line(cause))]
     Corrupt { line: u64, cause: serde_json::Error },
     #[error("line {line}: {cause}")]
     Io { line: u64, cause: std::io::Error },
@@ -33,6 +33,17 @@ pub enum ReadError {
     NoHeader,
     #[error("trace schema {found} is newer than this reader's {supported}; upgrade h2probe")]
     Schema { found: u32, supported: u32 },
+}
+
+/// The JSON parser's error with its place in the line as a column: it
+/// counts lines within the one line it was given ("at line 1 column 2"),
+/// which beside the trace's own line number reads as a second, wrong one.
+fn within_line(cause: &serde_json::Error) -> String {
+    let text = cause.to_string();
+    match text.rfind(" at line ") {
+        Some(i) if cause.column() > 0 => format!("{} (column {})", &text[..i], cause.column()),
+        _ => text,
+    }
 }
 
 /// How the trace ended, known once the reader is exhausted.
@@ -480,7 +491,9 @@ mod tests {
         let text = format!("{HEADER}\n{EV}\n{{garbage\n{EV}\n");
         let (evs, end) = read_all(&text);
         let err = evs[1].as_ref().unwrap_err().to_string();
-        assert!(err.starts_with("line 3:"), "{err}");
+        // One line number, the trace's: the parser's own place in the
+        // line is a column.
+        assert_eq!(err, "line 3: key must be a string (column 2)");
         assert!(evs[2].is_ok(), "reading continues after a corrupt line");
         assert_eq!(end, Ending::NoFooter);
     }

@@ -347,6 +347,14 @@ fn headline_lines(s: &Summary) -> String {
             s.event_lines
         );
     }
+    if s.corrupt_lines > 0 {
+        let _ = writeln!(
+            o,
+            "trace     damaged: {} corrupt line{} skipped (the warnings name them); checks cannot be judged",
+            s.corrupt_lines,
+            if s.corrupt_lines == 1 { "" } else { "s" }
+        );
+    }
     if s.payload_dropped_frames > 0 {
         let _ = writeln!(
             o,

@@ -22,7 +22,7 @@ pub use crate::schema::status_name;
 pub use summary::{Blocked, Check, RelayFlow, RelayStream, RelaySummary, Summary, Timeline};
 
 use crate::reader::{Ending, TraceReader};
-use crate::schema::{Endpoint, Event, Kind};
+use crate::schema::{Dir, Endpoint, Event, Kind};
 use crate::stats::{least_squares, Histo};
 use checks::{invariant_checks, Evidence};
 use latency::Pending;
@@ -41,8 +41,8 @@ const MAX_INTERVALS: usize = 20_000;
 pub struct Analyzer {
     origin: u64,
     first_t: Option<u64>,
-    /// First and last DATA frame of the probe endpoints.
-    data_t: Option<(u64, u64)>,
+    /// First and last DATA frame of the upload (client to server).
+    upload_t: Option<(u64, u64)>,
     last_t: u64,
     conns: HashMap<(Endpoint, u32), Conn>,
     rpcs: HashMap<(u32, u32), Rpc>,
@@ -118,7 +118,7 @@ impl Analyzer {
         Analyzer {
             origin,
             first_t: None,
-            data_t: None,
+            upload_t: None,
             last_t: 0,
             conns: HashMap::new(),
             rpcs: HashMap::new(),
@@ -197,9 +197,13 @@ impl Analyzer {
         self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => {
-                if f.frame == crate::schema::FrameType::DATA {
-                    let (first, last) = self.data_t.unwrap_or((t, t));
-                    self.data_t = Some((first.min(t), last.max(t)));
+                let upload = matches!(
+                    (e.ep, f.dir),
+                    (Endpoint::Client, Dir::Out) | (Endpoint::Server, Dir::In)
+                );
+                if upload && f.frame == crate::schema::FrameType::DATA {
+                    let (first, last) = self.upload_t.unwrap_or((t, t));
+                    self.upload_t = Some((first.min(t), last.max(t)));
                 }
                 if f.payload_dropped {
                     self.s.payload_dropped_frames += 1;
@@ -392,7 +396,7 @@ impl Analyzer {
         s.first_event_s = self
             .first_t
             .map(|f| f.saturating_sub(self.origin) as f64 / 1e9);
-        s.data_frames_s = self.data_t.map(|(a, b)| {
+        s.upload_data_s = self.upload_t.map(|(a, b)| {
             (
                 a.saturating_sub(self.origin) as f64 / 1e9,
                 b.saturating_sub(self.origin) as f64 / 1e9,
@@ -599,8 +603,8 @@ impl Analyzer {
             self.s.overload = Some(o);
             self.s.checks.extend(checks);
         }
-        if let Some(why) = self.s.lines_altered() {
-            // Lines lost or added after the run break the events' own
+        if let Some(why) = self.s.events_in_doubt() {
+            // Lines lost, added or unreadable break the events' own
             // accounting anywhere in the file, not only near its end: no
             // check of the events can be judged (only the footer's drop
             // count, which is the footer's own).

@@ -68,11 +68,12 @@ pub struct Summary {
     /// plots' time axis and `report --at`'s); `null` without events.
     #[serde(default)]
     pub first_event_s: Option<f64>,
-    /// When the probe endpoints' first and last DATA frames were read or
-    /// written, seconds since the trace origin; `null` without one. A queue
-    /// can keep its workers busy long after the last one.
+    /// When the upload's first and last DATA frames (client to server, as
+    /// either tap saw them) were written or read, seconds since the trace
+    /// origin; `null` without one. A queue can keep its workers busy long
+    /// after the last one, and the replies' DATA comes later still.
     #[serde(default)]
-    pub data_frames_s: Option<(f64, f64)>,
+    pub upload_data_s: Option<(f64, f64)>,
     pub scheduled: u64,
     pub sent: u64,
     pub never_sent: u64,
@@ -479,6 +480,26 @@ impl Summary {
             )),
             _ => None,
         }
+    }
+
+    /// Why events of the run may be missing from those analysed (lines
+    /// lost or added after the run, corrupt lines skipped), if so: a single
+    /// missing DATA frame or WINDOW_UPDATE unbalances the accounting from
+    /// there on, so no check of the events can be judged.
+    pub fn events_in_doubt(&self) -> Option<String> {
+        let mut why: Vec<String> = self.lines_altered().into_iter().collect();
+        if self.corrupt_lines > 0 {
+            why.push(format!(
+                "{} corrupt line{} skipped (an event each, lost)",
+                self.corrupt_lines,
+                if self.corrupt_lines == 1 {
+                    " was"
+                } else {
+                    "s were"
+                }
+            ));
+        }
+        (!why.is_empty()).then(|| why.join("; "))
     }
 }
 
