@@ -126,12 +126,13 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
     // (never window-blocked, sent ≈ offered) while the server's queue grew.
     // On a quiet machine: 0.00 s window-blocked and 200.0/s. The bounds
     // leave room for a loaded 2-core machine (measured once in 20 runs:
-    // 0.40 s of late WINDOW_UPDATEs, 187.6/s) and still tell this apart from
+    // 0.40 s of late WINDOW_UPDATEs, 187.6/s; twice that allowed) and still
+    // tell this apart from
     // a server that ties credit to its 10 ms worker: that client would send
     // ≈ 90/s and wait on the window for most of the 1.5 s.
-    assert!(s.client_window_blocked_s < 0.5, "{stdout}");
+    assert!(s.client_window_blocked_s < 0.8, "{stdout}");
     assert!(
-        (s.send_rate_steady - rate).abs() / rate < 0.08,
+        (s.send_rate_steady - rate).abs() / rate < 0.12,
         "steady send rate {} vs offered {rate}",
         s.send_rate_steady
     );
@@ -252,7 +253,8 @@ async fn a_bidirectional_method_is_read_while_sending() {
     // read while sending, and the upload never waited for credit.
     let last = format!(r#"reply {{"n":"{}""#, s.sent - 1);
     assert!(stdout.contains(&last), "{stdout}");
-    assert!(s.client_window_blocked_s < 0.15, "{stdout}");
+    // Of the 1 s run; room for a loaded 2-core machine's late updates.
+    assert!(s.client_window_blocked_s < 0.5, "{stdout}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

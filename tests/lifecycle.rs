@@ -150,7 +150,9 @@ async fn shutdown_with_drain_completes_queued_work_before_answering() {
     };
     let ctx = support::client_ctx(copts, server.addr, h2probe::trace::Recorder::disabled());
     let client = tokio::spawn(h2probe::client::run(ctx));
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    // ≈ 100 msg/s of queue growth: well past 50 by then, even on a loaded
+    // machine that starts the client late.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     // Server shutdown (what Ctrl-C does to `serve`), mid-stream, with a queue.
     let (s, _) = server.stop().await;
     let outcomes = client.await.unwrap().unwrap();

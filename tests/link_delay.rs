@@ -135,7 +135,9 @@ fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
 /// 1 ms timer rounding): in a release build the steady rate is 99 % of the
 /// nominal W / (2 × delay) at 25 and 50 ms (README). This test runs the
 /// debug build, whose own processing adds to each round trip (measured
-/// 97–99 % here, one run at a time), so it allows 5 %; the link's accuracy
+/// 97–99 % here, one run at a time, more on a loaded machine), so it allows
+/// 8 % below (a server that tied credit to its work would be far off: its
+/// round trips would include the service time); the link's accuracy
 /// itself is checked frame by frame below (the debug build's pump adds
 /// ≈ 0.4 ms; the release build's stays within 0.2 ms).
 #[test]
@@ -155,7 +157,7 @@ fn throughput_is_window_over_the_nominal_round_trip() {
         let ratio = measured / law;
         eprintln!("delay {delay_ms} ms: {measured:.0} B/s = {ratio:.3} × W/RTT");
         assert!(
-            (0.95..=1.03).contains(&ratio),
+            (0.92..=1.03).contains(&ratio),
             "delay {delay_ms} ms: steady {measured:.0} B/s vs W/RTT {law:.0} B/s (ratio {ratio:.3})"
         );
         // The link's own accuracy, frame by frame. Not early (by more than

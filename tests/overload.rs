@@ -14,7 +14,10 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use support::{dur, run, temp_dir};
 
-const SLACK_NS: u64 = 50_000_000;
+/// How late past its deadline an expiry may be stamped: the wait's timer
+/// firing late on a loaded machine, not the design (which wakes at the
+/// deadline itself).
+const SLACK_NS: u64 = 150_000_000;
 
 fn part3_opts(
     dir: &std::path::Path,

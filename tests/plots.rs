@@ -185,25 +185,17 @@ fn screenshot(svg: &Path, name: &str) {
     std::fs::create_dir_all(&out).unwrap();
     let png = out.join(name);
     let _ = std::fs::remove_file(&png);
-    let profile = support::temp_dir("plots-chromium");
-    let status = std::process::Command::new(exe)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--hide-scrollbars",
-            "--window-size=1100,1020",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(format!("file://{}", svg.canonicalize().unwrap().display()))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let profile = support::temp_dir("plots-chromium").join("profile");
+    support::chromium(
+        &exe,
+        &profile,
+        svg,
+        &[
+            "--hide-scrollbars".into(),
+            "--window-size=1100,1020".into(),
+            format!("--screenshot={}", png.display()),
+        ],
+    );
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000);
     eprintln!("plot screenshot: {}", png.display());

@@ -431,9 +431,18 @@ async fn a_broken_peer_closes_its_pair_with_a_reason_and_the_relay_goes_on() {
         .unwrap_or(0);
     assert!(!back.starts_with(b"HTTP/1.1"), "{back:?}");
     let mut buf = [0u8; 64];
-    // Silent: opens and sends nothing.
-    let silent = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    // Silent: opens and sends nothing, until the relay closes it as idle
+    // (its end, not a sleep: the idle check's tick may come late on a
+    // loaded machine, and a close of ours first would be an EOF, not idle).
+    let mut silent = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
+    let mut ignored = vec![];
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        silent.read_to_end(&mut ignored),
+    )
+    .await
+    .expect("the relay closes an idle pair")
+    .unwrap_or(0);
     drop(silent);
     // Then a well-behaved client is relayed as usual.
     let (writer, rec) = h2probe::trace::TraceWriter::create(

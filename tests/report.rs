@@ -8,7 +8,6 @@ mod support;
 
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 const ORIGIN: u64 = 5_000_000_000;
 /// 1 s after the trace origin.
@@ -309,57 +308,6 @@ fn arrows(html: &str, frame: Option<&str>) -> usize {
         .count()
 }
 
-/// Runs Chromium headless on `page` with `extra` arguments (a fresh profile
-/// each time, no network); returns stdout and stderr. Fails after 120 s.
-fn chromium(exe: &Path, profile: &Path, page: &Path, extra: &[String]) -> (String, String) {
-    let _ = std::fs::remove_dir_all(profile);
-    std::fs::create_dir_all(profile).unwrap();
-    let url = format!("file://{}", page.canonicalize().unwrap().display());
-    let dir = profile.parent().unwrap();
-    let (out, err) = (dir.join("chromium.out"), dir.join("chromium.err"));
-    let mut child = std::process::Command::new(exe)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(&url)
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 120 s on {url}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let (out, err) = (
-        std::fs::read_to_string(out).unwrap(),
-        std::fs::read_to_string(err).unwrap(),
-    );
-    assert!(
-        status.success(),
-        "chromium failed ({status}) on {url}:\n{err}"
-    );
-    (out, err)
-}
-
 /// Lines of Chromium's log that report a console message or an uncaught
 /// error (a page without script should have none).
 fn console_errors(log: &str) -> Vec<&str> {
@@ -475,7 +423,7 @@ fn the_page_of_a_hand_built_run_renders_in_a_browser_with_its_ladder() {
         return;
     };
     let profile = dir.join("chromium-profile");
-    let (dom, log) = chromium(&exe, &profile, &page, &["--dump-dom".into()]);
+    let (dom, log) = support::chromium(&exe, &profile, &page, &["--dump-dom".into()]);
     let errors = console_errors(&log);
     assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
     assert_eq!(arrows(&dom, None), 11, "arrows in the rendered DOM");
@@ -487,7 +435,7 @@ fn the_page_of_a_hand_built_run_renders_in_a_browser_with_its_ladder() {
     );
     let shot = artefacts().join("hand-built-report.png");
     let _ = std::fs::remove_file(&shot);
-    let (_, log) = chromium(
+    let (_, log) = support::chromium(
         &exe,
         &profile,
         &page,
@@ -543,7 +491,7 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
     let Some(exe) = support::require_tool("chromium") else {
         return;
     };
-    let (dom, log) = chromium(
+    let (dom, log) = support::chromium(
         &exe,
         &root.join("chromium-profile"),
         &cmp,

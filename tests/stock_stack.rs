@@ -128,7 +128,7 @@ fn release_frame_reproduces_hyper_as_the_client_sees_it() {
     );
     for (name, s) in [("h2", a), ("hyper", b)] {
         assert!(
-            s.client_window_blocked_s < 0.05,
+            s.client_window_blocked_s < 0.25,
             "{name}: window-blocked {} s",
             s.client_window_blocked_s
         );

@@ -14,6 +14,64 @@ pub fn corpus_dir() -> Option<PathBuf> {
     None
 }
 
+/// Runs Chromium headless on `page` with `extra` arguments (a fresh profile
+/// each time, no network); returns stdout and stderr. Fails after 120 s.
+pub fn chromium(
+    exe: &std::path::Path,
+    profile: &std::path::Path,
+    page: &std::path::Path,
+    extra: &[String],
+) -> (String, String) {
+    let _ = std::fs::remove_dir_all(profile);
+    std::fs::create_dir_all(profile).unwrap();
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let dir = profile.parent().unwrap();
+    let (out, err) = (dir.join("chromium.out"), dir.join("chromium.err"));
+    let mut child = std::process::Command::new(exe)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            // A container's small /dev/shm crashes Chromium now and then.
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(&url)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 120 s on {url}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let (out, err) = (
+        std::fs::read_to_string(out).unwrap(),
+        std::fs::read_to_string(err).unwrap(),
+    );
+    assert!(
+        status.success(),
+        "chromium failed ({status}) on {url}:\n{err}"
+    );
+    (out, err)
+}
+
 /// Locates an external tool; `None` (after a loud message) when missing
 /// locally, a panic when `CI=true`.
 pub fn require_tool(name: &str) -> Option<PathBuf> {
