@@ -1285,9 +1285,12 @@ async fn slowloris_connections_do_not_stop_the_server_serving_others() {
                 tokio::time::sleep(tick).await;
             }
             let dribbled = Instant::now();
+            // On the trace's clock (the server runs in this process): the
+            // frame cannot be whole before the rest is sent.
+            let whole_from = h2probe::trace::clock::now_ns();
             assert!(p.send(&whole[from + dribble..]).await);
             let answered = p.read_until(PATIENCE, |g| Peer::answered(g, 1)).await;
-            (from, p.local, dribbled, answered)
+            (from, p.local, dribbled, whole_from, answered)
         });
     }
     // Meanwhile, a normal RPC, served while every slow connection waits.
@@ -1296,13 +1299,13 @@ async fn slowloris_connections_do_not_stop_the_server_serving_others() {
     let served = Instant::now();
     let mut peers = vec![];
     while let Some(r) = slow.join_next().await {
-        let (from, peer, dribbled, answered) = r.unwrap();
+        let (from, peer, dribbled, whole_from, answered) = r.unwrap();
         assert!(
             served < dribbled,
             "served while the slow peers were still dribbling"
         );
         assert!(answered, "a slow request is served once whole");
-        peers.push((from, peer));
+        peers.push((from, peer, whole_from));
     }
     let (summary, dir) = server.stop().await;
     assert!(
@@ -1311,7 +1314,7 @@ async fn slowloris_connections_do_not_stop_the_server_serving_others() {
         summary.protocol_errors
     );
     let mut waits = vec![];
-    for (from, peer) in &peers {
+    for (from, peer, whole_from) in &peers {
         let v = ServerView::of(&dir, *peer);
         assert_eq!(v.rpc_ends, [(1, 0)], "the slow RPC ended OK");
         // The tap records a frame when its last byte arrives.
@@ -1324,8 +1327,11 @@ async fn slowloris_connections_do_not_stop_the_server_serving_others() {
                 .unwrap()
                 .0
         };
+        // Nothing is recorded before the bytes are whole; how long after
+        // conn_open that was is for the table (conn_open is stamped when
+        // the connection's task starts, which a loaded machine delays).
+        assert!(first >= *whole_from, "recorded before it was whole");
         let waited = (first - v.conn_open_t) as f64 / 1e9;
-        assert!(waited >= 1.9, "{waited}");
         waits.push((from, waited, v));
     }
     let (_, w0, v0) = waits.iter().find(|w| *w.0 == 0).unwrap();

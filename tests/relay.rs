@@ -511,10 +511,11 @@ async fn a_broken_peer_closes_its_pair_with_a_reason_and_the_relay_goes_on() {
 
     // An upstream that is not there: the client's connection is closed
     // with that reason.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // Bound and not listening, and held for the test: a connect is refused,
+    // and no other socket can take the port meanwhile.
+    let nobody = tokio::net::TcpSocket::new_v4().unwrap();
+    nobody.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = nobody.local_addr().unwrap().port();
     let relay = TestRelay::start("relay-noup", relay_config(&format!("127.0.0.1:{port}"))).await;
     let mut s = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
     let n = tokio::time::timeout(std::time::Duration::from_secs(5), s.read(&mut buf))
@@ -529,6 +530,7 @@ async fn a_broken_peer_closes_its_pair_with_a_reason_and_the_relay_goes_on() {
         Some(&1),
         "{r:?}"
     );
+    drop(nobody);
 }
 
 /// The command: writes a run directory (trace, meta, summary, one pcap per
