@@ -255,6 +255,31 @@ pub fn headline(s: &Summary) -> String {
     fit_lines(&headline_lines(s), HEADLINE_WIDTH)
 }
 
+/// A field's words, a number's unit kept with it ("+32830 B" is one
+/// piece: a line ending in a number and a line starting with "B" read as
+/// two figures).
+fn unit_glued_words(field: &str) -> Vec<String> {
+    const UNITS: &[&str] = &[
+        "B", "KiB", "MiB", "GiB", "kB", "MB", "GB", "B/s", "MiB/s", "s", "ms", "µs", "ns", "msg/s",
+        "msgs", "%",
+    ];
+    let mut out: Vec<String> = vec![];
+    for word in field.split(' ').filter(|w| !w.is_empty()) {
+        let bare = word.trim_end_matches([',', ';', ')', '.', ':']);
+        let after_number = out
+            .last()
+            .is_some_and(|p| p.ends_with(|c: char| c.is_ascii_digit()));
+        match out.last_mut() {
+            Some(prev) if after_number && UNITS.contains(&bare) => {
+                prev.push(' ');
+                prev.push_str(word);
+            }
+            _ => out.push(word.to_string()),
+        }
+    }
+    out
+}
+
 /// Lines longer than `width` continue on lines indented like their text
 /// (under the 10-column label), broken between fields (two spaces) where
 /// possible, else between words. A word longer than a line stays whole.
@@ -299,8 +324,8 @@ pub fn fit_lines(text: &str, width: usize) -> String {
                 push(&mut cur, field, "  ", &mut fresh);
             } else {
                 let mut first = true;
-                for word in field.split(' ').filter(|w| !w.is_empty()) {
-                    push(&mut cur, word, if first { "  " } else { " " }, &mut fresh);
+                for word in unit_glued_words(field) {
+                    push(&mut cur, &word, if first { "  " } else { " " }, &mut fresh);
                     first = false;
                 }
             }
@@ -771,6 +796,26 @@ mod tests {
         );
         let growth = lines.iter().position(|l| l.starts_with("growth")).unwrap();
         assert!(lines[growth + 1].starts_with("          "), "{fitted}");
+    }
+
+    /// A number keeps its unit across a break (the audit saw "+32830" end
+    /// a line and "B" begin the next).
+    #[test]
+    fn a_number_and_its_unit_are_not_split() {
+        // Broken between words: the field is longer than a line.
+        let text = "credit    the server returned +32830 B of stream credit in 4 updates while the queue held 12 msgs and 3.2 MiB, then +16415 B more\n";
+        for width in 40..=80 {
+            let fitted = fit_lines(text, width);
+            assert_eq!(words(&fitted), words(text), "{fitted}");
+            for l in fitted.lines() {
+                let first = l.split_whitespace().next().unwrap_or("");
+                assert!(
+                    !["B", "msgs", "MiB,"].contains(&first),
+                    "width {width}: a unit began a line:\n{fitted}"
+                );
+                assert!(l.chars().count() <= width, "{l}\n{fitted}");
+            }
+        }
     }
 
     #[test]
