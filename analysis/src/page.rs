@@ -285,23 +285,23 @@ fn checks_card(s: &Summary) -> String {
     let held = s.checks.values().filter(|c| c.ok == Some(true)).count();
     let failed = s.checks.values().filter(|c| c.ok == Some(false)).count();
     let unknown = s.checks.len() - held - failed;
+    let mut note = format!(
+        "{held} hold · {failed} failed · {unknown} cannot be judged (of {})",
+        s.checks.len()
+    );
+    let doubt = s.events_in_doubt();
     let (class, value) = if failed > 0 {
         ("alert", format!("{failed} FAILED"))
+    } else if let Some(why) = &doubt {
+        // The trace itself is in doubt: that, not what little holds, leads.
+        note = format!("{why}. {note}");
+        ("alert", format!("{unknown} cannot be judged"))
     } else if unknown > 0 {
         ("", format!("{held} hold"))
     } else {
         ("good", "all hold".to_string())
     };
-    card(
-        &mut o,
-        class,
-        "invariant checks",
-        &value,
-        &format!(
-            "{held} hold · {failed} failed · {unknown} cannot be judged (of {})",
-            s.checks.len()
-        ),
-    );
+    card(&mut o, class, "invariant checks", &value, &note);
     o
 }
 
