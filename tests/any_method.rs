@@ -126,10 +126,10 @@ async fn any_client_streaming_method_by_hostname_shows_part1_physics() {
     // (never window-blocked, sent ≈ offered) while the server's queue grew.
     // On a quiet machine: 0.00 s window-blocked and 200.0/s. The bounds
     // leave room for a loaded 2-core machine (measured once in 20 runs:
-    // 0.40 s of late WINDOW_UPDATEs, 187.6/s; twice that allowed) and still
-    // tell this apart from
-    // a server that ties credit to its 10 ms worker: that client would send
-    // ≈ 90/s and wait on the window for most of the 1.5 s.
+    // 0.40 s of late WINDOW_UPDATEs, 187.6/s; about twice that allowed) and
+    // still tell this apart from a server that ties credit to its 10 ms
+    // worker: that client would send ≈ 90/s (55 % below the offer) and wait
+    // on the window for most of the 1.5 s.
     assert!(s.client_window_blocked_s < 0.8, "{stdout}");
     assert!(
         (s.send_rate_steady - rate).abs() / rate < 0.12,

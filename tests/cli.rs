@@ -335,6 +335,81 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
     assert_quiet_end("decode | head -1", child.wait_with_output().unwrap());
 }
 
+/// A corrupt line is one event lost at a known place: what failed well
+/// before it stands, what comes after cannot be judged. (Lines lost or added
+/// elsewhere make every check `null`: see the test above.)
+#[test]
+fn a_corrupt_line_leaves_only_failures_settled_before_it() {
+    let dir = support::temp_dir("corrupt-one");
+    let mut o = support::run_opts(&dir, "frame", "unbounded");
+    o.client.duration = support::dur("1s");
+    o.server.service_time = support::dur("1ms");
+    let r = support::run(o);
+    support::assert_checks(&r);
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let t_of = |l: &str| -> u64 {
+        serde_json::from_str::<serde_json::Value>(l).unwrap()["t"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let client_data = |l: &str| {
+        l.contains("\"ep\":\"client\"")
+            && l.contains("\"dir\":\"out\"")
+            && l.contains("\"frame\":\"DATA\"")
+    };
+    // Early: a client DATA frame made far larger than any window (a
+    // violation the footer's count does not notice: no line added).
+    let early = lines.iter().position(|l| client_data(l)).unwrap();
+    let early_t = t_of(&lines[early]);
+    let len = serde_json::from_str::<serde_json::Value>(&lines[early]).unwrap()["len"]
+        .as_u64()
+        .unwrap();
+    lines[early] = lines[early].replacen(&format!("\"len\":{len}"), "\"len\":9999999", 1);
+    // Late (0.5 s on): a server WINDOW_UPDATE line turned into garbage.
+    let late = lines
+        .iter()
+        .position(|l| {
+            l.contains("\"ep\":\"server\"")
+                && l.contains("\"frame\":\"WINDOW_UPDATE\"")
+                && t_of(l) > early_t + 500_000_000
+        })
+        .expect("a server WINDOW_UPDATE 0.5 s after the first DATA");
+    lines[late] = "{\"t\":garbage".into();
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let headline = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "a failure stands: {err}");
+    let s = support::read_summary(&dir);
+    assert_eq!((s.corrupt_lines, s.footer_events), (1, Some(s.event_lines)));
+    assert!(
+        headline.contains("trace     damaged: 1 corrupt line skipped"),
+        "{headline}"
+    );
+    let beyond = &s.checks["no_data_beyond_credit"];
+    assert_eq!(beyond.ok, Some(false), "{beyond:?}");
+    let origin = serde_json::from_str::<serde_json::Value>(&lines[0]).unwrap()["origin_mono_ns"]
+        .as_u64()
+        .unwrap();
+    let first_s = (early_t - origin) as f64 / 1e9;
+    assert!(
+        (beyond.first_t_s.unwrap() - first_s).abs() < 1e-6,
+        "{beyond:?}"
+    );
+    // What held cannot be judged past the lost WINDOW_UPDATE.
+    for name in ["credit", "accounting"] {
+        let c = &s.checks[name];
+        assert_eq!(c.ok, None, "{name}: {c:?}");
+        assert!(
+            c.detail.contains("1 corrupt line was skipped"),
+            "{name}: {c:?}"
+        );
+    }
+    assert_eq!(s.checks["no_dropped_events"].ok, Some(true));
+}
+
 #[test]
 fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let dir = support::temp_dir("trunc");
@@ -386,12 +461,11 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let s = support::read_summary(&dir);
     assert_eq!((s.corrupt_lines, s.unknown_events), (1, 1), "{err}");
     assert_eq!(s.damaged_payloads, 0);
-    // A corrupt line is an event lost: the checks cannot judge (the audit
-    // found one lost WINDOW_UPDATE failing no_data_beyond_credit 1,311
-    // times), and the headline says why.
+    // Two lines added (the footer's count differs): the checks cannot judge,
+    // and the headline says why (a corrupt line alone: the test above).
     let headline = String::from_utf8_lossy(&out.stdout);
     assert!(
-        headline.contains("trace     damaged: 1 corrupt line skipped"),
+        headline.contains("trace     altered: the footer counts"),
         "{headline}"
     );
     for (name, c) in s.checks.iter().filter(|(n, _)| *n != "no_dropped_events") {
@@ -440,9 +514,11 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
         "{err}"
     );
     assert_eq!(s.trace_ending, "clean");
+    // (Words compared: the headline wraps at 80 columns.)
+    let words = headline.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        headline.contains(&format!(
-            "trace     altered: the footer counts {written} events, the file holds {} lines",
+        words.contains(&format!(
+            "trace altered: the footer counts {written} events written, the file holds {} lines",
             written - 1
         )),
         "{headline}"

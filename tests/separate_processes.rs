@@ -109,6 +109,37 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
     }
     assert!(s.completed >= 190, "{}", s.completed);
     assert!(s.max_owned_bytes <= 65_535);
+
+    // One input damaged (a client DATA line unreadable): the merged trace
+    // says events are missing, so its checks cannot be judged, instead of
+    // failing bytes on the gap (its footer counted only the lines merged).
+    let trace = root.join("client").join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let data = lines
+        .iter()
+        .position(|l| l.contains("\"dir\":\"out\"") && l.contains("\"frame\":\"DATA\""))
+        .unwrap();
+    lines[data] = "{\"t\":garbage";
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let merged = Command::new(bin)
+        .arg("merge")
+        .arg(root.join("server"))
+        .arg(root.join("client"))
+        .arg("--out")
+        .arg(root.join("merged-damaged"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&merged.stderr);
+    assert_eq!(merged.status.code(), Some(0), "{err}");
+    assert!(err.contains("the merged trace is missing events"), "{err}");
+    let s = support::read_summary(&root.join("merged-damaged"));
+    assert_eq!(s.footer_events, Some(s.event_lines + 1), "{err}");
+    for (name, c) in &s.checks {
+        if name != "no_dropped_events" {
+            assert_eq!(c.ok, None, "{name}: {}", c.detail);
+        }
+    }
 }
 
 /// Context switches of `pid`'s thread named `name` (voluntary and not).

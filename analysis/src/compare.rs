@@ -82,8 +82,17 @@ pub struct Row {
     pub rpc_status: std::collections::BTreeMap<String, u64>,
     /// Repeats in which an invariant check failed.
     pub failed_checks: usize,
+    /// Repeats whose checks cannot be judged (see [`unjudged`]).
+    pub unjudged: usize,
     /// Repeats that stalled, by the first stall's cause.
     pub stalls: std::collections::BTreeMap<String, u64>,
+}
+
+/// A run none of whose checks failed that still cannot be called sound:
+/// its trace lost or gained events, or no check could judge anything.
+pub fn unjudged(s: &Summary) -> bool {
+    !s.checks.values().any(|c| c.ok == Some(false))
+        && (s.events_in_doubt().is_some() || !s.checks.values().any(|c| c.ok == Some(true)))
 }
 
 /// Groups runs by configuration, in order of first appearance.
@@ -138,6 +147,7 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
                     .iter()
                     .filter(|r| r.summary.checks.values().any(|c| c.ok == Some(false)))
                     .count(),
+                unjudged: group.iter().filter(|r| unjudged(&r.summary)).count(),
             }
         })
         .collect()
@@ -394,6 +404,40 @@ mod tests {
                 ..Summary::default()
             },
         }
+    }
+
+    /// A run is "cannot be judged" when its trace is in doubt or nothing
+    /// held, never when a check failed; the comparison page showed such a
+    /// run as "hold".
+    #[test]
+    fn a_run_whose_checks_cannot_judge_is_not_called_sound() {
+        let check = |ok: Option<bool>| crate::analyze::Check {
+            ok,
+            detail: String::new(),
+            first_t_s: None,
+            first_line: None,
+        };
+        let with = |checks: &[(&str, Option<bool>)], corrupt: u64| Summary {
+            checks: checks
+                .iter()
+                .map(|(n, ok)| (n.to_string(), check(*ok)))
+                .collect(),
+            corrupt_lines: corrupt,
+            ..Summary::default()
+        };
+        let sound = with(&[("credit", Some(true)), ("bytes", None)], 0);
+        assert!(!unjudged(&sound));
+        let damaged = with(&[("credit", None), ("no_dropped_events", Some(true))], 1);
+        assert!(unjudged(&damaged));
+        let nothing_held = with(&[("credit", None), ("bytes", None)], 0);
+        assert!(unjudged(&nothing_held));
+        let failed = with(&[("credit", Some(false)), ("bytes", None)], 1);
+        assert!(!unjudged(&failed));
+        let grouped = rows(&[RunRef {
+            summary: damaged,
+            ..run("a", 1.0, 1)
+        }]);
+        assert_eq!((grouped[0].failed_checks, grouped[0].unjudged), (0, 1));
     }
 
     #[test]

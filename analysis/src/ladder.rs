@@ -481,6 +481,26 @@ fn pair_of(conns: &HashMap<(Endpoint, u32), (String, String)>, ep: Endpoint, con
     }
 }
 
+/// An application step the ladder draws as a tick (or a band): what a
+/// slice without frames may still show of a connection.
+fn is_step(k: &Kind) -> bool {
+    matches!(
+        k,
+        Kind::Chunk(_)
+            | Kind::Release(_)
+            | Kind::Decode(_)
+            | Kind::Enqueue(_)
+            | Kind::Start(_)
+            | Kind::Complete(_)
+            | Kind::Discard(_)
+            | Kind::RpcStart(_)
+            | Kind::RpcEnd(_)
+            | Kind::Send(_)
+            | Kind::WindowBlocked(_)
+            | Kind::SocketBlocked(_)
+    )
+}
+
 fn layout(c: Collector, origin: u64, how: String) -> Ladder {
     let (start, slice_end) = c.window.unwrap_or((origin, origin + c.span));
     let mut events = c.kept;
@@ -493,10 +513,12 @@ fn layout(c: Collector, origin: u64, how: String) -> Ladder {
     let busiest = |frames: bool| {
         let mut count: HashMap<Pair, usize> = HashMap::new();
         for e in &events {
-            if matches!(e.kind, Kind::Frame(_)) == frames
-                && in_slice(e.t)
-                && matches!(e.ep, Endpoint::Client | Endpoint::Server)
-            {
+            let counted = if frames {
+                matches!(e.kind, Kind::Frame(_))
+            } else {
+                is_step(&e.kind)
+            };
+            if counted && in_slice(e.t) && matches!(e.ep, Endpoint::Client | Endpoint::Server) {
                 *count.entry(pair_of(&c.conns, e.ep, e.conn)).or_default() += 1;
             }
         }

@@ -292,7 +292,7 @@ fn checks_card(s: &Summary) -> String {
     let doubt = s.events_in_doubt();
     let (class, value) = if failed > 0 {
         ("alert", format!("{failed} FAILED"))
-    } else if let Some(why) = &doubt {
+    } else if let (Some(why), true) = (&doubt, unknown > 0) {
         // The trace itself is in doubt: that, not what little holds, leads.
         note = format!("{why}. {note}");
         ("alert", format!("{unknown} cannot be judged"))
@@ -606,11 +606,10 @@ fn legend() -> String {
     o
 }
 
-/// `events`: when the trace's events begin and end, seconds since the trace
-/// origin (the slice's axis and `--at`'s); `None` when the summary does not
-/// say (no events, or written by an older h2probe).
 /// The run's ladder. `events` and `upload` are when the trace's events and
-/// its upload's DATA frames run (seconds on the origin's axis), for the hints.
+/// its upload's DATA frames run, seconds since the trace origin (the
+/// slice's axis and `--at`'s), for the hints; `None` when the summary does
+/// not say (no events, no upload, or written by an older h2probe).
 fn ladder_section(
     l: &Result<Ladder, String>,
     dir_arg: &str,
@@ -697,7 +696,7 @@ fn ladder_section(
                 "Nothing to draw in this slice: no frame, no application step (the upload's DATA frames run from {first:.3} s to {last:.3} s)."
             ),
             (Some((first, last)), None) => format!(
-                "Nothing to draw in this slice: no frame, no application step (the trace's events run from {first:.3} s to {last:.3} s; it has no DATA frame)."
+                "Nothing to draw in this slice: no frame, no application step (the trace's events run from {first:.3} s to {last:.3} s)."
             ),
             (None, None) => "Nothing to draw in this slice: the trace has no events.".to_string(),
         });
@@ -958,6 +957,11 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
                     r#"<span class="badge b-bad">{} run(s) failed</span>"#,
                     r.failed_checks
                 )
+            } else if r.unjudged > 0 {
+                format!(
+                    r#"<span class="badge b-na">{} run(s) cannot be judged</span>"#,
+                    r.unjudged
+                )
             } else {
                 r#"<span class="badge b-ok">hold</span>"#.into()
             }
@@ -991,6 +995,8 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
             s.max_queue_depth,
             if failed > 0 {
                 format!(r#"<span class="badge b-bad">{failed} FAILED</span>"#)
+            } else if crate::compare::unjudged(s) {
+                r#"<span class="badge b-na">cannot be judged</span>"#.into()
             } else {
                 r#"<span class="badge b-ok">hold</span>"#.into()
             }
@@ -1113,7 +1119,7 @@ mod tests {
         let html = ladder_section(&empty, "run", Some((5.27, 5.53)), None);
         assert!(html.contains("--at 5.400s --span 20ms"), "{html}");
         assert!(
-            html.contains("events run from 5.270 s to 5.530 s; it has no DATA frame"),
+            html.contains("events run from 5.270 s to 5.530 s)."),
             "{html}"
         );
         // Events of 40 ms: the middle, not rounded past them.

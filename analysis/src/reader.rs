@@ -35,6 +35,19 @@ pub enum ReadError {
     Schema { found: u32, supported: u32 },
 }
 
+impl ReadError {
+    /// One line lost (not an event, or not UTF-8), the reading going on;
+    /// not an error of the input itself, which ends the reading there (a
+    /// cut, said by [`Ending::Truncated`]).
+    pub fn is_one_line(&self) -> bool {
+        match self {
+            ReadError::Corrupt { .. } => true,
+            ReadError::Io { cause, .. } => cause.kind() == std::io::ErrorKind::InvalidData,
+            _ => false,
+        }
+    }
+}
+
 /// The JSON parser's error with its place in the line as a column: it
 /// counts lines within the one line it was given ("at line 1 column 2"),
 /// which beside the trace's own line number reads as a second, wrong one.
@@ -565,6 +578,17 @@ mod tests {
             read.len()
         );
         assert_eq!(io.len(), 1, "{io:?}");
+        // The stream's error is a cut, not a line lost (the analysis counts
+        // only those as corrupt lines).
+        let stream_error = read
+            .iter()
+            .find_map(|e| {
+                e.as_ref()
+                    .err()
+                    .filter(|e| matches!(e, ReadError::Io { .. }))
+            })
+            .unwrap();
+        assert!(!stream_error.is_one_line(), "{stream_error}");
         assert!(
             matches!(r.ending(), Ending::Truncated { .. }),
             "{:?}",
@@ -580,6 +604,7 @@ mod tests {
         assert!(read[0].is_ok() && read[2].is_ok());
         let err = read[1].as_ref().unwrap_err().to_string();
         assert!(err.starts_with("line 3:") && err.contains("UTF-8"), "{err}");
+        assert!(read[1].as_ref().unwrap_err().is_one_line());
         assert_eq!(r.ending(), &Ending::NoFooter);
     }
 

@@ -260,8 +260,8 @@ pub fn headline(s: &Summary) -> String {
 /// two figures).
 fn unit_glued_words(field: &str) -> Vec<String> {
     const UNITS: &[&str] = &[
-        "B", "KiB", "MiB", "GiB", "kB", "MB", "GB", "B/s", "MiB/s", "s", "ms", "µs", "ns", "msg/s",
-        "msgs", "%",
+        "B", "KiB", "MiB", "GiB", "kB", "MB", "GB", "B/s", "KiB/s", "MiB/s", "GiB/s", "MiB·s",
+        "B/useful", "s", "ms", "µs", "ns", "msg/s", "msgs", "%",
     ];
     let mut out: Vec<String> = vec![];
     for word in field.split(' ').filter(|w| !w.is_empty()) {
@@ -282,7 +282,8 @@ fn unit_glued_words(field: &str) -> Vec<String> {
 
 /// Lines longer than `width` continue on lines indented like their text
 /// (under the 10-column label), broken between fields (two spaces) where
-/// possible, else between words. A word longer than a line stays whole.
+/// possible, else between words (a number and its unit count as one). A
+/// word, or a number with its unit, longer than a line stays whole.
 pub fn fit_lines(text: &str, width: usize) -> String {
     let mut o = String::new();
     for line in text.lines() {
@@ -364,18 +365,15 @@ fn headline_lines(s: &Summary) -> String {
             }
         );
     }
-    if s.lines_altered().is_some() {
+    if let Some(why) = s.lines_altered() {
         let _ = writeln!(
             o,
-            "trace     altered: the footer counts {} events, the file holds {} lines; figures are the lines present, checks cannot be judged",
-            s.footer_events.unwrap_or(0),
-            s.event_lines
+            "trace     altered: {why}; figures are the lines present, checks cannot be judged"
         );
-    }
-    if s.corrupt_lines > 0 {
+    } else if s.corrupt_lines > 0 {
         let _ = writeln!(
             o,
-            "trace     damaged: {} corrupt line{} skipped (the warnings name them); checks cannot be judged",
+            "trace     damaged: {} corrupt line{} skipped (the warnings name them), an event lost each; only failures settled before the first are judged",
             s.corrupt_lines,
             if s.corrupt_lines == 1 { "" } else { "s" }
         );

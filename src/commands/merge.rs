@@ -54,20 +54,29 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     // k-way merge by time; each input is (nearly) in time order already.
     let mut heads: Vec<Option<Event>> = vec![None; readers.len()];
     let mut warnings = vec![];
+    // Events read from each input, and its lines skipped as corrupt.
+    let mut read = vec![(0u64, 0u64); readers.len()];
     let next = |i: usize,
                 readers: &mut Vec<(PathBuf, TraceReader<_>)>,
+                read: &mut Vec<(u64, u64)>,
                 warnings: &mut Vec<String>| loop {
         match readers[i].1.next_event() {
             Some(Ok(mut e)) => {
                 e.conn += i as u32 * CONN_OFFSET;
+                read[i].0 += 1;
                 return Some(e);
             }
-            Some(Err(err)) => warnings.push(format!("{}: skipped {err}", readers[i].0.display())),
+            Some(Err(err)) => {
+                if err.is_one_line() {
+                    read[i].1 += 1;
+                }
+                warnings.push(format!("{}: skipped {err}", readers[i].0.display()))
+            }
             None => return None,
         }
     };
     for (i, h) in heads.iter_mut().enumerate() {
-        *h = next(i, &mut readers, &mut warnings);
+        *h = next(i, &mut readers, &mut read, &mut warnings);
     }
     let mut events = 0u64;
     let mut line = Vec::with_capacity(256);
@@ -80,18 +89,36 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         h2probe_analysis::jsonl::write_event(&mut line, &e);
         w.write_all(&line).map_err(write_err)?;
         events += 1;
-        heads[i] = next(i, &mut readers, &mut warnings);
+        heads[i] = next(i, &mut readers, &mut read, &mut warnings);
     }
+    // The footer counts what the inputs' writers wrote, less the events of
+    // unknown types a merge leaves out: a line an input lost, or skipped as
+    // corrupt, is missing from the merged file as it was from the input, and
+    // its analysis must say so (checks that cannot be judged) instead of
+    // failing on the gap.
     let mut footer = Footer {
-        events,
+        events: 0,
         ..Footer::default()
     };
-    for (path, r) in &readers {
+    for (i, (path, r)) in readers.iter().enumerate() {
         if let Some(w) = r.bad_payload_warning() {
             warnings.push(format!("{}: {w}", path.display()));
         }
+        let (ok, corrupt) = read[i];
+        footer.events += match r.ending() {
+            Ending::Clean(f) => f.events.saturating_sub(r.unknown),
+            _ => ok,
+        };
         match r.ending() {
             Ending::Clean(f) => {
+                let lines = ok + corrupt + r.unknown;
+                if f.events != lines || corrupt > 0 {
+                    warnings.push(format!(
+                        "{}: its footer counts {} events, {lines} lines of events were read ({corrupt} corrupt): the merged trace is missing events, and its analysis will say its checks cannot be judged",
+                        path.display(),
+                        f.events
+                    ));
+                }
                 for (k, v) in &f.dropped {
                     *footer.dropped.entry(k.clone()).or_default() += v;
                 }

@@ -43,6 +43,10 @@ pub struct Analyzer {
     first_t: Option<u64>,
     /// First and last DATA frame of the upload (client to server).
     upload_t: Option<(u64, u64)>,
+    /// The latest `t` read before the first corrupt line: a violation
+    /// settled before it (the reorder window earlier) is real whatever the
+    /// corrupt line held.
+    pub(crate) damage_at: Option<u64>,
     last_t: u64,
     conns: HashMap<(Endpoint, u32), Conn>,
     rpcs: HashMap<(u32, u32), Rpc>,
@@ -119,6 +123,7 @@ impl Analyzer {
             origin,
             first_t: None,
             upload_t: None,
+            damage_at: None,
             last_t: 0,
             conns: HashMap::new(),
             rpcs: HashMap::new(),
@@ -604,13 +609,33 @@ impl Analyzer {
             self.s.checks.extend(checks);
         }
         if let Some(why) = self.s.events_in_doubt() {
-            // Lines lost, added or unreadable break the events' own
-            // accounting anywhere in the file, not only near its end: no
-            // check of the events can be judged (only the footer's drop
-            // count, which is the footer's own).
+            // Lines lost or added after the run (the footer's count differs)
+            // may be anywhere, and added ones made up: no check of the
+            // events can be judged. A corrupt line is one event lost at a
+            // known place: a failure settled before it (the reorder window
+            // earlier, as for a cut) is real, and so is a stall the run
+            // recorded; the rest cannot be judged. The footer's drop count
+            // is the footer's own, and a check already `null` keeps its
+            // reason.
+            let altered = self.s.lines_altered().is_some();
+            let settled_before_s = self.damage_at.map(|d| {
+                d.saturating_sub(reorder::WINDOW_NS)
+                    .saturating_sub(self.origin) as f64
+                    / 1e9
+            });
             let why = format!("{why}, so this cannot be judged");
             for (name, check) in self.s.checks.iter_mut() {
-                if name != "no_dropped_events" {
+                if name == "no_dropped_events" || check.ok.is_none() {
+                    continue;
+                }
+                let real_failure = !altered
+                    && check.ok == Some(false)
+                    && (name == "no_stall"
+                        || check
+                            .first_t_s
+                            .zip(settled_before_s)
+                            .is_some_and(|(t, before)| t < before));
+                if !real_failure {
                     *check = Check::na(why.clone());
                 }
             }
@@ -655,10 +680,12 @@ pub fn analyze_trace_with(
     // Where the report's ladder looks, found on this pass (it need not
     // search the trace again).
     let mut slice = slice::SliceFinder::default();
+    let mut last_read_t = 0u64;
     while let Some(ev) = r.next_event() {
         match ev {
             Ok(e) => {
                 events += 1;
+                last_read_t = last_read_t.max(e.t);
                 let line = r.line();
                 order.push(e, line, |e, line| {
                     a.line = line;
@@ -666,12 +693,18 @@ pub fn analyze_trace_with(
                     a.feed(&e)
                 });
             }
-            Err(e) => {
+            Err(e) if e.is_one_line() => {
                 corrupt += 1;
+                // Where the first was, on the trace's clock: the events
+                // read before it were all there (see `Analyzer::finish`).
+                a.damage_at.get_or_insert(last_read_t);
                 if corrupt <= 5 {
                     warnings.push(format!("{}: skipped {e}", path.display()));
                 }
             }
+            // The input's own error: reading ends here, a cut (the
+            // ending's warning says so).
+            Err(e) => warnings.push(format!("{}: {e}", path.display())),
         }
     }
     order.finish(|e, line| {
