@@ -1453,20 +1453,26 @@ mod tests {
         let path = temp_trace("late-build");
         let (writer, rec) = TraceWriter::create(&path, 1024).unwrap();
         chunk(&rec, Endpoint::Client, 1, 1, 1);
+        // The builder is inside its build while `finish` runs, and returns
+        // only after it (channels, not sleeps: a loaded machine stretches
+        // any sleep).
+        let (building, in_build) = std::sync::mpsc::channel();
+        let (finished, after_finish) = std::sync::mpsc::channel::<()>();
         let late = {
             let rec = rec.clone();
             std::thread::spawn(move || {
                 rec.emit(Endpoint::Client, 1, 1, 2, KindId::Chunk, || {
-                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    building.send(()).unwrap();
+                    after_finish.recv().unwrap();
                     Kind::Chunk(ChunkEv { len: 2 })
                 });
                 // After the last sweep.
-                std::thread::sleep(std::time::Duration::from_millis(100));
                 chunk(&rec, Endpoint::Client, 1, 3, 3);
             })
         };
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        in_build.recv().unwrap();
         let stats = writer.finish().unwrap();
+        finished.send(()).unwrap();
         assert_eq!((stats.accepted, stats.written), (1, 1), "{stats:?}");
         let mut r = TraceReader::open(&path).unwrap();
         assert_eq!(r.by_ref().count(), 1);
