@@ -337,7 +337,8 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
 
 /// A corrupt line is one event lost at a known place: what failed well
 /// before it stands, what comes after cannot be judged. (Lines lost or added
-/// elsewhere make every check `null`: see the test above.)
+/// elsewhere make every check `null`: see
+/// `analyze_warns_about_a_truncated_trace_and_still_reports`.)
 #[test]
 fn a_corrupt_line_leaves_only_failures_settled_before_it() {
     let dir = support::temp_dir("corrupt-one");

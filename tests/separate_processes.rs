@@ -77,14 +77,17 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
     );
     assert!(serve.wait().unwrap().success());
 
-    let merged = Command::new(bin)
-        .arg("merge")
-        .arg(root.join("server"))
-        .arg(root.join("client"))
-        .arg("--out")
-        .arg(root.join("merged"))
-        .output()
-        .unwrap();
+    let merge = |out: &str| {
+        Command::new(bin)
+            .arg("merge")
+            .arg(root.join("server"))
+            .arg(root.join("client"))
+            .arg("--out")
+            .arg(root.join(out))
+            .output()
+            .unwrap()
+    };
+    let merged = merge("merged");
     let out = String::from_utf8_lossy(&merged.stdout);
     assert!(
         merged.status.success(),
@@ -122,14 +125,7 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
         .unwrap();
     lines[data] = "{\"t\":garbage";
     std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
-    let merged = Command::new(bin)
-        .arg("merge")
-        .arg(root.join("server"))
-        .arg(root.join("client"))
-        .arg("--out")
-        .arg(root.join("merged-damaged"))
-        .output()
-        .unwrap();
+    let merged = merge("merged-damaged");
     let err = String::from_utf8_lossy(&merged.stderr);
     assert_eq!(merged.status.code(), Some(0), "{err}");
     assert!(err.contains("the merged trace is missing events"), "{err}");
