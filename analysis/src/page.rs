@@ -289,12 +289,15 @@ fn checks_card(s: &Summary) -> String {
         "{held} hold · {failed} failed · {unknown} cannot be judged (of {})",
         s.checks.len()
     );
+    // The trace itself in doubt: said whatever the verdicts, and it leads
+    // when nothing failed (rather than what little holds).
     let doubt = s.events_in_doubt();
+    if let Some(why) = &doubt {
+        note = format!("{why}. {note}");
+    }
     let (class, value) = if failed > 0 {
         ("alert", format!("{failed} FAILED"))
-    } else if let (Some(why), true) = (&doubt, unknown > 0) {
-        // The trace itself is in doubt: that, not what little holds, leads.
-        note = format!("{why}. {note}");
+    } else if doubt.is_some() && unknown > 0 {
         ("alert", format!("{unknown} cannot be judged"))
     } else if unknown > 0 {
         ("", format!("{held} hold"))

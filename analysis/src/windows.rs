@@ -15,8 +15,10 @@ pub const DEFAULT_WINDOW: i64 = 65_535;
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Violation {
     pub t: u64,
+    /// The frame's stream (0: a connection WINDOW_UPDATE); `what` says
+    /// which window it passed.
     pub stream: u32,
-    /// The window (stream, or connection when `stream` is 0) after the frame.
+    /// That window after the frame.
     pub window: i64,
     pub what: &'static str,
 }
@@ -90,7 +92,7 @@ impl FlowWindows {
         self.min_conn = self.min_conn.min(conn);
         self.min_stream = self.min_stream.min(s);
         if conn < 0 {
-            self.violate(t, 0, conn, "DATA beyond the connection window");
+            self.violate(t, stream, conn, "DATA beyond the connection window");
         }
         if s < 0 {
             if self.lowered_unacked > 0 {
@@ -242,8 +244,16 @@ mod tests {
         assert_eq!(w.stream(1), -256);
         assert_eq!(w.min_stream(), -256);
         let v = w.violations();
+        // One frame past both windows: one violation each, both naming the
+        // frame's stream (the audit read "on stream 0" for a frame on 1).
         assert_eq!(v.len(), 2, "{v:?}");
-        assert_eq!(v[0].stream, 0);
-        assert_eq!(v[1].stream, 1);
+        assert_eq!(
+            (v[0].stream, v[0].what),
+            (1, "DATA beyond the connection window")
+        );
+        assert_eq!(
+            (v[1].stream, v[1].what),
+            (1, "DATA beyond the stream window")
+        );
     }
 }

@@ -112,7 +112,7 @@ fn windows_follow_settings_changes_and_padding_and_flag_overruns() {
     assert_eq!(sum.checks["no_data_beyond_credit"].ok, Some(false));
     assert!(sum.checks["no_data_beyond_credit"]
         .detail
-        .contains("DATA beyond the connection window"));
+        .contains("DATA beyond the connection window on stream 1"));
     assert_eq!(
         sum.checks["no_data_beyond_credit"].first_t_s,
         Some(6e-9),

@@ -200,7 +200,7 @@ impl Evidence<'_> {
             let settled = t.saturating_add(super::reorder::WINDOW_NS) < self.end_t;
             if self.incomplete().is_none() || settled {
                 return Check::failed_at(
-                    format!("{count} violations; first: {first}"),
+                    format!("{count} violations (one per window passed); first: {first}"),
                     self.secs(t),
                     line,
                 );

@@ -475,7 +475,7 @@ impl Summary {
     pub fn lines_altered(&self) -> Option<String> {
         match self.footer_events {
             Some(f) if f != self.event_lines => Some(format!(
-                "the footer counts {f} events written, the file holds {} lines of events: lines were lost or added after the run",
+                "the footer counts {f} events written, the file holds {} lines of events: lines were lost or added after the run (or skipped as corrupt by a merge)",
                 self.event_lines
             )),
             _ => None,
