@@ -104,13 +104,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         }
     };
     drop(stall);
-    let mut client = config_part(&opts.client).unwrap_or_default();
-    for (k, part) in [
-        ("target", config_part(&opts.target)),
-        ("message", config_part(&opts.message)),
-    ] {
-        client.insert(k.into(), part.map_or(serde_json::Value::Null, Into::into));
-    }
+    let mut client = client_config(&opts.client, &opts.target, &opts.message);
     if opts.target.tls {
         let verification = match (&opts.target.ca, opts.target.insecure) {
             (_, true) => "NONE (--insecure): the server's certificate was not verified".to_string(),
@@ -130,4 +124,35 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         .await;
     let outcomes = outcomes?;
     Ok((finished?, outcomes))
+}
+
+/// meta.json's `client` part of a `client` run: its options, with the
+/// target and message groups nested.
+pub(crate) fn client_config(
+    client: &ClientOpts,
+    target: &TargetOpts,
+    message: &MessageOpts,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut part = config_part(client).unwrap_or_default();
+    for (k, group) in [
+        ("target", config_part(target)),
+        ("message", config_part(message)),
+    ] {
+        part.insert(k.into(), group.map_or(serde_json::Value::Null, Into::into));
+    }
+    part
+}
+
+/// [`client_config`] of the command's defaults (what `client` alone means).
+pub(crate) fn default_client_config() -> serde_json::Map<String, serde_json::Value> {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct W {
+        #[command(flatten)]
+        target: TargetOpts,
+        #[command(flatten)]
+        message: MessageOpts,
+    }
+    let w = W::parse_from(["x"]);
+    client_config(&ClientOpts::default(), &w.target, &w.message)
 }

@@ -597,7 +597,7 @@ pub(crate) fn config_of(dir: &Path) -> String {
         ),
         (
             meta.config.client.as_ref(),
-            config_part(&crate::client::ClientOpts::default()),
+            Some(client::default_client_config()),
         ),
     ];
     let mut differing = std::collections::BTreeMap::new();
@@ -605,21 +605,45 @@ pub(crate) fn config_of(dir: &Path) -> String {
         let (Some(part), Some(default)) = (part, default) else {
             continue;
         };
-        for (k, v) in part {
-            if k == "release" || k == "queue" || default.get(k) == Some(v) {
-                continue;
-            }
-            let shown = match v {
-                serde_json::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            differing.insert(k.replace('_', "-"), shown);
-        }
+        settings_differing("", part, &default, &mut differing);
     }
+    // With the server in the run, its settings say which server it was; the
+    // client's address of it is only the port a fresh `serve` was given, and
+    // would keep repeats apart.
+    if meta.config.server.is_some() {
+        differing.remove("target.connect");
+    }
+    differing.remove("release");
+    differing.remove("queue");
     for (k, v) in differing {
         label.push_str(&format!(" {k}={v}"));
     }
     label
+}
+
+/// The settings of `part` that differ from `default`, by dotted name (a
+/// nested group's leaves, not the group as JSON).
+fn settings_differing(
+    prefix: &str,
+    part: &serde_json::Map<String, serde_json::Value>,
+    default: &serde_json::Map<String, serde_json::Value>,
+    out: &mut std::collections::BTreeMap<String, String>,
+) {
+    for (k, v) in part {
+        let name = format!("{prefix}{}", k.replace('_', "-"));
+        match (v, default.get(k)) {
+            (_, Some(d)) if d == v => {}
+            (serde_json::Value::Object(inner), Some(serde_json::Value::Object(d))) => {
+                settings_differing(&format!("{name}."), inner, d, out)
+            }
+            (serde_json::Value::String(s), _) => {
+                out.insert(name, s.clone());
+            }
+            (other, _) => {
+                out.insert(name, other.to_string());
+            }
+        }
+    }
 }
 
 fn dir_name(dir: &Path) -> String {
@@ -631,6 +655,44 @@ fn dir_name(dir: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Repeats against fresh servers (each given a port by the system) are
+    /// one configuration, and a nested setting shows as its leaves. The
+    /// audit saw two such repeats in two rows, labelled with raw JSON.
+    #[test]
+    fn repeats_on_fresh_ports_share_a_configuration() {
+        let server = super::config_part(&crate::server::ServerOpts::default()).unwrap();
+        let client = super::client::default_client_config();
+        assert!(client["target"].is_object(), "{client:?}");
+        let root = std::env::temp_dir().join(format!("h2probe-config-of-{}", std::process::id()));
+        let label = |name: &str, port: u16, authority: Option<&str>| {
+            let mut c = client.clone();
+            c["target"]["connect"] = format!("127.0.0.1:{port}").into();
+            if let Some(a) = authority {
+                c["target"]["authority"] = a.into();
+            }
+            let meta = h2probe_analysis::meta::Meta {
+                command: "merge".into(),
+                config: h2probe_analysis::meta::RunConfig {
+                    server: Some(server.clone()),
+                    client: Some(c),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let dir = root.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            super::write_json(&dir.join("meta.json"), &meta).unwrap();
+            super::config_of(&dir)
+        };
+        let a = label("a", 38415, None);
+        let b = label("b", 39745, None);
+        assert_eq!(a, b);
+        assert!(!a.contains('{') && !a.contains("connect"), "{a}");
+        let other = label("c", 38415, Some("example.test"));
+        assert_eq!(other, format!("{a} target.authority=example.test"));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn argv_keeps_no_credential() {
         let argv = [
