@@ -952,23 +952,27 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
                 esc(c)
             );
         }
-        let _ = write!(
-            b,
-            "<td>{}</td></tr>",
+        let _ = write!(b, "<td>{}</td></tr>", {
+            // Every run counted: failed, cannot be judged (both said),
+            // and "hold" only when all of them hold.
+            let mut badges = vec![];
             if r.failed_checks > 0 {
-                format!(
-                    r#"<span class="badge b-bad">{} run(s) failed</span>"#,
-                    r.failed_checks
-                )
-            } else if r.unjudged > 0 {
-                format!(
-                    r#"<span class="badge b-na">{} run(s) cannot be judged</span>"#,
-                    r.unjudged
-                )
-            } else {
-                r#"<span class="badge b-ok">hold</span>"#.into()
+                badges.push(format!(
+                    r#"<span class="badge b-bad">{} of {} run(s) failed</span>"#,
+                    r.failed_checks, r.runs
+                ));
             }
-        );
+            if r.unjudged > 0 {
+                badges.push(format!(
+                    r#"<span class="badge b-na">{} of {} run(s) cannot be judged</span>"#,
+                    r.unjudged, r.runs
+                ));
+            }
+            if badges.is_empty() {
+                badges.push(r#"<span class="badge b-ok">hold</span>"#.into());
+            }
+            badges.join(" ")
+        });
     }
     b.push_str("</table>");
     b.push_str(r#"<h3>WINDOW_UPDATEs and outcomes</h3><table class="cmpt"><tr><th>configuration</th><th class="num">WINDOW_UPDATE out</th><th class="num">mean stream increment B</th><th class="num">release→update p50 ms</th><th class="num">p90 ms</th><th class="num">scheduled</th><th class="num">completed</th><th class="num">discarded</th><th class="num">never sent</th><th>RPC status</th></tr>"#);
@@ -1112,6 +1116,51 @@ pub fn link(from: &Path, to: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The comparison page never calls a run "hold" that failed or cannot
+    /// be judged, and counts each kind in a group.
+    #[test]
+    fn the_comparison_page_counts_runs_that_cannot_be_judged() {
+        let check = |ok: Option<bool>| crate::analyze::Check {
+            ok,
+            detail: String::new(),
+            first_t_s: None,
+            first_line: None,
+        };
+        let run = |name: &str, credit: Option<bool>, corrupt: u64| CompareRun {
+            dir: PathBuf::from(format!("/runs/{name}")),
+            config: "release=frame queue=direct".into(),
+            summary: Summary {
+                checks: [
+                    ("credit".to_string(), check(credit)),
+                    ("no_dropped_events".to_string(), check(Some(true))),
+                ]
+                .into_iter()
+                .collect(),
+                corrupt_lines: corrupt,
+                ..Summary::default()
+            },
+            link: format!("{name}/report.html"),
+        };
+        let html = compare_html(&[
+            run("sound", Some(true), 0),
+            run("damaged", None, 1),
+            run("failed", Some(false), 0),
+        ]);
+        assert!(html.contains("1 of 3 run(s) failed"), "{html}");
+        assert!(html.contains("1 of 3 run(s) cannot be judged"), "{html}");
+        // Per run: one each.
+        assert_eq!(
+            html.matches(r#"<span class="badge b-ok">hold</span>"#)
+                .count(),
+            1
+        );
+        assert_eq!(
+            html.matches(r#"<span class="badge b-na">cannot be judged</span>"#)
+                .count(),
+            1
+        );
+    }
 
     /// The page's suggested `--at` lies among the events, on the origin's
     /// axis: a serve-only trace's events began 5.27 s after its origin, and
