@@ -385,10 +385,15 @@ fn a_corrupt_line_leaves_only_failures_settled_before_it() {
     assert_eq!(out.status.code(), Some(3), "a failure stands: {err}");
     let s = support::read_summary(&dir);
     assert_eq!((s.corrupt_lines, s.footer_events), (1, Some(s.event_lines)));
+    let words = headline.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        headline.contains("trace     damaged: 1 corrupt line skipped"),
+        words.contains(&format!(
+            "trace damaged: 1 corrupt line skipped (line {})",
+            late + 1
+        )),
         "{headline}"
     );
+    assert_eq!(s.first_corrupt_line, Some(late as u64 + 1));
     let beyond = &s.checks["no_data_beyond_credit"];
     assert_eq!(beyond.ok, Some(false), "{beyond:?}");
     let origin = serde_json::from_str::<serde_json::Value>(&lines[0]).unwrap()["origin_mono_ns"]

@@ -373,9 +373,11 @@ fn headline_lines(s: &Summary) -> String {
     } else if s.corrupt_lines > 0 {
         let _ = writeln!(
             o,
-            "trace     damaged: {} corrupt line{} skipped (the warnings name them), an event lost each; only failures settled before the first are judged",
+            "trace     damaged: {} corrupt line{} skipped ({}line {}), an event lost each; only failures settled before the first are judged",
             s.corrupt_lines,
-            if s.corrupt_lines == 1 { "" } else { "s" }
+            if s.corrupt_lines == 1 { "" } else { "s" },
+            if s.corrupt_lines == 1 { "" } else { "the first at " },
+            s.first_corrupt_line.map_or("?".to_string(), |l| l.to_string())
         );
     }
     if s.payload_dropped_frames > 0 {

@@ -698,6 +698,7 @@ pub fn analyze_trace_with(
                 // Where the first was, on the trace's clock: the events
                 // read before it were all there (see `Analyzer::finish`).
                 a.damage_at.get_or_insert(last_read_t);
+                a.s.first_corrupt_line.get_or_insert(r.line());
                 if corrupt <= 5 {
                     warnings.push(format!("{}: skipped {e}", path.display()));
                 }

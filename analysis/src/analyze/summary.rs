@@ -255,6 +255,9 @@ pub struct Summary {
     /// schema, or not UTF-8), skipped. Should be 0.
     #[serde(default)]
     pub corrupt_lines: u64,
+    /// The trace line of the first of them; `null` without one.
+    #[serde(default)]
+    pub first_corrupt_line: Option<u64>,
     /// Events of types this analysis does not know (a newer h2probe's),
     /// skipped.
     #[serde(default)]
