@@ -530,8 +530,21 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
         "{headline}"
     );
     assert!(s.checks.len() > 5, "{:?}", s.checks);
-    // The page leads with it too, not with the one check that holds.
+    // The page leads with it too, not with the one check that holds, and
+    // shows the analysis' warnings (kept in summary.json).
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("lines were lost or added after the run")),
+        "{:?}",
+        s.warnings
+    );
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        page.contains(r#"<div class="warn"><b>The analysis warned</b><ul><li>"#)
+            && page.contains("lines were lost or added after the run"),
+        "no warnings on the page"
+    );
     let card = format!(
         r#"<div class="card alert"><div class="k">invariant checks</div><div class="v">{} cannot be judged</div><div class="n">the footer counts {written} events written"#,
         s.checks.len() - 1

@@ -336,6 +336,8 @@ fn the_page_of_a_hand_built_run_renders_in_a_browser_with_its_ladder() {
     assert!(!stderr.contains("warning"), "{stderr}");
     let analyzed = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert_eq!(arrows(&analyzed, None), 11, "arrows in analyze's page");
+    // No warning, none shown (the block is for a trace the analysis doubts).
+    assert!(!analyzed.contains("The analysis warned"));
     let out = support::h2probe_ok([std::ffi::OsStr::new("report"), dir.as_os_str()]);
     let page = dir.join("report.html");
     assert_eq!(

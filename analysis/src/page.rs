@@ -827,6 +827,16 @@ impl RunPage {
             s.span_s
         );
         let _ = write!(b, r#"<section id="headline"><h2>Headline</h2>"#);
+        if !s.warnings.is_empty() {
+            let _ = write!(
+                b,
+                r#"<div class="warn"><b>The analysis warned</b><ul>{}</ul></div>"#,
+                s.warnings
+                    .iter()
+                    .map(|w| format!("<li>{}</li>", esc(w)))
+                    .collect::<String>()
+            );
+        }
         b.push_str(&cards(s));
         let _ = write!(
             b,

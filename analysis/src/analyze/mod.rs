@@ -785,7 +785,8 @@ pub fn analyze_trace_with(
             r.unknown
         ));
     }
-    let (summary, timeline, window_log_error) = a.finish_with_log(dropped, &ending);
+    let (mut summary, timeline, window_log_error) = a.finish_with_log(dropped, &ending);
+    summary.warnings = warnings.clone();
     Ok(Analysis {
         window_log_error,
         summary,

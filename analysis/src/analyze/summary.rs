@@ -258,6 +258,11 @@ pub struct Summary {
     /// The trace line of the first of them; `null` without one.
     #[serde(default)]
     pub first_corrupt_line: Option<u64>,
+    /// What the analysis warned about (on stderr too): a cut or edited
+    /// trace, corrupt lines, drops, payloads kept without their bytes. Empty
+    /// for a sound trace.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// Events of types this analysis does not know (a newer h2probe's),
     /// skipped.
     #[serde(default)]
