@@ -342,10 +342,7 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
 #[test]
 fn a_corrupt_line_leaves_only_failures_settled_before_it() {
     let dir = support::temp_dir("corrupt-one");
-    let mut o = support::run_opts(&dir, "frame", "unbounded");
-    o.client.duration = support::dur("1s");
-    o.server.service_time = support::dur("1ms");
-    let r = support::run(o);
+    let r = support::run(support::short_run_opts(&dir, "frame", "unbounded", "1s"));
     support::assert_checks(&r);
     let trace = dir.join("trace.jsonl");
     let text = std::fs::read_to_string(&trace).unwrap();
@@ -394,6 +391,14 @@ fn a_corrupt_line_leaves_only_failures_settled_before_it() {
         "{headline}"
     );
     assert_eq!(s.first_corrupt_line, Some(late as u64 + 1));
+    // The warnings say what the skipped line means, not only where it was.
+    assert!(
+        s.warnings.iter().any(|w| w.contains(
+            "1 corrupt line skipped in all, an event lost each: the figures are those of the lines present"
+        )),
+        "{:?}",
+        s.warnings
+    );
     let beyond = &s.checks["no_data_beyond_credit"];
     assert_eq!(beyond.ok, Some(false), "{beyond:?}");
     let origin = serde_json::from_str::<serde_json::Value>(&lines[0]).unwrap()["origin_mono_ns"]
@@ -419,10 +424,7 @@ fn a_corrupt_line_leaves_only_failures_settled_before_it() {
 #[test]
 fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let dir = support::temp_dir("trunc");
-    let mut o = support::run_opts(&dir, "frame", "unbounded");
-    o.client.duration = support::dur("300ms");
-    o.server.service_time = support::dur("1ms");
-    let r = support::run(o);
+    let r = support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
     let full = r.summary.clone();
     // Cut the trace in the middle of a line, as a crash would.
     let trace = dir.join("trace.jsonl");

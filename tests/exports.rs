@@ -8,9 +8,7 @@ use std::collections::HashMap;
 #[test]
 fn csv_and_qlog_exports_carry_every_event() {
     let dir = support::temp_dir("exports");
-    let mut o = support::run_opts(&dir, "decode", "bounded:4");
-    o.client.duration = support::dur("400ms");
-    o.server.service_time = support::dur("1ms");
+    let mut o = support::short_run_opts(&dir, "decode", "bounded:4", "400ms");
     o.output.no_pcap = true;
     support::run(o);
     support::h2probe_ok([

@@ -23,10 +23,8 @@ async fn tshark_dissects_every_frame_of_our_pcaps() {
         return;
     };
     let dir = support::temp_dir("tshark");
-    let mut o = support::run_opts(&dir, "complete", "bounded:4");
-    o.client.duration = support::dur("500ms");
+    let mut o = support::short_run_opts(&dir, "complete", "bounded:4", "500ms");
     o.client.streams = 2;
-    o.server.service_time = support::dur("1ms");
     let r = tokio::task::spawn_blocking(move || support::run(o))
         .await
         .unwrap();

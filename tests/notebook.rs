@@ -26,10 +26,8 @@ fn pandas_loads_every_output_with_the_documented_dtypes() {
         return;
     };
     let dir = support::temp_dir("notebook");
-    let mut o = support::run_opts(&dir, "frame", "unbounded");
-    o.client.duration = support::dur("500ms");
+    let mut o = support::short_run_opts(&dir, "frame", "unbounded", "500ms");
     o.client.streams = 2;
-    o.server.service_time = support::dur("1ms");
     o.output.no_pcap = true;
     support::run(o);
     support::h2probe_ok([

@@ -27,6 +27,11 @@ impl<R: Read> Read for Counted<R> {
 pub enum ReadError {
     #[error("line {line}: {}", within_line(cause))]
     Corrupt { line: u64, cause: serde_json::Error },
+    /// A line that is not UTF-8: skipped like a corrupt one.
+    #[error("line {line}: not UTF-8 text")]
+    NotText { line: u64 },
+    /// The input's own error (a damaged compressed stream): the reading
+    /// ends there.
     #[error("line {line}: {cause}")]
     Io { line: u64, cause: std::io::Error },
     #[error("line 1: not an h2probe trace (first line is not a header)")]
@@ -40,11 +45,7 @@ impl ReadError {
     /// not an error of the input itself, which ends the reading there (a
     /// cut, said by [`Ending::Truncated`]).
     pub fn is_one_line(&self) -> bool {
-        match self {
-            ReadError::Corrupt { .. } => true,
-            ReadError::Io { cause, .. } => cause.kind() == std::io::ErrorKind::InvalidData,
-            _ => false,
-        }
+        matches!(self, ReadError::Corrupt { .. } | ReadError::NotText { .. })
     }
 }
 
@@ -246,13 +247,7 @@ impl<R: BufRead> TraceReader<R> {
                     let mut room = e.into_bytes();
                     room.clear();
                     self.buf = String::from_utf8(room).unwrap_or_default();
-                    return Some(Err(ReadError::Io {
-                        line: self.line,
-                        cause: std::io::Error::new(
-                            std::io::ErrorKind::InvalidData,
-                            "stream did not contain valid UTF-8",
-                        ),
-                    }));
+                    return Some(Err(ReadError::NotText { line: self.line }));
                 }
             };
             let complete = self.buf.ends_with('\n');

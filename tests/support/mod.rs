@@ -174,6 +174,20 @@ pub fn run_opts(dir: &std::path::Path, release: &str, queue: &str) -> RunOpts {
     o
 }
 
+/// [`run_opts`] for a short run: `duration` of messages, 1 ms of service
+/// each (the queue drains at once after).
+pub fn short_run_opts(
+    dir: &std::path::Path,
+    release: &str,
+    queue: &str,
+    duration: &str,
+) -> RunOpts {
+    let mut o = run_opts(dir, release, queue);
+    o.client.duration = dur(duration);
+    o.server.service_time = dur("1ms");
+    o
+}
+
 pub fn dur(s: &str) -> h2probe::config::Dur {
     s.parse().unwrap()
 }

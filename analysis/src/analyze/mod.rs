@@ -713,10 +713,12 @@ pub fn analyze_trace_with(
         slice.feed(&e, true);
         a.feed(&e)
     });
-    if corrupt > 5 {
+    if corrupt > 0 {
+        // What the lines above mean, said once (the lines, up to five).
         warnings.push(format!(
-            "{}: {corrupt} corrupt lines skipped in all",
-            path.display()
+            "{}: {corrupt} corrupt line{} skipped in all, an event lost each: the figures are those of the lines present, and only failures settled before the first are judged",
+            path.display(),
+            if corrupt == 1 { "" } else { "s" }
         ));
     }
     if order.late + order.forced > 0 {
