@@ -48,6 +48,7 @@ fn every_release_and_queue_combination_completes_and_adds_up() {
             // Every received byte was released by the end.
             assert_eq!(s.released_bytes, s.data_bytes_in, "{release}/{queue}");
             assert_checks(&r);
+            durations_are_the_distances_of_their_events(&dir, &format!("{release}/{queue}"));
             for f in [
                 "meta.json",
                 "summary.json",
@@ -61,6 +62,40 @@ fn every_release_and_queue_combination_completes_and_adds_up() {
         }
     }
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// Every `start`'s `wait_ns` is its distance from the message's `decode`,
+/// and every `complete`'s `service_ns` its distance from the `start`, on the
+/// trace's own stamps: an auditor recomputes them from `t` alone.
+fn durations_are_the_distances_of_their_events(dir: &std::path::Path, case: &str) {
+    use h2probe::trace::schema::{Endpoint, Kind};
+    use std::collections::HashMap;
+    let (mut decoded, mut started) = (HashMap::new(), HashMap::new());
+    let mut completes = 0;
+    let trace = h2probe_analysis::reader::TraceReader::open(&dir.join("trace.jsonl")).unwrap();
+    for e in trace {
+        let e = e.unwrap();
+        if e.ep != Endpoint::Server {
+            continue;
+        }
+        match &e.kind {
+            Kind::Decode(m) => {
+                decoded.insert((e.conn, e.stream, m.seq), e.t);
+            }
+            Kind::Start(s) => {
+                let d = decoded[&(e.conn, e.stream, s.seq)];
+                assert_eq!(s.wait_ns, e.t - d, "{case}: start of {} waited", s.seq);
+                started.insert((e.conn, e.stream, s.seq), e.t);
+            }
+            Kind::Complete(c) => {
+                let s = started[&(e.conn, e.stream, c.seq)];
+                assert_eq!(c.service_ns, e.t - s, "{case}: service of {}", c.seq);
+                completes += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(completes >= 150, "{case}: only {completes} completes");
 }
 
 /// The article's setup, shortened: 16 KiB at 300/s, 10 ms worker.

@@ -85,7 +85,9 @@ impl Rpc {
             .emit(Endpoint::Server, self.conn, self.stream, t, id, build);
     }
 
-    /// Marks the start of service; releases if the policy says so.
+    /// Marks the start of service; releases if the policy says so. Returns
+    /// the `start` event's stamp, from which `complete` counts the service
+    /// time (so `service_ns` is exactly the two events' distance).
     fn start(
         &self,
         flow: &mut FlowControl,
@@ -94,7 +96,7 @@ impl Rpc {
         decoded_at: u64,
         worker: u32,
         depth: u32,
-    ) {
+    ) -> u64 {
         let t = self.ctx.rec.now();
         self.emit(t, KindId::Start, || {
             Kind::Start(StartEv {
@@ -107,6 +109,7 @@ impl Rpc {
         if self.release_point() == ReleasePoint::Start {
             self.release(flow, framed, ReleasePoint::Start, Some(seq));
         }
+        t
     }
 
     fn complete(&self, flow: &mut FlowControl, seq: u64, framed: u32, started: u64, worker: u32) {
@@ -129,8 +132,15 @@ impl Rpc {
         }
     }
 
-    async fn serve_one(&self, flow: &mut FlowControl, seq: u64, framed: u32, worker: u32) {
-        let started = self.ctx.rec.now();
+    /// Serves one message whose `start` was stamped `started`.
+    async fn serve_one(
+        &self,
+        flow: &mut FlowControl,
+        seq: u64,
+        framed: u32,
+        worker: u32,
+        started: u64,
+    ) {
         let service = self.ctx.service_time();
         // Zero service: no timer (a zero-length one still waits for the next
         // 1 ms tick) and no yield per message (a trip through the scheduler);
@@ -626,8 +636,8 @@ async fn accept_message(
         QueuePolicy::Direct => {
             own(rpc, seq, framed)?;
             rpc.queue.begin_service(seq, framed);
-            rpc.start(flow, seq, framed, t, 0, 0);
-            rpc.serve_one(flow, seq, framed, 0).await;
+            let started = rpc.start(flow, seq, framed, t, 0, 0);
+            rpc.serve_one(flow, seq, framed, 0, started).await;
         }
         QueuePolicy::Unbounded | QueuePolicy::Bounded(_) => {
             if slot.is_none() && rpc.queue.depth() >= cfg.queue_limit as usize {
@@ -669,7 +679,7 @@ async fn worker_loop(rpc: Arc<Rpc>, mut flow: FlowControl, worker: u32) {
     while let Some((job, levels)) = rpc.queue.pop().await {
         rpc.ctx.live.depth.fetch_sub(1, Relaxed);
         drop(job.slot); // the bounded queue's slot is free once a worker holds the job
-        rpc.start(
+        let started = rpc.start(
             &mut flow,
             job.seq,
             job.framed,
@@ -677,6 +687,7 @@ async fn worker_loop(rpc: Arc<Rpc>, mut flow: FlowControl, worker: u32) {
             worker,
             levels.depth,
         );
-        rpc.serve_one(&mut flow, job.seq, job.framed, worker).await;
+        rpc.serve_one(&mut flow, job.seq, job.framed, worker, started)
+            .await;
     }
 }
