@@ -29,7 +29,8 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// The recorder's memory is bounded by twice `capacity × size_of::<Event>()`
 /// (at most 192 B: 24 MiB at the default capacity; the events a sweep took
 /// stop counting against the capacity before they are written), the
-/// writer's 16-byte sort key of each event it sorts, plus this (a frame's
+/// writer's 16-byte sort key of each event it sorts (and the sort's scratch
+/// space for as many keys, taken and freed each sweep), plus this (a frame's
 /// payload counts until the writer has encoded its line),
 /// plus, per recording thread, the spare room of its buffer and one spare
 /// buffer the writer keeps for it (at most [`SPARE_EVENTS`] events each),
@@ -797,8 +798,8 @@ fn write_loop(
     let mut swept = Swept::default();
     let mut spare: Vec<Vec<Event>> = Vec::new();
     // A sweep's events in `t` order, as (t, block, index) into `swept`:
-    // sorting them in place moved every event (152 bytes each) and a stable
-    // sort's scratch buffer was allocated and freed every sweep.
+    // sorting the events themselves moved every one (152 bytes each), and
+    // the sort's scratch space held copies of them.
     let mut order: Vec<(u64, u32, u32)> = Vec::new();
     // Of `order`, how many are in the batch or the file.
     let mut encoded = 0;
@@ -1507,7 +1508,20 @@ mod tests {
         let path = temp_trace("credit");
         let (writer, rec) = TraceWriter::create(&path, 256).unwrap();
         assert_eq!(rec.shared.credit_block, 4);
+        let room_back = |below: usize, what: &str| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while rec.shared.in_flight.load(Ordering::Relaxed) >= below {
+                assert!(std::time::Instant::now() < deadline, "{what}");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        };
         for i in 0..500u64 {
+            // Paced by the writer's sweeps (it is woken at half the
+            // capacity): threads that come faster than a sweep (a loaded
+            // machine, an idle writer's long nap) would fill the buffer
+            // with room that comes back only at the next one, and the test
+            // failed 2 runs in 27. Without the give-back this waits in vain.
+            room_back(128, "room never came back");
             let rec = rec.clone();
             std::thread::spawn(move || {
                 chunk(&rec, Endpoint::Client, 1, i, 1);
@@ -1516,12 +1530,8 @@ mod tests {
             .unwrap();
         }
         // 500 threads × 4 reserved is far past 256: without the give-back
-        // most of them would have found the buffer full.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while rec.shared.in_flight.load(Ordering::Relaxed) != 0 {
-            assert!(std::time::Instant::now() < deadline, "room never came back");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        // the room would have run out after about 43 of them.
+        room_back(1, "room never came back at the end");
         let stats = writer.finish().unwrap();
         assert_eq!((stats.accepted, stats.written), (500, 500), "{stats:?}");
         assert!(stats.dropped.is_empty(), "{stats:?}");
