@@ -220,11 +220,13 @@ fn every_rpc_open_a_whole_period_is_sampled_from_then_on() {
     for s in streams {
         let (start, end) = (of("rpc_start", s)[0], of("rpc_end", s)[0]);
         let samples = of("sample", s);
-        // Open ≈ 600 ms: at most one sample a whole period (ticks a loaded
-        // machine misses are skipped, not caught up: at least half).
+        // Open ≈ 600 ms: about one sample a whole period (ticks a loaded
+        // machine misses are skipped, not caught up: at least half; a late
+        // tick stamped past the next period's start can add one: CI saw 31
+        // samples over 30 whole periods).
         let open = (end - start) / period;
         assert!(
-            samples.len() as u64 * 2 >= open && samples.len() as u64 <= open,
+            samples.len() as u64 * 2 >= open && samples.len() as u64 <= open + 1,
             "stream {s}: {} samples over {open} whole periods",
             samples.len()
         );
