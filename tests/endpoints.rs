@@ -220,10 +220,12 @@ fn every_rpc_open_a_whole_period_is_sampled_from_then_on() {
     for s in streams {
         let (start, end) = (of("rpc_start", s)[0], of("rpc_end", s)[0]);
         let samples = of("sample", s);
-        // Open ≈ 600 ms: about one sample a whole period (ticks a loaded
-        // machine misses are skipped, not caught up: at least half; a late
-        // tick stamped past the next period's start can add one: CI saw 31
-        // samples over 30 whole periods).
+        // Open ≈ 600 ms: about one sample a whole period. Ticks a loaded
+        // machine misses are skipped, not caught up: at least half. On time,
+        // the ticks from a whole period after the start to the end are at
+        // most `open`; a tick due just before the RPC's first whole period
+        // but run late is stamped after it and samples too: one more (CI
+        // saw 31 over 30 whole periods).
         let open = (end - start) / period;
         assert!(
             samples.len() as u64 * 2 >= open && samples.len() as u64 <= open + 1,

@@ -349,10 +349,7 @@ async fn our_client_drives_nghttpd() {
     let Some(nghttpd) = require_tool("nghttpd") else {
         return;
     };
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = support::peer_port();
     let docroot = support::temp_dir("nghttpd-root");
     let mut child = Command::new(&nghttpd)
         .args(["--no-tls", "--echo-upload", "-a", "127.0.0.1", "-d"])

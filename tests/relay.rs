@@ -652,10 +652,7 @@ async fn h2load_through_the_relay_to_nghttpd_agrees_with_nghttpds_own_log() {
     let (Some(nghttpd), Some(h2load)) = (require_tool("nghttpd"), require_tool("h2load")) else {
         return;
     };
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = support::peer_port();
     let work = support::temp_dir("relay-nghttpd");
     let docroot = work.join("root");
     std::fs::create_dir_all(&docroot).unwrap();

@@ -162,6 +162,32 @@ fn remove_ended_processes_dirs() {
     }
 }
 
+/// A loopback port for a peer that takes its port on the command line
+/// (nghttpd has no "any port" that it reports back).
+///
+/// Picked below the kernel's ephemeral range (32768 and up by default), which
+/// every `bind(…:0)` and outgoing connection of the tests running beside this
+/// one draws from: a port found free here cannot be taken by them between
+/// this check and the peer's own bind. Spread by process and call, so two
+/// calls do not try the same port.
+pub fn peer_port() -> u16 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (first, span) = (10_000, low.saturating_sub(10_000).max(1));
+    let seed = std::process::id().wrapping_mul(7919);
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = (first + seed.wrapping_add(n.wrapping_mul(104_729)) % span) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port below {low}");
+}
+
 use h2probe::commands::run::{RunOpts, RunResult};
 
 /// Run options for a short loopback experiment writing into `dir`.
