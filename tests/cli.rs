@@ -347,24 +347,8 @@ fn a_corrupt_line_leaves_only_failures_settled_before_it() {
     let trace = dir.join("trace.jsonl");
     let text = std::fs::read_to_string(&trace).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let t_of = |l: &str| -> u64 {
-        serde_json::from_str::<serde_json::Value>(l).unwrap()["t"]
-            .as_u64()
-            .unwrap_or(0)
-    };
-    let client_data = |l: &str| {
-        l.contains("\"ep\":\"client\"")
-            && l.contains("\"dir\":\"out\"")
-            && l.contains("\"frame\":\"DATA\"")
-    };
-    // Early: a client DATA frame made far larger than any window (a
-    // violation the footer's count does not notice: no line added).
-    let early = lines.iter().position(|l| client_data(l)).unwrap();
-    let early_t = t_of(&lines[early]);
-    let len = serde_json::from_str::<serde_json::Value>(&lines[early]).unwrap()["len"]
-        .as_u64()
-        .unwrap();
-    lines[early] = lines[early].replacen(&format!("\"len\":{len}"), "\"len\":9999999", 1);
+    // Early: a violation the footer's count does not notice.
+    let (_, early_t) = oversize_first_client_data(&mut lines);
     // Late (0.5 s on): a server WINDOW_UPDATE line turned into garbage.
     let late = lines
         .iter()
@@ -419,6 +403,82 @@ fn a_corrupt_line_leaves_only_failures_settled_before_it() {
         );
     }
     assert_eq!(s.checks["no_dropped_events"].ok, Some(true));
+}
+
+fn t_of(line: &str) -> u64 {
+    serde_json::from_str::<serde_json::Value>(line).unwrap()["t"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// Makes the client's first DATA frame far larger than any window (a
+/// violation of `no_data_beyond_credit`; no line added): its index and `t`.
+fn oversize_first_client_data(lines: &mut [String]) -> (usize, u64) {
+    let at = lines
+        .iter()
+        .position(|l| {
+            l.contains("\"ep\":\"client\"")
+                && l.contains("\"dir\":\"out\"")
+                && l.contains("\"frame\":\"DATA\"")
+        })
+        .unwrap();
+    let len = serde_json::from_str::<serde_json::Value>(&lines[at]).unwrap()["len"]
+        .as_u64()
+        .unwrap();
+    lines[at] = lines[at].replacen(&format!("\"len\":{len}"), "\"len\":9999999", 1);
+    (at, t_of(&lines[at]))
+}
+
+/// A violation within the reorder window before a corrupt line is set
+/// aside (the lost event could explain it), and the check says so: what it
+/// saw, where, and why that cannot stand, not only that the trace is damaged.
+#[test]
+fn a_violation_just_before_a_corrupt_line_is_set_aside_and_said() {
+    let dir = support::temp_dir("corrupt-near");
+    let r = support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
+    support::assert_checks(&r);
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let (early, early_t) = oversize_first_client_data(&mut lines);
+    // The next line after it (within the reorder window) turned into garbage.
+    let near = early + 1;
+    assert!(t_of(&lines[near]) < early_t + 100_000_000);
+    lines[near] = "{\"t\":garbage".into();
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "nothing stands: {err}");
+    let s = support::read_summary(&dir);
+    let c = &s.checks["no_data_beyond_credit"];
+    assert_eq!(c.ok, None, "{c:?}");
+    let origin = serde_json::from_str::<serde_json::Value>(&lines[0]).unwrap()["origin_mono_ns"]
+        .as_u64()
+        .unwrap();
+    let seen = format!(
+        "a violation was seen (first at {:.3} s, line {})",
+        (early_t - origin) as f64 / 1e9,
+        early + 1
+    );
+    // Where the corrupt line was, on the clock: after the latest event read
+    // before it.
+    let before = lines[1..near].iter().map(|l| t_of(l)).max().unwrap();
+    let place = format!(
+        "before the corrupt line (read after events up to {:.3} s)",
+        (before - origin) as f64 / 1e9
+    );
+    for part in [
+        "1 corrupt line was skipped",
+        seen.as_str(),
+        "within the reorder window (250 ms)",
+        place.as_str(),
+    ] {
+        assert!(c.detail.contains(part), "{part:?} in {c:?}");
+    }
+    // A check that held says only why it cannot be judged.
+    let credit = &s.checks["credit"];
+    assert_eq!(credit.ok, None);
+    assert!(!credit.detail.contains("violation was seen"), "{credit:?}");
 }
 
 #[test]

@@ -134,10 +134,12 @@ fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
 /// round trip, W / RTT. The user-space link delivers its nominal delay (no
 /// 1 ms timer rounding): in a release build the steady rate is 99 % of the
 /// nominal W / (2 × delay) at 25 and 50 ms (README). This test runs the
-/// debug build, whose own processing adds to each round trip (measured
-/// 97–99 % here, one run at a time, more on a loaded machine), so it allows
-/// 8 % below (a server that tied credit to its work would be far off: its
-/// round trips would include the service time); the link's accuracy
+/// debug build, whose own processing adds to each round trip: 97–99 % here,
+/// one run at a time, and 89 % once on a loaded CI machine (≈ 12 ms more
+/// per 100 ms round trip). It allows 15 % below: the law, not the machine,
+/// is what it checks (a server that tied credit to a 10 ms worker would
+/// be ≈ 30 % off: four messages a window, each round trip 40 ms longer);
+/// the link's accuracy
 /// itself is checked frame by frame below (the debug build's pump adds
 /// ≈ 0.4 ms; the release build's stays within 0.2 ms).
 #[test]
@@ -157,7 +159,7 @@ fn throughput_is_window_over_the_nominal_round_trip() {
         let ratio = measured / law;
         eprintln!("delay {delay_ms} ms: {measured:.0} B/s = {ratio:.3} × W/RTT");
         assert!(
-            (0.92..=1.03).contains(&ratio),
+            (0.85..=1.03).contains(&ratio),
             "delay {delay_ms} ms: steady {measured:.0} B/s vs W/RTT {law:.0} B/s (ratio {ratio:.3})"
         );
         // The link's own accuracy, frame by frame. Not early (by more than

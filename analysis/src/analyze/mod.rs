@@ -623,6 +623,10 @@ impl Analyzer {
                     .saturating_sub(self.origin) as f64
                     / 1e9
             });
+            let damage_s = self
+                .damage_at
+                .map(|d| d.saturating_sub(self.origin) as f64 / 1e9);
+            let why_of_doubt = why.clone();
             let why = format!("{why}, so this cannot be judged");
             for (name, check) in self.s.checks.iter_mut() {
                 if name == "no_dropped_events" || check.ok.is_none() {
@@ -636,7 +640,27 @@ impl Analyzer {
                             .zip(settled_before_s)
                             .is_some_and(|(t, before)| t < before));
                 if !real_failure {
-                    *check = Check::na(why.clone());
+                    *check = Check::na(match (check.ok, check.first_t_s) {
+                        // A violation set aside says so, and why this one.
+                        (Some(false), Some(t)) => {
+                            let line = check
+                                .first_line
+                                .map_or(String::new(), |l| format!(", line {l}"));
+                            let because = match damage_s {
+                                Some(at) if !altered => format!(
+                                    "it lies within the reorder window ({} ms) before the corrupt line \
+                                     (read after events up to {at:.3} s), which may have held what explains it",
+                                    reorder::WINDOW_NS / 1_000_000
+                                ),
+                                _ => "lines lost or added may be anywhere, so it may be made up or explained by one".into(),
+                            };
+                            format!(
+                                "{why_of_doubt}: a violation was seen (first at {t:.3} s{line}), but {because}; \
+                                 this cannot be judged"
+                            )
+                        }
+                        _ => why.clone(),
+                    });
                 }
             }
         }
