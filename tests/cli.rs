@@ -341,12 +341,8 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
 /// `analyze_warns_about_a_truncated_trace_and_still_reports`.)
 #[test]
 fn a_corrupt_line_leaves_only_failures_settled_before_it() {
-    let dir = support::temp_dir("corrupt-one");
-    let r = support::run(support::short_run_opts(&dir, "frame", "unbounded", "1s"));
-    support::assert_checks(&r);
+    let (dir, mut lines) = clean_run_lines("corrupt-one", "1s");
     let trace = dir.join("trace.jsonl");
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     // Early: a violation the footer's count does not notice.
     let (_, early_t) = oversize_first_client_data(&mut lines);
     // Late (0.5 s on): a server WINDOW_UPDATE line turned into garbage.
@@ -405,6 +401,21 @@ fn a_corrupt_line_leaves_only_failures_settled_before_it() {
     assert_eq!(s.checks["no_dropped_events"].ok, Some(true));
 }
 
+/// A run whose checks all hold, and its trace's lines (to damage).
+fn clean_run_lines(name: &str, duration: &str) -> (std::path::PathBuf, Vec<String>) {
+    let dir = support::temp_dir(name);
+    let r = support::run(support::short_run_opts(
+        &dir,
+        "frame",
+        "unbounded",
+        duration,
+    ));
+    support::assert_checks(&r);
+    let text = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let lines = text.lines().map(str::to_string).collect();
+    (dir, lines)
+}
+
 fn t_of(line: &str) -> u64 {
     serde_json::from_str::<serde_json::Value>(line).unwrap()["t"]
         .as_u64()
@@ -434,12 +445,8 @@ fn oversize_first_client_data(lines: &mut [String]) -> (usize, u64) {
 /// saw, where, and why that cannot stand, not only that the trace is damaged.
 #[test]
 fn a_violation_just_before_a_corrupt_line_is_set_aside_and_said() {
-    let dir = support::temp_dir("corrupt-near");
-    let r = support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
-    support::assert_checks(&r);
+    let (dir, mut lines) = clean_run_lines("corrupt-near", "300ms");
     let trace = dir.join("trace.jsonl");
-    let text = std::fs::read_to_string(&trace).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let (early, early_t) = oversize_first_client_data(&mut lines);
     // The next line after it (within the reorder window) turned into garbage.
     let near = early + 1;
