@@ -701,6 +701,37 @@ fn finishing_and_analysing_show_how_much_of_the_trace_was_read() {
     assert!(!err.contains("finishing: done"), "{err}");
 }
 
+/// The trace is written around the page cache (`O_DIRECT`) where the file
+/// system takes it, and meta.json says how it was written; the trace reads
+/// back whole (every line an event, the footer's count).
+#[test]
+fn meta_says_how_the_trace_was_written_and_the_trace_reads_back_whole() {
+    let dir = support::temp_dir("file-io").join("run");
+    let out = h2probe()
+        .args(["run", "--duration", "700ms", "--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+    let io = meta.recorder.file_io.as_deref();
+    // ext4, XFS and btrfs take O_DIRECT; a tmpfs only on newer kernels.
+    const DIRECT_FS: [i64; 3] = [0xEF53, 0x5846_5342, 0x9123_683E];
+    let fs = rustix::fs::statfs(&dir).unwrap().f_type as i64;
+    if DIRECT_FS.contains(&fs) {
+        assert_eq!(io, Some("direct"), "file system 0x{fs:x}");
+    } else {
+        assert!(matches!(io, Some("direct" | "page_cache")), "{io:?}");
+    }
+    let mut r = h2probe_analysis::reader::TraceReader::open(&dir.join("trace.jsonl")).unwrap();
+    let n = r.by_ref().map(|e| e.unwrap()).count() as u64;
+    match r.ending() {
+        h2probe_analysis::reader::Ending::Clean(f) => assert_eq!(f.events, n),
+        other => panic!("{other:?}"),
+    }
+    assert!(n > 100, "{n} events");
+}
+
 /// `--no-trace`: the endpoints without the recorder (the tool's own
 /// overhead baseline); a run directory with meta.json and nothing else.
 #[test]

@@ -137,6 +137,11 @@ pub struct RecorderStats {
     /// The payload bytes those frames carried.
     #[serde(default)]
     pub payload_dropped_bytes: u64,
+    /// How the trace file was written: `direct` (`O_DIRECT`, around the
+    /// page cache) or `page_cache` (a file system that refused it);
+    /// absent for a trace written elsewhere (tests) or before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_io: Option<String>,
 }
 
 impl RecorderStats {

@@ -248,6 +248,8 @@ fn merged_meta(
                 .flatten()
                 .map(|m| m.recorder.payload_dropped_bytes)
                 .sum(),
+            // The merged trace is written by merge, not by a recorder.
+            file_io: None,
         },
         dropped_events: footer.dropped.values().sum(),
         listen: first.and_then(|m| m.listen.clone()),

@@ -1,4 +1,7 @@
-//! The trace file as a stream that does not pile up in the page cache.
+//! A file written from its start that does not pile up in the page cache:
+//! the pcaps written after a run (the trace itself goes around the cache
+//! with `O_DIRECT`, see `output.rs`, and is advised away the same way on
+//! a file system that refuses it).
 //!
 //! Full capture writes more than a gigabyte a second. Left to the kernel,
 //! every byte stays cached and dirty until writeback catches up: past the
@@ -77,7 +80,7 @@ impl DropBehind {
                         let done = theirs.done.load(Ordering::Acquire);
                         let latest = theirs.latest.load(Ordering::Acquire);
                         if latest > advised {
-                            advise(&f, latest);
+                            advise_behind(&f, latest);
                             advised = latest;
                         } else if done {
                             break;
@@ -99,7 +102,7 @@ impl DropBehind {
 
 /// Drops the pages of `file` up to `written` that are written back and
 /// starts writeback of the dirty ones, over the last [`REACH`] bytes.
-fn advise(file: &File, written: u64) {
+pub(crate) fn advise_behind(file: &File, written: u64) {
     // Not the page being filled: advice would start its writeback and the
     // next write would dirty it again (and, on storage that keeps pages
     // stable under writeback, wait for it). 64 KiB covers every page size.
@@ -129,7 +132,7 @@ impl Write for DropBehind {
                     advisor.latest.store(self.written, Ordering::Release);
                     thread.thread().unpark();
                 }
-                None => advise(&self.file, self.written),
+                None => advise_behind(&self.file, self.written),
             }
             self.next = self.written + STEP;
         }

@@ -6,6 +6,7 @@
 pub mod clock;
 mod drop_behind;
 mod frame_event;
+mod output;
 mod recorder;
 
 pub(crate) use drop_behind::DropBehind;

@@ -34,7 +34,9 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// payload counts until the writer has encoded its line),
 /// plus, per recording thread, the spare room of its buffer and one spare
 /// buffer the writer keeps for it (at most [`SPARE_EVENTS`] events each),
-/// and the writer's 256 KiB batch. A frame past this payload bound is
+/// and the file's buffers (five of 1 MiB, each with room for a line of a
+/// quarter more; one holding a longer line is freed once written; see
+/// `output.rs`). A frame past this payload bound is
 /// still recorded, without its payload (`payload_dropped` in the
 /// trace, counted in the stats): the frame is what the analysis needs, the
 /// bytes are what the writer can shed.
@@ -52,7 +54,7 @@ fn payload_bytes(kind: &Kind) -> u64 {
     }
 }
 
-const KINDS: usize = Kind::NAMES.len() + 1;
+use super::output::{Output, KINDS};
 
 /// One recording thread's events, waiting for the writer.
 #[derive(Default)]
@@ -503,6 +505,7 @@ impl Shared {
             dropped,
             payload_dropped_frames: self.payload_dropped_frames.load(Ordering::Relaxed),
             payload_dropped_bytes: self.payload_dropped_bytes.load(Ordering::Relaxed),
+            file_io: None,
         }
     }
 }
@@ -548,22 +551,25 @@ impl TraceWriter {
             cause,
             stats: RecorderStats::default(),
         };
-        let file = super::drop_behind::DropBehind::new(std::fs::File::create(path).map_err(err)?);
         // Fault injection for the tests of a failing disk (documented in
         // the README's test section, not a user knob): the file fails with
         // ENOSPC after this many bytes.
-        if let Some(n) = std::env::var("H2PROBE_FAULT_TRACE_FULL_AFTER")
+        let limit = std::env::var("H2PROBE_FAULT_TRACE_FULL_AFTER")
             .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            let full = FullAfter {
-                inner: file,
-                left: n,
-            };
-            return TraceWriter::start_bounded(Box::new(full), path, capacity, payload_budget)
-                .map_err(err);
-        }
-        TraceWriter::start_bounded(Box::new(file), path, capacity, payload_budget).map_err(err)
+            .and_then(|v| v.parse::<u64>().ok());
+        TraceWriter::create_limited(path, capacity, payload_budget, limit).map_err(err)
+    }
+
+    /// [`TraceWriter::create_bounded`] onto a file that fills up after
+    /// `limit` bytes (fault injection).
+    fn create_limited(
+        path: &Path,
+        capacity: usize,
+        payload_budget: u64,
+        limit: Option<u64>,
+    ) -> std::io::Result<(TraceWriter, Recorder)> {
+        let out = Output::create(path, limit)?;
+        TraceWriter::start_bounded(out, path, capacity, payload_budget)
     }
 
     /// Like [`TraceWriter::create`] but onto any writer (`path` names it in errors).
@@ -572,12 +578,12 @@ impl TraceWriter {
         path: &Path,
         capacity: usize,
     ) -> std::io::Result<(TraceWriter, Recorder)> {
-        TraceWriter::start_bounded(out, path, capacity, PAYLOAD_BUDGET)
+        TraceWriter::start_bounded(Output::stream(out)?, path, capacity, PAYLOAD_BUDGET)
     }
 
-    /// [`TraceWriter::start`] with its own payload budget (bytes).
+    /// Starts the writer thread onto `out` with its own payload budget (bytes).
     fn start_bounded(
-        out: Box<dyn Write + Send>,
+        out: Output,
         path: &Path,
         capacity: usize,
         payload_budget: u64,
@@ -703,36 +709,58 @@ impl Drop for TraceWriter {
 /// The trace file and the lines on their way to it.
 struct Sink<'a> {
     shared: &'a Shared,
-    w: Box<dyn Write + Send>,
-    /// Lines are built here and handed to the file 256 KiB at a time.
-    batch: Vec<u8>,
-    /// Events whose lines are in `batch`, by kind: written once the batch
-    /// reaches the file, counted as dropped if it never does.
-    pending: [u64; KINDS],
+    /// Lines are encoded straight into its buffers, which an I/O thread
+    /// writes; an event counts as written once its line reached the file.
+    out: Output,
 }
 
 impl Sink<'_> {
-    const BATCH: usize = 1 << 18;
-
     fn push(&mut self, e: &Event) -> std::io::Result<()> {
-        h2probe_analysis::jsonl::write_event(&mut self.batch, e);
-        self.pending[e.kind.index()] += 1;
-        if self.batch.len() >= Self::BATCH {
-            self.write_batch()?;
+        h2probe_analysis::jsonl::write_event(self.out.buf(), e);
+        if self.out.line(Some(e.kind.index()))? {
+            // Counted at once: a writer that dies next must not take
+            // lines in the file for lost ones.
+            self.credit();
         }
         Ok(())
     }
 
-    fn write_batch(&mut self) -> std::io::Result<()> {
-        self.w.write_all(&self.batch)?;
-        self.batch.clear();
-        for (n, w) in self.pending.iter().zip(&self.shared.written) {
+    /// The header or the footer (not an event).
+    fn text_line(&mut self, line: &str) -> std::io::Result<()> {
+        let buf = self.out.buf();
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        self.out.line(None).map(drop)
+    }
+
+    /// Counts what reached the file so far; the first write error.
+    fn reap(&mut self) -> std::io::Result<()> {
+        self.out.reap(false);
+        self.credit();
+        self.out.check()
+    }
+
+    /// Writes what the buffer holds (a killed run loses only what came
+    /// after), without waiting.
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()?;
+        self.reap()
+    }
+
+    /// Writes what the buffer holds and waits until it is in the file.
+    fn flush_and_wait(&mut self) -> std::io::Result<()> {
+        self.out.flush()?;
+        self.out.reap(true);
+        self.credit();
+        self.out.check()
+    }
+
+    fn credit(&mut self) {
+        for (n, w) in self.out.take_written().iter().zip(&self.shared.written) {
             if *n > 0 {
                 w.fetch_add(*n, Ordering::Relaxed);
             }
         }
-        self.pending = [0; KINDS];
-        Ok(())
     }
 }
 
@@ -781,16 +809,11 @@ impl Swept {
 }
 
 fn write_loop(
-    w: Box<dyn Write + Send>,
+    out: Output,
     header: Header,
     shared: &Shared,
 ) -> Result<RecorderStats, (std::io::Error, RecorderStats)> {
-    let mut sink = Sink {
-        shared,
-        w,
-        batch: Vec::with_capacity(Sink::BATCH + (Sink::BATCH >> 2)),
-        pending: [0; KINDS],
-    };
+    let mut sink = Sink { shared, out };
     // Flushed at least this often while events arrive, so a full disk is
     // noticed (and a killed run loses little) even at low event rates.
     let flush_every = std::time::Duration::from_millis(200);
@@ -804,8 +827,7 @@ fn write_loop(
     // Of `order`, how many are in the batch or the file.
     let mut encoded = 0;
     let result = (|| {
-        sink.w
-            .write_all(format!("{}\n", header.to_line()).as_bytes())?;
+        sink.text_line(&header.to_line())?;
         // Sweep the threads' slots, write what they held, then sleep until
         // woken (half-full, or finish) or for a few milliseconds; longer,
         // up to 64 ms, while sweeps find nothing (an idle server woke its
@@ -860,6 +882,9 @@ fn write_loop(
                 }
             }
             swept.recycle(&mut spare);
+            // What reached the file counts as written; a failed write
+            // stops the run now, not at the next flush.
+            sink.reap()?;
             nap = if order.is_empty() {
                 (nap * 2).min(IDLE_NAP)
             } else {
@@ -871,28 +896,31 @@ fn write_loop(
                 break;
             }
             if flushed.elapsed() >= flush_every {
-                sink.write_batch()?;
-                sink.w.flush()?;
+                sink.flush()?;
                 flushed = std::time::Instant::now();
             }
             std::thread::park_timeout(nap);
         }
-        sink.write_batch()?;
+        // The footer counts the lines in the file: all of them first.
+        sink.flush_and_wait()?;
         let written = shared.written_total();
-        let stats = shared.stats(written, true);
+        let mut stats = shared.stats(written, true);
+        stats.file_io = sink.out.file_io();
         let footer = Footer {
             events: written,
             dropped: stats.dropped.clone(),
         };
-        sink.w
-            .write_all(format!("{}\n", footer.to_line()).as_bytes())?;
-        sink.w.flush()?;
+        sink.text_line(&footer.to_line())?;
+        sink.flush_and_wait()?;
         Ok::<_, std::io::Error>(stats)
     })();
     result.map_err(|e| {
         // Stop accepting (later events count as dropped). What was taken
         // and never reached the file is dropped too, not accepted.
-        let mut unwritten = sink.pending;
+        // Encoded lines whose writes failed or were never made (waiting
+        // for those in flight: some may yet reach the file).
+        let mut unwritten = sink.out.settle();
+        sink.credit();
         for &(_, b, i) in order.iter().skip(encoded) {
             unwritten[swept.blocks[b as usize][i as usize].kind.index()] += 1;
         }
@@ -913,7 +941,9 @@ fn write_loop(
         shared
             .swept
             .fetch_sub(unwritten.iter().sum(), Ordering::Relaxed);
-        (e, shared.stats(shared.written_total(), true))
+        let mut stats = shared.stats(shared.written_total(), true);
+        stats.file_io = sink.out.file_io();
+        (e, stats)
     })
 }
 
@@ -935,27 +965,6 @@ impl Drop for PanicAlarm<'_> {
                 self.path
             )));
         }
-    }
-}
-
-/// A file that fills up after `left` bytes (fault injection).
-struct FullAfter {
-    inner: super::drop_behind::DropBehind,
-    left: u64,
-}
-
-impl Write for FullAfter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.left == 0 {
-            return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
-        }
-        let n = (buf.len() as u64).min(self.left) as usize;
-        let n = self.inner.write(&buf[..n])?;
-        self.left -= n as u64;
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
     }
 }
 
@@ -1141,9 +1150,13 @@ mod tests {
             go: go_rx,
             once: false,
         };
-        let (writer, rec) =
-            TraceWriter::start_bounded(Box::new(gate), Path::new("gate"), 1 << 12, 1 << 20)
-                .unwrap();
+        let (writer, rec) = TraceWriter::start_bounded(
+            Output::stream(Box::new(gate)).unwrap(),
+            Path::new("gate"),
+            1 << 12,
+            1 << 20,
+        )
+        .unwrap();
         let frames = |from: u64| {
             for i in 0..40 {
                 rec.emit(Endpoint::Client, 1, 1, from + i, KindId::Frame, || {
@@ -1432,13 +1445,8 @@ mod tests {
     #[test]
     fn a_full_disk_counts_every_event_written_or_dropped() {
         let path = temp_trace("full");
-        let file =
-            crate::trace::drop_behind::DropBehind::new(std::fs::File::create(&path).unwrap());
-        let full = FullAfter {
-            inner: file,
-            left: 300_000,
-        };
-        let (writer, rec) = TraceWriter::start(Box::new(full), &path, 1 << 16).unwrap();
+        let (writer, rec) =
+            TraceWriter::create_limited(&path, 1 << 16, PAYLOAD_BUDGET, Some(1_500_000)).unwrap();
         let shared = writer.shared.clone();
         for i in 0..20_000 {
             rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || data_frame(100));
