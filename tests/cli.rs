@@ -708,11 +708,22 @@ fn finishing_and_analysing_show_how_much_of_the_trace_was_read() {
 fn meta_says_how_the_trace_was_written_and_the_trace_reads_back_whole() {
     let dir = support::temp_dir("file-io").join("run");
     let out = h2probe()
-        .args(["run", "--duration", "700ms", "--quiet", "--no-pcap", "--out"])
+        .args([
+            "run",
+            "--duration",
+            "700ms",
+            "--quiet",
+            "--no-pcap",
+            "--out",
+        ])
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
     let io = meta.recorder.file_io.as_deref();
     // ext4, XFS and btrfs take O_DIRECT; a tmpfs only on newer kernels.
@@ -724,7 +735,11 @@ fn meta_says_how_the_trace_was_written_and_the_trace_reads_back_whole() {
         assert!(matches!(io, Some("direct" | "page_cache")), "{io:?}");
     }
     let mut r = h2probe_analysis::reader::TraceReader::open(&dir.join("trace.jsonl")).unwrap();
-    let n = r.by_ref().map(|e| e.unwrap()).count() as u64;
+    let mut n = 0u64;
+    for e in r.by_ref() {
+        e.unwrap();
+        n += 1;
+    }
     match r.ending() {
         h2probe_analysis::reader::Ending::Clean(f) => assert_eq!(f.events, n),
         other => panic!("{other:?}"),

@@ -27,7 +27,7 @@ pub const DEFAULT_CAPACITY: usize = 1 << 16;
 /// Payload bytes (`--capture-payload`) the events in flight may hold
 /// together: with full payloads 65,536 events could otherwise hold ≈ 1 GB.
 /// The recorder's memory is bounded by twice `capacity × size_of::<Event>()`
-/// (at most 192 B: 24 MiB at the default capacity; the events a sweep took
+/// (at most 152 B: 19 MiB at the default capacity; the events a sweep took
 /// stop counting against the capacity before they are written), the
 /// writer's 16-byte sort key of each event it sorts (and the sort's scratch
 /// space for as many keys, taken and freed each sweep), plus this (a frame's
@@ -1368,12 +1368,12 @@ mod tests {
         assert_eq!(rec.stats().accepted, 11);
     }
 
-    /// The bound the README states: twice 65,536 slots × at most 192 B (24 MiB)
+    /// The bound the README states: twice 65,536 slots × at most 152 B (19 MiB)
     /// plus the payload budget (64 MiB).
     #[test]
-    fn an_event_in_flight_is_at_most_192_bytes_besides_its_payload() {
+    fn an_event_in_flight_is_at_most_152_bytes_besides_its_payload() {
         assert!(
-            std::mem::size_of::<Event>() <= 192,
+            std::mem::size_of::<Event>() <= 152,
             "{}",
             std::mem::size_of::<Event>()
         );
