@@ -25,7 +25,11 @@
 //! An event counts as written once the write holding the end of its line
 //! has reached the file: its count travels with the buffer to the I/O
 //! thread and comes back with the result. After a failed write nothing
-//! more is written, and what was not written is counted as such.
+//! more is written, and what was not written is counted as such: every
+//! event of the failed write too, though a short write (a full disk) may
+//! have left some of its lines in the file, whole (so the file holds at
+//! least the lines counted written; the footer-less trace says it was cut,
+//! and a failed padded flush may leave zeros after its last line).
 
 use super::drop_behind::advise_behind;
 use h2probe_analysis::schema::Kind;
@@ -354,10 +358,11 @@ impl Output {
         for (end, _) in self.ends.iter_mut() {
             *end -= keep_from;
         }
+        // Padded first: padding that moved the vector is realigned too.
+        self.cur.pad_to(write);
         if self.block > 1 {
             self.cur.realign();
         }
-        self.cur.pad_to(write);
         let batch = std::mem::replace(&mut self.cur, next);
         let job = Job {
             batch,
@@ -368,8 +373,9 @@ impl Output {
             counts,
         };
         self.off += keep_from as u64;
-        // A part block carried unwritten (not after a flush's padded write).
-        self.appended = !pad && keep_from < len;
+        // A part block carried unwritten (not after a flush's padded
+        // write); a stream's next flush must still flush it.
+        self.appended = !pad && (keep_from < len || self.block == 1);
         for (f, c) in self.flying.iter_mut().zip(&counts) {
             *f += c;
         }
@@ -743,7 +749,10 @@ mod tests {
             // ext4, XFS and btrfs take O_DIRECT: refused there, it is a bug.
             const DIRECT_FS: [i64; 3] = [0xEF53, 0x5846_5342, 0x9123_683E];
             let fs = rustix::fs::statfs(&dir).map_or(0, |f| f.f_type);
-            assert!(!DIRECT_FS.contains(&fs), "O_DIRECT refused on file system 0x{fs:x}");
+            assert!(
+                !DIRECT_FS.contains(&fs),
+                "O_DIRECT refused on file system 0x{fs:x}"
+            );
             std::fs::remove_dir_all(&dir).unwrap();
             return skip(&format!("file system 0x{fs:x} refused O_DIRECT"));
         }

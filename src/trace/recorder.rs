@@ -764,6 +764,19 @@ impl Sink<'_> {
     }
 }
 
+impl Drop for Sink<'_> {
+    /// A writer that dies of a panic (a bug) leaves writes in flight that
+    /// the I/O thread still completes: their lines are in the file, so they
+    /// count as written before the dead writer's accounting (which drops
+    /// what was taken and not written) runs.
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.out.reap(true);
+            self.credit();
+        }
+    }
+}
+
 /// One sweep's events: each slot's buffer as it was taken (appending them
 /// into one vector copied every event once more).
 #[derive(Default)]
@@ -1543,6 +1556,43 @@ mod tests {
         let stats = writer.finish().unwrap();
         assert_eq!((stats.accepted, stats.written), (500, 500), "{stats:?}");
         assert!(stats.dropped.is_empty(), "{stats:?}");
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// The writer thread dies with file writes in flight: those lines reach
+    /// the file and are counted written, not dropped (before, the I/O
+    /// thread completed them after the writer's accounting had run).
+    #[test]
+    fn a_writer_that_panics_with_writes_in_flight_counts_their_lines_written() {
+        let path = temp_trace("panic-in-flight");
+        let shared = Arc::new(Shared::with_capacity(1 << 16));
+        let (sh, p) = (shared.clone(), path.clone());
+        let died = std::thread::spawn(move || {
+            let mut sink = Sink {
+                shared: &sh,
+                out: Output::create(&p, None).unwrap(),
+            };
+            let ev = Event {
+                t: 1,
+                ep: Endpoint::Server,
+                conn: 1,
+                stream: 1,
+                kind: Kind::Chunk(ChunkEv { len: 1 }),
+            };
+            for _ in 0..100_000 {
+                sink.push(&ev).unwrap();
+            }
+            panic!("the writer's bug");
+        })
+        .join();
+        assert!(died.is_err());
+        let lines = std::fs::read(&path)
+            .unwrap()
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
+        assert!(lines > 0);
+        assert_eq!(shared.written_total(), lines);
         std::fs::remove_file(&path).unwrap();
     }
 
