@@ -707,23 +707,16 @@ fn finishing_and_analysing_show_how_much_of_the_trace_was_read() {
 #[test]
 fn meta_says_how_the_trace_was_written_and_the_trace_reads_back_whole() {
     let dir = support::temp_dir("file-io").join("run");
-    let out = h2probe()
-        .args([
-            "run",
-            "--duration",
-            "700ms",
-            "--quiet",
-            "--no-pcap",
-            "--out",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = dir.to_str().unwrap();
+    support::h2probe_ok([
+        "run",
+        "--duration",
+        "700ms",
+        "--quiet",
+        "--no-pcap",
+        "--out",
+        out,
+    ]);
     let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
     let io = meta.recorder.file_io.as_deref();
     // ext4, XFS and btrfs take O_DIRECT; a tmpfs only on newer kernels.

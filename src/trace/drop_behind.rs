@@ -157,6 +157,7 @@ impl Drop for DropBehind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::page_cache_probe::{cached_bytes, fincore_or_skip, skip};
     use std::io::Read;
     use std::path::PathBuf;
 
@@ -202,41 +203,13 @@ mod tests {
         }
     }
 
-    /// Says loudly why a test could not judge (the output of a passing
-    /// test is only shown with --nocapture; a skip is not a pass).
-    fn skip(why: &str) {
-        eprintln!("\n!!!!! SKIPPED: {why} !!!!!\n");
-    }
-
-    /// Bytes of `path` in the page cache, by util-linux's `fincore`.
-    fn cached_bytes(path: &std::path::Path) -> u64 {
-        let out = std::process::Command::new("fincore")
-            .args(["--bytes", "--noheadings", "--output", "RES"])
-            .arg(path)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "fincore failed: {out:?}");
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-
     /// Written back, a plain file's pages stay cached; behind a DropBehind
     /// the next piece of advice drops them.
     #[test]
     fn pages_written_back_leave_the_page_cache() {
         const MB: u64 = 1 << 20;
-        if let Err(e) = std::process::Command::new("fincore")
-            .arg("--version")
-            .output()
-        {
-            assert!(
-                std::env::var("CI").map_or(true, |v| v != "true"),
-                "CI=true but fincore (util-linux) is missing: {e}"
-            );
-            return skip(&format!("fincore (util-linux) is missing: {e}"));
+        if !fincore_or_skip() {
+            return;
         }
         let dir = Scratch(scratch("drop-behind-cache"));
         const TMPFS_MAGIC: u64 = 0x0102_1994;

@@ -7,6 +7,8 @@ pub mod clock;
 mod drop_behind;
 mod frame_event;
 mod output;
+#[cfg(test)]
+mod page_cache_probe;
 mod recorder;
 
 pub(crate) use drop_behind::DropBehind;

@@ -599,6 +599,7 @@ fn write_job(backend: &mut Backend, limit: Option<u64>, job: &Job) -> io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::page_cache_probe::{cached_bytes, fincore_or_skip, skip};
     use std::io::Read;
     use std::path::PathBuf;
 
@@ -706,41 +707,14 @@ mod tests {
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
-    /// Says loudly why a test could not judge (a skip is not a pass).
-    fn skip(why: &str) {
-        eprintln!("\n!!!!! SKIPPED: {why} !!!!!\n");
-    }
-
-    /// Bytes of `path` in the page cache, by util-linux's `fincore`.
-    fn cached_bytes(path: &Path) -> u64 {
-        let out = std::process::Command::new("fincore")
-            .args(["--bytes", "--noheadings", "--output", "RES"])
-            .arg(path)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "fincore failed: {out:?}");
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-
     /// The trace goes around the page cache: after 48 MiB of lines (and
     /// flushes between them) almost none of the file is cached, where a
     /// file written through the cache keeps it all (the control).
     #[test]
     fn the_trace_is_written_around_the_page_cache() {
         const MB: usize = 1 << 20;
-        if let Err(e) = std::process::Command::new("fincore")
-            .arg("--version")
-            .output()
-        {
-            assert!(
-                std::env::var("CI").map_or(true, |v| v != "true"),
-                "CI=true but fincore (util-linux) is missing: {e}"
-            );
-            return skip(&format!("fincore (util-linux) is missing: {e}"));
+        if !fincore_or_skip() {
+            return;
         }
         let path = scratch("direct");
         let dir = path.parent().unwrap().to_path_buf();

@@ -1,0 +1,41 @@
+//! For the tests of what stays in the page cache: util-linux's `fincore`
+//! reads it (an observer outside the code under test).
+
+/// Says loudly why a test could not judge (a skip is not a pass).
+pub(crate) fn skip(why: &str) {
+    eprintln!("\n!!!!! SKIPPED: {why} !!!!!\n");
+}
+
+/// Whether `fincore` runs here; without it a test skips loudly, and under
+/// `CI=true` fails instead.
+pub(crate) fn fincore_or_skip() -> bool {
+    match std::process::Command::new("fincore")
+        .arg("--version")
+        .output()
+    {
+        Ok(_) => true,
+        Err(e) => {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true"),
+                "CI=true but fincore (util-linux) is missing: {e}"
+            );
+            skip(&format!("fincore (util-linux) is missing: {e}"));
+            false
+        }
+    }
+}
+
+/// Bytes of `path` in the page cache.
+pub(crate) fn cached_bytes(path: &std::path::Path) -> u64 {
+    let out = std::process::Command::new("fincore")
+        .args(["--bytes", "--noheadings", "--output", "RES"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "fincore failed: {out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
