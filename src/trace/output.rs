@@ -4,7 +4,7 @@
 //!
 //! Why: through the page cache every byte is copied into the cache and
 //! written back by the kernel on the same two cores; here that cost
-//! 0.8–1.6 s of system time a GB (`dd`), against 0.12 with `O_DIRECT`
+//! 0.76 s of system time a GB (`dd`), against 0.14 with `O_DIRECT`
 //! (bench/2026-11-30-pagecache.txt), and full capture writes 1.33 bytes of
 //! base64 a byte uploaded. A synchronous `O_DIRECT` write on the writer
 //! thread waited on the disk and fell behind (session 22), so the writes go
@@ -228,25 +228,25 @@ impl Output {
         };
         let block = if direct { BLOCK } else { 1 };
         let direct = Arc::new(AtomicBool::new(direct));
-        let mut out = Output::start(
-            Backend::File {
-                file,
-                direct: direct.clone(),
-                advised: 0,
-            },
-            block,
-            limit,
-        )?;
-        out.direct = direct;
-        Ok(out)
+        let backend = Backend::File {
+            file,
+            direct: direct.clone(),
+            advised: 0,
+        };
+        Output::start(backend, block, limit, direct)
     }
 
     /// Onto any writer, in order, written by the calling thread (tests).
     pub(crate) fn stream(w: Box<dyn Write + Send>) -> io::Result<Output> {
-        Output::start(Backend::Stream(w), 1, None)
+        Output::start(Backend::Stream(w), 1, None, Arc::default())
     }
 
-    fn start(backend: Backend, block: usize, limit: Option<u64>) -> io::Result<Output> {
+    fn start(
+        backend: Backend,
+        block: usize,
+        limit: Option<u64>,
+        direct: Arc<AtomicBool>,
+    ) -> io::Result<Output> {
         let (jobs, inbox) = sync_channel::<Job>(BUFFERS);
         let (outbox, results) = sync_channel::<Done>(BUFFERS);
         let (inline, thread, buffer) = match backend {
@@ -262,7 +262,7 @@ impl Output {
             block,
             buffer,
             inline,
-            direct: Arc::new(AtomicBool::new(false)),
+            direct,
             cur: Batch::new(buffer),
             off: 0,
             appended: false,
