@@ -733,26 +733,19 @@ impl Sink<'_> {
         self.out.line(None).map(drop)
     }
 
-    /// Counts what reached the file so far; the first write error.
-    fn reap(&mut self) -> std::io::Result<()> {
-        self.out.reap(false);
+    /// Counts what reached the file so far (with `wait`, once every write
+    /// in flight is done); the first write error.
+    fn reap(&mut self, wait: bool) -> std::io::Result<()> {
+        self.out.reap(wait);
         self.credit();
         self.out.check()
     }
 
     /// Writes what the buffer holds (a killed run loses only what came
-    /// after), without waiting.
-    fn flush(&mut self) -> std::io::Result<()> {
+    /// after); with `wait`, until it is in the file.
+    fn flush(&mut self, wait: bool) -> std::io::Result<()> {
         self.out.flush()?;
-        self.reap()
-    }
-
-    /// Writes what the buffer holds and waits until it is in the file.
-    fn flush_and_wait(&mut self) -> std::io::Result<()> {
-        self.out.flush()?;
-        self.out.reap(true);
-        self.credit();
-        self.out.check()
+        self.reap(wait)
     }
 
     fn credit(&mut self) {
@@ -897,7 +890,7 @@ fn write_loop(
             swept.recycle(&mut spare);
             // What reached the file counts as written; a failed write
             // stops the run now, not at the next flush.
-            sink.reap()?;
+            sink.reap(false)?;
             nap = if order.is_empty() {
                 (nap * 2).min(IDLE_NAP)
             } else {
@@ -909,13 +902,13 @@ fn write_loop(
                 break;
             }
             if flushed.elapsed() >= flush_every {
-                sink.flush()?;
+                sink.flush(false)?;
                 flushed = std::time::Instant::now();
             }
             std::thread::park_timeout(nap);
         }
         // The footer counts the lines in the file: all of them first.
-        sink.flush_and_wait()?;
+        sink.flush(true)?;
         let written = shared.written_total();
         let mut stats = shared.stats(written, true);
         stats.file_io = sink.out.file_io();
@@ -924,7 +917,7 @@ fn write_loop(
             dropped: stats.dropped.clone(),
         };
         sink.text_line(&footer.to_line())?;
-        sink.flush_and_wait()?;
+        sink.flush(true)?;
         Ok::<_, std::io::Error>(stats)
     })();
     result.map_err(|e| {
