@@ -757,8 +757,13 @@ where
                     // Each RPC is its own task; `rpcs` counts them (a
                     // JoinSet would take its mutex for every finished RPC
                     // and hold a list to reap) so the end can wait for them.
+                    // Boxed: the RPC's state is ≈ 1.8 KB, which spawning
+                    // moved twice and the task's completion once more
+                    // (≈ 1,200 of the 6,800 instructions a short request
+                    // cost over the bare sink under callgrind); boxed, it
+                    // is written once and the task holds a pointer.
                     let ctx = ctx.clone();
-                    rpcs.spawn(rpc::handle(req, respond, conn_id, ctx));
+                    rpcs.spawn(Box::pin(rpc::handle(req, respond, conn_id, ctx)));
                 }
                 Some(Err(e)) => {
                     if e.is_io() || e.is_go_away() || e.is_remote() {
