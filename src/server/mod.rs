@@ -759,9 +759,10 @@ where
                     // and hold a list to reap) so the end can wait for them.
                     // Boxed: the RPC's state is ≈ 1.8 KB, which spawning
                     // moved twice and the task's completion once more
-                    // (≈ 1,200 of the 6,800 instructions a short request
-                    // cost over the bare sink under callgrind); boxed, it
-                    // is written once and the task holds a pointer.
+                    // (≈ 1,900 of the 7,100 instructions a 16 KiB request
+                    // cost over the bare sink under callgrind,
+                    // bench/2026-12-02-instructions.txt); boxed, it is
+                    // written once and the task holds a pointer.
                     let ctx = ctx.clone();
                     rpcs.spawn(Box::pin(rpc::handle(req, respond, conn_id, ctx)));
                 }

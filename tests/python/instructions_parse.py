@@ -39,7 +39,17 @@ counts = mod.perf_counts(perf)
 assert counts == {"raw_syscalls:sys_enter": 1234567}, counts
 both = mod.perf_counts("10,,raw_syscalls:sys_enter,1,100.00,,\n3,,context-switches,1,100.00,,\n")
 assert both == {"raw_syscalls:sys_enter": 10, "context-switches": 3}, both
-# The workloads are scripts/bench's, each with its own request count.
+# A request's share: an event perf did not count stays None (never 0),
+# and a run in which a request failed gives no figure at all.
+assert mod.per_request(counts, 400, 400) == (1234567 / 400, None), mod.per_request(counts, 400, 400)
+assert mod.per_request(both, 5, 5) == (2.0, 0.6), mod.per_request(both, 5, 5)
+assert mod.per_request(both, 4, 5) == (None, None)
+assert mod.ratio(None, 2.0) is None and mod.ratio(1.0, None) is None and mod.ratio(1.0, 0) is None
+assert mod.ratio(3.0, 2.0) == 1.5
+# The workloads are scripts/bench's, each with its own request count, and
+# h2load's -n and -c to set it from.
 names = [w[0] for w in mod.WORKLOADS]
 assert names == list(mod.REQUESTS), names
+for w in mod.WORKLOADS:
+    assert "-n" in w[3] and "-c" in w[3], w
 print("ok")
