@@ -287,7 +287,7 @@ async fn handle(
 ) -> Result<Response<Reply>, Infallible> {
     let deadline = req
         .headers()
-        .get("grpc-timeout")
+        .get(&grpc::TIMEOUT_HEADER)
         .and_then(|v| v.to_str().ok())
         .and_then(grpc::parse_timeout);
     let rpc = Arc::new(Rpc {

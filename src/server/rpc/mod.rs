@@ -190,7 +190,7 @@ pub(super) async fn handle(
     let path = req.uri().path();
     let deadline = req
         .headers()
-        .get("grpc-timeout")
+        .get(&grpc::TIMEOUT_HEADER)
         .and_then(|v| v.to_str().ok())
         .and_then(grpc::parse_timeout);
     ctx.rec
