@@ -1,9 +1,10 @@
 //! The benchmark scripts' own logic, checked without running a benchmark:
 //! scripts/bench's verdicts (issue #11's goals) on made-up rounds
 //! (tests/python/bench_goals.py: medians of ratios paired within a round,
-//! met or not met only where every round agrees and undecided otherwise,
-//! full capture's dropped events, ÷ nghttpd on the 1 MiB workloads only), and scripts/instructions' readers of callgrind and perf output
-//! (tests/python/instructions_parse.py).
+//! met or not met only where a sign test over the rounds decides it and
+//! undecided otherwise, full capture's dropped events, ÷ nghttpd on the
+//! 1 MiB workloads only), and scripts/instructions' readers of callgrind
+//! and perf output (tests/python/instructions_parse.py).
 
 mod support;
 
@@ -32,12 +33,12 @@ fn python_check(check: &str, script: &str) -> Option<String> {
 }
 
 #[test]
-fn the_benchmark_judges_a_goal_only_where_every_paired_round_agrees() {
+fn the_benchmark_judges_a_goal_only_where_its_rounds_decide_it() {
     let Some(table) = python_check("bench_goals.py", "bench") else {
         return;
     };
     assert!(
-        table.contains("| 16 KiB POSTs, -c4 -m10 | 0.91 undecided (2/3) |"),
+        table.contains("| 16 KiB POSTs, -c4 -m10 | 0.91 undecided (3/5) |"),
         "{table}"
     );
 }
