@@ -1,6 +1,6 @@
 """Checks scripts/bench's verdicts on made-up rounds: issue #11's goals
-judged on ratios paired within a round, met or not met only where every
-round agrees, undecided otherwise. Exits non-zero (with the reason) on a
+judged on ratios paired within a round, met or not met only where a sign
+test over the rounds decides it (1/16, two-sided), undecided otherwise. Exits non-zero (with the reason) on a
 wrong one."""
 import importlib.machinery
 import importlib.util
