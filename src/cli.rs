@@ -120,7 +120,14 @@ fn worst(a: i32, b: i32) -> i32 {
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> i32 {
     use clap::{CommandFactory, FromArgMatches};
-    let matches = Cli::command().get_matches();
+    use std::io::IsTerminal;
+    let mut cmd = Cli::command();
+    // Help piped to a pager or a file has no terminal to measure, and clap
+    // would wrap it at `max_term_width` (100): 80 unless COLUMNS says.
+    if !std::io::stdout().is_terminal() && std::env::var_os("COLUMNS").is_none() {
+        cmd = cmd.term_width(80);
+    }
+    let matches = cmd.get_matches();
     let mut cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
         Err(e) => e.exit(),

@@ -44,6 +44,32 @@ fn help_texts_are_stable() {
     }
 }
 
+/// Help piped to a pager or a file (no terminal, no COLUMNS) wraps at 80
+/// columns; it wrapped at 100.
+#[test]
+fn help_without_a_terminal_fits_80_columns() {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["serve", "--help"],
+        &["client", "--help"],
+        &["analyze", "--help"],
+        &["compare", "--help"],
+    ] {
+        let out = h2probe().args(args).env_remove("COLUMNS").output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(help.lines().count() > 5, "{args:?}: {help}");
+        for l in help.lines() {
+            assert!(
+                l.chars().count() <= 80,
+                "{args:?}: {} columns: {l}",
+                l.chars().count()
+            );
+        }
+    }
+}
+
 #[test]
 fn bad_values_are_refused_with_a_clear_message() {
     let out = h2probe()

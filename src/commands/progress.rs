@@ -19,9 +19,33 @@ impl Progress {
     }
 }
 
+/// The bar on a terminal, two lines that each fit 80 columns: the clock,
+/// the schedule's progress and the phase, then the counts. (One line held
+/// both and cut the counts at 80 columns once they had four digits:
+/// `discarded`, the count worth watching, was the first to go.)
+fn bar_style() -> indicatif::ProgressStyle {
+    indicatif::ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:40}] {prefix} {pos}/{len}\n{wide_msg}",
+    )
+    .expect("static template")
+    .progress_chars("=> ")
+}
+
+/// The counts a progress line shows.
+fn counts(live: &Live) -> String {
+    let g = Live::get;
+    format!(
+        "sent {} done {} queued {} discarded {} unsent {}",
+        g(&live.sent),
+        g(&live.completed),
+        live.depth.load(std::sync::atomic::Ordering::Relaxed),
+        g(&live.discarded),
+        g(&live.never_sent)
+    )
+}
+
 /// Shows progress: a bar updated every second on a terminal, a plain line
-/// every 5 s otherwise, nothing with `--quiet`. The bar fits 80 columns
-/// (indicatif trims `wide_msg` to the terminal) and names its phase:
+/// every 5 s otherwise, nothing with `--quiet`. The bar names its phase:
 /// offering while the schedule runs, then draining.
 pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Progress {
     use std::io::IsTerminal;
@@ -33,13 +57,7 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
         let tty = std::io::stderr().is_terminal();
         let bar = tty.then(|| {
             let b = indicatif::ProgressBar::new(planned.max(1));
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:20}] {prefix} {wide_msg}",
-                )
-                .expect("static template")
-                .progress_chars("=> "),
-            );
+            b.set_style(bar_style());
             b
         });
         let period = std::time::Duration::from_secs(if tty { 1 } else { 5 });
@@ -51,8 +69,7 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
                 _ = tick.tick() => {}
                 _ = &mut stopped => break,
             }
-            let g = Live::get;
-            let scheduled = g(&live.scheduled);
+            let scheduled = Live::get(&live.scheduled);
             let phase = if planned == 0 {
                 "serving"
             } else if scheduled < planned {
@@ -60,15 +77,7 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
             } else {
                 "draining"
             };
-            // Short words: with the bar and clock, a line fits 80 columns.
-            let msg = format!(
-                "sent {} done {} queued {} discarded {} unsent {}",
-                g(&live.sent),
-                g(&live.completed),
-                live.depth.load(std::sync::atomic::Ordering::Relaxed),
-                g(&live.discarded),
-                g(&live.never_sent)
-            );
+            let msg = counts(&live);
             match &bar {
                 Some(b) => {
                     b.set_position(scheduled);
@@ -256,6 +265,95 @@ impl Drop for Reading {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An 80-column terminal that keeps what is drawn on it (a clone shares
+    /// the record).
+    #[derive(Debug, Default, Clone)]
+    struct Screen(Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            80
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.0.lock().unwrap().push(s.to_string());
+            Ok(())
+        }
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            self.write_line(s)
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `s` without ANSI escape sequences (ESC, then up to a letter).
+    fn plain(s: &str) -> String {
+        let mut out = String::new();
+        let mut esc = false;
+        for c in s.chars() {
+            match (esc, c) {
+                (false, '\x1b') => esc = true,
+                (false, c) => out.push(c),
+                (true, c) if c.is_ascii_alphabetic() => esc = false,
+                (true, _) => {}
+            }
+        }
+        out
+    }
+
+    /// Counts of a long Part 1 run (120 s deadlines, thousands discarded)
+    /// are drawn whole on an 80-column terminal, `discarded` included.
+    #[test]
+    fn the_progress_bar_shows_every_count_within_80_columns() {
+        let live = Live::default();
+        Live::add(&live.scheduled, 36_000);
+        Live::add(&live.sent, 35_999);
+        Live::add(&live.completed, 10_800);
+        live.depth
+            .store(18_099, std::sync::atomic::Ordering::Relaxed);
+        Live::add(&live.discarded, 7_100);
+        Live::add(&live.never_sent, 1);
+        let screen = Screen::default();
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(36_000),
+            indicatif::ProgressDrawTarget::term_like(Box::new(screen.clone())),
+        );
+        bar.set_style(bar_style());
+        bar.set_position(36_000);
+        bar.set_prefix("draining");
+        bar.set_message(counts(&live));
+        bar.finish();
+        let lines: Vec<String> = screen.0.lock().unwrap().iter().map(|l| plain(l)).collect();
+        let text = lines.join("\n");
+        assert!(
+            text.contains("sent 35999 done 10800 queued 18099 discarded 7100 unsent 1"),
+            "{text}"
+        );
+        assert!(text.contains("] draining 36000/36000"), "{text}");
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= 80,
+                "{} columns: {l:?}",
+                l.chars().count()
+            );
+        }
+    }
 
     #[test]
     fn the_reading_line_names_the_phase_and_the_bytes() {

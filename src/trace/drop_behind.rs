@@ -157,23 +157,13 @@ impl Drop for DropBehind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::page_cache_probe::{cached_bytes, fincore_or_skip, skip};
+    use crate::trace::page_cache_probe::{cached_bytes, fincore_or_skip, scratch_dir, skip};
     use std::io::Read;
     use std::path::PathBuf;
 
-    /// A fresh directory on the project's own file system (the system's
-    /// temporary directory may be a tmpfs, whose pages advice cannot drop).
-    fn scratch(name: &str) -> PathBuf {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join(format!("h2probe-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[test]
     fn what_is_written_reads_back_whole() {
-        let dir = Scratch(scratch("drop-behind"));
+        let dir = Scratch(scratch_dir("drop-behind"));
         let path = dir.0.join("t");
         let mut w = DropBehind::new(File::create(&path).unwrap());
         // Past several pieces of advice, in uneven writes.
@@ -211,7 +201,7 @@ mod tests {
         if !fincore_or_skip() {
             return;
         }
-        let dir = Scratch(scratch("drop-behind-cache"));
+        let dir = Scratch(scratch_dir("drop-behind-cache"));
         const TMPFS_MAGIC: u64 = 0x0102_1994;
         if rustix::fs::statfs(&dir.0).is_ok_and(|f| f.f_type as u64 == TMPFS_MAGIC) {
             return skip("the build directory is on a tmpfs, whose pages advice cannot drop");

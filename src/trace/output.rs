@@ -599,18 +599,13 @@ fn write_job(backend: &mut Backend, limit: Option<u64>, job: &Job) -> io::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::page_cache_probe::{cached_bytes, fincore_or_skip, skip};
+    use crate::trace::page_cache_probe::{cached_bytes, fincore_or_skip, scratch_dir, skip};
     use std::io::Read;
     use std::path::PathBuf;
 
-    /// A scratch file on the project's file system (the build directory:
-    /// the system's temporary directory may be a tmpfs).
+    /// A scratch trace file on the build's file system.
     fn scratch(name: &str) -> PathBuf {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join(format!("h2probe-output-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("trace.jsonl")
+        scratch_dir(&format!("output-{name}")).join("trace.jsonl")
     }
 
     fn read(path: &Path) -> Vec<u8> {

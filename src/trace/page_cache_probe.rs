@@ -1,6 +1,19 @@
 //! For the tests of what stays in the page cache: util-linux's `fincore`
 //! reads it (an observer outside the code under test).
 
+/// A fresh directory on the build's own file system (the system's temporary
+/// directory may be a tmpfs, whose pages advice cannot drop and which
+/// refuses `O_DIRECT`): under CARGO_TARGET_DIR when it is set, else the
+/// project's `target/`.
+pub(crate) fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    let dir = target.join(format!("h2probe-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Says loudly why a test could not judge (a skip is not a pass).
 pub(crate) fn skip(why: &str) {
     eprintln!("\n!!!!! SKIPPED: {why} !!!!!\n");

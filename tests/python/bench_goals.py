@@ -80,4 +80,5 @@ assert bench.verdict([2.0] * 6, 1.5, False) == "2.00 not met (0/6)"
 
 # Only the bare sink ran: no goal can be judged, and no table is printed.
 assert bench.goal_table([small], {(small[0], "bare"): rows[(small[0], "bare")]}) == []
+print("bench_goals: every verdict as expected; the made-up rounds' table:")
 print(text)
