@@ -20,15 +20,19 @@ impl Progress {
 }
 
 /// The bar on a terminal, two lines that each fit 80 columns: the clock,
-/// the schedule's progress and the phase, then the counts. (One line held
-/// both and cut the counts at 80 columns once they had four digits:
-/// `discarded`, the count worth watching, was the first to go.)
-fn bar_style() -> indicatif::ProgressStyle {
-    indicatif::ProgressStyle::with_template(
-        "{elapsed_precise} [{bar:40}] {prefix} {pos}/{len}\n{wide_msg}",
-    )
-    .expect("static template")
-    .progress_chars("=> ")
+/// the schedule's progress (when there is a schedule: `serve` and `relay`
+/// have none) and the phase, then the counts. (One line held both and cut
+/// the counts at 80 columns once they had four digits: `discarded`, the
+/// count worth watching, was the first to go.)
+fn bar_style(scheduled: bool) -> indicatif::ProgressStyle {
+    let template = if scheduled {
+        "{elapsed_precise} [{bar:40}] {prefix} {pos}/{len}\n{wide_msg}"
+    } else {
+        "{elapsed_precise} {prefix}\n{wide_msg}"
+    };
+    indicatif::ProgressStyle::with_template(template)
+        .expect("static template")
+        .progress_chars("=> ")
 }
 
 /// The counts a progress line shows.
@@ -57,7 +61,7 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
         let tty = std::io::stderr().is_terminal();
         let bar = tty.then(|| {
             let b = indicatif::ProgressBar::new(planned.max(1));
-            b.set_style(bar_style());
+            b.set_style(bar_style(planned > 0));
             b
         });
         let period = std::time::Duration::from_secs(if tty { 1 } else { 5 });
@@ -334,7 +338,7 @@ mod tests {
             Some(36_000),
             indicatif::ProgressDrawTarget::term_like(Box::new(screen.clone())),
         );
-        bar.set_style(bar_style());
+        bar.set_style(bar_style(true));
         bar.set_position(36_000);
         bar.set_prefix("draining");
         bar.set_message(counts(&live));
@@ -353,6 +357,30 @@ mod tests {
                 l.chars().count()
             );
         }
+    }
+
+    /// Without a schedule (`serve`, `relay`) there is no bar to fill and no
+    /// "0/1" of a schedule that does not exist: the clock, the phase, the
+    /// counts.
+    #[test]
+    fn a_progress_line_without_a_schedule_shows_no_bar() {
+        let screen = Screen::default();
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(1),
+            indicatif::ProgressDrawTarget::term_like(Box::new(screen.clone())),
+        );
+        bar.set_style(bar_style(false));
+        bar.set_prefix("serving");
+        bar.set_message(counts(&Live::default()));
+        bar.finish();
+        let text: Vec<String> = screen.0.lock().unwrap().iter().map(|l| plain(l)).collect();
+        let text = text.join("\n");
+        assert!(text.contains("00:00:00 serving\n"), "{text}");
+        assert!(!text.contains('[') && !text.contains("0/1"), "{text}");
+        assert!(
+            text.contains("sent 0 done 0 queued 0 discarded 0 unsent 0"),
+            "{text}"
+        );
     }
 
     #[test]
