@@ -89,10 +89,7 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
                     b.set_message(msg);
                 }
                 // Not an error line: no `h2probe:` prefix.
-                None => eprintln!(
-                    "progress {:>5.0}s {phase}: {msg}",
-                    started.elapsed().as_secs_f64()
-                ),
+                None => eprintln!("{}", plain_line(started.elapsed(), phase, &msg)),
             }
         }
         if let Some(b) = bar {
@@ -240,6 +237,25 @@ pub(crate) fn analyse_showing_progress(
 
 /// The plain line: `progress    6s finishing: read 1.4× the 2.70 GiB trace`
 /// (`done, read …` or `stopped, read …` at the end).
+/// The progress line without a terminal (a log, or `2>&1 | tee`, which a
+/// person may still read at 80 columns): one line while it fits, else the
+/// counts on lines of their own under it.
+fn plain_line(elapsed: std::time::Duration, phase: &str, counts: &str) -> String {
+    let head = format!("progress {:>5.0}s {phase}:", elapsed.as_secs_f64());
+    let one = format!("{head} {counts}");
+    if one.chars().count() <= 80 {
+        return one;
+    }
+    let indent = " ".repeat("progress ".len());
+    let mut out = head;
+    for l in h2probe_analysis::compare::wrap_words(counts, 80 - indent.len()) {
+        out.push('\n');
+        out.push_str(&indent);
+        out.push_str(&l);
+    }
+    out
+}
+
 fn reading_line(
     what: &str,
     elapsed: std::time::Duration,
@@ -381,6 +397,23 @@ mod tests {
             text.contains("sent 0 done 0 queued 0 discarded 0 unsent 0"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_plain_progress_line_fits_80_columns() {
+        let t = std::time::Duration::from_secs(5);
+        assert_eq!(
+            plain_line(t, "offering", "sent 1495 done 447 queued 1046"),
+            "progress     5s offering: sent 1495 done 447 queued 1046"
+        );
+        // A long run's counts go under the phase rather than past column 80.
+        let counts = "sent 35999 done 10800 queued 18099 discarded 7100 unsent 1";
+        let l = plain_line(std::time::Duration::from_secs(120), "draining", counts);
+        assert_eq!(l, format!("progress   120s draining:\n         {counts}"));
+        let long = "sent 1 ".repeat(20);
+        for l in plain_line(t, "offering", long.trim()).lines() {
+            assert!(l.chars().count() <= 80, "{l:?}");
+        }
     }
 
     #[test]
