@@ -281,6 +281,78 @@ fn assert_quiet_end(what: &str, out: std::process::Output) {
     assert_eq!(out.status.code(), Some(0), "{what}: {err}");
 }
 
+/// `merge` and `compare` refuse a non-empty --out unless --force (they
+/// wrote over what was there, a run included), and `merge` refuses to
+/// write over one of its inputs even with --force.
+#[test]
+fn merge_and_compare_refuse_a_non_empty_out_without_force() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
+    let runs: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let dir = support::temp_dir(&format!("refuse-out-run-{i}"));
+            for f in ["trace.jsonl.gz", "meta.json"] {
+                std::fs::copy(src.join(f), dir.join(f)).unwrap();
+            }
+            dir
+        })
+        .collect();
+    for what in ["merge", "compare"] {
+        let out = support::temp_dir(&format!("refuse-out-{what}"));
+        std::fs::write(out.join("notes.txt"), "mine").unwrap();
+        let args = |force: bool| {
+            let mut a: Vec<std::ffi::OsString> = vec![what.into()];
+            a.extend(runs.iter().map(|r| r.clone().into_os_string()));
+            a.push("--out".into());
+            a.push(out.clone().into_os_string());
+            if force {
+                a.push("--force".into());
+            }
+            a
+        };
+        let refused = h2probe().args(args(false)).output().unwrap();
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{what}: {err}");
+        assert!(
+            err.contains("is not empty") && err.contains("--force"),
+            "{what}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+        assert_eq!(left.len(), 1, "{what} wrote into the refused --out");
+        let forced = h2probe().args(args(true)).output().unwrap();
+        let err = String::from_utf8_lossy(&forced.stderr);
+        assert!(
+            matches!(forced.status.code(), Some(0 | 3)),
+            "{what} --force: {err}"
+        );
+        let product = if what == "merge" {
+            "trace.jsonl"
+        } else {
+            "comparison.md"
+        };
+        assert!(
+            out.join(product).exists(),
+            "{what} --force wrote no {product}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out.join("notes.txt")).unwrap(),
+            "mine",
+            "{what} --force removed a file that is not its own"
+        );
+    }
+    let onto_input = h2probe()
+        .arg("merge")
+        .args(&runs)
+        .arg("--out")
+        .arg(&runs[0])
+        .arg("--force")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&onto_input.stderr);
+    assert_eq!(onto_input.status.code(), Some(2), "{err}");
+    assert!(err.contains("is one of the runs to merge"), "{err}");
+    assert!(runs[0].join("trace.jsonl.gz").exists() && runs[0].join("meta.json").exists());
+}
+
 #[test]
 fn a_closed_stdout_ends_quietly_with_exit_0() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");

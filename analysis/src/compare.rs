@@ -48,10 +48,13 @@ impl Stat {
         let half_ulp = 0.5 * 10f64.powi(-(decimals as i32));
         let v = |x: f64| if x.abs() < half_ulp { 0.0 } else { x };
         let (m, lo, hi) = (v(self.median), v(self.min), v(self.max));
+        let (lo, hi) = (format!("{lo:.decimals$}"), format!("{hi:.decimals$}"));
+        // A range whose ends print alike says nothing: "0.06", not
+        // "0.06 (0.06–0.06)".
         if lo == hi {
             format!("{m:.decimals$}")
         } else {
-            format!("{m:.decimals$} ({lo:.decimals$}–{hi:.decimals$})")
+            format!("{m:.decimals$} ({lo}–{hi})")
         }
     }
 }
@@ -238,11 +241,24 @@ pub fn headline_cells(r: &Row) -> [String; 9] {
 }
 
 /// The headline table for the terminal, fitted to `width` columns (see
-/// [`transposed`]).
+/// [`transposed`]), with how many runs of each configuration failed a
+/// check: what `compare`'s exit code 3 says, shown where it is read.
 pub fn terminal_table(rows: &[Row], width: usize) -> String {
-    let cells: Vec<Vec<String>> = rows.iter().map(|r| headline_cells(r).to_vec()).collect();
-    transposed(&HEADLINE, &cells, width)
+    let mut headers = HEADLINE.to_vec();
+    headers.push(FAILED_ROW);
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut c = headline_cells(r).to_vec();
+            c.push(format!("{} of {}", r.failed_checks, r.runs));
+            c
+        })
+        .collect();
+    transposed(&headers, &cells, width)
 }
+
+/// The terminal table's last row: runs with a failed invariant check.
+pub const FAILED_ROW: &str = "runs failing a check";
 
 /// A table for the terminal, transposed (a column per line, a row per
 /// column) so that it fits `width` however many columns the table has:
@@ -467,6 +483,9 @@ mod tests {
         assert!(md.contains("| a | 3 | 300.0 (290.0–310.0) |"), "{md}");
         assert_eq!(Stat::of(&[1.0, 2.0, 3.0, 10.0]).median, 2.5);
         assert_eq!(Stat::of(&[-0.001, 0.002]).show(1), "0.0");
+        // Ends that print alike give no range.
+        assert_eq!(Stat::of(&[0.061, 0.0604]).show(2), "0.06");
+        assert_eq!(Stat::of(&[0.061, 0.0604]).show(4), "0.0607 (0.0604–0.0610)");
     }
 
     #[test]
@@ -505,6 +524,17 @@ mod tests {
         let blocks = t.split("\n\n").count();
         assert!(blocks >= 2, "{t}");
         assert_eq!(t.matches("sent/s (steady)").count(), blocks, "{t}");
+        // Every block says how many runs failed a check (none here).
+        assert_eq!(t.matches("runs failing a check").count(), blocks, "{t}");
+        assert!(t.contains("0 of 2"), "{t}");
+        let failing = rows
+            .iter()
+            .map(|r| Row {
+                failed_checks: 1,
+                ..r.clone()
+            })
+            .collect::<Vec<_>>();
+        assert!(terminal_table(&failing, 80).contains("1 of 2"));
         // A narrow table stays one block.
         let one = terminal_table(&rows[..1], 80);
         assert_eq!(one.split("\n\n").count(), 1, "{one}");

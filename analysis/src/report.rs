@@ -418,7 +418,11 @@ fn headline_lines(s: &Summary) -> String {
         or_na(c, || format!("{:.1}/s", s.send_rate)),
         or_na(c, || format!("{:.1}/s", s.send_rate_steady)),
         or_na(sv, || format!("{:.1}/s", s.completion_rate)),
-        or_na(c && sv, || format!("{:+.1} msg/s", s.queue_growth_rate)),
+        or_na(c && sv, || {
+            // A rate that rounds to zero prints as +0.0, not -0.0.
+            let g = s.queue_growth_rate;
+            format!("{:+.1} msg/s", if g.abs() < 0.05 { 0.0 } else { g })
+        }),
     );
     let _ = writeln!(
         o,
@@ -849,5 +853,21 @@ mod tests {
             some.contains("(stream mean +16400 B, 4.0 releases each, "),
             "{some}"
         );
+    }
+
+    /// A queue that did not grow reads +0.0, never -0.0 (a least-squares
+    /// slope of a flat queue comes out a hair below zero).
+    #[test]
+    fn a_flat_queue_grows_by_plus_zero() {
+        let s = Summary {
+            has_server: true,
+            has_client: true,
+            trace_ending: "clean".into(),
+            queue_growth_rate: -0.0004,
+            ..Summary::default()
+        };
+        let h = headline_lines(&s);
+        let rates = h.lines().find(|l| l.starts_with("rates")).unwrap();
+        assert!(rates.ends_with("queue growth +0.0 msg/s"), "{rates}");
     }
 }

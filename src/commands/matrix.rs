@@ -317,9 +317,15 @@ pub struct CompareOpts {
     pub window: Size,
 
     /// Output directory (default: captures/<utc-time>-compare[-SCENARIO]/);
-    /// each run gets a subdirectory.
+    /// each run gets a subdirectory. Refused if not empty.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+
+    /// Write into a non-empty --out anyway: the comparison's files and its
+    /// runs' directories of the same names are replaced, nothing else is
+    /// removed.
+    #[arg(long)]
+    pub force: bool,
 
     /// Payload bytes kept in frame events of the runs.
     #[arg(long, value_enum, default_value = "headers", value_name = "MODE")]
@@ -361,6 +367,17 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     };
     // Created once every refusal is past (a refused command leaves nothing):
     // below, before the first run, or before the comparison is written.
+    if let Some(first) = std::fs::read_dir(&out).ok().and_then(|mut d| d.next()) {
+        crate::refuse_unless!(
+            opts.force,
+            "--out {} is not empty (e.g. {}); use --force to write into it, or another --out",
+            out.display(),
+            first.map_or_else(
+                |_| "?".into(),
+                |e| e.file_name().to_string_lossy().into_owned()
+            )
+        );
+    }
 
     if !opts.runs.is_empty() {
         crate::refuse_unless!(
@@ -668,6 +685,8 @@ fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> anyhow::Resul
     r.output.no_pcap = !o.pcap;
     r.output.quiet = true;
     r.output.out = Some(out.join(format!("{}-r{rep}", c.slug)));
+    // Under compare --force a run directory of the same name is replaced.
+    r.output.force = o.force;
     Ok(r)
 }
 
@@ -793,6 +812,7 @@ mod tests {
             service_time: "10ms".parse().unwrap(),
             window: "65535".parse().unwrap(),
             out: None,
+            force: false,
             capture_payload: CapturePayload::Headers,
             pcap: false,
             quiet: true,

@@ -15,9 +15,14 @@ pub struct MergeOpts {
     #[arg(required = true, num_args = 2.., value_name = "RUN_DIR")]
     pub dirs: Vec<PathBuf>,
 
-    /// The merged run directory to write.
+    /// The merged run directory to write (refused if not empty).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+
+    /// Replace the run in a non-empty --out (its trace, meta, summary,
+    /// plots; other files are left).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Connection ids of the k-th input are offset by k × this, so ids of
@@ -30,8 +35,16 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         readers.push(h2probe_analysis::reader::open_run(d)?);
     }
     let metas = source_metas(&opts.dirs)?;
-    std::fs::create_dir_all(&opts.out)
-        .with_context(|| format!("creating {}", opts.out.display()))?;
+    // Writing the merge over one of its inputs would remove what is read.
+    let out = std::fs::canonicalize(&opts.out).ok();
+    for d in &opts.dirs {
+        crate::refuse_unless!(
+            out.is_none() || std::fs::canonicalize(d).ok() != out,
+            "--out {} is one of the runs to merge; choose another directory",
+            opts.out.display()
+        );
+    }
+    super::prepare_dir(&opts.out, opts.force)?;
     let out_path = opts.out.join("trace.jsonl");
     let file = std::fs::File::create(&out_path)
         .with_context(|| format!("creating {}", out_path.display()))?;
