@@ -309,7 +309,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let mut out = std::io::BufWriter::new(stdout.lock());
             let d = crate::decode::decode(&opts, &mut out)?;
             out.flush()?;
-            eprintln!("h2probe: {} frames, {} errors", d.frames, d.errors);
+            use h2probe_analysis::report::counted;
+            eprintln!(
+                "h2probe: {}, {}",
+                counted(d.frames, "frame"),
+                counted(d.errors, "error")
+            );
             Ok(if d.errors > 0 { 1 } else { 0 })
         }
     }

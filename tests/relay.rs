@@ -587,7 +587,7 @@ async fn the_relay_command_finishes_its_run_directory_on_ctrl_c() {
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).await.unwrap();
     assert_eq!(status.code(), Some(130), "{rest}");
-    assert!(rest.contains("relay     1 connection pairs"), "{rest}");
+    assert!(rest.contains("relay     1 connection pair ("), "{rest}");
     server.stop().await;
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
@@ -751,6 +751,28 @@ async fn h2load_through_the_relay_to_nghttpd_agrees_with_nghttpds_own_log() {
         sent, &s2c,
         "what nghttpd sent = what the relay read from it"
     );
+}
+
+/// An upstream that is the relay's own listening address (it would relay to
+/// itself until --max-connections) is refused before anything starts.
+#[test]
+fn an_upstream_that_is_the_relay_itself_is_refused() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let run = support::temp_dir("relay-self").join("run");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["relay", "--listen", &addr, "--upstream", &addr, "--out"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("it would relay to itself"), "{err}");
+    assert!(!run.exists(), "a refused relay left {}", run.display());
 }
 
 /// A Python grpcio client through the relay to `h2probe serve --release

@@ -585,17 +585,22 @@ fn headline_lines(s: &Summary) -> String {
     o
 }
 
+/// `n` and `what`, plural unless `n` is 1 ("1 frame", "2 frames").
+pub fn counted(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 /// The relay's lines: what crossed it, and per data flow the receiver's
 /// credit behaviour and the sender's credit waits.
 fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
     let closed: u64 = r.close_reasons.values().sum();
     let _ = writeln!(
         o,
-        "relay     {} connection pairs ({} refused, {} legs closed with a reason), {} frames forwarded unchanged{}; read→write in the relay {}",
-        r.connections,
+        "relay     {} ({} refused, {} closed with a reason), {} forwarded unchanged{}; read→write in the relay {}",
+        counted(r.connections, "connection pair"),
         r.refused,
-        closed,
-        r.frames_forwarded,
+        counted(closed, "leg"),
+        counted(r.frames_forwarded, "frame"),
         if r.frames_differing + r.frames_unforwarded > 0 {
             format!(
                 ", {} DIFFERING, {} NOT FORWARDED",
@@ -634,15 +639,16 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
         if f.window_updates_stream + f.window_updates_conn + f.exhausted_intervals == 0 {
             let _ = writeln!(
                 o,
-                "{name}       DATA {} frames ({} B); no WINDOW_UPDATE from the {receiver}, no credit wait",
-                f.data_frames, f.data_bytes
+                "{name}       DATA {} ({} B); no WINDOW_UPDATE from the {receiver}, no credit wait",
+                counted(f.data_frames, "frame"),
+                f.data_bytes
             );
             continue;
         }
         let _ = writeln!(
             o,
-            "{name}       DATA {} frames ({} B); {receiver}'s WINDOW_UPDATEs: {} stream (+{:.0} B p50, every {:.2}ms p50, {:.1} per MiB), {} connection (+{:.0} B p50)",
-            f.data_frames,
+            "{name}       DATA {} ({} B); {receiver}'s WINDOW_UPDATEs: {} stream (+{:.0} B p50, every {:.2}ms p50, {:.1} per MiB), {} connection (+{:.0} B p50)",
+            counted(f.data_frames, "frame"),
             f.data_bytes,
             f.window_updates_stream,
             f.update_increment_stream.p50,
@@ -869,5 +875,12 @@ mod tests {
         let h = headline_lines(&s);
         let rates = h.lines().find(|l| l.starts_with("rates")).unwrap();
         assert!(rates.ends_with("queue growth +0.0 msg/s"), "{rates}");
+    }
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(counted(1, "frame"), "1 frame");
+        assert_eq!(counted(0, "connection pair"), "0 connection pairs");
+        assert_eq!(counted(2, "leg"), "2 legs");
     }
 }

@@ -128,6 +128,19 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
         .await
         .with_context(|| format!("binding {}", opts.listen))?;
     let addr = listener.local_addr()?;
+    // An upstream that is this relay would relay to itself until
+    // --max-connections: refused before anything starts.
+    if let Ok(upstream) = tokio::net::lookup_host(&opts.upstream).await {
+        for u in upstream {
+            let same_host =
+                u.ip() == addr.ip() || (addr.ip().is_unspecified() && u.ip().is_loopback());
+            crate::refuse_unless!(
+                !(same_host && u.port() == addr.port()),
+                "--upstream {} is this relay's own --listen address {addr}: it would relay to itself",
+                opts.upstream
+            );
+        }
+    }
     // The progress line counts the probe's messages: a relay has none.
     let output = OutputOpts {
         quiet: true,
