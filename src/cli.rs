@@ -87,7 +87,7 @@ fn shorten(s: &str, max: usize) -> String {
 
 fn print_warnings(w: &[String]) {
     for w in w {
-        eprintln!("h2probe: warning: {w}");
+        crate::say!("warning: {w}");
     }
 }
 
@@ -97,7 +97,7 @@ use h2probe_analysis::report::exit_code;
 /// headline of what the trace holds, and exit code 1.
 fn recorded(error: &Option<String>) -> Option<i32> {
     let e = error.as_ref()?;
-    eprintln!("h2probe: {e}");
+    crate::say!("{e}");
     Some(1)
 }
 
@@ -153,7 +153,7 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(e) => {
             if e.downcast_ref::<crate::config::UsageError>().is_some() {
-                eprintln!("h2probe: {e:#}");
+                crate::say!("{e:#}");
                 return 2;
             }
             // A reader that stopped reading (`h2probe analyze … | head -1`):
@@ -168,7 +168,7 @@ pub fn main() -> i32 {
                     return 0;
                 }
             }
-            eprintln!("h2probe: {e:#}");
+            crate::say!("{e:#}");
             1
         }
     }
@@ -310,8 +310,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let d = crate::decode::decode(&opts, &mut out)?;
             out.flush()?;
             use h2probe_analysis::report::counted;
-            eprintln!(
-                "h2probe: {}, {}",
+            crate::say!(
+                "{}, {}",
                 counted(d.frames, "frame"),
                 counted(d.errors, "error")
             );

@@ -150,7 +150,7 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
         };
     // A parse error: on stderr for the user, as a wire_error event in the output.
     let report = |e: &crate::wire::Error, ep: Option<Endpoint>, out: &mut dyn Write| {
-        eprintln!("h2probe: {}: {e}", opts.file.display());
+        crate::say!("{}: {e}", opts.file.display());
         let kind = Kind::WireError(WireErrorEv {
             dir: Dir::Out,
             offset: e.offset(),

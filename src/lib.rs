@@ -12,6 +12,7 @@ pub mod decode;
 pub mod export;
 pub mod grpc;
 pub mod overload;
+pub mod say;
 pub mod tap;
 pub mod tls;
 pub mod trace;

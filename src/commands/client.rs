@@ -34,8 +34,8 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     );
     let (codec, streaming) = opts.message.codec(&opts.client.path)?;
     if opts.target.insecure {
-        eprintln!(
-            "h2probe: WARNING: --insecure: the server's TLS certificate is NOT verified \
+        crate::say!(
+            "WARNING: --insecure: the server's TLS certificate is NOT verified \
              (anyone on the path could impersonate {}); recorded in meta.json",
             opts.target.connect
         );
@@ -83,8 +83,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     let outcomes = tokio::select! {
         r = &mut run => r,
         _ = stall.as_mut() => {
-            eprintln!(
-                "h2probe: stalled: the client could send nothing for {} with messages pending (no credit from the server); ending the run (see the stall event)",
+            crate::say!("stalled: the client could send nothing for {} with messages pending (no credit from the server); ending the run (see the stall event)",
                 crate::config::Dur(stall_timeout)
             );
             let _ = interrupt_tx.send(true);
@@ -97,7 +96,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
             tokio::select! {
                 r = &mut run => r,
                 _ = session.interrupts.next() => {
-                    eprintln!("h2probe: second interrupt; abandoning open RPCs");
+                    crate::say!("second interrupt; abandoning open RPCs");
                     Ok(vec![])
                 }
             }

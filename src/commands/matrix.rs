@@ -390,7 +390,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         for dir in &opts.runs {
             let (summary, warnings) = super::analyze_dir(dir)?;
             for w in warnings {
-                eprintln!("h2probe: warning: {w}");
+                crate::say!("warning: {w}");
             }
             let config = part3_label(dir).unwrap_or_else(|| super::config_of(dir));
             runs.push(RunRef {
@@ -440,7 +440,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             o.client.validate()?;
             o.output.validate()?;
             if let Some(w) = super::run::schedule_warning(&o).filter(|_| !warned) {
-                eprintln!("h2probe: warning: {w}");
+                crate::say!("warning: {w}");
                 warned = true;
             }
             o.server.validate(
@@ -483,7 +483,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 }
                 let result = run::run(make_opts(&opts, c, &out, rep)?).await?;
                 for w in &result.warnings {
-                    eprintln!("h2probe: warning: {w}");
+                    crate::say!("warning: {w}");
                 }
                 runs.push(RunRef {
                     config: cfg,
@@ -496,7 +496,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 }
                 if result.interrupted {
                     // Ctrl-C stops the matrix; what ran so far is still compared.
-                    eprintln!("h2probe: interrupted after {done} of {total} runs; comparing those");
+                    crate::say!("interrupted after {done} of {total} runs; comparing those");
                     break 'matrix;
                 }
             }

@@ -217,9 +217,9 @@ impl Interrupts {
     pub(crate) fn announce(&self, what: &str) {
         match self.failure() {
             Some(err) => {
-                eprintln!("h2probe: {err}; stopping the run, then finishing what can be written")
+                crate::say!("{err}; stopping the run, then finishing what can be written")
             }
-            None => eprintln!("h2probe: interrupted; {what}"),
+            None => crate::say!("interrupted; {what}"),
         }
     }
 }

@@ -191,7 +191,7 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
     let _ = shutdown_tx.send(true);
     tokio::select! {
         r = task => r.context("relay task")??,
-        _ = session.interrupts.next() => eprintln!("h2probe: second interrupt; abandoning open pairs"),
+        _ = session.interrupts.next() => crate::say!("second interrupt; abandoning open pairs"),
     }
     let config = RunConfig {
         relay: config_part(&opts),

@@ -82,7 +82,7 @@ fn summary_of(dir: &Path) -> anyhow::Result<Summary> {
     }
     let (s, warnings) = super::analyse_showing_progress(dir)?;
     for w in warnings {
-        eprintln!("h2probe: warning: {w}");
+        crate::say!("warning: {w}");
     }
     Ok(s)
 }

@@ -233,7 +233,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     opts.output.validate()?;
     if let Some(w) = schedule_warning(&opts) {
         if !opts.output.quiet {
-            eprintln!("h2probe: warning: {w}");
+            crate::say!("warning: {w}");
         }
     }
     let cfg = opts.server.validate(
@@ -318,8 +318,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let outcomes = tokio::select! {
         r = &mut client_run => r,
         _ = stall.as_mut() => {
-            eprintln!(
-                "h2probe: stalled: nothing reached the application for {} with messages pending; ending the run (see the stall event)",
+            crate::say!("stalled: nothing reached the application for {} with messages pending; ending the run (see the stall event)",
                 stall_timeout
             );
             let _ = interrupt_tx.send(true);
@@ -334,7 +333,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             tokio::select! {
                 r = &mut client_run => r,
                 _ = session.interrupts.next() => {
-                    eprintln!("h2probe: second interrupt; abandoning open RPCs");
+                    crate::say!("second interrupt; abandoning open RPCs");
                     Ok(vec![])
                 }
             }
@@ -354,7 +353,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let server_result = tokio::select! {
         r = server_task => r.context("server task")?,
         _ = session.interrupts.next() => {
-            eprintln!("h2probe: second interrupt; abandoning open RPCs");
+            crate::say!("second interrupt; abandoning open RPCs");
             interrupted = true;
             Ok(())
         }

@@ -98,7 +98,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
     let _ = shutdown_tx.send(true);
     let served = tokio::select! {
         r = server_task => r.context("server task")?,
-        _ = session.interrupts.next() => { eprintln!("h2probe: second interrupt; abandoning open RPCs"); Ok(()) }
+        _ = session.interrupts.next() => { crate::say!("second interrupt; abandoning open RPCs"); Ok(()) }
     };
     served?;
     let config = RunConfig {

@@ -17,14 +17,11 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
     let events = std::iter::from_fn(move || loop {
         match r.next() {
             Some(Ok(e)) => return Some(e),
-            Some(Err(err)) => eprintln!("h2probe: warning: {}: skipped {err}", trace.display()),
+            Some(Err(err)) => crate::say!("warning: {}: skipped {err}", trace.display()),
             None => {
                 if !std::mem::replace(&mut ended, true) {
                     if let Some(w) = r.bad_payload_warning() {
-                        eprintln!(
-                            "h2probe: warning: {}: {w} (zeros in a pcap)",
-                            trace.display()
-                        );
+                        crate::say!("warning: {}: {w} (zeros in a pcap)", trace.display());
                     }
                 }
                 return None;
