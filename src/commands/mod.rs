@@ -350,7 +350,7 @@ impl Session {
             (Some(writer), rec)
         };
         let live = Arc::new(Live::default());
-        let progress = progress::spawn_progress(live.clone(), planned, output.quiet);
+        let progress = progress::spawn_progress(live.clone(), planned, command, output.quiet);
         Ok(Session {
             dir,
             rec,

@@ -35,23 +35,35 @@ fn bar_style(scheduled: bool) -> indicatif::ProgressStyle {
         .progress_chars("=> ")
 }
 
-/// The counts a progress line shows.
-fn counts(live: &Live) -> String {
+/// The counts a progress line shows: those `command`'s process can know
+/// (a `client` alone knows what it sent, a `serve` alone what its
+/// application did; their others read 0, which said nothing).
+fn counts(live: &Live, command: &str) -> String {
     let g = Live::get;
-    format!(
-        "sent {} done {} queued {} discarded {} unsent {}",
-        g(&live.sent),
+    let sent = format!("sent {}", g(&live.sent));
+    let unsent = format!("unsent {}", g(&live.never_sent));
+    let app = format!(
+        "done {} queued {} discarded {}",
         g(&live.completed),
         live.depth.load(std::sync::atomic::Ordering::Relaxed),
-        g(&live.discarded),
-        g(&live.never_sent)
-    )
+        g(&live.discarded)
+    );
+    match command {
+        "client" => format!("{sent} {unsent}"),
+        "serve" => app,
+        _ => format!("{sent} {app} {unsent}"),
+    }
 }
 
 /// Shows progress: a bar updated every second on a terminal, a plain line
 /// every 5 s otherwise, nothing with `--quiet`. The bar names its phase:
 /// offering while the schedule runs, then draining.
-pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Progress {
+pub(crate) fn spawn_progress(
+    live: Arc<Live>,
+    planned: u64,
+    command: &'static str,
+    quiet: bool,
+) -> Progress {
     use std::io::IsTerminal;
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -81,7 +93,7 @@ pub(crate) fn spawn_progress(live: Arc<Live>, planned: u64, quiet: bool) -> Prog
             } else {
                 "draining"
             };
-            let msg = counts(&live);
+            let msg = counts(&live, command);
             match &bar {
                 Some(b) => {
                     b.set_position(scheduled);
@@ -357,7 +369,7 @@ mod tests {
         bar.set_style(bar_style(true));
         bar.set_position(36_000);
         bar.set_prefix("draining");
-        bar.set_message(counts(&live));
+        bar.set_message(counts(&live, "run"));
         bar.finish();
         let lines: Vec<String> = screen.0.lock().unwrap().iter().map(|l| plain(l)).collect();
         let text = lines.join("\n");
@@ -387,15 +399,26 @@ mod tests {
         );
         bar.set_style(bar_style(false));
         bar.set_prefix("serving");
-        bar.set_message(counts(&Live::default()));
+        bar.set_message(counts(&Live::default(), "serve"));
         bar.finish();
         let text: Vec<String> = screen.0.lock().unwrap().iter().map(|l| plain(l)).collect();
         let text = text.join("\n");
         assert!(text.contains("00:00:00 serving\n"), "{text}");
         assert!(!text.contains('[') && !text.contains("0/1"), "{text}");
-        assert!(
-            text.contains("sent 0 done 0 queued 0 discarded 0 unsent 0"),
-            "{text}"
+        assert!(text.contains("done 0 queued 0 discarded 0"), "{text}");
+        // What a server alone cannot know is left out, not shown as 0.
+        assert!(!text.contains("sent"), "{text}");
+    }
+
+    #[test]
+    fn a_client_alone_shows_what_it_sent() {
+        let live = Live::default();
+        Live::add(&live.sent, 1253);
+        Live::add(&live.never_sent, 833);
+        assert_eq!(counts(&live, "client"), "sent 1253 unsent 833");
+        assert_eq!(
+            counts(&live, "run"),
+            "sent 1253 done 0 queued 0 discarded 0 unsent 833"
         );
     }
 
