@@ -281,21 +281,27 @@ fn assert_quiet_end(what: &str, out: std::process::Output) {
     assert_eq!(out.status.code(), Some(0), "{what}: {err}");
 }
 
-/// `merge` and `compare` refuse a non-empty --out unless --force (they
-/// wrote over what was there, a run included), and `merge` refuses to
-/// write over one of its inputs even with --force.
-#[test]
-fn merge_and_compare_refuse_a_non_empty_out_without_force() {
+/// Two copies of the committed reference run frame-direct (its trace and
+/// meta), in fresh directories named after `name`.
+fn reference_copies(name: &str) -> Vec<PathBuf> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
-    let runs: Vec<PathBuf> = (0..2)
+    (0..2)
         .map(|i| {
-            let dir = support::temp_dir(&format!("refuse-out-run-{i}"));
+            let dir = support::temp_dir(&format!("{name}-{i}"));
             for f in ["trace.jsonl.gz", "meta.json"] {
                 std::fs::copy(src.join(f), dir.join(f)).unwrap();
             }
             dir
         })
-        .collect();
+        .collect()
+}
+
+/// `merge` and `compare` refuse a non-empty --out unless --force (they
+/// wrote over what was there, a run included), and `merge` refuses to
+/// write over one of its inputs even with --force.
+#[test]
+fn merge_and_compare_refuse_a_non_empty_out_without_force() {
+    let runs = reference_copies("refuse-out-run");
     for what in ["merge", "compare"] {
         let out = support::temp_dir(&format!("refuse-out-{what}"));
         std::fs::write(out.join("notes.txt"), "mine").unwrap();
@@ -355,16 +361,7 @@ fn merge_and_compare_refuse_a_non_empty_out_without_force() {
 
 #[test]
 fn a_closed_stdout_ends_quietly_with_exit_0() {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
-    let runs: Vec<PathBuf> = (0..2)
-        .map(|i| {
-            let dir = support::temp_dir(&format!("epipe-{i}"));
-            for f in ["trace.jsonl.gz", "meta.json"] {
-                std::fs::copy(src.join(f), dir.join(f)).unwrap();
-            }
-            dir
-        })
-        .collect();
+    let runs = reference_copies("epipe");
     let compare_out = support::temp_dir("epipe-compare").join("c");
     let commands: [(&str, Vec<std::ffi::OsString>); 4] = [
         ("analyze", vec!["analyze".into(), runs[0].clone().into()]),
