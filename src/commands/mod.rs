@@ -613,8 +613,11 @@ pub(crate) fn config_of(dir: &Path) -> String {
     if meta.config.server.is_some() {
         differing.remove("target.connect");
     }
-    differing.remove("release");
-    differing.remove("queue");
+    // Already in the label (config_label: release, queue and a stack other
+    // than h2's), which named a hyper run's stack twice.
+    for said in ["release", "queue", "stack"] {
+        differing.remove(said);
+    }
     for (k, v) in differing {
         label.push_str(&format!(" {k}={v}"));
     }
@@ -690,6 +693,24 @@ mod tests {
         assert!(!a.contains('{') && !a.contains("connect"), "{a}");
         let other = label("c", 38415, Some("example.test"));
         assert_eq!(other, format!("{a} target.authority=example.test"));
+        // The hyper stack is named once (the label names it; the settings
+        // that differ from the defaults named it again).
+        let mut hyper = server.clone();
+        hyper["stack"] = "hyper".into();
+        let meta = h2probe_analysis::meta::Meta {
+            command: "run".into(),
+            config: h2probe_analysis::meta::RunConfig {
+                server: Some(hyper),
+                client: Some(client.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let dir = root.join("hyper");
+        std::fs::create_dir_all(&dir).unwrap();
+        super::write_json(&dir.join("meta.json"), &meta).unwrap();
+        let h = super::config_of(&dir);
+        assert_eq!(h.matches("stack=hyper").count(), 1, "{h}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 
