@@ -283,6 +283,10 @@ fn a_stalled_stream_drains_a_shared_64k_window_and_the_stall_is_detected() {
         "{stall}"
     );
     assert_eq!(s.stall_cause.as_deref(), Some("starvation"), "{stall}");
+    assert!(
+        stall.contains("draining the shared connection window"),
+        "{stall}"
+    );
     assert_eq!(s.checks["no_stall"].ok, Some(false));
     // Every message still ends exactly once.
     assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);
@@ -326,6 +330,13 @@ fn with_a_large_connection_window_only_the_stalled_stream_starves_and_is_named()
     assert!(stall.contains("/3: 65535 B unreleased ("), "{stall}");
     assert_eq!(s.stall_cause.as_deref(), Some("starvation"), "{stall}");
     assert!(!stall.contains("/1:") && !stall.contains("/5:"), "{stall}");
+    // Its own stream window is what it spent; the 1 MiB connection window
+    // was not drained (the 64 KiB case says it was).
+    assert!(stall.contains("its own stream window is spent"), "{stall}");
+    assert!(
+        !stall.contains("draining the shared connection window"),
+        "{stall}"
+    );
 }
 
 #[test]

@@ -121,9 +121,19 @@ impl Analyzer {
                 )
             })
             .collect();
+        // Starvation drains the shared connection window only when the
+        // held bytes fill it; with more connection credit than that, the
+        // starving stream spent its own window and the others go on.
+        let filled = per_conn.values().any(|&held| held >= st.conn_window);
+        let explain = match cause {
+            StallCause::Starvation if !filled => {
+                "starvation (a stream holds decoded bytes it never released: its own stream window is spent, while the connection window still has credit)"
+            }
+            c => c.explain(),
+        };
         let text = format!(
             "{}: at {:.3}s nothing reached the application for {:.1}s with {} messages pending; {}; {}",
-            cause.explain(),
+            explain,
             self.secs(t),
             st.timeout_ns as f64 / 1e9,
             st.pending,
