@@ -44,9 +44,7 @@ impl Stat {
 
     /// `median (min–max)`, or just the value when all repeats agree.
     pub fn show(&self, decimals: usize) -> String {
-        // Values that round to zero print as 0, not -0.
-        let half_ulp = 0.5 * 10f64.powi(-(decimals as i32));
-        let v = |x: f64| if x.abs() < half_ulp { 0.0 } else { x };
+        let v = |x: f64| crate::stats::rounded_zero(x, decimals);
         let (m, lo, hi) = (v(self.median), v(self.min), v(self.max));
         let (lo, hi) = (format!("{lo:.decimals$}"), format!("{hi:.decimals$}"));
         // A range whose ends print alike says nothing: "0.06", not

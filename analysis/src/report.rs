@@ -418,11 +418,10 @@ fn headline_lines(s: &Summary) -> String {
         or_na(c, || format!("{:.1}/s", s.send_rate)),
         or_na(c, || format!("{:.1}/s", s.send_rate_steady)),
         or_na(sv, || format!("{:.1}/s", s.completion_rate)),
-        or_na(c && sv, || {
-            // A rate that rounds to zero prints as +0.0, not -0.0.
-            let g = s.queue_growth_rate;
-            format!("{:+.1} msg/s", if g.abs() < 0.05 { 0.0 } else { g })
-        }),
+        or_na(c && sv, || format!(
+            "{:+.1} msg/s",
+            crate::stats::rounded_zero(s.queue_growth_rate, 1)
+        )),
     );
     let _ = writeln!(
         o,

@@ -123,6 +123,16 @@ impl Histo {
     }
 }
 
+/// `x` as it should print with `decimals` decimals: 0 when it rounds to
+/// zero, so a value a hair below zero prints as 0, not -0.
+pub fn rounded_zero(x: f64, decimals: usize) -> f64 {
+    if x.abs() < 0.5 * 10f64.powi(-(decimals as i32)) {
+        0.0
+    } else {
+        x
+    }
+}
+
 /// Ordinary least-squares slope and intercept of y over x; `None` with
 /// fewer than two distinct x.
 pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
