@@ -4,6 +4,10 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 #[derive(Default, Debug)]
 pub struct Live {
+    /// The schedule's progress against what a run plans: messages
+    /// scheduled, or with `--rpc exchange` originals (whose attempts,
+    /// retries included, are `scheduled`).
+    pub offered: Counter,
     pub scheduled: Counter,
     pub sent: Counter,
     pub never_sent: Counter,

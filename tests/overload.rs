@@ -210,6 +210,57 @@ fn reject_with_retry_keeps_ids_and_deadlines() {
     let ov = r.summary.overload.as_ref().unwrap();
     assert_eq!(ov.retries, s.retries);
     assert_eq!(ov.attempts, ov.first_attempts + ov.retries);
+    recount_collisions_lateness_and_rate(&dir, &r.summary);
+}
+
+/// The retry collision figure, recomputed from the trace: its window is the
+/// recorded slowdown (`10ms,800ms:40ms,1800ms:10ms`: [0.8, 1.8) s from the
+/// first original), cut in 20 ms bins. Each attempt's `send` is scheduled
+/// when the attempt was initiated (its lateness is its wait for the
+/// sender), and the originals' rate is (N − 1) over their span.
+fn recount_collisions_lateness_and_rate(
+    dir: &std::path::Path,
+    summary: &h2probe_analysis::analyze::Summary,
+) {
+    let ev = events(dir);
+    let of_type = |ty: &'static str| ev.iter().filter(move |e| e["type"] == ty);
+    let originals: Vec<u64> = of_type("original").map(|e| u(e, "t")).collect();
+    let t0 = *originals.iter().min().unwrap();
+    let last = *originals.iter().max().unwrap();
+    let (from, to) = (t0 + 800_000_000, t0 + 1_800_000_000);
+    let mut bins: HashMap<u64, u64> = HashMap::new();
+    for e in of_type("attempt").filter(|e| u(e, "attempt") > 1) {
+        let t = u(e, "t");
+        if t >= from && t < to {
+            *bins.entry((t - from) / 20_000_000).or_default() += 1;
+        }
+    }
+    let m: u64 = bins.values().sum();
+    let pairs: u64 = bins.values().map(|c| c * c.saturating_sub(1) / 2).sum();
+    let c = &summary.overload.as_ref().unwrap().collision;
+    assert_eq!(c.window, "slowdown", "{c:?}");
+    assert_eq!((c.from_ns, c.to_ns), (800_000_000, 1_800_000_000), "{c:?}");
+    assert!(m >= 2, "retries in the slowdown: {m}");
+    assert_eq!((c.retries, c.colliding_pairs), (m, pairs), "{c:?}");
+    assert_eq!(c.fraction, Some(pairs as f64 / (m * (m - 1) / 2) as f64));
+    let rate = (originals.len() - 1) as f64 / ((last - t0) as f64 / 1e9);
+    let ov = summary.overload.as_ref().unwrap();
+    assert!(
+        (ov.offered_rate - rate).abs() < 1e-9,
+        "{} vs {rate}",
+        ov.offered_rate
+    );
+    // Every send's scheduled time is its attempt's initiation.
+    let initiated: HashMap<(u64, u64, u64), u64> = of_type("attempt")
+        .map(|e| ((u(e, "conn"), u(e, "stream"), u(e, "seq")), u(e, "t")))
+        .collect();
+    let sends: Vec<&Value> = of_type("send").collect();
+    assert_eq!(sends.len(), initiated.len());
+    for e in sends {
+        let key = (u(e, "conn"), u(e, "stream"), u(e, "seq"));
+        assert_eq!(u(e, "scheduled"), initiated[&key], "{e}");
+        assert!(u(e, "begin") >= u(e, "scheduled"), "{e}");
+    }
 }
 
 #[test]
@@ -357,9 +408,21 @@ fn a_short_eight_client_comparison_runs_fixed_and_jitter() {
         "--out",
         dir.to_str().unwrap(),
     ]);
+    // The collision figures are taken over the shortened slowdown, and
+    // the tables say which window that was.
+    let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
+    assert!(md.contains("| retries M in [0.5, 1.5) s, fixed |"), "{md}");
     for run in ["fixed-r1", "jitter-r1"] {
         let s = support::read_summary(&dir.join(run));
         let ov = s.overload.as_ref().unwrap();
+        assert_eq!(
+            (
+                ov.collision.window.as_str(),
+                ov.collision.from_s,
+                ov.collision.to_s
+            ),
+            ("slowdown", 0.5, 1.5)
+        );
         assert_eq!(ov.originals, 160, "80/s over 8 clients for 2 s");
         assert_eq!(s.rpc_status.get("OK"), Some(&8), "{:?}", s.rpc_status);
         assert!(ov.retries > 0, "{ov:?}");

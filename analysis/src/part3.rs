@@ -6,7 +6,7 @@
 //! Runs are paired by repeat (the `-rN` suffix of their directory, which is
 //! also their jitter seed), as the article paired its blocks.
 
-use crate::analyze::overload::{Overload, COLLISION_BIN_NS, COLLISION_FROM_NS, COLLISION_TO_NS};
+use crate::analyze::overload::{Collision, Overload, COLLISION_BIN_NS};
 use crate::compare::RunRef;
 use crate::plots::{line_chart, Line, Panel, PlotError};
 use std::collections::BTreeMap;
@@ -78,6 +78,57 @@ fn groups(runs: &[RunRef]) -> Vec<(String, Vec<(&RunRef, &Overload)>)> {
             .unwrap_or(POLICIES.len())
     });
     out
+}
+
+/// Seconds as the tables print them: "12", "2.5".
+fn secs(x: f64) -> String {
+    crate::stats::trimmed(x, 3)
+}
+
+/// The collision window in ns from the first original (summaries written
+/// before it was recorded in ns: from its seconds).
+fn window_ns(c: &Collision) -> (u64, u64) {
+    if c.to_ns > 0 {
+        (c.from_ns, c.to_ns)
+    } else {
+        (
+            (c.from_s * 1e9).round() as u64,
+            (c.to_s * 1e9).round() as u64,
+        )
+    }
+}
+
+/// The runs' collision window, "[12, 24) s", or that it differs between them.
+fn window_label<'a>(runs: impl IntoIterator<Item = &'a Overload>) -> String {
+    let mut labels: Vec<String> = runs
+        .into_iter()
+        .map(|o| {
+            format!(
+                "[{}, {}) s",
+                secs(o.collision.from_s),
+                secs(o.collision.to_s)
+            )
+        })
+        .collect();
+    labels.dedup();
+    match labels.as_slice() {
+        [one] => one.clone(),
+        [] => "the window".into(),
+        _ => "the window (it differs between runs)".into(),
+    }
+}
+
+/// When the recovery phase (`after`) begins, "24 s", alike in every run.
+fn recovery_label<'a>(runs: impl IntoIterator<Item = &'a Overload>) -> String {
+    let mut labels: Vec<String> = runs
+        .into_iter()
+        .filter_map(|o| phase(o, "after").map(|p| format!("from {} s", secs(p.from_s))))
+        .collect();
+    labels.dedup();
+    match labels.as_slice() {
+        [one] => one.clone(),
+        _ => "(after the slowdown)".into(),
+    }
 }
 
 fn phase<'a>(o: &'a Overload, name: &str) -> Option<&'a crate::analyze::overload::PhaseLatency> {
@@ -306,15 +357,16 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
         };
         let (rp, rn) = p95(&retry);
         let (jp, jn) = p95(&reject);
+        let when = recovery_label(retry.values().chain(reject.values()).copied());
         let _ = writeln!(
             md,
-            "| recovery [24, 36) p95 RETRY (s) [cohort] | {rp} [{rn}] | {} |",
-            art("1.054–1.100 [934–956]")
+            "| recovery {when} p95 RETRY (s) [cohort] | {rp} [{rn}] | {} |",
+            art("[24, 36): 1.054–1.100 [934–956]")
         );
         let _ = writeln!(
             md,
-            "| recovery [24, 36) p95 REJECT (s) [cohort] | {jp} [{jn}] | {} |",
-            art("0.573–0.733 [900–932]")
+            "| recovery {when} p95 REJECT (s) [cohort] | {jp} [{jn}] | {} |",
+            art("[24, 36): 0.573–0.733 [900–932]")
         );
     }
     let d_owned = pairs(&wait, &reject, &|o| o.owned_mib_s);
@@ -359,24 +411,29 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
             stat(&rel, 3),
             art("−15.873 (−18.704 to −12.236)")
         );
+        let window = window_label(fixed.values().chain(jitter.values()).copied());
         let _ = writeln!(
             md,
-            "| retries M in [12, 24) s, fixed | {} | {} |",
+            "| retries M in {window}, fixed | {} | {} |",
             m(&fixed),
-            art("1,468–1,485")
+            art("[12, 24) s: 1,468–1,485")
         );
         let _ = writeln!(
             md,
-            "| retries M in [12, 24) s, jitter | {} | {} |",
+            "| retries M in {window}, jitter | {} | {} |",
             m(&jitter),
-            art("1,476–1,515")
+            art("[12, 24) s: 1,476–1,515")
         );
     }
     md
 }
 
-/// Per-20 ms-bin retry counts in the collision window of one trace.
-pub fn retry_bins(trace: &Path) -> Result<Vec<u64>, crate::reader::OpenError> {
+/// Per-20 ms-bin retry counts in the collision window `[from, to)` (ns
+/// from the first original) of one trace.
+pub fn retry_bins(
+    trace: &Path,
+    (from, to): (u64, u64),
+) -> Result<Vec<u64>, crate::reader::OpenError> {
     let mut r = crate::reader::TraceReader::open(trace)?.without_payloads();
     let (mut t0, mut retries): (Option<u64>, Vec<u64>) = (None, vec![]);
     while let Some(ev) = r.next_event() {
@@ -387,11 +444,11 @@ pub fn retry_bins(trace: &Path) -> Result<Vec<u64>, crate::reader::OpenError> {
             _ => {}
         }
     }
-    let n = ((COLLISION_TO_NS - COLLISION_FROM_NS) / COLLISION_BIN_NS) as usize;
+    let n = to.saturating_sub(from).div_ceil(COLLISION_BIN_NS) as usize;
     let mut bins = vec![0u64; n];
     if let Some(t0) = t0 {
         for t in retries {
-            let (from, to) = (t0 + COLLISION_FROM_NS, t0 + COLLISION_TO_NS);
+            let (from, to) = (t0 + from, t0 + to);
             if t >= from && t < to {
                 bins[((t - from) / COLLISION_BIN_NS) as usize] += 1;
             }
@@ -522,14 +579,14 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
         ],
     )?;
     files.push("part3-client.svg".to_string());
-    // Collision histogram: how many 20 ms bins of [12, 24) s held k retries.
+    // Collision histogram: how many 20 ms bins of the window held k retries.
     let mut hist = vec![];
     for (c, v) in &g {
         let mut counts: BTreeMap<u64, f64> = BTreeMap::new();
         let mut any = false;
-        for (r, _) in v {
+        for (r, o) in v {
             if let Some(trace) = crate::reader::trace_path(&r.dir) {
-                if let Ok(bins) = retry_bins(&trace) {
+                if let Ok(bins) = retry_bins(&trace, window_ns(&o.collision)) {
                     any |= bins.iter().any(|b| *b > 0);
                     for b in bins {
                         *counts.entry(b).or_default() += 1.0 / v.len() as f64;
@@ -556,7 +613,10 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
             &dir.join("part3-collisions.svg"),
             "retries initiated in the bin",
             &Panel {
-                title: "Retries per 20 ms bin of [12, 24) s (mean number of bins per run)".into(),
+                title: format!(
+                    "Retries per 20 ms bin of {} (mean number of bins per run)",
+                    window_label(g.iter().flat_map(|(_, v)| v.iter().map(|(_, o)| *o)))
+                ),
                 y_label: "bins".into(),
                 lines,
                 ..Panel::default()

@@ -196,8 +196,9 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
     );
     let _ = writeln!(
         o,
-        "attempts  N {}  F {}  A {} ({} retries)  S {}  R {}  slots ≤ {}",
+        "attempts  N {} ({:.1}/s)  F {}  A {} ({} retries)  S {}  R {}  slots ≤ {}",
         ov.originals,
+        ov.offered_rate,
         ov.first_attempts,
         ov.attempts,
         ov.retries,
@@ -227,9 +228,16 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
         ov.owned_peak_bytes as f64 / 1048576.0,
         ov.pending_peak,
         ov.outstanding_peak,
-        ov.collision
-            .fraction
-            .map_or(format!("n/a (M={})", ov.collision.retries), |f| format!("{f:.5} (M={})", ov.collision.retries)),
+        {
+            let c = &ov.collision;
+            let m = format!(
+                "M={} in [{}, {}) s",
+                c.retries,
+                crate::stats::trimmed(c.from_s, 3),
+                crate::stats::trimmed(c.to_s, 3)
+            );
+            c.fraction.map_or(format!("n/a ({m})"), |f| format!("{f:.5} ({m})"))
+        },
         ov.wire_bytes_per_useful.map_or("n/a".to_string(), |b| format!("{b:.0}")),
     );
     o
@@ -413,7 +421,13 @@ fn headline_lines(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        "rates     offered {}  sent {} (steady {})  completed {}  queue growth {}",
+        "rates     {} {}  sent {} (steady {})  completed {}  queue growth {}",
+        // Part 3: the attempts (the originals' rate is on `attempts`).
+        if s.overload.is_some() {
+            "attempts"
+        } else {
+            "offered"
+        },
         or_na(c, || format!("{:.1}/s", s.offered_rate)),
         or_na(c, || format!("{:.1}/s", s.send_rate)),
         or_na(c, || format!("{:.1}/s", s.send_rate_steady)),

@@ -815,7 +815,9 @@ pub struct SampleEv {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct SendEv {
     pub seq: u64,
-    /// Scheduled send time, ns (same clock as `t`).
+    /// Scheduled send time, ns (same clock as `t`): the pacer's time, or
+    /// with `--rpc exchange` when the attempt was initiated (its `attempt`
+    /// event's `t`).
     pub scheduled: u64,
     /// When the client began handing this message to h2, ns.
     pub begin: u64,

@@ -133,6 +133,16 @@ pub fn rounded_zero(x: f64, decimals: usize) -> f64 {
     }
 }
 
+/// `x` with at most `decimals` decimals and no trailing zeros: "12", "2.5".
+pub fn trimmed(x: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, rounded_zero(x, decimals));
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// Ordinary least-squares slope and intercept of y over x; `None` with
 /// fewer than two distinct x.
 pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
@@ -154,6 +164,15 @@ pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trimmed_drops_trailing_zeros_only() {
+        assert_eq!(trimmed(12.0, 3), "12");
+        assert_eq!(trimmed(2.5, 3), "2.5");
+        assert_eq!(trimmed(0.1234, 3), "0.123");
+        assert_eq!(trimmed(100.0, 0), "100");
+        assert_eq!(trimmed(-0.0001, 3), "0");
+    }
 
     #[test]
     fn slope_of_noisy_line_is_recovered() {

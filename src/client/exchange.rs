@@ -43,6 +43,10 @@ struct Orig {
 struct ToSend {
     orig: Orig,
     seq: u64,
+    /// When it was initiated (its `attempt` and `schedule` events' `t`):
+    /// its `send` event's `scheduled`, so lateness is the wait for the
+    /// sender (the wait for a credit before it is Part 3's pending).
+    initiated: u64,
 }
 
 /// What the response reader passes on.
@@ -142,7 +146,14 @@ impl State<'_> {
         Live::add(&self.ctx.live.scheduled, 1);
         // Never full: it holds at most --max-outstanding attempts, and each
         // one in it holds an outstanding credit.
-        if tx.try_send(ToSend { orig: o, seq }).is_err() {
+        if tx
+            .try_send(ToSend {
+                orig: o,
+                seq,
+                initiated: t,
+            })
+            .is_err()
+        {
             tracing::warn!("sender queue full or closed; attempt {seq} stays unanswered");
         }
     }
@@ -291,7 +302,7 @@ async fn sender(
         let bytes = data.len() as u32;
         super::send::send_message(ctx, conn, stream, send, a.seq, data).await?;
         in_progress.store(-1, Relaxed);
-        let seq = a.seq;
+        let (seq, scheduled) = (a.seq, a.initiated);
         ctx.rec.emit(
             Endpoint::Client,
             conn,
@@ -301,7 +312,7 @@ async fn sender(
             || {
                 Kind::Send(SendEv {
                     seq,
-                    scheduled: begin,
+                    scheduled,
                     begin,
                     bytes,
                 })
@@ -504,6 +515,7 @@ pub(super) async fn rpc(
                 i += 1;
                 schedule_open = at(i) < schedule_end && now_ns() < schedule_end;
                 let o = Orig { id, scheduled: t, deadline: t + original_deadline, attempts: 0 };
+                Live::add(&st.ctx.live.offered, 1);
                 let full = st.pending() >= opts.max_pending;
                 let (pending, outstanding) = (st.pending() + u32::from(!full), st.outstanding());
                 st.emit(t, KindId::Original, || Kind::Original(OriginalEv { id, deadline: o.deadline, pending, outstanding }));

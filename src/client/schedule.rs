@@ -79,6 +79,7 @@ pub(super) fn spawn(
                     })
                 });
             Live::add(&ctx.live.scheduled, 1);
+            Live::add(&ctx.live.offered, 1);
             if tx.try_send(Pending { seq, scheduled: at }).is_err() {
                 refused.add(seq, now_ns());
                 Live::add(&ctx.live.never_sent, 1);

@@ -85,18 +85,12 @@ pub(crate) fn spawn_progress(
                 _ = tick.tick() => {}
                 _ = &mut stopped => break,
             }
-            let scheduled = Live::get(&live.scheduled);
-            let phase = if planned == 0 {
-                "serving"
-            } else if scheduled < planned {
-                "offering"
-            } else {
-                "draining"
-            };
+            let offered = Live::get(&live.offered);
+            let phase = phase(planned, offered);
             let msg = counts(&live, command);
             match &bar {
                 Some(b) => {
-                    b.set_position(scheduled);
+                    b.set_position(offered);
                     b.set_prefix(phase);
                     b.set_message(msg);
                 }
@@ -111,6 +105,19 @@ pub(crate) fn spawn_progress(
     Progress {
         stop: Some(stop),
         task,
+    }
+}
+
+/// The phase a progress line names: `offered` is what the schedule has
+/// offered (originals with `--rpc exchange`, whose retries would otherwise
+/// pass `planned` while the schedule still runs).
+fn phase(planned: u64, offered: u64) -> &'static str {
+    if planned == 0 {
+        "serving"
+    } else if offered < planned {
+        "offering"
+    } else {
+        "draining"
     }
 }
 
@@ -347,6 +354,19 @@ mod tests {
             }
         }
         out
+    }
+
+    /// A Part 3 run whose retries outnumber its originals' shortfall still
+    /// offers until its originals are all scheduled.
+    #[test]
+    fn the_phase_follows_the_schedule_not_the_attempts() {
+        let live = Live::default();
+        Live::add(&live.offered, 2_000);
+        Live::add(&live.scheduled, 2_900);
+        assert_eq!(phase(2_880, Live::get(&live.offered)), "offering");
+        Live::add(&live.offered, 880);
+        assert_eq!(phase(2_880, Live::get(&live.offered)), "draining");
+        assert_eq!(phase(0, 5), "serving");
     }
 
     /// Counts of a long Part 1 run (120 s deadlines, thousands discarded)

@@ -18,11 +18,42 @@ use crate::schema::{
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// The collision window, from the first original's scheduled time (the
-/// article's slowdown: [12, 24) s), and its bin width.
+/// The collision window when the trace records no slowdown, from the first
+/// original's scheduled time (the article's: [12, 24) s), and the bin width.
+/// With a slowdown in the recorded service schedule, the window is its span
+/// (see [`collision_window`]).
 pub const COLLISION_FROM_NS: u64 = 12_000_000_000;
 pub const COLLISION_TO_NS: u64 = 24_000_000_000;
 pub const COLLISION_BIN_NS: u64 = 20_000_000;
+
+/// The retry collision window as offsets from the first original, and where
+/// it comes from. The slowdown is the first step of the recorded service
+/// schedule (`service_change` events) with the schedule's longest service
+/// time, if that is longer than the first step's; it lasts until the next
+/// step, or to `end` (offset of the trace's last event) when it is the last.
+/// Offsets are taken from step 0 (the schedule's origin), so a schedule
+/// `10ms,12s:40ms,24s:10ms` gives the article's [12, 24) s. Without a
+/// slowdown: [`COLLISION_FROM_NS`, `COLLISION_TO_NS`).
+pub fn collision_window(steps: &[(u64, u32, u64)], end: u64) -> (u64, u64, &'static str) {
+    let mut steps = steps.to_vec();
+    steps.sort_unstable_by_key(|s| (s.1, s.0));
+    let slowest = steps.iter().map(|s| s.2).max();
+    match (steps.first(), slowest) {
+        (Some(&(origin, _, first)), Some(max)) if max > first => {
+            let i = steps
+                .iter()
+                .position(|s| s.2 == max)
+                .expect("max is a step's");
+            let from = steps[i].0 - origin.min(steps[i].0);
+            let to = steps
+                .get(i + 1)
+                .map_or(end, |s| s.0.saturating_sub(origin))
+                .max(from);
+            (from, to, "slowdown")
+        }
+        _ => (COLLISION_FROM_NS, COLLISION_TO_NS, "default"),
+    }
+}
 
 /// Timer slack allowed when a wait ends at a deadline: a WAIT whose
 /// `expired` decision is recorded later than deadline + this is a violation.
@@ -56,6 +87,11 @@ pub struct Overload {
     pub open: u64,
     /// U / N (0 when N = 0).
     pub useful_fraction: f64,
+    /// Originals offered per second: (N − 1) over the span from the first
+    /// original's `t` to the last's (0 with fewer than two). The summary's
+    /// `offered_rate` counts attempts, retries included.
+    #[serde(default)]
+    pub offered_rate: f64,
     /// Terminal states by `reason` (`rejected/no_retry`, `never_sent/backlog`, …).
     pub end_reasons: BTreeMap<String, u64>,
     /// Server decisions at the admission boundary, by decision.
@@ -109,8 +145,19 @@ pub struct PhaseLatency {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Collision {
+    /// The window, in seconds from the first original (see
+    /// [`collision_window`]).
     pub from_s: f64,
     pub to_s: f64,
+    /// The same in ns, for tools that bin the retries again.
+    #[serde(default)]
+    pub from_ns: u64,
+    #[serde(default)]
+    pub to_ns: u64,
+    /// `slowdown`: the span of the recorded service schedule's slowdown;
+    /// `default`: no slowdown recorded, the article's [12, 24) s.
+    #[serde(default)]
+    pub window: String,
     pub bin_ms: f64,
     /// M: retries initiated in the window.
     pub retries: u64,
@@ -169,14 +216,16 @@ pub(super) struct Tracker {
     has_server: bool,
     o: Overload,
     t0: Option<u64>,
+    /// The last original's `t`.
+    last_original: u64,
     /// Open originals: id → (scheduled t, deadline).
     open: HashMap<u64, (u64, u64)>,
     ended: HashSet<u64>,
     /// (scheduled t, latency ns) of completed originals.
     latencies: Vec<(u64, u64)>,
     retry_times: Vec<u64>,
-    /// Service schedule steps: (t, step).
-    steps: Vec<(u64, u32)>,
+    /// Service schedule steps: (t, step, service ns).
+    steps: Vec<(u64, u32, u64)>,
     /// Admitted attempts not yet ended: (conn, stream, seq) → (framed, deadline).
     admitted: HashMap<(u32, u32, u64), (u32, u64)>,
     /// Attempts refused at the boundary (must never start).
@@ -205,7 +254,7 @@ impl Tracker {
             Kind::AttemptEnd(_) => self.seen = true,
             Kind::OriginalEnd(x) => self.original_end(e, x, line),
             Kind::Admission(a) => self.admission(e, a, line),
-            Kind::ServiceChange(c) => self.steps.push((t, c.step)),
+            Kind::ServiceChange(c) => self.steps.push((t, c.step, c.service_ns)),
             Kind::Send(_) if self.seen => self.o.sent += 1,
             Kind::Start(st) => {
                 let key = (e.conn, e.stream, st.seq);
@@ -280,6 +329,7 @@ impl Tracker {
         self.seen = true;
         self.o.originals += 1;
         self.t0 = Some(self.t0.map_or(e.t, |t0| t0.min(e.t)));
+        self.last_original = self.last_original.max(e.t);
         if self.open.insert(o.id, (e.t, o.deadline)).is_some() || self.ended.contains(&o.id) {
             self.accounting.add(e.t, line, || {
                 format!("original {} was scheduled twice", o.id)
@@ -453,6 +503,12 @@ impl Tracker {
         } else {
             0.0
         };
+        if let Some(t0) = self
+            .t0
+            .filter(|t0| self.last_original > *t0 && o.originals > 1)
+        {
+            o.offered_rate = (o.originals - 1) as f64 / ((self.last_original - t0) as f64 / 1e9);
+        }
         let span = self.first_t.map_or(0, |f| end.saturating_sub(f));
         if span > 0 {
             o.window_updates_per_s = self.wu_out as f64 / (span as f64 / 1e9);
@@ -468,7 +524,7 @@ impl Tracker {
         // Phases: the service schedule's steps (from the server), as offsets
         // from the first original.
         self.steps.sort_unstable();
-        let mut bounds: Vec<u64> = self.steps.iter().skip(1).map(|(t, _)| *t).collect();
+        let mut bounds: Vec<u64> = self.steps.iter().skip(1).map(|s| s.0).collect();
         bounds.dedup();
         let names: Vec<String> = match bounds.len() {
             2 => vec!["before".into(), "during".into(), "after".into()],
@@ -496,15 +552,15 @@ impl Tracker {
                 }
             })
             .collect();
-        let (m, pairs, fraction) = collision_fraction(
-            &self.retry_times,
-            t0 + COLLISION_FROM_NS,
-            t0 + COLLISION_TO_NS,
-            COLLISION_BIN_NS,
-        );
+        let (from, to, window) = collision_window(&self.steps, end.saturating_sub(t0));
+        let (m, pairs, fraction) =
+            collision_fraction(&self.retry_times, t0 + from, t0 + to, COLLISION_BIN_NS);
         o.collision = Collision {
-            from_s: COLLISION_FROM_NS as f64 / 1e9,
-            to_s: COLLISION_TO_NS as f64 / 1e9,
+            from_s: from as f64 / 1e9,
+            to_s: to as f64 / 1e9,
+            from_ns: from,
+            to_ns: to,
+            window: window.to_string(),
             bin_ms: COLLISION_BIN_NS as f64 / 1e6,
             retries: m,
             colliding_pairs: pairs,
@@ -601,6 +657,40 @@ mod tests {
             "one retry: no pair"
         );
         assert_eq!(collision_fraction(&[1, 3], 0, 10, 1).2, Some(0.0));
+    }
+
+    #[test]
+    fn the_collision_window_is_the_recorded_slowdown() {
+        let s = 1_000_000_000u64;
+        let ms = 1_000_000u64;
+        // The preset, anchored at 5 s: the article's window exactly.
+        let preset = [
+            (5 * s, 0, 10 * ms),
+            (17 * s, 1, 40 * ms),
+            (29 * s, 2, 10 * ms),
+        ];
+        assert_eq!(
+            collision_window(&preset, 40 * s),
+            (12 * s, 24 * s, "slowdown")
+        );
+        // A shortened schedule, recorded out of order: [2, 4) s.
+        let short = [
+            (9 * s, 2, 10 * ms),
+            (5 * s, 0, 10 * ms),
+            (7 * s, 1, 40 * ms),
+        ];
+        assert_eq!(collision_window(&short, 6 * s), (2 * s, 4 * s, "slowdown"));
+        // The slowest step is the last: the window runs to the trace's end.
+        let last = [(0, 0, 10 * ms), (3 * s, 1, 20 * ms), (5 * s, 2, 40 * ms)];
+        assert_eq!(collision_window(&last, 8 * s), (5 * s, 8 * s, "slowdown"));
+        // No slowdown (a faster step, a flat one, none): the article's window.
+        let default = (COLLISION_FROM_NS, COLLISION_TO_NS, "default");
+        assert_eq!(
+            collision_window(&[(0, 0, 40 * ms), (s, 1, 10 * ms)], 8 * s),
+            default
+        );
+        assert_eq!(collision_window(&[(0, 0, 10 * ms)], 8 * s), default);
+        assert_eq!(collision_window(&[], 8 * s), default);
     }
 
     fn ev(t: u64, ep: Endpoint, kind: Kind) -> Event {
