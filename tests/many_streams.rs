@@ -37,6 +37,35 @@ fn events(dir: &std::path::Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The connection credit the client had on the wire when the server's stall
+/// event was recorded, recounted from the server tap's frames: 65,535 (the
+/// connection's initial window) + the connection WINDOW_UPDATEs it wrote −
+/// the DATA frame lengths (padding counts) it read, up to the stall's `t`.
+/// One connection (these runs have one).
+fn conn_credit_at_stall(dir: &std::path::Path) -> i64 {
+    let ev = events(dir);
+    let stall = ev
+        .iter()
+        .find(|e| e["type"] == "stall" && e["ep"] == "server")
+        .expect("a server stall event");
+    let at = stall["t"].as_u64().unwrap();
+    let mut credit = 65_535i64;
+    for e in ev
+        .iter()
+        .filter(|e| e["type"] == "frame" && e["ep"] == "server" && e["t"].as_u64().unwrap() <= at)
+    {
+        let len = e["len"].as_i64().unwrap();
+        match (e["frame"].as_str().unwrap(), e["dir"].as_str().unwrap()) {
+            ("WINDOW_UPDATE", "out") if e["stream"] == 0 => {
+                credit += e["increment"].as_i64().unwrap()
+            }
+            ("DATA", "in") => credit -= len,
+            _ => {}
+        }
+    }
+    credit
+}
+
 /// 4 streams, 32 KiB units spanning two 16 KiB messages, released on decode,
 /// one 65,535-byte connection window: every stream ends up holding part of
 /// a unit (4 × 16 KiB ≥ 65,535), nobody can decode, nobody gets credit.
@@ -287,6 +316,12 @@ fn a_stalled_stream_drains_a_shared_64k_window_and_the_stall_is_detected() {
         stall.contains("draining the shared connection window"),
         "{stall}"
     );
+    // The connection credit the stall names is the trace's own, recounted.
+    assert_eq!(conn_credit_at_stall(&dir), 0);
+    assert!(
+        stall.contains("held unreleased, 0 B of connection credit on the wire"),
+        "{stall}"
+    );
     assert_eq!(s.checks["no_stall"].ok, Some(false));
     // Every message still ends exactly once.
     assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);
@@ -333,6 +368,14 @@ fn with_a_large_connection_window_only_the_stalled_stream_starves_and_is_named()
     // Its own stream window is what it spent; the 1 MiB connection window
     // was not drained (the 64 KiB case says it was).
     assert!(stall.contains("its own stream window is spent"), "{stall}");
+    let credit = conn_credit_at_stall(&dir);
+    assert!(credit > 0, "{credit}");
+    assert!(
+        stall.contains(&format!(
+            "held unreleased, {credit} B of connection credit on the wire"
+        )),
+        "{credit}: {stall}"
+    );
     assert!(
         !stall.contains("draining the shared connection window"),
         "{stall}"

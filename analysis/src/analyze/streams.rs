@@ -98,12 +98,20 @@ impl Analyzer {
                 .iter()
                 .map(|x| (x.conn, x.unreleased, partial(x.conn, x.stream))),
         );
+        // The connection credit the client still had on the wire at `t`:
+        // the server tap's reconstructed receive window (None without it).
+        let credit = |c: u32| {
+            self.conns
+                .get(&(Endpoint::Server, c))
+                .map(|x| x.flows[Flow::C2s as usize].conn())
+        };
         let conns: Vec<String> = per_conn
             .iter()
             .map(|(c, u)| {
                 format!(
-                    "connection {c}: {u} of {} B held unreleased",
-                    st.conn_window
+                    "connection {c}: {u} of {} B held unreleased, {} of connection credit on the wire",
+                    st.conn_window,
+                    credit(*c).map_or("no record".to_string(), |v| format!("{v} B"))
                 )
             })
             .collect();
@@ -121,10 +129,13 @@ impl Analyzer {
                 )
             })
             .collect();
-        // Starvation drains the shared connection window only when the
-        // held bytes fill it; with more connection credit than that, the
+        // Starvation drains the shared connection window when a
+        // connection's credit on the wire is spent (or, without the server's
+        // tap, when the held bytes fill the window); with credit left, the
         // starving stream spent its own window and the others go on.
-        let filled = per_conn.values().any(|&held| held >= st.conn_window);
+        let filled = per_conn
+            .iter()
+            .any(|(c, &held)| credit(*c).map_or(held >= st.conn_window, |v| v <= 0));
         let explain = match cause {
             StallCause::Starvation if !filled => {
                 "starvation (a stream holds decoded bytes it never released: its own stream window is spent, while the connection window still has credit)"
