@@ -148,7 +148,7 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     }
     let width = all
         .iter()
-        .map(|r| r.4.width_ns())
+        .map(|r| r.4.grid_width(tl.end_s))
         .max()
         .unwrap_or(1_000_000);
     let bucket_s = width as f64 / 1e9;
@@ -548,22 +548,29 @@ fn headline_lines(s: &Summary) -> String {
             s.credit_returned_in_growth_window as f64 / 1048576.0
         );
     }
-    if s.streams.len() >= 2 {
-        let of = if s.streams.iter().all(|f| f.offered_bytes.is_some()) {
-            "bytes ÷ offered"
-        } else {
-            "bytes"
+    // Summaries written before `stream_count` listed every stream.
+    let count = s.stream_count.max(s.streams.len() as u64);
+    if count >= 2 {
+        let of = match s.stream_fairness_basis.as_deref() {
+            Some("bytes_per_offered") => "bytes ÷ offered",
+            Some(_) => "bytes",
+            None if s.streams.iter().all(|f| f.offered_bytes.is_some()) => "bytes ÷ offered",
+            None => "bytes",
         };
         let mut line = format!(
-            "streams   {} carried DATA; fairness {} (Jain's index of {of}; 1 = equal)",
-            s.streams.len(),
+            "streams   {count} carried DATA; fairness {} (Jain's index of {of}; 1 = equal)",
             s.stream_fairness
                 .map_or("n/a".to_string(), |f| format!("{f:.2}"))
         );
         if !s.starved_streams.is_empty() {
             line.push_str(&format!(
-                "; STARVED (< 10 % of a fair share): {}",
-                s.starved_streams.join(", ")
+                "; STARVED (< 10 % of a fair share): {}{}",
+                s.starved_streams.join(", "),
+                if s.starved_streams_truncated {
+                    " and maybe more (only the least served are kept)"
+                } else {
+                    ""
+                }
             ));
         }
         if s.client_blocked_conn_window_s > 0.0 || s.client_blocked_stream_window_s > 0.0 {

@@ -175,6 +175,16 @@ impl FlowWindows {
     pub fn violation_count(&self) -> u64 {
         self.violation_count
     }
+    /// The stream's window, if it is tracked (it carried a frame).
+    pub fn tracked(&self, id: u32) -> Option<i64> {
+        self.streams.get(&id).copied()
+    }
+
+    /// Stops tracking a finished stream (the analysis retires it).
+    pub fn forget(&mut self, id: u32) {
+        self.streams.remove(&id);
+    }
+
     /// Final windows of every stream still tracked.
     pub fn streams(&self) -> impl Iterator<Item = (u32, i64)> + '_ {
         self.streams.iter().map(|(k, v)| (*k, *v))

@@ -32,33 +32,45 @@ impl Analyzer {
         self.server_status.get(&(server_conn, stream)) == Some(&0)
     }
 
+    /// One stream's share of the `bytes` check: whether it was cut short
+    /// (not ended OK) and, if its counts disagree, how.
+    pub(super) fn byte_verdict(&self, sid: u32, id: u32, out: u64) -> (bool, Option<String>) {
+        let inn = self
+            .conns
+            .get(&(Endpoint::Server, sid))
+            .and_then(|s| s.data_c2s.get(&id).copied())
+            .unwrap_or(0);
+        let app = self.rpcs.get(&(sid, id)).map_or(0, |r| r.chunks);
+        let (cut, holds) = if self.ended_ok(sid, id) {
+            (false, out == inn && inn == app)
+        } else {
+            // Cut short: bytes may be lost in flight or in h2's buffers,
+            // never created.
+            (true, out >= inn && inn >= app)
+        };
+        let bad =
+            (!holds).then(|| format!("stream {id}: client out {out}, server in {inn}, app {app}"));
+        (cut, bad)
+    }
+
+    /// The streams retired during the pass (see `retire`) and those left.
     pub(super) fn byte_check(&self, both: bool) -> Check {
         if !both {
             return Check::na("needs client and server events in one trace");
         }
-        let (mut streams, mut cut) = (0, 0);
-        let mut bad = vec![];
+        let t = &self.bytes_tally;
+        let (mut streams, mut cut) = (t.streams, t.cut);
+        let (mut bad, mut bad_count) = (t.bad.clone(), t.bad_count);
         for (cid, sid) in self.pairs() {
-            let (c, s) = (
-                &self.conns[&(Endpoint::Client, cid)],
-                &self.conns[&(Endpoint::Server, sid)],
-            );
-            for (id, out) in &c.data_c2s {
+            for (id, out) in &self.conns[&(Endpoint::Client, cid)].data_c2s {
                 streams += 1;
-                let inn = s.data_c2s.get(id).copied().unwrap_or(0);
-                let app = self.rpcs.get(&(sid, *id)).map_or(0, |r| r.chunks);
-                let holds = if self.ended_ok(sid, *id) {
-                    *out == inn && inn == app
-                } else {
-                    // Cut short: bytes may be lost in flight or in h2's
-                    // buffers, never created.
-                    cut += 1;
-                    *out >= inn && inn >= app
-                };
-                if !holds {
-                    bad.push(format!(
-                        "stream {id}: client out {out}, server in {inn}, app {app}"
-                    ));
+                let (c, b) = self.byte_verdict(sid, *id, *out);
+                cut += u64::from(c);
+                if let Some(b) = b {
+                    bad_count += 1;
+                    if bad.len() < super::retire::MAX_DETAILS {
+                        bad.push(b);
+                    }
                 }
             }
         }
@@ -78,7 +90,7 @@ impl Analyzer {
                 }
                 d
             } else {
-                bad.join("; ")
+                with_more(bad, bad_count)
             },
         )
     }
@@ -88,20 +100,26 @@ impl Analyzer {
             return Check::na("needs both taps in one trace");
         }
         let mut bad = vec![];
+        let mut bad_count = 0u64;
         let (mut compared, mut cut) = (0, 0);
         for (cid, sid) in self.pairs() {
             // Frames in flight when a connection is cut are seen by one tap
             // only: compare connections whose RPCs all ended OK.
-            let all_ok = self
-                .server_status
-                .iter()
-                .filter(|((c, _), _)| *c == sid)
-                .all(|(_, st)| *st == 0);
+            let all_ok = !self.agree_tally.not_ok.contains(&sid)
+                && self
+                    .server_status
+                    .iter()
+                    .filter(|((c, _), _)| *c == sid)
+                    .all(|(_, st)| *st == 0);
             if !all_ok {
                 cut += 1;
                 continue;
             }
             compared += 1;
+            if let Some((list, n)) = self.agree_tally.bad.get(&sid) {
+                bad_count += n;
+                bad.extend(list.iter().cloned());
+            }
             let (c, s) = (
                 &self.conns[&(Endpoint::Client, cid)],
                 &self.conns[&(Endpoint::Server, sid)],
@@ -109,6 +127,7 @@ impl Analyzer {
             for f in [Flow::C2s, Flow::S2c] {
                 let (a, b) = (&c.flows[f as usize], &s.flows[f as usize]);
                 if a.conn() != b.conn() {
+                    bad_count += 1;
                     bad.push(format!(
                         "{f:?} connection window: client {} vs server {}",
                         a.conn(),
@@ -117,6 +136,7 @@ impl Analyzer {
                 }
                 for (id, w) in a.streams() {
                     if b.stream(id) != w {
+                        bad_count += 1;
                         bad.push(format!(
                             "{f:?} stream {id}: client {w} vs server {}",
                             b.stream(id)
@@ -141,10 +161,21 @@ impl Analyzer {
                 }
                 d
             } else {
-                bad.join("; ")
+                bad.truncate(super::retire::MAX_DETAILS);
+                with_more(bad, bad_count)
             },
         )
     }
+}
+
+/// Failures named in a check's detail, and how many more there were.
+fn with_more(named: Vec<String>, count: u64) -> String {
+    let more = count.saturating_sub(named.len() as u64);
+    let mut d = named.join("; ");
+    if more > 0 {
+        d.push_str(&format!("; … and {more} more"));
+    }
+    d
 }
 
 /// What the checks of a finished pass are judged on.

@@ -18,6 +18,10 @@ impl Pending {
     pub(super) fn push(&mut self, t: u64, bytes: u64, timed: bool) {
         self.fifo.push_back((t, bytes, timed));
     }
+    pub(super) fn is_empty(&self) -> bool {
+        self.fifo.is_empty()
+    }
+
     /// Consumes `inc` bytes; returns latencies of releases fully carried and
     /// bytes of the increment that matched no release.
     pub(super) fn consume(&mut self, t: u64, mut inc: u64, lat: &mut Histo) -> u64 {

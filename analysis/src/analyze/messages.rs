@@ -161,13 +161,17 @@ impl Analyzer {
 
     /// A message left the application (completed or discarded).
     fn forget(&mut self, e: &Event, seq: u64, t: u64) {
-        let Some((framed, st)) = self
-            .rpcs
-            .get_mut(&(e.conn, e.stream))
-            .and_then(|r| r.msgs.remove(&seq))
-        else {
+        let Some(rpc) = self.rpcs.get_mut(&(e.conn, e.stream)) else {
             return;
         };
+        let Some((framed, st)) = rpc.msgs.remove(&seq) else {
+            return;
+        };
+        if rpc.msgs.is_empty() {
+            // Its table's room goes with its last message: what an RPC
+            // keeps once done is its counters.
+            rpc.msgs = HashMap::new();
+        }
         self.owned -= framed as i64;
         if st == MsgState::Queued {
             self.queued_bytes -= framed as i64;

@@ -13,6 +13,7 @@ mod messages;
 pub mod overload;
 pub mod relay;
 pub mod reorder;
+mod retire;
 pub mod slice;
 pub mod streams;
 pub mod summary;
@@ -36,6 +37,15 @@ type Offsets = VecDeque<(u64, u64)>;
 
 /// Blocked intervals kept for the interval plot; later ones only counted.
 const MAX_INTERVALS: usize = 20_000;
+
+/// The side of a probe endpoint (relay legs are analysed apart).
+fn side_of(ep: Endpoint) -> retire::Side {
+    if ep.is_client_end() {
+        retire::Side::Client
+    } else {
+        retire::Side::Server
+    }
+}
 
 /// Feeds events one at a time; [`Analyzer::finish`] gives the results.
 pub struct Analyzer {
@@ -77,6 +87,13 @@ pub struct Analyzer {
     rel_lat: Histo,
     rel_conn_lat: Histo,
     pending_stream: HashMap<(u32, u32), Pending>,
+    /// Streams whose RPCs ended, retired from the maps above (see
+    /// `retire`), and what their checks and figures came to.
+    retirement: retire::Retirement,
+    due: Vec<retire::Due>,
+    bytes_tally: retire::ByteTally,
+    agree_tally: retire::AgreeTally,
+    stream_tally: retire::StreamTally,
     pending_conn: HashMap<u32, Pending>,
     credit_violations: u64,
     credit_detail: String,
@@ -154,6 +171,11 @@ impl Analyzer {
             rel_lat: Histo::new(1e-6),
             rel_conn_lat: Histo::new(1e-6),
             pending_stream: HashMap::new(),
+            retirement: Default::default(),
+            due: vec![],
+            bytes_tally: Default::default(),
+            agree_tally: Default::default(),
+            stream_tally: Default::default(),
             pending_conn: HashMap::new(),
             credit_violations: 0,
             credit_detail: String::new(),
@@ -199,6 +221,7 @@ impl Analyzer {
             }
         }
         let t = e.t;
+        self.retire_due(t);
         self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => {
@@ -240,6 +263,8 @@ impl Analyzer {
                 conn.local = c.local.clone();
                 conn.peer = c.peer.clone();
                 conn.key = crate::schema::conn_key(e.ep, &c.local, &c.peer).unwrap_or_default();
+                self.retirement
+                    .conn_open(side_of(e.ep), e.conn, &c.local, &c.peer);
             }
             Kind::RpcStart(r) => {
                 // Raw framing, said by the server itself (a run can end
@@ -277,6 +302,7 @@ impl Analyzer {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
                 }
+                self.retirement.rpc_end(t, side_of(e.ep), e.conn, e.stream);
                 let name = status_name(r.status);
                 let map = match e.ep {
                     Endpoint::Client => &mut self.s.rpc_status,
@@ -372,16 +398,16 @@ impl Analyzer {
     pub fn finish(mut self, dropped: u64, ending: &Ending) -> (Summary, Timeline) {
         let both = self.has_client && self.has_server;
         let bytes_check = self.byte_check(both);
-        let streams = self.stream_figures();
-        self.s.stream_fairness = streams::jain(&streams::delivery(&streams));
-        if streams.len() >= 2 && streams.iter().any(|f| f.fair_share >= 0.5) {
-            self.s.starved_streams = streams
-                .iter()
-                .filter(|f| f.fair_share < streams::STARVED_BELOW)
-                .map(|f| format!("{}/{}", f.conn, f.stream))
-                .collect();
+        for f in self.stream_figures() {
+            self.stream_tally.add(f);
         }
-        self.s.streams = streams;
+        let st = std::mem::take(&mut self.stream_tally).finish();
+        self.s.stream_fairness = st.fairness;
+        self.s.starved_streams = st.starved;
+        self.s.starved_streams_truncated = st.starved_truncated;
+        self.s.stream_count = st.count;
+        self.s.stream_fairness_basis = st.basis.map(str::to_string);
+        self.s.streams = st.listed;
         self.s.client_blocked_conn_window_s = self.blocked_conn_window_ns as f64 / 1e9;
         self.s.client_blocked_stream_window_s = self.blocked_stream_window_ns as f64 / 1e9;
         let agree_check = self.agreement_check(both);

@@ -41,8 +41,9 @@ pub fn delivery(streams: &[StreamFigures]) -> Vec<f64> {
 }
 
 impl Analyzer {
-    /// Per-stream figures from the server's tap (client→server DATA) and
-    /// the server's decode events, sorted by (connection, stream).
+    /// Per-stream figures of the streams not retired yet, from the server's
+    /// tap (client→server DATA) and the server's decode events, sorted by
+    /// (connection, stream); `fair_share` is the tally's (see `retire`).
     pub(super) fn stream_figures(&self) -> Vec<StreamFigures> {
         let mut out: Vec<StreamFigures> = self
             .conns
@@ -70,11 +71,6 @@ impl Analyzer {
                 .and_then(|c| self.offered.get(&(*c, f.stream)).copied());
         }
         out.sort_by_key(|f| (f.conn, f.stream));
-        let x = delivery(&out);
-        let mean = x.iter().sum::<f64>() / x.len().max(1) as f64;
-        for (f, x) in out.iter_mut().zip(x) {
-            f.fair_share = if mean > 0.0 { x / mean } else { 0.0 };
-        }
         out
     }
 

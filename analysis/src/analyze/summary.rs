@@ -285,13 +285,26 @@ pub struct Summary {
     /// connection's.
     pub client_blocked_conn_window_s: f64,
     pub client_blocked_stream_window_s: f64,
-    /// Per stream, server's view (streams that carried DATA).
+    /// Per stream, server's view (streams that carried DATA): the first
+    /// [`super::retire::MAX_LISTED_STREAMS`] to end, sorted by
+    /// (connection, stream); `stream_count` counts them all.
     pub streams: Vec<StreamFigures>,
-    /// Jain's fairness index of bytes over streams (null below 2 streams).
+    /// Streams that carried DATA, listed or not.
+    #[serde(default)]
+    pub stream_count: u64,
+    /// Jain's fairness index of delivery over all streams (null below 2
+    /// streams), and what delivery was: `bytes_per_offered` (every
+    /// stream's demand known) or `bytes`.
     pub stream_fairness: Option<f64>,
+    #[serde(default)]
+    pub stream_fairness_basis: Option<String>,
     /// Streams that got < 10 % of their fair share while others progressed,
-    /// as `conn/stream`.
+    /// as `conn/stream` (the least served
+    /// [`super::retire::MAX_STARVED_NAMED`]; `starved_streams_truncated`
+    /// when every one of those was starved and more streams were not kept).
     pub starved_streams: Vec<String>,
+    #[serde(default)]
+    pub starved_streams_truncated: bool,
     /// `stall` events: the run stopped progressing and was ended.
     pub stalls: u64,
     /// The first stall, described (when, what was pending, each stream's

@@ -234,8 +234,15 @@ impl Analyzer {
                     } else {
                         self.s.window_updates_out_stream += 1;
                         self.wu_increment.record(inc as u64);
-                        if let Some(p) = self.pending_stream.get_mut(&(e.conn, e.stream)) {
+                        let key = (e.conn, e.stream);
+                        if let Some(p) = self.pending_stream.get_mut(&key) {
                             p.consume(t, inc as u64, &mut self.rel_lat);
+                            // A stream whose releases are all carried
+                            // holds nothing: an absent FIFO is an empty
+                            // one (memory per open stream, not per RPC).
+                            if p.is_empty() {
+                                self.pending_stream.remove(&key);
+                            }
                         }
                     }
                 }

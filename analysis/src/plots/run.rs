@@ -403,7 +403,11 @@ fn stream_bytes_chart(
     };
     let series: Vec<(&(Endpoint, u32, u32), &crate::series::Series)> =
         tl.stream_bytes.iter().filter(|(k, _)| k.0 == tap).collect();
-    let width = series.iter().map(|s| s.1.width_ns()).max().unwrap_or(1);
+    let width = series
+        .iter()
+        .map(|s| s.1.grid_width(tl.end_s))
+        .max()
+        .unwrap_or(1);
     // Layer order: most bytes first (bottom); the rest as one layer.
     let rank = |k: &(Endpoint, u32, u32)| -> usize {
         streams
