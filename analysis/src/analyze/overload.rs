@@ -8,7 +8,8 @@
 //! Everything is defined on event `t`. Memory: one entry per original not
 //! yet ended and per admitted attempt not yet ended, plus the ids of ended
 //! originals (8 bytes each, to catch a second ending), the completed
-//! originals' latencies and the retry times inside the collision window.
+//! originals' latencies and every retry's time (the collision window is
+//! known only once the schedule has been read).
 
 use super::summary::{Check, Timeline};
 use crate::schema::{
