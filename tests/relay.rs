@@ -554,7 +554,8 @@ async fn the_relay_command_finishes_its_run_directory_on_ctrl_c() {
     tokio::io::AsyncBufReadExt::read_line(&mut stdout, &mut line)
         .await
         .unwrap();
-    // "h2probe: relaying ADDR -> UPSTREAM (run directory …)"
+    // "h2probe: relaying ADDR -> UPSTREAM", then the run directory.
+    assert!(line.trim_end().chars().count() <= 80, "{line:?}");
     let addr: std::net::SocketAddr = line
         .split_whitespace()
         .nth(2)

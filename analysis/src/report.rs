@@ -174,6 +174,16 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     res.map_err(io_err(path))
 }
 
+/// Milliseconds to one decimal, or three below 0.05 ms, where one decimal
+/// would print 0.0 (a sender that keeps up: `--rpc exchange` lateness).
+fn short_ms(v: f64) -> String {
+    if v > 0.0 && v < 0.05 {
+        format!("{v:.3}ms")
+    } else {
+        format!("{v:.1}ms")
+    }
+}
+
 /// The Part 3 lines: useful completion first, then where every original
 /// went, the attempt accounting, the completed cohorts per phase, and the
 /// costs (server-owned payload, retry collisions, wire bytes).
@@ -458,8 +468,8 @@ fn headline_lines(s: &Summary) -> String {
         } else {
             String::new()
         },
-        or_na(c && s.lateness_ms.count > 0, || format!("{:.1}ms", s.lateness_ms.p50)),
-        or_na(c && s.lateness_ms.count > 0, || format!("{:.1}ms", s.lateness_ms.p99)),
+        or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p50)),
+        or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p99)),
         or_na(c && sv && s.c2s_frame_latency_ms.count > 0, || format!(
             "{:.3}ms",
             s.c2s_frame_latency_ms.p50
@@ -793,6 +803,14 @@ mod tests {
 
     fn words(s: &str) -> Vec<&str> {
         s.split_whitespace().collect()
+    }
+
+    #[test]
+    fn lateness_below_a_tenth_of_a_millisecond_is_not_printed_as_zero() {
+        assert_eq!(short_ms(0.005668), "0.006ms");
+        assert_eq!(short_ms(0.980459), "1.0ms");
+        assert_eq!(short_ms(835.2), "835.2ms");
+        assert_eq!(short_ms(0.0), "0.0ms");
     }
 
     #[test]

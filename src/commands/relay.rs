@@ -155,12 +155,10 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
         pairs_done: pairs_done.clone(),
         shutdown: shutdown_rx,
     });
-    // The address line is machine-readable: scripts wait for it.
-    println!(
-        "h2probe: relaying {addr} -> {} (run directory {})",
-        opts.upstream,
-        session.dir.display()
-    );
+    // The address line is machine-readable: scripts wait for it. The run
+    // directory on a line of its own keeps the first within 80 columns.
+    println!("h2probe: relaying {addr} -> {}", opts.upstream);
+    println!("h2probe: run directory {}", session.dir.display());
     let task = tokio::spawn(relay::serve(listener, ctx));
     let stop_after = async {
         match opts.exit_after {

@@ -61,11 +61,10 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         Arc::new(AtomicU32::new(0)),
         shutdown_rx,
     ));
-    // The address line is machine-readable: scripts wait for it.
-    println!(
-        "h2probe: listening on {addr} (run directory {})",
-        session.dir.display()
-    );
+    // The address line is machine-readable: scripts wait for it. The run
+    // directory on a line of its own keeps the first within 80 columns.
+    println!("h2probe: listening on {addr}");
+    println!("h2probe: run directory {}", session.dir.display());
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let stop_after = async {
         match opts.exit_after {

@@ -409,6 +409,8 @@ pub fn listening_addr(child: &mut std::process::Child) -> String {
     std::io::BufReader::new(child.stdout.as_mut().expect("stdout piped"))
         .read_line(&mut line)
         .unwrap();
+    // The run directory has a line of its own: this one fits 80 columns.
+    assert!(line.trim_end().chars().count() <= 80, "{line:?}");
     line.split_whitespace()
         .nth(3)
         .unwrap_or_else(|| panic!("no address in {line:?}"))
