@@ -181,3 +181,81 @@ fn an_idle_servers_trace_writer_sleeps() {
         "the idle writer switched {woke} times in 2 s (64 ms naps: about 31)"
     );
 }
+
+/// Server, relay and client as three processes, merged on one clock: the
+/// client's and the server's taps sit on two different sockets, paired
+/// through the relay's connection pair (it forwards every byte, stream ids
+/// and all), so the checks that compare the two ends are judged end to end.
+#[test]
+fn a_three_way_merge_judges_both_ends_through_the_relay() {
+    let root = support::temp_dir("three-way");
+    let bin = env!("CARGO_BIN_EXE_h2probe");
+    let spawn = |args: &[&str], out: &str| {
+        Command::new(bin)
+            .args(args)
+            .args(["--exit-after", "1", "--quiet", "--no-pcap", "--out"])
+            .arg(root.join(out))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut serve = spawn(&["serve", "--listen", "127.0.0.1:0"], "server");
+    let upstream = support::listening_addr(&mut serve);
+    let mut relay = spawn(
+        &["relay", "--listen", "127.0.0.1:0", "--upstream", &upstream],
+        "relay",
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(relay.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let via = line
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    let client = Command::new(bin)
+        .args([
+            "client",
+            "--connect",
+            &via,
+            "--duration",
+            "1s",
+            "--rate",
+            "200",
+        ])
+        .args(["--quiet", "--no-pcap", "--out"])
+        .arg(root.join("client"))
+        .output()
+        .unwrap();
+    assert!(
+        client.status.success(),
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    assert!(relay.wait().unwrap().success());
+    assert!(serve.wait().unwrap().success());
+    let merged = Command::new(bin)
+        .arg("merge")
+        .args(["server", "relay", "client"].map(|d| root.join(d)))
+        .arg("--out")
+        .arg(root.join("merged"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&merged.stdout);
+    assert!(
+        merged.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    let s = support::read_summary(&root.join("merged"));
+    assert!(s.relay.is_some(), "the relay's own analysis stays");
+    for (check, says) in [
+        ("bytes", "1 streams: client tap out = server tap in"),
+        ("windows_agree", "1 connections: final windows equal"),
+    ] {
+        let c = &s.checks[check];
+        assert_eq!(c.ok, Some(true), "{check}: {}", c.detail);
+        assert!(c.detail.starts_with(says), "{check}: {}", c.detail);
+    }
+}

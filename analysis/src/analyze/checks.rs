@@ -9,21 +9,10 @@ use std::collections::BTreeMap;
 
 impl Analyzer {
     /// Pairs each client connection with the server connection on the same
-    /// socket (addresses swapped): (client conn id, server conn id).
+    /// socket (addresses swapped), or at the other end of a relay's pair:
+    /// (client conn id, server conn id).
     pub(super) fn pairs(&self) -> Vec<(u32, u32)> {
-        let mut out = vec![];
-        for ((ep, cid), c) in &self.conns {
-            if *ep != Endpoint::Client || c.local.is_empty() {
-                continue;
-            }
-            for ((ep2, sid), s) in &self.conns {
-                if *ep2 == Endpoint::Server && s.local == c.peer && s.peer == c.local {
-                    out.push((*cid, *sid));
-                }
-            }
-        }
-        out.sort_unstable();
-        out
+        self.retirement.pairs()
     }
 
     /// Whether the server ended this RPC with OK. A stream cut short (reset,

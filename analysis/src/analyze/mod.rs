@@ -212,7 +212,16 @@ impl Analyzer {
             Endpoint::Server => self.has_server = true,
             Endpoint::ClientLeg | Endpoint::ServerLeg => {
                 // A relay's legs: their own analysis (`relay`), apart from
-                // the probe endpoints' figures and checks.
+                // the probe endpoints' figures and checks, which only learn
+                // which endpoints talk through it.
+                if let Kind::ConnOpen(c) = &e.kind {
+                    self.retirement.leg_open(
+                        e.ep == Endpoint::ServerLeg,
+                        e.conn,
+                        &c.local,
+                        &c.peer,
+                    );
+                }
                 self.relay.feed(e, self.line);
                 for (flow, stream, w) in std::mem::take(&mut self.relay.window_changes) {
                     self.log_window(e.t, e, flow, stream, w);

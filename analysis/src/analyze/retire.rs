@@ -45,6 +45,9 @@ pub(super) struct Retirement {
     server_of: HashMap<u32, u32>,
     /// (is client, local, peer) of every connection seen, to pair the next.
     addrs: HashMap<(bool, String, String), u32>,
+    /// A relay's connection pairs not yet matched with both endpoints:
+    /// (local, peer) of its client leg and of its server leg, by pair id.
+    legs: HashMap<u32, [Option<(String, String)>; 2]>,
 }
 
 /// A stream to retire now: its server (conn) and client (conn) sides, as
@@ -58,7 +61,7 @@ pub(super) struct Due {
 
 impl Retirement {
     /// A connection's addresses (`conn_open`): pairs it with the other
-    /// tap's connection on the same socket.
+    /// tap's connection on the same socket, or through a relay's pair.
     pub(super) fn conn_open(&mut self, side: Side, conn: u32, local: &str, peer: &str) {
         if local.is_empty() {
             return;
@@ -67,11 +70,58 @@ impl Retirement {
         let other = (!client, peer.to_string(), local.to_string());
         if let Some(&o) = self.addrs.get(&other) {
             let (c, s) = if client { (conn, o) } else { (o, conn) };
-            self.client_of.insert(s, c);
-            self.server_of.insert(c, s);
+            self.pair(c, s);
         }
         self.addrs
             .insert((client, local.to_string(), peer.to_string()), conn);
+        self.match_legs();
+    }
+
+    /// A relay leg's addresses: the relay forwards every byte unchanged,
+    /// so the client connected to its client leg and the server behind its
+    /// server leg (same pair id) see one conversation, stream ids and all.
+    pub(super) fn leg_open(&mut self, server_leg: bool, pair: u32, local: &str, peer: &str) {
+        if local.is_empty() {
+            return;
+        }
+        self.legs.entry(pair).or_default()[usize::from(server_leg)] =
+            Some((local.to_string(), peer.to_string()));
+        self.match_legs();
+    }
+
+    /// Pairs the endpoints of every relay pair whose two legs and two
+    /// endpoints have all been seen.
+    fn match_legs(&mut self) {
+        let mut done = vec![];
+        for (id, legs) in &self.legs {
+            let [Some((cl_local, cl_peer)), Some((sl_local, sl_peer))] = legs else {
+                continue;
+            };
+            // The client's socket is the client leg's, seen from its end;
+            // the server's is the server leg's.
+            let c = self.addrs.get(&(true, cl_peer.clone(), cl_local.clone()));
+            let s = self.addrs.get(&(false, sl_peer.clone(), sl_local.clone()));
+            if let (Some(&c), Some(&s)) = (c, s) {
+                done.push((*id, c, s));
+            }
+        }
+        for (id, c, s) in done {
+            self.legs.remove(&id);
+            self.pair(c, s);
+        }
+    }
+
+    fn pair(&mut self, client: u32, server: u32) {
+        self.client_of.insert(server, client);
+        self.server_of.insert(client, server);
+    }
+
+    /// (client conn, server conn) of every connection seen by both ends'
+    /// taps, directly or through a relay, sorted.
+    pub(super) fn pairs(&self) -> Vec<(u32, u32)> {
+        let mut out: Vec<(u32, u32)> = self.server_of.iter().map(|(c, s)| (*c, *s)).collect();
+        out.sort_unstable();
+        out
     }
 
     /// An RPC ended on `side` at `t`.
