@@ -465,8 +465,8 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         'matrix: for rep in 1..=opts.repeats {
             for c in &matrix {
                 let cfg = c.label.clone();
-                let msg = format!(
-                    "run {} of {total}: {cfg}{}{}",
+                let head = format!(
+                    "run {} of {total}{}{}",
                     done + 1,
                     if opts.repeats > 1 {
                         format!(" (repeat {rep}/{})", opts.repeats)
@@ -476,9 +476,12 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                     eta(started.elapsed(), done, total)
                 );
                 match &bar {
-                    Some(b) => b.set_message(msg),
+                    Some(b) => {
+                        b.set_prefix(head);
+                        b.set_message(cfg.clone());
+                    }
                     // Not an error line: no `h2probe:` prefix.
-                    None if !opts.quiet => eprintln!("progress {msg}"),
+                    None if !opts.quiet => eprintln!("{}", plain_progress(&head, &cfg)),
                     None => {}
                 }
                 let result = run::run(make_opts(&opts, c, &out, rep)?).await?;
@@ -701,9 +704,27 @@ fn eta(elapsed: std::time::Duration, done: u64, total: u64) -> String {
     format!(", ≈{left:.0}s left")
 }
 
-/// The bar: how many runs finished, and a message naming the run in
-/// progress (`run k of n`, its configuration, the time left). indicatif
-/// trims `wide_msg`, so the line fits the terminal (80 columns too).
+/// The progress line without a terminal: `progress run k of n…: LABEL`,
+/// the label folded under it past 80 columns.
+fn plain_progress(head: &str, label: &str) -> String {
+    let one = format!("progress {head}: {label}");
+    if one.chars().count() <= 80 {
+        return one;
+    }
+    let indent = " ".repeat("progress ".len());
+    let mut out = format!("progress {head}:");
+    for l in h2probe_analysis::compare::wrap_words(label, 80 - indent.len()) {
+        out.push('\n');
+        out.push_str(&indent);
+        out.push_str(&l);
+    }
+    out
+}
+
+/// The bar: how many runs finished and which run is in progress (`run k
+/// of n`, the repeat, the time left) on one line, its configuration on
+/// the next; indicatif trims `wide_msg`, so that line fits the terminal
+/// (80 columns too) and the time left is never the part cut.
 fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
     if quiet || !std::io::stderr().is_terminal() {
@@ -711,9 +732,11 @@ fn progress_bar(total: u64, quiet: bool) -> Option<indicatif::ProgressBar> {
     }
     let b = indicatif::ProgressBar::new(total);
     b.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:16}] {wide_msg}")
-            .expect("static template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:16}] {prefix}\n{wide_msg}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
     );
     b.enable_steady_tick(std::time::Duration::from_millis(500));
     Some(b)
@@ -753,6 +776,26 @@ fn write_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without a terminal, a long configuration label folds under the
+    /// progress line's head; every line within 80 columns, no word lost.
+    #[test]
+    fn the_plain_progress_line_folds_a_long_label_at_80_columns() {
+        let label = "release=complete,1=frame queue=bounded:32 worker=2 framing=raw:32KiB stream-window=1MiB conn-window=4MiB";
+        let head = "run 12 of 105 (repeat 3/5), ≈1234s left";
+        let text = plain_progress(head, label);
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(text.starts_with(&format!("progress {head}:\n")), "{text}");
+        let words: Vec<&str> = text.split_whitespace().collect();
+        assert!(
+            label.split_whitespace().all(|w| words.contains(&w)),
+            "{text}"
+        );
+        assert_eq!(
+            plain_progress("run 1 of 2", "stack=h2"),
+            "progress run 1 of 2: stack=h2"
+        );
+    }
 
     #[test]
     fn labels_keep_what_differs_between_groups() {
