@@ -1,6 +1,6 @@
 //! The analysis of a long trace holds what its open streams need, not what
 //! the trace held: 100,000 one-message RPCs over 1,000 s of `t` are analysed
-//! within the bound one short RPC needs. Before streams were retired, each
+//! in under 64 MB (the build before took 6.4 GB). Before streams were retired, each
 //! RPC kept ≈ 600 bytes of per-stream state to the end, and the stream plot
 //! drew 64 early streams' 1 ms buckets to the trace's end (129 MB for 40 s).
 //! One test in this file: the peak RSS read is that of this process's
@@ -10,30 +10,14 @@ mod support;
 
 use std::io::Write as _;
 
-fn children_peak_rss() -> u64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    assert_eq!(
-        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
-        0
-    );
-    usage.ru_maxrss as u64 * 1024
-}
-
 #[test]
 fn a_long_trace_is_analysed_in_memory_that_follows_the_open_streams() {
     const MB: u64 = 1 << 20;
     const RPCS: u64 = 100_000;
     let dir = support::temp_dir("analyze-long");
     let origin = 1_000_000_000u64;
-    let header = h2probe_analysis::schema::Header {
-        schema: h2probe_analysis::schema::SCHEMA_VERSION,
-        tool: "h2probe test".into(),
-        clock: "CLOCK_MONOTONIC".into(),
-        origin_mono_ns: origin,
-        origin_unix_ns: 1_700_000_000_000_000_000,
-    };
     let mut w = std::io::BufWriter::new(std::fs::File::create(dir.join("trace.jsonl")).unwrap());
-    writeln!(w, "{}", header.to_line()).unwrap();
+    writeln!(w, "{}", support::trace_header(origin)).unwrap();
     // The server's side of one RPC every 10 ms, each on a stream of its
     // own: its DATA, the connection credit returned, the bytes handed to
     // the application, its end.
@@ -72,7 +56,7 @@ fn a_long_trace_is_analysed_in_memory_that_follows_the_open_streams() {
     assert_eq!(summary.streams.len(), 1_000, "the first 1,000 listed");
     assert_eq!(summary.data_bytes_in, RPCS * 100);
     assert_eq!(summary.stream_fairness, Some(1.0));
-    let peak = children_peak_rss();
+    let peak = support::children_peak_rss();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         peak < 64 * MB,

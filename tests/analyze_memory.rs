@@ -9,32 +9,15 @@ mod support;
 use base64::Engine as _;
 use std::io::Write as _;
 
-/// Peak RSS of the children this process has waited for, in bytes.
-fn children_peak_rss() -> u64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    assert_eq!(
-        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
-        0
-    );
-    usage.ru_maxrss as u64 * 1024
-}
-
 #[test]
 fn analysing_a_full_capture_holds_no_payload_bytes() {
     const MB: u64 = 1 << 20;
     const FRAMES: u64 = 6_000;
     let dir = support::temp_dir("analyze-memory");
     let origin = 1_000_000_000u64;
-    let header = h2probe_analysis::schema::Header {
-        schema: h2probe_analysis::schema::SCHEMA_VERSION,
-        tool: "h2probe test".into(),
-        clock: "CLOCK_MONOTONIC".into(),
-        origin_mono_ns: origin,
-        origin_unix_ns: 1_700_000_000_000_000_000,
-    };
     let payload = base64::engine::general_purpose::STANDARD.encode(vec![0x5a; 16_384]);
     let mut w = std::io::BufWriter::new(std::fs::File::create(dir.join("trace.jsonl")).unwrap());
-    writeln!(w, "{}", header.to_line()).unwrap();
+    writeln!(w, "{}", support::trace_header(origin)).unwrap();
     // 94 MiB of payload within 6 ms of `t`: all of it inside one reorder window.
     for i in 0..FRAMES {
         writeln!(
@@ -63,7 +46,7 @@ fn analysing_a_full_capture_holds_no_payload_bytes() {
         FRAMES * 16_384,
         "every frame analysed"
     );
-    let peak = children_peak_rss();
+    let peak = support::children_peak_rss();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         peak < 64 * MB,

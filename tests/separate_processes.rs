@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 #[test]
@@ -34,15 +33,7 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(serve.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split_whitespace()
-        .nth(3)
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let addr = support::listening_addr(&mut serve);
     let client = Command::new(bin)
         .args([
             "client",
@@ -205,15 +196,7 @@ fn a_three_way_merge_judges_both_ends_through_the_relay() {
         &["relay", "--listen", "127.0.0.1:0", "--upstream", &upstream],
         "relay",
     );
-    let mut line = String::new();
-    std::io::BufReader::new(relay.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let via = line
-        .split_whitespace()
-        .nth(2)
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let via = support::announced_addr(&mut relay, 2);
     let client = Command::new(bin)
         .args([
             "client",

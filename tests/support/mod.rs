@@ -402,8 +402,15 @@ pub fn analyze(dir: &std::path::Path) -> std::process::Output {
 }
 
 /// The address a `serve` child prints on its first stdout line
-/// (`listening on h2c://ADDR …`, the 4th word).
+/// (`h2probe: listening on ADDR`, the 4th word).
 pub fn listening_addr(child: &mut std::process::Child) -> String {
+    announced_addr(child, 3)
+}
+
+/// The `word`th word (from 0) of a child's first stdout line, where `serve`
+/// (`h2probe: listening on ADDR`) and `relay` (`h2probe: relaying ADDR ->
+/// UPSTREAM`) say where they listen.
+pub fn announced_addr(child: &mut std::process::Child, word: usize) -> String {
     use std::io::BufRead;
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.as_mut().expect("stdout piped"))
@@ -412,9 +419,33 @@ pub fn listening_addr(child: &mut std::process::Child) -> String {
     // The run directory has a line of its own: this one fits 80 columns.
     assert!(line.trim_end().chars().count() <= 80, "{line:?}");
     line.split_whitespace()
-        .nth(3)
+        .nth(word)
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string()
+}
+
+/// Peak RSS of the children this process has waited for, in bytes (a test
+/// file that reads it holds one test: the peak is its largest child's).
+pub fn children_peak_rss() -> u64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
+        0
+    );
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// A trace file's header line for a made-up trace whose clock starts at
+/// `origin` (ns).
+pub fn trace_header(origin: u64) -> String {
+    h2probe_analysis::schema::Header {
+        schema: h2probe_analysis::schema::SCHEMA_VERSION,
+        tool: "h2probe test".into(),
+        clock: "CLOCK_MONOTONIC".into(),
+        origin_mono_ns: origin,
+        origin_unix_ns: 1_700_000_000_000_000_000,
+    }
+    .to_line()
 }
 
 /// Asserts that what a command printed fits an 80-column terminal: every
