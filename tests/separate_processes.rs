@@ -6,6 +6,31 @@ mod support;
 
 use std::process::{Command, Stdio};
 
+/// `h2probe client` against `addr` for 1 s at 200 messages/s, into `out`;
+/// asserts it succeeded.
+fn client_for_1s(addr: &str, out: &std::path::Path) -> std::process::Output {
+    let client = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "client",
+            "--connect",
+            addr,
+            "--duration",
+            "1s",
+            "--rate",
+            "200",
+        ])
+        .args(["--quiet", "--no-pcap", "--out"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        client.status.success(),
+        "{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    client
+}
+
 #[test]
 fn serve_and_client_traces_merge_on_the_shared_clock() {
     let root = support::temp_dir("separate");
@@ -34,27 +59,7 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
         .spawn()
         .unwrap();
     let addr = support::listening_addr(&mut serve);
-    let client = Command::new(bin)
-        .args([
-            "client",
-            "--connect",
-            &addr,
-            "--duration",
-            "1s",
-            "--rate",
-            "200",
-            "--quiet",
-            "--no-pcap",
-            "--out",
-        ])
-        .arg(root.join("client"))
-        .output()
-        .unwrap();
-    assert!(
-        client.status.success(),
-        "{}",
-        String::from_utf8_lossy(&client.stderr)
-    );
+    let client = client_for_1s(&addr, &root.join("client"));
     // What a person reads: the RPC's line says OK and nothing after it (it
     // once ended in a stray space), and no line ends in blanks.
     let stdout = String::from_utf8_lossy(&client.stdout);
@@ -197,25 +202,7 @@ fn a_three_way_merge_judges_both_ends_through_the_relay() {
         "relay",
     );
     let via = support::announced_addr(&mut relay, 2);
-    let client = Command::new(bin)
-        .args([
-            "client",
-            "--connect",
-            &via,
-            "--duration",
-            "1s",
-            "--rate",
-            "200",
-        ])
-        .args(["--quiet", "--no-pcap", "--out"])
-        .arg(root.join("client"))
-        .output()
-        .unwrap();
-    assert!(
-        client.status.success(),
-        "{}",
-        String::from_utf8_lossy(&client.stderr)
-    );
+    client_for_1s(&via, &root.join("client"));
     assert!(relay.wait().unwrap().success());
     assert!(serve.wait().unwrap().success());
     let merged = Command::new(bin)

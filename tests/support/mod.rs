@@ -424,6 +424,19 @@ pub fn announced_addr(child: &mut std::process::Child, word: usize) -> String {
         .to_string()
 }
 
+/// `h2probe analyze DIR` on a made-up trace: exit 0 or 3 (its checks may
+/// fail; the analysis went through); its summary.
+pub fn analyze_made_up(dir: &std::path::Path) -> h2probe_analysis::analyze::Summary {
+    let out = analyze(dir);
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read_summary(dir)
+}
+
 /// Peak RSS of the children this process has waited for, in bytes (a test
 /// file that reads it holds one test: the peak is its largest child's).
 pub fn children_peak_rss() -> u64 {
