@@ -214,8 +214,8 @@ fn reject_with_retry_keeps_ids_and_deadlines() {
 }
 
 /// The retry collision figure, recomputed from the trace: its window is the
-/// recorded slowdown (`10ms,800ms:40ms,1800ms:10ms`: [0.8, 1.8) s from the
-/// first original), cut in 20 ms bins. Each attempt's `send` is scheduled
+/// recorded slowdown (`10ms,800ms:40ms,1800ms:10ms`: the `service_change`
+/// events of steps 1 and 2), cut in 20 ms bins from its start. Each attempt's `send` is scheduled
 /// when the attempt was initiated (its lateness is its wait for the
 /// sender), and the originals' rate is (N − 1) over their span.
 fn recount_collisions_lateness_and_rate(
@@ -227,7 +227,14 @@ fn recount_collisions_lateness_and_rate(
     let originals: Vec<u64> = of_type("original").map(|e| u(e, "t")).collect();
     let t0 = *originals.iter().min().unwrap();
     let last = *originals.iter().max().unwrap();
-    let (from, to) = (t0 + 800_000_000, t0 + 1_800_000_000);
+    let step = |n: u64| {
+        of_type("service_change")
+            .find(|e| u(e, "step") == n)
+            .map(|e| u(e, "t"))
+            .unwrap()
+    };
+    let (from, to) = (step(1), step(2));
+    assert_eq!((from - step(0), to - step(0)), (800_000_000, 1_800_000_000));
     let mut bins: HashMap<u64, u64> = HashMap::new();
     for e in of_type("attempt").filter(|e| u(e, "attempt") > 1) {
         let t = u(e, "t");
@@ -239,7 +246,8 @@ fn recount_collisions_lateness_and_rate(
     let pairs: u64 = bins.values().map(|c| c * c.saturating_sub(1) / 2).sum();
     let c = &summary.overload.as_ref().unwrap().collision;
     assert_eq!(c.window, "slowdown", "{c:?}");
-    assert_eq!((c.from_ns, c.to_ns), (800_000_000, 1_800_000_000), "{c:?}");
+    assert_eq!((c.from_ns, c.to_ns), (from - t0, to - t0), "{c:?}");
+    assert_eq!((c.schedule_from_s, c.schedule_to_s), (Some(0.8), Some(1.8)));
     assert!(m >= 2, "retries in the slowdown: {m}");
     assert_eq!((c.retries, c.colliding_pairs), (m, pairs), "{c:?}");
     assert_eq!(c.fraction, Some(pairs as f64 / (m * (m - 1) / 2) as f64));
@@ -411,18 +419,19 @@ fn a_short_eight_client_comparison_runs_fixed_and_jitter() {
     // The collision figures are taken over the shortened slowdown, and
     // the tables say which window that was.
     let md = std::fs::read_to_string(dir.join("comparison.md")).unwrap();
-    assert!(md.contains("| retries M in [0.5, 1.5) s, fixed |"), "{md}");
+    assert!(
+        md.contains("| retries M in the slowdown, [0.5, 1.5) s of the schedule, fixed |"),
+        "{md}"
+    );
     for run in ["fixed-r1", "jitter-r1"] {
         let s = support::read_summary(&dir.join(run));
         let ov = s.overload.as_ref().unwrap();
-        assert_eq!(
-            (
-                ov.collision.window.as_str(),
-                ov.collision.from_s,
-                ov.collision.to_s
-            ),
-            ("slowdown", 0.5, 1.5)
-        );
+        let c = &ov.collision;
+        // The "during" phase, on the first original's clock as the phases.
+        let during = ov.phases.iter().find(|p| p.phase == "during").unwrap();
+        assert_eq!(c.window, "slowdown");
+        assert_eq!((c.from_s, Some(c.to_s)), (during.from_s, during.to_s));
+        assert_eq!((c.schedule_from_s, c.schedule_to_s), (Some(0.5), Some(1.5)));
         assert_eq!(ov.originals, 160, "80/s over 8 clients for 2 s");
         assert_eq!(s.rpc_status.get("OK"), Some(&8), "{:?}", s.rpc_status);
         assert!(ov.retries > 0, "{ov:?}");

@@ -195,7 +195,12 @@ fn a_three_way_merge_judges_both_ends_through_the_relay() {
             .spawn()
             .unwrap()
     };
-    let mut serve = spawn(&["serve", "--listen", "127.0.0.1:0"], "server");
+    // Released on completion: the client waits for credit, which both its
+    // own trace and the relay's inference record.
+    let mut serve = spawn(
+        &["serve", "--listen", "127.0.0.1:0", "--release", "complete"],
+        "server",
+    );
     let upstream = support::listening_addr(&mut serve);
     let mut relay = spawn(
         &["relay", "--listen", "127.0.0.1:0", "--upstream", &upstream],
@@ -220,9 +225,22 @@ fn a_three_way_merge_judges_both_ends_through_the_relay() {
     );
     let s = support::read_summary(&root.join("merged"));
     assert!(s.relay.is_some(), "the relay's own analysis stays");
+    // The client's own record of its waits, under the relay's inference.
+    let waits = out
+        .split("\nwaits     ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no waits line:\n{out}"));
+    assert!(
+        waits.contains("the client's own record (its trace): window-blocked"),
+        "{out}"
+    );
+    assert!(
+        s.window_blocked_ms.count > 0,
+        "the client waited for credit"
+    );
     for (check, says) in [
-        ("bytes", "1 streams: client tap out = server tap in"),
-        ("windows_agree", "1 connections: final windows equal"),
+        ("bytes", "1 stream: client tap out = server tap in"),
+        ("windows_agree", "1 connection: final windows equal"),
     ] {
         let c = &s.checks[check];
         assert_eq!(c.ok, Some(true), "{check}: {}", c.detail);

@@ -98,18 +98,21 @@ fn window_ns(c: &Collision) -> (u64, u64) {
     }
 }
 
-/// The runs' collision window, "[12, 24) s", or that it differs between them.
+/// A run's collision window: the slowdown on its schedule's clock ("the
+/// slowdown, [12, 24) s of the schedule"), or the article's window.
+pub fn window_of(c: &Collision) -> String {
+    match (c.window.as_str(), c.schedule_from_s, c.schedule_to_s) {
+        ("slowdown", Some(a), Some(b)) => {
+            format!("the slowdown, [{}, {}) s of the schedule", secs(a), secs(b))
+        }
+        _ => format!("[{}, {}) s", secs(c.from_s), secs(c.to_s)),
+    }
+}
+
+/// The runs' collision window (see [`window_of`]), or that it differs
+/// between them.
 fn window_label<'a>(runs: impl IntoIterator<Item = &'a Overload>) -> String {
-    let mut labels: Vec<String> = runs
-        .into_iter()
-        .map(|o| {
-            format!(
-                "[{}, {}) s",
-                secs(o.collision.from_s),
-                secs(o.collision.to_s)
-            )
-        })
-        .collect();
+    let mut labels: Vec<String> = runs.into_iter().map(|o| window_of(&o.collision)).collect();
     labels.dedup();
     match labels.as_slice() {
         [one] => one.clone(),

@@ -241,10 +241,14 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
         {
             let c = &ov.collision;
             let m = format!(
-                "M={} in [{}, {}) s",
+                "M={} in {}{}",
                 c.retries,
-                crate::stats::trimmed(c.from_s, 3),
-                crate::stats::trimmed(c.to_s, 3)
+                crate::part3::window_of(c),
+                if c.window == "default" {
+                    ", the article's window: no slowdown recorded"
+                } else {
+                    ""
+                }
             );
             c.fraction.map_or(format!("n/a ({m})"), |f| format!("{f:.5} ({m})"))
         },
@@ -279,7 +283,7 @@ pub fn headline(s: &Summary) -> String {
 fn unit_glued_words(field: &str) -> Vec<String> {
     const UNITS: &[&str] = &[
         "B", "KiB", "MiB", "GiB", "kB", "MB", "GB", "B/s", "KiB/s", "MiB/s", "GiB/s", "MiB·s",
-        "B/useful", "s", "ms", "µs", "ns", "msg/s", "msgs", "%",
+        "B/useful", "s", "ms", "µs", "ns", "msg/s", "msgs", "msg", "%",
     ];
     let mut out: Vec<String> = vec![];
     for word in field.split(' ').filter(|w| !w.is_empty()) {
@@ -406,7 +410,11 @@ fn headline_lines(s: &Summary) -> String {
         );
     }
     if let Some(r) = &s.relay {
-        relay_lines(&mut o, r);
+        // The client's own record of its credit waits, when its trace is
+        // merged in: beside the relay's inference of the same waits.
+        let own = (s.has_client && s.window_blocked_ms.count > 0)
+            .then_some((s.client_window_blocked_s, s.window_blocked_ms.count));
+        relay_lines(&mut o, r, own);
         if !c && !sv {
             // A relay alone: the probe endpoints' figures do not exist.
             let _ = write!(o, "{}", checks_lines(&s.checks));
@@ -432,7 +440,7 @@ fn headline_lines(s: &Summary) -> String {
     let _ = writeln!(
         o,
         "rates     {} {}  sent {} (steady {})  completed {}  queue growth {}",
-        // Part 3: the attempts (the originals' rate is on `attempts`).
+        // Part 3: attempts initiated (the originals' rate is on `attempts`).
         if s.overload.is_some() {
             "attempts"
         } else {
@@ -450,7 +458,7 @@ fn headline_lines(s: &Summary) -> String {
     let _ = writeln!(
         o,
         "peaks     queue {}  owned {}  unreleased {}",
-        or_na(sv, || format!("{} msgs", s.max_queue_depth)),
+        or_na(sv, || counted(s.max_queue_depth, "msg")),
         or_na(sv, || format!(
             "{:.2} MiB",
             s.max_owned_bytes as f64 / 1048576.0
@@ -622,7 +630,7 @@ pub fn counted(n: u64, what: &str) -> String {
 
 /// The relay's lines: what crossed it, and per data flow the receiver's
 /// credit behaviour and the sender's credit waits.
-fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
+fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary, client_own: Option<(f64, u64)>) {
     let closed: u64 = r.close_reasons.values().sum();
     let _ = writeln!(
         o,
@@ -728,6 +736,13 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary) {
                 String::new()
             },
         );
+        if let (Some((secs, waits)), "client") = (client_own, sender) {
+            let _ = writeln!(
+                o,
+                "          the client's own record (its trace): window-blocked {secs:.3}s in {}",
+                counted(waits, "wait")
+            );
+        }
     }
 }
 

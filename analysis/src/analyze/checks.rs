@@ -70,7 +70,8 @@ impl Analyzer {
             bad.is_empty(),
             if bad.is_empty() {
                 let mut d = format!(
-                    "{streams} streams: client tap out = server tap in = bytes handed to the app"
+                    "{}: client tap out = server tap in = bytes handed to the app",
+                    crate::report::counted(streams, "stream")
                 );
                 if cut > 0 {
                     d.push_str(&format!(
@@ -136,7 +137,7 @@ impl Analyzer {
         }
         if compared == 0 {
             return Check::na(if cut > 0 {
-                format!("{cut} connections cut short (reset, deadline or shutdown): frames in flight seen by one tap only")
+                format!("{} cut short (reset, deadline or shutdown): frames in flight seen by one tap only", crate::report::counted(cut, "connection"))
             } else {
                 "no connection seen by both taps".to_string()
             });
@@ -144,7 +145,10 @@ impl Analyzer {
         Check::new(
             bad.is_empty(),
             if bad.is_empty() {
-                let mut d = format!("{compared} connections: final windows equal from both taps");
+                let mut d = format!(
+                    "{}: final windows equal from both taps",
+                    crate::report::counted(compared, "connection")
+                );
                 if cut > 0 {
                     d.push_str(&format!(" ({cut} cut short, not compared)"));
                 }

@@ -27,33 +27,24 @@ pub const COLLISION_FROM_NS: u64 = 12_000_000_000;
 pub const COLLISION_TO_NS: u64 = 24_000_000_000;
 pub const COLLISION_BIN_NS: u64 = 20_000_000;
 
-/// The retry collision window as offsets from the first original, and where
-/// it comes from. The slowdown is the first step of the recorded service
-/// schedule (`service_change` events) with the schedule's longest service
-/// time, if that is longer than the first step's; it lasts until the next
-/// step, or to `end` (offset of the trace's last event) when it is the last.
-/// Offsets are taken from step 0 (the schedule's origin), so a schedule
-/// `10ms,12s:40ms,24s:10ms` gives the article's [12, 24) s. Without a
-/// slowdown: [`COLLISION_FROM_NS`, `COLLISION_TO_NS`).
-pub fn collision_window(steps: &[(u64, u32, u64)], end: u64) -> (u64, u64, &'static str) {
+/// The recorded slowdown, in `t`: the first step of the service schedule
+/// (`service_change` events, `(t, step, service ns)`) with the schedule's
+/// longest service time, if that is longer than the first step's, until the
+/// next step, or `end` (the trace's last `t`) when it is the last. It is the
+/// span of the phase the headline calls "during" (the preset's [12, 24) s of
+/// its schedule). `None` without a slowdown.
+pub fn collision_window(steps: &[(u64, u32, u64)], end: u64) -> Option<(u64, u64)> {
     let mut steps = steps.to_vec();
     steps.sort_unstable_by_key(|s| (s.1, s.0));
-    let slowest = steps.iter().map(|s| s.2).max();
-    match (steps.first(), slowest) {
-        (Some(&(origin, _, first)), Some(max)) if max > first => {
-            let i = steps
-                .iter()
-                .position(|s| s.2 == max)
-                .expect("max is a step's");
-            let from = steps[i].0 - origin.min(steps[i].0);
-            let to = steps
-                .get(i + 1)
-                .map_or(end, |s| s.0.saturating_sub(origin))
-                .max(from);
-            (from, to, "slowdown")
-        }
-        _ => (COLLISION_FROM_NS, COLLISION_TO_NS, "default"),
+    let first = steps.first()?.2;
+    let max = steps.iter().map(|s| s.2).max()?;
+    if max <= first {
+        return None;
     }
+    let i = steps.iter().position(|s| s.2 == max)?;
+    let from = steps[i].0;
+    let to = steps.get(i + 1).map_or(end, |s| s.0).max(from);
+    Some((from, to))
 }
 
 /// Timer slack allowed when a wait ends at a deadline: a WAIT whose
@@ -155,10 +146,18 @@ pub struct Collision {
     pub from_ns: u64,
     #[serde(default)]
     pub to_ns: u64,
-    /// `slowdown`: the span of the recorded service schedule's slowdown;
-    /// `default`: no slowdown recorded, the article's [12, 24) s.
+    /// `slowdown`: the span of the recorded service schedule's slowdown
+    /// (the "during" phase); `default`: no slowdown recorded, the article's
+    /// [12, 24) s from the first original.
     #[serde(default)]
     pub window: String,
+    /// With `slowdown`: the window in seconds of the service schedule
+    /// (from its step 0, the server's first RPC): the schedule's own
+    /// figures, the same in every run of one configuration.
+    #[serde(default)]
+    pub schedule_from_s: Option<f64>,
+    #[serde(default)]
+    pub schedule_to_s: Option<f64>,
     pub bin_ms: f64,
     /// M: retries initiated in the window.
     pub retries: u64,
@@ -553,7 +552,20 @@ impl Tracker {
                 }
             })
             .collect();
-        let (from, to, window) = collision_window(&self.steps, end.saturating_sub(t0));
+        // Offsets from the first original, as the phases'.
+        let slowdown = collision_window(&self.steps, end);
+        let (from, to, window) = match slowdown {
+            Some((a, b)) => (a.saturating_sub(t0), b.saturating_sub(t0), "slowdown"),
+            None => (COLLISION_FROM_NS, COLLISION_TO_NS, "default"),
+        };
+        // The same window on the schedule's own clock (from its step 0).
+        let step0 = self.steps.iter().map(|s| s.0).min().unwrap_or(0);
+        let of_schedule = slowdown.map(|(a, b)| {
+            (
+                a.saturating_sub(step0) as f64 / 1e9,
+                b.saturating_sub(step0) as f64 / 1e9,
+            )
+        });
         let (m, pairs, fraction) =
             collision_fraction(&self.retry_times, t0 + from, t0 + to, COLLISION_BIN_NS);
         o.collision = Collision {
@@ -562,6 +574,8 @@ impl Tracker {
             from_ns: from,
             to_ns: to,
             window: window.to_string(),
+            schedule_from_s: of_schedule.map(|w| w.0),
+            schedule_to_s: of_schedule.map(|w| w.1),
             bin_ms: COLLISION_BIN_NS as f64 / 1e6,
             retries: m,
             colliding_pairs: pairs,
@@ -664,34 +678,30 @@ mod tests {
     fn the_collision_window_is_the_recorded_slowdown() {
         let s = 1_000_000_000u64;
         let ms = 1_000_000u64;
-        // The preset, anchored at 5 s: the article's window exactly.
+        // The preset, its schedule starting at 5 s: [17, 29) s of `t`.
         let preset = [
             (5 * s, 0, 10 * ms),
             (17 * s, 1, 40 * ms),
             (29 * s, 2, 10 * ms),
         ];
-        assert_eq!(
-            collision_window(&preset, 40 * s),
-            (12 * s, 24 * s, "slowdown")
-        );
-        // A shortened schedule, recorded out of order: [2, 4) s.
+        assert_eq!(collision_window(&preset, 40 * s), Some((17 * s, 29 * s)));
+        // A shortened schedule, recorded out of order.
         let short = [
             (9 * s, 2, 10 * ms),
             (5 * s, 0, 10 * ms),
             (7 * s, 1, 40 * ms),
         ];
-        assert_eq!(collision_window(&short, 6 * s), (2 * s, 4 * s, "slowdown"));
+        assert_eq!(collision_window(&short, 10 * s), Some((7 * s, 9 * s)));
         // The slowest step is the last: the window runs to the trace's end.
         let last = [(0, 0, 10 * ms), (3 * s, 1, 20 * ms), (5 * s, 2, 40 * ms)];
-        assert_eq!(collision_window(&last, 8 * s), (5 * s, 8 * s, "slowdown"));
-        // No slowdown (a faster step, a flat one, none): the article's window.
-        let default = (COLLISION_FROM_NS, COLLISION_TO_NS, "default");
+        assert_eq!(collision_window(&last, 8 * s), Some((5 * s, 8 * s)));
+        // No slowdown (a faster step, a flat one, none).
         assert_eq!(
             collision_window(&[(0, 0, 40 * ms), (s, 1, 10 * ms)], 8 * s),
-            default
+            None
         );
-        assert_eq!(collision_window(&[(0, 0, 10 * ms)], 8 * s), default);
-        assert_eq!(collision_window(&[], 8 * s), default);
+        assert_eq!(collision_window(&[(0, 0, 10 * ms)], 8 * s), None);
+        assert_eq!(collision_window(&[], 8 * s), None);
     }
 
     fn ev(t: u64, ep: Endpoint, kind: Kind) -> Event {
