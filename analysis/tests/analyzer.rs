@@ -329,3 +329,23 @@ fn every_overload_field_is_documented() {
         );
     }
 }
+
+/// A trace with no event (a server nobody connected to) does not say it
+/// holds the server's side.
+#[test]
+fn an_empty_trace_claims_neither_side() {
+    let (sum, _) = Analyzer::new(0).finish(0, &Ending::Clean(Footer::default()));
+    let detail = |k: &str| sum.checks[k].detail.clone();
+    assert_eq!(sum.checks["accounting"].ok, None);
+    assert!(
+        detail("accounting").contains("this one has neither"),
+        "{}",
+        detail("accounting")
+    );
+    assert!(
+        detail("no_stall").ends_with("this trace has no client events"),
+        "{}",
+        detail("no_stall")
+    );
+    assert!(!detail("no_stall").contains("server only"));
+}

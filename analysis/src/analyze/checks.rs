@@ -243,12 +243,21 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
     let s = ev.s;
     let both = ev.has_client && ev.has_server;
     let mut checks = BTreeMap::new();
-    let one_side = |what: &str| {
-        Check::na(format!(
+    let one_side = |what: Option<&str>| {
+        match what {
+        Some(what) => Check::na(format!(
             "needs client and server events in one trace ({what} only); merge a serve and a client run"
-        ))
+        )),
+        None => Check::na("needs client and server events in one trace; this one has neither"),
+    }
     };
-    let side = if ev.has_client { "client" } else { "server" };
+    let side = if ev.has_client {
+        Some("client")
+    } else if ev.has_server {
+        Some("server")
+    } else {
+        None
+    };
     checks.insert(
         "accounting".into(),
         if !both {
@@ -348,7 +357,8 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 true,
                 "the client never stopped sending for --stall-timeout with messages pending (its side only)",
             ),
-            None => Check::na("stall detection runs with the client (`run` or `client`); this trace has the server only"),
+            None if ev.has_server => Check::na("stall detection runs with the client (`run` or `client`); this trace has the server only"),
+            None => Check::na("stall detection runs with the client (`run` or `client`); this trace has no client events"),
         },
     );
     checks.insert(
