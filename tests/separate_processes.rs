@@ -238,6 +238,13 @@ fn a_three_way_merge_judges_both_ends_through_the_relay() {
         s.window_blocked_ms.count > 0,
         "the client waited for credit"
     );
+    // No frame crosses from one tap to the other: the headline says why
+    // (folded at 80 columns, so read without the line breaks).
+    let unfolded = out.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        unfolded.contains("frame c2s latency p50 n/a (the taps are on two sockets, the relay's)"),
+        "{out}"
+    );
     for (check, says) in [
         ("bytes", "1 stream: client tap out = server tap in"),
         ("windows_agree", "1 connection: final windows equal"),

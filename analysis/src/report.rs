@@ -478,10 +478,15 @@ fn headline_lines(s: &Summary) -> String {
         },
         or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p50)),
         or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p99)),
-        or_na(c && sv && s.c2s_frame_latency_ms.count > 0, || format!(
-            "{:.3}ms",
-            s.c2s_frame_latency_ms.p50
-        )),
+        if c && sv && s.c2s_frame_latency_ms.count == 0 && s.relay.is_some() {
+            // Merged through a relay: each tap is on its own socket, so no
+            // frame is seen leaving one tap and reaching the other.
+            "n/a (the taps are on two sockets, the relay's)".to_string()
+        } else {
+            or_na(c && sv && s.c2s_frame_latency_ms.count > 0, || {
+                format!("{:.3}ms", s.c2s_frame_latency_ms.p50)
+            })
+        },
     );
     if c && !sv {
         // A client alone (e.g. against a foreign server): the wire as its
