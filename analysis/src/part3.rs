@@ -112,26 +112,29 @@ pub fn window_of(c: &Collision) -> String {
 /// The runs' collision window (see [`window_of`]), or that it differs
 /// between them.
 fn window_label<'a>(runs: impl IntoIterator<Item = &'a Overload>) -> String {
-    let mut labels: Vec<String> = runs.into_iter().map(|o| window_of(&o.collision)).collect();
+    let labels: Vec<String> = runs.into_iter().map(|o| window_of(&o.collision)).collect();
+    if labels.is_empty() {
+        return "the window".into();
+    }
+    one_label(labels.into_iter()).unwrap_or_else(|| "the window (it differs between runs)".into())
+}
+
+/// The label every run gives, if they all give the same one.
+fn one_label(labels: impl Iterator<Item = String>) -> Option<String> {
+    let mut labels: Vec<String> = labels.collect();
     labels.dedup();
     match labels.as_slice() {
-        [one] => one.clone(),
-        [] => "the window".into(),
-        _ => "the window (it differs between runs)".into(),
+        [one] => Some(one.clone()),
+        _ => None,
     }
 }
 
 /// When the recovery phase (`after`) begins, "24 s", alike in every run.
 fn recovery_label<'a>(runs: impl IntoIterator<Item = &'a Overload>) -> String {
-    let mut labels: Vec<String> = runs
+    let labels = runs
         .into_iter()
-        .filter_map(|o| phase(o, "after").map(|p| format!("from {} s", secs(p.from_s))))
-        .collect();
-    labels.dedup();
-    match labels.as_slice() {
-        [one] => one.clone(),
-        _ => "(after the slowdown)".into(),
-    }
+        .filter_map(|o| phase(o, "after").map(|p| format!("from {} s", secs(p.from_s))));
+    one_label(labels).unwrap_or_else(|| "(after the slowdown)".into())
 }
 
 fn phase<'a>(o: &'a Overload, name: &str) -> Option<&'a crate::analyze::overload::PhaseLatency> {

@@ -162,18 +162,14 @@ impl Retirement {
             let Some(ends) = self.ends.get(&key) else {
                 continue; // retired already
             };
-            let needed = [client.is_some(), true];
-            let mut last = 0;
-            let mut ready = true;
-            for (i, need) in needed.iter().enumerate() {
-                match ends[i] {
-                    Some(t) => last = last.max(t),
-                    None if *need => ready = false,
-                    None => {}
-                }
-            }
-            // The later end's own entry retires it once its grace passed.
-            if ready && last.saturating_add(RETIRE_AFTER_NS) <= now {
+            // Every side the trace pairs must have ended; the later end's
+            // own entry retires it once its grace passed.
+            let last = match (ends[Side::Server as usize], ends[Side::Client as usize]) {
+                (Some(s), Some(c)) => s.max(c),
+                (Some(s), None) if client.is_none() => s,
+                _ => continue,
+            };
+            if last.saturating_add(RETIRE_AFTER_NS) <= now {
                 self.ends.remove(&key);
                 out.push(Due {
                     server,
@@ -278,16 +274,22 @@ pub(super) struct StreamOutcome {
     pub starved_truncated: bool,
 }
 
+/// The share of its demand a stream got (bytes ÷ offered bytes), when its
+/// demand is known. What fairness is judged on when every stream's is;
+/// bytes otherwise (different offered rates are not unfairness).
+fn share_of_demand(f: &StreamFigures) -> Option<f64> {
+    f.offered_bytes
+        .filter(|o| *o > 0)
+        .map(|o| f.bytes as f64 / o as f64)
+}
+
 impl StreamTally {
     pub(super) fn add(&mut self, f: StreamFigures) {
         if self.n == 0 {
             self.demand_known = true;
         }
         self.n += 1;
-        let ratio = f
-            .offered_bytes
-            .filter(|o| *o > 0)
-            .map(|o| f.bytes as f64 / o as f64);
+        let ratio = share_of_demand(&f);
         self.demand_known &= ratio.is_some();
         let mut add = |i: usize, x: f64| {
             self.sum[i] += x;
@@ -304,8 +306,9 @@ impl StreamTally {
         }
     }
 
-    /// Jain's index, the listed streams' fair shares and the starved ones,
-    /// as [`super::streams`] defines them over all streams.
+    /// Jain's index of delivery, (Σx)² / (n·Σx²) (1 when all are equal, 1/n
+    /// when one stream got everything; null below two streams or all zero),
+    /// the listed streams' fair shares (x ÷ mean x) and the starved ones.
     pub(super) fn finish(self) -> StreamOutcome {
         let i = usize::from(self.demand_known);
         let n = self.n as f64;
@@ -315,8 +318,8 @@ impl StreamTally {
         let share = |x: f64| if mean > 0.0 { x / mean } else { 0.0 };
         let mut listed = self.listed;
         for f in &mut listed {
-            let x = match (self.demand_known, f.offered_bytes) {
-                (true, Some(o)) if o > 0 => f.bytes as f64 / o as f64,
+            let x = match share_of_demand(f) {
+                Some(r) if self.demand_known => r,
                 _ => f.bytes as f64,
             };
             f.fair_share = share(x);
@@ -458,7 +461,10 @@ mod tests {
             t.add(f.clone());
         }
         let out = t.finish();
-        let jain = super::super::streams::jain(&super::super::streams::delivery(&all)).unwrap();
+        // Every demand known: Jain's index of bytes ÷ offered over all.
+        let x: Vec<f64> = all.iter().map(|f| f.bytes as f64 / 2_000.0).collect();
+        let (sum, squares) = (x.iter().sum::<f64>(), x.iter().map(|v| v * v).sum::<f64>());
+        let jain = sum * sum / (x.len() as f64 * squares);
         assert!(
             (out.fairness.unwrap() - jain).abs() < 1e-12,
             "{:?} vs {jain}",
@@ -468,6 +474,27 @@ mod tests {
         assert_eq!(out.listed.len(), MAX_LISTED_STREAMS);
         assert_eq!(out.basis, Some("bytes_per_offered"));
         assert!(out.starved.is_empty() && !out.starved_truncated);
+    }
+
+    /// Jain's index against hand-computed values (bytes alone: no demand).
+    #[test]
+    fn jain_index_against_hand_computed_values() {
+        let jain = |bytes: &[u64]| {
+            let mut t = StreamTally::default();
+            for (i, b) in bytes.iter().enumerate() {
+                t.add(fig(1, 2 * i as u32 + 1, *b, None));
+            }
+            t.finish().fairness
+        };
+        assert_eq!(jain(&[5, 5, 5, 5]), Some(1.0));
+        // One of four streams got everything: 1/4.
+        assert_eq!(jain(&[8, 0, 0, 0]), Some(0.25));
+        // (1+2+3)² / (3 · (1+4+9)) = 36 / 42.
+        assert!((jain(&[1, 2, 3]).unwrap() - 36.0 / 42.0).abs() < 1e-12);
+        // Three equal, one starved: 9² / (4 · 27) = 0.75.
+        assert_eq!(jain(&[3, 3, 3, 0]), Some(0.75));
+        assert_eq!(jain(&[7]), None);
+        assert_eq!(jain(&[0, 0]), None);
     }
 
     /// Starved streams are named whenever they are retired; past the cap,

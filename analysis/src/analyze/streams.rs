@@ -8,37 +8,9 @@ use super::Analyzer;
 use crate::schema::{self, Endpoint};
 use std::collections::BTreeMap;
 
-/// Jain's fairness index of `x`: (Σx)² / (n·Σx²), 1 when all are equal,
-/// 1/n when one stream got everything; `None` for fewer than two values or
-/// all zero.
-pub fn jain(x: &[f64]) -> Option<f64> {
-    if x.len() < 2 {
-        return None;
-    }
-    let sum: f64 = x.iter().sum();
-    let squares: f64 = x.iter().map(|v| v * v).sum();
-    (squares > 0.0).then(|| sum * sum / (x.len() as f64 * squares))
-}
-
 /// A stream that got less than this share of its fair share (total ÷
 /// streams) while the others progressed is named as starved.
 pub const STARVED_BELOW: f64 = 0.10;
-
-/// What fairness is judged on, per stream: the share of its demand it got
-/// (bytes ÷ offered bytes) when every stream's demand is known, its bytes
-/// otherwise. Different offered rates are not unfairness.
-pub fn delivery(streams: &[StreamFigures]) -> Vec<f64> {
-    let demand_known = streams
-        .iter()
-        .all(|f| f.offered_bytes.is_some_and(|o| o > 0));
-    streams
-        .iter()
-        .map(|f| match (demand_known, f.offered_bytes) {
-            (true, Some(o)) => f.bytes as f64 / o as f64,
-            _ => f.bytes as f64,
-        })
-        .collect()
-}
 
 impl Analyzer {
     /// Per-stream figures of the streams not retired yet, from the server's
@@ -276,7 +248,7 @@ pub fn stall_cause(conn_window: u64, streams: impl Iterator<Item = (u32, u64, u6
 
 #[cfg(test)]
 mod tests {
-    use super::{jain, stall_cause, StallCause};
+    use super::{stall_cause, StallCause};
 
     #[test]
     fn a_stall_is_a_deadlock_only_when_partials_alone_fill_the_window() {
@@ -303,18 +275,5 @@ mod tests {
             StallCause::Other
         );
         assert_eq!(stall_cause(65_535, std::iter::empty()), StallCause::Other);
-    }
-
-    #[test]
-    fn jain_index_against_hand_computed_values() {
-        assert_eq!(jain(&[5.0, 5.0, 5.0, 5.0]), Some(1.0));
-        // One of four streams got everything: 1/4.
-        assert_eq!(jain(&[8.0, 0.0, 0.0, 0.0]), Some(0.25));
-        // (1+2+3)² / (3 · (1+4+9)) = 36 / 42.
-        assert!((jain(&[1.0, 2.0, 3.0]).unwrap() - 36.0 / 42.0).abs() < 1e-12);
-        // Three equal, one starved: 9² / (4 · 27) = 0.75.
-        assert_eq!(jain(&[3.0, 3.0, 3.0, 0.0]), Some(0.75));
-        assert_eq!(jain(&[7.0]), None);
-        assert_eq!(jain(&[0.0, 0.0]), None);
     }
 }
