@@ -349,3 +349,41 @@ fn an_empty_trace_claims_neither_side() {
     );
     assert!(!detail("no_stall").contains("server only"));
 }
+
+#[test]
+fn a_client_whose_sends_stop_early_is_not_credited_with_their_pace() {
+    let c = Endpoint::Client;
+    let ms = 1_000_000;
+    let mut a = Analyzer::new(0);
+    // 101 messages scheduled every 10 ms over 1 s; only the first three
+    // are sent, within 2 ms of their schedule, and then nothing moves.
+    for seq in 0..=100u64 {
+        let t = seq * 10 * ms;
+        let msg = MsgEv {
+            seq,
+            size: 10,
+            framed: 15,
+        };
+        a.feed(&ev(t, c, 1, Kind::Schedule(msg)));
+        if seq < 3 {
+            let send = SendEv {
+                seq,
+                scheduled: t,
+                begin: t + ms,
+                bytes: 15,
+            };
+            a.feed(&ev(t + 2 * ms, c, 1, Kind::Send(send)));
+        }
+    }
+    let (sum, _) = a.finish(0, &Ending::NoFooter);
+    assert_eq!(sum.sent, 3);
+    // Three sends over the offered second, not three over their 22 ms.
+    assert!((sum.send_rate - 3.0).abs() < 1e-9, "{}", sum.send_rate);
+    assert!(
+        (sum.offered_rate - 100.0).abs() < 1e-9,
+        "{}",
+        sum.offered_rate
+    );
+    // The steady slope over the last 90 % of the offered period: nothing.
+    assert_eq!(sum.send_rate_steady, 0.0);
+}

@@ -447,10 +447,11 @@ impl Analyzer {
             _ => 0.0,
         };
         s.offered_rate = rate(s.scheduled, self.first_schedule, self.last_schedule);
+        // Over the later of the last send and the last schedule: a client
+        // whose sends stopped early is not credited with its few sends' pace.
+        let send_end = self.last_send.max(self.last_schedule);
         s.send_rate = match self.first_schedule {
-            Some(a) if self.last_send > a && s.sent > 0 => {
-                s.sent as f64 / ((self.last_send - a) as f64 / 1e9)
-            }
+            Some(a) if send_end > a && s.sent > 0 => s.sent as f64 / ((send_end - a) as f64 / 1e9),
             _ => 0.0,
         };
         s.decode_rate = rate(s.decoded, self.first_decode, self.last_decode);
