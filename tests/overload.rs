@@ -211,6 +211,61 @@ fn reject_with_retry_keeps_ids_and_deadlines() {
     assert_eq!(ov.retries, s.retries);
     assert_eq!(ov.attempts, ov.first_attempts + ov.retries);
     recount_collisions_lateness_and_rate(&dir, &r.summary);
+    headline_and_page_show_part3(&dir, &r.summary);
+}
+
+/// What a person reads of a Part 3 run, in the terminal and in a browser:
+/// Part 3's figures, and not Part 1's queue growth, which an admission
+/// bound makes meaningless (the queue cannot outgrow its slots).
+fn headline_and_page_show_part3(
+    dir: &std::path::Path,
+    summary: &h2probe_analysis::analyze::Summary,
+) {
+    let ov = summary.overload.as_ref().unwrap();
+    let useful = format!("useful    U/N {}/{} = ", ov.on_time, ov.originals);
+    let head = h2probe_analysis::report::headline(summary);
+    assert!(head.contains(&useful), "{head}");
+    assert!(!head.contains("queue growth"), "{head}");
+    assert!(!head.lines().any(|l| l.starts_with("growth")), "{head}");
+    assert!(head.lines().all(|l| l.chars().count() <= 80), "{head}");
+
+    support::h2probe_ok([std::ffi::OsStr::new("report"), dir.as_os_str()]);
+    let page = dir.join("report.html");
+    let Some(exe) = support::require_tool("chromium") else {
+        return;
+    };
+    let (dom, _) = support::chromium(
+        &exe,
+        &dir.join("chromium-profile"),
+        &page,
+        &["--dump-dom".into()],
+    );
+    let scope = format!(
+        "M={} in the slowdown, [0.8, 1.8) s of the schedule",
+        ov.collision.retries
+    );
+    for seen in [
+        "useful (on time)".to_string(),
+        format!("{:.1} %", 100.0 * ov.useful_fraction),
+        format!("{} of {} originals", ov.on_time, ov.originals),
+        format!(
+            "{} originals at {:.1}/s · {} retries",
+            ov.originals, ov.offered_rate, ov.retries
+        ),
+        "before / during / after (completed originals)".into(),
+        scope,
+        "attempts initiated".into(),
+    ] {
+        assert!(dom.contains(&seen), "{seen:?} not on the page");
+    }
+    assert!(
+        !dom.contains("queue growth"),
+        "Part 1's growth card on a Part 3 page"
+    );
+    assert!(
+        !dom.contains("the queue grew by"),
+        "Part 1's finding on a Part 3 page"
+    );
 }
 
 /// The retry collision figure, recomputed from the trace: its window is the

@@ -320,7 +320,11 @@ fn cards(s: &Summary) -> String {
         "",
         "sent (steady)",
         &na(c, || format!("{:.1}/s", s.send_rate_steady)),
-        &na(c, || format!("offered {:.1}/s", s.offered_rate)),
+        &na(c, || match s.overload {
+            // Part 3 schedules attempts: originals and their retries.
+            Some(_) => format!("attempts initiated {:.1}/s", s.offered_rate),
+            None => format!("offered {:.1}/s", s.offered_rate),
+        }),
     );
     card(
         &mut o,
@@ -329,16 +333,21 @@ fn cards(s: &Summary) -> String {
         &na(sv, || format!("{:.1}/s", s.completion_rate)),
         &na(sv, || format!("{} of {} decoded", s.completed, s.decoded)),
     );
-    let growing = c && sv && s.queue_growth_rate > 1.0;
-    card(
-        &mut o,
-        if growing { "alert" } else { "" },
-        "queue growth",
-        &na(c && sv, || {
-            format!("{} msg/s", signed(s.queue_growth_rate, 1))
-        }),
-        "slope over the steady part of the run",
-    );
+    // Under Part 3's admission bound the queue cannot outgrow its slots:
+    // its slope says nothing, what the originals became does.
+    let growing = c && sv && s.queue_growth_rate > 1.0 && s.overload.is_none();
+    match &s.overload {
+        Some(ov) => part3_cards(&mut o, ov),
+        None => card(
+            &mut o,
+            if growing { "alert" } else { "" },
+            "queue growth",
+            &na(c && sv, || {
+                format!("{} msg/s", signed(s.queue_growth_rate, 1))
+            }),
+            "slope over the steady part of the run",
+        ),
+    }
     card(
         &mut o,
         if growing { "alert" } else { "" },
@@ -388,7 +397,7 @@ fn cards(s: &Summary) -> String {
     );
     o.push_str(&checks_card(s));
     o.push_str("</div>");
-    if s.queue_growth_in_window >= 1.0 {
+    if s.queue_growth_in_window >= 1.0 && s.overload.is_none() {
         let _ = write!(
             o,
             r#"<p class="finding">From <b>{:.1} s</b> to <b>{:.1} s</b> the queue grew by <b>{:.0} messages</b> while the server sent <b>{} stream WINDOW_UPDATEs</b> returning <b>{:.2} MiB of credit</b>: the window kept describing bytes, not the work the server held.</p>"#,
@@ -400,6 +409,71 @@ fn cards(s: &Summary) -> String {
         );
     }
     o
+}
+
+/// Part 3's figures (an `--rpc exchange` run), as the headline's `useful`,
+/// `attempts`, `latency` and `cost` lines give them.
+fn part3_cards(o: &mut String, ov: &crate::analyze::overload::Overload) {
+    card(
+        o,
+        if ov.on_time < ov.originals { "alert" } else { "" },
+        "useful (on time)",
+        &format!("{:.1} %", 100.0 * ov.useful_fraction),
+        &format!(
+            "{} of {} originals · late {} · rejected {} · dropped {} · expired {} · never sent {} · unanswered {}",
+            ov.on_time,
+            ov.originals,
+            ov.late,
+            ov.rejected,
+            ov.dropped,
+            ov.expired,
+            ov.never_sent,
+            ov.unanswered
+        ),
+    );
+    card(
+        o,
+        "",
+        "attempts",
+        &ov.attempts.to_string(),
+        &format!(
+            "{} originals at {:.1}/s · {} retries",
+            ov.originals, ov.offered_rate, ov.retries
+        ),
+    );
+    let p95: Vec<String> = ov
+        .phases
+        .iter()
+        .map(|p| p.p95_s.map_or("n/a".into(), |v| format!("{v:.3}")))
+        .collect();
+    let names: Vec<&str> = ov.phases.iter().map(|p| p.phase.as_str()).collect();
+    card(
+        o,
+        "",
+        "latency p95 by phase",
+        &na(!p95.is_empty(), || format!("{} s", p95.join(" / "))),
+        &format!("{} (completed originals)", names.join(" / ")),
+    );
+    let c = &ov.collision;
+    card(
+        o,
+        "",
+        "retry collision",
+        &c.fraction.map_or("n/a".into(), |f| format!("{f:.5}")),
+        &crate::part3::collision_scope(c),
+    );
+    card(
+        o,
+        "",
+        "server-owned",
+        &format!("{:.3} MiB·s", ov.owned_mib_s),
+        &format!(
+            "peak {:.2} MiB · client pending ≤ {} · outstanding ≤ {}",
+            ov.owned_peak_bytes as f64 / 1048576.0,
+            ov.pending_peak,
+            ov.outstanding_peak
+        ),
+    );
 }
 
 fn checks_table(s: &Summary, dir_arg: &str) -> String {

@@ -109,6 +109,21 @@ pub fn window_of(c: &Collision) -> String {
     }
 }
 
+/// The retries counted and where: "M=153 in the slowdown, [2, 4) s of the
+/// schedule", saying so when no slowdown was recorded.
+pub fn collision_scope(c: &Collision) -> String {
+    format!(
+        "M={} in {}{}",
+        c.retries,
+        window_of(c),
+        if c.window == "default" {
+            ", the article's window: no slowdown recorded"
+        } else {
+            ""
+        }
+    )
+}
+
 /// The runs' collision window (see [`window_of`]), or that it differs
 /// between them.
 fn window_label<'a>(runs: impl IntoIterator<Item = &'a Overload>) -> String {

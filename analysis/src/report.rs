@@ -240,16 +240,7 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
         ov.outstanding_peak,
         {
             let c = &ov.collision;
-            let m = format!(
-                "M={} in {}{}",
-                c.retries,
-                crate::part3::window_of(c),
-                if c.window == "default" {
-                    ", the article's window: no slowdown recorded"
-                } else {
-                    ""
-                }
-            );
+            let m = crate::part3::collision_scope(c);
             c.fraction.map_or(format!("n/a ({m})"), |f| format!("{f:.5} ({m})"))
         },
         ov.wire_bytes_per_useful.map_or("n/a".to_string(), |b| format!("{b:.0}")),
@@ -437,10 +428,22 @@ fn headline_lines(s: &Summary) -> String {
         or_na(sv, || s.discarded.to_string()),
         or_na(c, || s.never_sent.to_string()),
     );
+    // Part 3: attempts initiated (the originals' rate is on `attempts`), and
+    // no queue growth: under an admission bound the queue cannot grow past
+    // its slots, so its slope says nothing about held work.
+    let growth = match s.overload {
+        Some(_) => String::new(),
+        None => format!(
+            "  queue growth {}",
+            or_na(c && sv, || format!(
+                "{:+.1} msg/s",
+                crate::stats::rounded_zero(s.queue_growth_rate, 1)
+            ))
+        ),
+    };
     let _ = writeln!(
         o,
-        "rates     {} {}  sent {} (steady {})  completed {}  queue growth {}",
-        // Part 3: attempts initiated (the originals' rate is on `attempts`).
+        "rates     {} {}  sent {} (steady {})  completed {}{growth}",
         if s.overload.is_some() {
             "attempts"
         } else {
@@ -450,10 +453,6 @@ fn headline_lines(s: &Summary) -> String {
         or_na(c, || format!("{:.1}/s", s.send_rate)),
         or_na(c, || format!("{:.1}/s", s.send_rate_steady)),
         or_na(sv, || format!("{:.1}/s", s.completion_rate)),
-        or_na(c && sv, || format!(
-            "{:+.1} msg/s",
-            crate::stats::rounded_zero(s.queue_growth_rate, 1)
-        )),
     );
     let _ = writeln!(
         o,
@@ -560,7 +559,7 @@ fn headline_lines(s: &Summary) -> String {
         // Two spaces apart: a long list breaks between errors, not inside one.
         let _ = writeln!(o, "peer      protocol errors: {}", parts.join("  "));
     }
-    if s.queue_growth_in_window >= 1.0 {
+    if s.queue_growth_in_window >= 1.0 && s.overload.is_none() {
         let _ = writeln!(
             o,
             "growth    from {:.1}s to {:.1}s the queue grew by {:.0} msgs while the server sent {} stream WINDOW_UPDATEs returning {:.2} MiB of credit",
@@ -933,6 +932,27 @@ mod tests {
         let h = headline_lines(&s);
         let rates = h.lines().find(|l| l.starts_with("rates")).unwrap();
         assert!(rates.ends_with("queue growth +0.0 msg/s"), "{rates}");
+    }
+
+    /// Part 1's growth figures, and none under Part 3's admission bound.
+    #[test]
+    fn queue_growth_is_left_out_of_a_part3_headline() {
+        let mut s = Summary {
+            has_server: true,
+            has_client: true,
+            trace_ending: "clean".into(),
+            queue_growth_rate: 5.4,
+            queue_growth_in_window: 17.0,
+            ..Summary::default()
+        };
+        let h = headline_lines(&s);
+        assert!(h.contains("queue growth +5.4 msg/s"), "{h}");
+        assert!(h.lines().any(|l| l.starts_with("growth    from")), "{h}");
+        s.overload = Some(Default::default());
+        let h = headline_lines(&s);
+        assert!(!h.contains("queue growth"), "{h}");
+        assert!(!h.lines().any(|l| l.starts_with("growth")), "{h}");
+        assert!(h.contains("rates     attempts "), "{h}");
     }
 
     #[test]
