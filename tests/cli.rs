@@ -101,6 +101,38 @@ fn bad_values_are_refused_with_a_clear_message() {
     );
 }
 
+/// `serve` and `relay` on a port another process holds: a clear error that
+/// says what to do, exit 1, and no run directory left behind.
+#[test]
+fn a_taken_port_is_refused_before_anything_is_written() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    for args in [
+        vec!["serve", "--listen", &addr],
+        vec!["relay", "--listen", &addr, "--upstream", "127.0.0.1:9"],
+    ] {
+        let dir = support::temp_dir("port-taken");
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = h2probe()
+            .args(&args)
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!("h2probe: binding {addr}: ")),
+            "{err}"
+        );
+        assert!(
+            err.contains("another process listens there. No run directory was written: pick another port, or port 0 for a free one"),
+            "{err}"
+        );
+        assert!(!dir.exists(), "{args:?} left {}", dir.display());
+    }
+}
+
 #[test]
 fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
     let Some(corpus) = support::corpus_dir() else {

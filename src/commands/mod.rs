@@ -31,6 +31,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::watch;
 
+/// Binds `serve`'s or `relay`'s listening socket before anything is
+/// written; a port in use says what to do about it.
+pub(crate) async fn bind_listener(
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
+            "binding {addr}: {e}; another process listens there. No run directory was written: pick another port, or port 0 for a free one"
+        ),
+        _ => anyhow::Error::new(e).context(format!("binding {addr} (no run directory was written)")),
+    })
+}
+
 /// Where and how a run is written.
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 pub struct OutputOpts {

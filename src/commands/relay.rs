@@ -124,9 +124,7 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
     opts.output.validate()?;
     let cfg = opts.validate()?;
     let label = opts.output.label.clone().unwrap_or_else(|| "relay".into());
-    let listener = tokio::net::TcpListener::bind(opts.listen)
-        .await
-        .with_context(|| format!("binding {}", opts.listen))?;
+    let listener = super::bind_listener(opts.listen).await?;
     let addr = listener.local_addr()?;
     // An upstream that is this relay would relay to itself until
     // --max-connections: refused before anything starts.

@@ -47,9 +47,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         .label
         .clone()
         .unwrap_or_else(|| format!("serve-{}", label_of(&opts.server)));
-    let listener = tokio::net::TcpListener::bind(opts.listen)
-        .await
-        .with_context(|| format!("binding {}", opts.listen))?;
+    let listener = super::bind_listener(opts.listen).await?;
     let addr = listener.local_addr()?;
     let mut session = Session::open("serve", interrupts, &opts.output, &label, 0)?;
     let live = session.live.clone();
