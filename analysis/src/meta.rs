@@ -185,13 +185,24 @@ impl Meta {
     }
 
     /// `release=R queue=Q` when the run had a server (with ` stack=hyper`
-    /// for the reference stack), else `None`.
+    /// for the reference stack), else `None`. A Part 3 run (its client's
+    /// `--rpc exchange`) is named by its overload policy instead of the
+    /// queue, which only `Ingest` uses: `release=R when-full=W retry=P`.
     pub fn config_label(&self) -> Option<String> {
         let c = &self.config;
         let stack = match c.stack() {
             "h2" => String::new(),
             other => format!(" stack={other}"),
         };
+        let client = |k: &str| c.client.as_ref()?.get(k)?.as_str();
+        if client("rpc") == Some("exchange") {
+            return Some(format!(
+                "release={} when-full={} retry={}{stack}",
+                c.release()?,
+                c.server_str("when_full").unwrap_or("?"),
+                client("retry").unwrap_or("?")
+            ));
+        }
         Some(format!(
             "release={} queue={}{stack}",
             c.release()?,
@@ -231,6 +242,22 @@ mod tests {
             "release=frame queue=unbounded stack=hyper"
         );
         m.config.server.as_mut().unwrap()["stack"] = "h2".into();
+        assert_eq!(m.config_label().unwrap(), "release=frame queue=unbounded");
+    }
+
+    #[test]
+    fn a_part3_run_is_named_by_its_policy_not_the_queue() {
+        let mut m = Meta::default();
+        let server =
+            serde_json::json!({"release": "frame", "queue": "unbounded", "when_full": "reject"});
+        let client = serde_json::json!({"rpc": "exchange", "retry": "fixed:100,200"});
+        m.config.server = server.as_object().cloned();
+        m.config.client = client.as_object().cloned();
+        assert_eq!(
+            m.config_label().unwrap(),
+            "release=frame when-full=reject retry=fixed:100,200"
+        );
+        m.config.client.as_mut().unwrap()["rpc"] = "ingest".into();
         assert_eq!(m.config_label().unwrap(), "release=frame queue=unbounded");
     }
 

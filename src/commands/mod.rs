@@ -626,10 +626,15 @@ pub(crate) fn config_of(dir: &Path) -> String {
     if meta.config.server.is_some() {
         differing.remove("target.connect");
     }
-    // Already in the label (config_label: release, queue and a stack other
-    // than h2's), which named a hyper run's stack twice.
+    // Already in the label (config_label: release, queue or a Part 3 run's
+    // policy, and a stack other than h2's), which named a hyper run's stack
+    // twice.
     for said in ["release", "queue", "stack"] {
         differing.remove(said);
+    }
+    if label.contains(" when-full=") {
+        differing.remove("when-full");
+        differing.remove("retry");
     }
     for (k, v) in differing {
         label.push_str(&format!(" {k}={v}"));
@@ -724,6 +729,32 @@ mod tests {
         super::write_json(&dir.join("meta.json"), &meta).unwrap();
         let h = super::config_of(&dir);
         assert_eq!(h.matches("stack=hyper").count(), 1, "{h}");
+        // A Part 3 run: named by its policy, each setting once.
+        let mut server3 = server.clone();
+        server3["when_full"] = "reject".into();
+        let mut client3 = client.clone();
+        client3["rpc"] = "exchange".into();
+        client3["retry"] = "fixed:100,200".into();
+        let meta = h2probe_analysis::meta::Meta {
+            command: "run".into(),
+            config: h2probe_analysis::meta::RunConfig {
+                server: Some(server3),
+                client: Some(client3),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let dir = root.join("part3");
+        std::fs::create_dir_all(&dir).unwrap();
+        super::write_json(&dir.join("meta.json"), &meta).unwrap();
+        let p3 = super::config_of(&dir);
+        assert!(
+            p3.starts_with("release=frame when-full=reject retry=fixed:100,200"),
+            "{p3}"
+        );
+        assert_eq!(p3.matches("when-full=").count(), 1, "{p3}");
+        assert_eq!(p3.matches("retry=").count(), 1, "{p3}");
+        assert!(p3.contains(" rpc=exchange"), "{p3}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 
