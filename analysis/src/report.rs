@@ -248,6 +248,15 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
     o
 }
 
+/// " (N still open at the end)" after a blocked time whose waits the
+/// recording's end cut.
+fn open_at_end(s: &Summary, on: &str) -> String {
+    match s.blocked_open_by.get(on) {
+        Some(&n) if n > 0 => format!(" ({n} still open at the end)"),
+        _ => String::new(),
+    }
+}
+
 /// A figure, or `n/a` when the trace lacks the side that measures it.
 fn or_na(have: bool, f: impl FnOnce() -> String) -> String {
     if have {
@@ -466,15 +475,13 @@ fn headline_lines(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        "client    blocked: window {}  h2 buffer {}  socket {}{}  lateness p50 {} p99 {}  frame c2s latency p50 {}",
+        "client    blocked: window {}{}  h2 buffer {}{}  socket {}{}  lateness p50 {} p99 {}  frame c2s latency p50 {}",
         or_na(c, || format!("{:.2}s", s.client_window_blocked_s)),
+        open_at_end(s, "window"),
         or_na(c, || format!("{:.2}s", s.client_h2_buffer_blocked_s)),
+        open_at_end(s, "h2_buffer"),
         or_na(c, || format!("{:.3}s", s.client_socket_blocked_s)),
-        if s.blocked_open > 0 {
-            format!(" ({} still open at the end)", s.blocked_open)
-        } else {
-            String::new()
-        },
+        open_at_end(s, "socket"),
         or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p50)),
         or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p99)),
         if c && sv && s.c2s_frame_latency_ms.count == 0 && s.relay.is_some() {

@@ -283,6 +283,53 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
     assert_eq!(s.client_h2_buffer_blocked_s, 0.0);
 }
 
+/// A wait the recording's end cut is said beside the time it waited on,
+/// not beside another (the headline once put a window wait under socket).
+#[test]
+fn waits_open_at_the_end_are_counted_by_what_they_waited_on() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    let data = |len| Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
+    let blocked = |seq, start| {
+        Kind::WindowBlocked(WindowBlockedEv {
+            seq,
+            start,
+            open: true,
+        })
+    };
+    a.feed(&ev(1, c, 1, data(65_535)));
+    // Two waits on the spent connection window, cut by the end.
+    a.feed(&ev(20, c, 3, blocked(0, 10)));
+    a.feed(&ev(20, c, 5, blocked(0, 12)));
+    // And one of the server's writes, cut too.
+    let socket = Kind::SocketBlocked(IntervalEv {
+        dir: Dir::Out,
+        start: 15,
+        open: true,
+    });
+    a.feed(&ev(20, Endpoint::Server, 0, socket));
+    let (s, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(s.blocked_open, 3);
+    let by: Vec<(&str, u64)> = s
+        .blocked_open_by
+        .iter()
+        .map(|(k, v)| (k.as_str(), *v))
+        .collect();
+    assert_eq!(by, [("server_socket", 1), ("window", 2)]);
+    let head = h2probe_analysis::report::headline(&s);
+    let client: String = head
+        .lines()
+        .skip_while(|l| !l.starts_with("client"))
+        .take_while(|l| l.starts_with("client") || l.starts_with(' '))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        client.contains("window 0.00s (2 still open at the end)"),
+        "{head}"
+    );
+    assert_eq!(client.matches("still open").count(), 1, "{head}");
+}
+
 /// docs/summary-json.md lists every field summary.json has.
 #[test]
 fn every_summary_field_is_documented() {

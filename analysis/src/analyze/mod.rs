@@ -258,7 +258,11 @@ impl Analyzer {
             }
             Kind::SocketBlocked(b) => {
                 let d = t.saturating_sub(b.start);
-                self.s.blocked_open += u64::from(b.open);
+                let on = match e.ep {
+                    Endpoint::Client => "socket",
+                    _ => "server_socket",
+                };
+                self.count_open(b.open, on);
                 if e.ep == Endpoint::Client {
                     self.socket_blocked.record(d);
                     self.tl.socket_blocked.push(b.start, d as f64 / 1e9);
@@ -346,7 +350,6 @@ impl Analyzer {
             }
             Kind::WindowBlocked(w) => {
                 let d = t.saturating_sub(w.start);
-                self.s.blocked_open += u64::from(w.open);
                 let on = |k| {
                     self.exhausted
                         .get(&(e.conn, k))
@@ -361,7 +364,9 @@ impl Analyzer {
                     self.window_blocked.record(d);
                     self.tl.window_blocked.push(w.start, d as f64 / 1e9);
                     self.interval(w.start, t, Blocked::Window);
+                    self.count_open(w.open, "window");
                 } else {
+                    self.count_open(w.open, "h2_buffer");
                     self.h2_buffer_blocked.record(d);
                     self.tl.h2_buffer_blocked.push(w.start, d as f64 / 1e9);
                     self.interval(w.start, t, Blocked::H2Buffer);
@@ -375,6 +380,15 @@ impl Analyzer {
                     .entry(n.reason.as_str().into())
                     .or_default() += n.count;
             }
+        }
+    }
+
+    /// A blocked interval still open when the recording ended, by what it
+    /// waited on.
+    fn count_open(&mut self, open: bool, on: &str) {
+        if open {
+            self.s.blocked_open += 1;
+            *self.s.blocked_open_by.entry(on.into()).or_default() += 1;
         }
     }
 

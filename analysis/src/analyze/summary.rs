@@ -140,6 +140,10 @@ pub struct Summary {
     /// Blocked intervals still open when the recording ended (closed at
     /// that moment and counted in the totals above).
     pub blocked_open: u64,
+    /// Of those, by what the wait was on: `window`, `h2_buffer` (the
+    /// client's), `socket` (the client's), `server_socket`.
+    #[serde(default)]
+    pub blocked_open_by: BTreeMap<String, u64>,
     pub window_blocked_ms: Distribution,
     pub h2_buffer_blocked_ms: Distribution,
     pub socket_blocked_ms: Distribution,
