@@ -288,7 +288,12 @@ impl Analyzer {
                     self.s.raw_units = true;
                 }
             }
-            Kind::ConnClose(_) | Kind::Unknown => {}
+            Kind::ConnClose(_) => {
+                if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
+                    c.closed = true;
+                }
+            }
+            Kind::Unknown => {}
             // Part 3's own events: `overload` reads them.
             Kind::Admission(_)
             | Kind::ServiceChange(_)
@@ -315,7 +320,10 @@ impl Analyzer {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
                 }
-                self.retirement.rpc_end(t, side_of(e.ep), e.conn, e.stream);
+                let rtt = self.conns.get(&(e.ep, e.conn)).map_or(0, |c| c.rtt.max_ns);
+                let grace = retire::grace(rtt);
+                self.retirement
+                    .rpc_end(t, grace, side_of(e.ep), e.conn, e.stream);
                 let name = status_name(r.status);
                 let map = match e.ep {
                     Endpoint::Client => &mut self.s.rpc_status,

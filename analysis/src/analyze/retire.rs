@@ -5,16 +5,34 @@
 //! here, and its state leaves every per-stream map.
 //!
 //! What is judged at retirement is what `finish` would judge: no frame of a
-//! stream moves its byte counts or windows once both sides ended it. Events
-//! come in `t` order (the reorder window), so "passed" is on `t`.
+//! stream moves its byte counts or windows once it is retired. So a stream
+//! both taps see waits until they agree on its bytes and windows (frames
+//! still in flight on a slow link land first), until its connection closed
+//! on both, or [`MAX_SETTLE_NS`]; a stream one tap sees waits twice the
+//! longest round trip that tap measured on its connection, if longer than
+//! [`RETIRE_AFTER_NS`]. Events come in `t` order (the reorder window), so
+//! "passed" is on `t`.
 
 use super::summary::StreamFigures;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 
 /// How long after a side ended an RPC its stream may still see frames (a
 /// WINDOW_UPDATE h2 flushes after the handler recorded the end, the last
-/// frames on the other tap's side of the socket).
+/// frames on the other tap's side of the socket), at least.
 pub(super) const RETIRE_AFTER_NS: u64 = 1_000_000_000;
+
+/// How long a stream both taps see may wait for them to agree before it is
+/// judged as it stands (a real mismatch, or frames one tap never saw on a
+/// connection still open).
+pub(super) const MAX_SETTLE_NS: u64 = 60_000_000_000;
+
+/// The wait after a side's end, given the longest round trip its tap
+/// measured on the connection: frames the peer sent before it learned of
+/// the end arrive within one.
+pub(super) fn grace(rtt_ns: u64) -> u64 {
+    RETIRE_AFTER_NS.max(rtt_ns.saturating_mul(2))
+}
 
 /// Streams listed in `summary.json`'s `streams`: the first to end; every
 /// stream counts in `stream_count`, the fairness index and starvation.
@@ -27,7 +45,7 @@ pub const MAX_STARVED_NAMED: usize = 1_024;
 pub(super) const MAX_DETAILS: usize = 20;
 
 /// Which side of a connection an end was recorded on.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub(super) enum Side {
     Client,
     Server,
@@ -36,10 +54,14 @@ pub(super) enum Side {
 /// Streams waiting to be retired, and the connections paired across taps.
 #[derive(Default)]
 pub(super) struct Retirement {
-    /// (due, side, conn, stream), in `t` order of the ends.
-    queue: VecDeque<(u64, Side, u32, u32)>,
-    /// Per server (conn, stream): when each side ended it.
+    /// (due, side, conn, stream), soonest first.
+    queue: BinaryHeap<Reverse<(u64, Side, u32, u32)>>,
+    /// Per server (conn, stream): when each side's end is due (the end
+    /// and its grace).
     ends: HashMap<(u32, u32), [Option<u64>; 2]>,
+    /// Per server (conn, stream) waiting for its taps to agree: when it
+    /// first became due.
+    deferred: HashMap<(u32, u32), u64>,
     /// Server conn → client conn on the same socket, and back.
     client_of: HashMap<u32, u32>,
     server_of: HashMap<u32, u32>,
@@ -57,6 +79,8 @@ pub(super) struct Due {
     pub server: Option<u32>,
     pub client: Option<u32>,
     pub stream: u32,
+    /// When it first became due.
+    pub since: u64,
 }
 
 impl Retirement {
@@ -124,27 +148,38 @@ impl Retirement {
         out
     }
 
-    /// An RPC ended on `side` at `t`.
-    pub(super) fn rpc_end(&mut self, t: u64, side: Side, conn: u32, stream: u32) {
+    /// An RPC ended on `side` at `t`; its stream may see frames for
+    /// `grace` more (see [`grace`]).
+    pub(super) fn rpc_end(&mut self, t: u64, grace: u64, side: Side, conn: u32, stream: u32) {
+        let due = t.saturating_add(grace);
         let key = match side {
             Side::Server => Some((conn, stream)),
             Side::Client => self.server_of.get(&conn).map(|s| (*s, stream)),
         };
         if let Some(key) = key {
-            self.ends.entry(key).or_default()[side as usize] = Some(t);
+            let at = &mut self.ends.entry(key).or_default()[side as usize];
+            *at = Some(at.map_or(due, |d| d.max(due)));
         }
-        self.queue
-            .push_back((t.saturating_add(RETIRE_AFTER_NS), side, conn, stream));
+        self.queue.push(Reverse((due, side, conn, stream)));
     }
 
-    /// The streams whose every side ended at least [`RETIRE_AFTER_NS`]
-    /// before `now`, in the order they became due.
+    /// A due stream whose taps do not agree yet: due again at `until`.
+    pub(super) fn defer(&mut self, d: Due, until: u64) {
+        let Some(server) = d.server else { return };
+        let key = (server, d.stream);
+        self.deferred.insert(key, d.since);
+        self.ends.insert(key, [Some(until); 2]);
+        self.queue
+            .push(Reverse((until, Side::Server, server, d.stream)));
+    }
+
+    /// The streams whose every side's end is due by `now`, soonest first.
     pub(super) fn due(&mut self, now: u64, out: &mut Vec<Due>) {
-        while let Some(&(due, side, conn, stream)) = self.queue.front() {
+        while let Some(&Reverse((due, side, conn, stream))) = self.queue.peek() {
             if due > now {
                 break;
             }
-            self.queue.pop_front();
+            self.queue.pop();
             let (server, client) = match side {
                 Side::Server => (Some(conn), self.client_of.get(&conn).copied()),
                 Side::Client => (self.server_of.get(&conn).copied(), Some(conn)),
@@ -155,6 +190,7 @@ impl Retirement {
                     server: None,
                     client,
                     stream,
+                    since: due,
                 });
                 continue;
             };
@@ -169,12 +205,13 @@ impl Retirement {
                 (Some(s), None) if client.is_none() => s,
                 _ => continue,
             };
-            if last.saturating_add(RETIRE_AFTER_NS) <= now {
+            if last <= now {
                 self.ends.remove(&key);
                 out.push(Due {
                     server,
                     client,
                     stream,
+                    since: self.deferred.remove(&key).unwrap_or(last),
                 });
             }
         }
@@ -362,9 +399,41 @@ impl super::Analyzer {
         let mut due = std::mem::take(&mut self.due);
         self.retirement.due(t, &mut due);
         for d in due.drain(..) {
-            self.retire(d);
+            if self.settled(&d, t) {
+                self.retire(d);
+            } else {
+                self.retirement.defer(d, t.saturating_add(RETIRE_AFTER_NS));
+            }
         }
         self.due = due;
+    }
+
+    /// Whether a due stream can be judged now: its taps agree on its c2s
+    /// bytes and on its windows both ways (nothing of it is in flight), or
+    /// its connection closed on both, or it waited [`MAX_SETTLE_NS`]. A
+    /// stream one tap sees waited its grace already.
+    fn settled(&self, d: &Due, now: u64) -> bool {
+        use super::wire_view::Flow;
+        use crate::schema::Endpoint;
+        let (Some(cid), Some(sid)) = (d.client, d.server) else {
+            return true;
+        };
+        let (Some(c), Some(s)) = (
+            self.conns.get(&(Endpoint::Client, cid)),
+            self.conns.get(&(Endpoint::Server, sid)),
+        ) else {
+            return true;
+        };
+        if (c.closed && s.closed) || now.saturating_sub(d.since) >= MAX_SETTLE_NS {
+            return true;
+        }
+        let id = d.stream;
+        c.data_c2s.get(&id) == s.data_c2s.get(&id)
+            && [Flow::C2s, Flow::S2c].into_iter().all(|f| {
+                c.flows[f as usize]
+                    .tracked(id)
+                    .is_none_or(|w| s.flows[f as usize].stream(id) == w)
+            })
     }
 
     /// Judges a finished stream's share of the `bytes` and `windows_agree`
@@ -606,21 +675,20 @@ mod tests {
         r.conn_open(Side::Client, 1, "127.0.0.1:5000", "127.0.0.1:80");
         r.conn_open(Side::Server, 2, "127.0.0.1:80", "127.0.0.1:5000");
         r.conn_open(Side::Client, 3, "127.0.0.1:5001", "127.0.0.1:81");
-        r.rpc_end(10, Side::Server, 2, 1);
-        r.rpc_end(20, Side::Client, 1, 1);
-        r.rpc_end(30, Side::Client, 3, 1);
+        r.rpc_end(10, g, Side::Server, 2, 1);
+        r.rpc_end(20, g, Side::Client, 1, 1);
+        r.rpc_end(30, g, Side::Client, 3, 1);
         let mut out = vec![];
         r.due(10 + g, &mut out);
         assert!(out.is_empty(), "the client's end is 10 ns later: {out:?}");
         r.due(20 + g, &mut out);
-        assert_eq!(
-            out,
-            vec![Due {
-                server: Some(2),
-                client: Some(1),
-                stream: 1
-            }]
-        );
+        let both = Due {
+            server: Some(2),
+            client: Some(1),
+            stream: 1,
+            since: 20 + g,
+        };
+        assert_eq!(out, vec![both]);
         out.clear();
         r.due(30 + g, &mut out);
         assert_eq!(
@@ -628,13 +696,194 @@ mod tests {
             vec![Due {
                 server: None,
                 client: Some(3),
-                stream: 1
+                stream: 1,
+                since: 30 + g,
             }]
         );
+        // Deferred (its taps disagreed): due again later, since unchanged.
+        out.clear();
+        r.defer(both, 40 + 2 * g);
+        r.due(40 + g, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        r.due(40 + 2 * g, &mut out);
+        assert_eq!(out, vec![both]);
+        // A longer grace (a slow link's round trip) holds a stream longer,
+        // however the ends arrive.
+        out.clear();
+        r.rpc_end(50, 5 * g, Side::Server, 2, 5);
+        r.rpc_end(60, g, Side::Client, 1, 5);
+        r.due(60 + g, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        r.due(50 + 5 * g, &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
         // A server stream whose client never ended stays.
-        r.rpc_end(40, Side::Server, 2, 3);
+        r.rpc_end(40, g, Side::Server, 2, 3);
         out.clear();
         r.due(40 + 10 * g, &mut out);
         assert!(out.is_empty(), "{out:?}");
+    }
+
+    /// Builds traces for the tests below.
+    mod trace {
+        pub use crate::schema::*;
+        pub fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
+            Event {
+                t,
+                ep,
+                conn,
+                stream,
+                kind,
+            }
+        }
+        pub fn frame(dir: Dir, ty: FrameType, len: u32) -> Kind {
+            Kind::Frame(FrameEv {
+                dir,
+                frame: ty,
+                len,
+                ..FrameEv::default()
+            })
+        }
+        pub fn open(local: &str, peer: &str) -> Kind {
+            Kind::ConnOpen(ConnOpenEv {
+                local: local.into(),
+                peer: peer.into(),
+            })
+        }
+        pub fn end() -> Kind {
+            Kind::RpcEnd(RpcEndEv {
+                status: 0,
+                message: String::new(),
+            })
+        }
+    }
+
+    /// A paired stream's last DATA still on a slow link when both sides
+    /// ended (the server cut the RPC, the client's frames in flight): the
+    /// stream waits for its taps to agree, then counts once, whole.
+    #[test]
+    fn frames_in_flight_after_both_ends_land_before_the_stream_is_judged() {
+        use trace::*;
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let mut a = super::super::Analyzer::new(0);
+        a.feed(&ev(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+        a.feed(&ev(2, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        let sec = 1_000_000_000;
+        a.feed(&ev(10, c, 1, 1, frame(Dir::Out, FrameType::DATA, 100)));
+        a.feed(&ev(20, c, 1, 1, frame(Dir::Out, FrameType::DATA, 100)));
+        let chunk = || Kind::Chunk(ChunkEv { len: 100 });
+        a.feed(&ev(
+            1_500_000,
+            s,
+            2,
+            1,
+            frame(Dir::In, FrameType::DATA, 100),
+        ));
+        a.feed(&ev(1_500_001, s, 2, 1, chunk()));
+        a.feed(&ev(1_600_000, s, 2, 1, end()));
+        a.feed(&ev(1_700_000, c, 1, 1, end()));
+        // The second DATA crosses a 1.5 s link: it lands 1.5 s after the ends.
+        a.feed(&ev(
+            sec + 1_500_000_020,
+            s,
+            2,
+            1,
+            frame(Dir::In, FrameType::DATA, 100),
+        ));
+        a.feed(&ev(sec + 1_500_000_021, s, 2, 1, chunk()));
+        a.feed(&ev(3 * sec, c, 1, 3, frame(Dir::Out, FrameType::DATA, 1)));
+        a.feed(&ev(
+            3 * sec + 1,
+            s,
+            2,
+            3,
+            frame(Dir::In, FrameType::DATA, 1),
+        ));
+        let (sum, _) = a.finish(0, &crate::reader::Ending::Clean(Footer::default()));
+        assert_eq!(sum.stream_count, 2, "{:?}", sum.streams);
+        assert_eq!(sum.streams[0].bytes, 200);
+        let bytes = &sum.checks["bytes"];
+        assert_eq!(bytes.ok, Some(true), "{}", bytes.detail);
+        let agree = &sum.checks["windows_agree"];
+        assert_eq!(agree.ok, Some(true), "{}", agree.detail);
+    }
+
+    /// One tap alone: the stream waits twice the round trip the tap
+    /// measured (its SETTINGS to the ACK), here 1.2 s, so DATA the peer
+    /// sent before it learned of the end still counts in its stream.
+    #[test]
+    fn one_tap_waits_twice_its_measured_round_trip() {
+        use trace::*;
+        let s = Endpoint::Server;
+        let sec = 1_000_000_000u64;
+        let run = |rtt: u64| {
+            let mut a = super::super::Analyzer::new(0);
+            a.feed(&ev(1, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+            a.feed(&ev(2, s, 2, 0, frame(Dir::Out, FrameType::SETTINGS, 0)));
+            let ack = Kind::Frame(FrameEv {
+                dir: Dir::In,
+                frame: FrameType::SETTINGS,
+                flags: flags::ACK,
+                ..FrameEv::default()
+            });
+            a.feed(&ev(2 + rtt, s, 2, 0, ack));
+            let t0 = 2 * sec;
+            a.feed(&ev(t0, s, 2, 1, frame(Dir::In, FrameType::DATA, 100)));
+            a.feed(&ev(t0 + 10, s, 2, 1, end()));
+            a.feed(&ev(
+                t0 + 1_100_000_000,
+                s,
+                2,
+                1,
+                frame(Dir::In, FrameType::DATA, 100),
+            ));
+            a.feed(&ev(
+                t0 + 4 * sec,
+                s,
+                2,
+                3,
+                frame(Dir::In, FrameType::DATA, 1),
+            ));
+            a.finish(0, &crate::reader::Ending::Clean(Footer::default()))
+                .0
+        };
+        let slow = run(1_200_000_000);
+        assert_eq!(slow.stream_count, 2, "{:?}", slow.streams);
+        assert_eq!(slow.streams[0].bytes, 200);
+        // On a fast link the grace is the floor, 1 s: the late frame comes
+        // after it and is a stream of its own (what the floor is for).
+        let fast = run(100_000);
+        assert_eq!(fast.stream_count, 3, "{:?}", fast.streams);
+    }
+
+    /// Taps that never agree (a real mismatch, the connection still open)
+    /// hold their stream [`MAX_SETTLE_NS`] at most: then it is judged, and
+    /// fails.
+    #[test]
+    fn a_mismatch_on_an_open_connection_is_judged_after_the_settle_limit() {
+        use trace::*;
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let mut a = super::super::Analyzer::new(0);
+        a.feed(&ev(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+        a.feed(&ev(2, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        a.feed(&ev(10, c, 1, 1, frame(Dir::Out, FrameType::DATA, 100)));
+        a.feed(&ev(11, s, 2, 1, frame(Dir::In, FrameType::DATA, 90)));
+        a.feed(&ev(20, s, 2, 1, end()));
+        a.feed(&ev(30, c, 1, 1, end()));
+        let held = |a: &super::super::Analyzer| {
+            a.conns
+                .values()
+                .filter(|x| x.data_c2s.contains_key(&1))
+                .count()
+        };
+        let ping = |t| ev(t, s, 2, 0, frame(Dir::In, FrameType::PING, 8));
+        a.feed(&ping(30 + MAX_SETTLE_NS / 2));
+        assert_eq!(held(&a), 2, "still waiting for the taps to agree");
+        a.feed(&ping(
+            30 + RETIRE_AFTER_NS + MAX_SETTLE_NS + RETIRE_AFTER_NS,
+        ));
+        assert_eq!(held(&a), 0, "judged and forgotten");
+        let (sum, _) = a.finish(0, &crate::reader::Ending::Clean(Footer::default()));
+        let bytes = &sum.checks["bytes"];
+        assert_eq!(bytes.ok, Some(false), "{}", bytes.detail);
     }
 }

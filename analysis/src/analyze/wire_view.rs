@@ -30,6 +30,52 @@ pub(super) struct Conn {
     pub(super) flows: [FlowWindows; 2],
     /// DATA payload bytes (padding excluded) per stream, c2s.
     pub(super) data_c2s: BTreeMap<u32, u64>,
+    /// Round trips this tap measured (its SETTINGS and PINGs to their
+    /// ACKs): how long frames of a stream may still arrive after its end.
+    pub(super) rtt: RoundTrips,
+    /// The tap recorded the connection's close: nothing more arrives on it.
+    pub(super) closed: bool,
+}
+
+/// The longest round trip a tap measured on a connection, from its own
+/// SETTINGS and PING frames to the peer's ACKs (a relay's link delay shows
+/// here even when only one end is traced).
+#[derive(Default)]
+pub(super) struct RoundTrips {
+    settings: VecDeque<u64>,
+    pings: VecDeque<(u64, u64)>,
+    pub(super) max_ns: u64,
+}
+
+/// Unacknowledged SETTINGS or PINGs kept at most (a peer that never
+/// acknowledges holds no more).
+const OUTSTANDING: usize = 16;
+
+impl RoundTrips {
+    fn settings_sent(&mut self, t: u64) {
+        if self.settings.len() == OUTSTANDING {
+            self.settings.pop_front();
+        }
+        self.settings.push_back(t);
+    }
+    /// SETTINGS are acknowledged in the order they were sent (RFC 9113 §6.5.3).
+    fn settings_acked(&mut self, t: u64) {
+        if let Some(sent) = self.settings.pop_front() {
+            self.max_ns = self.max_ns.max(t.saturating_sub(sent));
+        }
+    }
+    fn ping_sent(&mut self, t: u64, opaque: u64) {
+        if self.pings.len() == OUTSTANDING {
+            self.pings.pop_front();
+        }
+        self.pings.push_back((opaque, t));
+    }
+    fn ping_acked(&mut self, t: u64, opaque: u64) {
+        if let Some(i) = self.pings.iter().position(|(o, _)| *o == opaque) {
+            let (_, sent) = self.pings.remove(i).expect("found");
+            self.max_ns = self.max_ns.max(t.saturating_sub(sent));
+        }
+    }
 }
 
 /// When a client send window (a stream's, or the connection's as stream 0)
@@ -251,9 +297,13 @@ impl Analyzer {
             // receiver's tap, that is the flow the ACK travels with.
             FrameType::SETTINGS if f.has_flag(schema::flags::ACK) && f.dir == Dir::In => {
                 conn.flows[travel as usize].on_settings_acked();
+                conn.rtt.settings_acked(t);
             }
             FrameType::SETTINGS if f.has_flag(schema::flags::ACK) => {}
             FrameType::SETTINGS => {
+                if f.dir == Dir::Out {
+                    conn.rtt.settings_sent(t);
+                }
                 let flow = 1 - travel as usize;
                 let mut changed = vec![];
                 for (id, v) in f.settings.iter().flatten() {
@@ -272,6 +322,11 @@ impl Analyzer {
                     self.log_window(t, e, flow, id, w);
                 }
             }
+            FrameType::PING => match (f.dir, f.has_flag(schema::flags::ACK), f.opaque) {
+                (Dir::Out, false, Some(o)) => conn.rtt.ping_sent(t, o),
+                (Dir::In, true, Some(o)) => conn.rtt.ping_acked(t, o),
+                _ => {}
+            },
             FrameType::GOAWAY | FrameType::RST_STREAM => self.server_answer(e, f),
             _ => {}
         }
