@@ -183,3 +183,108 @@ fn throughput_is_window_over_the_nominal_round_trip() {
         assert_eq!(s.c2s_frame_latency_negative, 0);
     }
 }
+
+/// A link slower than a second, and Ctrl-C: both sides end every RPC at
+/// once while the client's DATA is still on the link, so frames of each
+/// stream reach the server's tap 1.5 s after both ends. Each stream is
+/// still one stream, with every byte the server's tap saw (recounted here
+/// from the trace), and no stream is called starved: the analysis waits
+/// for the taps to agree before it judges and forgets a stream.
+#[test]
+fn frames_landing_over_a_second_after_the_end_stay_in_their_stream() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = temp_dir("late-frames");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "run",
+            "--streams",
+            "4",
+            "--duration",
+            "30s",
+            "--link-delay",
+            "1500ms",
+        ])
+        .args([
+            "--stream-window",
+            "16MiB",
+            "--conn-window",
+            "64MiB",
+            "--service-time",
+            "1ms",
+        ])
+        .args(["--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once messages are flowing (however slow the machine is).
+    let flowing = std::time::Instant::now();
+    while !std::fs::read_to_string(dir.join("trace.jsonl"))
+        .is_ok_and(|t| t.matches("\"type\":\"complete\"").count() > 40)
+    {
+        assert!(flowing.elapsed().as_secs() < 60, "the run never got going");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: h2probe_analysis::analyze::Summary =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+
+    // From the trace: the server tap's DATA bytes per stream, and how late
+    // the last of them came after the later of the stream's two ends.
+    let mut bytes: std::collections::BTreeMap<(u64, u64), u64> = Default::default();
+    let mut last: std::collections::BTreeMap<(u64, u64), u64> = Default::default();
+    let mut ends: std::collections::BTreeMap<u64, u64> = Default::default();
+    for line in std::fs::read_to_string(dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let e: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (Some(t), Some(stream)) = (e["t"].as_u64(), e["stream"].as_u64()) else {
+            continue;
+        };
+        let key = (e["conn"].as_u64().unwrap(), stream);
+        match (e["type"].as_str(), e["ep"].as_str()) {
+            (Some("frame"), Some("server")) if e["frame"] == "DATA" && e["dir"] == "in" => {
+                *bytes.entry(key).or_default() += e["len"].as_u64().unwrap();
+                last.insert(key, t);
+            }
+            (Some("rpc_end"), _) => {
+                let end = ends.entry(stream).or_default();
+                *end = (*end).max(t);
+            }
+            _ => {}
+        }
+    }
+    let late = last
+        .iter()
+        .map(|((_, id), t)| t.saturating_sub(ends[id]))
+        .min()
+        .unwrap();
+    assert!(
+        late > 1_000_000_000,
+        "the scenario needs every stream's last DATA over a second after its ends; one came {late} ns after"
+    );
+    assert_eq!(s.stream_count, 4, "{:#?}", s.streams);
+    let listed: std::collections::BTreeMap<(u64, u64), u64> = s
+        .streams
+        .iter()
+        .map(|f| ((u64::from(f.conn), u64::from(f.stream)), f.bytes))
+        .collect();
+    assert_eq!(listed, bytes);
+    assert!(s.starved_streams.is_empty(), "{:?}", s.starved_streams);
+    assert_eq!(
+        s.checks["bytes"].ok,
+        Some(true),
+        "{}",
+        s.checks["bytes"].detail
+    );
+}
