@@ -4,7 +4,6 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
 use support::{dur, run, run_opts, temp_dir};
 
 #[test]
@@ -73,27 +72,10 @@ fn a_client_deadline_during_sending_records_never_sent_and_the_server_discards_c
 #[test]
 fn ctrl_c_mid_run_finishes_the_trace_and_the_summary() {
     let dir = temp_dir("sigint");
-    let child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["run", "--duration", "30s", "--quiet", "--no-pcap", "--out"])
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Interrupt once messages are flowing (however slow the machine is).
-    let flowing = std::time::Instant::now();
-    while !std::fs::read_to_string(dir.join("trace.jsonl"))
-        .is_ok_and(|t| t.matches("\"type\":\"complete\"").count() > 20)
-    {
-        assert!(flowing.elapsed().as_secs() < 60, "the run never got going");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // SAFETY: sending a signal to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let args = ["run", "--duration", "30s", "--quiet", "--no-pcap"];
+    let out = support::run_interrupted(&args, &dir, "complete", 20);
     let err = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(130), "interrupted: {err}{stdout}");
     assert!(err.contains("interrupted"), "{err}");
     assert!(
         stdout.contains("status    interrupted"),

@@ -194,49 +194,25 @@ fn throughput_is_window_over_the_nominal_round_trip() {
 fn frames_landing_over_a_second_after_the_end_stay_in_their_stream() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = temp_dir("late-frames");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args([
-            "run",
-            "--streams",
-            "4",
-            "--duration",
-            "30s",
-            "--link-delay",
-            "1500ms",
-        ])
-        .args([
-            "--stream-window",
-            "16MiB",
-            "--conn-window",
-            "64MiB",
-            "--service-time",
-            "1ms",
-        ])
-        .args(["--quiet", "--no-pcap", "--out"])
-        .arg(&dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Interrupt once messages are flowing (however slow the machine is).
-    let flowing = std::time::Instant::now();
-    while !std::fs::read_to_string(dir.join("trace.jsonl"))
-        .is_ok_and(|t| t.matches("\"type\":\"complete\"").count() > 40)
-    {
-        assert!(flowing.elapsed().as_secs() < 60, "the run never got going");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // SAFETY: a signal to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let s: h2probe_analysis::analyze::Summary =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let args = [
+        "run",
+        "--streams",
+        "4",
+        "--duration",
+        "30s",
+        "--link-delay",
+        "1500ms",
+        "--stream-window",
+        "16MiB",
+        "--conn-window",
+        "64MiB",
+        "--service-time",
+        "1ms",
+        "--quiet",
+        "--no-pcap",
+    ];
+    support::run_interrupted(&args, &dir, "complete", 40);
+    let s = support::read_summary(&dir);
 
     // From the trace: the server tap's DATA bytes per stream, and how late
     // the last of them came after the later of the stream's two ends.

@@ -342,40 +342,17 @@ fn drop_discards_and_answers_and_never_runs_the_worker() {
 
 #[test]
 fn an_interrupted_exchange_run_still_ends_every_original_once() {
-    use std::process::{Command, Stdio};
     let dir = temp_dir("p3-sigint");
-    let child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args([
-            "run",
-            "--preset",
-            "part3",
-            "--when-full",
-            "wait",
-            "--quiet",
-            "--no-pcap",
-            "--out",
-        ])
-        .arg(&dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let flowing = std::time::Instant::now();
-    while !std::fs::read_to_string(dir.join("trace.jsonl"))
-        .is_ok_and(|t| t.matches("\"type\":\"original_end\"").count() > 50)
-    {
-        assert!(flowing.elapsed().as_secs() < 60, "the run never got going");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // SAFETY: sending a signal to our own child process.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = [
+        "run",
+        "--preset",
+        "part3",
+        "--when-full",
+        "wait",
+        "--quiet",
+        "--no-pcap",
+    ];
+    support::run_interrupted(&args, &dir, "original_end", 50);
     let s = replay(&dir);
     assert!(s.originals > 50 && s.originals < 2880, "{s:?}");
     let summary = support::read_summary(&dir);

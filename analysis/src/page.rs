@@ -416,19 +416,20 @@ fn cards(s: &Summary) -> String {
 fn part3_cards(o: &mut String, ov: &crate::analyze::overload::Overload) {
     card(
         o,
-        if ov.on_time < ov.originals { "alert" } else { "" },
+        if ov.on_time < ov.originals {
+            "alert"
+        } else {
+            ""
+        },
         "useful (on time)",
         &format!("{:.1} %", 100.0 * ov.useful_fraction),
         &format!(
-            "{} of {} originals · late {} · rejected {} · dropped {} · expired {} · never sent {} · unanswered {}",
+            "{} of {} originals · {}",
             ov.on_time,
             ov.originals,
-            ov.late,
-            ov.rejected,
-            ov.dropped,
-            ov.expired,
-            ov.never_sent,
-            ov.unanswered
+            ov.other_ends()
+                .map(|(name, n)| format!("{name} {n}"))
+                .join(" · ")
         ),
     );
     card(

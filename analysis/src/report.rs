@@ -193,16 +193,13 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "useful    U/N {}/{} = {:.3} %  late {}  rejected {}  dropped {}  expired {}  never-sent {}  unanswered {}",
+        "useful    U/N {}/{} = {:.3} %  {}",
         ov.on_time,
         ov.originals,
         100.0 * ov.useful_fraction,
-        ov.late,
-        ov.rejected,
-        ov.dropped,
-        ov.expired,
-        ov.never_sent,
-        ov.unanswered
+        ov.other_ends()
+            .map(|(name, n)| format!("{name} {n}"))
+            .join("  ")
     );
     let _ = writeln!(
         o,

@@ -30,6 +30,12 @@ fn wu(dir: Dir, inc: u32) -> Kind {
     })
 }
 
+/// The client's wait for capacity that began at `start` (`open`: cut by
+/// the recording's end).
+fn blocked(seq: u64, start: u64, open: bool) -> Kind {
+    Kind::WindowBlocked(WindowBlockedEv { seq, start, open })
+}
+
 fn release(bytes: u32) -> Kind {
     Kind::Release(ReleaseEv {
         bytes,
@@ -262,13 +268,7 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
     let c = Endpoint::Client;
     let mut a = Analyzer::new(0);
     let data = |len| Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
-    let blocked = |seq, start| {
-        Kind::WindowBlocked(WindowBlockedEv {
-            seq,
-            start,
-            open: false,
-        })
-    };
+    let blocked = |seq, start| blocked(seq, start, false);
     // Stream 1 takes the whole 65,535-byte connection window...
     a.feed(&ev(1, c, 1, data(65_535)));
     // ...so stream 3, its own window untouched, waits on the connection's.
@@ -290,13 +290,7 @@ fn waits_open_at_the_end_are_counted_by_what_they_waited_on() {
     let c = Endpoint::Client;
     let mut a = Analyzer::new(0);
     let data = |len| Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
-    let blocked = |seq, start| {
-        Kind::WindowBlocked(WindowBlockedEv {
-            seq,
-            start,
-            open: true,
-        })
-    };
+    let blocked = |seq, start| blocked(seq, start, true);
     a.feed(&ev(1, c, 1, data(65_535)));
     // Two waits on the spent connection window, cut by the end.
     a.feed(&ev(20, c, 3, blocked(0, 10)));

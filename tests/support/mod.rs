@@ -369,6 +369,45 @@ pub fn client_ctx(
 }
 
 /// The `summary.json` of a run directory.
+/// Runs `h2probe ARGS --out DIR`, interrupts it (SIGINT) once its trace
+/// holds more than `after` events of `kind` (however slow the machine is),
+/// and returns its output once it ended, which must be with exit 130.
+pub fn run_interrupted(
+    args: &[&str],
+    dir: &std::path::Path,
+    kind: &str,
+    after: usize,
+) -> std::process::Output {
+    use std::process::Stdio;
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(args)
+        .arg("--out")
+        .arg(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let needle = format!("\"type\":\"{kind}\"");
+    let flowing = std::time::Instant::now();
+    while !std::fs::read_to_string(dir.join("trace.jsonl"))
+        .is_ok_and(|t| t.matches(&needle).count() > after)
+    {
+        assert!(flowing.elapsed().as_secs() < 60, "the run never got going");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "interrupted: {}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
 pub fn read_summary(dir: &std::path::Path) -> h2probe_analysis::analyze::Summary {
     let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     serde_json::from_str(&text).unwrap()

@@ -33,6 +33,21 @@ pub const COLLISION_BIN_NS: u64 = 20_000_000;
 /// next step, or `end` (the trace's last `t`) when it is the last. It is the
 /// span of the phase the headline calls "during" (the preset's [12, 24) s of
 /// its schedule). `None` without a slowdown.
+impl Overload {
+    /// Where the originals that were not on time went, in the headline's
+    /// order: (name, count).
+    pub fn other_ends(&self) -> [(&'static str, u64); 6] {
+        [
+            ("late", self.late),
+            ("rejected", self.rejected),
+            ("dropped", self.dropped),
+            ("expired", self.expired),
+            ("never-sent", self.never_sent),
+            ("unanswered", self.unanswered),
+        ]
+    }
+}
+
 pub fn collision_window(steps: &[(u64, u32, u64)], end: u64) -> Option<(u64, u64)> {
     let mut steps = steps.to_vec();
     steps.sort_unstable_by_key(|s| (s.1, s.0));
