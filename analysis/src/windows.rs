@@ -103,6 +103,16 @@ impl FlowWindows {
         }
     }
 
+    /// DATA of a stream no longer tracked (the analysis retired it): the
+    /// connection's window only.
+    pub fn on_conn_data(&mut self, t: u64, stream: u32, len: u32) {
+        self.conn -= len as i64;
+        self.min_conn = self.min_conn.min(self.conn);
+        if self.conn < 0 {
+            self.violate(t, stream, self.conn, "DATA beyond the connection window");
+        }
+    }
+
     /// A WINDOW_UPDATE for `stream` (0: the connection).
     pub fn on_window_update(&mut self, t: u64, stream: u32, increment: u32) {
         let w = if stream == 0 {

@@ -320,10 +320,7 @@ impl Analyzer {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
                 }
-                let rtt = self.conns.get(&(e.ep, e.conn)).map_or(0, |c| c.rtt.max_ns);
-                let grace = retire::grace(rtt);
-                self.retirement
-                    .rpc_end(t, grace, side_of(e.ep), e.conn, e.stream);
+                self.retirement.rpc_end(t, side_of(e.ep), e.conn, e.stream);
                 let name = status_name(r.status);
                 let map = match e.ep {
                     Endpoint::Client => &mut self.s.rpc_status,
@@ -870,6 +867,14 @@ pub fn analyze_trace_with(
         ));
     }
     let (mut summary, timeline, window_log_error) = a.finish_with_log(dropped, &ending);
+    if summary.frames_after_retirement > 0 {
+        warnings.push(format!(
+            "{}: {} frames ({} DATA bytes) arrived after the analysis had judged their stream (more than a minute after its taps stopped moving, or twice the round trip after its end on a one-tap trace: a slow or queued link); they count in the connection's windows and totals, not in their stream's figures",
+            path.display(),
+            summary.frames_after_retirement,
+            summary.data_bytes_after_retirement
+        ));
+    }
     summary.warnings = warnings.clone();
     Ok(Analysis {
         window_log_error,

@@ -4,14 +4,15 @@
 //! per-stream checks are judged and its figures folded into running tallies
 //! here, and its state leaves every per-stream map.
 //!
-//! What is judged at retirement is what `finish` would judge: no frame of a
-//! stream moves its byte counts or windows once it is retired. So a stream
-//! both taps see waits until they agree on its bytes and windows (frames
-//! still in flight on a slow link land first), until its connection closed
-//! on both, or [`MAX_SETTLE_NS`]; a stream one tap sees waits twice the
-//! longest round trip that tap measured on its connection, if longer than
-//! [`RETIRE_AFTER_NS`]. Events come in `t` order (the reorder window), so
-//! "passed" is on `t`.
+//! What is judged at retirement is what `finish` would judge as long as no
+//! frame of the stream arrives later. So a stream both taps see waits until
+//! they agree on its bytes and windows (frames still in flight on a slow
+//! link land first), until its connection closed on both, or until its
+//! bytes stopped moving for [`MAX_SETTLE_NS`]; a stream one tap sees waits
+//! twice the round trip that tap knows on its connection (see [`grace`]).
+//! A frame that still comes later is counted as late, in the connection's
+//! windows and totals but not as a second stream (`wire_view::RetiredIds`).
+//! Events come in `t` order (the reorder window), so "passed" is on `t`.
 
 use super::summary::StreamFigures;
 use std::cmp::Reverse;
@@ -22,14 +23,15 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 /// frames on the other tap's side of the socket), at least.
 pub(super) const RETIRE_AFTER_NS: u64 = 1_000_000_000;
 
-/// How long a stream both taps see may wait for them to agree before it is
-/// judged as it stands (a real mismatch, or frames one tap never saw on a
-/// connection still open).
+/// How long a stream both taps see may wait, its bytes not moving, for the
+/// taps to agree before it is judged as it stands (a real mismatch, or
+/// frames one tap never saw on a connection still open).
 pub(super) const MAX_SETTLE_NS: u64 = 60_000_000_000;
 
-/// The wait after a side's end, given the longest round trip its tap
-/// measured on the connection: frames the peer sent before it learned of
-/// the end arrive within one.
+/// The wait after the later end, given the round trip the tap knows on the
+/// connection (the longest it measured, or the age of a SETTINGS or PING
+/// still unacknowledged): frames the peer sent before it learned of the
+/// end arrive within one.
 pub(super) fn grace(rtt_ns: u64) -> u64 {
     RETIRE_AFTER_NS.max(rtt_ns.saturating_mul(2))
 }
@@ -54,14 +56,13 @@ pub(super) enum Side {
 /// Streams waiting to be retired, and the connections paired across taps.
 #[derive(Default)]
 pub(super) struct Retirement {
-    /// (due, side, conn, stream), soonest first.
-    queue: BinaryHeap<Reverse<(u64, Side, u32, u32)>>,
-    /// Per server (conn, stream): when each side's end is due (the end
-    /// and its grace).
+    /// Ends to look at, soonest first.
+    queue: BinaryHeap<Reverse<Pending>>,
+    /// Per server (conn, stream): when each side ended it.
     ends: HashMap<(u32, u32), [Option<u64>; 2]>,
-    /// Per server (conn, stream) waiting for its taps to agree: when it
-    /// first became due.
-    deferred: HashMap<(u32, u32), u64>,
+    /// Per server (conn, stream) due but not yet settled: since when, and
+    /// what it had moved then (see [`Due`]).
+    deferred: HashMap<(u32, u32), (u64, u64)>,
     /// Server conn → client conn on the same socket, and back.
     client_of: HashMap<u32, u32>,
     server_of: HashMap<u32, u32>,
@@ -72,6 +73,10 @@ pub(super) struct Retirement {
     legs: HashMap<u32, [Option<(String, String)>; 2]>,
 }
 
+/// (due, side, conn, stream, end): a side's end of a stream, to look at
+/// when due.
+type Pending = (u64, Side, u32, u32, u64);
+
 /// A stream to retire now: its server (conn) and client (conn) sides, as
 /// far as the trace has them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,8 +84,13 @@ pub(super) struct Due {
     pub server: Option<u32>,
     pub client: Option<u32>,
     pub stream: u32,
-    /// When it first became due.
+    /// The later of its ends.
+    pub end: u64,
+    /// Since when it is due with its bytes not moving.
     pub since: u64,
+    /// Its DATA bytes on both taps when last looked at (`u64::MAX`: not
+    /// yet).
+    pub moved: u64,
 }
 
 impl Retirement {
@@ -148,34 +158,45 @@ impl Retirement {
         out
     }
 
-    /// An RPC ended on `side` at `t`; its stream may see frames for
-    /// `grace` more (see [`grace`]).
-    pub(super) fn rpc_end(&mut self, t: u64, grace: u64, side: Side, conn: u32, stream: u32) {
-        let due = t.saturating_add(grace);
+    /// An RPC ended on `side` at `t`: its stream is due [`RETIRE_AFTER_NS`]
+    /// after its later end, and then checked ([`super::Analyzer::settled`]).
+    pub(super) fn rpc_end(&mut self, t: u64, side: Side, conn: u32, stream: u32) {
         let key = match side {
             Side::Server => Some((conn, stream)),
             Side::Client => self.server_of.get(&conn).map(|s| (*s, stream)),
         };
         if let Some(key) = key {
             let at = &mut self.ends.entry(key).or_default()[side as usize];
-            *at = Some(at.map_or(due, |d| d.max(due)));
+            *at = Some(at.map_or(t, |e| e.max(t)));
         }
-        self.queue.push(Reverse((due, side, conn, stream)));
+        let due = t.saturating_add(RETIRE_AFTER_NS);
+        self.queue.push(Reverse((due, side, conn, stream, t)));
     }
 
-    /// A due stream whose taps do not agree yet: due again at `until`.
+    /// A due stream not settled yet: due again at `until`.
     pub(super) fn defer(&mut self, d: Due, until: u64) {
-        let Some(server) = d.server else { return };
-        let key = (server, d.stream);
-        self.deferred.insert(key, d.since);
-        self.ends.insert(key, [Some(until); 2]);
+        let (side, conn) = match (d.server, d.client) {
+            (Some(s), _) => {
+                let key = (s, d.stream);
+                self.deferred.insert(key, (d.since, d.moved));
+                let ends = self.ends.entry(key).or_default();
+                ends[Side::Server as usize] = Some(d.end);
+                if d.client.is_some() {
+                    ends[Side::Client as usize] = Some(d.end);
+                }
+                (Side::Server, s)
+            }
+            (None, Some(c)) => (Side::Client, c),
+            (None, None) => return,
+        };
         self.queue
-            .push(Reverse((until, Side::Server, server, d.stream)));
+            .push(Reverse((until.max(d.end), side, conn, d.stream, d.end)));
     }
 
-    /// The streams whose every side's end is due by `now`, soonest first.
+    /// The streams whose every side ended [`RETIRE_AFTER_NS`] before `now`
+    /// (or that were deferred to `now`), soonest first.
     pub(super) fn due(&mut self, now: u64, out: &mut Vec<Due>) {
-        while let Some(&Reverse((due, side, conn, stream))) = self.queue.peek() {
+        while let Some(&Reverse((due, side, conn, stream, end))) = self.queue.peek() {
             if due > now {
                 break;
             }
@@ -190,7 +211,9 @@ impl Retirement {
                     server: None,
                     client,
                     stream,
+                    end,
                     since: due,
+                    moved: u64::MAX,
                 });
                 continue;
             };
@@ -199,19 +222,23 @@ impl Retirement {
                 continue; // retired already
             };
             // Every side the trace pairs must have ended; the later end's
-            // own entry retires it once its grace passed.
+            // own entry makes it due.
             let last = match (ends[Side::Server as usize], ends[Side::Client as usize]) {
                 (Some(s), Some(c)) => s.max(c),
                 (Some(s), None) if client.is_none() => s,
                 _ => continue,
             };
-            if last <= now {
+            if last <= end {
                 self.ends.remove(&key);
+                // Due since its entry's time; its bytes not yet measured.
+                let (since, moved) = self.deferred.remove(&key).unwrap_or((due, u64::MAX));
                 out.push(Due {
                     server,
                     client,
                     stream,
-                    since: self.deferred.remove(&key).unwrap_or(last),
+                    end: last,
+                    since,
+                    moved,
                 });
             }
         }
@@ -398,42 +425,66 @@ impl super::Analyzer {
     pub(super) fn retire_due(&mut self, t: u64) {
         let mut due = std::mem::take(&mut self.due);
         self.retirement.due(t, &mut due);
-        for d in due.drain(..) {
-            if self.settled(&d, t) {
-                self.retire(d);
-            } else {
-                self.retirement.defer(d, t.saturating_add(RETIRE_AFTER_NS));
+        for mut d in due.drain(..) {
+            match self.settled(&mut d, t) {
+                None => self.retire(d),
+                Some(until) => self.retirement.defer(d, until),
             }
         }
         self.due = due;
     }
 
-    /// Whether a due stream can be judged now: its taps agree on its c2s
-    /// bytes and on its windows both ways (nothing of it is in flight), or
-    /// its connection closed on both, or it waited [`MAX_SETTLE_NS`]. A
-    /// stream one tap sees waited its grace already.
-    fn settled(&self, d: &Due, now: u64) -> bool {
+    /// Whether a due stream can be judged now (`None`), or when to look
+    /// again. Both taps: once they agree on its c2s bytes and on its
+    /// windows both ways (nothing of it in flight), its connection closed
+    /// on both, or its bytes stood still for [`MAX_SETTLE_NS`]; else in a
+    /// second. One tap: once [`grace`] passed after its end, with the round
+    /// trip that tap knows now.
+    fn settled(&self, d: &mut Due, now: u64) -> Option<u64> {
         use super::wire_view::Flow;
         use crate::schema::Endpoint;
-        let (Some(cid), Some(sid)) = (d.client, d.server) else {
-            return true;
-        };
-        let (Some(c), Some(s)) = (
-            self.conns.get(&(Endpoint::Client, cid)),
-            self.conns.get(&(Endpoint::Server, sid)),
-        ) else {
-            return true;
-        };
-        if (c.closed && s.closed) || now.saturating_sub(d.since) >= MAX_SETTLE_NS {
-            return true;
-        }
+        let again = now.saturating_add(RETIRE_AFTER_NS);
         let id = d.stream;
-        c.data_c2s.get(&id) == s.data_c2s.get(&id)
+        let (c, s) = (
+            d.client
+                .and_then(|c| self.conns.get(&(Endpoint::Client, c))),
+            d.server
+                .and_then(|s| self.conns.get(&(Endpoint::Server, s))),
+        );
+        let (c, s) = match (c, s) {
+            (Some(c), Some(s)) => (c, s),
+            (Some(one), None) | (None, Some(one)) => {
+                // After the end, and after its frames stopped coming (a
+                // queued link drains at its own pace: four of its last gaps).
+                let g = grace(one.rtt.at_least(now));
+                let (prev, last) = one.seen.get(&id).copied().unwrap_or_default();
+                let quiet = g
+                    .max(last.saturating_sub(prev).saturating_mul(4))
+                    .min(MAX_SETTLE_NS);
+                let wait = d.end.saturating_add(g).max(last.saturating_add(quiet));
+                return (wait > now).then_some(wait);
+            }
+            (None, None) => return None,
+        };
+        if c.closed && s.closed {
+            return None;
+        }
+        let (out, got) = (c.data_c2s.get(&id), s.data_c2s.get(&id));
+        let agree = out == got
             && [Flow::C2s, Flow::S2c].into_iter().all(|f| {
                 c.flows[f as usize]
                     .tracked(id)
                     .is_none_or(|w| s.flows[f as usize].stream(id) == w)
-            })
+            });
+        if agree {
+            return None;
+        }
+        let moved = out.copied().unwrap_or(0) + got.copied().unwrap_or(0);
+        if d.moved != u64::MAX && moved != d.moved {
+            d.since = now;
+        }
+        d.moved = moved;
+        (now.saturating_sub(d.since) < MAX_SETTLE_NS).then_some(again)
     }
 
     /// Judges a finished stream's share of the `bytes` and `windows_agree`
@@ -490,6 +541,8 @@ impl super::Analyzer {
                     });
                 }
                 c.flows.iter_mut().for_each(|w| w.forget(id));
+                c.retired.insert(id);
+                c.seen.remove(&id);
             }
         }
         if let Some(cid) = d.client {
@@ -498,6 +551,8 @@ impl super::Analyzer {
             if let Some(c) = self.conns.get_mut(&(Endpoint::Client, cid)) {
                 c.data_c2s.remove(&id);
                 c.flows.iter_mut().for_each(|w| w.forget(id));
+                c.retired.insert(id);
+                c.seen.remove(&id);
             }
         }
     }
@@ -665,8 +720,8 @@ mod tests {
         );
     }
 
-    /// A stream is due once every side the trace pairs ended it and the
-    /// grace passed after the later end; the client's side alone retires
+    /// A stream is due once every side the trace pairs ended it and a
+    /// second passed after the later end; the client's side alone retires
     /// when no server tap shares its socket.
     #[test]
     fn a_stream_is_due_after_both_ends_and_the_grace() {
@@ -675,9 +730,9 @@ mod tests {
         r.conn_open(Side::Client, 1, "127.0.0.1:5000", "127.0.0.1:80");
         r.conn_open(Side::Server, 2, "127.0.0.1:80", "127.0.0.1:5000");
         r.conn_open(Side::Client, 3, "127.0.0.1:5001", "127.0.0.1:81");
-        r.rpc_end(10, g, Side::Server, 2, 1);
-        r.rpc_end(20, g, Side::Client, 1, 1);
-        r.rpc_end(30, g, Side::Client, 3, 1);
+        r.rpc_end(10, Side::Server, 2, 1);
+        r.rpc_end(20, Side::Client, 1, 1);
+        r.rpc_end(30, Side::Client, 3, 1);
         let mut out = vec![];
         r.due(10 + g, &mut out);
         assert!(out.is_empty(), "the client's end is 10 ns later: {out:?}");
@@ -686,41 +741,69 @@ mod tests {
             server: Some(2),
             client: Some(1),
             stream: 1,
+            end: 20,
             since: 20 + g,
+            moved: u64::MAX,
         };
         assert_eq!(out, vec![both]);
         out.clear();
         r.due(30 + g, &mut out);
-        assert_eq!(
-            out,
-            vec![Due {
-                server: None,
-                client: Some(3),
-                stream: 1,
-                since: 30 + g,
-            }]
-        );
-        // Deferred (its taps disagreed): due again later, since unchanged.
+        let alone = Due {
+            server: None,
+            client: Some(3),
+            stream: 1,
+            end: 30,
+            since: 30 + g,
+            moved: u64::MAX,
+        };
+        assert_eq!(out, vec![alone]);
+        // Deferred (not settled): due again when asked, `since` kept.
         out.clear();
         r.defer(both, 40 + 2 * g);
+        r.defer(alone, 40 + 3 * g);
         r.due(40 + g, &mut out);
         assert!(out.is_empty(), "{out:?}");
         r.due(40 + 2 * g, &mut out);
         assert_eq!(out, vec![both]);
-        // A longer grace (a slow link's round trip) holds a stream longer,
-        // however the ends arrive.
         out.clear();
-        r.rpc_end(50, 5 * g, Side::Server, 2, 5);
-        r.rpc_end(60, g, Side::Client, 1, 5);
-        r.due(60 + g, &mut out);
+        r.due(40 + 3 * g, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].client, out[0].end), (Some(3), 30));
+        // The later end decides, whichever side it is on.
+        out.clear();
+        r.rpc_end(60, Side::Client, 1, 5);
+        r.rpc_end(50, Side::Server, 2, 5);
+        r.due(50 + g, &mut out);
         assert!(out.is_empty(), "{out:?}");
-        r.due(50 + 5 * g, &mut out);
+        r.due(60 + g, &mut out);
         assert_eq!(out.len(), 1, "{out:?}");
         // A server stream whose client never ended stays.
-        r.rpc_end(40, g, Side::Server, 2, 3);
+        r.rpc_end(40, Side::Server, 2, 3);
         out.clear();
         r.due(40 + 10 * g, &mut out);
         assert!(out.is_empty(), "{out:?}");
+    }
+
+    /// Retired ids are kept as ranges of one parity: as many as gaps.
+    #[test]
+    fn retired_ids_are_a_few_ranges() {
+        use super::super::wire_view::RetiredIds;
+        let mut r = RetiredIds::default();
+        for id in [1, 3, 5, 9] {
+            r.insert(id);
+        }
+        assert_eq!(r.ranges(), 2);
+        assert!(r.contains(3) && r.contains(9) && !r.contains(7));
+        assert!(!r.contains(2) && !r.contains(4), "ids of the other parity");
+        r.insert(7);
+        assert_eq!(r.ranges(), 1);
+        assert!(r.contains(7) && !r.contains(11) && !r.contains(0));
+        r.insert(u32::MAX);
+        assert!(r.contains(u32::MAX));
+        for id in (13..20_001).step_by(2) {
+            r.insert(id);
+        }
+        assert_eq!(r.ranges(), 3, "1..=9, 13..=19999, u32::MAX");
     }
 
     /// Builds traces for the tests below.
@@ -815,7 +898,7 @@ mod tests {
         use trace::*;
         let s = Endpoint::Server;
         let sec = 1_000_000_000u64;
-        let run = |rtt: u64| {
+        let run = |rtt: Option<u64>| {
             let mut a = super::super::Analyzer::new(0);
             a.feed(&ev(1, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
             a.feed(&ev(2, s, 2, 0, frame(Dir::Out, FrameType::SETTINGS, 0)));
@@ -825,7 +908,9 @@ mod tests {
                 flags: flags::ACK,
                 ..FrameEv::default()
             });
-            a.feed(&ev(2 + rtt, s, 2, 0, ack));
+            if let Some(rtt) = rtt {
+                a.feed(&ev(2 + rtt, s, 2, 0, ack));
+            }
             let t0 = 2 * sec;
             a.feed(&ev(t0, s, 2, 1, frame(Dir::In, FrameType::DATA, 100)));
             a.feed(&ev(t0 + 10, s, 2, 1, end()));
@@ -846,13 +931,60 @@ mod tests {
             a.finish(0, &crate::reader::Ending::Clean(Footer::default()))
                 .0
         };
-        let slow = run(1_200_000_000);
+        let slow = run(Some(1_200_000_000));
         assert_eq!(slow.stream_count, 2, "{:?}", slow.streams);
         assert_eq!(slow.streams[0].bytes, 200);
-        // On a fast link the grace is the floor, 1 s: the late frame comes
-        // after it and is a stream of its own (what the floor is for).
-        let fast = run(100_000);
-        assert_eq!(fast.stream_count, 3, "{:?}", fast.streams);
+        assert_eq!(slow.frames_after_retirement, 0);
+        // A SETTINGS never acknowledged: its age is a round trip at least
+        // (here 2 s at the end, 3 s a second later).
+        let unacked = run(None);
+        assert_eq!(unacked.stream_count, 2, "{:?}", unacked.streams);
+        assert_eq!(unacked.streams[0].bytes, 200);
+        // On a fast link the wait is the floor, 1 s: the late frame comes
+        // after it and is counted as late, neither in its stream's figures
+        // nor as a stream of its own.
+        let fast = run(Some(100_000));
+        assert_eq!(fast.stream_count, 2, "{:?}", fast.streams);
+        assert_eq!(fast.streams[0].bytes, 100);
+        assert_eq!(
+            (
+                fast.frames_after_retirement,
+                fast.data_bytes_after_retirement
+            ),
+            (1, 100)
+        );
+        assert_eq!(fast.data_bytes_in, 201, "the totals take it");
+    }
+
+    /// A queued link drains for longer than the limit: the stream waits as
+    /// long as its bytes keep landing, and counts them all.
+    #[test]
+    fn a_stream_whose_bytes_keep_landing_waits_past_the_limit() {
+        use trace::*;
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let sec = 1_000_000_000;
+        let mut a = super::super::Analyzer::new(0);
+        a.feed(&ev(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+        a.feed(&ev(2, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        for i in 0..12 {
+            a.feed(&ev(10 + i, c, 1, 1, frame(Dir::Out, FrameType::DATA, 100)));
+        }
+        a.feed(&ev(20, s, 2, 1, end()));
+        a.feed(&ev(30, c, 1, 1, end()));
+        // One frame lands every 10 s, for 120 s.
+        for i in 1..=12 {
+            a.feed(&ev(
+                i * 10 * sec,
+                s,
+                2,
+                1,
+                frame(Dir::In, FrameType::DATA, 100),
+            ));
+        }
+        a.feed(&ev(200 * sec, s, 2, 3, frame(Dir::In, FrameType::DATA, 1)));
+        let (sum, _) = a.finish(0, &crate::reader::Ending::Clean(Footer::default()));
+        assert_eq!(sum.frames_after_retirement, 0);
+        assert_eq!(sum.streams[0].bytes, 1200, "{:?}", sum.streams);
     }
 
     /// Taps that never agree (a real mismatch, the connection still open)

@@ -248,6 +248,16 @@ pub struct Summary {
     /// headers, and so every count and window, are in the trace.
     #[serde(default)]
     pub payload_dropped_frames: u64,
+    /// DATA and WINDOW_UPDATE frames of a stream that reached a tap after
+    /// the analysis had judged and forgotten the stream (see README,
+    /// Memory): they count in the connection's windows and totals, not in
+    /// their stream's figures.
+    /// Should be 0; a link slower than the wait the analysis gives streams.
+    #[serde(default)]
+    pub frames_after_retirement: u64,
+    /// Their DATA bytes.
+    #[serde(default)]
+    pub data_bytes_after_retirement: u64,
     /// Their payload bytes (the sum of their `len`).
     #[serde(default)]
     pub payload_dropped_bytes: u64,

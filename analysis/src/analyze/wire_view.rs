@@ -35,6 +35,50 @@ pub(super) struct Conn {
     pub(super) rtt: RoundTrips,
     /// The tap recorded the connection's close: nothing more arrives on it.
     pub(super) closed: bool,
+    /// Streams the analysis judged and forgot: a late frame of one is not
+    /// a new stream.
+    pub(super) retired: RetiredIds,
+    /// Per stream not yet retired: when this tap saw its last two frames
+    /// (a link still draining after the end shows here).
+    pub(super) seen: std::collections::HashMap<u32, (u64, u64)>,
+}
+
+/// Stream ids retired on a connection, as ranges of ids of one parity (a
+/// connection never reuses an id, and its streams mostly end in order: as
+/// many ranges as gaps, i.e. about the streams still open).
+#[derive(Default)]
+pub(super) struct RetiredIds(BTreeMap<u32, u32>);
+
+impl RetiredIds {
+    pub(super) fn contains(&self, id: u32) -> bool {
+        self.0
+            .range(..=id)
+            .next_back()
+            .is_some_and(|(&start, &end)| id <= end && (id - start) % 2 == 0)
+    }
+
+    pub(super) fn insert(&mut self, id: u32) {
+        if self.contains(id) {
+            return;
+        }
+        let (mut start, mut end) = (id, id);
+        if let Some((&s, &e)) = self.0.range(..id).next_back() {
+            if e.checked_add(2) == Some(id) {
+                start = s;
+            }
+        }
+        if let Some(next) = id.checked_add(2) {
+            if let Some(e) = self.0.remove(&next) {
+                end = e;
+            }
+        }
+        self.0.insert(start, end);
+    }
+
+    #[cfg(test)]
+    pub(super) fn ranges(&self) -> usize {
+        self.0.len()
+    }
 }
 
 /// The longest round trip a tap measured on a connection, from its own
@@ -69,6 +113,18 @@ impl RoundTrips {
             self.pings.pop_front();
         }
         self.pings.push_back((opaque, t));
+    }
+    /// The round trip known at `now`: the longest measured, or longer, the
+    /// age of the oldest SETTINGS or PING still unacknowledged.
+    pub(super) fn at_least(&self, now: u64) -> u64 {
+        let oldest = self
+            .settings
+            .front()
+            .copied()
+            .into_iter()
+            .chain(self.pings.front().map(|p| p.1))
+            .min();
+        self.max_ns.max(oldest.map_or(0, |t| now.saturating_sub(t)))
     }
     fn ping_acked(&mut self, t: u64, opaque: u64) {
         if let Some(i) = self.pings.iter().position(|(o, _)| *o == opaque) {
@@ -191,9 +247,37 @@ impl Analyzer {
 
     pub(super) fn frame(&mut self, e: &Event, f: &schema::FrameEv) {
         self.match_in_flight(e, f);
+        let conn = self.conns.entry((e.ep, e.conn)).or_default();
+        let late = e.stream != 0 && conn.retired.contains(e.stream);
+        if late && f.frame == FrameType::DATA {
+            self.late_data(e, f);
+            return;
+        }
+        self.frame_of_tracked(e, f);
+        if late {
+            // Taken like any other (totals, the connection), then forgotten
+            // again: the stream's figures were folded in. A late update
+            // would have moved its windows; a late RST_STREAM (a peer
+            // resetting frames it no longer knows) moves nothing.
+            if f.frame == FrameType::WINDOW_UPDATE {
+                self.s.frames_after_retirement += 1;
+            }
+            self.exhausted.remove(&(e.conn, e.stream));
+            if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
+                c.flows.iter_mut().for_each(|w| w.forget(e.stream));
+                c.seen.remove(&e.stream);
+            }
+        }
+    }
+
+    fn frame_of_tracked(&mut self, e: &Event, f: &schema::FrameEv) {
         let t = e.t;
         let travel = flow_of(e.ep, f.dir);
         let conn = self.conns.entry((e.ep, e.conn)).or_default();
+        if e.stream != 0 {
+            let seen = conn.seen.entry(e.stream).or_insert((t, t));
+            *seen = (seen.1, t);
+        }
         match f.frame {
             FrameType::DATA => {
                 let w = &mut conn.flows[travel as usize];
@@ -218,14 +302,7 @@ impl Analyzer {
                 }
                 self.log_window(t, e, travel as usize, 0, cw);
                 self.log_window(t, e, travel as usize, e.stream, sw);
-                if e.ep == Endpoint::Server && f.dir == Dir::In {
-                    self.s.data_frames_in += 1;
-                    self.s.data_bytes_in += f.data_len() as u64;
-                }
-                if e.ep == Endpoint::Client && f.dir == Dir::Out {
-                    self.s.data_frames_out += 1;
-                    self.s.data_bytes_out += f.data_len() as u64;
-                }
+                self.count_data(e, f);
                 if travel == Flow::C2s {
                     self.plot_credit(e, cw, sw);
                 }
@@ -329,6 +406,44 @@ impl Analyzer {
             },
             FrameType::GOAWAY | FrameType::RST_STREAM => self.server_answer(e, f),
             _ => {}
+        }
+    }
+
+    /// DATA of a stream already judged and forgotten: the connection's
+    /// window and the totals take it, the stream's figures do not (they
+    /// were folded in; a new entry would be a second stream), and it is
+    /// counted as late.
+    fn late_data(&mut self, e: &Event, f: &schema::FrameEv) {
+        let t = e.t;
+        let travel = flow_of(e.ep, f.dir);
+        self.s.frames_after_retirement += 1;
+        self.s.data_bytes_after_retirement += f.data_len() as u64;
+        let Some(conn) = self.conns.get_mut(&(e.ep, e.conn)) else {
+            return;
+        };
+        let w = &mut conn.flows[travel as usize];
+        let before = w.violation_count();
+        w.on_conn_data(t, e.stream, f.flow_len());
+        let cw = w.conn();
+        if w.violation_count() > before && self.first_violation.is_none() {
+            self.first_violation = Some((t, self.line));
+        }
+        if e.ep == Endpoint::Client && travel == Flow::C2s {
+            self.exhausted.entry((e.conn, 0)).or_default().update(t, cw);
+        }
+        self.log_window(t, e, travel as usize, 0, cw);
+        self.count_data(e, f);
+    }
+
+    /// DATA frames and bytes into the server's and out of the client's.
+    fn count_data(&mut self, e: &Event, f: &schema::FrameEv) {
+        if e.ep == Endpoint::Server && f.dir == Dir::In {
+            self.s.data_frames_in += 1;
+            self.s.data_bytes_in += f.data_len() as u64;
+        }
+        if e.ep == Endpoint::Client && f.dir == Dir::Out {
+            self.s.data_frames_out += 1;
+            self.s.data_bytes_out += f.data_len() as u64;
         }
     }
 
