@@ -428,3 +428,65 @@ fn a_client_whose_sends_stop_early_is_not_credited_with_their_pace() {
     // The steady slope over the last 90 % of the offered period: nothing.
     assert_eq!(sum.send_rate_steady, 0.0);
 }
+
+/// A DATA frame of a stream the analysis already judged (a one-tap trace,
+/// the frame 3 s after the end on a fast link) is counted and warned
+/// about, in the totals, and never a second stream.
+#[test]
+fn a_frame_after_its_stream_was_judged_is_counted_and_warned_about() {
+    use h2probe_analysis::analyze::analyze_trace;
+    let s = Endpoint::Server;
+    let sec = 1_000_000_000;
+    let open = Kind::ConnOpen(ConnOpenEv {
+        local: "127.0.0.1:80".into(),
+        peer: "127.0.0.1:5000".into(),
+    });
+    let end = Kind::RpcEnd(RpcEndEv {
+        status: 0,
+        message: String::new(),
+    });
+    let data = |len| Kind::Frame(frame(Dir::In, FrameType::DATA, len));
+    let events = [
+        ev(1, s, 0, open),
+        ev(sec, s, 1, data(100)),
+        ev(sec + 1, s, 1, end),
+        ev(4 * sec, s, 1, data(77)),
+        ev(6 * sec, s, 3, data(1)),
+    ];
+    let header = Header {
+        schema: SCHEMA_VERSION,
+        tool: "h2probe test".into(),
+        clock: "CLOCK_MONOTONIC".into(),
+        origin_mono_ns: 0,
+        origin_unix_ns: 1_700_000_000_000_000_000,
+    };
+    let mut text = header.to_line();
+    text.push('\n');
+    let mut body = vec![];
+    for e in &events {
+        h2probe_analysis::jsonl::write_event(&mut body, e);
+    }
+    text.push_str(std::str::from_utf8(&body).unwrap());
+    let dir = std::env::temp_dir().join(format!("h2probe-late-frame-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.jsonl");
+    std::fs::write(&path, text).unwrap();
+    let a = analyze_trace(&path).unwrap();
+    let sum = &a.summary;
+    assert_eq!(sum.stream_count, 2, "{:?}", sum.streams);
+    assert_eq!(sum.streams[0].bytes, 100);
+    assert_eq!(sum.data_bytes_in, 178, "the totals take it");
+    assert_eq!(
+        (sum.frames_after_retirement, sum.data_bytes_after_retirement),
+        (1, 77)
+    );
+    let said: Vec<&String> = a
+        .warnings
+        .iter()
+        .filter(|w| {
+            w.contains("1 frame (77 DATA bytes) arrived after the analysis had judged their stream")
+        })
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", a.warnings);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -869,9 +869,12 @@ pub fn analyze_trace_with(
     let (mut summary, timeline, window_log_error) = a.finish_with_log(dropped, &ending);
     if summary.frames_after_retirement > 0 {
         warnings.push(format!(
-            "{}: {} frames ({} DATA bytes) arrived after the analysis had judged their stream (more than a minute after its taps stopped moving, or twice the round trip after its end on a one-tap trace: a slow or queued link); they count in the connection's windows and totals, not in their stream's figures",
+            "{}: {} ({} DATA bytes) arrived after the analysis had judged their stream and forgotten it, a slow or queued link (README, Memory, says how long a stream is waited for); they count in the connection's windows and totals, not in their stream's figures",
             path.display(),
-            summary.frames_after_retirement,
+            match summary.frames_after_retirement {
+                1 => "1 frame".to_string(),
+                n => format!("{n} frames"),
+            },
             summary.data_bytes_after_retirement
         ));
     }
