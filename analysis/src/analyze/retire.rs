@@ -420,8 +420,8 @@ impl StreamTally {
 }
 
 impl super::Analyzer {
-    /// Retires the streams whose every side ended [`RETIRE_AFTER_NS`]
-    /// before `t`.
+    /// Retires the streams due by `t` that are settled (see
+    /// [`Self::settled`]); the others are looked at again later.
     pub(super) fn retire_due(&mut self, t: u64) {
         let mut due = std::mem::take(&mut self.due);
         self.retirement.due(t, &mut due);

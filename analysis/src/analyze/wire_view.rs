@@ -262,7 +262,9 @@ impl Analyzer {
             if f.frame == FrameType::WINDOW_UPDATE {
                 self.s.frames_after_retirement += 1;
             }
-            self.exhausted.remove(&(e.conn, e.stream));
+            if e.ep == Endpoint::Client {
+                self.exhausted.remove(&(e.conn, e.stream));
+            }
             if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
                 c.flows.iter_mut().for_each(|w| w.forget(e.stream));
                 c.seen.remove(&e.stream);
