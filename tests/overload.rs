@@ -266,6 +266,10 @@ fn headline_and_page_show_part3(
         !dom.contains("the queue grew by"),
         "Part 1's finding on a Part 3 page"
     );
+    assert!(
+        !dom.contains("the queue grows while credit flows"),
+        "Part 1's words for the ladder's slice on a Part 3 page"
+    );
 }
 
 /// The retry collision figure, recomputed from the trace: its window is the

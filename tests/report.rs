@@ -373,6 +373,10 @@ fn the_page_of_a_hand_built_run_renders_in_a_browser_with_its_ladder() {
     // WINDOW_UPDATE), showing conn 1 ↔ conn 7, every frame of it matched.
     assert!(html.contains("the default slice"), "slice not explained");
     assert!(
+        html.contains("the queue grows while credit flows"),
+        "what the slice shows"
+    );
+    assert!(
         html.contains("client conn 1 (127.0.0.1:5000) ↔ server conn 7"),
         "connections not paired by address"
     );

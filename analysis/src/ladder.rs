@@ -52,6 +52,9 @@ pub struct LadderOpts {
     /// without a search pass of its own (which would read the whole trace
     /// again to find none).
     pub found: Option<SliceFinder>,
+    /// A Part 3 run: its queue is capped by the admission bound, so the
+    /// default slice is not said to show the queue growing on credit.
+    pub part3: bool,
 }
 
 impl Default for LadderOpts {
@@ -60,6 +63,7 @@ impl Default for LadderOpts {
             at_ns: None,
             span_ns: DEFAULT_SPAN_NS,
             found: None,
+            part3: false,
         }
     }
 }
@@ -409,10 +413,14 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
                     if let Some(a) = c.find.anchor {
                         let how = format!(
                             "the default slice, {} around the first enqueue at queue depth ≥ 2 after the \
-                             server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip): the queue \
-                             grows while credit flows",
+                             server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip){}",
                             show_span(span),
-                            a.t.saturating_sub(origin) as f64 / 1e9
+                            a.t.saturating_sub(origin) as f64 / 1e9,
+                            if opts.part3 {
+                                ""
+                            } else {
+                                ": the queue grows while credit flows"
+                            }
                         );
                         return Ok(layout(c, origin, how));
                     }
@@ -1400,6 +1408,7 @@ mod tests {
                 at_ns: Some(50_000_000),
                 span_ns: 20_000_000,
                 found: None,
+                part3: false,
             },
         )
         .unwrap();
@@ -1441,6 +1450,7 @@ mod tests {
                 at_ns: Some(1_000_000),
                 span_ns: 10_000_000,
                 found: None,
+                part3: false,
             },
         )
         .unwrap();

@@ -850,8 +850,12 @@ impl RunPage {
     /// trace's slice for the ladder).
     pub fn read(dir: &Path, summary: &Summary, opts: &LadderOpts) -> RunPage {
         let meta = Meta::read(dir).map_err(|e| e.to_string());
+        let opts = LadderOpts {
+            part3: summary.overload.is_some(),
+            ..*opts
+        };
         let ladder = match crate::reader::trace_path(dir) {
-            Some(p) => ladder::build(&p, opts).map_err(|e| e.to_string()),
+            Some(p) => ladder::build(&p, &opts).map_err(|e| e.to_string()),
             None => Err("the run directory has no trace".into()),
         };
         let (plots, skipped_plots) = run_svgs(dir);
