@@ -245,11 +245,11 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
     o
 }
 
-/// " (N still open at the end)" after a blocked time whose waits the
-/// recording's end cut.
+/// " (N never resumed)" after a blocked time some of whose waits were
+/// given up (a reset, a deadline, an interrupt, the recording's end).
 fn open_at_end(s: &Summary, on: &str) -> String {
     match s.blocked_open_by.get(on) {
-        Some(&n) if n > 0 => format!(" ({n} still open at the end)"),
+        Some(&n) if n > 0 => format!(" ({n} never resumed)"),
         _ => String::new(),
     }
 }

@@ -81,19 +81,13 @@ impl FlowWindows {
 
     /// A DATA frame of `len` payload bytes (padding included) on `stream`.
     pub fn on_data(&mut self, t: u64, stream: u32, len: u32) {
-        let len = len as i64;
-        self.conn -= len;
-        let conn = self.conn;
+        self.on_conn_data(t, stream, len);
         let s = {
             let w = self.stream_mut(stream);
-            *w -= len;
+            *w -= len as i64;
             *w
         };
-        self.min_conn = self.min_conn.min(conn);
         self.min_stream = self.min_stream.min(s);
-        if conn < 0 {
-            self.violate(t, stream, conn, "DATA beyond the connection window");
-        }
         if s < 0 {
             if self.lowered_unacked > 0 {
                 self.past_lowered += 1;

@@ -283,7 +283,7 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
     assert_eq!(s.client_h2_buffer_blocked_s, 0.0);
 }
 
-/// A wait the recording's end cut is said beside the time it waited on,
+/// A wait that never resumed is said beside the time it waited on,
 /// not beside another (the headline once put a window wait under socket).
 #[test]
 fn waits_open_at_the_end_are_counted_by_what_they_waited_on() {
@@ -292,10 +292,10 @@ fn waits_open_at_the_end_are_counted_by_what_they_waited_on() {
     let data = |len| Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
     let blocked = |seq, start| blocked(seq, start, true);
     a.feed(&ev(1, c, 1, data(65_535)));
-    // Two waits on the spent connection window, cut by the end.
+    // Two waits on the spent connection window, never resumed.
     a.feed(&ev(20, c, 3, blocked(0, 10)));
     a.feed(&ev(20, c, 5, blocked(0, 12)));
-    // And one of the server's writes, cut too.
+    // And one of the server's writes, never resumed either.
     let socket = Kind::SocketBlocked(IntervalEv {
         dir: Dir::Out,
         start: 15,
@@ -317,11 +317,8 @@ fn waits_open_at_the_end_are_counted_by_what_they_waited_on() {
         .take_while(|l| l.starts_with("client") || l.starts_with(' '))
         .collect::<Vec<_>>()
         .join(" ");
-    assert!(
-        client.contains("window 0.00s (2 still open at the end)"),
-        "{head}"
-    );
-    assert_eq!(client.matches("still open").count(), 1, "{head}");
+    assert!(client.contains("window 0.00s (2 never resumed)"), "{head}");
+    assert_eq!(client.matches("never resumed").count(), 1, "{head}");
 }
 
 /// docs/summary-json.md lists every field summary.json has.

@@ -137,8 +137,9 @@ pub struct Summary {
     /// Client tap writes that returned Pending: blocked on the socket.
     pub client_socket_blocked_s: f64,
     pub server_socket_blocked_s: f64,
-    /// Blocked intervals still open when the recording ended (closed at
-    /// that moment and counted in the totals above).
+    /// Blocked intervals that never resumed (given up at a reset, a
+    /// deadline, an interrupt or the recording's end; closed at that
+    /// moment and counted in the totals above).
     pub blocked_open: u64,
     /// Of those, by what the wait was on: `window`, `h2_buffer` (the
     /// client's), `socket` (the client's), `server_socket`.

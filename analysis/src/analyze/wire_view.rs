@@ -245,38 +245,17 @@ impl Analyzer {
         }
     }
 
+    /// A frame on a tap. One of a stream already judged and forgotten
+    /// (`late`) moves the connection's window and the totals, not the
+    /// stream's figures (they were folded in; new state would be a second
+    /// stream), and a late DATA or WINDOW_UPDATE is counted as such.
     pub(super) fn frame(&mut self, e: &Event, f: &schema::FrameEv) {
         self.match_in_flight(e, f);
-        let conn = self.conns.entry((e.ep, e.conn)).or_default();
-        let late = e.stream != 0 && conn.retired.contains(e.stream);
-        if late && f.frame == FrameType::DATA {
-            self.late_data(e, f);
-            return;
-        }
-        self.frame_of_tracked(e, f);
-        if late {
-            // Taken like any other (totals, the connection), then forgotten
-            // again: the stream's figures were folded in. A late update
-            // would have moved its windows; a late RST_STREAM (a peer
-            // resetting frames it no longer knows) moves nothing.
-            if f.frame == FrameType::WINDOW_UPDATE {
-                self.s.frames_after_retirement += 1;
-            }
-            if e.ep == Endpoint::Client {
-                self.exhausted.remove(&(e.conn, e.stream));
-            }
-            if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
-                c.flows.iter_mut().for_each(|w| w.forget(e.stream));
-                c.seen.remove(&e.stream);
-            }
-        }
-    }
-
-    fn frame_of_tracked(&mut self, e: &Event, f: &schema::FrameEv) {
         let t = e.t;
         let travel = flow_of(e.ep, f.dir);
         let conn = self.conns.entry((e.ep, e.conn)).or_default();
-        if e.stream != 0 {
+        let late = e.stream != 0 && conn.retired.contains(e.stream);
+        if e.stream != 0 && !late {
             let seen = conn.seen.entry(e.stream).or_insert((t, t));
             *seen = (seen.1, t);
         }
@@ -284,57 +263,67 @@ impl Analyzer {
             FrameType::DATA => {
                 let w = &mut conn.flows[travel as usize];
                 let before = w.violation_count();
-                w.on_data(t, e.stream, f.flow_len());
-                let (cw, sw) = (w.conn(), w.stream(e.stream));
+                if late {
+                    w.on_conn_data(t, e.stream, f.flow_len());
+                } else {
+                    w.on_data(t, e.stream, f.flow_len());
+                }
+                let (cw, sw) = (w.conn(), (!late).then(|| w.stream(e.stream)));
                 if w.violation_count() > before && self.first_violation.is_none() {
                     self.first_violation = Some((t, self.line));
                 }
                 if e.ep == Endpoint::Client && travel == Flow::C2s {
                     self.exhausted.entry((e.conn, 0)).or_default().update(t, cw);
-                    self.exhausted
-                        .entry((e.conn, e.stream))
-                        .or_default()
-                        .update(t, sw);
+                    if let Some(sw) = sw {
+                        self.exhausted
+                            .entry((e.conn, e.stream))
+                            .or_default()
+                            .update(t, sw);
+                    }
                 }
-                if travel == Flow::C2s {
+                if late {
+                    self.s.frames_after_retirement += 1;
+                    self.s.data_bytes_after_retirement += f.data_len() as u64;
+                } else if travel == Flow::C2s {
                     let total = conn.data_c2s.entry(e.stream).or_default();
                     *total += f.data_len() as u64;
                     let total = *total as f64;
                     self.tl.push_stream_bytes(e.ep, e.conn, e.stream, t, total);
                 }
                 self.log_window(t, e, travel as usize, 0, cw);
-                self.log_window(t, e, travel as usize, e.stream, sw);
                 self.count_data(e, f);
-                if travel == Flow::C2s {
-                    self.plot_credit(e, cw, sw);
+                if let Some(sw) = sw {
+                    self.log_window(t, e, travel as usize, e.stream, sw);
+                    if travel == Flow::C2s {
+                        self.plot_credit(e, cw, sw);
+                    }
                 }
             }
             FrameType::WINDOW_UPDATE => {
                 let inc = f.increment.unwrap_or(0);
                 let credited = 1 - travel as usize;
-                let w = &mut conn.flows[credited];
-                let before = w.violation_count();
-                w.on_window_update(t, e.stream, inc);
-                let (cw, sw) = (w.conn(), w.stream(e.stream));
-                if w.violation_count() > before && self.first_violation.is_none() {
-                    self.first_violation = Some((t, self.line));
-                }
-                if e.ep == Endpoint::Client && credited == Flow::C2s as usize {
+                if late {
+                    // A peer's update for a stream it still knew.
+                    self.s.frames_after_retirement += 1;
+                } else {
+                    let w = &mut conn.flows[credited];
+                    let before = w.violation_count();
+                    w.on_window_update(t, e.stream, inc);
+                    let (cw, sw) = (w.conn(), w.stream(e.stream));
+                    if w.violation_count() > before && self.first_violation.is_none() {
+                        self.first_violation = Some((t, self.line));
+                    }
                     let now = if e.stream == 0 { cw } else { sw };
-                    self.exhausted
-                        .entry((e.conn, e.stream))
-                        .or_default()
-                        .update(t, now);
-                }
-                self.log_window(
-                    t,
-                    e,
-                    credited,
-                    e.stream,
-                    if e.stream == 0 { cw } else { sw },
-                );
-                if credited == Flow::C2s as usize {
-                    self.plot_credit(e, cw, sw);
+                    if e.ep == Endpoint::Client && credited == Flow::C2s as usize {
+                        self.exhausted
+                            .entry((e.conn, e.stream))
+                            .or_default()
+                            .update(t, now);
+                    }
+                    self.log_window(t, e, credited, e.stream, now);
+                    if credited == Flow::C2s as usize {
+                        self.plot_credit(e, cw, sw);
+                    }
                 }
                 if e.ep == Endpoint::Client && f.dir == Dir::In {
                     self.s.window_updates_in += 1;
@@ -409,32 +398,6 @@ impl Analyzer {
             FrameType::GOAWAY | FrameType::RST_STREAM => self.server_answer(e, f),
             _ => {}
         }
-    }
-
-    /// DATA of a stream already judged and forgotten: the connection's
-    /// window and the totals take it, the stream's figures do not (they
-    /// were folded in; a new entry would be a second stream), and it is
-    /// counted as late.
-    fn late_data(&mut self, e: &Event, f: &schema::FrameEv) {
-        let t = e.t;
-        let travel = flow_of(e.ep, f.dir);
-        self.s.frames_after_retirement += 1;
-        self.s.data_bytes_after_retirement += f.data_len() as u64;
-        let Some(conn) = self.conns.get_mut(&(e.ep, e.conn)) else {
-            return;
-        };
-        let w = &mut conn.flows[travel as usize];
-        let before = w.violation_count();
-        w.on_conn_data(t, e.stream, f.flow_len());
-        let cw = w.conn();
-        if w.violation_count() > before && self.first_violation.is_none() {
-            self.first_violation = Some((t, self.line));
-        }
-        if e.ep == Endpoint::Client && travel == Flow::C2s {
-            self.exhausted.entry((e.conn, 0)).or_default().update(t, cw);
-        }
-        self.log_window(t, e, travel as usize, 0, cw);
-        self.count_data(e, f);
     }
 
     /// DATA frames and bytes into the server's and out of the client's.
