@@ -407,11 +407,33 @@ fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
     let third = rss.len() / 3;
     let peak = |part: &[(u64, u64)]| part.iter().map(|p| p.1).max().unwrap();
     let (middle, last) = (peak(&rss[third..2 * third]), peak(&rss[2 * third..]));
+    // A writer that falls behind (a busy disk: CI once saw 24 → 29 MB, the
+    // other tests of this file writing beside it) holds the events waiting
+    // for it, bounded by the recorder's capacity: each in its thread's
+    // buffer (which may double to take it), then in the sweep being
+    // written, with its sort key and scratch: 3 × 152 + 32 B. Thousands
+    // behind (sweeps 2 ms apart take tens), the disk holds the file's five
+    // 1.25 MiB buffers too. Beside a busy disk (four `dd oflag=direct`) a
+    // debug build rose 8–12 MB with 10,516–28,282 events behind, and fell
+    // back. A real leak of this run's state grows past that allowance.
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    let behind = meta["recorder"]["largest_sweep"].as_u64().unwrap();
+    let file_buffers = if behind >= 4096 { 5 * (1280 << 10) } else { 0 };
+    let allowance = behind * (3 * 152 + 32) + file_buffers;
     assert!(
-        last <= middle + middle / 10 + (2 << 20),
-        "RSS grew after warm-up: {} MB in the middle third, {} MB in the last",
+        last <= middle + middle / 10 + (2 << 20) + allowance,
+        "RSS grew after warm-up: {} MB in the middle third, {} MB in the last \
+         (the writer fell behind by up to {behind} events: {} MB allowed for them); \
+         samples (s:MB): {}",
         middle >> 20,
-        last >> 20
+        last >> 20,
+        allowance >> 20,
+        rss.iter()
+            .step_by(rss.len() / 24)
+            .map(|(t, r)| format!("{}:{}", (t - rss[0].0) / 1_000_000_000, r >> 20))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let s = support::read_summary(&dir);
     assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);

@@ -137,6 +137,12 @@ pub struct RecorderStats {
     /// The payload bytes those frames carried.
     #[serde(default)]
     pub payload_dropped_bytes: u64,
+    /// The most events one sweep of the writer took: how far it fell
+    /// behind the transport (a slow disk, a starved thread). At most the
+    /// recorder's capacity; events past it are dropped. Absent (0) in runs
+    /// recorded before it was kept.
+    #[serde(default)]
+    pub largest_sweep: u64,
     /// How the trace file was written: `direct` (`O_DIRECT`, around the
     /// page cache) or `page_cache` (a file system that refused it);
     /// absent for a trace written elsewhere (tests) or before it was kept.

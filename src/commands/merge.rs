@@ -261,6 +261,13 @@ fn merged_meta(
                 .flatten()
                 .map(|m| m.recorder.payload_dropped_bytes)
                 .sum(),
+            // Each run's own writer: the furthest any fell behind.
+            largest_sweep: metas
+                .iter()
+                .flatten()
+                .map(|m| m.recorder.largest_sweep)
+                .max()
+                .unwrap_or(0),
             // The merged trace is written by merge, not by a recorder.
             file_io: None,
         },

@@ -112,6 +112,10 @@ struct Shared {
     /// the payload bytes shed.
     payload_dropped_frames: AtomicU64,
     payload_dropped_bytes: AtomicU64,
+    /// The most events one sweep took: how far the writer fell behind
+    /// (a slow disk, a starved thread), and with it the memory the events
+    /// waiting for it held. Only the writer stores it.
+    largest_sweep: AtomicUsize,
     /// Every thread's slot; `closed` once the writer's last sweep began.
     slots: Mutex<Registry>,
     /// `finish` asked the writer to stop.
@@ -359,6 +363,7 @@ impl Shared {
             payload_budget: PAYLOAD_BUDGET,
             payload_dropped_frames: AtomicU64::new(0),
             payload_dropped_bytes: AtomicU64::new(0),
+            largest_sweep: AtomicUsize::new(0),
             slots: Mutex::new(Registry::default()),
             closing: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -505,6 +510,7 @@ impl Shared {
             dropped,
             payload_dropped_frames: self.payload_dropped_frames.load(Ordering::Relaxed),
             payload_dropped_bytes: self.payload_dropped_bytes.load(Ordering::Relaxed),
+            largest_sweep: self.largest_sweep.load(Ordering::Relaxed) as u64,
             file_io: None,
         }
     }
@@ -864,6 +870,9 @@ fn write_loop(
                     t.fetch_add(*n, Ordering::Relaxed);
                 }
             }
+            if order.len() > shared.largest_sweep.load(Ordering::Relaxed) {
+                shared.largest_sweep.store(order.len(), Ordering::Relaxed);
+            }
             // The stable sort: it finds the runs each thread's block
             // already is (a key is unique, so stability changes nothing) and
             // merges them; the unstable one partitions as if they were not
@@ -1125,6 +1134,63 @@ mod tests {
         // come later in the file than a later stamp.
         assert!(inversions < 100, "{inversions} inversions");
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// `largest_sweep` says how far the writer fell behind: the events that
+    /// came while its write was stuck are all taken by the next sweep.
+    #[test]
+    fn the_largest_sweep_counts_what_waited_for_a_stuck_writer() {
+        use std::sync::mpsc;
+        // Blocks the first write (the first flush) until told.
+        struct Stuck {
+            blocked: mpsc::Sender<()>,
+            go: mpsc::Receiver<()>,
+            once: bool,
+        }
+        impl Write for Stuck {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if !self.once {
+                    self.once = true;
+                    let _ = self.blocked.send(());
+                    let _ = self.go.recv();
+                }
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (blocked_tx, blocked) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel();
+        let stuck = Stuck {
+            blocked: blocked_tx,
+            go: go_rx,
+            once: false,
+        };
+        let (writer, rec) = TraceWriter::start_bounded(
+            Output::stream(Box::new(stuck)).unwrap(),
+            Path::new("stuck"),
+            1 << 12,
+            1 << 20,
+        )
+        .unwrap();
+        chunk(&rec, Endpoint::Client, 1, 0, 1);
+        blocked
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the writer flushed its first event");
+        for i in 1..=1000 {
+            chunk(&rec, Endpoint::Client, 1, i, 1);
+        }
+        go.send(()).unwrap();
+        let stats = writer.finish().unwrap();
+        assert_eq!(
+            (stats.written, stats.dropped_total()),
+            (1001, 0),
+            "{stats:?}"
+        );
+        // (1001 if the first flush came before the first event was swept:
+        // a test thread stalled for 200 ms.)
+        assert!((1000..=1001).contains(&stats.largest_sweep), "{stats:?}");
     }
 
     #[test]
