@@ -133,6 +133,89 @@ fn a_taken_port_is_refused_before_anything_is_written() {
     }
 }
 
+/// A client that cannot connect exits 1 with the reason and where its run
+/// directory is, which records the failure instead of `complete`.
+#[test]
+fn a_client_that_cannot_connect_records_the_failure() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap().to_string();
+    drop(free);
+    let dir = support::temp_dir("refused");
+    let out = h2probe()
+        .args(["client", "--connect", &addr, "--duration", "1s", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("connecting to {addr}: Connection refused"))
+            && err.contains(&format!(
+                "the run directory {} records the failure (give --force to reuse it)",
+                dir.display()
+            )),
+        "{err}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    let status = meta["status"].as_str().unwrap();
+    assert!(
+        status.starts_with(&format!("error: connecting to {addr}: Connection refused")),
+        "{status}"
+    );
+}
+
+/// A peer that is not HTTP/2 (here: a TLS alert, as a TLS server answers
+/// a cleartext client): whether the client's RPC got a stream before the
+/// connection failed or not (a race: here 1 to 7 runs in 20 lose it), the
+/// trace records the RPC's failure and the client exits 4. It exited 0
+/// with "rpcs -" when the RPC never got a stream; the analysis of such an
+/// `rpc_end` is tested on its own in analysis/tests/analyzer.rs.
+#[test]
+fn an_rpc_that_never_got_a_stream_fails_the_client() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { continue };
+            // Written at once: the client may not even have opened its stream.
+            let _ = sock.write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46]);
+            let _ = sock.shutdown(std::net::Shutdown::Write);
+            let _ = sock.read_to_end(&mut Vec::new());
+        }
+    });
+    let mut unopened = 0;
+    for i in 0..20 {
+        let dir = support::temp_dir(&format!("not-h2-{i}"));
+        let out = h2probe()
+            .args(["client", "--connect", &addr, "--connections", "1"])
+            .args(["--duration", "1s", "--no-pcap", "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(4), "{stdout}");
+        assert!(stdout.contains("rpcs      UNAVAILABLE×1"), "{stdout}");
+        let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+        let ends: Vec<serde_json::Value> = trace
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["type"] == "rpc_end")
+            .collect();
+        assert_eq!(ends.len(), 1, "{trace}");
+        for end in &ends {
+            assert_eq!(end["status"], 14, "{end}");
+            if end["stream"] == 0 {
+                unopened += 1;
+                let message = end["message"].as_str().unwrap();
+                assert!(message.starts_with("could not open the stream"), "{end}");
+            }
+        }
+    }
+    eprintln!("{unopened} of 20 RPCs never got a stream");
+}
+
 #[test]
 fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
     let Some(corpus) = support::corpus_dir() else {

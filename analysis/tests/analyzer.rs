@@ -487,3 +487,33 @@ fn a_frame_after_its_stream_was_judged_is_counted_and_warned_about() {
     assert_eq!(said.len(), 1, "{:?}", a.warnings);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An RPC the client's h2 never gave a stream (the connection failed
+/// first) ends on stream 0 with no `rpc_start`: it counts as a failed RPC
+/// (exit 4), and the connection's own frames after it are not taken for a
+/// judged stream's.
+#[test]
+fn an_rpc_that_never_got_a_stream_counts_as_failed() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(
+        1,
+        c,
+        0,
+        Kind::RpcEnd(RpcEndEv {
+            status: 14,
+            message: "could not open the stream: connection error".into(),
+        }),
+    ));
+    // Five seconds on, past any retirement delay: the connection's window.
+    a.feed(&ev(5_000_000_001, c, 0, wu(Dir::In, 1000)));
+    let (sum, _) = a.finish(0, &Ending::NoFooter);
+    assert_eq!(
+        sum.rpc_status.iter().collect::<Vec<_>>(),
+        [(&"UNAVAILABLE".to_string(), &1)],
+        "{:?}",
+        sum.rpc_status
+    );
+    assert_eq!(h2probe_analysis::report::exit_code(&sum, false), 4);
+    assert_eq!(sum.frames_after_retirement, 0);
+}

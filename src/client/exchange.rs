@@ -422,6 +422,7 @@ pub(super) async fn rpc(
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
+            super::record_unopened(&ctx, &outcome);
             return outcome;
         }
     };

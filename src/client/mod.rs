@@ -331,6 +331,26 @@ pub struct ClientCtx {
     pub interrupt: watch::Receiver<bool>,
 }
 
+/// An RPC h2 never gave a stream (the connection failed first): its
+/// `rpc_end` goes on the connection's stream 0, with no `rpc_start` (no
+/// request was sent), so the trace, and the exit code read from it, say
+/// that an RPC failed.
+pub(crate) fn record_unopened(ctx: &ClientCtx, outcome: &RpcOutcome) {
+    ctx.rec.emit(
+        Endpoint::Client,
+        outcome.conn,
+        0,
+        now_ns(),
+        KindId::RpcEnd,
+        || {
+            Kind::RpcEnd(RpcEndEv {
+                status: outcome.status,
+                message: outcome.message.clone(),
+            })
+        },
+    );
+}
+
 /// The request headers of one gRPC call to `path` on the target: ours
 /// first, then `-H` metadata (a user-agent given with -H replaces ours).
 pub(crate) fn grpc_request(ctx: &ClientCtx, path: &str) -> http::Request<()> {
@@ -555,6 +575,7 @@ async fn rpc(
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
+            record_unopened(&ctx, &outcome);
             return outcome;
         }
     };

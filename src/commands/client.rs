@@ -118,10 +118,21 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         connect: Some(opts.target.connect.clone()),
         ..RunConfig::default()
     };
+    // A client that could not connect (or stopped on another error) says so
+    // in meta.json, not `complete`.
+    if let Err(e) = &outcomes {
+        status = Status::Failed(format!("{e:#}"));
+    }
+    let dir = session.dir.clone();
     let finished = session
         .finish(config, status, None, opts.output.pcaps())
         .await;
-    let outcomes = outcomes?;
+    let outcomes = outcomes.map_err(|e| {
+        anyhow::anyhow!(
+            "{e:#}; the run directory {} records the failure (give --force to reuse it)",
+            dir.display()
+        )
+    })?;
     Ok((finished?, outcomes))
 }
 

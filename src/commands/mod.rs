@@ -296,17 +296,21 @@ fn prepare_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
 }
 
 /// How a command's run ended, as meta.json records it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Status {
     Complete,
     Interrupted,
+    /// The run stopped on an error (a client that could not connect):
+    /// `error: …` in meta.json, as after a write error.
+    Failed(String),
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub fn label(&self) -> String {
         match self {
-            Status::Complete => "complete",
-            Status::Interrupted => "interrupted",
+            Status::Complete => "complete".into(),
+            Status::Interrupted => "interrupted".into(),
+            Status::Failed(e) => format!("error: {e}"),
         }
     }
 }
@@ -455,8 +459,8 @@ fn finalize(
 ) -> anyhow::Result<(Summary, Vec<String>, Option<String>)> {
     let clock = writer.as_ref().map(TraceWriter::anchor);
     let (stats, status, error) = match writer.map(TraceWriter::finish) {
-        None => (RecorderStats::default(), status.as_str().to_string(), None),
-        Some(Ok(s)) => (s, status.as_str().to_string(), None),
+        None => (RecorderStats::default(), status.label(), None),
+        Some(Ok(s)) => (s, status.label(), None),
         Some(Err(e)) => (
             e.stats.clone(),
             format!("error: {e}"),

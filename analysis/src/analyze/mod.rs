@@ -320,7 +320,11 @@ impl Analyzer {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
                 }
-                self.retirement.rpc_end(t, side_of(e.ep), e.conn, e.stream);
+                // Stream 0: an RPC the client's h2 never gave a stream (the
+                // connection failed first); nothing of a stream to retire.
+                if e.stream != 0 {
+                    self.retirement.rpc_end(t, side_of(e.ep), e.conn, e.stream);
+                }
                 let name = status_name(r.status);
                 let map = match e.ep {
                     Endpoint::Client => &mut self.s.rpc_status,
