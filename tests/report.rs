@@ -372,9 +372,13 @@ fn the_page_of_a_hand_built_run_renders_in_a_browser_with_its_ladder() {
     // The default slice: anchored on enqueue #2 (depth 2, after the first
     // WINDOW_UPDATE), showing conn 1 ↔ conn 7, every frame of it matched.
     assert!(html.contains("the default slice"), "slice not explained");
+    // Four messages, the queue back to empty: it never grew over the
+    // run, so the caption does not say the slice shows it growing.
+    let summary = support::read_summary(&dir);
+    assert!(summary.queue_growth_in_window < 1.0, "{summary:?}");
     assert!(
-        html.contains("the queue grows while credit flows"),
-        "what the slice shows"
+        !html.contains("the queue grows while credit flows"),
+        "a queue that never grew"
     );
     assert!(
         html.contains("client conn 1 (127.0.0.1:5000) ↔ server conn 7"),
@@ -506,4 +510,37 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
     let errors = console_errors(&log);
     assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
     assert!(dom.contains("Plots side by side"));
+}
+
+/// The default slice's caption says the queue grows while credit flows
+/// only where the analysis found it growing: the reference run with an
+/// unbounded queue and release on receipt, not the one whose release waits
+/// for completion (its queue reached depth 2, then drained: its page said
+/// so until an audit noticed).
+#[test]
+fn the_default_slice_claims_growth_only_where_the_queue_grew() {
+    let reference = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("captures/reference");
+    for (run, grows) in [("frame-unbounded", true), ("complete-unbounded", false)] {
+        let dir = support::temp_dir(run);
+        for f in std::fs::read_dir(reference.join(run)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
+        }
+        support::h2probe_ok([std::ffi::OsStr::new("report"), dir.as_os_str()]);
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert!(
+            html.contains("the default slice"),
+            "{run}: no default slice"
+        );
+        assert_eq!(
+            html.contains("the queue grows while credit flows"),
+            grows,
+            "{run}"
+        );
+        assert_eq!(
+            html.contains("growth    from"),
+            grows,
+            "{run}: the headline's growth line"
+        );
+    }
 }

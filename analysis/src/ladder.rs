@@ -52,9 +52,12 @@ pub struct LadderOpts {
     /// without a search pass of its own (which would read the whole trace
     /// again to find none).
     pub found: Option<SliceFinder>,
-    /// A Part 3 run: its queue is capped by the admission bound, so the
-    /// default slice is not said to show the queue growing on credit.
-    pub part3: bool,
+    /// The analysis found the queue growing while credit flowed (the
+    /// headline's `growth` line, [`crate::analyze::Summary::queue_grows_on_credit`]):
+    /// only then does the default slice's caption say it shows that. A
+    /// queue that reached depth 2 and drained (`--release complete`), or
+    /// one capped by Part 3's admission bound, does not grow.
+    pub queue_grows: bool,
 }
 
 impl Default for LadderOpts {
@@ -63,7 +66,7 @@ impl Default for LadderOpts {
             at_ns: None,
             span_ns: DEFAULT_SPAN_NS,
             found: None,
-            part3: false,
+            queue_grows: false,
         }
     }
 }
@@ -373,7 +376,7 @@ fn collect(path: &Path, span: u64, pass: Pass) -> Result<(Collector, u64), OpenE
 /// Reads the slice of `trace` that `opts` names and lays out its ladder.
 ///
 /// **The default slice** (no `at_ns`) is where the queue grows while credit
-/// flows. Its *anchor* is the first `enqueue` event, in time order, with
+/// flows, when it does. Its *anchor* is the first `enqueue` event, in time order, with
 /// `depth ≥ 2` and a `t` later than the first WINDOW_UPDATE frame written by
 /// a server tap (stream or connection level): the first moment a message
 /// waits behind another in the application queue although the server has
@@ -416,10 +419,10 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
                              server's first WINDOW_UPDATE (at {:.4} s, ▶ on the queue strip){}",
                             show_span(span),
                             a.t.saturating_sub(origin) as f64 / 1e9,
-                            if opts.part3 {
-                                ""
-                            } else {
+                            if opts.queue_grows {
                                 ": the queue grows while credit flows"
+                            } else {
+                                ""
                             }
                         );
                         return Ok(layout(c, origin, how));
@@ -1408,7 +1411,7 @@ mod tests {
                 at_ns: Some(50_000_000),
                 span_ns: 20_000_000,
                 found: None,
-                part3: false,
+                queue_grows: true,
             },
         )
         .unwrap();
@@ -1450,7 +1453,7 @@ mod tests {
                 at_ns: Some(1_000_000),
                 span_ns: 10_000_000,
                 found: None,
-                part3: false,
+                queue_grows: true,
             },
         )
         .unwrap();

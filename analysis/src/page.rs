@@ -851,7 +851,7 @@ impl RunPage {
     pub fn read(dir: &Path, summary: &Summary, opts: &LadderOpts) -> RunPage {
         let meta = Meta::read(dir).map_err(|e| e.to_string());
         let opts = LadderOpts {
-            part3: summary.overload.is_some(),
+            queue_grows: summary.queue_grows_on_credit(),
             ..*opts
         };
         let ladder = match crate::reader::trace_path(dir) {

@@ -563,7 +563,7 @@ fn headline_lines(s: &Summary) -> String {
         // Two spaces apart: a long list breaks between errors, not inside one.
         let _ = writeln!(o, "peer      protocol errors: {}", parts.join("  "));
     }
-    if s.queue_growth_in_window >= 1.0 && s.overload.is_none() {
+    if s.queue_grows_on_credit() {
         let _ = writeln!(
             o,
             "growth    from {:.1}s to {:.1}s the queue grew by {:.0} msgs while the server sent {} stream WINDOW_UPDATEs returning {:.2} MiB of credit",

@@ -94,7 +94,8 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
         at_ns: opts.at.map(|d| d.0.as_nanos() as u64),
         span_ns: span,
         found: None,
-        part3: false,
+        // Set from each run's summary by the page.
+        queue_grows: false,
     };
     let single = opts.dirs.len() == 1;
     let mut pages = vec![];

@@ -506,6 +506,13 @@ pub struct Timeline {
 }
 
 impl Summary {
+    /// The queue grew over the growth window (by a message or more) with
+    /// no admission bound to cap it: Part 1's finding, the headline's
+    /// `growth` line, and what the ladder's default slice then says it shows.
+    pub fn queue_grows_on_credit(&self) -> bool {
+        self.queue_growth_in_window >= 1.0 && self.overload.is_none()
+    }
+
     /// Why the file's lines are not those the writer wrote (its footer
     /// counts other than the lines present), if they are not.
     pub fn lines_altered(&self) -> Option<String> {
