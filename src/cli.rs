@@ -184,6 +184,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
     let command = cli.command.unwrap_or(Command::Run(cli.run));
     match command {
         Command::Run(opts) => {
+            // Said whatever --quiet (which silences progress, not warnings);
+            // compare says it once for all its runs.
+            if let Some(w) = commands::run::schedule_warning(&opts) {
+                crate::say!("warning: {w}");
+            }
             let r = runtime()?.block_on(commands::run::run(*opts))?;
             let mut out = std::io::stdout().lock();
             writeln!(out, "run directory: {}", r.dir.display())?;

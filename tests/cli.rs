@@ -133,6 +133,34 @@ fn a_taken_port_is_refused_before_anything_is_written() {
     }
 }
 
+/// `--quiet` silences progress, not warnings: a run shorter than its
+/// service schedule is warned about either way, with an example that fits
+/// the run.
+#[test]
+fn quiet_keeps_warnings() {
+    let dir = support::temp_dir("quiet-warning");
+    let out = h2probe()
+        .args([
+            "run",
+            "--preset",
+            "part3",
+            "--duration",
+            "1s",
+            "--quiet",
+            "--no-pcap",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: --duration 1s ends before the --service-schedule step at 12s")
+            && err.contains("e.g. --service-schedule 10ms,333ms:40ms,666ms:10ms"),
+        "{err}"
+    );
+}
+
 /// A client that cannot connect exits 1 with the reason and where its run
 /// directory is, which records the failure instead of `complete`.
 #[test]

@@ -367,10 +367,42 @@ fn a_fast_upload_is_bounded_by_max_owned_bytes() {
 
 /// A bounded soak: 32 streams over 8 connections for 12 s, with a
 /// worker that keeps up (nothing grows by design). The process's RSS, from
-/// the `sample` events, is flat after warm-up.
+/// the `sample` events, is flat after warm-up, but for what a writer that
+/// fell behind holds (see [`soak_once`]); a run whose writer fell too far
+/// behind to resolve a leak of 1 KiB a message is run again (up to three
+/// times), and the last one is judged whatever its allowance.
 #[test]
 fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
-    let dir = temp_dir("soak");
+    for attempt in 1..=3 {
+        let dir = temp_dir("soak");
+        let Some(allowance) = soak_once(&dir, attempt == 3) else {
+            return;
+        };
+        eprintln!(
+            "soak attempt {attempt}: the writer fell behind ({} MiB allowed for it); \
+             too busy a disk to resolve a 1 KiB-a-message leak, running again",
+            allowance >> 20
+        );
+    }
+}
+
+/// One soak run in `dir`, judged: `None` when judged (the asserts passed),
+/// or `Some(allowance)` when the writer fell so far behind that the
+/// allowance for it would hide a leak of 1 KiB a message (≈ 6 MiB over the
+/// last third) and `last` is false.
+///
+/// A writer that falls behind (a busy disk: CI once saw 24 → 29 MB, the
+/// other tests of this file writing beside it) holds the events waiting
+/// for it, bounded by the recorder's capacity: each in its thread's buffer
+/// (which may double to take it), then in the sweep being written, with
+/// its sort key and scratch: 3 × 152 + 32 B. Behind by a thousand or more
+/// (a quiet machine's sweeps take about 200 here), the file's I/O thread
+/// has all five 1.25 MiB buffers in flight where it used two. Beside four
+/// `dd oflag=direct` writers an audit of 33 runs saw rises of 0.7–1.3 MiB
+/// at about 200 behind (within the fixed slack), 2.1–2.8 MiB at 1,944–3,457
+/// and up to 15 MiB at 51,811, a part of it given back as the writer
+/// caught up.
+fn soak_once(dir: &std::path::Path, last_attempt: bool) -> Option<u64> {
     let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
         .args([
             "run",
@@ -390,7 +422,7 @@ fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
             "0s",
         ])
         .args(["--queue", "direct", "--quiet", "--no-pcap", "--out"])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .unwrap();
     assert!(
@@ -398,7 +430,7 @@ fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    let mut rss: Vec<(u64, u64)> = events_of(&dir, "sample")
+    let mut rss: Vec<(u64, u64)> = events_of(dir, "sample")
         .iter()
         .map(|e| (e["t"].as_u64().unwrap(), e["rss_bytes"].as_u64().unwrap()))
         .collect();
@@ -407,20 +439,14 @@ fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
     let third = rss.len() / 3;
     let peak = |part: &[(u64, u64)]| part.iter().map(|p| p.1).max().unwrap();
     let (middle, last) = (peak(&rss[third..2 * third]), peak(&rss[2 * third..]));
-    // A writer that falls behind (a busy disk: CI once saw 24 → 29 MB, the
-    // other tests of this file writing beside it) holds the events waiting
-    // for it, bounded by the recorder's capacity: each in its thread's
-    // buffer (which may double to take it), then in the sweep being
-    // written, with its sort key and scratch: 3 × 152 + 32 B. Thousands
-    // behind (sweeps 2 ms apart take tens), the disk holds the file's five
-    // 1.25 MiB buffers too. Beside a busy disk (four `dd oflag=direct`) a
-    // debug build rose 8–12 MB with 10,516–28,282 events behind, and fell
-    // back. A real leak of this run's state grows past that allowance.
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
     let behind = meta["recorder"]["largest_sweep"].as_u64().unwrap();
-    let file_buffers = if behind >= 4096 { 5 * (1280 << 10) } else { 0 };
+    let file_buffers = if behind >= 1000 { 3 * (1280 << 10) } else { 0 };
     let allowance = behind * (3 * 152 + 32) + file_buffers;
+    if allowance > 4 << 20 && !last_attempt {
+        return Some(allowance);
+    }
     assert!(
         last <= middle + middle / 10 + (2 << 20) + allowance,
         "RSS grew after warm-up: {} MB in the middle third, {} MB in the last \
@@ -435,8 +461,9 @@ fn a_soak_of_many_connections_and_streams_keeps_memory_flat() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let s = support::read_summary(&dir);
+    let s = support::read_summary(dir);
     assert_eq!(s.checks["accounting"].ok, Some(true), "{:?}", s.checks);
+    None
 }
 
 #[test]

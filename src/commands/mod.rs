@@ -85,7 +85,7 @@ pub struct OutputOpts {
     #[arg(long, conflicts_with = "no_pcap")]
     pub pcap_gzip: bool,
 
-    /// Do not print progress lines.
+    /// Do not print progress lines (warnings and errors are still printed).
     #[arg(long, short)]
     pub quiet: bool,
 

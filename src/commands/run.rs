@@ -185,11 +185,19 @@ pub(crate) fn schedule_warning(opts: &RunOpts) -> Option<String> {
     let (at, _) =
         s.0.iter()
             .find(|(at, _)| !at.is_zero() && *at >= duration)?;
+    // Steps a third and two thirds into this run, to whole milliseconds.
+    let third = |k: u32| {
+        crate::config::Dur(std::time::Duration::from_millis(
+            (duration * k / 3).as_millis() as u64,
+        ))
+    };
     Some(format!(
         "--duration {} ends before the --service-schedule step at {}: that part of the schedule never happens \
-         (the run sees no slowdown); shorten the schedule with the run, e.g. --service-schedule 10ms,2s:40ms,4s:10ms for 6s",
+         (the run sees no slowdown); shorten the schedule with the run, e.g. --service-schedule 10ms,{}:40ms,{}:10ms",
         opts.client.duration,
-        crate::config::Dur(*at)
+        crate::config::Dur(*at),
+        third(1),
+        third(2)
     ))
 }
 
@@ -231,11 +239,6 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let interrupts = Interrupts::listen();
     opts.client.validate()?;
     opts.output.validate()?;
-    if let Some(w) = schedule_warning(&opts) {
-        if !opts.output.quiet {
-            crate::say!("warning: {w}");
-        }
-    }
     let cfg = opts.server.validate(
         opts.output.capture_payload,
         Some(opts.client.framed_upper_bound()),
@@ -404,6 +407,10 @@ mod schedule_tests {
         o.client.duration = "6s".parse().unwrap();
         let w = schedule_warning(&o).unwrap();
         assert!(w.contains("step at 12s"), "{w}");
+        assert!(
+            w.ends_with("e.g. --service-schedule 10ms,2s:40ms,4s:10ms"),
+            "{w}"
+        );
         o.client.duration = "36s".parse().unwrap();
         assert_eq!(schedule_warning(&o), None);
     }
