@@ -161,6 +161,57 @@ fn quiet_keeps_warnings() {
     );
 }
 
+/// `analyze` on a path that is not a run directory says what the path is:
+/// missing, a file (with the directory to give), or a directory without a
+/// trace. And a refusal's suggested flag is one the shell passes whole.
+#[test]
+fn wrong_paths_and_refusals_say_what_to_do() {
+    let dir = support::temp_dir("wrong-path");
+    let file = dir.join("trace.jsonl");
+    std::fs::write(&file, "").unwrap();
+    let missing = dir.join("nope");
+    for (path, want) in [
+        (
+            missing.clone(),
+            format!("{}: no such directory", missing.display()),
+        ),
+        (
+            file.clone(),
+            format!(
+                "{} is a file: give the run directory that holds it ({})",
+                file.display(),
+                dir.display()
+            ),
+        ),
+        (
+            dir.join("sub"),
+            format!(
+                "{}: no trace.jsonl here; is this a run directory?",
+                dir.join("sub").display()
+            ),
+        ),
+    ] {
+        if path.ends_with("sub") {
+            std::fs::create_dir_all(&path).unwrap();
+        }
+        let out = h2probe().arg("analyze").arg(&path).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end(), format!("h2probe: {want}"));
+    }
+    let out = h2probe()
+        .args(["run", "--duration", "200s", "--out"])
+        .arg(dir.join("long"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the default --deadline 120s") && err.contains("(e.g. --deadline 260s)"),
+        "{err}"
+    );
+}
+
 /// A client that cannot connect exits 1 with the reason and where its run
 /// directory is, which records the failure instead of `complete`.
 #[test]

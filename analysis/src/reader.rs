@@ -108,9 +108,7 @@ pub fn trace_path(dir: &Path) -> Option<std::path::PathBuf> {
 pub fn open_run(
     dir: &Path,
 ) -> Result<(std::path::PathBuf, TraceReader<Box<dyn BufRead + Send>>), OpenError> {
-    let path = trace_path(dir).ok_or_else(|| OpenError::NotARun {
-        dir: dir.display().to_string(),
-    })?;
+    let path = trace_path(dir).ok_or_else(|| OpenError::no_trace_in(dir))?;
     let r = TraceReader::open(&path)?;
     Ok((path, r))
 }
@@ -142,11 +140,34 @@ impl TraceReader<Box<dyn BufRead + Send>> {
     }
 }
 
+impl OpenError {
+    /// `dir` holds no trace: said as what it is (missing, a file, or a
+    /// directory without one).
+    pub fn no_trace_in(dir: &Path) -> OpenError {
+        let d = dir.display().to_string();
+        if dir.is_file() {
+            let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+            OpenError::AFile {
+                parent: parent.unwrap_or(Path::new(".")).display().to_string(),
+                dir: d,
+            }
+        } else if !dir.exists() {
+            OpenError::Missing { dir: d }
+        } else {
+            OpenError::NotARun { dir: d }
+        }
+    }
+}
+
 /// Opening a trace file failed.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("{dir}: no trace.jsonl here; is this a run directory?")]
     NotARun { dir: String },
+    #[error("{dir}: no such directory")]
+    Missing { dir: String },
+    #[error("{dir} is a file: give the run directory that holds it ({parent})")]
+    AFile { dir: String, parent: String },
     #[error("{path}: {cause}")]
     Io { path: String, cause: std::io::Error },
     #[error("{path}: {cause}")]

@@ -28,9 +28,7 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
 /// ladder) next to it. Returns the summary and warnings.
 pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError> {
     let trace =
-        crate::reader::trace_path(dir).ok_or_else(|| crate::reader::OpenError::NotARun {
-            dir: dir.display().to_string(),
-        })?;
+        crate::reader::trace_path(dir).ok_or_else(|| crate::reader::OpenError::no_trace_in(dir))?;
     let wpath = dir.join("windows.csv");
     let wfile = std::fs::File::create(&wpath).map_err(io_err(&wpath))?;
     let a = analyze_trace_with(&trace, Some(Box::new(std::io::BufWriter::new(wfile))))?;

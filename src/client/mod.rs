@@ -235,8 +235,10 @@ impl ClientOpts {
                 "--duration {} is longer than the default --deadline {}: the RPC would be cut by DEADLINE_EXCEEDED; \
                  give --deadline explicitly (e.g. --deadline {})",
                 self.duration,
-                Dur(DEFAULT_DEADLINE),
-                Dur(self.duration.0 + std::time::Duration::from_secs(60))
+                // Seconds, as --help gives the default, and one word that
+                // the shell passes whole.
+                format!("{}s", DEFAULT_DEADLINE.as_secs()),
+                format!("{}s", self.duration.0.as_secs() + 60)
             );
         }
         crate::refuse_unless!(

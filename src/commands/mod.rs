@@ -73,13 +73,14 @@ pub struct OutputOpts {
     #[arg(long, default_value = "64MiB", value_name = "SIZE")]
     pub trace_payload_buffer: crate::config::Size,
 
-    /// Do not write server.pcap and client.pcap (`h2probe export` can
-    /// write them later from the trace).
+    /// Do not write the pcaps: server.pcap and client.pcap (a relay's
+    /// server_leg.pcap and client_leg.pcap); `h2probe export` can write
+    /// them later from the trace.
     #[arg(long)]
     pub no_pcap: bool,
 
-    /// Write the pcaps gzip-compressed (server.pcap.gz, client.pcap.gz;
-    /// Wireshark and tshark read them as they are). DATA payload the trace
+    /// Write the pcaps gzip-compressed (server.pcap.gz, client.pcap.gz, or
+    /// a relay's *_leg.pcap.gz; Wireshark and tshark read them as they are). DATA payload the trace
     /// did not keep is zeros in a pcap, so a plain one is as large as the
     /// upload; compressed, it is about the size of the frame headers.
     #[arg(long, conflicts_with = "no_pcap")]
@@ -587,11 +588,8 @@ pub fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()>
 
 /// Reads a run's analysis results (used by `analyze` and `compare`).
 pub fn analyze_dir(dir: &Path) -> anyhow::Result<(Summary, Vec<String>)> {
-    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
-        h2probe_analysis::reader::OpenError::NotARun {
-            dir: dir.display().to_string(),
-        }
-    })?;
+    let trace = h2probe_analysis::reader::trace_path(dir)
+        .ok_or_else(|| h2probe_analysis::reader::OpenError::no_trace_in(dir))?;
     let a = analyze_trace(&trace)?;
     Ok((a.summary, a.warnings))
 }

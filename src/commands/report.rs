@@ -64,11 +64,8 @@ pub struct Written {
 /// The run's summary: summary.json when it is at least as new as the
 /// trace, else a fresh analysis (which writes every product).
 fn summary_of(dir: &Path) -> anyhow::Result<Summary> {
-    let trace = h2probe_analysis::reader::trace_path(dir).ok_or_else(|| {
-        h2probe_analysis::reader::OpenError::NotARun {
-            dir: dir.display().to_string(),
-        }
-    })?;
+    let trace = h2probe_analysis::reader::trace_path(dir)
+        .ok_or_else(|| h2probe_analysis::reader::OpenError::no_trace_in(dir))?;
     let mtime = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let sj = dir.join("summary.json");
     let fresh = matches!((mtime(&sj), mtime(&trace)), (Some(s), Some(t)) if s >= t);
