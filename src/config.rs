@@ -23,9 +23,10 @@ pub enum CapturePayload {
     /// No payload bytes: frames are rebuilt from their typed fields (HEADERS
     /// blocks and DATA become zeros).
     None,
-    /// Payloads of every frame except the upload's DATA (client→server):
-    /// HEADERS blocks, SETTINGS, and the server's small replies, so a pcap
-    /// decodes every gRPC message and trailer.
+    /// Payloads of every frame except the upload's DATA (client→server; in
+    /// `decode`, except every DATA frame): HEADERS blocks, SETTINGS, and the
+    /// server's small replies, so a run's pcap decodes every reply and
+    /// trailer.
     #[default]
     Headers,
     /// Every payload byte, DATA included (large traces).

@@ -368,11 +368,12 @@ pub fn markdown_for_terminal(md: &str, width: usize) -> String {
     o
 }
 
-/// Names' words longer than this are broken (after a `/` where one is near).
+/// Names' words longer than this are broken (after a `/` or `-` where one is near).
 const LONG_WORD: usize = 20;
 
 /// `text` in lines of at most `width` characters, broken at spaces; a word
-/// longer than `width` is broken too, after a `/` where it can be.
+/// longer than `width` is broken too, after a `/` or a `-` where it can be
+/// (`complete-` / `unbounded`, not `complete-unbound` / `ed`).
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut pieces: Vec<String> = vec![];
@@ -381,7 +382,7 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
         while rest.len() > width {
             let cut = rest[..width]
                 .iter()
-                .rposition(|&c| c == '/')
+                .rposition(|&c| c == '/' || c == '-')
                 .filter(|&i| i + 1 >= width / 2)
                 .map_or(width, |i| i + 1);
             pieces.push(rest.drain(..cut).collect());
@@ -407,6 +408,17 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_word_breaks_after_a_slash_or_a_hyphen_in_its_second_half() {
+        assert_eq!(
+            wrap_words("ref/complete-unbounded", 20),
+            ["ref/complete-", "unbounded"]
+        );
+        assert_eq!(wrap_words("runs/a-b/frame", 10), ["runs/a-b/", "frame"]);
+        // None in the second half: cut at the width.
+        assert_eq!(wrap_words("abcdefghijkl", 5), ["abcde", "fghij", "kl"]);
+    }
 
     fn run(config: &str, send: f64, depth: u64) -> RunRef {
         RunRef {

@@ -96,6 +96,7 @@ pub struct ClientOpts {
     /// Bandwidth of that link in bytes per second, each way (e.g. 1MiB);
     /// the line then holds at most one bandwidth-delay product (≥ 64 KiB),
     /// so a sender that outruns it is blocked on the socket, as on a real link.
+    /// Unlimited when not given.
     #[arg(long, value_name = "SIZE")]
     pub link_rate: Option<Size>,
 

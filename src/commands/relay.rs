@@ -32,6 +32,7 @@ pub struct RelayOpts {
 
     /// Bandwidth of the shaped leg(s) in bytes per second, each way (e.g.
     /// 1MiB); the line holds at most one bandwidth-delay product (≥ 64 KiB).
+    /// Unlimited when not given.
     #[arg(long, value_name = "SIZE")]
     pub link_rate: Option<Size>,
 
