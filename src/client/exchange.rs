@@ -422,7 +422,7 @@ pub(super) async fn rpc(
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
-            super::record_unopened(&ctx, &outcome);
+            super::record_rpc_end(&ctx, 0, &outcome);
             return outcome;
         }
     };
@@ -598,18 +598,6 @@ pub(super) async fn rpc(
         outcome.message = msg;
     }
     reading.abort();
-    ctx.rec.emit(
-        Endpoint::Client,
-        conn,
-        stream,
-        now_ns(),
-        KindId::RpcEnd,
-        || {
-            Kind::RpcEnd(RpcEndEv {
-                status: outcome.status,
-                message: outcome.message.clone(),
-            })
-        },
-    );
+    super::record_rpc_end(&ctx, stream, &outcome);
     outcome
 }

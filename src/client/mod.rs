@@ -334,15 +334,15 @@ pub struct ClientCtx {
     pub interrupt: watch::Receiver<bool>,
 }
 
-/// An RPC h2 never gave a stream (the connection failed first): its
-/// `rpc_end` goes on the connection's stream 0, with no `rpc_start` (no
-/// request was sent), so the trace, and the exit code read from it, say
-/// that an RPC failed.
-pub(crate) fn record_unopened(ctx: &ClientCtx, outcome: &RpcOutcome) {
+/// The client's `rpc_end` of `outcome` on `stream`. An RPC h2 never gave a
+/// stream (the connection failed first) ends on the connection's stream 0,
+/// with no `rpc_start` (no request was sent), so the trace, and the exit
+/// code read from it, say that an RPC failed.
+pub(crate) fn record_rpc_end(ctx: &ClientCtx, stream: u32, outcome: &RpcOutcome) {
     ctx.rec.emit(
         Endpoint::Client,
         outcome.conn,
-        0,
+        stream,
         now_ns(),
         KindId::RpcEnd,
         || {
@@ -578,7 +578,7 @@ async fn rpc(
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
-            record_unopened(&ctx, &outcome);
+            record_rpc_end(&ctx, 0, &outcome);
             return outcome;
         }
     };

@@ -1136,20 +1136,27 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-    /// `largest_sweep` says how far the writer fell behind: the events that
-    /// came while its write was stuck are all taken by the next sweep.
-    #[test]
-    fn the_largest_sweep_counts_what_waited_for_a_stuck_writer() {
+    /// A writer whose output blocks its first write of at least `min_len`
+    /// bytes until told: `blocked` says it is stuck there, a send on `go`
+    /// lets it on.
+    struct Gated {
+        writer: TraceWriter,
+        rec: Recorder,
+        blocked: std::sync::mpsc::Receiver<()>,
+        go: std::sync::mpsc::Sender<()>,
+    }
+
+    fn gated_writer(min_len: usize, capacity: usize, payload_budget: u64) -> Gated {
         use std::sync::mpsc;
-        // Blocks the first write (the first flush) until told.
-        struct Stuck {
+        struct Gate {
+            min_len: usize,
             blocked: mpsc::Sender<()>,
             go: mpsc::Receiver<()>,
             once: bool,
         }
-        impl Write for Stuck {
+        impl Write for Gate {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                if !self.once {
+                if buf.len() >= self.min_len && !self.once {
                     self.once = true;
                     let _ = self.blocked.send(());
                     let _ = self.go.recv();
@@ -1162,18 +1169,38 @@ mod tests {
         }
         let (blocked_tx, blocked) = mpsc::channel();
         let (go, go_rx) = mpsc::channel();
-        let stuck = Stuck {
+        let gate = Gate {
+            min_len,
             blocked: blocked_tx,
             go: go_rx,
             once: false,
         };
         let (writer, rec) = TraceWriter::start_bounded(
-            Output::stream(Box::new(stuck)).unwrap(),
-            Path::new("stuck"),
-            1 << 12,
-            1 << 20,
+            Output::stream(Box::new(gate)).unwrap(),
+            Path::new("gate"),
+            capacity,
+            payload_budget,
         )
         .unwrap();
+        Gated {
+            writer,
+            rec,
+            blocked,
+            go,
+        }
+    }
+
+    /// `largest_sweep` says how far the writer fell behind: the events that
+    /// came while its write was stuck are all taken by the next sweep.
+    #[test]
+    fn the_largest_sweep_counts_what_waited_for_a_stuck_writer() {
+        // Stuck in its first write (the first flush).
+        let Gated {
+            writer,
+            rec,
+            blocked,
+            go,
+        } = gated_writer(0, 1 << 12, 1 << 20);
         chunk(&rec, Endpoint::Client, 1, 0, 1);
         blocked
             .recv_timeout(std::time::Duration::from_secs(10))
@@ -1195,40 +1222,13 @@ mod tests {
 
     #[test]
     fn payload_the_writer_has_taken_but_not_encoded_still_counts_against_the_budget() {
-        use std::sync::mpsc;
-        // Blocks the first large write (a full batch, mid-sweep) until told.
-        struct Gate {
-            blocked: mpsc::Sender<()>,
-            go: mpsc::Receiver<()>,
-            once: bool,
-        }
-        impl Write for Gate {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                if buf.len() > 100_000 && !self.once {
-                    self.once = true;
-                    let _ = self.blocked.send(());
-                    let _ = self.go.recv();
-                }
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let (blocked_tx, blocked) = mpsc::channel();
-        let (go, go_rx) = mpsc::channel();
-        let gate = Gate {
-            blocked: blocked_tx,
-            go: go_rx,
-            once: false,
-        };
-        let (writer, rec) = TraceWriter::start_bounded(
-            Output::stream(Box::new(gate)).unwrap(),
-            Path::new("gate"),
-            1 << 12,
-            1 << 20,
-        )
-        .unwrap();
+        // Stuck in the first large write (a full batch, mid-sweep).
+        let Gated {
+            writer,
+            rec,
+            blocked,
+            go,
+        } = gated_writer(100_001, 1 << 12, 1 << 20);
         let frames = |from: u64| {
             for i in 0..40 {
                 rec.emit(Endpoint::Client, 1, 1, from + i, KindId::Frame, || {
