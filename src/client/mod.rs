@@ -528,9 +528,27 @@ where
     while let Some(r) = streams.join_next().await {
         out.push(r.context("client stream task")?);
     }
-    let _ = driver.await;
+    // Every RPC has ended: the connection closes (its last frames, GOAWAY,
+    // then EOF) within CLOSE_GRACE or is dropped, so a server that stopped
+    // reading cannot hold the client (it did, for as long as it liked).
+    let mut driver = driver;
+    if tokio::time::timeout(CLOSE_GRACE, &mut driver)
+        .await
+        .is_err()
+    {
+        driver.abort();
+        let _ = driver.await;
+        crate::say!(
+            "connection {conn_id}: the server did not take its last bytes within {}; closed",
+            crate::config::Dur(CLOSE_GRACE)
+        );
+    }
     Ok(out)
 }
+
+/// How long a connection may take to close once its RPCs have ended (the
+/// server's --drain-timeout default).
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One queued message, waiting to be sent.
 struct Pending {

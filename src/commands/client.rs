@@ -83,11 +83,19 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     let outcomes = tokio::select! {
         r = &mut run => r,
         _ = stall.as_mut() => {
-            crate::say!("stalled: the client could send nothing for {} with messages pending (no credit from the server); ending the run (see the stall event)",
+            crate::say!("stalled: the client could send nothing for {} with messages pending; ending the run (the stall event and the analysis say what it waited on)",
                 crate::config::Dur(stall_timeout)
             );
             let _ = interrupt_tx.send(true);
-            run.await
+            // Still listening: Ctrl-C while the run ends abandons it.
+            tokio::select! {
+                r = &mut run => r,
+                _ = session.interrupts.next() => {
+                    status = Status::Interrupted;
+                    crate::say!("interrupted while the stalled run ended; abandoning open RPCs");
+                    Ok(vec![])
+                }
+            }
         }
         _ = session.interrupts.next() => {
             status = Status::Interrupted;

@@ -1,0 +1,92 @@
+//! Servers that misbehave toward `h2probe client`: the client still ends on
+//! its own, its run directory is complete, and it says what happened.
+//!
+//! The hostile server is a raw-frame peer built from `h2probe::wire::encode`
+//! on loopback; every wait is bounded.
+
+mod support;
+
+use h2probe::wire::encode;
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A server that grants all the credit there is, then reads one byte every
+/// 100 ms and never answers: the client's socket fills, its stall watcher
+/// ends the RPC, and the connection, whose last bytes the server never
+/// takes, is closed after a grace period. The client waited on it for as
+/// long as the server liked (a helper's hostile-server audit killed it after
+/// 60 s; SIGTERM did nothing).
+#[test]
+fn a_server_that_stops_reading_cannot_hold_the_client() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let Ok((mut sock, _)) = listener.accept() else {
+            return;
+        };
+        let mut hello = encode::settings(false, &[(4, 0x7fff_ffff)]);
+        hello.extend(encode::window_update(0, 0x7fff_ffff - 65_535));
+        let _ = sock.write_all(&hello);
+        let mut byte = [0u8; 1];
+        // Bounded: a minute of reading, then the socket is dropped.
+        for _ in 0..600 {
+            match sock.read(&mut byte) {
+                Ok(1) => std::thread::sleep(Duration::from_millis(100)),
+                _ => return,
+            }
+        }
+    });
+    let dir = support::temp_dir("slow-reader");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["client", "--connect", &addr, "--duration", "2s"])
+        .args([
+            "--deadline",
+            "5s",
+            "--stall-timeout",
+            "2s",
+            "--no-pcap",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(45) {
+            let _ = child.kill();
+            panic!("the client was still waiting on the server after 45 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The stall is a failed check (exit 3); the RPC was cancelled by it.
+    assert_eq!(status.code(), Some(3), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("connection 1: the server did not take its last bytes within 5s; closed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("stalled: the client could send nothing for 2s with messages pending;")
+            && !stderr.contains("no credit from the server"),
+        "the stall is not blamed on credit the server granted: {stderr}"
+    );
+    assert!(
+        stdout.contains("CANCELLED client stopped: stalled"),
+        "{stdout}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["status"], "complete");
+    let s = support::read_summary(&dir);
+    assert_eq!(s.trace_ending, "clean");
+    // What held it: the socket, still blocked when the connection was closed.
+    assert_eq!(s.blocked_open_by.get("socket").copied(), Some(1), "{s:?}");
+}
