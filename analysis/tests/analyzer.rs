@@ -517,3 +517,37 @@ fn an_rpc_that_never_got_a_stream_counts_as_failed() {
     assert_eq!(h2probe_analysis::report::exit_code(&sum, false), 4);
     assert_eq!(sum.frames_after_retirement, 0);
 }
+
+/// DATA past the window the trace shows is not judged a violation when the
+/// recorder dropped events: the dropped ones may be the WINDOW_UPDATEs that
+/// granted it (a server flooding 1-byte updates made the client's trace
+/// drop half of them, and the check failed). Dropped events have no time,
+/// so even a violation long before the end cannot be judged.
+#[test]
+fn a_window_violation_in_a_trace_with_dropped_events_cannot_be_judged() {
+    let c = Endpoint::Client;
+    let run = |dropped: u64| {
+        let mut a = Analyzer::new(0);
+        let data = || Kind::Frame(frame(Dir::Out, FrameType::DATA, 16_384));
+        for k in 0..5 {
+            a.feed(&ev(1 + k, c, 1, data()));
+        }
+        // Ten seconds on: far past the reorder window.
+        a.feed(&ev(10_000_000_000, c, 0, wu(Dir::In, 1)));
+        let mut footer = Footer::default();
+        if dropped > 0 {
+            footer.dropped.insert("frame".into(), dropped);
+        }
+        a.finish(dropped, &Ending::Clean(footer)).0
+    };
+    let clean = run(0);
+    assert_eq!(clean.checks["no_data_beyond_credit"].ok, Some(false));
+    let lossy = run(1000);
+    let check = &lossy.checks["no_data_beyond_credit"];
+    assert_eq!(check.ok, None, "{check:?}");
+    assert!(
+        check.detail.contains("the recorder dropped 1000 events"),
+        "{check:?}"
+    );
+    assert_eq!(lossy.protocol_violations, clean.protocol_violations);
+}

@@ -215,13 +215,18 @@ impl Evidence<'_> {
         t.saturating_sub(self.origin) as f64 / 1e9
     }
 
-    /// A violation count judged on a possibly incomplete trace: a violation
-    /// more than the reorder window before the end is real whatever is
-    /// missing after it; without one, an incomplete trace cannot tell.
+    /// A violation count judged on a possibly incomplete trace: in a trace
+    /// cut short, a violation more than the reorder window before the end
+    /// is real whatever is missing after it; without one, an incomplete
+    /// trace cannot tell. Dropped events cannot be placed in time (the
+    /// footer counts them), so with any, a violation may be one they
+    /// explain (a server's flood of 1-byte WINDOW_UPDATEs, half of them
+    /// dropped, read as DATA beyond credit): it cannot be judged either.
     fn violations(&self, count: u64, first: &str, at: Option<(u64, u64)>, holds: String) -> Check {
         if count > 0 {
             let (t, line) = at.unwrap_or((self.end_t, 0));
-            let settled = t.saturating_add(super::reorder::WINDOW_NS) < self.end_t;
+            let settled = self.dropped.unwrap_or(0) == 0
+                && t.saturating_add(super::reorder::WINDOW_NS) < self.end_t;
             if self.incomplete().is_none() || settled {
                 return Check::failed_at(
                     format!("{count} violations (one per window passed); first: {first}"),
