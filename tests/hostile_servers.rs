@@ -90,3 +90,53 @@ fn a_server_that_stops_reading_cannot_hold_the_client() {
     // What held it: the socket, still blocked when the connection was closed.
     assert_eq!(s.blocked_open_by.get("socket").copied(), Some(1), "{s:?}");
 }
+
+/// A server whose SETTINGS give every stream a window of 0 and that never
+/// sends a WINDOW_UPDATE: the client's wait is on the window (its stream
+/// opened at 0), the stall is `no_credit`, and the lowest window is 0. The
+/// analysis tracked a stream only once DATA or an update touched it, so it
+/// called this an h2-buffer wait with a lowest window of 65,535.
+#[test]
+fn a_zero_initial_window_is_a_wait_on_the_window() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let Ok((mut sock, _)) = listener.accept() else {
+            return;
+        };
+        let _ = sock.write_all(&encode::settings(false, &[(4, 0)]));
+        let _ = sock.set_read_timeout(Some(Duration::from_secs(30)));
+        let mut sink = [0u8; 4096];
+        while let Ok(n) = sock.read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+    });
+    let dir = support::temp_dir("window-zero");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["client", "--connect", &addr, "--duration", "2s"])
+        .args([
+            "--deadline",
+            "5s",
+            "--stall-timeout",
+            "1s",
+            "--no-pcap",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let s = support::read_summary(&dir);
+    assert!(s.client_window_blocked_s >= 0.9, "{stdout}");
+    assert_eq!(s.client_h2_buffer_blocked_s, 0.0, "{stdout}");
+    assert_eq!(s.stall_cause.as_deref(), Some("no_credit"), "{stdout}");
+    assert_eq!(s.min_window, 0, "{stdout}");
+    assert_eq!(
+        s.blocked_open_by.get("window").copied(),
+        Some(1),
+        "{stdout}"
+    );
+}

@@ -79,6 +79,14 @@ impl FlowWindows {
         self.streams.entry(id).or_insert(init)
     }
 
+    /// A stream opens (its first HEADERS): tracked from now, at the initial
+    /// window the SETTINGS so far gave it; its window.
+    pub fn open(&mut self, id: u32) -> i64 {
+        let w = *self.stream_mut(id);
+        self.min_stream = self.min_stream.min(w);
+        w
+    }
+
     /// A DATA frame of `len` payload bytes (padding included) on `stream`.
     pub fn on_data(&mut self, t: u64, stream: u32, len: u32) {
         self.on_conn_data(t, stream, len);
@@ -216,6 +224,16 @@ mod tests {
             "an untouched stream has the initial window"
         );
         assert!(w.violations().is_empty());
+    }
+
+    #[test]
+    fn a_stream_opened_after_a_zero_initial_window_starts_exhausted() {
+        let mut w = FlowWindows::default();
+        w.on_initial_window(1, 0);
+        assert_eq!(w.tracked(1), None);
+        assert_eq!(w.open(1), 0);
+        assert_eq!(w.tracked(1), Some(0));
+        assert_eq!(w.min_stream(), 0, "the lowest window saw it");
     }
 
     #[test]

@@ -396,6 +396,22 @@ impl Analyzer {
                 _ => {}
             },
             FrameType::GOAWAY | FrameType::RST_STREAM => self.server_answer(e, f),
+            FrameType::HEADERS if travel == Flow::C2s && e.stream != 0 && !late => {
+                // A client stream opens at the initial window the SETTINGS so
+                // far gave it: a sender held at 0 from the start
+                // (INITIAL_WINDOW_SIZE 0) waits on the window, though no DATA
+                // or update ever touches the stream.
+                let w = &mut conn.flows[Flow::C2s as usize];
+                if w.tracked(e.stream).is_none() {
+                    let sw = w.open(e.stream);
+                    if e.ep == Endpoint::Client {
+                        self.exhausted
+                            .entry((e.conn, e.stream))
+                            .or_default()
+                            .update(t, sw);
+                    }
+                }
+            }
             _ => {}
         }
     }
