@@ -24,10 +24,41 @@ pub mod status {
     pub const UNKNOWN: u32 = 2;
     pub const INVALID_ARGUMENT: u32 = 3;
     pub const DEADLINE_EXCEEDED: u32 = 4;
+    pub const PERMISSION_DENIED: u32 = 7;
     pub const RESOURCE_EXHAUSTED: u32 = 8;
     pub const INTERNAL: u32 = 13;
     pub const UNIMPLEMENTED: u32 = 12;
     pub const UNAVAILABLE: u32 = 14;
+    pub const UNAUTHENTICATED: u32 = 16;
+
+    /// The status of an RPC the server reset (RST_STREAM), by gRPC's
+    /// HTTP/2 mapping (PROTOCOL-HTTP2.md, "Errors"); a connection that
+    /// failed (GOAWAY, I/O, a protocol error h2 found) is UNAVAILABLE.
+    pub fn of_h2_error(e: &h2::Error) -> u32 {
+        if !e.is_reset() {
+            return UNAVAILABLE;
+        }
+        match e.reason().map(u32::from) {
+            Some(0x7) => UNAVAILABLE,        // REFUSED_STREAM
+            Some(0x8) => CANCELLED,          // CANCEL
+            Some(0xb) => RESOURCE_EXHAUSTED, // ENHANCE_YOUR_CALM
+            Some(0xc) => PERMISSION_DENIED,  // INADEQUATE_SECURITY
+            _ => INTERNAL,
+        }
+    }
+
+    /// The status of a response whose HTTP status is not 200, by gRPC's
+    /// mapping (http-grpc-status-mapping.md).
+    pub fn of_http(code: http::StatusCode) -> u32 {
+        match code.as_u16() {
+            400 => INTERNAL,
+            401 => UNAUTHENTICATED,
+            403 => PERMISSION_DENIED,
+            404 => UNIMPLEMENTED,
+            429 | 502 | 503 | 504 => UNAVAILABLE,
+            _ => UNKNOWN,
+        }
+    }
 }
 
 /// A whole message cut from the stream: the body chunks it spans, shared

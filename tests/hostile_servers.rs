@@ -140,3 +140,103 @@ fn a_zero_initial_window_is_a_wait_on_the_window() {
         "{stdout}"
     );
 }
+
+/// A server that answers stream 1 with `answer` once the client's request
+/// has arrived (its first bytes read), then reads to the end.
+fn answering_server(answer: Vec<u8>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let Ok((mut sock, _)) = listener.accept() else {
+            return;
+        };
+        let _ = sock.write_all(&encode::settings(false, &[]));
+        let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
+        // Preface, SETTINGS, HEADERS and some DATA: stream 1 is open.
+        let mut got = vec![0u8; 300];
+        if sock.read_exact(&mut got).is_err() {
+            return;
+        }
+        let _ = sock.write_all(&answer);
+        let mut sink = [0u8; 4096];
+        while let Ok(n) = sock.read(&mut sink) {
+            if n == 0 {
+                break;
+            }
+        }
+    });
+    addr
+}
+
+/// The client's status for a server's answer follows gRPC's HTTP/2 mapping
+/// (PROTOCOL-HTTP2.md, http-grpc-status-mapping.md): RST_STREAM CANCEL is
+/// CANCELLED, ENHANCE_YOUR_CALM RESOURCE_EXHAUSTED, REFUSED_STREAM
+/// UNAVAILABLE, PROTOCOL_ERROR INTERNAL; HTTP 503 UNAVAILABLE; a grpc-status
+/// that is not a number INTERNAL, saying what it was. Every reset read
+/// UNAVAILABLE, a 503 UNKNOWN, and a malformed status "ended without
+/// grpc-status".
+#[test]
+fn the_servers_answer_maps_to_grpcs_status() {
+    // :status 503 (literal, name :status from the static table), then the
+    // same with :status 200 and `grpc-status: OK`, both ending the stream
+    // and followed by RST_STREAM NO_ERROR (an answer before the request
+    // ended, RFC 9113 §8.1).
+    let status_503 = [0x08, 0x03, b'5', b'0', b'3'];
+    let mut bad_status = vec![0x88, 0x00, 11];
+    bad_status.extend(b"grpc-status");
+    bad_status.extend([2, b'O', b'K']);
+    let cases: [(Vec<u8>, &str, &str); 6] = [
+        (
+            encode::rst_stream(1, 0x8),
+            "CANCELLED",
+            "stream no longer needed",
+        ),
+        (
+            encode::rst_stream(1, 0xb),
+            "RESOURCE_EXHAUSTED",
+            "excessive load",
+        ),
+        (encode::rst_stream(1, 0x7), "UNAVAILABLE", "refused stream"),
+        (encode::rst_stream(1, 0x1), "INTERNAL", "protocol error"),
+        (
+            [
+                encode::headers(1, 0x5, None, None, &status_503),
+                encode::rst_stream(1, 0),
+            ]
+            .concat(),
+            "UNAVAILABLE",
+            "HTTP status 503",
+        ),
+        (
+            [
+                encode::headers(1, 0x5, None, None, &bad_status),
+                encode::rst_stream(1, 0),
+            ]
+            .concat(),
+            "INTERNAL",
+            "grpc-status \"OK\" is not a status code",
+        ),
+    ];
+    for (i, (answer, status, message)) in cases.into_iter().enumerate() {
+        let addr = answering_server(answer);
+        let dir = support::temp_dir(&format!("answer-{i}"));
+        let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["client", "--connect", &addr, "--duration", "2s"])
+            .args(["--deadline", "5s", "--no-pcap", "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(4), "{status}: {stdout}");
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("rpc conn 1 stream 1: "))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(
+            line.starts_with(&format!("rpc conn 1 stream 1: {status} ")) && line.contains(message),
+            "want {status} ({message}): {line}"
+        );
+        let s = support::read_summary(&dir);
+        assert_eq!(s.rpc_status.get(status), Some(&1), "{:?}", s.rpc_status);
+    }
+}

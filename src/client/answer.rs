@@ -15,20 +15,34 @@ pub(super) struct Answered {
 
 pub(super) type Answer = Result<Answered, (u32, String)>;
 
+/// The gRPC status in `h` (headers of a trailers-only response, or
+/// trailers), with its message; `None` without a `grpc-status`. One that is
+/// not a number is INTERNAL, and says what it was (it read "ended without
+/// grpc-status").
+pub(super) fn grpc_status(h: &http::HeaderMap) -> Option<(u32, String)> {
+    let raw = h.get("grpc-status")?;
+    let Some(code) = raw.to_str().ok().and_then(|v| v.parse().ok()) else {
+        return Some((
+            status::INTERNAL,
+            format!(
+                "grpc-status {:?} is not a status code",
+                String::from_utf8_lossy(raw.as_bytes())
+            ),
+        ));
+    };
+    let msg = h
+        .get("grpc-message")
+        .and_then(|v| v.to_str().ok())
+        .map(grpc::decode_message)
+        .unwrap_or_default();
+    Some((code, msg))
+}
+
 /// Reads response headers, the reply messages and the trailers.
 pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) -> Answer {
     let resp = resp
         .await
-        .map_err(|e| (status::UNAVAILABLE, format!("no response: {e}")))?;
-    let grpc_status = |h: &http::HeaderMap| -> Option<(u32, String)> {
-        let code = h.get("grpc-status")?.to_str().ok()?.parse().ok()?;
-        let msg = h
-            .get("grpc-message")
-            .and_then(|v| v.to_str().ok())
-            .map(grpc::decode_message)
-            .unwrap_or_default();
-        Some((code, msg))
-    };
+        .map_err(|e| (status::of_h2_error(&e), format!("no response: {e}")))?;
     let done = |(code, message): (u32, String), reply, reply_json| Answered {
         code,
         message,
@@ -37,7 +51,10 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
     };
     if resp.status() != http::StatusCode::OK {
         return Ok(done(
-            (status::UNKNOWN, format!("HTTP status {}", resp.status())),
+            (
+                status::of_http(resp.status()),
+                format!("HTTP status {}", resp.status()),
+            ),
             None,
             None,
         ));
@@ -52,7 +69,8 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
     // is still read and released, never buffered).
     let mut decoding = true;
     while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|e| (status::UNAVAILABLE, format!("reading the reply: {e}")))?;
+        let chunk =
+            chunk.map_err(|e| (status::of_h2_error(&e), format!("reading the reply: {e}")))?;
         let _ = body.flow_control().release_capacity(chunk.len());
         if !decoding {
             continue;
@@ -77,7 +95,7 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
     let trailers = body
         .trailers()
         .await
-        .map_err(|e| (status::UNAVAILABLE, format!("reading trailers: {e}")))?;
+        .map_err(|e| (status::of_h2_error(&e), format!("reading trailers: {e}")))?;
     let s = trailers.as_ref().and_then(grpc_status).unwrap_or((
         status::INTERNAL,
         "response ended without grpc-status".into(),

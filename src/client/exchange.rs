@@ -330,24 +330,16 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
         Ok(r) => r,
         Err(e) => {
             let _ = tx
-                .send(end(status::UNAVAILABLE, format!("no response: {e}")))
+                .send(end(status::of_h2_error(&e), format!("no response: {e}")))
                 .await;
             return;
         }
     };
-    let status_of = |h: &http::HeaderMap| -> Option<(u32, String)> {
-        let code = h.get("grpc-status")?.to_str().ok()?.parse().ok()?;
-        let msg = h
-            .get("grpc-message")
-            .and_then(|v| v.to_str().ok())
-            .map(grpc::decode_message)
-            .unwrap_or_default();
-        Some((code, msg))
-    };
+    let status_of = super::answer::grpc_status;
     if resp.status() != http::StatusCode::OK {
         let _ = tx
             .send(end(
-                status::UNKNOWN,
+                status::of_http(resp.status()),
                 format!("HTTP status {}", resp.status()),
             ))
             .await;
@@ -364,7 +356,10 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
             Ok(c) => c,
             Err(e) => {
                 let _ = tx
-                    .send(end(status::UNAVAILABLE, format!("reading outcomes: {e}")))
+                    .send(end(
+                        status::of_h2_error(&e),
+                        format!("reading outcomes: {e}"),
+                    ))
                     .await;
                 return;
             }
@@ -385,7 +380,7 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
             "response ended without grpc-status".into(),
         )),
         Ok(None) => (status::INTERNAL, "response ended without trailers".into()),
-        Err(e) => (status::UNAVAILABLE, format!("reading trailers: {e}")),
+        Err(e) => (status::of_h2_error(&e), format!("reading trailers: {e}")),
     };
     let _ = tx.send(end(last.0, last.1)).await;
 }
