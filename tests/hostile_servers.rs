@@ -240,3 +240,54 @@ fn the_servers_answer_maps_to_grpcs_status() {
         assert_eq!(s.rpc_status.get(status), Some(&1), "{:?}", s.rpc_status);
     }
 }
+
+/// A client-streaming call is answered with one message: an OK status with
+/// a reply cut short, none, or two is a malformed answer, INTERNAL, saying
+/// which (gRPC's own clients do the same). Each read OK, exit 0.
+#[test]
+fn an_ok_status_over_a_malformed_answer_is_internal() {
+    let headers = encode::headers(1, 0x4, None, None, &[0x88]);
+    let mut ok = vec![0x00, 11];
+    ok.extend(b"grpc-status");
+    ok.extend([1, b'0']);
+    let trailers = encode::headers(1, 0x5, None, None, &ok);
+    let trailers_only = encode::headers(1, 0x5, None, None, &[[0x88].as_slice(), &ok].concat());
+    let rst = encode::rst_stream(1, 0);
+    let cases: [(Vec<u8>, &str); 3] = [
+        (
+            // A prefix that promises 10 bytes, then 3.
+            [
+                headers.clone(),
+                encode::data(1, 0, None, &[0, 0, 0, 0, 10, 1, 2, 3]),
+                trailers.clone(),
+                rst.clone(),
+            ]
+            .concat(),
+            "status OK, but the reply body ended inside a message (8 bytes of it)",
+        ),
+        (
+            [trailers_only, rst.clone()].concat(),
+            "status OK, but 0 replies to a call that answers with one",
+        ),
+        (
+            [headers, encode::data(1, 0, None, &[0; 10]), trailers, rst].concat(),
+            "status OK, but 2 replies to a call that answers with one",
+        ),
+    ];
+    for (i, (answer, message)) in cases.into_iter().enumerate() {
+        let addr = answering_server(answer);
+        let dir = support::temp_dir(&format!("malformed-{i}"));
+        let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["client", "--connect", &addr, "--duration", "2s"])
+            .args(["--deadline", "5s", "--no-pcap", "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(4), "{message}: {stdout}");
+        assert!(
+            stdout.contains(&format!("rpc conn 1 stream 1: INTERNAL {message}")),
+            "want {message}: {stdout}"
+        );
+    }
+}

@@ -39,10 +39,19 @@ pub(super) fn grpc_status(h: &http::HeaderMap) -> Option<(u32, String)> {
 }
 
 /// Reads response headers, the reply messages and the trailers.
-pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) -> Answer {
+/// `one_reply`: the call's response is a single message (client-streaming),
+/// so an OK status with none or several, like a reply cut short or flagged
+/// compressed with no `grpc-encoding`, is a malformed answer: INTERNAL, as
+/// gRPC's own clients say (these read OK).
+pub(super) async fn read_answer(
+    resp: h2::client::ResponseFuture,
+    codec: Codec,
+    one_reply: bool,
+) -> Answer {
     let resp = resp
         .await
         .map_err(|e| (status::of_h2_error(&e), format!("no response: {e}")))?;
+    let encoded = resp.headers().contains_key("grpc-encoding");
     let done = |(code, message): (u32, String), reply, reply_json| Answered {
         code,
         message,
@@ -60,7 +69,18 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
         ));
     }
     if let Some(s) = grpc_status(resp.headers()) {
-        return Ok(done(s, None, None)); // trailers-only
+        // Trailers-only: no reply.
+        return Ok(done(
+            match s {
+                (status::OK, _) if one_reply => (
+                    status::INTERNAL,
+                    "status OK, but 0 replies to a call that answers with one".into(),
+                ),
+                s => s,
+            },
+            None,
+            None,
+        ));
     }
     let mut body = resp.into_body();
     let mut deframer = grpc::Deframer::new(1 << 20);
@@ -68,6 +88,8 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
     // A reply over the deframer's limit ends decoding (the rest of the body
     // is still read and released, never buffered).
     let mut decoding = true;
+    let mut replies = 0u64;
+    let mut malformed: Option<String> = None;
     while let Some(chunk) = body.data().await {
         let chunk =
             chunk.map_err(|e| (status::of_h2_error(&e), format!("reading the reply: {e}")))?;
@@ -78,11 +100,19 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
         deframer.push_bytes(chunk);
         loop {
             match deframer.next_message() {
-                Ok(Some(m)) => match codec.reply(m.data()) {
-                    ReplyView::Ingest(r) => reply = Some(r),
-                    ReplyView::Json(j) => reply_json = Some(j),
-                    ReplyView::Opaque => {}
-                },
+                Ok(Some(m)) => {
+                    replies += 1;
+                    if m.compressed && !encoded {
+                        malformed.get_or_insert_with(|| {
+                            format!("reply {replies} is flagged compressed, with no grpc-encoding")
+                        });
+                    }
+                    match codec.reply(m.data()) {
+                        ReplyView::Ingest(r) => reply = Some(r),
+                        ReplyView::Json(j) => reply_json = Some(j),
+                        ReplyView::Opaque => {}
+                    }
+                }
                 Ok(None) => break,
                 Err(_) => {
                     decoding = false;
@@ -96,9 +126,24 @@ pub(super) async fn read_answer(resp: h2::client::ResponseFuture, codec: Codec) 
         .trailers()
         .await
         .map_err(|e| (status::of_h2_error(&e), format!("reading trailers: {e}")))?;
-    let s = trailers.as_ref().and_then(grpc_status).unwrap_or((
+    let mut s = trailers.as_ref().and_then(grpc_status).unwrap_or((
         status::INTERNAL,
         "response ended without grpc-status".into(),
     ));
+    if decoding && deframer.pending() > 0 {
+        malformed.get_or_insert_with(|| {
+            format!(
+                "the reply body ended inside a message ({} bytes of it)",
+                deframer.pending()
+            )
+        });
+    }
+    if one_reply && decoding && replies != 1 {
+        malformed
+            .get_or_insert_with(|| format!("{replies} replies to a call that answers with one"));
+    }
+    if let (status::OK, Some(why)) = (s.0, malformed) {
+        s = (status::INTERNAL, format!("status OK, but {why}"));
+    }
     Ok(done(s, reply, reply_json))
 }

@@ -606,7 +606,10 @@ async fn rpc(
     // answers each message must never wait for the client's receive window.
     let codec = ctx.call.codec.clone();
     let (mut resp, mut answering) = if ctx.call.streaming.replies {
-        (None, Some(tokio::spawn(read_answer(resp, codec.clone()))))
+        (
+            None,
+            Some(tokio::spawn(read_answer(resp, codec.clone(), false))),
+        )
     } else {
         (Some(resp), None)
     };
@@ -714,7 +717,7 @@ async fn rpc(
     // Wait for the answer, still within the deadline.
     let reading = async {
         match (resp.take(), answering.as_mut()) {
-            (Some(resp), _) => read_answer(resp, codec).await,
+            (Some(resp), _) => read_answer(resp, codec, true).await,
             (None, Some(task)) => task
                 .await
                 .unwrap_or_else(|e| Err((status::INTERNAL, format!("reading the replies: {e}")))),
