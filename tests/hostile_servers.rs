@@ -291,3 +291,34 @@ fn an_ok_status_over_a_malformed_answer_is_internal() {
         );
     }
 }
+
+/// A server that answers OK before the upload ended and resets the stream
+/// with NO_ERROR (RFC 9113 §8.1): the RPC is OK (exit 0), and the client
+/// does not report a frame nobody sent ("received frame when stream
+/// half-closed", what h2's STREAM_CLOSED reads as, when the send side
+/// found its stream closed; whether it does is a race).
+#[test]
+fn an_answer_before_the_upload_ended_is_ok_and_says_so_plainly() {
+    let mut ok = vec![0x00, 11];
+    ok.extend(b"grpc-status");
+    ok.extend([1, b'0']);
+    let answer = [
+        encode::headers(1, 0x4, None, None, &[0x88]),
+        encode::data(1, 0, None, &[0; 5]),
+        encode::headers(1, 0x5, None, None, &ok),
+        encode::rst_stream(1, 0),
+    ]
+    .concat();
+    let addr = answering_server(answer);
+    let dir = support::temp_dir("early-ok");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["client", "--connect", &addr, "--duration", "2s"])
+        .args(["--deadline", "5s", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("rpc conn 1 stream 1: OK"), "{stdout}");
+    assert!(!stdout.contains("half-closed"), "{stdout}");
+}

@@ -539,7 +539,7 @@ pub(super) async fn rpc(
             r = sending.as_mut(), if !sending_done => {
                 sending_done = true;
                 if let Err(e) = r {
-                    stop = Some(("stream_error", status::UNAVAILABLE, format!("sending: {e}")));
+                    stop = Some(("stream_error", status::UNAVAILABLE, super::send::send_error_text(&e)));
                     break;
                 }
             }

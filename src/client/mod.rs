@@ -656,7 +656,7 @@ async fn rpc(
         r = sending => match r {
             Ok(()) => None,
             Err(e) => {
-                outcome.message = format!("sending: {e}");
+                outcome.message = send::send_error_text(&e);
                 Some(NeverSentReason::StreamError)
             }
         },

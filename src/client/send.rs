@@ -76,6 +76,7 @@ pub(super) async fn send_message(
                 match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
                     Some(Ok(n)) => cap = n,
                     Some(Err(e)) => return Err(e),
+                    // The stream closed: see `send_error_text`.
                     None => return Err(h2::Error::from(h2::Reason::STREAM_CLOSED)),
                 }
             }
@@ -111,5 +112,19 @@ impl Drop for OpenWait<'_> {
             KindId::WindowBlocked,
             || Kind::WindowBlocked(WindowBlockedEv { seq, start, open }),
         );
+    }
+}
+
+/// What a failed send says: h2's error, but for the stream that closed
+/// under the sender (no capacity will come: the server answered or reset
+/// it), which h2 does not name and which read "protocol error: received
+/// frame when stream half-closed", a frame nobody sent.
+pub(super) fn send_error_text(e: &h2::Error) -> String {
+    let closed = e.reason() == Some(h2::Reason::STREAM_CLOSED)
+        && !(e.is_reset() || e.is_go_away() || e.is_io());
+    if closed {
+        "sending: the stream closed before the upload ended".into()
+    } else {
+        format!("sending: {e}")
     }
 }
