@@ -11,6 +11,18 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// `h2probe client` against `addr` for 2 s (deadline 5 s, no pcap), writing
+/// `dir`, with `extra` arguments: the command, to run or spawn.
+fn client(addr: &str, dir: &std::path::Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_h2probe"));
+    c.args(["client", "--connect", addr, "--duration", "2s"])
+        .args(["--deadline", "5s", "--no-pcap"])
+        .args(extra)
+        .arg("--out")
+        .arg(dir);
+    c
+}
+
 /// A server that grants all the credit there is, then reads one byte every
 /// 100 ms and never answers: the client's socket fills, its stall watcher
 /// ends the RPC, and the connection, whose last bytes the server never
@@ -38,17 +50,7 @@ fn a_server_that_stops_reading_cannot_hold_the_client() {
         }
     });
     let dir = support::temp_dir("slow-reader");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["client", "--connect", &addr, "--duration", "2s"])
-        .args([
-            "--deadline",
-            "5s",
-            "--stall-timeout",
-            "2s",
-            "--no-pcap",
-            "--out",
-        ])
-        .arg(&dir)
+    let mut child = client(&addr, &dir, &["--stall-timeout", "2s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -114,17 +116,7 @@ fn a_zero_initial_window_is_a_wait_on_the_window() {
         }
     });
     let dir = support::temp_dir("window-zero");
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["client", "--connect", &addr, "--duration", "2s"])
-        .args([
-            "--deadline",
-            "5s",
-            "--stall-timeout",
-            "1s",
-            "--no-pcap",
-            "--out",
-        ])
-        .arg(&dir)
+    let out = client(&addr, &dir, &["--stall-timeout", "1s"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -220,12 +212,7 @@ fn the_servers_answer_maps_to_grpcs_status() {
     for (i, (answer, status, message)) in cases.into_iter().enumerate() {
         let addr = answering_server(answer);
         let dir = support::temp_dir(&format!("answer-{i}"));
-        let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-            .args(["client", "--connect", &addr, "--duration", "2s"])
-            .args(["--deadline", "5s", "--no-pcap", "--out"])
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let out = client(&addr, &dir, &[]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(4), "{status}: {stdout}");
         let line = stdout
@@ -277,12 +264,7 @@ fn an_ok_status_over_a_malformed_answer_is_internal() {
     for (i, (answer, message)) in cases.into_iter().enumerate() {
         let addr = answering_server(answer);
         let dir = support::temp_dir(&format!("malformed-{i}"));
-        let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-            .args(["client", "--connect", &addr, "--duration", "2s"])
-            .args(["--deadline", "5s", "--no-pcap", "--out"])
-            .arg(&dir)
-            .output()
-            .unwrap();
+        let out = client(&addr, &dir, &[]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(4), "{message}: {stdout}");
         assert!(
@@ -311,12 +293,7 @@ fn an_answer_before_the_upload_ended_is_ok_and_says_so_plainly() {
     .concat();
     let addr = answering_server(answer);
     let dir = support::temp_dir("early-ok");
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["client", "--connect", &addr, "--duration", "2s"])
-        .args(["--deadline", "5s", "--no-pcap", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = client(&addr, &dir, &[]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("rpc conn 1 stream 1: OK"), "{stdout}");
