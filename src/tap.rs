@@ -262,6 +262,15 @@ fn record_error(rec: &Recorder, cfg: TapConfig, dir: Dir, t: u64, e: &Error) {
     });
 }
 
+impl<S> Tap<S> {
+    /// The socket failed (a peer's TCP reset, say): `conn_close.error` says
+    /// so (`read error: …`, the relay's own words), unless a cause was
+    /// given first (a refusal, a shutdown).
+    fn io_failed(&self, op: &str, e: &std::io::Error) {
+        self.close_reason.set(format!("{op} error: {e}"));
+    }
+}
+
 impl<S> Drop for Tap<S> {
     fn drop(&mut self) {
         let t = now_ns();
@@ -300,12 +309,16 @@ impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
     ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = r {
-            let new = &buf.filled()[before..];
-            if !new.is_empty() {
-                let t = self.stamp();
-                self.observe(Dir::In, new, t);
+        match &r {
+            Poll::Ready(Ok(())) => {
+                let new = &buf.filled()[before..];
+                if !new.is_empty() {
+                    let t = self.stamp();
+                    self.observe(Dir::In, new, t);
+                }
             }
+            Poll::Ready(Err(e)) => self.io_failed("read", e),
+            Poll::Pending => {}
         }
         r
     }
@@ -450,8 +463,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
         let t = self.stamp();
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         self.after_write(r.is_pending());
-        if let Poll::Ready(Ok(n)) = r {
-            self.observe(Dir::Out, &buf[..n], t);
+        match &r {
+            Poll::Ready(Ok(n)) => self.observe(Dir::Out, &buf[..*n], t),
+            Poll::Ready(Err(e)) => self.io_failed("write", e),
+            Poll::Pending => {}
         }
         r
     }
@@ -464,6 +479,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
         let t = self.stamp();
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         self.after_write(r.is_pending());
+        if let Poll::Ready(Err(e)) = &r {
+            self.io_failed("write", e);
+        }
         if let Poll::Ready(Ok(mut n)) = r {
             for b in bufs {
                 if n == 0 {
@@ -482,11 +500,19 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tap<S> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        if let Poll::Ready(Err(e)) = &r {
+            self.io_failed("flush", e);
+        }
+        r
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        let r = Pin::new(&mut self.inner).poll_shutdown(cx);
+        if let Poll::Ready(Err(e)) = &r {
+            self.io_failed("shutdown", e);
+        }
+        r
     }
 }
 

@@ -299,3 +299,51 @@ fn an_answer_before_the_upload_ended_is_ok_and_says_so_plainly() {
     assert!(stdout.contains("rpc conn 1 stream 1: OK"), "{stdout}");
     assert!(!stdout.contains("half-closed"), "{stdout}");
 }
+
+/// A server that resets the TCP connection mid-upload (SO_LINGER 0): the
+/// client's `conn_close` says why, from the socket's error (it was empty).
+#[test]
+fn a_tcp_reset_is_the_connections_close_reason() {
+    use std::os::fd::AsRawFd;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let Ok((mut sock, _)) = listener.accept() else {
+            return;
+        };
+        let _ = sock.write_all(&encode::settings(false, &[]));
+        let mut got = vec![0u8; 300];
+        let _ = sock.read_exact(&mut got);
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: a valid socket and a linger struct of the size given.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            );
+        }
+        drop(sock);
+    });
+    let dir = support::temp_dir("tcp-reset");
+    let out = client(&addr, &dir, &[]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let close: serde_json::Value = trace
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["type"] == "conn_close")
+        .expect("a conn_close");
+    let why = close["error"].as_str().unwrap();
+    assert!(
+        (why.starts_with("read error: ") || why.starts_with("write error: "))
+            && why.contains("reset"),
+        "{close}"
+    );
+}
