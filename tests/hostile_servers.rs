@@ -23,6 +23,30 @@ fn client(addr: &str, dir: &std::path::Path, extra: &[&str]) -> Command {
     c
 }
 
+/// A server on loopback for one connection, served by `serve` on a thread
+/// of its own; its address.
+fn one_connection(serve: impl FnOnce(std::net::TcpStream) + Send + 'static) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        if let Ok((sock, _)) = listener.accept() {
+            serve(sock);
+        }
+    });
+    addr
+}
+
+/// Reads and discards until the client closes (or 30 s pass).
+fn read_to_end(sock: &mut std::net::TcpStream) {
+    let _ = sock.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut sink = [0u8; 4096];
+    while let Ok(n) = sock.read(&mut sink) {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
 /// A server that grants all the credit there is, then reads one byte every
 /// 100 ms and never answers: the client's socket fills, its stall watcher
 /// ends the RPC, and the connection, whose last bytes the server never
@@ -31,12 +55,7 @@ fn client(addr: &str, dir: &std::path::Path, extra: &[&str]) -> Command {
 /// 60 s; SIGTERM did nothing).
 #[test]
 fn a_server_that_stops_reading_cannot_hold_the_client() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let Ok((mut sock, _)) = listener.accept() else {
-            return;
-        };
+    let addr = one_connection(move |mut sock| {
         let mut hello = encode::settings(false, &[(4, 0x7fff_ffff)]);
         hello.extend(encode::window_update(0, 0x7fff_ffff - 65_535));
         let _ = sock.write_all(&hello);
@@ -100,20 +119,9 @@ fn a_server_that_stops_reading_cannot_hold_the_client() {
 /// called this an h2-buffer wait with a lowest window of 65,535.
 #[test]
 fn a_zero_initial_window_is_a_wait_on_the_window() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let Ok((mut sock, _)) = listener.accept() else {
-            return;
-        };
+    let addr = one_connection(move |mut sock| {
         let _ = sock.write_all(&encode::settings(false, &[(4, 0)]));
-        let _ = sock.set_read_timeout(Some(Duration::from_secs(30)));
-        let mut sink = [0u8; 4096];
-        while let Ok(n) = sock.read(&mut sink) {
-            if n == 0 {
-                break;
-            }
-        }
+        read_to_end(&mut sock);
     });
     let dir = support::temp_dir("window-zero");
     let out = client(&addr, &dir, &["--stall-timeout", "1s"])
@@ -136,12 +144,7 @@ fn a_zero_initial_window_is_a_wait_on_the_window() {
 /// A server that answers stream 1 with `answer` once the client's request
 /// has arrived (its first bytes read), then reads to the end.
 fn answering_server(answer: Vec<u8>) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let Ok((mut sock, _)) = listener.accept() else {
-            return;
-        };
+    one_connection(move |mut sock| {
         let _ = sock.write_all(&encode::settings(false, &[]));
         let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
         // Preface, SETTINGS, HEADERS and some DATA: stream 1 is open.
@@ -150,14 +153,8 @@ fn answering_server(answer: Vec<u8>) -> String {
             return;
         }
         let _ = sock.write_all(&answer);
-        let mut sink = [0u8; 4096];
-        while let Ok(n) = sock.read(&mut sink) {
-            if n == 0 {
-                break;
-            }
-        }
-    });
-    addr
+        read_to_end(&mut sock);
+    })
 }
 
 /// The client's status for a server's answer follows gRPC's HTTP/2 mapping
@@ -305,12 +302,7 @@ fn an_answer_before_the_upload_ended_is_ok_and_says_so_plainly() {
 #[test]
 fn a_tcp_reset_is_the_connections_close_reason() {
     use std::os::fd::AsRawFd;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let Ok((mut sock, _)) = listener.accept() else {
-            return;
-        };
+    let addr = one_connection(move |mut sock| {
         let _ = sock.write_all(&encode::settings(false, &[]));
         let mut got = vec![0u8; 300];
         let _ = sock.read_exact(&mut got);

@@ -70,17 +70,7 @@ pub(super) async fn read_answer(
     }
     if let Some(s) = grpc_status(resp.headers()) {
         // Trailers-only: no reply.
-        return Ok(done(
-            match s {
-                (status::OK, _) if one_reply => (
-                    status::INTERNAL,
-                    "status OK, but 0 replies to a call that answers with one".into(),
-                ),
-                s => s,
-            },
-            None,
-            None,
-        ));
+        return Ok(done(over_malformed(s, miscount(one_reply, 0)), None, None));
     }
     let mut body = resp.into_body();
     let mut deframer = grpc::Deframer::new(1 << 20);
@@ -126,7 +116,7 @@ pub(super) async fn read_answer(
         .trailers()
         .await
         .map_err(|e| (status::of_h2_error(&e), format!("reading trailers: {e}")))?;
-    let mut s = trailers.as_ref().and_then(grpc_status).unwrap_or((
+    let s = trailers.as_ref().and_then(grpc_status).unwrap_or((
         status::INTERNAL,
         "response ended without grpc-status".into(),
     ));
@@ -138,12 +128,22 @@ pub(super) async fn read_answer(
             )
         });
     }
-    if one_reply && decoding && replies != 1 {
-        malformed
-            .get_or_insert_with(|| format!("{replies} replies to a call that answers with one"));
+    if decoding {
+        malformed = malformed.or_else(|| miscount(one_reply, replies));
     }
-    if let (status::OK, Some(why)) = (s.0, malformed) {
-        s = (status::INTERNAL, format!("status OK, but {why}"));
+    Ok(done(over_malformed(s, malformed), reply, reply_json))
+}
+
+/// A call answered with one message that got `replies`: what is wrong, if so.
+fn miscount(one_reply: bool, replies: u64) -> Option<String> {
+    (one_reply && replies != 1)
+        .then(|| format!("{replies} replies to a call that answers with one"))
+}
+
+/// An OK status over a malformed answer is INTERNAL, saying why.
+fn over_malformed(s: (u32, String), malformed: Option<String>) -> (u32, String) {
+    match (s.0, malformed) {
+        (status::OK, Some(why)) => (status::INTERNAL, format!("status OK, but {why}")),
+        _ => s,
     }
-    Ok(done(s, reply, reply_json))
 }

@@ -335,7 +335,6 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
             return;
         }
     };
-    let status_of = super::answer::grpc_status;
     if resp.status() != http::StatusCode::OK {
         let _ = tx
             .send(end(
@@ -345,7 +344,7 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
             .await;
         return;
     }
-    if let Some((code, msg)) = status_of(resp.headers()) {
+    if let Some((code, msg)) = super::answer::grpc_status(resp.headers()) {
         let _ = tx.send(end(code, msg)).await;
         return;
     }
@@ -375,7 +374,7 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
         }
     }
     let last = match body.trailers().await {
-        Ok(Some(h)) => status_of(&h).unwrap_or((
+        Ok(Some(h)) => super::answer::grpc_status(&h).unwrap_or((
             status::INTERNAL,
             "response ended without grpc-status".into(),
         )),

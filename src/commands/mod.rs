@@ -80,9 +80,10 @@ pub struct OutputOpts {
     pub no_pcap: bool,
 
     /// Write the pcaps gzip-compressed (server.pcap.gz, client.pcap.gz, or
-    /// a relay's *_leg.pcap.gz; Wireshark and tshark read them as they are). DATA payload the trace
-    /// did not keep is zeros in a pcap, so a plain one is as large as the
-    /// upload; compressed, it is about the size of the frame headers.
+    /// a relay's *_leg.pcap.gz; Wireshark and tshark read them as they
+    /// are). DATA payload the trace did not keep is zeros in a pcap, so a
+    /// plain one is as large as the upload; compressed, it is about the
+    /// size of the frame headers.
     #[arg(long, conflicts_with = "no_pcap")]
     pub pcap_gzip: bool,
 
@@ -464,7 +465,7 @@ fn finalize(
         Some(Ok(s)) => (s, status.label(), None),
         Some(Err(e)) => (
             e.stats.clone(),
-            format!("error: {e}"),
+            Status::Failed(e.to_string()).label(),
             Some(format!("the trace could not be written completely: {e}")),
         ),
     };
