@@ -88,9 +88,9 @@ fn is_upload(endpoint: Endpoint, dir: Dir) -> bool {
 impl<S> Tap<S> {
     pub fn new(inner: S, cfg: TapConfig, rec: Recorder) -> Tap<S> {
         let (rd, wr) = if cfg.endpoint.is_client_end() {
-            (Parser::server_to_client(), Parser::client_to_server())
+            (Parser::from_server(), Parser::client_to_server())
         } else {
-            (Parser::client_to_server(), Parser::server_to_client())
+            (Parser::client_to_server(), Parser::from_server())
         };
         let side = |mut parser: Parser, dir| {
             let keep = match cfg.capture {
@@ -716,7 +716,8 @@ mod tests {
         // (No TLS in between here: the watch's Pending reaches the tap, as a
         // full rustls buffer would.)
         let mut tap = Tap::new(watched, cfg, rec.clone()).above_tls();
-        let bytes = crate::wire::encode::window_update(0, 1_000);
+        // A server's first frame: its SETTINGS.
+        let bytes = crate::wire::encode::settings(false, &[(4, 1_000)]);
         tap.write_all(&bytes).await.unwrap();
         assert_eq!(tap.get_ref().inner.written, bytes);
         drop(tap);
@@ -730,9 +731,9 @@ mod tests {
                 _ => {}
             }
         }
-        // 13 bytes, 7 per write, each write refused once first: 2 intervals,
+        // 15 bytes, 7 per write, each write refused once first: 3 intervals,
         // recorded once (by the watch), not twice.
-        assert_eq!((blocked, frames), (2, 1));
+        assert_eq!((blocked, frames), (3, 1));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -339,3 +339,124 @@ fn a_tcp_reset_is_the_connections_close_reason() {
         "{close}"
     );
 }
+
+/// A server that allows no concurrent stream (SETTINGS_MAX_CONCURRENT_STREAMS
+/// 0) and grants all the credit there is. h2 writes the streams it opened
+/// before reading those SETTINGS and holds the others pending open: their
+/// waits are on the stream's opening, not on h2's buffer (as they were
+/// called), and the stall they end in is `not_open`, naming the streams and
+/// the server's limit. Which streams h2 holds depends on when it reads the
+/// SETTINGS: the run is repeated until one is held (at most 10 times).
+#[test]
+fn a_stream_the_server_does_not_allow_waits_on_its_opening() {
+    for attempt in 1..=10 {
+        let addr = one_connection(move |mut sock| {
+            let mut hello = encode::settings(false, &[(3, 0), (4, 0x7fff_ffff)]);
+            hello.extend(encode::window_update(0, 0x7fff_ffff - 65_535));
+            let _ = sock.write_all(&hello);
+            read_to_end(&mut sock);
+        });
+        let dir = support::temp_dir("max-streams-0");
+        let out = client(&addr, &dir, &["--streams", "3", "--stall-timeout", "1s"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let s = support::read_summary(&dir);
+        // The streams h2 held: an RPC started, its HEADERS never written.
+        let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+        let started: Vec<u64> = lines_of(&trace, "rpc_start");
+        let opened: Vec<u64> = trace
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["type"] == "frame" && v["frame"] == "HEADERS" && v["dir"] == "out")
+            .filter_map(|v| v["stream"].as_u64())
+            .collect();
+        let mut held: Vec<u64> = started
+            .iter()
+            .copied()
+            .filter(|id| !opened.contains(id))
+            .collect();
+        held.sort_unstable();
+        if held.is_empty() {
+            eprintln!("attempt {attempt}: h2 wrote all three streams before it read the SETTINGS");
+            assert_eq!(s.client_not_open_blocked_s, 0.0, "{stdout}");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(3), "{stdout}\n{stderr}");
+        assert_eq!(s.client_h2_buffer_blocked_s, 0.0, "{stdout}");
+        assert!(s.client_not_open_blocked_s >= 0.9, "{stdout}");
+        assert_eq!(
+            s.blocked_open_by.get("not_open").copied(),
+            Some(held.len() as u64),
+            "{stdout}"
+        );
+        assert_eq!(s.stall_cause.as_deref(), Some("not_open"), "{stdout}");
+        let ids: Vec<String> = held.iter().map(u64::to_string).collect();
+        let named = format!(
+            "{} {} not open (the server's SETTINGS_MAX_CONCURRENT_STREAMS is 0)",
+            if held.len() == 1 { "stream" } else { "streams" },
+            ids.join(", ")
+        );
+        assert!(
+            s.stall.as_deref().is_some_and(|t| t.contains(&named)),
+            "{named} in {:?}",
+            s.stall
+        );
+        assert!(stdout.contains("stream not open"), "{stdout}");
+        return;
+    }
+    panic!("in 10 runs h2 never held a stream pending open");
+}
+
+/// The `stream` of each event of `kind` in a trace.
+fn lines_of(trace: &str, kind: &str) -> Vec<u64> {
+    trace
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == kind && v["ep"] == "client")
+        .filter_map(|v| v["stream"].as_u64())
+        .collect()
+}
+
+/// An HTTP/1.1 server: the client's tap reads its answer as what it is,
+/// not as an `UNKNOWN_0x50` frame of 4,740,180 bytes (and a second error
+/// when the connection ended inside it): one `wire_error` naming a server
+/// that is not HTTP/2 and its first bytes, said so in the headline.
+#[test]
+fn an_http1_server_is_named_as_not_http2() {
+    let addr = one_connection(move |mut sock| {
+        let mut preface = [0u8; 24];
+        let _ = sock.read_exact(&mut preface);
+        let _ = sock.write_all(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    });
+    let dir = support::temp_dir("http1-server");
+    let out = client(&addr, &dir, &[]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let errors: Vec<serde_json::Value> = trace
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "wire_error")
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(
+        errors[0]["error"],
+        "byte 0: not an HTTP/2 server: its first frame is not SETTINGS (RFC 9113 §3.4); its first \
+         bytes read \"HTTP/1.1 \" (an HTTP/1.x response: the server does not speak HTTP/2 in \
+         cleartext)"
+    );
+    let s = support::read_summary(&dir);
+    assert_eq!(
+        s.protocol_errors
+            .get("wire_error: not an HTTP/2 server")
+            .copied(),
+        Some(1),
+        "{:?}",
+        s.protocol_errors
+    );
+    assert!(stdout.contains("not an HTTP/2 server×1"), "{stdout}");
+}

@@ -377,8 +377,13 @@ fn cards(s: &Summary) -> String {
         "client blocked on credit",
         &na(c, || format!("{:.2} s", s.client_window_blocked_s)),
         &na(c, || {
+            let not_open = if s.not_open_blocked_ms.count > 0 {
+                format!(" · stream not open {:.2} s", s.client_not_open_blocked_s)
+            } else {
+                String::new()
+            };
             format!(
-                "h2 buffer {:.2} s · socket {:.3} s",
+                "h2 buffer {:.2} s · socket {:.3} s{not_open}",
                 s.client_h2_buffer_blocked_s, s.client_socket_blocked_s
             )
         }),

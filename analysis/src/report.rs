@@ -87,7 +87,7 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     use crate::series::Series;
     let f = std::fs::File::create(path).map_err(io_err(path))?;
     let mut w = std::io::BufWriter::new(f);
-    let rows: [(&str, &Series, &str); 18] = [
+    let rows: [(&str, &Series, &str); 19] = [
         ("credit_conn_client", &tl.credit_conn_client, "bytes"),
         ("credit_conn_server", &tl.credit_conn_server, "bytes"),
         ("unreleased", &tl.unreleased, "bytes"),
@@ -99,6 +99,7 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
         ("discarded", &tl.discarded, "messages"),
         ("window_blocked", &tl.window_blocked, "seconds"),
         ("h2_buffer_blocked", &tl.h2_buffer_blocked, "seconds"),
+        ("not_open_blocked", &tl.not_open_blocked, "seconds"),
         ("socket_blocked", &tl.socket_blocked, "seconds"),
         ("window_update_bytes", &tl.window_update_bytes, "bytes"),
         ("window_updates", &tl.window_updates, "frames"),
@@ -250,6 +251,61 @@ fn open_at_end(s: &Summary, on: &str) -> String {
         Some(&n) if n > 0 => format!(" ({n} never resumed)"),
         _ => String::new(),
     }
+}
+
+/// What each side sent or wrote wrong, by who: the server's GOAWAY and
+/// RST_STREAM error codes, the client's, a server that is not HTTP/2, and
+/// bytes a tap could not frame by who wrote them. `None` when there were
+/// none.
+fn errors_line(s: &Summary) -> Option<String> {
+    // Each error its own field, the group named before its first.
+    let list = |m: &mut dyn Iterator<Item = (&String, &u64)>| -> String {
+        m.map(|(k, n)| format!("{k}×{n}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let mut fields = vec![];
+    let server = list(
+        &mut s
+            .protocol_errors
+            .iter()
+            .filter(|(k, _)| !k.starts_with("wire_error")),
+    );
+    if !server.is_empty() {
+        fields.push(format!("server sent {server}"));
+    }
+    if !s.client_answers.is_empty() {
+        fields.push(format!(
+            "client sent {}",
+            list(&mut s.client_answers.iter())
+        ));
+    }
+    // Not a frame gone wrong: the server is something else (its bytes).
+    let not_http2: u64 = s
+        .protocol_errors
+        .iter()
+        .filter(|(k, _)| k.starts_with("wire_error: not an HTTP/2"))
+        .map(|(_, n)| n)
+        .sum();
+    if not_http2 > 0 {
+        fields.push(format!("not an HTTP/2 server×{not_http2}"));
+    }
+    if s.wire_errors_by_writer.is_empty() && s.wire_errors > not_http2 {
+        // A summary from before the split by writer.
+        fields.push(format!("wire_error×{}", s.wire_errors - not_http2));
+    }
+    for (writer, &n) in &s.wire_errors_by_writer {
+        let n = if writer == "server" {
+            n.saturating_sub(not_http2)
+        } else {
+            n
+        };
+        if n > 0 {
+            fields.push(format!("wire_error×{n} in the {writer}'s bytes"));
+        }
+    }
+    // Two spaces apart: a long line breaks between fields, not inside one.
+    (!fields.is_empty()).then(|| fields.join("  "))
 }
 
 /// A figure, or `n/a` when the trace lacks the side that measures it.
@@ -470,11 +526,21 @@ fn headline_lines(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        "client    blocked: window {}{}  h2 buffer {}{}  socket {}{}  lateness p50 {} p99 {}  frame c2s latency p50 {}",
+        "client    blocked: window {}{}  h2 buffer {}{}{}  socket {}{}  lateness p50 {} p99 {}  frame c2s latency p50 {}",
         or_na(c, || format!("{:.2}s", s.client_window_blocked_s)),
         open_at_end(s, "window"),
         or_na(c, || format!("{:.2}s", s.client_h2_buffer_blocked_s)),
         open_at_end(s, "h2_buffer"),
+        // Shown when it happened: a stream h2 held pending open.
+        if c && s.not_open_blocked_ms.count > 0 {
+            format!(
+                "  stream not open {:.2}s{}",
+                s.client_not_open_blocked_s,
+                open_at_end(s, "not_open")
+            )
+        } else {
+            String::new()
+        },
         or_na(c, || format!("{:.3}s", s.client_socket_blocked_s)),
         open_at_end(s, "socket"),
         or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p50)),
@@ -544,22 +610,8 @@ fn headline_lines(s: &Summary) -> String {
             }),
         );
     }
-    if !s.protocol_errors.is_empty() {
-        // The server's answers one by one; the tap's parse errors as one count.
-        let mut parts = vec![];
-        let mut wire = 0;
-        for (k, n) in &s.protocol_errors {
-            if k.starts_with("wire_error") {
-                wire += n;
-            } else {
-                parts.push(format!("{k}×{n}"));
-            }
-        }
-        if wire > 0 {
-            parts.push(format!("wire_error×{wire}"));
-        }
-        // Two spaces apart: a long list breaks between errors, not inside one.
-        let _ = writeln!(o, "peer      protocol errors: {}", parts.join("  "));
+    if let Some(line) = errors_line(s) {
+        let _ = writeln!(o, "errors    {line}");
     }
     if s.queue_grows_on_credit() {
         let _ = writeln!(

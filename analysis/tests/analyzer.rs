@@ -184,6 +184,8 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
         // What the client sent is not the server's answer ...
         (9, s, 0, code(Dir::In, FrameType::GOAWAY, 0x2)),
         (10, c, 9, code(Dir::Out, FrameType::RST_STREAM, 0x8)),
+        // (The client's own answers are its own count; its CANCELs are not.)
+        (10, c, 11, code(Dir::Out, FrameType::RST_STREAM, 0x1)),
         // ... and the client's copy of the server's answer is not counted twice.
         (11, c, 0, code(Dir::In, FrameType::GOAWAY, 0x1)),
         // Bytes the tap could not frame: one key per kind, numbers dropped.
@@ -233,15 +235,30 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
     .collect();
     assert_eq!(sum.protocol_errors, want);
     assert_eq!(sum.wire_errors, 4);
+    let pairs = |m: &std::collections::BTreeMap<String, u64>| -> Vec<(String, u64)> {
+        m.iter().map(|(k, v)| (k.clone(), *v)).collect()
+    };
+    assert_eq!(
+        pairs(&sum.client_answers),
+        [("RST_STREAM PROTOCOL_ERROR".to_string(), 1)]
+    );
+    // The server's tap read them: bytes the client wrote.
+    assert_eq!(
+        pairs(&sum.wire_errors_by_writer),
+        [("client".to_string(), 4)]
+    );
     // The flow-control count is unchanged by any of it.
     assert_eq!(sum.protocol_violations, 0);
     let head = h2probe_analysis::report::headline(&sum);
-    // Wrapped to 80 columns between errors, never inside one.
+    // Wrapped to 80 columns between errors, never inside one; each side's
+    // named, and the bytes nobody could frame by who wrote them.
     assert!(
         head.contains(
-            "peer      protocol errors: GOAWAY 0x42×1  GOAWAY ENHANCE_YOUR_CALM×1\n          \
+            "errors    server sent GOAWAY 0x42×1  GOAWAY ENHANCE_YOUR_CALM×1\n          \
              GOAWAY PROTOCOL_ERROR×1  RST_STREAM CANCEL×1\n          \
-             RST_STREAM FLOW_CONTROL_ERROR×2  wire_error×4\n"
+             RST_STREAM FLOW_CONTROL_ERROR×2\n          \
+             client sent RST_STREAM PROTOCOL_ERROR×1\n          \
+             wire_error×4 in the client's bytes\n"
         ),
         "{head}"
     );
@@ -260,7 +277,7 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
     // Nothing to report: no headline line.
     let (sum, _) = Analyzer::new(0).finish(0, &Ending::Clean(Footer::default()));
     assert!(sum.protocol_errors.is_empty());
-    assert!(!h2probe_analysis::report::headline(&sum).contains("protocol errors"));
+    assert!(!h2probe_analysis::report::headline(&sum).contains("errors "));
 }
 
 #[test]
@@ -550,4 +567,73 @@ fn a_window_violation_in_a_trace_with_dropped_events_cannot_be_judged() {
         "{check:?}"
     );
     assert_eq!(lossy.protocol_violations, clean.protocol_violations);
+}
+
+/// A client wait that began before its stream's HEADERS left the client's
+/// tap is a wait for the stream to open (h2 gives a stream pending open no
+/// capacity) up to the HEADERS; the rest is judged by the windows. A
+/// stream whose RPC started and whose HEADERS never left waited on its
+/// opening throughout, and a stall then is `not_open`, naming the stream
+/// and the server's limit.
+#[test]
+fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    let start = || {
+        Kind::RpcStart(RpcStartEv {
+            path: "/p".into(),
+            deadline_ns: None,
+            framing: None,
+        })
+    };
+    let headers = || Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10));
+    let limit = Kind::Frame(FrameEv {
+        settings: Some(vec![(settings::MAX_CONCURRENT_STREAMS, 1)]),
+        ..frame(Dir::In, FrameType::SETTINGS, 6)
+    });
+    a.feed(&ev(1, c, 0, limit));
+    a.feed(&ev(2, c, 1, start()));
+    a.feed(&ev(3, c, 1, headers()));
+    a.feed(&ev(4, c, 3, start()));
+    a.feed(&ev(5, c, 5, start()));
+    // Stream 3 waits from 10; its HEADERS leave at 40; it gets capacity at
+    // 45 with its windows open: 30 ns not open, 5 ns on h2's buffer.
+    a.feed(&ev(40, c, 3, headers()));
+    a.feed(&ev(45, c, 3, blocked(0, 10, false)));
+    // Stream 5 is never opened: the stall names it.
+    let stall = Kind::Stall(StallEv {
+        timeout_ns: 1_000,
+        pending: 7,
+        conn_window: 0,
+        streams: vec![],
+    });
+    a.feed(&ev(1_050, c, 0, stall));
+    a.feed(&ev(1_100, c, 5, blocked(0, 50, true)));
+    let (s, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(s.not_open_blocked_ms.count, 2);
+    assert!(
+        (s.client_not_open_blocked_s - 1_080e-9).abs() < 1e-12,
+        "{s:?}"
+    );
+    assert!((s.client_h2_buffer_blocked_s - 5e-9).abs() < 1e-15, "{s:?}");
+    assert_eq!(s.client_window_blocked_s, 0.0);
+    assert_eq!(s.blocked_open_by.get("not_open").copied(), Some(1));
+    assert_eq!(s.stall_cause.as_deref(), Some("not_open"));
+    let stall = s.stall.as_deref().unwrap();
+    assert!(
+        stall.contains("stream 5 not open (the server's SETTINGS_MAX_CONCURRENT_STREAMS is 1)"),
+        "{stall}"
+    );
+    assert!(!stall.contains("stream 3 not open"), "{stall}");
+    let kinds: Vec<_> = tl.intervals.iter().map(|i| i.2).collect();
+    use h2probe_analysis::analyze::Blocked;
+    assert_eq!(
+        kinds,
+        [Blocked::NotOpen, Blocked::H2Buffer, Blocked::NotOpen]
+    );
+    let head = h2probe_analysis::report::headline(&s);
+    assert!(
+        head.contains("stream not open 0.00s (1 never resumed)"),
+        "{head}"
+    );
 }

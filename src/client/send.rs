@@ -2,6 +2,7 @@
 //! recording every wait on window credit as a `window_blocked` interval.
 
 use super::*;
+use std::task::Poll;
 
 pub(super) fn payload_bytes(n: usize) -> Bytes {
     (0..n)
@@ -61,6 +62,18 @@ pub(super) async fn send_message(
     while !data.is_empty() {
         send.reserve_capacity(data.len());
         let mut cap = send.capacity();
+        let mut start = 0;
+        if cap == 0 {
+            start = now_ns();
+            // A stream the server already reset or closed fails at once:
+            // nothing waited, so no wait is recorded.
+            match std::future::poll_fn(|cx| Poll::Ready(send.poll_capacity(cx))).await {
+                Poll::Ready(Some(Ok(n))) => cap = n,
+                Poll::Ready(Some(Err(e))) => return Err(e),
+                Poll::Ready(None) => return Err(h2::Error::from(h2::Reason::STREAM_CLOSED)),
+                Poll::Pending => {}
+            }
+        }
         if cap == 0 {
             // Recorded however the wait ends: here, or (cut short by a
             // deadline, an interrupt or a reset) when the guard drops.
@@ -69,7 +82,7 @@ pub(super) async fn send_message(
                 conn,
                 stream,
                 seq,
-                start: now_ns(),
+                start,
                 open: true,
             };
             while cap == 0 {

@@ -28,6 +28,51 @@ pub enum Error {
     /// The connection ended inside a frame or the preface.
     #[error("byte {offset}: connection ended inside a frame ({got} of {want} bytes)")]
     Truncated { offset: u64, got: u64, want: u64 },
+    /// A server's first frame was not SETTINGS (RFC 9113 §3.4): the peer
+    /// does not speak HTTP/2 (an HTTP/1.x server, TLS, …). Fatal; `first`
+    /// holds its first bytes (up to a frame header's 9).
+    #[error(
+        "byte 0: not an HTTP/2 server: its first frame is not SETTINGS (RFC 9113 §3.4); its first bytes read \"{}\"{}",
+        escaped(first),
+        what_it_looks_like(first)
+    )]
+    NotHttp2Server { first: Vec<u8> },
+}
+
+/// Printable ASCII as is, anything else as `\xNN`.
+fn escaped(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for &b in bytes {
+        match b {
+            b'"' | b'\\' => out.extend(['\\', b as char]),
+            0x20..=0x7e => out.push(b as char),
+            b'\r' => out.push_str("\\r"),
+            b'\n' => out.push_str("\\n"),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out
+}
+
+/// What a server's non-HTTP/2 first bytes most likely are, if recognisable.
+fn what_it_looks_like(first: &[u8]) -> &'static str {
+    let tls = first.len() >= 3
+        && (0x14..=0x17).contains(&first[0])
+        && first[1] == 0x03
+        && first[2] <= 0x04;
+    if tls {
+        " (a TLS record: the server expects TLS)"
+    } else if first.starts_with(b"HTTP/1.") {
+        " (an HTTP/1.x response: the server does not speak HTTP/2 in cleartext)"
+    } else if !first.is_empty()
+        && first
+            .iter()
+            .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+    {
+        " (text: not HTTP/2 framing)"
+    } else {
+        ""
+    }
 }
 
 impl Error {
@@ -37,6 +82,7 @@ impl Error {
             | Error::FrameTooLarge { offset, .. }
             | Error::Malformed { offset, .. }
             | Error::Truncated { offset, .. } => offset,
+            Error::NotHttp2Server { .. } => 0,
         }
     }
 }

@@ -57,6 +57,8 @@ pub struct Parser {
     buf: Vec<u8>,
     max_frame_size: u32,
     keep_data: bool,
+    /// The first frame must be a SETTINGS (a server's connection preface).
+    settings_first: bool,
 }
 
 impl Parser {
@@ -73,6 +75,7 @@ impl Parser {
             buf: Vec::new(),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             keep_data: false,
+            settings_first: false,
         }
     }
 
@@ -84,6 +87,18 @@ impl Parser {
     /// Server → client bytes: frames from the first byte.
     pub fn server_to_client() -> Parser {
         Parser::with_state(State::Header)
+    }
+
+    /// Server → client bytes of a whole connection: the first frame must be
+    /// a SETTINGS without ACK (the server's preface, RFC 9113 §3.4); if it
+    /// is not, the peer is not an HTTP/2 server ([`Error::NotHttp2Server`])
+    /// and nothing after it is parsed (an HTTP/1.x answer would otherwise
+    /// read as a frame of megabytes).
+    pub fn from_server() -> Parser {
+        Parser {
+            settings_first: true,
+            ..Parser::with_state(State::Header)
+        }
     }
 
     /// Either direction: a leading preface is recognised if present. (A frame
@@ -155,6 +170,17 @@ impl Parser {
                     }
                     self.got = 0;
                     self.head = Head::parse(&self.hdr);
+                    if std::mem::take(&mut self.settings_first)
+                        && (self.head.ty() != super::FrameType::SETTINGS
+                            || self.head.flags().contains(super::Flags::ACK))
+                    {
+                        self.offset += input.len() as u64;
+                        self.state = State::Dead;
+                        on(Err(Error::NotHttp2Server {
+                            first: self.hdr.to_vec(),
+                        }));
+                        return;
+                    }
                     self.frame_offset = self.offset - HEADER_LEN as u64;
                     self.remaining = self.head.len();
                     if self.head.len() > self.max_frame_size {
@@ -252,6 +278,11 @@ impl Parser {
                 offset: 0,
                 got: self.got as u64,
                 want: PREFACE.len() as u64,
+            }),
+            // Fewer bytes than a frame header, then the end: not a server's
+            // SETTINGS either (a TLS alert is 7 bytes).
+            State::Header if self.got > 0 && self.settings_first => Err(Error::NotHttp2Server {
+                first: self.hdr[..self.got].to_vec(),
             }),
             State::Header if self.got > 0 => Err(Error::Truncated {
                 offset: self.offset - self.got as u64,
@@ -351,6 +382,45 @@ mod tests {
         let mut p = Parser::server_to_client();
         frames(&mut p, &[&bytes]);
         assert_eq!(p.finish(), Ok(()));
+    }
+
+    #[test]
+    fn a_server_must_begin_with_settings() {
+        let mut ok = encode::settings(false, &[(3, 100)]);
+        ok.extend(encode::ping(false, [0; 8]));
+        let (frames_ok, errs) = frames(&mut Parser::from_server(), &[&ok]);
+        assert_eq!(frames_ok.len(), 2);
+        assert!(errs.is_empty());
+        // An HTTP/1.x answer, a SETTINGS ACK first, a TLS alert cut short.
+        let cases: [(&[u8], &str); 3] = [
+            (
+                b"HTTP/1.1 400 Bad Request\r\n\r\n",
+                "byte 0: not an HTTP/2 server: its first frame is not SETTINGS (RFC 9113 §3.4); \
+                 its first bytes read \"HTTP/1.1 \" (an HTTP/1.x response: the server does not \
+                 speak HTTP/2 in cleartext)",
+            ),
+            (&encode::settings(true, &[]), "its first bytes read \"\\x00\\x00\\x00\\x04\\x01\\x00\\x00\\x00\\x00\""),
+            (
+                b"\x15\x03\x03\x00\x02\x02\x46",
+                "its first bytes read \"\\x15\\x03\\x03\\x00\\x02\\x02F\" (a TLS record: the server expects TLS)",
+            ),
+        ];
+        for (bytes, want) in cases {
+            let mut p = Parser::from_server();
+            // A cut header ends the connection; a whole one is followed by
+            // a real SETTINGS, which must not be parsed either.
+            let chunks: Vec<&[u8]> = if bytes.len() >= 9 {
+                vec![bytes, &ok]
+            } else {
+                vec![bytes]
+            };
+            let (got, mut errs) = frames(&mut p, &chunks);
+            assert!(got.is_empty(), "nothing after it is parsed: {got:?}");
+            errs.extend(p.finish().err());
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            let msg = errs[0].to_string();
+            assert!(msg.contains(want), "{msg}");
+        }
     }
 
     #[test]

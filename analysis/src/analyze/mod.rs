@@ -114,6 +114,7 @@ pub struct Analyzer {
     /// the connection): classifies waits for capacity.
     exhausted: HashMap<(u32, u32), Exhaustion>,
     h2_buffer_blocked: Histo,
+    not_open_blocked: Histo,
     /// First DATA beyond credit or window overflow: (t, line).
     first_violation: Option<(u64, u64)>,
     /// First credit violation: (t, line).
@@ -187,6 +188,7 @@ impl Analyzer {
             line: 0,
             exhausted: HashMap::new(),
             h2_buffer_blocked: Histo::new(1e-6),
+            not_open_blocked: Histo::new(1e-6),
             first_violation: None,
             first_credit_violation: None,
             first_stall: None,
@@ -250,6 +252,17 @@ impl Analyzer {
             }
             Kind::WireError(w) => {
                 self.s.wire_errors += 1;
+                // Bytes a client end writes, or reads from the server end.
+                let writer = if e.ep.is_client_end() == (w.dir == Dir::Out) {
+                    "client"
+                } else {
+                    "server"
+                };
+                *self
+                    .s
+                    .wire_errors_by_writer
+                    .entry(writer.into())
+                    .or_default() += 1;
                 *self
                     .s
                     .protocol_errors
@@ -280,6 +293,16 @@ impl Analyzer {
                     .conn_open(side_of(e.ep), e.conn, &c.local, &c.peer);
             }
             Kind::RpcStart(r) => {
+                if e.ep == Endpoint::Client && e.stream != 0 {
+                    let opened = self
+                        .exhausted
+                        .get(&(e.conn, e.stream))
+                        .is_some_and(|x| x.opened.is_some());
+                    let conn = self.conns.entry((e.ep, e.conn)).or_default();
+                    if !opened && !conn.retired.contains(e.stream) {
+                        conn.not_open.insert(e.stream, t);
+                    }
+                }
                 // Raw framing, said by the server itself (a run can end
                 // before any unit is decoded).
                 if e.ep == Endpoint::Server
@@ -319,6 +342,8 @@ impl Analyzer {
             Kind::RpcEnd(r) => {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
+                } else if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
+                    c.not_open.remove(&e.stream);
                 }
                 // Stream 0: an RPC the client's h2 never gave a stream (the
                 // connection failed first); nothing of a stream to retire.
@@ -357,30 +382,7 @@ impl Analyzer {
                 self.lateness.record(sd.begin.saturating_sub(sd.scheduled));
                 self.tl.sent.push(t, self.s.sent as f64);
             }
-            Kind::WindowBlocked(w) => {
-                let d = t.saturating_sub(w.start);
-                let on = |k| {
-                    self.exhausted
-                        .get(&(e.conn, k))
-                        .is_some_and(|x| x.during(w.start, t))
-                };
-                if on(e.stream) || on(0) {
-                    if on(0) {
-                        self.blocked_conn_window_ns += d;
-                    } else {
-                        self.blocked_stream_window_ns += d;
-                    }
-                    self.window_blocked.record(d);
-                    self.tl.window_blocked.push(w.start, d as f64 / 1e9);
-                    self.interval(w.start, t, Blocked::Window);
-                    self.count_open(w.open, "window");
-                } else {
-                    self.count_open(w.open, "h2_buffer");
-                    self.h2_buffer_blocked.record(d);
-                    self.tl.h2_buffer_blocked.push(w.start, d as f64 / 1e9);
-                    self.interval(w.start, t, Blocked::H2Buffer);
-                }
-            }
+            Kind::WindowBlocked(w) => self.client_wait(e, w, t),
             Kind::NeverSent(n) => {
                 self.s.never_sent += n.count;
                 *self
@@ -389,6 +391,65 @@ impl Analyzer {
                     .entry(n.reason.as_str().into())
                     .or_default() += n.count;
             }
+        }
+    }
+
+    /// A client's wait for capacity, by what it waited on. The part before
+    /// its stream's HEADERS left the client is a wait for the stream to open
+    /// (h2 gives a stream pending open no capacity: it waits for its turn to
+    /// be written, or for the server to allow one more concurrent stream);
+    /// the rest is on the window if the stream's or the connection's send
+    /// window was ≤ 0 at some moment of it, on h2's buffer otherwise.
+    fn client_wait(&mut self, e: &Event, w: &crate::schema::WindowBlockedEv, t: u64) {
+        let opened = self
+            .exhausted
+            .get(&(e.conn, e.stream))
+            .and_then(|x| x.opened);
+        // Not open: its HEADERS left after the wait began, or its RPC
+        // started and they have not left yet (a stream whose start the
+        // trace lacks is judged by its windows alone).
+        let started = self
+            .conns
+            .get(&(e.ep, e.conn))
+            .is_some_and(|c| c.not_open.contains_key(&e.stream));
+        let held_until = match opened {
+            Some(h) if h > w.start => Some(h.min(t)),
+            None if started => Some(t),
+            _ => None,
+        };
+        let mut start = w.start;
+        if let Some(end) = held_until {
+            let d = end.saturating_sub(start);
+            self.not_open_blocked.record(d);
+            self.tl.not_open_blocked.push(start, d as f64 / 1e9);
+            self.interval(start, end, Blocked::NotOpen);
+            if end >= t {
+                self.count_open(w.open, "not_open");
+                return;
+            }
+            start = end;
+        }
+        let d = t.saturating_sub(start);
+        let on = |k| {
+            self.exhausted
+                .get(&(e.conn, k))
+                .is_some_and(|x| x.during(start, t))
+        };
+        if on(e.stream) || on(0) {
+            if on(0) {
+                self.blocked_conn_window_ns += d;
+            } else {
+                self.blocked_stream_window_ns += d;
+            }
+            self.window_blocked.record(d);
+            self.tl.window_blocked.push(start, d as f64 / 1e9);
+            self.interval(start, t, Blocked::Window);
+            self.count_open(w.open, "window");
+        } else {
+            self.count_open(w.open, "h2_buffer");
+            self.h2_buffer_blocked.record(d);
+            self.tl.h2_buffer_blocked.push(start, d as f64 / 1e9);
+            self.interval(start, t, Blocked::H2Buffer);
         }
     }
 
@@ -489,6 +550,8 @@ impl Analyzer {
         s.socket_blocked_ms = self.socket_blocked.summary();
         s.client_window_blocked_s = s.window_blocked_ms.sum / 1e3;
         s.client_h2_buffer_blocked_s = s.h2_buffer_blocked_ms.sum / 1e3;
+        s.not_open_blocked_ms = self.not_open_blocked.summary();
+        s.client_not_open_blocked_s = s.not_open_blocked_ms.sum / 1e3;
         s.has_client = self.has_client;
         s.has_server = self.has_server;
         self.tl.has_client = self.has_client;

@@ -550,6 +550,7 @@ impl super::Analyzer {
             self.exhausted.remove(&(cid, id));
             if let Some(c) = self.conns.get_mut(&(Endpoint::Client, cid)) {
                 c.data_c2s.remove(&id);
+                c.not_open.remove(&id);
                 c.flows.iter_mut().for_each(|w| w.forget(id));
                 c.retired.insert(id);
                 c.seen.remove(&id);

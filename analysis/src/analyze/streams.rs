@@ -138,6 +138,7 @@ impl Analyzer {
     ) -> (StallCause, String) {
         let mut parts = vec![];
         let mut exhausted = false;
+        let mut not_open = false;
         for ((_, conn), c) in self
             .conns
             .iter()
@@ -147,10 +148,23 @@ impl Analyzer {
             let mut streams: Vec<(u32, i64)> = w.streams().collect();
             streams.sort_unstable();
             exhausted |= w.conn() <= 0 || streams.iter().any(|&(_, v)| v <= 0);
-            let list: Vec<String> = streams
+            let mut list: Vec<String> = streams
                 .iter()
                 .map(|(id, v)| format!("stream {id} window {v} B"))
                 .collect();
+            if !c.not_open.is_empty() {
+                not_open = true;
+                let ids: Vec<String> = c.not_open.keys().map(u32::to_string).collect();
+                let limit = match c.peer_max_streams {
+                    Some(n) => format!("the server's SETTINGS_MAX_CONCURRENT_STREAMS is {n}"),
+                    None => "the server sent no SETTINGS_MAX_CONCURRENT_STREAMS".into(),
+                };
+                list.push(format!(
+                    "{} {} not open ({limit})",
+                    if ids.len() == 1 { "stream" } else { "streams" },
+                    ids.join(", ")
+                ));
+            }
             parts.push(format!(
                 "connection {conn}: send window {} B; {}",
                 w.conn(),
@@ -159,6 +173,8 @@ impl Analyzer {
         }
         let cause = if exhausted {
             StallCause::NoCredit
+        } else if not_open {
+            StallCause::NotOpen
         } else {
             StallCause::Other
         };
@@ -191,6 +207,10 @@ pub enum StallCause {
     /// Seen from the client alone: a send window it needed stayed ≤ 0
     /// (the server withheld credit; why needs the server's side).
     NoCredit,
+    /// Seen from the client alone: a stream with messages to send never got
+    /// its HEADERS out (h2 held it pending open: the server allowed no more
+    /// concurrent streams).
+    NotOpen,
     /// Neither (nothing held: the sender itself stopped, or the bytes are
     /// held somewhere the trace does not show).
     Other,
@@ -202,6 +222,7 @@ impl StallCause {
             StallCause::Deadlock => "deadlock",
             StallCause::Starvation => "starvation",
             StallCause::NoCredit => "no_credit",
+            StallCause::NotOpen => "not_open",
             StallCause::Other => "other",
         }
     }
@@ -216,6 +237,9 @@ impl StallCause {
             }
             StallCause::NoCredit => {
                 "no credit (the client's send window stayed exhausted: the server withheld credit; its trace would say why)"
+            }
+            StallCause::NotOpen => {
+                "not open (a stream with messages to send never got its HEADERS out: h2 holds a new stream until the server allows one more concurrent stream)"
             }
             StallCause::Other => "stall (no stream holds the connection's credit)",
         }

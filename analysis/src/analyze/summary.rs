@@ -134,6 +134,11 @@ pub struct Summary {
     /// capacity because its own send buffer was full (socket backpressure
     /// seen through h2).
     pub client_h2_buffer_blocked_s: f64,
+    /// Client waits for capacity before the stream's HEADERS left: h2 had
+    /// the stream pending open (its turn to be written, or one more stream
+    /// the server's SETTINGS_MAX_CONCURRENT_STREAMS did not allow yet).
+    #[serde(default)]
+    pub client_not_open_blocked_s: f64,
     /// Client tap writes that returned Pending: blocked on the socket.
     pub client_socket_blocked_s: f64,
     pub server_socket_blocked_s: f64,
@@ -141,12 +146,14 @@ pub struct Summary {
     /// deadline, an interrupt or the recording's end; closed at that
     /// moment and counted in the totals above).
     pub blocked_open: u64,
-    /// Of those, by what the wait was on: `window`, `h2_buffer` (the
-    /// client's), `socket` (the client's), `server_socket`.
+    /// Of those, by what the wait was on: `window`, `h2_buffer`, `not_open`
+    /// (the client's), `socket` (the client's), `server_socket`.
     #[serde(default)]
     pub blocked_open_by: BTreeMap<String, u64>,
     pub window_blocked_ms: Distribution,
     pub h2_buffer_blocked_ms: Distribution,
+    #[serde(default)]
+    pub not_open_blocked_ms: Distribution,
     pub socket_blocked_ms: Distribution,
     /// Scheduled → handed to h2 (start of `send_data`), ms.
     pub lateness_ms: Distribution,
@@ -242,6 +249,16 @@ pub struct Summary {
     /// is a stream it gave up on itself.
     #[serde(default)]
     pub protocol_errors: BTreeMap<String, u64>,
+    /// GOAWAY and RST_STREAM the client's tap wrote with an error code, keyed
+    /// as in `protocol_errors`: what the client answered a server's errors
+    /// with. NO_ERROR and CANCEL are left out (the client cancels at its
+    /// deadlines and interrupts by design).
+    #[serde(default)]
+    pub client_answers: BTreeMap<String, u64>,
+    /// `wire_error`s by who wrote the bytes a tap could not frame: `client`
+    /// or `server` (a relay's legs by the end they face).
+    #[serde(default)]
+    pub wire_errors_by_writer: BTreeMap<String, u64>,
     pub peak_rss_bytes: u64,
     pub dropped_events: u64,
     /// Frames recorded without the payload their capture mode keeps
@@ -448,6 +465,8 @@ pub enum Blocked {
     Window,
     /// Credit, but h2 withheld capacity (its send buffer was full).
     H2Buffer,
+    /// The stream was not open yet (h2 had it pending open).
+    NotOpen,
     /// The socket refused the write.
     Socket,
 }
@@ -466,6 +485,7 @@ pub struct Timeline {
     pub discarded: Series,
     pub window_blocked: Series,
     pub h2_buffer_blocked: Series,
+    pub not_open_blocked: Series,
     pub socket_blocked: Series,
     pub window_update_bytes: Series,
     pub window_updates: Series,
@@ -562,6 +582,7 @@ impl Timeline {
             discarded: s(Merge::Last),
             window_blocked: s(Merge::Sum),
             h2_buffer_blocked: s(Merge::Sum),
+            not_open_blocked: s(Merge::Sum),
             socket_blocked: s(Merge::Sum),
             window_update_bytes: s(Merge::Sum),
             window_updates: s(Merge::Sum),

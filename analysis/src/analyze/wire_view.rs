@@ -41,6 +41,12 @@ pub(super) struct Conn {
     /// Per stream not yet retired: when this tap saw its last two frames
     /// (a link still draining after the end shows here).
     pub(super) seen: std::collections::HashMap<u32, (u64, u64)>,
+    /// Client tap: the server's SETTINGS_MAX_CONCURRENT_STREAMS, as last read.
+    pub(super) peer_max_streams: Option<u32>,
+    /// Client tap: streams whose RPC started and whose HEADERS have not left
+    /// (h2 holds a new stream, pending open, until the server allows one
+    /// more), with the time their RPC started.
+    pub(super) not_open: BTreeMap<u32, u64>,
 }
 
 /// Stream ids retired on a connection, as ranges of ids of one parity (a
@@ -139,6 +145,9 @@ impl RoundTrips {
 /// a wait for credit.
 #[derive(Default)]
 pub(super) struct Exhaustion {
+    /// When the client's tap wrote the stream's HEADERS: before it, h2 had
+    /// the stream pending open and gave it no capacity, whatever the window.
+    pub(super) opened: Option<u64>,
     since: Option<u64>,
     /// The most recent closed intervals (bounded).
     recent: VecDeque<(u64, u64)>,
@@ -375,6 +384,12 @@ impl Analyzer {
                 let flow = 1 - travel as usize;
                 let mut changed = vec![];
                 for (id, v) in f.settings.iter().flatten() {
+                    if *id == schema::settings::MAX_CONCURRENT_STREAMS
+                        && e.ep == Endpoint::Client
+                        && f.dir == Dir::In
+                    {
+                        conn.peer_max_streams = Some(*v);
+                    }
                     if *id == schema::settings::INITIAL_WINDOW_SIZE {
                         if f.dir == Dir::Out {
                             conn.flows[flow].on_settings_sent(*v);
@@ -402,13 +417,13 @@ impl Analyzer {
                 // (INITIAL_WINDOW_SIZE 0) waits on the window, though no DATA
                 // or update ever touches the stream.
                 let w = &mut conn.flows[Flow::C2s as usize];
-                if w.tracked(e.stream).is_none() {
-                    let sw = w.open(e.stream);
-                    if e.ep == Endpoint::Client {
-                        self.exhausted
-                            .entry((e.conn, e.stream))
-                            .or_default()
-                            .update(t, sw);
+                let opened = w.tracked(e.stream).is_none().then(|| w.open(e.stream));
+                if e.ep == Endpoint::Client {
+                    conn.not_open.remove(&e.stream);
+                    let x = self.exhausted.entry((e.conn, e.stream)).or_default();
+                    x.opened.get_or_insert(t);
+                    if let Some(sw) = opened {
+                        x.update(t, sw);
                     }
                 }
             }
@@ -432,17 +447,20 @@ impl Analyzer {
     /// client's (in) saw it; NO_ERROR is not an error (see
     /// [`super::Summary::protocol_errors`]).
     fn server_answer(&mut self, e: &Event, f: &schema::FrameEv) {
-        let side = match (e.ep, f.dir) {
-            (Endpoint::Server, Dir::Out) => 0,
-            (Endpoint::Client, Dir::In) => 1,
-            _ => return,
-        };
-        match f.error_code {
-            None | Some(0) => {}
-            Some(code) => {
-                let key = format!("{} {}", f.frame, schema::h2_error_name(code));
-                *self.server_answers[side].entry(key).or_default() += 1;
+        let key = |code| format!("{} {}", f.frame, schema::h2_error_name(code));
+        match (e.ep, f.dir, f.error_code) {
+            (_, _, None | Some(0)) => {}
+            (Endpoint::Server, Dir::Out, Some(code)) => {
+                *self.server_answers[0].entry(key(code)).or_default() += 1;
             }
+            (Endpoint::Client, Dir::In, Some(code)) => {
+                *self.server_answers[1].entry(key(code)).or_default() += 1;
+            }
+            // 0x8: CANCEL.
+            (Endpoint::Client, Dir::Out, Some(code)) if code != 0x8 => {
+                *self.s.client_answers.entry(key(code)).or_default() += 1;
+            }
+            _ => {}
         }
     }
 

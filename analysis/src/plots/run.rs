@@ -6,7 +6,7 @@ use crate::analyze::{Blocked, Timeline};
 use crate::schema::Endpoint;
 
 /// Client blocked intervals as bars, one row per cause: window credit, h2's
-/// send buffer, the socket.
+/// send buffer, the socket, and a stream not open yet when there was one.
 pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
     let err = plot_err(path);
     let x_max = tl
@@ -26,14 +26,22 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
             .collect();
         (v.iter().fold(0.0, |a, b| a + b), v.len())
     };
-    let ((ws, wn), (hs, hn), (ss, sn)) = (
+    let ((ws, wn), (hs, hn), (ss, sn), (ns, nn)) = (
         total(Blocked::Window),
         total(Blocked::H2Buffer),
         total(Blocked::Socket),
+        total(Blocked::NotOpen),
     );
+    // A fourth row only for a run where h2 held a stream pending open.
+    let rows = if nn > 0 { 4.0 } else { 3.0 };
     let mut title = if tl.has_client {
+        let not_open = if nn > 0 {
+            format!(", stream not open {ns:.2} s ({nn})")
+        } else {
+            String::new()
+        };
         format!(
-            "Client blocked: window {ws:.2} s ({wn}), h2 buffer {hs:.2} s ({hn}), socket {ss:.3} s ({sn})"
+            "Client blocked: window {ws:.2} s ({wn}), h2 buffer {hs:.2} s ({hn}), socket {ss:.3} s ({sn}){not_open}"
         )
     } else {
         "Client blocked: no client tap in this trace, so no client waits were recorded".into()
@@ -46,13 +54,13 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(190)
-        .build_cartesian_2d(0.0..x_max * 1.02, 0.0..3.0)
+        .build_cartesian_2d(0.0..x_max * 1.02, 0.0..rows)
         .map_err(|e| err(e.to_string()))?;
     chart
         .configure_mesh()
         .x_desc("time since trace start (s)")
         .x_labels(12)
-        .y_labels(7)
+        .y_labels(if nn > 0 { 9 } else { 7 })
         .x_label_formatter(&|x: &f64| tick(*x))
         .y_label_formatter(&|y: &f64| {
             if (*y - 0.5).abs() < 0.01 {
@@ -61,6 +69,8 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
                 "h2 send buffer full".into()
             } else if (*y - 2.5).abs() < 0.01 {
                 "window credit".into()
+            } else if (*y - 3.5).abs() < 0.01 {
+                "stream not open".into()
             } else {
                 String::new()
             }
@@ -74,6 +84,7 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
         (2.0, Blocked::Window, COLORS[1]),
         (1.0, Blocked::H2Buffer, COLORS[2]),
         (0.0, Blocked::Socket, COLORS[0]),
+        (3.0, Blocked::NotOpen, COLORS[3]),
     ] {
         chart
             .draw_series(
