@@ -133,7 +133,7 @@ fn a_zero_initial_window_is_a_wait_on_the_window() {
     assert!(s.client_window_blocked_s >= 0.9, "{stdout}");
     assert_eq!(s.client_h2_buffer_blocked_s, 0.0, "{stdout}");
     assert_eq!(s.stall_cause.as_deref(), Some("no_credit"), "{stdout}");
-    assert_eq!(s.min_window, 0, "{stdout}");
+    assert_eq!(s.min_window, Some(0), "{stdout}");
     assert_eq!(
         s.blocked_open_by.get("window").copied(),
         Some(1),

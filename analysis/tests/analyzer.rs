@@ -109,7 +109,7 @@ fn windows_follow_settings_changes_and_padding_and_flag_overruns() {
     a.feed(&ev(5, c, 1, data(16_384, 0)));
     a.feed(&ev(6, c, 1, data(16_384, 0)));
     let (sum, tl) = a.finish(0, &Ending::Clean(Footer::default()));
-    assert_eq!(sum.min_window, 48_151 - 3 * 16_384);
+    assert_eq!(sum.min_window, Some(48_151 - 3 * 16_384));
     assert_eq!(
         sum.protocol_violations, 1,
         "{:?}",
@@ -403,6 +403,9 @@ fn an_empty_trace_claims_neither_side() {
         detail("no_stall")
     );
     assert!(!detail("no_stall").contains("server only"));
+    // No connection, no window: neither lowest window is made up.
+    assert_eq!(sum.min_window, None);
+    assert_eq!(sum.min_send_window, None);
 }
 
 #[test]

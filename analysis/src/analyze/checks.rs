@@ -320,10 +320,10 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         },
     );
     let (n, first, at) = &ev.windows;
-    let mut holds = format!(
-        "no DATA beyond credit; lowest reconstructed window {}",
-        s.min_window
-    );
+    let mut holds = match s.min_window {
+        Some(w) => format!("no DATA beyond credit; lowest reconstructed window {w}"),
+        None => "no DATA beyond credit; no window reconstructed (no connection)".into(),
+    };
     if s.data_past_lowered_window > 0 {
         holds.push_str(&format!(
             " ({} DATA frames passed a window lowered by a SETTINGS the sender had not yet acknowledged: legal, RFC 9113 §6.9.2)",

@@ -146,10 +146,7 @@ impl Analyzer {
             conns: HashMap::new(),
             rpcs: HashMap::new(),
             offered: HashMap::new(),
-            s: Summary {
-                min_window: i64::MAX,
-                ..Summary::default()
-            },
+            s: Summary::default(),
             tl: Timeline::new(origin),
             depth: 0,
             queued_bytes: 0,
@@ -624,7 +621,8 @@ impl Analyzer {
                 s.min_send_window = Some(s.min_send_window.map_or(low, |m| m.min(low)));
             }
             for w in &c.flows {
-                s.min_window = s.min_window.min(w.min_conn()).min(w.min_stream());
+                let low = w.min_conn().min(w.min_stream());
+                s.min_window = Some(s.min_window.map_or(low, |m| m.min(low)));
                 violations += w.violation_count();
                 s.data_past_lowered_window += w.past_lowered();
                 if let Some(v) = w.violations().first() {
@@ -637,9 +635,6 @@ impl Analyzer {
         let first_violation = first.map_or(String::new(), |v| {
             format!("{} on stream {} (window {})", v.what, v.stream, v.window)
         });
-        if s.min_window == i64::MAX {
-            s.min_window = 0;
-        }
         s.protocol_violations = violations;
         // The server's answers from its own tap; from the client's when the
         // trace has no server side (a client against a foreign server).
@@ -867,14 +862,8 @@ pub fn analyze_trace_with(
             if corrupt == 1 { "" } else { "s" }
         ));
     }
-    if order.late + order.forced > 0 {
-        warnings.push(format!(
-            "{}: {} events arrived more than {} ms after later ones ({} pushed out of a full reorder buffer): analysed out of time order",
-            path.display(),
-            order.late,
-            reorder::WINDOW_NS / 1_000_000,
-            order.forced
-        ));
+    if let Some(w) = order.warning() {
+        warnings.push(format!("{}: {w}", path.display()));
     }
     a.s.out_of_order_events = order.late;
     a.s.corrupt_lines = corrupt;

@@ -214,8 +214,9 @@ pub struct Summary {
     pub server_rpc_status: BTreeMap<String, u64>,
     /// Lowest window reconstructed anywhere. Negative only when a peer
     /// lowered SETTINGS_INITIAL_WINDOW_SIZE mid-stream (legal, RFC 9113
-    /// §6.9.2) or a sender overran its credit (a violation).
-    pub min_window: i64,
+    /// §6.9.2) or a sender overran its credit (a violation). `None` when
+    /// the trace has no connection (nothing to reconstruct).
+    pub min_window: Option<i64>,
     /// DATA frames that arrived past a window lowered by SETTINGS before the
     /// sender could have seen it (SETTINGS not yet acknowledged): legal, an
     /// observation.
