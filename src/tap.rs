@@ -174,6 +174,7 @@ impl<S> Tap<S> {
         let (cfg, rec) = (self.cfg, &self.rec);
         let mut new_max = None;
         let failed = &self.wire_failed;
+        let close = &self.close_reason;
         side.parser.feed(bytes, |r| match r {
             Ok(Parsed::Frame(mut f)) => {
                 if let Body::Settings { ack: false, .. } = f.body {
@@ -202,6 +203,7 @@ impl<S> Tap<S> {
             Ok(Parsed::Preface { .. }) => {}
             Err(e) => {
                 failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                not_http2(close, &e);
                 record_error(rec, cfg, dir, t, &e)
             }
         });
@@ -252,6 +254,14 @@ impl<S> Tap<S> {
     }
 }
 
+/// A peer that is not an HTTP/2 server is why its connection ended (h2's
+/// GOAWAY answers it, and the socket never fails).
+fn not_http2(close: &CloseReason, e: &Error) {
+    if matches!(e, Error::NotHttp2Server { .. }) {
+        close.set("the peer is not an HTTP/2 server: its first frame is not SETTINGS".into());
+    }
+}
+
 fn record_error(rec: &Recorder, cfg: TapConfig, dir: Dir, t: u64, e: &Error) {
     rec.emit(cfg.endpoint, cfg.conn, 0, t, KindId::WireError, || {
         Kind::WireError(WireErrorEv {
@@ -276,6 +286,7 @@ impl<S> Drop for Tap<S> {
         let t = now_ns();
         for side in [&self.rd, &self.wr] {
             if let Err(e) = side.parser.finish() {
+                not_http2(&self.close_reason, &e);
                 record_error(&self.rec, self.cfg, side.dir, t, &e);
             }
         }

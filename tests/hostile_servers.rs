@@ -459,4 +459,14 @@ fn an_http1_server_is_named_as_not_http2() {
         s.protocol_errors
     );
     assert!(stdout.contains("not an HTTP/2 server×1"), "{stdout}");
+    // And it is why the connection closed (the socket never failed).
+    let close = trace
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "conn_close")
+        .expect("a conn_close");
+    assert_eq!(
+        close["error"],
+        "the peer is not an HTTP/2 server: its first frame is not SETTINGS"
+    );
 }
