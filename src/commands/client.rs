@@ -42,8 +42,11 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     }
     let target = Target::resolve(&opts.target).await?;
     let label = opts.output.label.clone().unwrap_or_else(|| "client".into());
-    let planned = (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64;
-    let mut session = Session::open("client", interrupts, &opts.output, &label, planned)?;
+    let plan = super::progress::Plan {
+        messages: (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64,
+        offer_for: opts.client.duration.0,
+    };
+    let mut session = Session::open("client", interrupts, &opts.output, &label, plan)?;
     let (interrupt_tx, interrupt_rx) = watch::channel(false);
     let cctx = Arc::new(ClientCtx {
         opts: opts.client.clone(),

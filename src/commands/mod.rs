@@ -351,7 +351,7 @@ impl Session {
         interrupts: Interrupts,
         output: &OutputOpts,
         label: &str,
-        planned: u64,
+        plan: progress::Plan,
     ) -> anyhow::Result<Session> {
         let dir = output.out.clone().unwrap_or_else(|| default_run_dir(label));
         prepare_dir(&dir, output.force)?;
@@ -369,7 +369,7 @@ impl Session {
             (Some(writer), rec)
         };
         let live = Arc::new(Live::default());
-        let progress = progress::spawn_progress(live.clone(), planned, command, output.quiet);
+        let progress = progress::spawn_progress(live.clone(), plan, command, output.quiet);
         Ok(Session {
             dir,
             rec,

@@ -145,7 +145,7 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
         quiet: true,
         ..opts.output.clone()
     };
-    let mut session = Session::open("relay", interrupts, &output, &label, 0)?;
+    let mut session = Session::open("relay", interrupts, &output, &label, Default::default())?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let pairs_done = Arc::new(AtomicU64::new(0));
     let ctx = Arc::new(RelayCtx {

@@ -259,8 +259,11 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             label_of(&opts.server)
         }
     });
-    let planned = (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64;
-    let mut session = Session::open("run", interrupts, &opts.output, &label, planned)?;
+    let plan = super::progress::Plan {
+        messages: (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64,
+        offer_for: opts.client.duration.0,
+    };
+    let mut session = Session::open("run", interrupts, &opts.output, &label, plan)?;
     let live = session.live.clone();
     let conn_ids = Arc::new(AtomicU32::new(0));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);

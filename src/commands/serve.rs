@@ -49,7 +49,13 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         .unwrap_or_else(|| format!("serve-{}", label_of(&opts.server)));
     let listener = super::bind_listener(opts.listen).await?;
     let addr = listener.local_addr()?;
-    let mut session = Session::open("serve", interrupts, &opts.output, &label, 0)?;
+    let mut session = Session::open(
+        "serve",
+        interrupts,
+        &opts.output,
+        &label,
+        Default::default(),
+    )?;
     let live = session.live.clone();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let sctx = Arc::new(ServerCtx::new(
