@@ -470,3 +470,39 @@ fn an_http1_server_is_named_as_not_http2() {
         "the peer is not an HTTP/2 server: its first frame is not SETTINGS"
     );
 }
+
+/// A server whose first frame is a WINDOW_UPDATE, then its SETTINGS: it
+/// breaks the preface rule but speaks HTTP/2, and h2 reads on. The tap says
+/// so once and parses on, so the update's credit counts: two streams sent
+/// exactly the connection's 65,535 + 1,000 bytes, and no DATA is called
+/// beyond credit (when the tap stopped at the first frame, three were, and
+/// the lowest window read −1,000).
+#[test]
+fn a_server_whose_first_frame_is_not_settings_is_still_read() {
+    let addr = one_connection(move |mut sock| {
+        let mut hello = encode::window_update(0, 1_000);
+        hello.extend(encode::settings(false, &[]));
+        let _ = sock.write_all(&hello);
+        read_to_end(&mut sock);
+    });
+    let dir = support::temp_dir("wu-first");
+    let out = client(&addr, &dir, &["--streams", "2", "--stall-timeout", "1s"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let s = support::read_summary(&dir);
+    assert_eq!(s.data_bytes_out, 65_535 + 1_000, "{stdout}");
+    assert_eq!(s.checks["no_data_beyond_credit"].ok, Some(true), "{stdout}");
+    assert_eq!(s.min_window, Some(0), "{stdout}");
+    assert_eq!(s.stall_cause.as_deref(), Some("no_credit"), "{stdout}");
+    assert_eq!(
+        s.protocol_errors
+            .get("wire_error: the server's first frame is WINDOW_UPDATE, not SETTINGS")
+            .copied(),
+        Some(1),
+        "{:?}",
+        s.protocol_errors
+    );
+    assert_eq!(s.wire_errors, 1, "{stdout}");
+}

@@ -478,7 +478,8 @@ async fn a_broken_peer_closes_its_pair_with_a_reason_and_the_relay_goes_on() {
     assert_eq!(s.checks["relay_forwarded_unchanged"].ok, Some(true));
 
     // An upstream that answers with something that is not HTTP/2: the
-    // server leg's tap cannot frame it, the pair is closed.
+    // server leg's tap cannot frame it, the pair is closed, and the reason
+    // says what the upstream is.
     let bogus = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let bogus_addr = bogus.local_addr().unwrap();
     let bogus_task = tokio::spawn(async move {
@@ -504,7 +505,8 @@ async fn a_broken_peer_closes_its_pair_with_a_reason_and_the_relay_goes_on() {
     bogus_task.abort();
     let r = s.relay.as_ref().unwrap();
     assert_eq!(
-        r.close_reasons.get("server_leg: malformed HTTP/2"),
+        r.close_reasons
+            .get("server_leg: the peer is not an HTTP/2 server"),
         Some(&1),
         "{r:?}"
     );

@@ -560,12 +560,19 @@ fn headline_lines(s: &Summary) -> String {
         // own tap saw it, and which figures only the server's trace has.
         let _ = writeln!(
             o,
-            "wire      DATA out {} ({} B)  WINDOW_UPDATE in {} (stream {}, mean +{:.0} B; connection {})  lowest send window {}",
+            "wire      DATA out {} ({} B)  WINDOW_UPDATE in {} ({}; connection {})  lowest send window {}",
             s.data_frames_out,
             s.data_bytes_out,
             s.window_updates_in,
-            s.window_updates_in_stream,
-            s.window_update_in_increment.mean,
+            // "stream 0, mean +0 B" read as an update on stream 0.
+            if s.window_updates_in_stream > 0 {
+                format!(
+                    "stream {}, mean +{:.0} B",
+                    s.window_updates_in_stream, s.window_update_in_increment.mean
+                )
+            } else {
+                "none at stream level".to_string()
+            },
             s.window_updates_in_conn,
             s.min_send_window
                 .map_or("n/a".to_string(), |w| format!("{w} B")),

@@ -274,6 +274,19 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
         [("RST_STREAM REFUSED_STREAM".to_string(), 1)]
     );
 
+    // A server-only trace: the client's answers as the server's tap read them.
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, s, 0, code(Dir::In, FrameType::GOAWAY, 0x1)));
+    a.feed(&ev(2, s, 3, code(Dir::In, FrameType::RST_STREAM, 0x8)));
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(
+        pairs(&sum.client_answers),
+        [("GOAWAY PROTOCOL_ERROR".to_string(), 1)]
+    );
+    assert!(
+        h2probe_analysis::report::headline(&sum).contains("client sent GOAWAY PROTOCOL_ERROR×1")
+    );
+
     // Nothing to report: no headline line.
     let (sum, _) = Analyzer::new(0).finish(0, &Ending::Clean(Footer::default()));
     assert!(sum.protocol_errors.is_empty());

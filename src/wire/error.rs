@@ -37,6 +37,11 @@ pub enum Error {
         what_it_looks_like(first)
     )]
     NotHttp2Server { first: Vec<u8> },
+    /// A server's first frame was another HTTP/2 frame than SETTINGS (RFC
+    /// 9113 §3.4: a connection error, though h2 reads on). The frame itself
+    /// is parsed, and so is what follows.
+    #[error("byte 0: the server's first frame is {first}, not SETTINGS (RFC 9113 §3.4)")]
+    FirstFrameNotSettings { first: String },
 }
 
 /// Printable ASCII as is, anything else as `\xNN`.
@@ -82,7 +87,7 @@ impl Error {
             | Error::FrameTooLarge { offset, .. }
             | Error::Malformed { offset, .. }
             | Error::Truncated { offset, .. } => offset,
-            Error::NotHttp2Server { .. } => 0,
+            Error::NotHttp2Server { .. } | Error::FirstFrameNotSettings { .. } => 0,
         }
     }
 }

@@ -170,16 +170,31 @@ impl Parser {
                     }
                     self.got = 0;
                     self.head = Head::parse(&self.hdr);
-                    if std::mem::take(&mut self.settings_first)
-                        && (self.head.ty() != super::FrameType::SETTINGS
-                            || self.head.flags().contains(super::Flags::ACK))
-                    {
-                        self.offset += input.len() as u64;
-                        self.state = State::Dead;
-                        on(Err(Error::NotHttp2Server {
-                            first: self.hdr.to_vec(),
-                        }));
-                        return;
+                    if std::mem::take(&mut self.settings_first) {
+                        let (ty, ack) = (
+                            self.head.ty(),
+                            self.head.flags().contains(super::Flags::ACK),
+                        );
+                        // A frame HTTP/2 could carry (a known type within the
+                        // frame size) is a server breaking the preface rule;
+                        // anything else (HTTP/1.x text, TLS) is not HTTP/2,
+                        // and nothing after it can be framed.
+                        if ty.name().is_none() || self.head.len() > self.max_frame_size {
+                            self.offset += input.len() as u64;
+                            self.state = State::Dead;
+                            on(Err(Error::NotHttp2Server {
+                                first: self.hdr.to_vec(),
+                            }));
+                            return;
+                        }
+                        if ty != super::FrameType::SETTINGS || ack {
+                            let first = if ack {
+                                format!("{ty} ACK")
+                            } else {
+                                ty.to_string()
+                            };
+                            on(Err(Error::FirstFrameNotSettings { first }));
+                        }
                     }
                     self.frame_offset = self.offset - HEADER_LEN as u64;
                     self.remaining = self.head.len();
@@ -391,7 +406,7 @@ mod tests {
         let (frames_ok, errs) = frames(&mut Parser::from_server(), &[&ok]);
         assert_eq!(frames_ok.len(), 2);
         assert!(errs.is_empty());
-        // An HTTP/1.x answer, a SETTINGS ACK first, a TLS alert cut short.
+        // An HTTP/1.x answer, HTML, a TLS alert cut short.
         let cases: [(&[u8], &str); 3] = [
             (
                 b"HTTP/1.1 400 Bad Request\r\n\r\n",
@@ -399,7 +414,7 @@ mod tests {
                  its first bytes read \"HTTP/1.1 \" (an HTTP/1.x response: the server does not \
                  speak HTTP/2 in cleartext)",
             ),
-            (&encode::settings(true, &[]), "its first bytes read \"\\x00\\x00\\x00\\x04\\x01\\x00\\x00\\x00\\x00\""),
+            (b"<!DOCTYPE html>", "its first bytes read \"<!DOCTYPE\" (text: not HTTP/2 framing)"),
             (
                 b"\x15\x03\x03\x00\x02\x02\x46",
                 "its first bytes read \"\\x15\\x03\\x03\\x00\\x02\\x02F\" (a TLS record: the server expects TLS)",
@@ -420,6 +435,21 @@ mod tests {
             assert_eq!(errs.len(), 1, "{errs:?}");
             let msg = errs[0].to_string();
             assert!(msg.contains(want), "{msg}");
+        }
+        // Another HTTP/2 frame first (h2 reads on): said, and every frame,
+        // it included, parsed (its credit counts: windows stay right).
+        for (first, name) in [
+            (encode::window_update(0, 1_000), "WINDOW_UPDATE"),
+            (encode::settings(true, &[]), "SETTINGS ACK"),
+        ] {
+            let mut p = Parser::from_server();
+            let (got, errs) = frames(&mut p, &[&first, &ok]);
+            assert_eq!(got.len(), 3, "{got:?}");
+            assert_eq!(errs.len(), 1, "{errs:?}");
+            assert_eq!(
+                errs[0].to_string(),
+                format!("byte 0: the server's first frame is {name}, not SETTINGS (RFC 9113 §3.4)")
+            );
         }
     }
 

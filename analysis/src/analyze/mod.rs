@@ -126,6 +126,8 @@ pub struct Analyzer {
     /// GOAWAY / RST_STREAM codes the server sent, by key: [as the server's
     /// tap wrote them, as the client's tap read them].
     server_answers: [BTreeMap<String, u64>; 2],
+    /// The same of the client's (CANCEL aside): [its tap, the server's].
+    client_answers: [BTreeMap<String, u64>; 2],
     /// Where every window change is written as CSV, when asked.
     window_log: Option<Box<dyn std::io::Write>>,
     window_log_error: Option<std::io::Error>,
@@ -192,6 +194,7 @@ impl Analyzer {
             blocked_conn_window_ns: 0,
             blocked_stream_window_ns: 0,
             server_answers: Default::default(),
+            client_answers: Default::default(),
             window_log: None,
             window_log_error: None,
             relay: relay::RelayView::new(origin),
@@ -642,6 +645,9 @@ impl Analyzer {
         for (k, n) in std::mem::take(&mut self.server_answers[side]) {
             *s.protocol_errors.entry(k).or_default() += n;
         }
+        // The client's from its own tap; from the server's when the trace
+        // has no client side (`serve` alone).
+        s.client_answers = std::mem::take(&mut self.client_answers[usize::from(!self.has_client)]);
         s.dropped_events = dropped;
         s.trace_ending = match ending {
             Ending::Clean(_) => "clean".into(),

@@ -250,14 +250,17 @@ pub struct Summary {
     /// is a stream it gave up on itself.
     #[serde(default)]
     pub protocol_errors: BTreeMap<String, u64>,
-    /// GOAWAY and RST_STREAM the client's tap wrote with an error code, keyed
-    /// as in `protocol_errors`: what the client answered a server's errors
-    /// with. NO_ERROR and CANCEL are left out (the client cancels at its
-    /// deadlines and interrupts by design).
+    /// GOAWAY and RST_STREAM the client sent with an error code, keyed as in
+    /// `protocol_errors`: what the client answered a server's errors with.
+    /// Read from the client's tap; from the server's (frames it received)
+    /// when the trace has no client side. NO_ERROR and CANCEL are left out
+    /// (the client cancels at its deadlines and interrupts by design).
     #[serde(default)]
     pub client_answers: BTreeMap<String, u64>,
     /// `wire_error`s by who wrote the bytes a tap could not frame: `client`
-    /// or `server` (a relay's legs by the end they face).
+    /// or `server`. The client's and server's taps, as `wire_errors` (a
+    /// relay's legs count theirs in `relay.wire_errors`). A server that is
+    /// not HTTP/2 counts here; the headline names it apart.
     #[serde(default)]
     pub wire_errors_by_writer: BTreeMap<String, u64>,
     pub peak_rss_bytes: u64,

@@ -458,7 +458,10 @@ impl Analyzer {
             }
             // 0x8: CANCEL.
             (Endpoint::Client, Dir::Out, Some(code)) if code != 0x8 => {
-                *self.s.client_answers.entry(key(code)).or_default() += 1;
+                *self.client_answers[0].entry(key(code)).or_default() += 1;
+            }
+            (Endpoint::Server, Dir::In, Some(code)) if code != 0x8 => {
+                *self.client_answers[1].entry(key(code)).or_default() += 1;
             }
             _ => {}
         }
