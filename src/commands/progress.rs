@@ -95,7 +95,10 @@ pub(crate) fn spawn_progress(
                 _ = &mut stopped => break,
             }
             let offered = Live::get(&live.offered);
-            let phase = phase(planned, offered, started.elapsed() > plan.offer_for);
+            // A second's grace: the schedule starts once connected, and its
+            // last messages are offered just after the duration.
+            let over = started.elapsed() > plan.offer_for + std::time::Duration::from_secs(1);
+            let phase = phase(planned, offered, over);
             let msg = counts(&live, command);
             match &bar {
                 Some(b) => {
