@@ -111,7 +111,8 @@ pub struct Analyzer {
     /// Line in the trace file of the event being fed (for check details).
     line: u64,
     /// Client send windows at or below zero, per (client conn, stream; 0 =
-    /// the connection): classifies waits for capacity.
+    /// the connection), and when each stream's HEADERS left: classifies
+    /// waits for capacity.
     exhausted: HashMap<(u32, u32), Exhaustion>,
     h2_buffer_blocked: Histo,
     not_open_blocked: Histo,
