@@ -52,12 +52,9 @@ impl CloseReason {
         let mut r = self.0.lock().unwrap_or_else(|p| p.into_inner());
         r.get_or_insert(why);
     }
-    fn take(&self) -> String {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .unwrap_or_default()
+    /// The reason so far, if any, left in place.
+    pub fn peek(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -294,7 +291,8 @@ impl<S> Drop for Tap<S> {
         // stopped reading): the interval ends here, marked open.
         self.blocked.close(&self.rec, t);
         let (bytes_in, bytes_out) = (self.rd.bytes, self.wr.bytes);
-        let error = self.close_reason.take();
+        // Left in place: the owner may still say it (a failed RPC's message).
+        let error = self.close_reason.peek().unwrap_or_default();
         self.rec.emit(
             self.cfg.endpoint,
             self.cfg.conn,

@@ -462,6 +462,17 @@ fn an_http1_server_is_named_as_not_http2() {
         s.protocol_errors
     );
     assert!(stdout.contains("not an HTTP/2 server×1"), "{stdout}");
+    // The RPC's own line says what h2's error does not.
+    let rpc = stdout
+        .lines()
+        .find(|l| l.starts_with("rpc conn 1"))
+        .unwrap_or_default();
+    assert!(
+        rpc.contains(
+            "(the connection: the peer is not an HTTP/2 server: its first frame is not SETTINGS)"
+        ),
+        "{rpc}"
+    );
     // And it is why the connection closed (the socket never failed).
     let close = trace
         .lines()

@@ -391,6 +391,7 @@ pub(super) async fn rpc(
     conn: u32,
     k: u32,
     start: u64,
+    cause: crate::tap::CloseReason,
 ) -> RpcOutcome {
     let opts = &ctx.opts;
     let mut outcome = RpcOutcome {
@@ -416,6 +417,7 @@ pub(super) async fn rpc(
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
+            super::with_connection_cause(&mut outcome, &cause);
             super::record_rpc_end(&ctx, 0, &outcome);
             return outcome;
         }
@@ -592,6 +594,7 @@ pub(super) async fn rpc(
         outcome.message = msg;
     }
     reading.abort();
+    super::with_connection_cause(&mut outcome, &cause);
     super::record_rpc_end(&ctx, stream, &outcome);
     outcome
 }

@@ -334,6 +334,21 @@ pub struct ClientCtx {
     pub interrupt: watch::Receiver<bool>,
 }
 
+/// A message of h2's about a failed connection (`no response: …`,
+/// `sending: …`, `could not open the stream: …`), with what the tap knows
+/// of why it failed, when it knows.
+pub(crate) fn with_connection_cause(outcome: &mut RpcOutcome, cause: &crate::tap::CloseReason) {
+    let from_h2 = ["no response: ", "sending: ", "could not open the stream: "]
+        .iter()
+        .any(|p| outcome.message.starts_with(p));
+    if let Some(why) = cause
+        .peek()
+        .filter(|_| from_h2 && outcome.status != status::OK)
+    {
+        outcome.message = format!("{} (the connection: {why})", outcome.message);
+    }
+}
+
 /// The client's `rpc_end` of `outcome` on `stream`. An RPC h2 never gave a
 /// stream (the connection failed first) ends on the connection's stream 0,
 /// with no `rpc_start` (no request was sent), so the trace, and the exit
@@ -501,6 +516,10 @@ where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let w = ctx.opts.client_stream_window.0 as u32;
+    // Why the connection failed, as the tap saw it (a server that is not
+    // HTTP/2, a reset): h2's error names neither.
+    let cause = crate::tap::CloseReason::default();
+    let tap = tap.with_close_reason(cause.clone());
     let (send_req, conn) = h2::client::Builder::new()
         .initial_window_size(w)
         .initial_connection_window_size(w.max(65_535))
@@ -518,9 +537,11 @@ where
         let sr = send_req.clone();
         let k = index * ctx.opts.streams + s;
         if ctx.opts.rpc == crate::overload::RpcKind::Exchange {
-            streams.spawn(async move { exchange::rpc(ctx, sr, conn_id, k, start).await });
+            let cause = cause.clone();
+            streams.spawn(async move { exchange::rpc(ctx, sr, conn_id, k, start, cause).await });
         } else {
-            streams.spawn(async move { rpc(ctx, sr, conn_id, k, start).await });
+            let cause = cause.clone();
+            streams.spawn(async move { rpc(ctx, sr, conn_id, k, start, cause).await });
         }
     }
     drop(send_req);
@@ -563,6 +584,7 @@ async fn rpc(
     conn: u32,
     k: u32,
     start: u64,
+    cause: crate::tap::CloseReason,
 ) -> RpcOutcome {
     let opts = &ctx.opts;
     let mut outcome = RpcOutcome {
@@ -596,6 +618,7 @@ async fn rpc(
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
+            with_connection_cause(&mut outcome, &cause);
             record_rpc_end(&ctx, 0, &outcome);
             return outcome;
         }
@@ -753,6 +776,7 @@ async fn rpc(
             outcome.message = msg;
         }
     }
+    with_connection_cause(&mut outcome, &cause);
     emit!(
         stream,
         now_ns(),
