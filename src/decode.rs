@@ -3,6 +3,7 @@
 use crate::config::CapturePayload;
 use crate::trace::frame_event;
 use crate::trace::schema::{Dir, Endpoint, Event, Kind, WireErrorEv};
+use crate::wire::sniff::{self, Foreign, SNIFF_LEN};
 use crate::wire::{Parsed, Parser, MAX_MAX_FRAME_SIZE};
 use anyhow::Context as _;
 use std::io::{Read, Write};
@@ -31,34 +32,11 @@ pub struct Decoded {
     pub errors: u64,
 }
 
-/// Bytes enough to recognise every signature [`not_http2`] knows.
-const SNIFF_LEN: usize = 12;
-
 /// What a file that is clearly not HTTP/2 looks like, from its first bytes,
-/// with what to do instead; `None` when it may be HTTP/2. Only signatures no
-/// HTTP/2 byte stream starts with: read as a frame header, each would be a
-/// frame of over 600 KB (more than the 16,384 every connection starts with)
-/// of an unknown type or on a stream, and neither direction can start so
-/// (the client begins with the preface, the server with SETTINGS).
+/// with what to do instead; `None` when it may be HTTP/2 (see
+/// [`sniff::foreign`]: neither direction can start so, the client begins
+/// with the preface, the server with SETTINGS; mere text may be a preface).
 pub fn not_http2(head: &[u8]) -> Option<String> {
-    const HTTP1: [&[u8]; 10] = [
-        b"GET ",
-        b"POST ",
-        b"PUT ",
-        b"HEAD ",
-        b"DELETE ",
-        b"OPTIONS ",
-        b"PATCH ",
-        b"CONNECT ",
-        b"TRACE ",
-        b"HTTP/1.",
-    ];
-    const PCAP: [[u8; 4]; 4] = [
-        [0xa1, 0xb2, 0xc3, 0xd4],
-        [0xd4, 0xc3, 0xb2, 0xa1],
-        [0xa1, 0xb2, 0x3c, 0x4d],
-        [0x4d, 0x3c, 0xb2, 0xa1],
-    ];
     let capture = |what: &str| {
         format!(
             "a {what} capture file; decode reads the raw bytes of one direction of one connection: \
@@ -66,32 +44,17 @@ pub fn not_http2(head: &[u8]) -> Option<String> {
              decode the capture (tshark -r FILE -d tcp.port==PORT,http2 -V)"
         )
     };
-    let what = if HTTP1.iter().any(|p| head.starts_with(p)) {
-        "HTTP/1.x text (a request or status line); decode reads HTTP/2 frames (for an h2c upgrade, \
+    let what = match sniff::foreign(head)? {
+        Foreign::Http1 => "HTTP/1.x text (a request or status line); decode reads HTTP/2 frames (for an h2c upgrade, \
          cut everything before the client preface)"
-            .to_string()
-    } else if head.len() >= 4 && PCAP.contains(&[head[0], head[1], head[2], head[3]]) {
-        capture("pcap")
-    } else if head.len() >= 12
-        && head[..4] == [0x0a, 0x0d, 0x0d, 0x0a]
-        && matches!(
-            head[8..12],
-            [0x1a, 0x2b, 0x3c, 0x4d] | [0x4d, 0x3c, 0x2b, 0x1a]
-        )
-    {
-        capture("pcapng")
-    } else if head.len() >= 3
-        && (0x14..=0x17).contains(&head[0])
-        && head[1] == 0x03
-        && head[2] <= 0x04
-    {
-        "TLS records (encrypted HTTP/2?); decode needs the plaintext: capture h2c, or decrypt \
+            .to_string(),
+        Foreign::Pcap => capture("pcap"),
+        Foreign::Pcapng => capture("pcapng"),
+        Foreign::Tls => "TLS records (encrypted HTTP/2?); decode needs the plaintext: capture h2c, or decrypt \
          in Wireshark with an SSLKEYLOGFILE"
-            .to_string()
-    } else if head.starts_with(b"\x7fELF") {
-        "an ELF executable, not bytes captured from a connection".to_string()
-    } else {
-        return None;
+            .to_string(),
+        Foreign::Elf => "an ELF executable, not bytes captured from a connection".to_string(),
+        Foreign::Text => return None,
     };
     Some(format!("this looks like {what}"))
 }

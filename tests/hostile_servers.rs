@@ -36,6 +36,15 @@ fn one_connection(serve: impl FnOnce(std::net::TcpStream) + Send + 'static) -> S
     addr
 }
 
+/// The events of the trace in `dir`, as JSON.
+fn events(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 /// Reads and discards until the client closes (or 30 s pass).
 fn read_to_end(sock: &mut std::net::TcpStream) {
     let _ = sock.set_read_timeout(Some(Duration::from_secs(30)));
@@ -326,10 +335,8 @@ fn a_tcp_reset_is_the_connections_close_reason() {
     let out = client(&addr, &dir, &[]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(4), "{stdout}");
-    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
-    let close: serde_json::Value = trace
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    let close = events(&dir)
+        .into_iter()
         .find(|e| e["type"] == "conn_close")
         .expect("a conn_close");
     let why = close["error"].as_str().unwrap();
@@ -364,14 +371,14 @@ fn a_stream_the_server_does_not_allow_waits_on_its_opening() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let s = support::read_summary(&dir);
         // The streams h2 held: an RPC started, its HEADERS never written.
-        let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
-        let started: Vec<u64> = lines_of(&trace, "rpc_start");
-        let opened: Vec<u64> = trace
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v["type"] == "frame" && v["frame"] == "HEADERS" && v["dir"] == "out")
-            .filter_map(|v| v["stream"].as_u64())
-            .collect();
+        let trace = events(&dir);
+        let streams = |is: &dyn Fn(&serde_json::Value) -> bool| -> Vec<u64> {
+            let of_client = trace.iter().filter(|v| v["ep"] == "client" && is(v));
+            of_client.filter_map(|v| v["stream"].as_u64()).collect()
+        };
+        let started = streams(&|v| v["type"] == "rpc_start");
+        let opened =
+            streams(&|v| v["type"] == "frame" && v["frame"] == "HEADERS" && v["dir"] == "out");
         let mut held: Vec<u64> = started
             .iter()
             .copied()
@@ -409,16 +416,6 @@ fn a_stream_the_server_does_not_allow_waits_on_its_opening() {
     panic!("in 10 runs h2 never held a stream pending open");
 }
 
-/// The `stream` of each event of `kind` in a trace.
-fn lines_of(trace: &str, kind: &str) -> Vec<u64> {
-    trace
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["type"] == kind && v["ep"] == "client")
-        .filter_map(|v| v["stream"].as_u64())
-        .collect()
-}
-
 /// An HTTP/1.1 server: the client's tap reads its answer as what it is,
 /// not as an `UNKNOWN_0x50` frame of 4,740,180 bytes (and a second error
 /// when the connection ended inside it): one `wire_error` naming a server
@@ -439,12 +436,9 @@ fn an_http1_server_is_named_as_not_http2() {
     let out = client(&addr, &dir, &[]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(4), "{stdout}");
-    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
-    let errors: Vec<serde_json::Value> = trace
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["type"] == "wire_error")
-        .collect();
+    let trace = events(&dir);
+    let errors: Vec<&serde_json::Value> =
+        trace.iter().filter(|v| v["type"] == "wire_error").collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(
         errors[0]["error"],
@@ -475,8 +469,7 @@ fn an_http1_server_is_named_as_not_http2() {
     );
     // And it is why the connection closed (the socket never failed).
     let close = trace
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .iter()
         .find(|v| v["type"] == "conn_close")
         .expect("a conn_close");
     assert_eq!(

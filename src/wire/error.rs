@@ -61,22 +61,14 @@ fn escaped(bytes: &[u8]) -> String {
 
 /// What a server's non-HTTP/2 first bytes most likely are, if recognisable.
 fn what_it_looks_like(first: &[u8]) -> &'static str {
-    let tls = first.len() >= 3
-        && (0x14..=0x17).contains(&first[0])
-        && first[1] == 0x03
-        && first[2] <= 0x04;
-    if tls {
-        " (a TLS record: the server expects TLS)"
-    } else if first.starts_with(b"HTTP/1.") {
-        " (an HTTP/1.x response: the server does not speak HTTP/2 in cleartext)"
-    } else if !first.is_empty()
-        && first
-            .iter()
-            .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace())
-    {
-        " (text: not HTTP/2 framing)"
-    } else {
-        ""
+    use super::sniff::{foreign, Foreign};
+    match foreign(first) {
+        Some(Foreign::Tls) => " (a TLS record: the server expects TLS)",
+        Some(Foreign::Http1) => {
+            " (an HTTP/1.x response: the server does not speak HTTP/2 in cleartext)"
+        }
+        Some(Foreign::Text) => " (text: not HTTP/2 framing)",
+        _ => "",
     }
 }
 

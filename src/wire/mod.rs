@@ -10,6 +10,7 @@ mod error;
 mod frame;
 mod head;
 mod parser;
+pub mod sniff;
 
 pub use error::Error;
 pub use frame::{Body, FrameRef, Setting};
