@@ -301,7 +301,7 @@ impl Analyzer {
                         .is_some_and(|x| x.opened.is_some());
                     let conn = self.conns.entry((e.ep, e.conn)).or_default();
                     if !opened && !conn.retired.contains(e.stream) {
-                        conn.not_open.insert(e.stream, t);
+                        conn.not_open.insert(e.stream);
                     }
                 }
                 // Raw framing, said by the server itself (a run can end
@@ -412,7 +412,7 @@ impl Analyzer {
         let started = self
             .conns
             .get(&(e.ep, e.conn))
-            .is_some_and(|c| c.not_open.contains_key(&e.stream));
+            .is_some_and(|c| c.not_open.contains(&e.stream));
         let held_until = match opened {
             Some(h) if h > w.start => Some(h.min(t)),
             None if started => Some(t),

@@ -154,7 +154,7 @@ impl Analyzer {
                 .collect();
             if !c.not_open.is_empty() {
                 not_open = true;
-                let ids: Vec<String> = c.not_open.keys().map(u32::to_string).collect();
+                let ids: Vec<String> = c.not_open.iter().map(u32::to_string).collect();
                 let limit = match c.peer_max_streams {
                     Some(n) => format!("the server's SETTINGS_MAX_CONCURRENT_STREAMS is {n}"),
                     None => "the server sent no SETTINGS_MAX_CONCURRENT_STREAMS".into(),

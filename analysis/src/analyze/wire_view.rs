@@ -45,8 +45,8 @@ pub(super) struct Conn {
     pub(super) peer_max_streams: Option<u32>,
     /// Client tap: streams whose RPC started and whose HEADERS have not left
     /// (h2 holds a new stream, pending open, until the server allows one
-    /// more), with the time their RPC started.
-    pub(super) not_open: BTreeMap<u32, u64>,
+    /// more).
+    pub(super) not_open: std::collections::BTreeSet<u32>,
 }
 
 /// Stream ids retired on a connection, as ranges of ids of one parity (a
@@ -410,7 +410,7 @@ impl Analyzer {
                 (Dir::In, true, Some(o)) => conn.rtt.ping_acked(t, o),
                 _ => {}
             },
-            FrameType::GOAWAY | FrameType::RST_STREAM => self.server_answer(e, f),
+            FrameType::GOAWAY | FrameType::RST_STREAM => self.error_answer(e, f),
             FrameType::HEADERS if travel == Flow::C2s && e.stream != 0 && !late => {
                 // A client stream opens at the initial window the SETTINGS so
                 // far gave it: a sender held at 0 from the start
@@ -443,10 +443,11 @@ impl Analyzer {
         }
     }
 
-    /// A GOAWAY or RST_STREAM the server sent, as its own tap (out) or the
-    /// client's (in) saw it; NO_ERROR is not an error (see
-    /// [`super::Summary::protocol_errors`]).
-    fn server_answer(&mut self, e: &Event, f: &schema::FrameEv) {
+    /// A GOAWAY or RST_STREAM with an error code, by who sent it, as each
+    /// tap saw it: the server's (its tap out, the client's in) and the
+    /// client's, CANCEL aside (its tap out, the server's in). NO_ERROR is
+    /// not an error (see [`super::Summary::protocol_errors`]).
+    fn error_answer(&mut self, e: &Event, f: &schema::FrameEv) {
         let key = |code| format!("{} {}", f.frame, schema::h2_error_name(code));
         match (e.ep, f.dir, f.error_code) {
             (_, _, None | Some(0)) => {}
