@@ -148,6 +148,13 @@ fn a_zero_initial_window_is_a_wait_on_the_window() {
         Some(1),
         "{stdout}"
     );
+    // The client's stall event: no streams of the server's, and no window
+    // it cannot know (it wrote 0, a window no server advertises).
+    let ev = events(&dir);
+    let stall = ev.iter().find(|e| e["type"] == "stall").expect("a stall");
+    assert_eq!(stall["ep"], "client", "{stall}");
+    assert!(stall["conn_window"].is_null(), "{stall}");
+    assert_eq!(stall["streams"], serde_json::json!([]), "{stall}");
 }
 
 /// A server that answers stream 1 with `answer` once the client's request

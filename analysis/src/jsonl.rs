@@ -491,7 +491,7 @@ mod tests {
             Kind::Stall(StallEv {
                 timeout_ns: 5,
                 pending: 1,
-                conn_window: 65_535,
+                conn_window: Some(65_535),
                 streams: vec![StallStream {
                     conn: 1,
                     stream: 3,

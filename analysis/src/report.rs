@@ -471,6 +471,16 @@ fn headline_lines(s: &Summary) -> String {
             let _ = write!(o, "{}", checks_lines(&s.checks));
             return o;
         }
+    } else if !c && !sv {
+        // Nothing from either endpoint (a client that never connected, a
+        // server nobody called): eight lines of n/a under one side's
+        // labels would say less than this.
+        let _ = writeln!(
+            o,
+            "events    none: the trace holds no event of the client or the server, so there are no figures"
+        );
+        let _ = write!(o, "{}", checks_lines(&s.checks));
+        return o;
     }
     if let Some(ov) = &s.overload {
         o.push_str(&overload_lines(ov, sv));
@@ -1014,6 +1024,26 @@ mod tests {
         assert!(!h.contains("queue growth"), "{h}");
         assert!(!h.lines().any(|l| l.starts_with("growth")), "{h}");
         assert!(h.contains("rates     attempts "), "{h}");
+    }
+
+    /// A trace with no endpoint event (a client that never connected)
+    /// says so once, not under one side's labels: it read "DATA in n/a" for
+    /// a client.
+    #[test]
+    fn a_trace_without_endpoint_events_says_so_instead_of_n_a_lines() {
+        let s = Summary {
+            trace_ending: "clean".into(),
+            run_status: "error: connecting to 127.0.0.1:9: Connection refused".into(),
+            ..Summary::default()
+        };
+        let h = headline_lines(&s);
+        assert!(h.starts_with("status    error: connecting"), "{h}");
+        assert!(
+            h.contains("events    none: the trace holds no event"),
+            "{h}"
+        );
+        assert!(!h.contains("n/a") && !h.contains("DATA"), "{h}");
+        assert!(h.contains("checks"), "{h}");
     }
 
     #[test]

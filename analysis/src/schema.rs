@@ -340,7 +340,7 @@ event_kinds! {
     /// while the client still had messages to send: the run is stuck (a
     /// stalled stream starving a shared connection window, or a deadlock),
     /// and is ended. `streams`: the server's view of every open stream.
-    Stall(StallEv) = "stall" ["timeout_ns": Int, "pending": Int, "conn_window": Int, "streams": Json],
+    Stall(StallEv) = "stall" ["timeout_ns": Int, "pending": Int, "conn_window": IntOpt, "streams": Json],
     /// Server, Exchange: the admission decision for a decoded attempt
     /// (`seq` links it to the stream's decode/enqueue/start/complete/discard).
     Admission(AdmissionEv) = "admission" [
@@ -603,9 +603,11 @@ pub struct StallEv {
     /// Messages the client still had to send.
     pub pending: u64,
     /// The connection window the server advertises (`--conn-window`): the
-    /// streams of one connection share it.
+    /// streams of one connection share it. `None` in the client's stall:
+    /// the client does not know the server's option (its view of its
+    /// windows is in its frames).
     #[serde(default)]
-    pub conn_window: u64,
+    pub conn_window: Option<u64>,
     pub streams: Vec<StallStream>,
 }
 

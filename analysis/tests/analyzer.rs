@@ -620,7 +620,7 @@ fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
     let stall = Kind::Stall(StallEv {
         timeout_ns: 1_000,
         pending: 7,
-        conn_window: 0,
+        conn_window: None,
         streams: vec![],
     });
     a.feed(&ev(1_050, c, 0, stall));

@@ -79,7 +79,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         session.live.clone(),
         session.rec.clone(),
         stall_timeout,
-        0,
+        None,
         super::run::Progress::Client,
     ));
     let mut status = Status::Complete;

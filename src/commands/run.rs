@@ -130,7 +130,7 @@ pub(crate) async fn watch_for_stall(
     live: Arc<Live>,
     rec: crate::trace::Recorder,
     timeout: std::time::Duration,
-    conn_window: u64,
+    conn_window: Option<u64>,
     whose: Progress,
 ) {
     use crate::trace::schema::{Endpoint, Kind, KindId, StallEv};
@@ -317,7 +317,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         live.clone(),
         session.rec.clone(),
         stall_timeout.0,
-        opts.server.conn_window.0,
+        Some(opts.server.conn_window.0),
         Progress::Server,
     ));
     let mut interrupted = false;

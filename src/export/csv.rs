@@ -266,7 +266,7 @@ mod tests {
             Kind::Stall(StallEv {
                 timeout_ns: 2_000_000_000,
                 pending: 3,
-                conn_window: 65_535,
+                conn_window: Some(65_535),
                 streams: vec![StallStream {
                     conn: 2,
                     stream: 3,

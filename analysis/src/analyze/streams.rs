@@ -60,8 +60,14 @@ impl Analyzer {
         for x in &st.streams {
             *per_conn.entry(x.conn).or_default() += x.unreleased;
         }
+        // The server writes its window; without it (a client's stall, an
+        // older trace) no share of it can be judged a deadlock.
+        let window = st.conn_window.unwrap_or(u64::MAX);
+        let window_text = st
+            .conn_window
+            .map_or("an unrecorded window".to_string(), |w| format!("{w} B"));
         let cause = stall_cause(
-            st.conn_window,
+            window,
             st.streams
                 .iter()
                 .map(|x| (x.conn, x.unreleased, partial(x.conn, x.stream))),
@@ -77,8 +83,7 @@ impl Analyzer {
             .iter()
             .map(|(c, u)| {
                 format!(
-                    "connection {c}: {u} of {} B held unreleased, {} of connection credit on the wire",
-                    st.conn_window,
+                    "connection {c}: {u} of {window_text} held unreleased, {} of connection credit on the wire",
                     credit(*c).map_or("no record".to_string(), |v| format!("{v} B"))
                 )
             })
@@ -103,7 +108,7 @@ impl Analyzer {
         // starving stream spent its own window and the others go on.
         let filled = per_conn
             .iter()
-            .any(|(c, &held)| credit(*c).map_or(held >= st.conn_window, |v| v <= 0));
+            .any(|(c, &held)| credit(*c).map_or(held >= window, |v| v <= 0));
         let explain = match cause {
             StallCause::Starvation if !filled => {
                 "starvation (a stream holds decoded bytes it never released: its own stream window is spent, while the connection window still has credit)"
