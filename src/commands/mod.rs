@@ -73,6 +73,14 @@ pub struct OutputOpts {
     #[arg(long, default_value = "64MiB", value_name = "SIZE")]
     pub trace_payload_buffer: crate::config::Size,
 
+    /// Stop the run once trace.jsonl holds SIZE (e.g. 2GiB), as dumpcap's
+    /// autostop does: a server traced for hours, or a peer that floods,
+    /// cannot fill the disk. The trace ends a little beyond SIZE, with the
+    /// events of the stop and its footer, and is analysed as usual; the
+    /// run's status says the limit stopped it (exit 1). Default: no limit.
+    #[arg(long, value_name = "SIZE", conflicts_with = "no_trace")]
+    pub trace_limit: Option<crate::config::Size>,
+
     /// Do not write the pcaps: server.pcap and client.pcap (a relay's
     /// server_leg.pcap and client_leg.pcap); `h2probe export` can write
     /// them later from the trace.
@@ -129,6 +137,12 @@ impl OutputOpts {
             "--trace-buffer must be between 1 and 16777216 events, got {}",
             self.trace_buffer
         );
+        if let Some(limit) = self.trace_limit {
+            crate::refuse_unless!(
+                limit.0 >= 1 << 20,
+                "--trace-limit must be at least 1MiB, got {limit}: a trace that small holds little more than a connection's opening"
+            );
+        }
         Ok(())
     }
 }
@@ -141,6 +155,7 @@ impl Default for OutputOpts {
             capture_payload: CapturePayload::Headers,
             trace_buffer: crate::trace::DEFAULT_CAPACITY,
             trace_payload_buffer: crate::config::Size(crate::trace::PAYLOAD_BUDGET),
+            trace_limit: None,
             no_pcap: false,
             pcap_gzip: false,
             quiet: true,
@@ -364,6 +379,7 @@ impl Session {
                 &dir.join("trace.jsonl"),
                 output.trace_buffer,
                 output.trace_payload_buffer.0,
+                output.trace_limit.map(|l| l.0),
             )?;
             interrupts.failure = Some(writer.failures());
             (Some(writer), rec)
@@ -401,8 +417,16 @@ impl Session {
             progress,
             started_unix,
             quiet,
+            interrupts,
             ..
         } = self;
+        // A run the writer stopped (`--trace-limit`, a full disk) ends in
+        // its error, not as if someone had pressed Ctrl-C.
+        let stopped_by = interrupts.failure();
+        let status = match (status, &stopped_by) {
+            (Status::Interrupted, Some(why)) => Status::Failed(why.clone()),
+            (status, _) => status,
+        };
         progress.finish().await;
         drop(rec);
         // A long trace takes a while to analyse (and export): show how much
@@ -433,6 +457,7 @@ impl Session {
         if error.is_none() {
             reading.done();
         }
+        let error = error.or(stopped_by);
         Ok(Finished {
             dir,
             summary,

@@ -296,6 +296,11 @@ impl Output {
         Some(name.to_string())
     }
 
+    /// Bytes of lines so far: the file's length once they are written.
+    pub(crate) fn encoded(&self) -> u64 {
+        self.off + self.cur.len() as u64
+    }
+
     /// The buffer to append one line to; then [`Output::line`].
     pub(crate) fn buf(&mut self) -> &mut Vec<u8> {
         &mut self.cur.vec

@@ -542,15 +542,18 @@ pub struct WriteError {
 impl TraceWriter {
     /// Creates `path`, writes the header line and starts the writer thread.
     pub fn create(path: &Path, capacity: usize) -> Result<(TraceWriter, Recorder), WriteError> {
-        TraceWriter::create_bounded(path, capacity, PAYLOAD_BUDGET)
+        TraceWriter::create_bounded(path, capacity, PAYLOAD_BUDGET, None)
     }
 
     /// [`TraceWriter::create`] with its own payload budget (bytes in
-    /// flight; `--trace-payload-buffer`).
+    /// flight; `--trace-payload-buffer`) and, with `stop_at`, a size at
+    /// which [`TraceWriter::failures`] asks the commands to stop the run
+    /// (`--trace-limit`; the writer goes on writing what the stop records).
     pub fn create_bounded(
         path: &Path,
         capacity: usize,
         payload_budget: u64,
+        stop_at: Option<u64>,
     ) -> Result<(TraceWriter, Recorder), WriteError> {
         let err = |cause| WriteError {
             path: path.display().to_string(),
@@ -563,7 +566,7 @@ impl TraceWriter {
         let limit = std::env::var("H2PROBE_FAULT_TRACE_FULL_AFTER")
             .ok()
             .and_then(|v| v.parse::<u64>().ok());
-        TraceWriter::create_limited(path, capacity, payload_budget, limit).map_err(err)
+        TraceWriter::create_limited(path, capacity, payload_budget, limit, stop_at).map_err(err)
     }
 
     /// [`TraceWriter::create_bounded`] onto a file that fills up after
@@ -573,9 +576,10 @@ impl TraceWriter {
         capacity: usize,
         payload_budget: u64,
         limit: Option<u64>,
+        stop_at: Option<u64>,
     ) -> std::io::Result<(TraceWriter, Recorder)> {
         let out = Output::create(path, limit)?;
-        TraceWriter::start_bounded(out, path, capacity, payload_budget)
+        TraceWriter::start_bounded(out, path, capacity, payload_budget, stop_at)
     }
 
     /// Like [`TraceWriter::create`] but onto any writer (`path` names it in errors).
@@ -584,15 +588,17 @@ impl TraceWriter {
         path: &Path,
         capacity: usize,
     ) -> std::io::Result<(TraceWriter, Recorder)> {
-        TraceWriter::start_bounded(Output::stream(out)?, path, capacity, PAYLOAD_BUDGET)
+        TraceWriter::start_bounded(Output::stream(out)?, path, capacity, PAYLOAD_BUDGET, None)
     }
 
-    /// Starts the writer thread onto `out` with its own payload budget (bytes).
+    /// Starts the writer thread onto `out` with its own payload budget
+    /// (bytes) and the size at which it asks for the run to stop.
     fn start_bounded(
         out: Output,
         path: &Path,
         capacity: usize,
         payload_budget: u64,
+        stop_at: Option<u64>,
     ) -> std::io::Result<(TraceWriter, Recorder)> {
         let (mono, wall) = super::clock::anchor();
         let header = Header {
@@ -626,7 +632,16 @@ impl TraceWriter {
                     shared: &thread_shared,
                     path: &alarm_path,
                 };
-                write_loop(out, header, &thread_shared).map_err(|(cause, stats)| {
+                // Said once, as a write error is; the writer goes on.
+                let limit_reached = |size: u64| {
+                    let _ = fail_tx.send(Some(format!(
+                        "the trace reached --trace-limit {} ({size} bytes), so the run was stopped; \
+                         {path_s} holds every event up to the stop, and its footer",
+                        indicatif::HumanBytes(stop_at.unwrap_or(size))
+                    )));
+                };
+                let stop_at = stop_at.map(|at| (at, &limit_reached as &dyn Fn(u64)));
+                write_loop(out, header, &thread_shared, stop_at).map_err(|(cause, stats)| {
                     let _ = fail_tx.send(Some(format!(
                         "writing {path_s}: {cause} after {} events (the file holds them up to its last complete line)",
                         stats.written
@@ -820,10 +835,13 @@ impl Swept {
     }
 }
 
+/// The writer thread's loop; `stop_at`: the trace size at which to call
+/// its function (once) to have the run stopped.
 fn write_loop(
     out: Output,
     header: Header,
     shared: &Shared,
+    mut stop_at: Option<(u64, &dyn Fn(u64))>,
 ) -> Result<RecorderStats, (std::io::Error, RecorderStats)> {
     let mut sink = Sink { shared, out };
     // Flushed at least this often while events arrive, so a full disk is
@@ -900,6 +918,13 @@ fn write_loop(
             // What reached the file counts as written; a failed write
             // stops the run now, not at the next flush.
             sink.reap(false)?;
+            if let Some((at, limit_reached)) = stop_at {
+                let size = sink.out.encoded();
+                if size >= at {
+                    limit_reached(size);
+                    stop_at = None;
+                }
+            }
             nap = if order.is_empty() {
                 (nap * 2).min(IDLE_NAP)
             } else {
@@ -1180,6 +1205,7 @@ mod tests {
             Path::new("gate"),
             capacity,
             payload_budget,
+            None,
         )
         .unwrap();
         Gated {
@@ -1518,7 +1544,8 @@ mod tests {
     fn a_full_disk_counts_every_event_written_or_dropped() {
         let path = temp_trace("full");
         let (writer, rec) =
-            TraceWriter::create_limited(&path, 1 << 16, PAYLOAD_BUDGET, Some(1_500_000)).unwrap();
+            TraceWriter::create_limited(&path, 1 << 16, PAYLOAD_BUDGET, Some(1_500_000), None)
+                .unwrap();
         let shared = writer.shared.clone();
         for i in 0..20_000 {
             rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || data_frame(100));
@@ -1537,6 +1564,56 @@ mod tests {
         let lines = text.matches('\n').count() as u64 - 1; // the header
         assert!(lines >= st.written, "{lines} lines, {st:?}");
         assert_eq!(shared.payload_in_flight.load(Ordering::Relaxed), 0);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// `--trace-limit`: past the size, the writer asks (once) for the run to
+    /// stop and goes on writing, so the events of the stop and the footer
+    /// are in the file and nothing is dropped; below it, it never asks.
+    #[test]
+    fn a_trace_limit_asks_for_a_stop_and_loses_nothing() {
+        let path = temp_trace("limit");
+        let (writer, rec) =
+            TraceWriter::create_limited(&path, 1 << 16, PAYLOAD_BUDGET, None, Some(100_000))
+                .unwrap();
+        let mut failures = writer.failures();
+        // ≈ 100 bytes a line: 500 lines stay below the limit.
+        for i in 0..500 {
+            chunk(&rec, Endpoint::Server, 1, i, 16_384);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            failures.borrow_and_update().is_none(),
+            "asked below the limit"
+        );
+        let mut sent = 500;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while failures.borrow_and_update().is_none() {
+            assert!(std::time::Instant::now() < deadline, "never asked to stop");
+            for _ in 0..100 {
+                chunk(&rec, Endpoint::Server, 1, sent, 16_384);
+                sent += 1;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let said = failures.borrow().clone().unwrap();
+        assert!(
+            said.starts_with("the trace reached --trace-limit "),
+            "{said}"
+        );
+        // The stop's own events are still written.
+        for _ in 0..1_000 {
+            chunk(&rec, Endpoint::Server, 1, sent, 16_384);
+            sent += 1;
+        }
+        let stats = writer.finish().unwrap();
+        assert_eq!(stats.dropped_total(), 0, "{stats:?}");
+        assert_eq!(stats.written, sent, "{stats:?}");
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size > 100_000, "{size}");
+        let mut r = TraceReader::open(&path).unwrap();
+        assert_eq!(r.by_ref().count() as u64, sent);
+        assert!(matches!(r.ending(), Ending::Clean(_)), "{:?}", r.ending());
         std::fs::remove_file(&path).unwrap();
     }
 
