@@ -35,6 +35,38 @@ fn a_deadline_shorter_than_the_drain_discards_with_reason_deadline() {
     assert_eq!(s.checks["credit"].ok, Some(true));
 }
 
+/// A deadline before the first message is due: the RPC ends at the deadline,
+/// DEADLINE_EXCEEDED, its stream reset, on both sides not OK. The schedule
+/// used to end at the deadline and close the stream cleanly, so the server
+/// answered the empty RPC OK and the run read "OK×1, all invariants hold".
+#[test]
+fn a_deadline_before_the_first_message_is_exceeded_not_an_empty_ok_rpc() {
+    for deadline in ["1ms", "5ms"] {
+        let dir = temp_dir(&format!("deadline-{deadline}"));
+        let mut o = run_opts(&dir, "frame", "unbounded");
+        o.client.duration = dur("1s");
+        o.client.deadline = Some(dur(deadline));
+        let r = run(o);
+        let s = &r.summary;
+        assert_eq!(
+            s.rpc_status.get("DEADLINE_EXCEEDED"),
+            Some(&1),
+            "{deadline}: {:?}",
+            s.rpc_status
+        );
+        assert!(
+            !s.server_rpc_status.contains_key("OK"),
+            "{deadline}: the server answered OK: {:?}",
+            s.server_rpc_status
+        );
+        assert_eq!(
+            s.scheduled,
+            s.completed + s.discarded + s.never_sent,
+            "{s:#?}"
+        );
+    }
+}
+
 #[test]
 fn a_client_deadline_during_sending_records_never_sent_and_the_server_discards_cancelled() {
     let dir = temp_dir("cancel");

@@ -61,7 +61,17 @@ pub(super) fn spawn(
             // falls far behind, it stops there rather than running on. A
             // wake-up a few ms late near the end still schedules its last
             // messages (they were due before --duration).
-            if at >= end || at >= deadline || *interrupt.borrow() || now_ns() >= end + LATE_END_NS {
+            if at >= end || *interrupt.borrow() || now_ns() >= end + LATE_END_NS {
+                break;
+            }
+            if at >= deadline {
+                // The deadline, not --duration, ends this offering: the
+                // stream stays open until the RPC's deadline ends it
+                // (DEADLINE_EXCEEDED, reset), as gRPC's does. Closing the
+                // schedule here ended the stream cleanly: a deadline shorter
+                // than the first message's time read as an empty RPC the
+                // server answered OK.
+                crate::live::flag_set(&mut interrupt).await;
                 break;
             }
             tokio::select! {

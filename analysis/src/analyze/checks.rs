@@ -94,8 +94,10 @@ impl Analyzer {
         let (mut compared, mut cut) = (0, 0);
         for (cid, sid) in self.pairs() {
             // Frames in flight when a connection is cut are seen by one tap
-            // only: compare connections whose RPCs all ended OK.
+            // only: compare connections whose RPCs all ended OK, on both
+            // sides.
             let all_ok = !self.agree_tally.not_ok.contains(&sid)
+                && !self.client_not_ok.contains(&cid)
                 && self
                     .server_status
                     .iter()

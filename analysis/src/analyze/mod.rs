@@ -101,6 +101,10 @@ pub struct Analyzer {
     has_server: bool,
     /// gRPC status the server ended each (conn, stream) RPC with.
     server_status: HashMap<(u32, u32), u32>,
+    /// Client connections with an RPC the client ended other than OK (a
+    /// deadline, a reset): the server may have answered OK into a socket
+    /// the client had closed, so the taps need not agree (`windows_agree`).
+    client_not_ok: std::collections::HashSet<u32>,
     /// Client→server frames written by the client's tap and not yet read by
     /// the server's, per (client address, server address): (offset, t).
     /// Client→server frames seen by one tap and not yet by the other, per
@@ -183,6 +187,7 @@ impl Analyzer {
             has_client: false,
             has_server: false,
             server_status: HashMap::new(),
+            client_not_ok: Default::default(),
             in_flight: HashMap::new(),
             frame_latency: Histo::new(1e-6),
             line: 0,
@@ -343,8 +348,13 @@ impl Analyzer {
             Kind::RpcEnd(r) => {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
-                } else if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
-                    c.not_open.remove(&e.stream);
+                } else {
+                    if r.status != 0 {
+                        self.client_not_ok.insert(e.conn);
+                    }
+                    if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
+                        c.not_open.remove(&e.stream);
+                    }
                 }
                 // Stream 0: an RPC the client's h2 never gave a stream (the
                 // connection failed first); nothing of a stream to retire.

@@ -721,6 +721,61 @@ mod tests {
         );
     }
 
+    /// A server that answers OK into a socket the client closed at its
+    /// deadline: the answer's DATA is seen by the server's tap only. The
+    /// connection is cut short (not compared) because the client's RPC
+    /// ended other than OK; with the client's RPC OK, the same frames fail
+    /// the check.
+    #[test]
+    fn windows_agree_leaves_out_a_connection_whose_client_rpc_failed() {
+        use crate::schema::*;
+        let judge = |client_status: u32| {
+            let ev = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
+                t,
+                ep,
+                conn,
+                stream,
+                kind,
+            };
+            let (c, s) = (Endpoint::Client, Endpoint::Server);
+            let mut a = super::super::Analyzer::new(0);
+            let open = |local: &str, peer: &str| {
+                Kind::ConnOpen(ConnOpenEv {
+                    local: local.into(),
+                    peer: peer.into(),
+                })
+            };
+            let end = |status| {
+                Kind::RpcEnd(RpcEndEv {
+                    status,
+                    message: String::new(),
+                })
+            };
+            a.feed(&ev(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+            a.feed(&ev(2, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+            let answer = Kind::Frame(FrameEv {
+                dir: Dir::Out,
+                frame: FrameType::DATA,
+                len: 5,
+                ..FrameEv::default()
+            });
+            a.feed(&ev(10, s, 2, 1, answer));
+            a.feed(&ev(11, s, 2, 1, end(0)));
+            a.feed(&ev(12, c, 1, 1, end(client_status)));
+            let (sum, _) = a.finish(0, &crate::reader::Ending::Clean(Footer::default()));
+            sum.checks["windows_agree"].clone()
+        };
+        let cut = judge(4);
+        assert_eq!(cut.ok, None, "{}", cut.detail);
+        assert!(
+            cut.detail.contains("1 connection cut short"),
+            "{}",
+            cut.detail
+        );
+        let both_ok = judge(0);
+        assert_eq!(both_ok.ok, Some(false), "{}", both_ok.detail);
+    }
+
     /// A stream is due once every side the trace pairs ended it and a
     /// second passed after the later end; the client's side alone retires
     /// when no server tap shares its socket.
