@@ -777,6 +777,43 @@ fn a_violation_just_before_a_corrupt_line_is_set_aside_and_said() {
     assert!(!credit.detail.contains("violation was seen"), "{credit:?}");
 }
 
+/// An analysis that fails (a trace of a newer schema, here) changes no
+/// product of the run: windows.csv was emptied before the trace was read,
+/// beside an old summary.json and timeline.csv.
+#[test]
+fn a_failed_analysis_leaves_the_products_as_they_were() {
+    let dir = support::temp_dir("failed-analysis");
+    support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
+    let names = ["windows.csv", "summary.json", "timeline.csv", "report.html"];
+    let before: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| std::fs::read(dir.join(n)).unwrap())
+        .collect();
+    assert!(before[0].len() > 100, "a windows.csv to lose");
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let newer = text.replacen("\"schema\":1", "\"schema\":99", 1);
+    assert_ne!(newer, text);
+    std::fs::write(&trace, newer).unwrap();
+    for command in ["analyze", "report"] {
+        let out = h2probe().arg(command).arg(&dir).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        for (n, b) in names.iter().zip(&before) {
+            assert!(
+                std::fs::read(dir.join(n)).unwrap() == *b,
+                "{command} changed {n}"
+            );
+        }
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".partial"))
+            .collect();
+        assert!(left.is_empty(), "{command} left {left:?}");
+    }
+}
+
 #[test]
 fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let dir = support::temp_dir("trunc");

@@ -23,6 +23,54 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     }
 }
 
+/// A product being written: into `.<name>.partial` beside it, renamed over
+/// it by [`Partial::commit`]. Dropped uncommitted (a trace that cannot be
+/// read, a full disk), it is removed: the previous file stays as it was, and
+/// no half-written one is left (a failed `analyze` emptied windows.csv).
+struct Partial {
+    tmp: std::path::PathBuf,
+    path: std::path::PathBuf,
+    done: bool,
+}
+
+impl Partial {
+    fn create(path: &Path) -> Result<(Partial, std::fs::File), ReportError> {
+        let name = path
+            .file_name()
+            .map_or_else(|| "product".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = path.with_file_name(format!(".{name}.partial"));
+        let file = std::fs::File::create(&tmp).map_err(io_err(path))?;
+        let partial = Partial {
+            tmp,
+            path: path.to_path_buf(),
+            done: false,
+        };
+        Ok((partial, file))
+    }
+
+    fn commit(mut self) -> Result<(), ReportError> {
+        std::fs::rename(&self.tmp, &self.path).map_err(io_err(&self.path))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes `bytes` to `path` whole or not at all (see [`Partial`]).
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    use std::io::Write as _;
+    let (partial, mut file) = Partial::create(path)?;
+    file.write_all(bytes).map_err(io_err(path))?;
+    partial.commit()
+}
+
 /// Analyses `dir/trace.jsonl` and writes `summary.json`, `timeline.csv`,
 /// `windows.csv`, the SVG plots and `report.html` (with the default frame
 /// ladder) next to it. Returns the summary and warnings.
@@ -30,11 +78,12 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     let trace =
         crate::reader::trace_path(dir).ok_or_else(|| crate::reader::OpenError::no_trace_in(dir))?;
     let wpath = dir.join("windows.csv");
-    let wfile = std::fs::File::create(&wpath).map_err(io_err(&wpath))?;
+    let (windows, wfile) = Partial::create(&wpath)?;
     let a = analyze_trace_with(&trace, Some(Box::new(std::io::BufWriter::new(wfile))))?;
     if let Some(e) = a.window_log_error {
         return Err(io_err(&wpath)(e));
     }
+    windows.commit()?;
     let mut summary = a.summary;
     summary.run_status = crate::meta::Meta::read(dir)
         .map(|m| m.status)
@@ -42,7 +91,7 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     let path = dir.join("summary.json");
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
     json.push('\n');
-    std::fs::write(&path, json).map_err(io_err(&path))?;
+    write_whole(&path, json.as_bytes())?;
     write_timeline_csv(&dir.join("timeline.csv"), &a.timeline)?;
     crate::plots::run_plots(dir, &a.timeline)?;
     let ladder = crate::ladder::LadderOpts {
@@ -63,7 +112,7 @@ pub fn write_html(
 ) -> Result<std::path::PathBuf, ReportError> {
     let path = out.map_or_else(|| dir.join("report.html"), Path::to_path_buf);
     let html = crate::page::RunPage::read(dir, summary, ladder).html();
-    std::fs::write(&path, html).map_err(io_err(&path))?;
+    write_whole(&path, html.as_bytes())?;
     Ok(path)
 }
 
@@ -85,7 +134,7 @@ fn kind_of(m: crate::series::Merge) -> (&'static str, &'static str) {
 pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError> {
     use crate::schema::Endpoint;
     use crate::series::Series;
-    let f = std::fs::File::create(path).map_err(io_err(path))?;
+    let (partial, f) = Partial::create(path)?;
     let mut w = std::io::BufWriter::new(f);
     let rows: [(&str, &Series, &str); 19] = [
         ("credit_conn_client", &tl.credit_conn_client, "bytes"),
@@ -170,7 +219,9 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
         }
         w.flush()
     })();
-    res.map_err(io_err(path))
+    res.map_err(io_err(path))?;
+    drop(w);
+    partial.commit()
 }
 
 /// Milliseconds to one decimal, or three below 0.05 ms, where one decimal

@@ -295,8 +295,10 @@ fn prepare_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
         for e in &entries {
             let name = e.file_name().to_string_lossy().into_owned();
             let path = e.path();
-            let product =
-                RUN_PRODUCTS.contains(&name.as_str()) || name.ends_with(".svg") || name == "csv";
+            let product = RUN_PRODUCTS.contains(&name.as_str())
+                || name.ends_with(".svg")
+                || name == "csv"
+                || (name.starts_with('.') && name.ends_with(".partial"));
             if !product {
                 continue;
             }
