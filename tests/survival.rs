@@ -181,6 +181,50 @@ fn events_of(dir: &std::path::Path, ty: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// A second Ctrl-C cuts `serve --shutdown-drain`'s drain short, and what it
+/// abandons is still recorded: the queue discarded (reason shutdown), the
+/// RPC's and the connection's ends, nothing dropped. The trace lost them
+/// (decoded ≠ completed + discarded) and a `sample` recorded after the trace
+/// closed failed `no_dropped_events` as a full buffer.
+#[test]
+fn a_second_interrupt_cuts_the_drain_short_and_records_what_it_abandons() {
+    let dir = temp_dir("abandon");
+    let (serve, addr) = spawn_serve(&dir, "", &["--shutdown-drain"]);
+    let cdir = temp_dir("abandon-client");
+    // 300 messages a second for 1 s to a 10 ms worker: ≈ 2 s of queue to drain.
+    let mut client = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["client", "--connect", &addr, "--duration", "1s"])
+        .args(["--quiet", "--no-pcap", "--out"])
+        .arg(&cdir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1300));
+    let pid = serve.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = serve.wait_with_output().unwrap();
+    let _ = client.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("second interrupt; abandoning"), "{stderr}");
+    let s = support::read_summary(&dir);
+    assert!(s.discarded > 0, "the drain was cut short: {s:#?}");
+    assert_eq!(s.decoded, s.completed + s.discarded, "{s:#?}");
+    assert_eq!(s.discarded_by_reason.get("shutdown"), Some(&s.discarded));
+    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+    assert_eq!(meta.dropped_events, 0, "{:?}", meta.recorder);
+    let ends = events_of(&dir, "rpc_end");
+    assert_eq!(ends.len(), 1, "{ends:?}");
+    assert!(
+        ends[0]["message"].as_str().unwrap().contains("cut short"),
+        "{ends:?}"
+    );
+    assert_eq!(events_of(&dir, "conn_close").len(), 1);
+}
+
 #[test]
 fn serve_ends_unattended_whatever_idle_silent_and_never_reading_peers_do() {
     use std::io::Write;

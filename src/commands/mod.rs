@@ -254,6 +254,32 @@ impl Interrupts {
     }
 }
 
+/// Waits for the server to finish its shutdown; a second interrupt cuts it
+/// short (`abandon`): RPCs still draining discard their queues and end,
+/// connections close at once, and their ends are in the trace. Waits for
+/// that a few seconds at most (a third interrupt: not at all).
+pub(crate) async fn finish_or_abandon(
+    mut server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    interrupts: &mut Interrupts,
+    abandon: &watch::Sender<bool>,
+) -> anyhow::Result<()> {
+    tokio::select! {
+        r = &mut server => return r.context("server task")?,
+        _ = interrupts.next() => {}
+    }
+    crate::say!(
+        "second interrupt; abandoning open RPCs (their ends are recorded; again to stop waiting)"
+    );
+    let _ = abandon.send(true);
+    tokio::select! {
+        r = tokio::time::timeout(std::time::Duration::from_secs(3), &mut server) => match r {
+            Ok(r) => r.context("server task")?,
+            Err(_) => Ok(()),
+        },
+        _ = interrupts.next() => Ok(()),
+    }
+}
+
 /// Files a run writes (and `--force` removes), beside the `csv/` folder.
 const RUN_PRODUCTS: &[&str] = &[
     "trace.jsonl",

@@ -273,13 +273,17 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         .await
         .context("binding 127.0.0.1")?;
     let addr = listener.local_addr()?;
-    let sctx = Arc::new(ServerCtx::new(
-        cfg,
-        session.rec.clone(),
-        live.clone(),
-        conn_ids.clone(),
-        shutdown_rx,
-    ));
+    let (abandon_tx, abandon_rx) = watch::channel(false);
+    let sctx = Arc::new(
+        ServerCtx::new(
+            cfg,
+            session.rec.clone(),
+            live.clone(),
+            conn_ids.clone(),
+            shutdown_rx,
+        )
+        .with_abandon(abandon_rx),
+    );
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let cctx = Arc::new(ClientCtx {
         opts: opts.client.clone(),
@@ -340,6 +344,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
                 r = &mut client_run => r,
                 _ = session.interrupts.next() => {
                     crate::say!("second interrupt; abandoning open RPCs");
+                    let _ = abandon_tx.send(true);
                     Ok(vec![])
                 }
             }
@@ -356,13 +361,15 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         }
     }
     let _ = shutdown_tx.send(true);
-    let server_result = tokio::select! {
-        r = server_task => r.context("server task")?,
-        _ = session.interrupts.next() => {
-            crate::say!("second interrupt; abandoning open RPCs");
-            interrupted = true;
-            Ok(())
-        }
+    let server_result = if *abandon_tx.borrow() {
+        // Abandoned already: its ends, a few seconds at most.
+        tokio::time::timeout(std::time::Duration::from_secs(3), server_task)
+            .await
+            .map_or(Ok(()), |r| r.context("server task").and_then(|r| r))
+    } else {
+        let r = super::finish_or_abandon(server_task, &mut session.interrupts, &abandon_tx).await;
+        interrupted |= *abandon_tx.borrow();
+        r
     };
     let outcomes = outcomes?;
     server_result?;

@@ -5,7 +5,6 @@ use super::{config_part, Finished, Interrupts, OutputOpts, Session, Status};
 use crate::config::Dur;
 use crate::live::Live;
 use crate::server::{self, ServerCtx, ServerOpts};
-use anyhow::Context as _;
 use h2probe_analysis::meta::RunConfig;
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
@@ -58,13 +57,17 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
     )?;
     let live = session.live.clone();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let sctx = Arc::new(ServerCtx::new(
-        cfg,
-        session.rec.clone(),
-        live.clone(),
-        Arc::new(AtomicU32::new(0)),
-        shutdown_rx,
-    ));
+    let (abandon_tx, abandon_rx) = watch::channel(false);
+    let sctx = Arc::new(
+        ServerCtx::new(
+            cfg,
+            session.rec.clone(),
+            live.clone(),
+            Arc::new(AtomicU32::new(0)),
+            shutdown_rx,
+        )
+        .with_abandon(abandon_rx),
+    );
     // The address line is machine-readable: scripts wait for it. The run
     // directory on a line of its own keeps the first within 80 columns.
     println!("h2probe: listening on {addr}");
@@ -99,10 +102,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         ));
     }
     let _ = shutdown_tx.send(true);
-    let served = tokio::select! {
-        r = server_task => r.context("server task")?,
-        _ = session.interrupts.next() => { crate::say!("second interrupt; abandoning open RPCs"); Ok(()) }
-    };
+    let served = super::finish_or_abandon(server_task, &mut session.interrupts, &abandon_tx).await;
     served?;
     let config = RunConfig {
         server: config_part(&opts.server),

@@ -432,6 +432,10 @@ pub struct ServerCtx {
     pub conn_ids: Arc<AtomicU32>,
     /// Flips to true on shutdown.
     pub shutdown: watch::Receiver<bool>,
+    /// Flips to true when shutdown is cut short (a second Ctrl-C): an RPC
+    /// still draining discards its queue (reason `shutdown`) and ends at
+    /// once, connections are closed without waiting for --drain-timeout.
+    pub abandon: watch::Receiver<bool>,
     /// Exchange's server-wide admission boundary and the service schedule's origin.
     pub admission: exchange::Admission,
     /// `rpc_start`'s `framing` field, formatted once (it was formatted for
@@ -457,9 +461,17 @@ impl ServerCtx {
             live,
             conn_ids,
             shutdown,
+            // Never set unless `with_abandon` gives a sender's receiver.
+            abandon: watch::channel(false).1,
             admission: Default::default(),
             framing_label,
         }
+    }
+
+    /// The switch that cuts shutdown short (see [`ServerCtx::abandon`]).
+    pub fn with_abandon(mut self, abandon: watch::Receiver<bool>) -> ServerCtx {
+        self.abandon = abandon;
+        self
     }
 
     /// Lists an RPC among the open ones (what `sample` events and a stall's
@@ -592,17 +604,25 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
         }
     }
     drop(listener);
-    let drained = tokio::time::timeout(ctx.cfg.drain_timeout, async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
+    let mut abandon = ctx.abandon.clone();
+    let drained = tokio::select! {
+        r = tokio::time::timeout(ctx.cfg.drain_timeout, async {
+            while conns.join_next().await.is_some() {}
+        }) => r.is_ok(),
+        _ = crate::live::flag_set(&mut abandon) => conns.is_empty(),
+    };
+    if !drained {
         let left = conns.len();
-        for (reason, _) in reasons.values() {
-            reason.set(format!(
+        let why = if *ctx.abandon.borrow() {
+            "closed by the server when its shutdown was cut short (a second interrupt)".to_string()
+        } else {
+            format!(
                 "closed by the server {:?} after shutdown began (--drain-timeout)",
                 ctx.cfg.drain_timeout
-            ));
+            )
+        };
+        for (reason, _) in reasons.values() {
+            reason.set(why.clone());
         }
         conns.abort_all();
         while conns.join_next().await.is_some() {}
@@ -616,7 +636,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
             }
         })
         .await;
-        tracing::warn!("{left} connections did not finish within --drain-timeout; closed");
+        tracing::warn!("{left} connections {why}");
     }
     Ok(())
 }

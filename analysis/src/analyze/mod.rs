@@ -917,7 +917,7 @@ pub fn analyze_trace_with(
     };
     if dropped > 0 {
         warnings.push(format!(
-            "{}: the recorder DROPPED {dropped} events (buffer full): counts and checks are incomplete; raise --trace-buffer",
+            "{}: the recorder DROPPED {dropped} events (its buffer full, or recorded as the trace closed): counts and checks are incomplete; if meta.json's recorder.largest_sweep reached --trace-buffer, raise it",
             path.display()
         ));
     }

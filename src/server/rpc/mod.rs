@@ -289,6 +289,7 @@ pub(super) async fn handle(
     };
     tokio::pin!(sleep_deadline);
     let mut shutdown = ctx.shutdown.clone();
+    let mut abandon = ctx.abandon.clone();
 
     // Direct service has no workers (and no set to allocate per RPC).
     let mut workers = (ctx.cfg.queue != QueuePolicy::Direct).then(|| {
@@ -408,6 +409,7 @@ pub(super) async fn handle(
                 _ = joined => true,
                 _ = &mut sleep_deadline => false,
                 _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
+                _ = crate::live::flag_set(&mut abandon) => false,
                 r = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
                     reset = Some(match r {
                         Ok(reason) => format!("client reset the stream ({reason:?}) while the server drained"),
@@ -424,6 +426,12 @@ pub(super) async fn handle(
                     Ended::Status(code, msg) => Outcome::Status(code, msg),
                     _ => Outcome::Ok,
                 }
+            } else if *ctx.abandon.borrow() {
+                rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
+                Outcome::Status(
+                    status::UNAVAILABLE,
+                    "server shutting down: its drain was cut short (a second interrupt)".into(),
+                )
             } else if *ctx.shutdown.borrow() && !ctx.cfg.shutdown_drain {
                 rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
                 Outcome::Status(status::UNAVAILABLE, "server shutting down".into())
