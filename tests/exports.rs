@@ -156,3 +156,49 @@ fn tshark_finds_nothing_wrong_in_a_default_runs_pcap() {
         }
     }
 }
+
+/// A frame whose connection's `conn_open` comes later in the file (a trace
+/// out of order beyond the reader's window, or edited) cannot become a
+/// packet: the pcap export says how many it left out, per pcap. It wrote
+/// the rest and said nothing (766 packets of 1,065, exit 0).
+#[test]
+fn a_pcap_export_says_which_frames_it_could_not_write() {
+    let dir = support::temp_dir("pcap-late-open");
+    let mut o = support::short_run_opts(&dir, "frame", "unbounded", "300ms");
+    o.output.no_pcap = true;
+    support::run(o);
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("\"ep\":\"client\"") && l.contains("\"type\":\"conn_open\""))
+        .unwrap();
+    let open = lines.remove(at);
+    // Moved past the client's first 10 frames.
+    let client_frame =
+        |l: &&str| l.contains("\"ep\":\"client\"") && l.contains("\"type\":\"frame\"");
+    let tenth = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| client_frame(l))
+        .nth(9)
+        .unwrap()
+        .0;
+    lines.insert(tenth + 1, open);
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["export", "--format", "pcap"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "client.pcap: 10 frames not written: their connection's conn_open is not before them"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("server.pcap:"), "{err}");
+}

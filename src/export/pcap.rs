@@ -197,6 +197,10 @@ struct TapPcap<W: std::io::Write> {
     conns: HashMap<u32, ConnState>,
     to_wall: i128,
     packets: u64,
+    /// Frames of a connection whose `conn_open` had not come (out of order
+    /// beyond the reader's window, missing, or with addresses that do not
+    /// parse): no packet can carry them.
+    skipped: u64,
 }
 
 impl<W: std::io::Write> TapPcap<W> {
@@ -282,6 +286,7 @@ impl<W: std::io::Write> TapPcap<W> {
             }
             Kind::Frame(f) => {
                 if !self.conns.contains_key(&e.conn) {
+                    self.skipped += 1;
                     return Ok(());
                 }
                 // The client preface precedes the first frame of the client's stream.
@@ -327,6 +332,9 @@ pub struct PcapCounts {
     /// A relay's two legs (`client_leg.pcap`, `server_leg.pcap`).
     pub client_leg_packets: u64,
     pub server_leg_packets: u64,
+    /// Frames no pcap holds (see [`TapPcap::skipped`]), over all taps;
+    /// each tap's are said on stderr.
+    pub skipped_frames: u64,
 }
 
 /// A pcap file being written: plain, or gzip-compressed (`.pcap.gz`, which
@@ -411,6 +419,7 @@ pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
             conns: HashMap::new(),
             to_wall,
             packets: 0,
+            skipped: 0,
         })
     };
     let mut server = open("server")?;
@@ -435,6 +444,7 @@ pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
         client_packets: client.packets,
         client_leg_packets: client_leg.packets,
         server_leg_packets: server_leg.packets,
+        skipped_frames: server.skipped + client.skipped + client_leg.skipped + server_leg.skipped,
     };
     for (tap, p) in [
         ("server", server),
@@ -444,6 +454,13 @@ pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
     ] {
         let n = p.packets;
         let name = pcap_name(tap, gzip);
+        if p.skipped > 0 {
+            crate::say!(
+                "warning: {name}: {} frames not written: their connection's conn_open is not before them in the trace \
+                 (events out of order beyond the reader's window, or it is missing)",
+                p.skipped
+            );
+        }
         p.w.into_writer()
             .finish()
             .with_context(|| format!("writing {name}"))?;
