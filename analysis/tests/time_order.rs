@@ -90,3 +90,38 @@ fn a_trace_its_sorted_copy_and_reshuffles_within_the_window_analyse_the_same() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Events later than the window are analysed out of place: a check that
+/// then passes or fails says nothing, so none is judged (null, saying why),
+/// and no_dropped_events, the footer's own count, still is. A reshuffle by
+/// up to 2 s failed `credit` and `no_data_beyond_credit` (exit 3) on a
+/// trace that had nothing wrong.
+#[test]
+fn events_later_than_the_window_leave_the_checks_unjudged() {
+    let dir = std::env::temp_dir().join(format!("h2probe-late-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (header, events, footer) = read(&reference("frame-unbounded"));
+    let mut rng = Rng(7);
+    let mut shuffled: Vec<(u64, Event)> = events
+        .iter()
+        .map(|e| (e.t + rng.next() % (8 * WINDOW_NS), e.clone()))
+        .collect();
+    shuffled.sort_by_key(|(k, _)| *k);
+    let shuffled: Vec<Event> = shuffled.into_iter().map(|(_, e)| e).collect();
+    let p = write(&dir, "late.jsonl", &header, &shuffled, &footer);
+    let s = analyze_trace(&p).unwrap().summary;
+    assert!(s.out_of_order_events > 100, "{}", s.out_of_order_events);
+    for (name, c) in &s.checks {
+        if name == "no_dropped_events" {
+            assert_eq!(c.ok, Some(true), "{name}: {}", c.detail);
+        } else {
+            assert_eq!(c.ok, None, "{name}: {}", c.detail);
+            assert!(
+                c.detail.contains("out of time order"),
+                "{name}: {}",
+                c.detail
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

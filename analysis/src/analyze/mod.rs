@@ -53,10 +53,13 @@ pub struct Analyzer {
     first_t: Option<u64>,
     /// First and last DATA frame of the upload (client to server).
     upload_t: Option<(u64, u64)>,
-    /// The latest `t` read before the first corrupt line: a violation
-    /// settled before it (the reorder window earlier) is real whatever the
-    /// corrupt line held.
+    /// The latest `t` read before the first corrupt line, or the `t` of the
+    /// earliest event analysed out of time order, whichever is earlier: a
+    /// violation settled before it (the reorder window earlier) is real
+    /// whatever the damage held.
     pub(crate) damage_at: Option<u64>,
+    /// `damage_at` is an event out of time order, not a corrupt line.
+    damage_is_late: bool,
     last_t: u64,
     conns: HashMap<(Endpoint, u32), Conn>,
     rpcs: HashMap<(u32, u32), Rpc>,
@@ -149,6 +152,7 @@ impl Analyzer {
             first_t: None,
             upload_t: None,
             damage_at: None,
+            damage_is_late: false,
             last_t: 0,
             conns: HashMap::new(),
             rpcs: HashMap::new(),
@@ -781,6 +785,11 @@ impl Analyzer {
                                 .first_line
                                 .map_or(String::new(), |l| format!(", line {l}"));
                             let because = match damage_s {
+                                Some(at) if !altered && self.damage_is_late => format!(
+                                    "it lies within the reorder window ({} ms) before an event analysed out of \
+                                     time order (which belongs at {at:.3} s), which may explain it",
+                                    reorder::WINDOW_NS / 1_000_000
+                                ),
                                 Some(at) if !altered => format!(
                                     "it lies within the reorder window ({} ms) before the corrupt line \
                                      (read after events up to {at:.3} s), which may have held what explains it",
@@ -883,6 +892,12 @@ pub fn analyze_trace_with(
         warnings.push(format!("{}: {w}", path.display()));
     }
     a.s.out_of_order_events = order.late;
+    if let Some(t) = order.first_late_t {
+        if a.damage_at.is_none_or(|d| t < d) {
+            a.damage_at = Some(t);
+            a.damage_is_late = true;
+        }
+    }
     a.s.corrupt_lines = corrupt;
     a.s.damaged_payloads = r.bad_payloads;
     a.s.unknown_events = r.unknown;

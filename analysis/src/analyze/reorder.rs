@@ -102,6 +102,9 @@ pub struct Reorder {
     /// Events that arrived after a later event had already been handed out
     /// (later than the window, or pushed out by [`MAX_HELD`]).
     pub late: u64,
+    /// The earliest `t` of those: the analysis before it saw every event
+    /// in its place.
+    pub first_late_t: Option<u64>,
     /// Events handed out early because the buffer was full.
     pub forced: u64,
 }
@@ -112,6 +115,7 @@ impl Reorder {
     pub fn push(&mut self, e: Event, line: u64, mut out: impl FnMut(Event, u64)) {
         if self.released.is_some_and(|r| e.t < r) {
             self.late += 1;
+            self.first_late_t = Some(self.first_late_t.map_or(e.t, |f| f.min(e.t)));
         }
         self.newest = self.newest.max(e.t);
         self.heap.push(Held(key(&e), Box::new(e), line));

@@ -549,10 +549,11 @@ impl Summary {
         }
     }
 
-    /// Why events of the run may be missing from those analysed (lines
-    /// lost or added after the run, corrupt lines skipped), if so: a single
-    /// missing DATA frame or WINDOW_UPDATE unbalances the accounting from
-    /// there on, so no check of the events can be judged.
+    /// Why events of the run may be missing from those analysed, or out of
+    /// their place (lines lost or added after the run, corrupt lines
+    /// skipped, events later than the reorder window), if so: a single
+    /// missing or misplaced DATA frame or WINDOW_UPDATE unbalances the
+    /// accounting from there on, so no check of the events can be judged.
     pub fn events_in_doubt(&self) -> Option<String> {
         let mut why: Vec<String> = self.lines_altered().into_iter().collect();
         if self.corrupt_lines > 0 {
@@ -564,6 +565,18 @@ impl Summary {
                 } else {
                     "s were"
                 }
+            ));
+        }
+        if self.out_of_order_events > 0 {
+            why.push(format!(
+                "{} event{} analysed out of time order (more than {} ms after later ones)",
+                self.out_of_order_events,
+                if self.out_of_order_events == 1 {
+                    " was"
+                } else {
+                    "s were"
+                },
+                super::reorder::WINDOW_NS / 1_000_000,
             ));
         }
         (!why.is_empty()).then(|| why.join("; "))
