@@ -103,7 +103,7 @@ fn recorded(error: &Option<String>) -> Option<i32> {
 
 /// The more serious of two exit codes: a failed check (3) above an
 /// interruption (130) above a non-OK RPC (4) above success.
-fn worst(a: i32, b: i32) -> i32 {
+pub(crate) fn worst(a: i32, b: i32) -> i32 {
     let rank = |c| match c {
         3 => 3,
         130 => 2,
@@ -284,11 +284,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 "comparison written to {}/ (report.html, comparison.md, .json, plots)",
                 c.dir.display()
             )?;
-            Ok(if c.rows.iter().any(|r| r.failed_checks > 0) {
-                3
-            } else {
-                0
-            })
+            Ok(c.exit_code)
         }
         Command::Merge(opts) => {
             let (events, warnings) = crate::commands::merge::merge(&opts)?;

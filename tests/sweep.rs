@@ -54,6 +54,11 @@ fn bad_sweeps_are_refused_before_anything_runs() {
         &["--out", out, "--scenario", "bdp", "--sweep", "streams=1,2"],
         "does not combine with --scenario",
     );
+    // A value twice ran once, then stopped at its directory (exit 2).
+    refused(
+        &["--out", out, "--sweep", "rate=1,1"],
+        "1 is listed twice; each value is one configuration",
+    );
     // Matrix flags with saved run directories.
     refused(
         &[dir.to_str().unwrap(), "--sweep", "link-delay=0ms,10ms"],
@@ -211,4 +216,53 @@ fn sweeps_make_a_grid_labelled_by_what_changes() {
         labels.contains(&"conn-window=1048576 streams=2"),
         "{labels:?}"
     );
+}
+
+/// An incomplete run (interrupted here) is in the figures and said beside
+/// its configuration's name, and `compare` exits as the README's table says
+/// (the worst of its runs': here 4, the interrupted RPC's CANCELLED). It
+/// exited 0 and the table read like a full run's.
+#[test]
+fn compare_marks_an_incomplete_run_and_exits_by_its_runs() {
+    let dir = support::temp_dir("compare-incomplete");
+    let whole = dir.join("whole");
+    support::h2probe_ok([
+        "run",
+        "--duration",
+        "300ms",
+        "--quiet",
+        "--no-pcap",
+        "--out",
+        whole.to_str().unwrap(),
+    ]);
+    let cut = dir.join("cut");
+    support::run_interrupted(
+        &[
+            "run",
+            "--duration",
+            "20s",
+            "--quiet",
+            "--no-pcap",
+            "--rate",
+            "200",
+        ],
+        &cut,
+        "decode",
+        30,
+    );
+    let out = h2probe()
+        .arg("compare")
+        .arg(&whole)
+        .arg(&cut)
+        .args(["--quiet", "--out"])
+        .arg(dir.join("cmp"))
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{table}");
+    let unfolded = table.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(unfolded.contains("(incomplete: 1 of 1)"), "{table}");
+    assert_eq!(unfolded.matches("incomplete:").count(), 1, "{table}");
+    let md = std::fs::read_to_string(dir.join("cmp/comparison.md")).unwrap();
+    assert!(md.contains("(incomplete: 1 of 1) |"), "{md}");
 }

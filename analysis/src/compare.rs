@@ -85,6 +85,10 @@ pub struct Row {
     pub failed_checks: usize,
     /// Repeats whose checks cannot be judged (see [`unjudged`]).
     pub unjudged: usize,
+    /// Repeats that did not run to their end or whose trace is cut short
+    /// (see [`incomplete`]): in the figures, and said beside the name.
+    #[serde(default)]
+    pub incomplete: usize,
     /// Repeats that stalled, by the first stall's cause.
     pub stalls: std::collections::BTreeMap<String, u64>,
 }
@@ -94,6 +98,14 @@ pub struct Row {
 pub fn unjudged(s: &Summary) -> bool {
     !s.checks.values().any(|c| c.ok == Some(false))
         && (s.events_in_doubt().is_some() || !s.checks.values().any(|c| c.ok == Some(true)))
+}
+
+/// A run stopped before its end (interrupted, an error) or whose trace is
+/// cut short: its figures cover only part of what was asked.
+pub fn incomplete(s: &Summary) -> bool {
+    let status = !matches!(s.run_status.as_str(), "" | "complete");
+    let trace = !matches!(s.trace_ending.as_str(), "" | "clean" | "none");
+    status || trace
 }
 
 /// Groups runs by configuration, in order of first appearance.
@@ -149,6 +161,7 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
                     .filter(|r| r.summary.checks.values().any(|c| c.ok == Some(false)))
                     .count(),
                 unjudged: group.iter().filter(|r| unjudged(&r.summary)).count(),
+                incomplete: group.iter().filter(|r| incomplete(&r.summary)).count(),
             }
         })
         .collect()
@@ -226,7 +239,11 @@ pub const HEADLINE: [&str; 9] = [
 /// One row of the headline table, in the order of [`HEADLINE`].
 pub fn headline_cells(r: &Row) -> [String; 9] {
     [
-        r.config.clone(),
+        if r.incomplete > 0 {
+            format!("{} (incomplete: {} of {})", r.config, r.incomplete, r.runs)
+        } else {
+            r.config.clone()
+        },
         r.runs.to_string(),
         r.send_rate.show(1),
         r.completion_rate.show(1),

@@ -350,10 +350,14 @@ pub struct Comparison {
     pub dir: PathBuf,
     pub rows: Vec<compare::Row>,
     pub table: String,
+    /// The exit code (README's table): the worst of its runs' (a failed
+    /// check, an RPC not OK), 130 when Ctrl-C stopped the matrix.
+    pub exit_code: i32,
 }
 
 pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     let mut runs: Vec<RunRef> = vec![];
+    let mut interrupted = false;
     let mut sweep_points: Vec<SweepPoint> = vec![];
     // Settings every saved run shares (taken out of their labels).
     let mut shared = String::new();
@@ -500,6 +504,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 if result.interrupted {
                     // Ctrl-C stops the matrix; what ran so far is still compared.
                     crate::say!("interrupted after {done} of {total} runs; comparing those");
+                    interrupted = true;
                     break 'matrix;
                 }
             }
@@ -568,10 +573,16 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         let every = compare::wrap_words(&format!("every run: {shared}"), super::TERMINAL_WIDTH);
         table.insert_str(0, &format!("{}\n\n", every.join("\n")));
     }
+    let exit_code = runs
+        .iter()
+        .map(|r| h2probe_analysis::report::exit_code(&r.summary, false))
+        .chain(interrupted.then_some(130))
+        .fold(0, crate::cli::worst);
     Ok(Comparison {
         table,
         dir: out,
         rows,
+        exit_code,
     })
 }
 

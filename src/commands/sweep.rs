@@ -32,6 +32,15 @@ impl std::str::FromStr for Sweep {
                 "{s:?}: write PARAM=V1,V2,… (e.g. link-delay=0ms,25ms)"
             ));
         }
+        if let Some(v) = values
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| values[..i].contains(v).then_some(v))
+        {
+            return Err(format!(
+                "{s:?}: {v} is listed twice; each value is one configuration (use --repeats to run one again)"
+            ));
+        }
         Ok(Sweep { param, values })
     }
 }
