@@ -475,16 +475,42 @@ fn assert_quiet_end(what: &str, out: std::process::Output) {
     assert_eq!(out.status.code(), Some(0), "{what}: {err}");
 }
 
-/// Two copies of the committed reference run frame-direct (its trace and
-/// meta), in fresh directories named after `name`.
+/// The committed reference run frame-direct split into its two sides, as
+/// `client` and `serve` would have written them (traces and metas), in
+/// fresh directories named after `name`: two runs that merge into it.
 fn reference_copies(name: &str) -> Vec<PathBuf> {
+    use h2probe_analysis::schema::{Endpoint, Event, Footer};
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
-    (0..2)
-        .map(|i| {
+    let mut r = h2probe_analysis::reader::TraceReader::open(&src.join("trace.jsonl.gz")).unwrap();
+    let header = r.header().clone();
+    let events: Vec<Event> = r.by_ref().map(|e| e.unwrap()).collect();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("meta.json")).unwrap()).unwrap();
+    [("client", Endpoint::Client), ("serve", Endpoint::Server)]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (command, ep))| {
             let dir = support::temp_dir(&format!("{name}-{i}"));
-            for f in ["trace.jsonl.gz", "meta.json"] {
-                std::fs::copy(src.join(f), dir.join(f)).unwrap();
+            // Two processes never anchor their traces at one nanosecond.
+            let mut h = header.clone();
+            h.origin_mono_ns += i as u64;
+            let mut text = h.to_line() + "\n";
+            let mut n = 0;
+            for e in events.iter().filter(|e| e.ep == ep) {
+                text += &serde_json::to_string(e).unwrap();
+                text.push('\n');
+                n += 1;
             }
+            text += &Footer {
+                events: n,
+                ..Footer::default()
+            }
+            .to_line();
+            text.push('\n');
+            std::fs::write(dir.join("trace.jsonl"), text).unwrap();
+            let mut m = meta.clone();
+            m["command"] = command.into();
+            std::fs::write(dir.join("meta.json"), m.to_string()).unwrap();
             dir
         })
         .collect()
@@ -550,7 +576,101 @@ fn merge_and_compare_refuse_a_non_empty_out_without_force() {
     let err = String::from_utf8_lossy(&onto_input.stderr);
     assert_eq!(onto_input.status.code(), Some(2), "{err}");
     assert!(err.contains("is one of the runs to merge"), "{err}");
-    assert!(runs[0].join("trace.jsonl.gz").exists() && runs[0].join("meta.json").exists());
+    assert!(runs[0].join("trace.jsonl").exists() && runs[0].join("meta.json").exists());
+}
+
+/// `merge` refuses what cannot be one experiment, and says which client
+/// connections have no server side: a run with a copy of itself (every
+/// figure doubled), a `run` (both sides already), runs at different times;
+/// a client merged with another run's server was analysed as if paired
+/// (443 messages "lost in flight", checks holding, no warning).
+#[test]
+fn merge_refuses_copies_runs_and_other_times_and_names_unpaired_clients() {
+    let sides = reference_copies("merge-refusals");
+    let merge = |inputs: &[&std::path::Path], name: &str| {
+        let out = support::temp_dir(name).join("m");
+        h2probe()
+            .arg("merge")
+            .args(inputs)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let refused = |inputs: &[&std::path::Path], name: &str, says: &str| {
+        let o = merge(inputs, name);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+    };
+    // A copy of the client side beside it.
+    let copy = support::temp_dir("merge-copy");
+    for f in ["trace.jsonl", "meta.json"] {
+        std::fs::copy(sides[0].join(f), copy.join(f)).unwrap();
+    }
+    refused(
+        &[&sides[0], &copy],
+        "merge-copy-out",
+        "hold the same recording",
+    );
+    // A `run`.
+    let run = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
+    refused(
+        &[&sides[0], &run],
+        "merge-run-out",
+        "holds both endpoints already",
+    );
+    // The server side an hour later.
+    let meta = |d: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("meta.json")).unwrap()).unwrap()
+    };
+    let later = support::temp_dir("merge-later");
+    std::fs::copy(sides[1].join("trace.jsonl"), later.join("trace.jsonl")).unwrap();
+    let mut m = meta(&sides[1]);
+    for k in ["started_unix_ns", "finished_unix_ns"] {
+        m[k] = (m[k].as_u64().unwrap() + 3_600_000_000_000).into();
+    }
+    std::fs::write(later.join("meta.json"), m.to_string()).unwrap();
+    refused(
+        &[&sides[0], &later],
+        "merge-later-out",
+        "ran at different times",
+    );
+    // The client of frame-direct with the server of another reference run
+    // (its times made to overlap): merged, with the client named.
+    let other = support::temp_dir("merge-other");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-unbounded");
+    let mut r = h2probe_analysis::reader::TraceReader::open(&src.join("trace.jsonl.gz")).unwrap();
+    let mut text = r.header().to_line() + "\n";
+    let mut n = 0;
+    for e in r.by_ref().map(|e| e.unwrap()) {
+        if e.ep == h2probe_analysis::schema::Endpoint::Server {
+            text += &serde_json::to_string(&e).unwrap();
+            text.push('\n');
+            n += 1;
+        }
+    }
+    text += &h2probe_analysis::schema::Footer {
+        events: n,
+        ..Default::default()
+    }
+    .to_line();
+    text.push('\n');
+    std::fs::write(other.join("trace.jsonl"), text).unwrap();
+    let mut m = meta(&sides[1]);
+    m["command"] = "serve".into();
+    std::fs::write(other.join("meta.json"), m.to_string()).unwrap();
+    let o = merge(&[&sides[0], &other], "merge-other-out");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("1 of 1 client connections have no counterpart in the server's trace: "),
+        "{err}"
+    );
+    // The two sides of one run pair: no such warning.
+    let o = merge(&[&sides[0], &sides[1]], "merge-pair-out");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("no counterpart"), "{err}");
 }
 
 #[test]

@@ -35,6 +35,20 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         readers.push(h2probe_analysis::reader::open_run(d)?);
     }
     let metas = source_metas(&opts.dirs)?;
+    // Two traces anchored at the same nanosecond are one recording (a copy
+    // of a run): merged, every figure of it counted twice.
+    for (i, (pa, a)) in readers.iter().enumerate() {
+        for (pb, b) in &readers[i + 1..] {
+            let (ha, hb) = (a.header(), b.header());
+            anyhow::ensure!(
+                (ha.origin_mono_ns, ha.origin_unix_ns) != (hb.origin_mono_ns, hb.origin_unix_ns),
+                "{} and {} hold the same recording (their traces start at the same nanosecond); \
+                 a copy of a run cannot be merged with it",
+                pa.display(),
+                pb.display()
+            );
+        }
+    }
     // Writing the merge over one of its inputs would remove what is read.
     let out = std::fs::canonicalize(&opts.out).ok();
     for d in &opts.dirs {
@@ -93,11 +107,26 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     }
     let mut events = 0u64;
     let mut line = Vec::with_capacity(256);
+    // Each side's connections by address (client: local→peer; server:
+    // peer→local), to say which have no counterpart.
+    let mut sockets: [std::collections::BTreeMap<(String, String), u32>; 2] = Default::default();
     while let Some(i) = (0..heads.len())
         .filter(|i| heads[*i].is_some())
         .min_by_key(|i| heads[*i].as_ref().map(|e| e.t))
     {
         let e = heads[i].take().expect("chosen because present");
+        if let crate::trace::schema::Kind::ConnOpen(o) = &e.kind {
+            use crate::trace::schema::Endpoint;
+            match e.ep {
+                Endpoint::Client => {
+                    sockets[0].insert((o.local.clone(), o.peer.clone()), e.conn);
+                }
+                Endpoint::Server => {
+                    sockets[1].insert((o.peer.clone(), o.local.clone()), e.conn);
+                }
+                _ => {}
+            }
+        }
         line.clear();
         h2probe_analysis::jsonl::write_event(&mut line, &e);
         w.write_all(&line).map_err(write_err)?;
@@ -144,9 +173,38 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     }
     writeln!(w, "{}", footer.to_line()).map_err(write_err)?;
     w.flush().map_err(write_err)?;
+    warnings.extend(unpaired(&sockets));
     let meta = merged_meta(opts, &metas, &header, events, &footer);
     super::write_json(&opts.out.join("meta.json"), &meta)?;
     Ok((events, warnings))
+}
+
+/// Warnings for client connections no server connection of the merge
+/// answers, when both sides are there: their bytes and messages have no
+/// other side to be checked against (a client of another server, a run
+/// merged with an unrelated one).
+fn unpaired(sockets: &[std::collections::BTreeMap<(String, String), u32>; 2]) -> Vec<String> {
+    let [client, server] = sockets;
+    if client.is_empty() || server.is_empty() {
+        return vec![];
+    }
+    let alone: Vec<String> = client
+        .iter()
+        .filter(|(k, _)| !server.contains_key(*k))
+        .map(|((local, peer), c)| format!("{c} ({local} -> {peer})"))
+        .collect();
+    if alone.is_empty() {
+        return vec![];
+    }
+    let shown: Vec<&str> = alone.iter().take(3).map(String::as_str).collect();
+    vec![format!(
+        "{} of {} client connections have no counterpart in the server's trace: {}{}; \
+         their messages are checked against nothing (a client of another server, or runs of different experiments)",
+        alone.len(),
+        client.len(),
+        shown.join(", "),
+        if alone.len() > shown.len() { ", …" } else { "" }
+    )]
 }
 
 /// The sources' meta.json, refusing what cannot be merged: the same
@@ -170,6 +228,30 @@ fn source_metas(dirs: &[PathBuf]) -> anyhow::Result<Vec<Option<Meta>>> {
         .zip(&metas)
         .filter_map(|(d, m)| Some((d, m.as_ref()?)))
         .collect();
+    for &(d, m) in &known {
+        anyhow::ensure!(
+            m.command != "run",
+            "{} is a `run`: it holds both endpoints already; merge joins runs of one endpoint each \
+             (`serve`, `client`, `relay`)",
+            d.display()
+        );
+    }
+    for (i, &(da, a)) in known.iter().enumerate() {
+        for &(db, b) in &known[i + 1..] {
+            // Runs that do not overlap in time are not one experiment.
+            let overlap =
+                a.started_unix_ns <= b.finished_unix_ns && b.started_unix_ns <= a.finished_unix_ns;
+            let recorded = [a, b].iter().all(|m| m.finished_unix_ns > 0);
+            anyhow::ensure!(
+                overlap || !recorded,
+                "{} and {} ran at different times ({} and {}): no connection of one can be the other's",
+                da.display(),
+                db.display(),
+                span_text(a),
+                span_text(b)
+            );
+        }
+    }
     for pair in known.windows(2) {
         let ((da, a), (db, b)) = (pair[0], pair[1]);
         let boots_differ = !a.host.boot_id.is_empty()
@@ -186,6 +268,15 @@ fn source_metas(dirs: &[PathBuf]) -> anyhow::Result<Vec<Option<Meta>>> {
         );
     }
     Ok(metas)
+}
+
+/// A run's wall-clock span, as `HH:MM:SS–HH:MM:SS` UTC.
+fn span_text(m: &Meta) -> String {
+    let at = |ns: u64| {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns);
+        humantime::format_rfc3339_seconds(t).to_string()
+    };
+    format!("{}–{}", at(m.started_unix_ns), at(m.finished_unix_ns))
 }
 
 fn describe_host(m: &Meta) -> String {
