@@ -39,6 +39,65 @@ fn a_full_disk_stops_the_run_promptly_and_still_prints_what_the_trace_holds() {
     assert!(meta.status.starts_with("error: "), "{}", meta.status);
 }
 
+/// A disk that fills after the trace (the products do not fit): the
+/// headline of what the trace holds is still printed, the run's status and
+/// exit say why, and no product is left half-written. It ended with one
+/// error line, timeline.csv cut mid-line and meta.json saying `complete`.
+/// Needs a tmpfs of its own (root with CAP_SYS_ADMIN); skipped, loudly,
+/// where mounting is not allowed.
+#[test]
+fn a_disk_that_fills_after_the_trace_still_prints_the_headline() {
+    let base = temp_dir("products-full");
+    let mnt = base.join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    // A 1 s run: ≈ 650 kB of trace, 150 kB windows.csv, 1.3 MB timeline.csv.
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1100k", "tmpfs"])
+        .arg(&mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED a_disk_that_fills_after_the_trace_still_prints_the_headline: cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let dir = mnt.join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--duration", "1s", "--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("status    error: the run's products could not be written"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("messages  scheduled 300"), "{stdout}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+    assert!(
+        meta.status
+            .starts_with("error: the run's products could not be written"),
+        "{}",
+        meta.status
+    );
+    let partial: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial") || n == "timeline.csv")
+        .collect();
+    assert!(partial.is_empty(), "{partial:?}");
+}
+
 /// `--trace-limit`: a 30 s run stops soon after its trace reaches 1 MiB,
 /// says so (status, stderr, exit 1), and its trace is whole: the stop's own
 /// events, the footer, nothing dropped, every check judged as usual.

@@ -565,12 +565,46 @@ fn finalize(
         }
         return Ok((summary, warnings, Some(err)));
     }
-    let (summary, mut w) = h2probe_analysis::report::write_products(dir)?;
-    warnings.append(&mut w);
-    if pcap != Pcaps::None {
-        crate::export::pcap::export_pcaps(dir, pcap == Pcaps::Gzip)?;
+    // The trace is whole; a product that cannot be written (a disk that
+    // filled after it) is the run's error, said beside the headline of what
+    // the trace holds, and in meta.json if it can still be written.
+    let products = h2probe_analysis::report::write_products(dir)
+        .map_err(anyhow::Error::from)
+        .and_then(|(summary, mut w)| {
+            warnings.append(&mut w);
+            if pcap != Pcaps::None {
+                crate::export::pcap::export_pcaps(dir, pcap == Pcaps::Gzip)?;
+            }
+            Ok(summary)
+        });
+    match products {
+        Ok(summary) => Ok((summary, warnings, None)),
+        Err(e) => {
+            let err = format!("the run's products could not be written: {e:#}");
+            let (mut summary, mut w) = analyze_dir(dir)?;
+            warnings.append(&mut w);
+            let meta = Meta {
+                status: Status::Failed(err.clone()).label(),
+                ..meta
+            };
+            summary.run_status = meta.status.clone();
+            // summary.json, if written, said `complete`.
+            for (file, result) in [
+                ("meta.json", write_json(&dir.join("meta.json"), &meta)),
+                (
+                    "summary.json",
+                    write_json(&dir.join("summary.json"), &summary),
+                ),
+            ] {
+                if let Err(e) = result {
+                    if file == "meta.json" || dir.join(file).exists() {
+                        warnings.push(format!("{e:#}"));
+                    }
+                }
+            }
+            Ok((summary, warnings, Some(err)))
+        }
     }
-    Ok((summary, warnings, None))
 }
 
 /// The command line for meta.json, credentials in `-H` values redacted

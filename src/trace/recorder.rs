@@ -643,7 +643,7 @@ impl TraceWriter {
                 let stop_at = stop_at.map(|at| (at, &limit_reached as &dyn Fn(u64)));
                 write_loop(out, header, &thread_shared, stop_at).map_err(|(cause, stats)| {
                     let _ = fail_tx.send(Some(format!(
-                        "writing {path_s}: {cause} after {} events (the file holds them up to its last complete line)",
+                        "writing {path_s}: {cause} after {} events were written (the file holds them, and up to its last complete line perhaps a few more)",
                         stats.written
                     )));
                     WriteError {
