@@ -101,22 +101,6 @@ fn recorded(error: &Option<String>) -> Option<i32> {
     Some(1)
 }
 
-/// The more serious of two exit codes: a failed check (3) above an
-/// interruption (130) above a non-OK RPC (4) above success.
-pub(crate) fn worst(a: i32, b: i32) -> i32 {
-    let rank = |c| match c {
-        3 => 3,
-        130 => 2,
-        4 => 1,
-        _ => 0,
-    };
-    if rank(b) > rank(a) {
-        b
-    } else {
-        a
-    }
-}
-
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> i32 {
     use clap::{CommandFactory, FromArgMatches};
@@ -247,7 +231,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 writeln!(out, "== {}", dir.display())?;
                 write!(out, "{}", h2probe_analysis::report::headline(&s))?;
                 print_warnings(&w);
-                code = worst(code, exit_code(&s, false));
+                code = h2probe_analysis::report::worst_exit(code, exit_code(&s, false));
                 runs.push(h2probe_analysis::compare::RunRef {
                     config: dir.display().to_string(),
                     dir: dir.clone(),

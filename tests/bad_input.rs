@@ -197,6 +197,20 @@ fn impossible_configurations_are_refused_with_exit_2_before_anything_starts() {
         (&["--method", "nope"], "--method"),
         (&["--duration", "200s"], "--deadline"),
         (&["--client-stream-window", "0"], "--client-stream-window"),
+        // Streams the client never opens (they were accepted, and did nothing).
+        (&["--drop-stream", "0"], "odd (client-initiated) stream id"),
+        (
+            &["--stall-stream", "99"],
+            "--stall-stream 99: the client opens streams 1 to 1",
+        ),
+        (
+            &["--streams", "4", "--drop-stream", "9"],
+            "--drop-stream 9: the client opens streams 1 to 7",
+        ),
+        (
+            &["--trace-limit", "64KiB"],
+            "--trace-limit must be at least 1MiB",
+        ),
     ];
     for (args, names) in cases {
         let dir = support::temp_dir("refused").join("run");

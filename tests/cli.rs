@@ -934,6 +934,50 @@ fn a_failed_analysis_leaves_the_products_as_they_were() {
     }
 }
 
+/// Two traces joined into one file: the analysis reads the first up to its
+/// footer and says the file goes on (the line), and the checks cannot be
+/// judged. The second was ignored without a word, every invariant holding.
+#[test]
+fn a_trace_that_goes_on_after_its_footer_says_so() {
+    let dir = support::temp_dir("joined");
+    support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines = text.lines().count();
+    std::fs::write(&trace, format!("{text}{text}")).unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let said = format!("the file goes on after its footer (line {})", lines + 1);
+    assert!(err.contains(&said), "{err}");
+    assert!(stdout.contains("goes on after its footer"), "{stdout}");
+    let s = support::read_summary(&dir);
+    assert_eq!(s.after_footer_line, Some(lines as u64 + 1));
+    for (name, c) in &s.checks {
+        if name != "no_dropped_events" {
+            assert_eq!(c.ok, None, "{name}: {}", c.detail);
+        }
+    }
+}
+
+/// A meta.json that cannot be read is said (the run's status and
+/// configuration come from it); `analyze` said nothing.
+#[test]
+fn analyze_says_when_meta_json_cannot_be_read() {
+    let dir = support::temp_dir("bad-meta");
+    support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
+    std::fs::write(dir.join("meta.json"), "{\"schema\": ").unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("meta.json: truncated"), "{err}");
+    assert!(
+        err.contains("the run's status and configuration are unknown"),
+        "{err}"
+    );
+}
+
 #[test]
 fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let dir = support::temp_dir("trunc");

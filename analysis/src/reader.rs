@@ -94,6 +94,10 @@ pub struct TraceReader<R> {
     drop_payloads: bool,
     /// A line without its payload ([`TraceReader::without_payloads`]).
     scratch: String,
+    /// The first line with content after the footer, if any: the footer
+    /// ends the reading, and what follows (a second trace joined on, a
+    /// damaged file) is not read.
+    pub after_footer: Option<u64>,
 }
 
 /// The trace file of a run directory: `trace.jsonl`, or `trace.jsonl.gz`.
@@ -202,6 +206,7 @@ impl<R: BufRead> TraceReader<R> {
             first_bad_payload_line: None,
             drop_payloads: false,
             scratch: String::new(),
+            after_footer: None,
         })
     }
 
@@ -324,6 +329,7 @@ impl<R: BufRead> TraceReader<R> {
                 }
                 Ok(Line::Footer(f)) => {
                     self.ending = Ending::Clean(f);
+                    self.after_footer = self.next_content_line();
                     return None;
                 }
                 Ok(Line::Header(_)) => continue,
@@ -337,6 +343,24 @@ impl<R: BufRead> TraceReader<R> {
                         cause,
                     }));
                 }
+            }
+        }
+    }
+}
+
+impl<R: BufRead> TraceReader<R> {
+    /// After the footer: the number of the next line with content, if any
+    /// (read line by line, so a second trace's bulk is not held).
+    fn next_content_line(&mut self) -> Option<u64> {
+        let mut line = self.line;
+        let mut raw = Vec::new();
+        loop {
+            raw.clear();
+            line += 1;
+            match self.input.read_until(b'\n', &mut raw) {
+                Ok(0) | Err(_) => return None,
+                Ok(_) if raw.iter().all(u8::is_ascii_whitespace) => continue,
+                Ok(_) => return Some(line),
             }
         }
     }
@@ -415,6 +439,22 @@ mod tests {
         let mut r = TraceReader::new(text.as_bytes()).unwrap();
         let evs: Vec<_> = r.by_ref().collect();
         (evs, r.ending().clone())
+    }
+
+    /// The footer ends the reading; content after it (a second trace
+    /// joined on) is said by its line, blank lines are not content.
+    #[test]
+    fn content_after_the_footer_is_found_by_its_line() {
+        let footer = r#"{"type":"footer","events":1,"dropped":{}}"#;
+        let one = format!("{HEADER}\n{EV}\n{footer}\n\n");
+        let mut r = TraceReader::new(one.as_bytes()).unwrap();
+        assert_eq!(r.by_ref().count(), 1);
+        assert_eq!(r.after_footer, None);
+        let joined = format!("{HEADER}\n{EV}\n{footer}\n\n{HEADER}\n{EV}\n{footer}\n");
+        let mut r = TraceReader::new(joined.as_bytes()).unwrap();
+        assert_eq!(r.by_ref().count(), 1);
+        assert!(matches!(r.ending(), Ending::Clean(_)));
+        assert_eq!(r.after_footer, Some(5));
     }
 
     #[test]

@@ -85,9 +85,19 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     }
     windows.commit()?;
     let mut summary = a.summary;
-    summary.run_status = crate::meta::Meta::read(dir)
-        .map(|m| m.status)
-        .unwrap_or_default();
+    let mut warnings = a.warnings;
+    summary.run_status = match crate::meta::Meta::read(dir) {
+        Ok(m) => m.status,
+        // A trace without one (written elsewhere) is analysed as it is;
+        // one that cannot be read is said.
+        Err(e) if dir.join("meta.json").exists() => {
+            warnings.push(format!(
+                "{e}: the run's status and configuration are unknown; the figures are the trace's"
+            ));
+            String::new()
+        }
+        Err(_) => String::new(),
+    };
     let path = dir.join("summary.json");
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
     json.push('\n');
@@ -99,7 +109,7 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
         ..Default::default()
     };
     write_html(dir, &summary, &ladder, None)?;
-    Ok((summary, a.warnings))
+    Ok((summary, warnings))
 }
 
 /// Writes the run's page (see [`crate::page`]) to `out`, or to
@@ -493,6 +503,11 @@ fn headline_lines(s: &Summary) -> String {
         let _ = writeln!(
             o,
             "trace     altered: {why}; figures are the lines present, checks cannot be judged"
+        );
+    } else if let Some(line) = s.after_footer_line {
+        let _ = writeln!(
+            o,
+            "trace     goes on after its footer (line {line}), unread: figures are those before it, checks cannot be judged"
         );
     } else if s.corrupt_lines > 0 {
         let _ = writeln!(
@@ -915,6 +930,22 @@ fn checks_lines(checks: &std::collections::BTreeMap<String, crate::analyze::Chec
         let _ = writeln!(o, "CHECK FAILED  {name}: {}{at}", c.detail);
     }
     o
+}
+
+/// The more serious of two exit codes: a failed check (3) above an
+/// interruption (130) above a non-OK RPC (4) above success.
+pub fn worst_exit(a: i32, b: i32) -> i32 {
+    let rank = |c| match c {
+        3 => 3,
+        130 => 2,
+        4 => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
 }
 
 /// The exit code a run or an analysis ends with (documented in `--help` and

@@ -108,10 +108,22 @@ fn parse_authority(s: &str) -> Result<String, String> {
 fn parse_host_port(s: &str) -> Result<String, String> {
     let a = parse_authority(s)?;
     let parsed: http::uri::Authority = a.parse().expect("parsed above");
-    if parsed.port_u16().is_none() {
-        return Err(format!(
-            "{s:?} has no port: give HOST:PORT, e.g. localhost:50051 or [::1]:50051"
-        ));
+    // After an IPv6 literal's `]`, or the whole text: what follows the last
+    // `:` is the port as written.
+    let tail = a.rsplit_once(']').map_or(a.as_str(), |(_, r)| r);
+    let written = tail
+        .rsplit_once(':')
+        .map(|(_, p)| p)
+        .filter(|p| !p.is_empty());
+    match (parsed.port_u16(), written) {
+        (Some(0), _) => return Err(format!("{s:?}: port 0 cannot be connected to")),
+        (Some(_), _) => {}
+        (None, Some(p)) => return Err(format!("{s:?}: {p} is not a port (1 to 65535)")),
+        (None, None) => {
+            return Err(format!(
+                "{s:?} has no port: give HOST:PORT, e.g. localhost:50051 or [::1]:50051"
+            ))
+        }
     }
     if parsed.host().is_empty() {
         return Err(format!("{s:?} has no host"));
@@ -303,6 +315,10 @@ mod tests {
             ("a b:1", "not a valid authority"),
             ("user@host:1", "userinfo"),
             (":50051", "no host"),
+            // It read "has no port".
+            ("127.0.0.1:99999", "99999 is not a port (1 to 65535)"),
+            ("[::1]:70000", "70000 is not a port"),
+            ("localhost:0", "port 0 cannot be connected to"),
         ] {
             let e = parse_host_port(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");

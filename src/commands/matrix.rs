@@ -577,7 +577,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         .iter()
         .map(|r| h2probe_analysis::report::exit_code(&r.summary, false))
         .chain(interrupted.then_some(130))
-        .fold(0, crate::cli::worst);
+        .fold(0, h2probe_analysis::report::worst_exit);
     Ok(Comparison {
         table,
         dir: out,

@@ -225,6 +225,20 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
             "--rpc exchange needs --framing grpc: outcomes are gRPC messages"
         );
     }
+    // The client opens streams 1, 3, …, 2 × --streams − 1 on each connection.
+    let last = 2 * opts.client.streams - 1;
+    for (flag, id) in [
+        ("--stall-stream", opts.server.stall_stream.map(|s| s.stream)),
+        ("--drop-stream", opts.server.drop_stream),
+    ] {
+        if let Some(id) = id {
+            crate::refuse_unless!(
+                id <= last,
+                "{flag} {id}: the client opens streams 1 to {last} (--streams {}); it would never apply",
+                opts.client.streams
+            );
+        }
+    }
     crate::refuse_unless!(
         opts.client.stall_timeout.0 > slowest_service(opts),
         "--stall-timeout {} must exceed --service-time {}: a worker that slow is not a stall",

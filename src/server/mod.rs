@@ -262,6 +262,12 @@ impl ServerOpts {
         framed_message: Option<u64>,
         streams_per_conn: Option<u32>,
     ) -> anyhow::Result<ServerConfig> {
+        if let Some(id) = self.drop_stream {
+            crate::refuse_unless!(
+                id % 2 == 1,
+                "--drop-stream {id}: ID must be an odd (client-initiated) stream id, e.g. 3"
+            );
+        }
         let stream_window = self
             .stream_window
             .to_u32("--stream-window")

@@ -902,6 +902,13 @@ pub fn analyze_trace_with(
     a.s.damaged_payloads = r.bad_payloads;
     a.s.unknown_events = r.unknown;
     a.s.event_lines = events + corrupt + r.unknown;
+    a.s.after_footer_line = r.after_footer;
+    if let Some(line) = r.after_footer {
+        warnings.push(format!(
+            "{}: the file goes on after its footer (line {line}): what follows was not read (two traces joined, or a damaged file); the figures are those before it, and the checks cannot be judged",
+            path.display()
+        ));
+    }
     if let Ending::Clean(f) = r.ending() {
         a.s.footer_events = Some(f.events);
         if let Some(why) = a.s.lines_altered() {

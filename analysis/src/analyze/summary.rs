@@ -315,6 +315,10 @@ pub struct Summary {
     /// Events that reached the analyzer after a later event (more than the
     /// reorder window late): analysed out of time order. Should be 0.
     pub out_of_order_events: u64,
+    /// The first line with content after the footer (not read: two traces
+    /// joined, a damaged file); null when the footer is the last line.
+    #[serde(default)]
+    pub after_footer_line: Option<u64>,
     /// Client waits classified as window-blocked, split: the connection
     /// window (shared by every stream) was exhausted during the wait, or only
     /// the stream's own window was. When both were, the wait counts as the
@@ -540,6 +544,11 @@ impl Summary {
     /// Why the file's lines are not those the writer wrote (its footer
     /// counts other than the lines present), if they are not.
     pub fn lines_altered(&self) -> Option<String> {
+        if self.after_footer_line.is_some() {
+            // The footer read is not the file's end: its count is not the
+            // file's to compare (see `events_in_doubt`).
+            return None;
+        }
         match self.footer_events {
             Some(f) if f != self.event_lines => Some(format!(
                 "the footer counts {f} events written, the file holds {} lines of events: lines were lost or added after the run (or skipped as corrupt by a merge)",
@@ -565,6 +574,11 @@ impl Summary {
                 } else {
                     "s were"
                 }
+            ));
+        }
+        if let Some(line) = self.after_footer_line {
+            why.push(format!(
+                "the file goes on after its footer (line {line}), unread"
             ));
         }
         if self.out_of_order_events > 0 {
