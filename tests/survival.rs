@@ -39,6 +39,67 @@ fn a_full_disk_stops_the_run_promptly_and_still_prints_what_the_trace_holds() {
     assert!(meta.status.starts_with("error: "), "{}", meta.status);
 }
 
+/// Ctrl-C while the run directory is finished (the analysis of a long
+/// trace takes a while): the first is answered at once, the second leaves
+/// the products to `analyze` and exits 130 with the trace and meta.json
+/// whole. Both were ignored without a word until the end.
+#[test]
+fn ctrl_c_while_finishing_is_answered_and_a_second_skips_the_products() {
+    let dir = temp_dir("finishing");
+    // ≈ 8 MB of trace: seconds of analysis in a debug build.
+    let child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "run",
+            "--duration",
+            "2s",
+            "--rate",
+            "2000",
+            "--service-time",
+            "0s",
+        ])
+        .args(["--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !dir.join("meta.json").exists() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no meta.json");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = child.id() as i32;
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(200));
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("finishing: the trace and meta.json are whole; again to skip"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("finishing skipped: "), "{stderr}");
+    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+    assert_eq!(meta.status, "complete");
+    assert!(!dir.join("summary.json").exists());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // What it left is analysed as any run.
+    let out = support::analyze(&dir);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.join("summary.json").exists() && dir.join("report.html").exists());
+}
+
 /// A disk that fills after the trace (the products do not fit): the
 /// headline of what the trace holds is still printed, the run's status and
 /// exit say why, and no product is left half-written. It ended with one

@@ -445,7 +445,7 @@ impl Session {
             progress,
             started_unix,
             quiet,
-            interrupts,
+            mut interrupts,
             ..
         } = self;
         // A run the writer stopped (`--trace-limit`, a full disk) ends in
@@ -469,7 +469,9 @@ impl Session {
             quiet || writer.is_none(),
         );
         let d = dir.clone();
-        let job = tokio::task::spawn_blocking(move || {
+        let meta_written = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let written = meta_written.clone();
+        let mut job = tokio::task::spawn_blocking(move || {
             finalize(
                 &d,
                 writer,
@@ -479,9 +481,32 @@ impl Session {
                 status,
                 listen,
                 pcap,
+                &written,
             )
         });
-        let (summary, warnings, error) = job.await??;
+        // Ctrl-C while the run directory is finished (a long trace takes a
+        // while to analyse): said what it does at once; a second one, once
+        // the trace and meta.json are whole, leaves the rest to `analyze`.
+        let mut told = false;
+        let (summary, warnings, error) = loop {
+            tokio::select! {
+                r = &mut job => break r??,
+                _ = interrupts.next() => {
+                    if !meta_written.load(std::sync::atomic::Ordering::Acquire) {
+                        crate::say!("finishing: the trace is being closed (it must be whole); a moment");
+                    } else if !told {
+                        told = true;
+                        crate::say!(
+                            "finishing: the trace and meta.json are whole; again to skip the analysis, plots, report and pcaps (`h2probe analyze {}` writes them later)",
+                            dir.display()
+                        );
+                    } else {
+                        drop(reading);
+                        skip_products(&dir);
+                    }
+                }
+            }
+        };
         if error.is_none() {
             reading.done();
         }
@@ -493,6 +518,27 @@ impl Session {
             error,
         })
     }
+}
+
+/// Leaves at a second Ctrl-C while the products are written (see
+/// [`Session::finish`]): the trace and meta.json are whole; a product
+/// being written is left out (its `.partial` file removed), and the exit
+/// code is an interrupt's.
+fn skip_products(dir: &Path) -> ! {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".partial") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    crate::say!(
+        "finishing skipped: {} holds the trace and meta.json; `h2probe analyze {}` writes the rest",
+        dir.display(),
+        dir.display()
+    );
+    std::process::exit(130)
 }
 
 /// Finishes the trace, writes meta.json, analyses, writes summary.json and
@@ -511,6 +557,7 @@ fn finalize(
     status: Status,
     listen: Option<String>,
     pcap: Pcaps,
+    meta_written: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(Summary, Vec<String>, Option<String>)> {
     let clock = writer.as_ref().map(TraceWriter::anchor);
     let (stats, status, error) = match writer.map(TraceWriter::finish) {
@@ -541,11 +588,12 @@ fn finalize(
         ..Meta::default()
     };
     let mut warnings = vec![];
-    if let Err(e) = write_json(&dir.join("meta.json"), &meta) {
-        match &error {
+    match write_json(&dir.join("meta.json"), &meta) {
+        Ok(()) => meta_written.store(true, std::sync::atomic::Ordering::Release),
+        Err(e) => match &error {
             Some(_) => warnings.push(format!("{e:#}")),
             None => return Err(e),
-        }
+        },
     }
     if !traced {
         let summary = Summary {
