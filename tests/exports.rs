@@ -202,3 +202,31 @@ fn a_pcap_export_says_which_frames_it_could_not_write() {
     );
     assert!(!err.contains("server.pcap:"), "{err}");
 }
+
+/// An export of a trace cut short says so (it wrote what there was
+/// without a word).
+#[test]
+fn an_export_of_a_cut_trace_says_where_it_ends() {
+    let dir = support::temp_dir("export-cut");
+    let mut o = support::short_run_opts(&dir, "frame", "unbounded", "300ms");
+    o.output.no_pcap = true;
+    support::run(o);
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    // Mid-line, halfway through the file.
+    let half = text.len() / 2;
+    let cut = half + text[half..].find('\n').unwrap() - 5;
+    std::fs::write(&trace, &text[..cut]).unwrap();
+    let line = text[..cut].lines().count();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["export", "--format", "csv"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("the trace ends truncated at line {line}")),
+        "{err}"
+    );
+}

@@ -23,6 +23,26 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
                     if let Some(w) = r.bad_payload_warning() {
                         crate::say!("warning: {}: {w} (zeros in a pcap)", trace.display());
                     }
+                    use h2probe_analysis::reader::Ending;
+                    let cut = match r.ending() {
+                        Ending::Truncated { line } => Some(format!("truncated at line {line}")),
+                        Ending::NoFooter => {
+                            Some("without its footer (the writer did not finish)".into())
+                        }
+                        Ending::Clean(_) | Ending::Open => None,
+                    };
+                    if let Some(cut) = cut {
+                        crate::say!(
+                            "warning: {}: the trace ends {cut}: the export holds its events up to the last complete line",
+                            trace.display()
+                        );
+                    }
+                    if let Some(line) = r.after_footer {
+                        crate::say!(
+                            "warning: {}: the file goes on after its footer (line {line}); the export holds the events before it",
+                            trace.display()
+                        );
+                    }
                 }
                 return None;
             }
