@@ -157,18 +157,25 @@ fn tshark_finds_nothing_wrong_in_a_default_runs_pcap() {
     }
 }
 
+/// A short run without pcaps (for a test to alter its trace): its
+/// directory, its trace's path and the trace's text.
+fn short_trace(name: &str) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    let dir = support::temp_dir(name);
+    let mut o = support::short_run_opts(&dir, "frame", "unbounded", "300ms");
+    o.output.no_pcap = true;
+    support::run(o);
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    (dir, trace, text)
+}
+
 /// A frame whose connection's `conn_open` comes later in the file (a trace
 /// out of order beyond the reader's window, or edited) cannot become a
 /// packet: the pcap export says how many it left out, per pcap. It wrote
 /// the rest and said nothing (766 packets of 1,065, exit 0).
 #[test]
 fn a_pcap_export_says_which_frames_it_could_not_write() {
-    let dir = support::temp_dir("pcap-late-open");
-    let mut o = support::short_run_opts(&dir, "frame", "unbounded", "300ms");
-    o.output.no_pcap = true;
-    support::run(o);
-    let trace = dir.join("trace.jsonl");
-    let text = std::fs::read_to_string(&trace).unwrap();
+    let (dir, trace, text) = short_trace("pcap-late-open");
     let mut lines: Vec<&str> = text.lines().collect();
     let at = lines
         .iter()
@@ -207,12 +214,7 @@ fn a_pcap_export_says_which_frames_it_could_not_write() {
 /// without a word).
 #[test]
 fn an_export_of_a_cut_trace_says_where_it_ends() {
-    let dir = support::temp_dir("export-cut");
-    let mut o = support::short_run_opts(&dir, "frame", "unbounded", "300ms");
-    o.output.no_pcap = true;
-    support::run(o);
-    let trace = dir.join("trace.jsonl");
-    let text = std::fs::read_to_string(&trace).unwrap();
+    let (dir, trace, text) = short_trace("export-cut");
     // Mid-line, halfway through the file.
     let half = text.len() / 2;
     let cut = half + text[half..].find('\n').unwrap() - 5;

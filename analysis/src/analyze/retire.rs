@@ -645,6 +645,52 @@ mod tests {
         assert!(out.starved_truncated);
     }
 
+    use crate::schema::{Endpoint, Event, Kind};
+
+    fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
+        Event {
+            t,
+            ep,
+            conn,
+            stream,
+            kind,
+        }
+    }
+
+    fn end(status: u32) -> Kind {
+        Kind::RpcEnd(crate::schema::RpcEndEv {
+            status,
+            message: String::new(),
+        })
+    }
+
+    /// An analyzer that has seen client connection 1 and server connection
+    /// 2 open on one socket (the taps pair them).
+    fn paired() -> super::super::Analyzer {
+        let open = |local: &str, peer: &str| {
+            Kind::ConnOpen(crate::schema::ConnOpenEv {
+                local: local.into(),
+                peer: peer.into(),
+            })
+        };
+        let mut a = super::super::Analyzer::new(0);
+        a.feed(&ev(
+            1,
+            Endpoint::Client,
+            1,
+            0,
+            open("127.0.0.1:5000", "127.0.0.1:80"),
+        ));
+        a.feed(&ev(
+            2,
+            Endpoint::Server,
+            2,
+            0,
+            open("127.0.0.1:80", "127.0.0.1:5000"),
+        ));
+        a
+    }
+
     /// A long paired trace: 3,000 RPCs 10 ms apart, each on its own
     /// stream of one connection seen by both taps. The per-stream maps hold
     /// the RPCs of about the last second, not all of them, and a byte
@@ -653,13 +699,6 @@ mod tests {
     #[test]
     fn retired_streams_are_judged_and_forgotten() {
         use crate::schema::*;
-        let ev = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
-            t,
-            ep,
-            conn,
-            stream,
-            kind,
-        };
         let data = |dir: Dir, len: u32| {
             Kind::Frame(FrameEv {
                 dir,
@@ -669,21 +708,7 @@ mod tests {
             })
         };
         let (c, s) = (Endpoint::Client, Endpoint::Server);
-        let mut a = super::super::Analyzer::new(0);
-        let open = |local: &str, peer: &str| {
-            Kind::ConnOpen(ConnOpenEv {
-                local: local.into(),
-                peer: peer.into(),
-            })
-        };
-        a.feed(&ev(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
-        a.feed(&ev(2, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
-        let end = |status| {
-            Kind::RpcEnd(RpcEndEv {
-                status,
-                message: String::new(),
-            })
-        };
+        let mut a = paired();
         let mut most = 0;
         let n = 3_000u32;
         for i in 0..n {
@@ -730,29 +755,8 @@ mod tests {
     fn windows_agree_leaves_out_a_connection_whose_client_rpc_failed() {
         use crate::schema::*;
         let judge = |client_status: u32| {
-            let ev = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
-                t,
-                ep,
-                conn,
-                stream,
-                kind,
-            };
             let (c, s) = (Endpoint::Client, Endpoint::Server);
-            let mut a = super::super::Analyzer::new(0);
-            let open = |local: &str, peer: &str| {
-                Kind::ConnOpen(ConnOpenEv {
-                    local: local.into(),
-                    peer: peer.into(),
-                })
-            };
-            let end = |status| {
-                Kind::RpcEnd(RpcEndEv {
-                    status,
-                    message: String::new(),
-                })
-            };
-            a.feed(&ev(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
-            a.feed(&ev(2, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+            let mut a = paired();
             let answer = Kind::Frame(FrameEv {
                 dir: Dir::Out,
                 frame: FrameType::DATA,
