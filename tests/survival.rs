@@ -100,63 +100,73 @@ fn ctrl_c_while_finishing_is_answered_and_a_second_skips_the_products() {
     assert!(dir.join("summary.json").exists() && dir.join("report.html").exists());
 }
 
-/// A disk that fills after the trace (the products do not fit): the
-/// headline of what the trace holds is still printed, the run's status and
-/// exit say why, and no product is left half-written. It ended with one
-/// error line, timeline.csv cut mid-line and meta.json saying `complete`.
-/// Needs a tmpfs of its own (root with CAP_SYS_ADMIN); skipped, loudly,
-/// where mounting is not allowed.
+/// A disk that fills after the trace (the products, then the pcaps, do
+/// not fit): the headline of what the trace holds is still printed, its
+/// status line and the exit say why, and no product is left half-written.
+/// It ended with one error line and timeline.csv (or the pcaps, cut
+/// mid-packet) left behind. Needs a tmpfs of its own (root with
+/// CAP_SYS_ADMIN); skipped, loudly, where mounting is not allowed.
 #[test]
 fn a_disk_that_fills_after_the_trace_still_prints_the_headline() {
-    let base = temp_dir("products-full");
-    let mnt = base.join("small");
-    std::fs::create_dir_all(&mnt).unwrap();
-    // A 1 s run: ≈ 650 kB of trace, 150 kB windows.csv, 1.3 MB timeline.csv.
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1100k", "tmpfs"])
-        .arg(&mnt)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("SKIPPED a_disk_that_fills_after_the_trace_still_prints_the_headline: cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)");
-        return;
-    }
     struct Unmount(std::path::PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {
             let _ = Command::new("umount").arg(&self.0).status();
         }
     }
-    let _unmount = Unmount(mnt.clone());
-    let dir = mnt.join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["run", "--duration", "1s", "--quiet", "--no-pcap", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(
-        stdout.contains("status    error: the run's products could not be written"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("messages  scheduled 300"), "{stdout}");
-    assert!(stderr.contains("No space left on device"), "{stderr}");
-    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
-    assert!(
-        meta.status
-            .starts_with("error: the run's products could not be written"),
-        "{}",
-        meta.status
-    );
-    let partial: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".partial") || n == "timeline.csv")
-        .collect();
-    assert!(partial.is_empty(), "{partial:?}");
+    // A 1 s run: ≈ 650 kB of trace, 150 kB windows.csv, 1.3 MB
+    // timeline.csv, ≈ 0.6 MB of plots and report, 5 MB per pcap.
+    for (case, size, pcap, failing) in [
+        ("products", "1100k", false, "timeline.csv"),
+        ("pcaps", "3500k", true, "pcap"),
+    ] {
+        let mnt = temp_dir(&format!("full-{case}")).join("small");
+        std::fs::create_dir_all(&mnt).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&mnt)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("SKIPPED a_disk_that_fills_after_the_trace_still_prints_the_headline: cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)");
+            return;
+        }
+        let _unmount = Unmount(mnt.clone());
+        let dir = mnt.join("run");
+        let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["run", "--duration", "1s", "--quiet"])
+            .args(if pcap { &[][..] } else { &["--no-pcap"][..] })
+            .arg("--out")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{case}: {stdout}{stderr}");
+        assert!(
+            stdout.contains("status    error: the run's products could not be written"),
+            "{case}: {stdout}"
+        );
+        assert!(
+            stdout.contains("messages  scheduled 300"),
+            "{case}: {stdout}"
+        );
+        assert!(
+            stderr.contains(failing) && stderr.contains("No space left on device"),
+            "{case}: {stderr}"
+        );
+        // The run was complete: `analyze` writes the products later (its
+        // status stayed an error once they were there).
+        let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+        assert_eq!(meta.status, "complete", "{case}");
+        let left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".partial") || n.ends_with(failing))
+            .collect();
+        assert!(left.is_empty(), "{case}: {left:?}");
+    }
 }
 
 /// `--trace-limit`: a 30 s run stops soon after its trace reaches 1 MiB,
@@ -168,7 +178,14 @@ fn a_trace_limit_stops_the_run_with_a_whole_trace() {
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
         .args(["run", "--duration", "30s", "--quiet", "--no-pcap"])
-        .args(["--trace-limit", "1MiB", "--out"])
+        // Every upload byte captured: past the limit, frames lose theirs.
+        .args([
+            "--capture-payload",
+            "full",
+            "--trace-limit",
+            "1MiB",
+            "--out",
+        ])
         .arg(&dir)
         .output()
         .unwrap();
@@ -190,6 +207,11 @@ fn a_trace_limit_stops_the_run_with_a_whole_trace() {
         meta.status
     );
     assert_eq!(meta.dropped_events, 0);
+    assert!(
+        meta.recorder.payload_dropped_frames > 0,
+        "{:?}",
+        meta.recorder
+    );
     let size = std::fs::metadata(dir.join("trace.jsonl")).unwrap().len();
     assert!((1 << 20..2 << 20).contains(&size), "{size} bytes");
     let s = support::read_summary(&dir);

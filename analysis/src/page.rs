@@ -631,7 +631,7 @@ fn config_section(meta: &Result<Meta, String>) -> String {
     );
     if m.recorder.payload_dropped_frames > 0 {
         recorder += &format!(
-            "; {} frames kept without their payload ({} B: --trace-payload-buffer)",
+            "; {} frames kept without their payload ({} B: --trace-payload-buffer, or past --trace-limit)",
             m.recorder.payload_dropped_frames, m.recorder.payload_dropped_bytes
         );
     }

@@ -522,7 +522,7 @@ fn headline_lines(s: &Summary) -> String {
     if s.payload_dropped_frames > 0 {
         let _ = writeln!(
             o,
-            "trace     {} frames without payload ({} B, --trace-payload-buffer)",
+            "trace     {} frames without payload ({} B, --trace-payload-buffer or --trace-limit)",
             s.payload_dropped_frames, s.payload_dropped_bytes
         );
     }

@@ -75,9 +75,11 @@ pub struct OutputOpts {
 
     /// Stop the run once trace.jsonl holds SIZE (e.g. 2GiB), as dumpcap's
     /// autostop does: a server traced for hours, or a peer that floods,
-    /// cannot fill the disk. The trace ends a little beyond SIZE, with the
-    /// events of the stop and its footer, and is analysed as usual; the
-    /// run's status says the limit stopped it (exit 1). Default: no limit.
+    /// cannot fill the disk. Open RPCs end at once (no drain); past SIZE
+    /// frames are written without captured payload (counted), so the trace
+    /// ends a little beyond it, whole: the events of the stop, its footer,
+    /// nothing dropped. The run's status says the limit stopped it (exit
+    /// 1). Default: no limit.
     #[arg(long, value_name = "SIZE", conflicts_with = "no_trace")]
     pub trace_limit: Option<crate::config::Size>,
 
@@ -497,7 +499,8 @@ impl Session {
                     } else if !told {
                         told = true;
                         crate::say!(
-                            "finishing: the trace and meta.json are whole; again to skip the analysis, plots, report and pcaps (`h2probe analyze {}` writes them later)",
+                            "finishing: the trace and meta.json are whole; again to skip the analysis, plots, report and pcaps \
+                             (`h2probe analyze {}` writes them later, `h2probe export --format pcap` the pcaps)",
                             dir.display()
                         );
                     } else {
@@ -534,7 +537,9 @@ fn skip_products(dir: &Path) -> ! {
         }
     }
     crate::say!(
-        "finishing skipped: {} holds the trace and meta.json; `h2probe analyze {}` writes the rest",
+        "finishing skipped: {} holds the trace and meta.json; `h2probe analyze {}` writes the analysis, plots and report, \
+         `h2probe export --format pcap {}` the pcaps",
+        dir.display(),
         dir.display(),
         dir.display()
     );
@@ -614,8 +619,8 @@ fn finalize(
         return Ok((summary, warnings, Some(err)));
     }
     // The trace is whole; a product that cannot be written (a disk that
-    // filled after it) is the run's error, said beside the headline of what
-    // the trace holds, and in meta.json if it can still be written.
+    // filled after it) is the command's error, said beside the headline of
+    // what the trace holds.
     let products = h2probe_analysis::report::write_products(dir)
         .map_err(anyhow::Error::from)
         .and_then(|(summary, mut w)| {
@@ -628,28 +633,13 @@ fn finalize(
     match products {
         Ok(summary) => Ok((summary, warnings, None)),
         Err(e) => {
+            // The run itself is as meta.json says (its status is not this
+            // error: `analyze` writes the products later, and the run is
+            // then as whole as any); the headline printed now says it.
             let err = format!("the run's products could not be written: {e:#}");
             let (mut summary, mut w) = analyze_dir(dir)?;
             warnings.append(&mut w);
-            let meta = Meta {
-                status: Status::Failed(err.clone()).label(),
-                ..meta
-            };
-            summary.run_status = meta.status.clone();
-            // summary.json, if written, said `complete`.
-            for (file, result) in [
-                ("meta.json", write_json(&dir.join("meta.json"), &meta)),
-                (
-                    "summary.json",
-                    write_json(&dir.join("summary.json"), &summary),
-                ),
-            ] {
-                if let Err(e) = result {
-                    if file == "meta.json" || dir.join(file).exists() {
-                        warnings.push(format!("{e:#}"));
-                    }
-                }
-            }
+            summary.run_status = Status::Failed(err.clone()).label();
             Ok((summary, warnings, Some(err)))
         }
     }

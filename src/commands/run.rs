@@ -354,6 +354,10 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             session.interrupts.announce("stopping the client and the server, then finishing the trace (again to abandon open RPCs)");
             let _ = interrupt_tx.send(true);
             let _ = shutdown_tx.send(true);
+            if session.interrupts.failure().is_some() {
+                // The trace's limit or a full disk: no drain.
+                let _ = abandon_tx.send(true);
+            }
             tokio::select! {
                 r = &mut client_run => r,
                 _ = session.interrupts.next() => {

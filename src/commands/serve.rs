@@ -102,6 +102,12 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         ));
     }
     let _ = shutdown_tx.send(true);
+    if session.interrupts.failure().is_some() {
+        // The trace's limit or a full disk: no drain (a flooding peer would
+        // go on filling the trace for --drain-timeout); what is open ends
+        // now, its ends recorded.
+        let _ = abandon_tx.send(true);
+    }
     let served = super::finish_or_abandon(server_task, &mut session.interrupts, &abandon_tx).await;
     served?;
     let config = RunConfig {

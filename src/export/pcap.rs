@@ -209,7 +209,12 @@ impl<W: std::io::Write> TapPcap<W> {
         let ts =
             std::time::Duration::new((wall / 1_000_000_000) as u64, (wall % 1_000_000_000) as u32);
         self.w
-            .write_packet(&PcapPacket::new(ts, data.len() as u32, data))?;
+            .write_packet(&PcapPacket::new(ts, data.len() as u32, data))
+            .map_err(|e| match e {
+                // pcap-file calls every I/O error "Error reading bytes".
+                pcap_file::PcapError::IoError(io) => anyhow::Error::new(io),
+                other => anyhow::Error::new(other),
+            })?;
         self.packets += 1;
         Ok(())
     }
@@ -398,8 +403,31 @@ pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
         ts_resolution: TsResolution::NanoSecond,
         endianness: Endianness::native(),
     };
+    // Each pcap is written as `.NAME.partial` and renamed once whole: a
+    // failed export (a full disk) leaves no pcap cut mid-packet, and a tap
+    // that recorded nothing leaves no empty file.
+    let partial = |tap: &str| dir.join(format!(".{}.partial", pcap_name(tap, gzip)));
+    let taps = ["server", "client", "client_leg", "server_leg"];
+    let result = write_pcaps(dir, gzip, header, to_wall, events, &partial);
+    if result.is_err() {
+        for tap in taps {
+            let _ = std::fs::remove_file(partial(tap));
+        }
+    }
+    result
+}
+
+/// [`export_pcaps`]'s work, into the partial files `partial` names.
+fn write_pcaps(
+    dir: &Path,
+    gzip: bool,
+    header: PcapHeader,
+    to_wall: i128,
+    events: impl Iterator<Item = Event>,
+    partial: &dyn Fn(&str) -> std::path::PathBuf,
+) -> anyhow::Result<PcapCounts> {
     let open = |tap: &str| -> anyhow::Result<TapPcap<PcapOut>> {
-        let path = dir.join(pcap_name(tap, gzip));
+        let path = partial(tap);
         let f =
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         // A pcap as large as the upload must not pile up dirty in the
@@ -464,8 +492,12 @@ pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
         p.w.into_writer()
             .finish()
             .with_context(|| format!("writing {name}"))?;
+        let tmp = partial(tap);
         if n == 0 {
+            let _ = std::fs::remove_file(tmp);
             let _ = std::fs::remove_file(dir.join(name));
+        } else {
+            std::fs::rename(&tmp, dir.join(&name)).with_context(|| format!("writing {name}"))?;
         }
     }
     Ok(counts)

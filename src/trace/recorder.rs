@@ -844,6 +844,10 @@ fn write_loop(
     mut stop_at: Option<(u64, &dyn Fn(u64))>,
 ) -> Result<RecorderStats, (std::io::Error, RecorderStats)> {
     let mut sink = Sink { shared, out };
+    // Past `stop_at`, frames are written without their payload (counted as
+    // shed, as when the payload budget is full): the events of the stop and
+    // those the recorder still holds stay whole and cost little more.
+    let mut past_limit = false;
     // Flushed at least this often while events arrive, so a full disk is
     // noticed (and a killed run loses little) even at low event rates.
     let flush_every = std::time::Duration::from_millis(200);
@@ -900,7 +904,18 @@ fn write_loop(
             for (n, &(_, b, i)) in order.iter().enumerate() {
                 encoded = n + 1;
                 let e = &mut swept.blocks[b as usize][i as usize];
+                if past_limit {
+                    shed_payload(e, shared);
+                }
                 sink.push(e)?;
+                if let Some((at, limit_reached)) = stop_at {
+                    let size = sink.out.encoded();
+                    if size >= at {
+                        limit_reached(size);
+                        stop_at = None;
+                        past_limit = true;
+                    }
+                }
                 // Its payload is in the batch now (as base64): the bytes go
                 // at once, and their room in the budget with them. (Given
                 // back for the whole sweep before it was written, the
@@ -918,13 +933,6 @@ fn write_loop(
             // What reached the file counts as written; a failed write
             // stops the run now, not at the next flush.
             sink.reap(false)?;
-            if let Some((at, limit_reached)) = stop_at {
-                let size = sink.out.encoded();
-                if size >= at {
-                    limit_reached(size);
-                    stop_at = None;
-                }
-            }
             nap = if order.is_empty() {
                 (nap * 2).min(IDLE_NAP)
             } else {
@@ -985,6 +993,24 @@ fn write_loop(
         stats.file_io = sink.out.file_io();
         (e, stats)
     })
+}
+
+/// Writes a frame without its captured payload, counted as shed (the
+/// trace says `payload_dropped`, meta.json and the analysis count it).
+fn shed_payload(e: &mut Event, shared: &Shared) {
+    if let Kind::Frame(f) = &mut e.kind {
+        if let Some(p) = f.payload.take() {
+            let len = p.0.len() as u64;
+            shared.payload_in_flight.fetch_sub(len, Ordering::Relaxed);
+            shared
+                .payload_dropped_frames
+                .fetch_add(1, Ordering::Relaxed);
+            shared
+                .payload_dropped_bytes
+                .fetch_add(len, Ordering::Relaxed);
+            f.payload_dropped = true;
+        }
+    }
 }
 
 /// Says so when the writer thread dies of a panic (a bug), as a write

@@ -945,7 +945,7 @@ pub fn analyze_trace_with(
     }
     if a.s.payload_dropped_frames > 0 {
         warnings.push(format!(
-            "{}: {} frames ({} payload bytes) were recorded without their payload: --trace-payload-buffer was full (the writer behind) or smaller than the frame; raise it to keep them. Every frame, count and window is here; exports write zeros for those bytes",
+            "{}: {} frames ({} payload bytes) were recorded without their payload: --trace-payload-buffer was full (the writer behind) or smaller than the frame (raise it to keep them), or the trace had reached --trace-limit. Every frame, count and window is here; exports write zeros for those bytes",
             path.display(),
             a.s.payload_dropped_frames,
             a.s.payload_dropped_bytes

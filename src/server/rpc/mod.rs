@@ -418,7 +418,15 @@ pub(super) async fn handle(
                     false
                 }
             };
-            if let Some(why) = reset {
+            if !drained && *ctx.abandon.borrow() {
+                // First: a reset seen after the drain was cut short is the
+                // server's own closing of the connection, not the client's.
+                rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
+                Outcome::Status(
+                    status::UNAVAILABLE,
+                    "server shutting down: its drain was cut short (a second interrupt)".into(),
+                )
+            } else if let Some(why) = reset {
                 rpc.discard(&rpc.queue.take_all(), DiscardReason::Cancelled);
                 Outcome::Gone(why)
             } else if drained {
@@ -426,12 +434,6 @@ pub(super) async fn handle(
                     Ended::Status(code, msg) => Outcome::Status(code, msg),
                     _ => Outcome::Ok,
                 }
-            } else if *ctx.abandon.borrow() {
-                rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
-                Outcome::Status(
-                    status::UNAVAILABLE,
-                    "server shutting down: its drain was cut short (a second interrupt)".into(),
-                )
             } else if *ctx.shutdown.borrow() && !ctx.cfg.shutdown_drain {
                 rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
                 Outcome::Status(status::UNAVAILABLE, "server shutting down".into())
