@@ -265,4 +265,24 @@ fn compare_marks_an_incomplete_run_and_exits_by_its_runs() {
     assert_eq!(unfolded.matches("incomplete:").count(), 1, "{table}");
     let md = std::fs::read_to_string(dir.join("cmp/comparison.md")).unwrap();
     assert!(md.contains("(incomplete: 1 of 1) |"), "{md}");
+    // One run given twice, or with a copy, is not two repeats (it showed
+    // "runs 3" for one run given three times).
+    let copy = dir.join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    for f in ["trace.jsonl", "meta.json"] {
+        std::fs::copy(whole.join(f), copy.join(f)).unwrap();
+    }
+    for again in [whole.join("."), copy] {
+        let out = h2probe()
+            .arg("compare")
+            .arg(&whole)
+            .arg(&again)
+            .args(["--quiet", "--out"])
+            .arg(dir.join("cmp-twice"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("are one run"), "{err}");
+    }
 }

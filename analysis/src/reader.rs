@@ -27,6 +27,10 @@ impl<R: Read> Read for Counted<R> {
 pub enum ReadError {
     #[error("line {line}: {}", within_line(cause))]
     Corrupt { line: u64, cause: serde_json::Error },
+    /// A line that parses but cannot describe a real event (a frame longer
+    /// than HTTP/2 allows): skipped like a corrupt one.
+    #[error("line {line}: {what}")]
+    Impossible { line: u64, what: String },
     /// A line that is not UTF-8: skipped like a corrupt one.
     #[error("line {line}: not UTF-8 text")]
     NotText { line: u64 },
@@ -45,7 +49,10 @@ impl ReadError {
     /// not an error of the input itself, which ends the reading there (a
     /// cut, said by [`Ending::Truncated`]).
     pub fn is_one_line(&self) -> bool {
-        matches!(self, ReadError::Corrupt { .. } | ReadError::NotText { .. })
+        matches!(
+            self,
+            ReadError::Corrupt { .. } | ReadError::NotText { .. } | ReadError::Impossible { .. }
+        )
     }
 }
 
@@ -98,6 +105,20 @@ pub struct TraceReader<R> {
     /// ends the reading, and what follows (a second trace joined on, a
     /// damaged file) is not read.
     pub after_footer: Option<u64>,
+}
+
+/// Why an event that parses cannot be real, if so: a frame longer than
+/// the 24-bit length field (RFC 9113 §4.1) holds. An edited `len` of
+/// 99,999,999 failed the checks and made the pcap 105 MB of zeros.
+fn impossible(e: &Event) -> Option<String> {
+    const MAX_FRAME: u32 = (1 << 24) - 1;
+    match &e.kind {
+        crate::schema::Kind::Frame(f) if f.len > MAX_FRAME => Some(format!(
+            "a {} frame of {} bytes: an HTTP/2 frame holds at most {MAX_FRAME} (RFC 9113 §4.1)",
+            f.frame, f.len
+        )),
+        _ => None,
+    }
 }
 
 /// The trace file of a run directory: `trace.jsonl`, or `trace.jsonl.gz`.
@@ -286,6 +307,12 @@ impl<R: BufRead> TraceReader<R> {
             // the JSON parser and decoded.
             if self.drop_payloads {
                 if let Some((e, sound)) = frame_without_payload(text, &mut self.scratch) {
+                    if let Some(what) = impossible(&e) {
+                        return Some(Err(ReadError::Impossible {
+                            line: self.line,
+                            what,
+                        }));
+                    }
                     if !sound {
                         self.bad_payload();
                     }
@@ -308,6 +335,12 @@ impl<R: BufRead> TraceReader<R> {
             };
             match parsed {
                 Ok(Line::Event(mut e)) => {
+                    if let Some(what) = impossible(&e) {
+                        return Some(Err(ReadError::Impossible {
+                            line: self.line,
+                            what,
+                        }));
+                    }
                     if matches!(e.kind, crate::schema::Kind::Unknown) {
                         self.unknown += 1;
                         self.first_unknown_line.get_or_insert(self.line);
@@ -455,6 +488,30 @@ mod tests {
         assert_eq!(r.by_ref().count(), 1);
         assert!(matches!(r.ending(), Ending::Clean(_)));
         assert_eq!(r.after_footer, Some(5));
+    }
+
+    /// A frame longer than HTTP/2's 24-bit length is a damaged line: skipped
+    /// and counted, with and without payloads, the reading going on.
+    #[test]
+    fn a_frame_longer_than_http2_allows_is_a_damaged_line() {
+        let huge = r#"{"t":6,"ep":"server","conn":1,"stream":1,"type":"frame","dir":"in","offset":9,"frame":"DATA","flags":0,"len":99999999}"#;
+        let text = format!("{HEADER}\n{EV}\n{huge}\n{EV}\n");
+        for drop_payloads in [false, true] {
+            let mut r = TraceReader::new(text.as_bytes()).unwrap();
+            if drop_payloads {
+                r = r.without_payloads();
+            }
+            let got: Vec<_> = r.by_ref().collect();
+            assert_eq!(got.len(), 3);
+            let e = got[1].as_ref().unwrap_err();
+            assert!(e.is_one_line(), "{e}");
+            assert!(
+                e.to_string()
+                    .starts_with("line 3: a DATA frame of 99999999 bytes"),
+                "{e}"
+            );
+            assert!(got[2].is_ok());
+        }
     }
 
     #[test]

@@ -391,6 +391,30 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 && opts.sweep.is_empty(),
             "--scenario, --sweep, --release and --queue choose a matrix to run; they do not apply to existing run directories"
         );
+        // One run given twice (another spelling, a copy) would count as two
+        // repeats: refused, by path and by the trace's clock anchor.
+        let mut seen: Vec<(PathBuf, Option<(u64, u64)>)> = vec![];
+        for dir in &opts.runs {
+            let canon = dir
+                .canonicalize()
+                .with_context(|| format!("reading {}", dir.display()))?;
+            let anchor = h2probe_analysis::meta::Meta::read(dir)
+                .ok()
+                .and_then(|m| m.clock)
+                .map(|c| (c.origin_mono_ns, c.origin_unix_ns));
+            if let Some((first, _)) = seen
+                .iter()
+                .find(|(p, a)| *p == canon || (anchor.is_some() && *a == anchor))
+            {
+                anyhow::bail!(
+                    "{} and {} are one run (the same directory, or a copy: one recording); \
+                     it would count as two repeats",
+                    first.display(),
+                    dir.display()
+                );
+            }
+            seen.push((canon, anchor));
+        }
         for dir in &opts.runs {
             let (summary, warnings) = super::analyze_dir(dir)?;
             for w in warnings {

@@ -489,25 +489,33 @@ impl Session {
         // Ctrl-C while the run directory is finished (a long trace takes a
         // while to analyse): said what it does at once; a second one, once
         // the trace and meta.json are whole, leaves the rest to `analyze`.
-        let mut told = false;
+        // A second Ctrl-C before the trace is whole is kept until it is.
+        let mut presses = 0;
+        let mut wait = tokio::time::interval(std::time::Duration::from_millis(20));
         let (summary, warnings, error) = loop {
+            let whole = meta_written.load(std::sync::atomic::Ordering::Acquire);
+            if presses >= 2 && whole {
+                drop(reading);
+                skip_products(&dir);
+            }
             tokio::select! {
                 r = &mut job => break r??,
                 _ = interrupts.next() => {
-                    if !meta_written.load(std::sync::atomic::Ordering::Acquire) {
-                        crate::say!("finishing: the trace is being closed (it must be whole); a moment");
-                    } else if !told {
-                        told = true;
+                    presses += 1;
+                    if presses == 1 {
                         crate::say!(
-                            "finishing: the trace and meta.json are whole; again to skip the analysis, plots, report and pcaps \
+                            "finishing: {}; again to skip the analysis, plots, report and pcaps \
                              (`h2probe analyze {}` writes them later, `h2probe export --format pcap` the pcaps)",
+                            if whole {
+                                "the trace and meta.json are whole"
+                            } else {
+                                "the trace is being closed (it must be whole)"
+                            },
                             dir.display()
                         );
-                    } else {
-                        drop(reading);
-                        skip_products(&dir);
                     }
                 }
+                _ = wait.tick(), if presses >= 2 => {}
             }
         };
         if error.is_none() {
