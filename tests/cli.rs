@@ -583,7 +583,8 @@ fn merge_and_compare_refuse_a_non_empty_out_without_force() {
 /// connections have no server side: a run with a copy of itself (every
 /// figure doubled), a `run` (both sides already), runs at different times;
 /// a client merged with another run's server was analysed as if paired
-/// (443 messages "lost in flight", checks holding, no warning).
+/// (443 messages "lost in flight", checks holding, no warning); a merged
+/// run with one of its inputs.
 #[test]
 fn merge_refuses_copies_runs_and_other_times_and_names_unpaired_clients() {
     let sides = reference_copies("merge-refusals");
@@ -662,15 +663,30 @@ fn merge_refuses_copies_runs_and_other_times_and_names_unpaired_clients() {
     std::fs::write(other.join("meta.json"), m.to_string()).unwrap();
     let o = merge(&[&sides[0], &other], "merge-other-out");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("1 of 1 client connections have no counterpart in the server's trace: "),
+    assert_eq!(
+        err.matches("shares no connection with the other runs")
+            .count(),
+        2,
         "{err}"
     );
     // The two sides of one run pair: no such warning.
-    let o = merge(&[&sides[0], &sides[1]], "merge-pair-out");
+    let pair = support::temp_dir("merge-pair-out").join("m");
+    let o = h2probe()
+        .arg("merge")
+        .args([&sides[0], &sides[1]])
+        .arg("--out")
+        .arg(&pair)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(!err.contains("no counterpart"), "{err}");
+    assert!(!err.contains("shares no connection"), "{err}");
+    // The merged run with one of its own inputs: every event of it twice.
+    refused(
+        &[&pair, &sides[1]],
+        "merge-again-out",
+        "one recording given twice",
+    );
 }
 
 #[test]

@@ -107,9 +107,16 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     }
     let mut events = 0u64;
     let mut line = Vec::with_capacity(256);
-    // Each side's connections by address (client: local→peer; server:
-    // peer→local), to say which have no counterpart.
-    let mut sockets: [std::collections::BTreeMap<(String, String), u32>; 2] = Default::default();
+    // Each side's connections by address (the side that connects, a
+    // client or a relay's upstream leg: local→peer; the side that accepts,
+    // a server or a relay's downstream leg: peer→local), to say which have
+    // no counterpart.
+    let mut sockets: [std::collections::BTreeMap<(String, String), usize>; 2] = Default::default();
+    // Every connection's opening, by tap, addresses and time, with its
+    // input: one opened in two inputs at one nanosecond is one recording
+    // given twice (a merged run with one of its own inputs).
+    let mut openings: std::collections::HashMap<(u8, String, String, u64), usize> =
+        std::collections::HashMap::new();
     while let Some(i) = (0..heads.len())
         .filter(|i| heads[*i].is_some())
         .min_by_key(|i| heads[*i].as_ref().map(|e| e.t))
@@ -117,14 +124,27 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         let e = heads[i].take().expect("chosen because present");
         if let crate::trace::schema::Kind::ConnOpen(o) = &e.kind {
             use crate::trace::schema::Endpoint;
+            let key = (e.ep as u8, o.local.clone(), o.peer.clone(), e.t);
+            if let Some(&other) = openings.get(&key).filter(|&&k| k != i) {
+                drop(w);
+                let _ = std::fs::remove_file(&out_path);
+                anyhow::bail!(
+                    "{} and {} both hold the connection {} -> {} opened at the same nanosecond: one recording given twice \
+                     (a merged run with one of its own inputs, or a copy); merge each run once",
+                    readers[other].0.display(),
+                    readers[i].0.display(),
+                    o.local,
+                    o.peer
+                );
+            }
+            openings.insert(key, i);
             match e.ep {
-                Endpoint::Client => {
-                    sockets[0].insert((o.local.clone(), o.peer.clone()), e.conn);
+                Endpoint::Client | Endpoint::ServerLeg => {
+                    sockets[0].insert((o.local.clone(), o.peer.clone()), i);
                 }
-                Endpoint::Server => {
-                    sockets[1].insert((o.peer.clone(), o.local.clone()), e.conn);
+                Endpoint::Server | Endpoint::ClientLeg => {
+                    sockets[1].insert((o.peer.clone(), o.local.clone()), i);
                 }
-                _ => {}
             }
         }
         line.clear();
@@ -173,38 +193,46 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     }
     writeln!(w, "{}", footer.to_line()).map_err(write_err)?;
     w.flush().map_err(write_err)?;
-    warnings.extend(unpaired(&sockets));
+    let names: Vec<String> = readers
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    warnings.extend(unlinked(&sockets, &names));
     let meta = merged_meta(opts, &metas, &header, events, &footer);
     super::write_json(&opts.out.join("meta.json"), &meta)?;
     Ok((events, warnings))
 }
 
-/// Warnings for client connections no server connection of the merge
-/// answers, when both sides are there: their bytes and messages have no
-/// other side to be checked against (a client of another server, a run
-/// merged with an unrelated one).
-fn unpaired(sockets: &[std::collections::BTreeMap<(String, String), u32>; 2]) -> Vec<String> {
-    let [client, server] = sockets;
-    if client.is_empty() || server.is_empty() {
-        return vec![];
+/// Warnings for inputs that share no connection with any other input (no
+/// connection of theirs is the other end of one in another input): runs of
+/// different experiments, whose figures are then checked against nothing.
+/// A client merged with a relay to a foreign server shares its connections
+/// with the relay's downstream leg, and is not warned about.
+fn unlinked(
+    sockets: &[std::collections::BTreeMap<(String, String), usize>; 2],
+    names: &[String],
+) -> Vec<String> {
+    let [connecting, accepting] = sockets;
+    let mut linked = vec![false; names.len()];
+    for (key, &a) in connecting {
+        if let Some(&b) = accepting.get(key) {
+            if a != b {
+                linked[a] = true;
+                linked[b] = true;
+            }
+        }
     }
-    let alone: Vec<String> = client
+    names
         .iter()
-        .filter(|(k, _)| !server.contains_key(*k))
-        .map(|((local, peer), c)| format!("{c} ({local} -> {peer})"))
-        .collect();
-    if alone.is_empty() {
-        return vec![];
-    }
-    let shown: Vec<&str> = alone.iter().take(3).map(String::as_str).collect();
-    vec![format!(
-        "{} of {} client connections have no counterpart in the server's trace: {}{}; \
-         their messages are checked against nothing (a client of another server, or runs of different experiments)",
-        alone.len(),
-        client.len(),
-        shown.join(", "),
-        if alone.len() > shown.len() { ", …" } else { "" }
-    )]
+        .zip(&linked)
+        .filter(|(_, l)| !**l)
+        .map(|(name, _)| {
+            format!(
+                "{name} shares no connection with the other runs (none of its connections is the other end of one of theirs): \
+                 runs of different experiments? Its figures are not checked against theirs"
+            )
+        })
+        .collect()
 }
 
 /// The sources' meta.json, refusing what cannot be merged: the same
