@@ -163,6 +163,13 @@ fn a_disk_that_fills_after_the_trace_still_prints_the_headline() {
             .filter(|n| n.ends_with(".partial") || n.ends_with(failing))
             .collect();
         assert!(left.is_empty(), "{case}: {left:?}");
+        if case == "products" {
+            // Committed together or not at all: no summary.json beside a
+            // missing timeline.csv.
+            for f in ["summary.json", "windows.csv", "report.html"] {
+                assert!(!dir.join(f).exists(), "{f} without timeline.csv");
+            }
+        }
     }
 }
 

@@ -65,10 +65,15 @@ impl Drop for Partial {
 
 /// Writes `bytes` to `path` whole or not at all (see [`Partial`]).
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    written_aside(path, bytes)?.commit()
+}
+
+/// `bytes` written beside `path`, to be committed over it.
+fn written_aside(path: &Path, bytes: &[u8]) -> Result<Partial, ReportError> {
     use std::io::Write as _;
     let (partial, mut file) = Partial::create(path)?;
     file.write_all(bytes).map_err(io_err(path))?;
-    partial.commit()
+    Ok(partial)
 }
 
 /// Analyses `dir/trace.jsonl` and writes `summary.json`, `timeline.csv`,
@@ -83,7 +88,6 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     if let Some(e) = a.window_log_error {
         return Err(io_err(&wpath)(e));
     }
-    windows.commit()?;
     let mut summary = a.summary;
     let mut warnings = a.warnings;
     summary.run_status = match crate::meta::Meta::read(dir) {
@@ -101,14 +105,22 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     let path = dir.join("summary.json");
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
     json.push('\n');
-    write_whole(&path, json.as_bytes())?;
-    write_timeline_csv(&dir.join("timeline.csv"), &a.timeline)?;
+    // Written aside and committed together once all are whole: a failure
+    // (a full disk) leaves the previous ones, which agree with each other
+    // (a new summary.json beside an old report.html did not). The plots
+    // are written in place (the report embeds them).
+    let summary_file = written_aside(&path, json.as_bytes())?;
+    let timeline = timeline_aside(&dir.join("timeline.csv"), &a.timeline)?;
     crate::plots::run_plots(dir, &a.timeline)?;
     let ladder = crate::ladder::LadderOpts {
         found: Some(a.slice),
         ..Default::default()
     };
-    write_html(dir, &summary, &ladder, None)?;
+    let page = crate::page::RunPage::read(dir, &summary, &ladder).html();
+    let report = written_aside(&dir.join("report.html"), page.as_bytes())?;
+    for p in [windows, timeline, report, summary_file] {
+        p.commit()?;
+    }
     Ok((summary, warnings))
 }
 
@@ -142,6 +154,11 @@ fn kind_of(m: crate::series::Merge) -> (&'static str, &'static str) {
 /// end of the trace, so a pivot on `t_s` lines them up. Columns and units
 /// are documented in docs/outputs.md.
 pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError> {
+    timeline_aside(path, tl)?.commit()
+}
+
+/// timeline.csv written beside `path`, to be committed over it.
+fn timeline_aside(path: &Path, tl: &Timeline) -> Result<Partial, ReportError> {
     use crate::schema::Endpoint;
     use crate::series::Series;
     let (partial, f) = Partial::create(path)?;
@@ -231,7 +248,7 @@ pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError>
     })();
     res.map_err(io_err(path))?;
     drop(w);
-    partial.commit()
+    Ok(partial)
 }
 
 /// Milliseconds to one decimal, or three below 0.05 ms, where one decimal
