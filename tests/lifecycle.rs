@@ -186,3 +186,31 @@ async fn shutdown_with_drain_completes_queued_work_before_answering() {
         outcomes[0]
     );
 }
+
+/// `run --shutdown-drain`: at Ctrl-C the client half-closes instead of
+/// cancelling, so the server finishes its queue and answers (nothing
+/// discarded); the client cancelled, and the server threw the queue away
+/// (`cancelled`), the flag doing nothing in `run`.
+#[test]
+fn run_with_shutdown_drain_drains_at_ctrl_c() {
+    let dir = temp_dir("run-drain");
+    support::run_interrupted(
+        &[
+            "run",
+            "--duration",
+            "20s",
+            "--shutdown-drain",
+            "--quiet",
+            "--no-pcap",
+        ],
+        &dir,
+        "decode",
+        100,
+    );
+    let s = support::read_summary(&dir);
+    assert!(s.max_queue_depth > 20, "a queue to drain: {s:#?}");
+    assert_eq!(s.discarded, 0, "{s:#?}");
+    assert_eq!(s.completed, s.decoded, "{s:#?}");
+    assert_eq!(s.checks["accounting"].ok, Some(true), "{s:#?}");
+    assert!(!s.server_rpc_status.contains_key("CANCELLED"), "{s:#?}");
+}

@@ -332,6 +332,11 @@ pub struct ClientCtx {
     pub conn_ids: Arc<AtomicU32>,
     /// Flips to true on Ctrl-C: streams reset, unsent messages are recorded.
     pub interrupt: watch::Receiver<bool>,
+    /// `Some(abandon)` (`run --shutdown-drain`): at Ctrl-C a stream is
+    /// half-closed instead of reset and its answer awaited while the server
+    /// drains, until `abandon` flips (a second Ctrl-C). A stall still
+    /// cancels.
+    pub graceful: Option<watch::Receiver<bool>>,
 }
 
 /// A message of h2's about a failed connection (`no response: …`,
@@ -714,7 +719,11 @@ async fn rpc(
             i += count as usize;
         }
         Live::add(&ctx.live.never_sent, unsent.len() as u64);
-        if reason != NeverSentReason::StreamError {
+        if reason == NeverSentReason::Interrupted && ctx.graceful.is_some() {
+            // The server drains what it holds and answers: half-close and
+            // wait for it below.
+            let _ = send.send_data(Bytes::new(), true);
+        } else if reason != NeverSentReason::StreamError {
             send.send_reset(h2::Reason::CANCEL);
             if let Some(task) = &answering {
                 task.abort();
@@ -747,14 +756,23 @@ async fn rpc(
             (None, None) => unreachable!("the response is read one way or the other"),
         }
     };
+    // Ctrl-C ends the wait, or with `graceful` the second one does.
+    let mut abandon = ctx.graceful.clone();
+    let stop = async {
+        crate::live::flag_set(&mut interrupt).await;
+        if ctx.live.stalled.load(Relaxed) {
+            return "ended by the stall watcher".to_string();
+        }
+        if let Some(abandon) = abandon.as_mut() {
+            crate::live::flag_set(abandon).await;
+            return "abandoned at a second interrupt while the server drained".to_string();
+        }
+        "interrupted".to_string()
+    };
     let answer = tokio::select! {
         r = reading => r,
         _ = &mut until_deadline => Err((status::DEADLINE_EXCEEDED, "deadline exceeded waiting for the response".to_string())),
-        _ = crate::live::flag_set(&mut interrupt) => Err((status::CANCELLED, if ctx.live.stalled.load(Relaxed) {
-            "ended by the stall watcher".to_string()
-        } else {
-            "interrupted".to_string()
-        })),
+        why = stop => Err((status::CANCELLED, why)),
     };
     match answer {
         Ok(answer::Answered {

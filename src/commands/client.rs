@@ -49,6 +49,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     let mut session = Session::open("client", interrupts, &opts.output, &label, plan)?;
     let (interrupt_tx, interrupt_rx) = watch::channel(false);
     let cctx = Arc::new(ClientCtx {
+        graceful: None,
         opts: opts.client.clone(),
         target,
         call: Call {

@@ -296,10 +296,13 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             conn_ids.clone(),
             shutdown_rx,
         )
-        .with_abandon(abandon_rx),
+        .with_abandon(abandon_rx.clone()),
     );
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let cctx = Arc::new(ClientCtx {
+        // --shutdown-drain: Ctrl-C lets the server finish what it holds and
+        // answer, a second one abandons that.
+        graceful: opts.server.shutdown_drain.then(|| abandon_rx.clone()),
         opts: opts.client.clone(),
         // With --tls-cert the client speaks TLS to its own server in this
         // process: nothing to verify (meta.json says so).
@@ -361,9 +364,14 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             tokio::select! {
                 r = &mut client_run => r,
                 _ = session.interrupts.next() => {
-                    crate::say!("second interrupt; abandoning open RPCs");
+                    crate::say!("second interrupt; abandoning open RPCs (their ends are recorded; again to stop waiting)");
                     let _ = abandon_tx.send(true);
-                    Ok(vec![])
+                    tokio::select! {
+                        r = tokio::time::timeout(std::time::Duration::from_secs(3), &mut client_run) => {
+                            r.unwrap_or_else(|_| Ok(vec![]))
+                        }
+                        _ = session.interrupts.next() => Ok(vec![]),
+                    }
                 }
             }
         }

@@ -77,7 +77,9 @@ pub struct ServerOpts {
     pub queue_limit: u32,
 
     /// On shutdown (Ctrl-C), finish queued work before answering instead of
-    /// discarding it (reason shutdown).
+    /// discarding it (reason shutdown). In `run` the client then half-closes
+    /// its streams instead of cancelling them and waits for the answers; a
+    /// second Ctrl-C cuts the drain short.
     #[arg(long)]
     pub shutdown_drain: bool,
 

@@ -357,6 +357,7 @@ pub fn client_ctx(
     rec: h2probe::trace::Recorder,
 ) -> std::sync::Arc<h2probe::client::ClientCtx> {
     std::sync::Arc::new(h2probe::client::ClientCtx {
+        graceful: None,
         opts,
         target: h2probe::client::Target::plain(target),
         call: Default::default(),
