@@ -17,11 +17,14 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
     let events = std::iter::from_fn(move || loop {
         match r.next() {
             Some(Ok(e)) => return Some(e),
-            Some(Err(err)) => crate::say!("warning: {}: skipped {err}", trace.display()),
+            Some(Err(err)) => warn_once(format!("warning: {}: skipped {err}", trace.display())),
             None => {
                 if !std::mem::replace(&mut ended, true) {
                     if let Some(w) = r.bad_payload_warning() {
-                        crate::say!("warning: {}: {w} (zeros in a pcap)", trace.display());
+                        warn_once(format!(
+                            "warning: {}: {w} (zeros in a pcap)",
+                            trace.display()
+                        ));
                     }
                     use h2probe_analysis::reader::Ending;
                     let cut = match r.ending() {
@@ -32,16 +35,16 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
                         Ending::Clean(_) | Ending::Open => None,
                     };
                     if let Some(cut) = cut {
-                        crate::say!(
+                        warn_once(format!(
                             "warning: {}: the trace ends {cut}: the export holds its events up to the last complete line",
                             trace.display()
-                        );
+                        ));
                     }
                     if let Some(line) = r.after_footer {
-                        crate::say!(
+                        warn_once(format!(
                             "warning: {}: the file goes on after its footer (line {line}); the export holds the events before it",
                             trace.display()
-                        );
+                        ));
                     }
                 }
                 return None;
@@ -49,6 +52,21 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
         }
     });
     Ok((header, events))
+}
+
+/// Says a warning about a trace once per process: each export format (and
+/// each qlog tap) reads the trace again, and said it again.
+fn warn_once(text: String) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    if !said.contains(&text) {
+        crate::say!("{text}");
+        // Bounded memory: past this many, warnings are said without
+        // being remembered (a trace with thousands of corrupt lines).
+        if said.len() < 1_000 {
+            said.push(text);
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
