@@ -510,6 +510,7 @@ fn reference_copies(name: &str) -> Vec<PathBuf> {
             std::fs::write(dir.join("trace.jsonl"), text).unwrap();
             let mut m = meta.clone();
             m["command"] = command.into();
+            m["clock"]["origin_mono_ns"] = h.origin_mono_ns.into();
             std::fs::write(dir.join("meta.json"), m.to_string()).unwrap();
             dir
         })
