@@ -14,15 +14,39 @@ pub struct RunRef {
     pub summary: Summary,
 }
 
-/// Median and range of one figure over repeats.
+/// Median and range of one figure over repeats. NaN (`null` in
+/// comparison.json, `n/a` in the tables) when no repeat measured it (the
+/// server's figures of client-only runs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stat {
+    #[serde(deserialize_with = "nan_if_null")]
     pub median: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub min: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub max: f64,
 }
 
+/// comparison.json's `null` (serde_json writes NaN so) read back as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 impl Stat {
+    /// Over the repeats that measured the figure (`None`: the trace lacks
+    /// the side that measures it); NaN when none did.
+    pub fn of_measured(values: &[Option<f64>]) -> Stat {
+        let present: Vec<f64> = values.iter().flatten().copied().collect();
+        if present.is_empty() {
+            return Stat {
+                median: f64::NAN,
+                min: f64::NAN,
+                max: f64::NAN,
+            };
+        }
+        Stat::of(&present)
+    }
+
     pub fn of(values: &[f64]) -> Stat {
         if values.is_empty() {
             return Stat::default();
@@ -42,8 +66,12 @@ impl Stat {
         }
     }
 
-    /// `median (min–max)`, or just the value when all repeats agree.
+    /// `median (min–max)`, or just the value when all repeats agree; `n/a`
+    /// when none measured it.
     pub fn show(&self, decimals: usize) -> String {
+        if self.median.is_nan() {
+            return "n/a".into();
+        }
         let v = |x: f64| crate::stats::rounded_zero(x, decimals);
         let (m, lo, hi) = (v(self.median), v(self.min), v(self.max));
         let (lo, hi) = (format!("{lo:.decimals$}"), format!("{hi:.decimals$}"));
@@ -120,8 +148,19 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
         .into_iter()
         .map(|config| {
             let group: Vec<&RunRef> = runs.iter().filter(|r| r.config == config).collect();
-            let stat = |f: &dyn Fn(&Summary) -> f64| {
-                Stat::of(&group.iter().map(|r| f(&r.summary)).collect::<Vec<_>>())
+            // A figure of the side a trace has (as the headline's n/a).
+            let (client, server, both) = (
+                |s: &Summary| s.has_client,
+                |s: &Summary| s.has_server,
+                |s: &Summary| s.has_client && s.has_server,
+            );
+            let measured = |side: &dyn Fn(&Summary) -> bool, f: &dyn Fn(&Summary) -> f64| {
+                Stat::of_measured(
+                    &group
+                        .iter()
+                        .map(|r| side(&r.summary).then(|| f(&r.summary)))
+                        .collect::<Vec<_>>(),
+                )
             };
             let mut rpc_status = std::collections::BTreeMap::new();
             for r in &group {
@@ -140,21 +179,21 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
                 config: config.to_string(),
                 runs: group.len(),
                 dirs: group.iter().map(|r| r.dir.display().to_string()).collect(),
-                send_rate: stat(&|s| s.send_rate_steady),
-                completion_rate: stat(&|s| s.completion_rate),
-                queue_growth_rate: stat(&|s| s.queue_growth_rate),
-                max_queue_depth: stat(&|s| s.max_queue_depth as f64),
-                max_owned_mib: stat(&|s| s.max_owned_bytes as f64 / 1048576.0),
-                window_blocked_s: stat(&|s| s.client_window_blocked_s),
-                socket_blocked_s: stat(&|s| s.client_socket_blocked_s),
-                window_updates: stat(&|s| s.window_updates_out as f64),
-                mean_increment: stat(&|s| s.window_update_increment.mean),
-                release_to_update_p50_ms: stat(&|s| s.release_to_update_ms.p50),
-                release_to_update_p90_ms: stat(&|s| s.release_to_update_ms.p90),
-                scheduled: stat(&|s| s.scheduled as f64),
-                completed: stat(&|s| s.completed as f64),
-                discarded: stat(&|s| s.discarded as f64),
-                never_sent: stat(&|s| s.never_sent as f64),
+                send_rate: measured(&client, &|s| s.send_rate_steady),
+                completion_rate: measured(&server, &|s| s.completion_rate),
+                queue_growth_rate: measured(&both, &|s| s.queue_growth_rate),
+                max_queue_depth: measured(&server, &|s| s.max_queue_depth as f64),
+                max_owned_mib: measured(&server, &|s| s.max_owned_bytes as f64 / 1048576.0),
+                window_blocked_s: measured(&client, &|s| s.client_window_blocked_s),
+                socket_blocked_s: measured(&client, &|s| s.client_socket_blocked_s),
+                window_updates: measured(&server, &|s| s.window_updates_out as f64),
+                mean_increment: measured(&server, &|s| s.window_update_increment.mean),
+                release_to_update_p50_ms: measured(&server, &|s| s.release_to_update_ms.p50),
+                release_to_update_p90_ms: measured(&server, &|s| s.release_to_update_ms.p90),
+                scheduled: measured(&client, &|s| s.scheduled as f64),
+                completed: measured(&server, &|s| s.completed as f64),
+                discarded: measured(&server, &|s| s.discarded as f64),
+                never_sent: measured(&client, &|s| s.never_sent as f64),
                 rpc_status,
                 failed_checks: group
                     .iter()
@@ -444,9 +483,46 @@ mod tests {
             summary: Summary {
                 send_rate_steady: send,
                 max_queue_depth: depth,
+                has_client: true,
+                has_server: true,
                 ..Summary::default()
             },
         }
+    }
+
+    /// A figure of a side a run's trace lacks is n/a, as in its headline,
+    /// not 0 (client-only runs showed "peak queue 0"); over repeats, the
+    /// runs that measured it count.
+    #[test]
+    fn a_figure_no_repeat_measured_is_n_a() {
+        let client_only = |send: f64| RunRef {
+            summary: Summary {
+                has_server: false,
+                ..run("c", send, 0).summary
+            },
+            ..run("c", send, 0)
+        };
+        let rows = rows(&[client_only(300.0), client_only(310.0)]);
+        assert_eq!(rows[0].max_queue_depth.show(0), "n/a");
+        assert_eq!(rows[0].completion_rate.show(1), "n/a");
+        assert_eq!(rows[0].send_rate.show(1), "305.0 (300.0–310.0)");
+        let json = serde_json::to_value(&rows[0]).unwrap();
+        assert!(json["max_queue_depth"]["median"].is_null(), "{json}");
+        let back: Row = serde_json::from_value(json).unwrap();
+        assert!(back.max_queue_depth.median.is_nan());
+        let mixed = rows_of(&[run("m", 300.0, 12), client_only(290.0)]);
+        assert_eq!(mixed[0].max_queue_depth.show(0), "12");
+    }
+
+    fn rows_of(runs: &[RunRef]) -> Vec<Row> {
+        let runs: Vec<RunRef> = runs
+            .iter()
+            .map(|r| RunRef {
+                config: "m".into(),
+                ..r.clone()
+            })
+            .collect();
+        rows(&runs)
     }
 
     /// A run is "cannot be judged" when its trace is in doubt or nothing
