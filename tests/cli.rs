@@ -921,7 +921,13 @@ fn a_violation_just_before_a_corrupt_line_is_set_aside_and_said() {
 fn a_failed_analysis_leaves_the_products_as_they_were() {
     let dir = support::temp_dir("failed-analysis");
     support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
-    let names = ["windows.csv", "summary.json", "timeline.csv", "report.html"];
+    let names = [
+        "windows.csv",
+        "summary.json",
+        "timeline.csv",
+        "report.html",
+        "credit.svg",
+    ];
     let before: Vec<Vec<u8>> = names
         .iter()
         .map(|n| std::fs::read(dir.join(n)).unwrap())

@@ -166,7 +166,7 @@ fn a_disk_that_fills_after_the_trace_still_prints_the_headline() {
         if case == "products" {
             // Committed together or not at all: no summary.json beside a
             // missing timeline.csv.
-            for f in ["summary.json", "windows.csv", "report.html"] {
+            for f in ["summary.json", "windows.csv", "report.html", "credit.svg"] {
                 assert!(!dir.join(f).exists(), "{f} without timeline.csv");
             }
         }

@@ -854,6 +854,17 @@ impl RunPage {
     /// Reads what the page needs from `dir` (meta.json, the plots, the
     /// trace's slice for the ladder).
     pub fn read(dir: &Path, summary: &Summary, opts: &LadderOpts) -> RunPage {
+        RunPage::read_with_plots(dir, dir, summary, opts)
+    }
+
+    /// [`RunPage::read`] with the plots taken from `plots` (written aside,
+    /// not yet in `dir`).
+    pub fn read_with_plots(
+        dir: &Path,
+        plots: &Path,
+        summary: &Summary,
+        opts: &LadderOpts,
+    ) -> RunPage {
         let meta = Meta::read(dir).map_err(|e| e.to_string());
         let opts = LadderOpts {
             queue_grows: summary.queue_grows_on_credit(),
@@ -863,7 +874,7 @@ impl RunPage {
             Some(p) => ladder::build(&p, &opts).map_err(|e| e.to_string()),
             None => Err("the run directory has no trace".into()),
         };
-        let (plots, skipped_plots) = run_svgs(dir);
+        let (plots, skipped_plots) = run_svgs(plots);
         let name = dir
             .canonicalize()
             .ok()

@@ -63,6 +63,40 @@ impl Drop for Partial {
     }
 }
 
+/// The run's plots, written into `.plots.partial/` beside the products and
+/// moved in by [`PlotsAside::commit`]; removed when dropped.
+struct PlotsAside {
+    dir: std::path::PathBuf,
+}
+
+impl PlotsAside {
+    fn create(run: &Path) -> Result<PlotsAside, ReportError> {
+        let dir = run.join(".plots.partial");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+        Ok(PlotsAside { dir })
+    }
+
+    /// Moves the plots `made` into `run`; a stacked-streams plot of an
+    /// earlier analysis that this one did not draw (one stream) goes.
+    fn commit(self, run: &Path, made: &[String]) -> Result<(), ReportError> {
+        for name in made {
+            let to = run.join(name);
+            std::fs::rename(self.dir.join(name), &to).map_err(io_err(&to))?;
+        }
+        if !made.iter().any(|n| n == "streams.svg") {
+            let _ = std::fs::remove_file(run.join("streams.svg"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PlotsAside {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// Writes `bytes` to `path` whole or not at all (see [`Partial`]).
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     written_aside(path, bytes)?.commit()
@@ -107,20 +141,23 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     json.push('\n');
     // Written aside and committed together once all are whole: a failure
     // (a full disk) leaves the previous ones, which agree with each other
-    // (a new summary.json beside an old report.html did not). The plots
-    // are written in place (the report embeds them).
+    // (a new summary.json beside an old report.html did not). The plots go
+    // into a directory aside, which the report reads them from.
     let summary_file = written_aside(&path, json.as_bytes())?;
     let timeline = timeline_aside(&dir.join("timeline.csv"), &a.timeline)?;
-    crate::plots::run_plots(dir, &a.timeline)?;
+    let plots = PlotsAside::create(dir)?;
+    let made = crate::plots::run_plots(&plots.dir, &a.timeline)?;
     let ladder = crate::ladder::LadderOpts {
         found: Some(a.slice),
         ..Default::default()
     };
-    let page = crate::page::RunPage::read(dir, &summary, &ladder).html();
+    let page = crate::page::RunPage::read_with_plots(dir, &plots.dir, &summary, &ladder).html();
     let report = written_aside(&dir.join("report.html"), page.as_bytes())?;
-    for p in [windows, timeline, report, summary_file] {
-        p.commit()?;
-    }
+    windows.commit()?;
+    timeline.commit()?;
+    plots.commit(dir, &made)?;
+    report.commit()?;
+    summary_file.commit()?;
     Ok((summary, warnings))
 }
 
