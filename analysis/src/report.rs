@@ -110,6 +110,22 @@ fn written_aside(path: &Path, bytes: &[u8]) -> Result<Partial, ReportError> {
     Ok(partial)
 }
 
+/// How the run in `dir` ended, as its meta.json says: "" without one (a
+/// trace written elsewhere is analysed as it is); one that cannot be read
+/// is said in `warnings`.
+pub fn run_status_of(dir: &Path, warnings: &mut Vec<String>) -> String {
+    match crate::meta::Meta::read(dir) {
+        Ok(m) => m.status,
+        Err(e) if dir.join("meta.json").exists() => {
+            warnings.push(format!(
+                "{e}: the run's status and configuration are unknown; the figures are the trace's"
+            ));
+            String::new()
+        }
+        Err(_) => String::new(),
+    }
+}
+
 /// Analyses `dir/trace.jsonl` and writes `summary.json`, `timeline.csv`,
 /// `windows.csv`, the SVG plots and `report.html` (with the default frame
 /// ladder) next to it. Returns the summary and warnings.
@@ -124,18 +140,7 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     }
     let mut summary = a.summary;
     let mut warnings = a.warnings;
-    summary.run_status = match crate::meta::Meta::read(dir) {
-        Ok(m) => m.status,
-        // A trace without one (written elsewhere) is analysed as it is;
-        // one that cannot be read is said.
-        Err(e) if dir.join("meta.json").exists() => {
-            warnings.push(format!(
-                "{e}: the run's status and configuration are unknown; the figures are the trace's"
-            ));
-            String::new()
-        }
-        Err(_) => String::new(),
-    };
+    summary.run_status = run_status_of(dir, &mut warnings);
     let path = dir.join("summary.json");
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
     json.push('\n');

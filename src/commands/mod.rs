@@ -725,11 +725,11 @@ pub fn analyze_dir(dir: &Path) -> anyhow::Result<(Summary, Vec<String>)> {
     let trace = h2probe_analysis::reader::trace_path(dir)
         .ok_or_else(|| h2probe_analysis::reader::OpenError::no_trace_in(dir))?;
     let a = analyze_trace(&trace)?;
-    let mut summary = a.summary;
-    // How the run ended is meta.json's (compare marks the runs that did not
-    // end complete), as in the products `analyze` writes.
-    summary.run_status = Meta::read(dir).map(|m| m.status).unwrap_or_default();
-    Ok((summary, a.warnings))
+    let (mut summary, mut warnings) = (a.summary, a.warnings);
+    // How the run ended (compare marks the runs that did not end
+    // complete), as in the products `analyze` writes.
+    summary.run_status = h2probe_analysis::report::run_status_of(dir, &mut warnings);
+    Ok((summary, warnings))
 }
 
 /// The label of a run directory, from meta.json: its release point and
