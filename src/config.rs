@@ -234,8 +234,20 @@ impl FromStr for Size {
                 ))
             }
         };
+        let too_large = || format!("{s:?} is too large (at most {} bytes)", group(u64::MAX));
+        // Whole numbers are computed exactly: through f64 a value past 2^53
+        // would silently become a neighbouring one.
+        if !num.contains('.') {
+            let whole: u128 = num.parse().map_err(|_| too_large())?;
+            return u64::try_from(whole * u128::from(scale))
+                .map(Size)
+                .map_err(|_| too_large());
+        }
         let bytes = value * scale as f64;
-        if !(bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64) || bytes.fract() != 0.0 {
+        if bytes.is_finite() && bytes >= u64::MAX as f64 {
+            return Err(too_large());
+        }
+        if !(bytes.is_finite() && bytes >= 0.0) || bytes.fract() != 0.0 {
             return Err(format!("{s:?} is not a whole number of bytes"));
         }
         Ok(Size(bytes as u64))
@@ -429,6 +441,28 @@ mod tests {
         assert_eq!("65_535 B".parse::<Size>().unwrap(), Size(65535));
         assert!("lots".parse::<Size>().is_err());
         assert!("1.5B".parse::<Size>().is_err());
+        // Exact past f64's 2^53, the largest u64 accepted, one more refused
+        // as too large (it read "not a whole number of bytes").
+        assert_eq!(
+            "9007199254740993".parse::<Size>().unwrap(),
+            Size(9_007_199_254_740_993)
+        );
+        assert_eq!(
+            "18446744073709551615".parse::<Size>().unwrap(),
+            Size(u64::MAX)
+        );
+        for huge in [
+            "18446744073709551616",
+            "17179869184GiB",
+            "99999999999999999999999999999999999999999",
+        ] {
+            let e = huge.parse::<Size>().unwrap_err();
+            assert!(e.contains("too large"), "{huge}: {e}");
+        }
+        assert!("17179869184.5GiB"
+            .parse::<Size>()
+            .unwrap_err()
+            .contains("too large"));
         for ambiguous in ["16K", "16KB", "16k", "1M", "1G"] {
             let e = ambiguous.parse::<Size>().unwrap_err();
             assert!(e.contains("ambiguous"), "{e}");
