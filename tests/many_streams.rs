@@ -405,3 +405,42 @@ fn the_shared_window_scenario_compares_both_windows_side_by_side() {
     assert!(md.contains("stall-stream=3 conn-window=65535"), "{md}");
     assert!(md.contains("stall-stream=3 conn-window=1048576"), "{md}");
 }
+
+/// More streams than the server's SETTINGS_MAX_CONCURRENT_STREAMS wait for
+/// a free one ("stream not open") instead of racing ahead of the server's
+/// SETTINGS and being refused: the client held no stream before it, and
+/// h2 assumed no limit until then (REFUSED_STREAM, UNAVAILABLE, 8 runs in 11).
+#[test]
+fn streams_beyond_the_servers_limit_wait_instead_of_being_refused() {
+    for round in 0..3 {
+        let dir = temp_dir(&format!("mcs-wait-{round}"));
+        let (out, _) = run_with(
+            &dir,
+            &[
+                "--streams",
+                "6",
+                "--max-concurrent-streams",
+                "2",
+                "--duration",
+                "500ms",
+                "--service-time",
+                "0",
+            ],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "round {round}: {stdout}");
+        let ev = events(&dir);
+        let refused: Vec<_> = ev
+            .iter()
+            .filter(|e| e["type"] == "frame" && e["frame"] == "RST_STREAM")
+            .collect();
+        assert!(refused.is_empty(), "round {round}: {refused:?}");
+        let ok = ev
+            .iter()
+            .filter(|e| e["type"] == "rpc_end" && e["ep"] == "client" && e["status"] == 0)
+            .count();
+        assert_eq!(ok, 6, "round {round}: {stdout}");
+        // The held streams waited, and the analysis says on what.
+        assert!(stdout.contains("stream not open"), "{stdout}");
+    }
+}

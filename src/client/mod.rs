@@ -525,7 +525,14 @@ where
     // HTTP/2, a reset): h2's error names neither.
     let cause = crate::tap::CloseReason::default();
     let tap = tap.with_close_reason(cause.clone());
+    // No stream opens before the server's first SETTINGS (as grpc-go waits
+    // for it): h2 otherwise assumes no concurrency limit until then, and a
+    // server advertising SETTINGS_MAX_CONCURRENT_STREAMS below --streams
+    // refuses the streams that raced ahead of its SETTINGS (REFUSED_STREAM)
+    // where they should have waited. A server that sends no limit leaves
+    // none (h2 applies "unlimited" on the first SETTINGS without one).
     let (send_req, conn) = h2::client::Builder::new()
+        .initial_max_send_streams(0)
         .initial_window_size(w)
         .initial_connection_window_size(w.max(65_535))
         .handshake::<_, Bytes>(tap)

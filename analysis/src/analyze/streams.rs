@@ -162,6 +162,9 @@ impl Analyzer {
                 let ids: Vec<String> = c.not_open.iter().map(u32::to_string).collect();
                 let limit = match c.peer_max_streams {
                     Some(n) => format!("the server's SETTINGS_MAX_CONCURRENT_STREAMS is {n}"),
+                    None if !c.peer_settings_seen => {
+                        "the server sent no SETTINGS: no stream opens before them".into()
+                    }
                     None => "the server sent no SETTINGS_MAX_CONCURRENT_STREAMS".into(),
                 };
                 list.push(format!(
@@ -244,7 +247,7 @@ impl StallCause {
                 "no credit (the client's send window stayed exhausted: the server withheld credit; its trace would say why)"
             }
             StallCause::NotOpen => {
-                "not open (a stream with messages to send never got its HEADERS out: h2 holds a new stream until the server allows one more concurrent stream)"
+                "not open (a stream with messages to send never got its HEADERS out: h2 holds a new stream until the server allows one more concurrent stream, and the client opens none before the server's first SETTINGS)"
             }
             StallCause::Other => "stall (no stream holds the connection's credit)",
         }

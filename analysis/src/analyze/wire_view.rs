@@ -43,6 +43,9 @@ pub(super) struct Conn {
     pub(super) seen: std::collections::HashMap<u32, (u64, u64)>,
     /// Client tap: the server's SETTINGS_MAX_CONCURRENT_STREAMS, as last read.
     pub(super) peer_max_streams: Option<u32>,
+    /// Client tap: the server's first SETTINGS arrived (the probe's client
+    /// opens no stream before it).
+    pub(super) peer_settings_seen: bool,
     /// Client tap: streams whose RPC started and whose HEADERS have not left
     /// (h2 holds a new stream, pending open, until the server allows one
     /// more).
@@ -382,6 +385,9 @@ impl Analyzer {
                     conn.rtt.settings_sent(t);
                 }
                 let flow = 1 - travel as usize;
+                if e.ep == Endpoint::Client && f.dir == Dir::In {
+                    conn.peer_settings_seen = true;
+                }
                 let mut changed = vec![];
                 for (id, v) in f.settings.iter().flatten() {
                     if *id == schema::settings::MAX_CONCURRENT_STREAMS
