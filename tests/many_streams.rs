@@ -444,3 +444,84 @@ fn streams_beyond_the_servers_limit_wait_instead_of_being_refused() {
         assert!(stdout.contains("stream not open"), "{stdout}");
     }
 }
+
+/// Every stream's offering ends at --duration from the common start: 8
+/// streams at 300/s for 1 s schedule 300 messages within 1 s (each stream
+/// offered for --duration from its own staggered start: 304 over 1.02 s,
+/// and 1,000 streams offered 1,000 messages over 3.3 s).
+#[test]
+fn many_streams_offer_rate_times_duration_within_duration() {
+    let dir = temp_dir("schedule-within-duration");
+    let (out, _) = run_with(
+        &dir,
+        &["--streams", "8", "--duration", "1s", "--service-time", "0"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let ev = events(&dir);
+    let t: Vec<u64> = ev
+        .iter()
+        .filter(|e| e["type"] == "schedule")
+        .map(|e| e["t"].as_u64().unwrap())
+        .collect();
+    assert_eq!(t.len(), 300);
+    let (first, last) = (t.iter().min().unwrap(), t.iter().max().unwrap());
+    assert!(last - first < 1_000_000_000, "{first} .. {last}");
+    // Dealt round-robin: every stream 37 or 38 messages.
+    let mut per = std::collections::BTreeMap::<u64, u32>::new();
+    for e in ev.iter().filter(|e| e["type"] == "schedule") {
+        *per.entry(e["stream"].as_u64().unwrap()).or_default() += 1;
+    }
+    assert!(per.values().all(|&n| n == 37 || n == 38), "{per:?}");
+}
+
+/// A stream that would start past --duration (streams start one message
+/// apart) is refused up front: it would offer nothing.
+#[test]
+fn more_streams_than_messages_is_refused() {
+    let dir = temp_dir("more-streams-than-messages");
+    let (out, _) = run_with(
+        &dir,
+        &["--streams", "10", "--rate", "5", "--duration", "1s"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the last would start at 1.800s, past --duration 1s"),
+        "{stderr}"
+    );
+    assert!(!dir.join("trace.jsonl").exists());
+}
+
+/// In a run, streams the server's limit holds while the open ones idle
+/// are what the stall waits on: `not_open`, naming them and the limit
+/// (it read "other: no stream holds the connection's credit").
+#[test]
+fn a_run_stalled_on_the_servers_stream_limit_names_the_held_streams() {
+    let dir = temp_dir("stall-not-open-run");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--streams",
+            "4",
+            "--max-concurrent-streams",
+            "1",
+            "--rate",
+            "1",
+            "--duration",
+            "4s",
+            "--stall-timeout",
+            "1s",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let s = support::read_summary(&dir);
+    assert_eq!(s.stall_cause.as_deref(), Some("not_open"), "{stdout}");
+    let stall = s.stall.unwrap_or_default();
+    assert!(
+        stall.contains(
+            "streams 3, 5, 7 not open (the server's SETTINGS_MAX_CONCURRENT_STREAMS is 1)"
+        ),
+        "{stall}"
+    );
+}

@@ -535,6 +535,18 @@ fn part3_values_that_cannot_work_are_refused() {
         ],
         "must cover --duration",
     );
+    // Ingest's knobs would be accepted and do nothing.
+    for (flag, value) in [
+        ("--queue", "bounded:4"),
+        ("--queue-limit", "10"),
+        ("--stall-stream", "1"),
+        ("--drop-stream", "1"),
+    ] {
+        refused(
+            &["run", "--rpc", "exchange", flag, value],
+            &format!("{flag} applies to --rpc ingest"),
+        );
+    }
     refused(&["compare", "--deadline-ms", "500"], "part3");
     refused(
         &["run", "--stall-timeout", "1s", "--service-time", "2s"],

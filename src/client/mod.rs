@@ -264,6 +264,23 @@ impl ClientOpts {
             "--original-deadline must be positive and at most {}",
             Dur(MAX_DURATION)
         );
+        if self.rpc == crate::overload::RpcKind::Ingest {
+            // Stream k's first message is due k/total-rate after the start:
+            // a stream due at or past --duration would offer nothing.
+            let streams = self.total_streams();
+            let last_start = f64::from(streams - 1) / self.total_rate();
+            crate::refuse_unless!(
+                last_start < self.duration.0.as_secs_f64(),
+                "{streams} streams (--connections {} × --streams {}) start one message apart at {}/s in all, \
+                 so the last would start at {:.3}s, past --duration {}, and offer nothing; \
+                 raise --rate or --duration, or open fewer streams",
+                self.connections,
+                self.streams,
+                self.total_rate(),
+                last_start,
+                self.duration
+            );
+        }
         if self.rpc == crate::overload::RpcKind::Exchange {
             crate::refuse_unless!(
                 self.stream_rates.is_none(),

@@ -38,12 +38,15 @@ pub(super) fn spawn(
     } = slot;
     let ctx = ctx.clone();
     // Streams interleave: the k-th starts k/total-rate after the first,
-    // and offers for --duration from there, so each stream offers exactly
-    // its rate × --duration messages whichever k its stream id got (the
-    // RPC tasks race to open their streams).
+    // and every stream's offering ends at --duration from the common start.
+    // With equal rates the n streams' messages are then exactly one
+    // schedule at the total rate dealt round-robin (message j at j/rate),
+    // rate × --duration in all within --duration. (Each stream offered for
+    // --duration from its own start: 1,000 streams at 300/s for 1 s
+    // offered 1,000 messages over 3.3 s.)
     let period = 1e9 / ctx.opts.rate_of(stream);
     let offset = 1e9 * k as f64 / ctx.opts.total_rate();
-    let end = start + offset as u64 + ctx.opts.duration.0.as_nanos() as u64;
+    let end = start + ctx.opts.duration.0.as_nanos() as u64;
     let payload = payload.clone();
     tokio::spawn(async move {
         let mut interrupt = ctx.interrupt.clone();

@@ -224,6 +224,26 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
             opts.server.framing == crate::config::Framing::Grpc,
             "--rpc exchange needs --framing grpc: outcomes are gRPC messages"
         );
+        // Ingest's knobs: Exchange admits attempts through --admission and
+        // --when-full, so these would be accepted and do nothing.
+        let ingest_only = [
+            (
+                "--queue",
+                opts.server.queue != crate::config::QueuePolicy::Unbounded,
+            ),
+            (
+                "--queue-limit",
+                opts.server.queue_limit != server::DEFAULT_QUEUE_LIMIT,
+            ),
+            ("--stall-stream", opts.server.stall_stream.is_some()),
+            ("--drop-stream", opts.server.drop_stream.is_some()),
+        ];
+        for (flag, given) in ingest_only {
+            crate::refuse_unless!(
+                !given,
+                "{flag} applies to --rpc ingest; Exchange admits attempts with --admission and --when-full"
+            );
+        }
     }
     // The client opens streams 1, 3, …, 2 × --streams − 1 on each connection.
     let last = 2 * opts.client.streams - 1;

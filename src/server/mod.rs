@@ -22,6 +22,9 @@ use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
 /// Server knobs (shared by `serve` and `run`).
+/// `--queue-limit`'s default, in messages.
+pub const DEFAULT_QUEUE_LIMIT: u32 = 1_000_000;
+
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 pub struct ServerOpts {
     /// When release_capacity is called for a message's bytes.
@@ -73,7 +76,7 @@ pub struct ServerOpts {
 
     /// Safety limit of the unbounded queue, in messages; beyond it messages
     /// are discarded with reason queue_limit (never silently).
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = DEFAULT_QUEUE_LIMIT)]
     pub queue_limit: u32,
 
     /// On shutdown (Ctrl-C), finish queued work before answering instead of

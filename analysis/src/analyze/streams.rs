@@ -109,6 +109,22 @@ impl Analyzer {
         let filled = per_conn
             .iter()
             .any(|(c, &held)| credit(*c).map_or(held >= window, |v| v <= 0));
+        // Nothing held on the server's side, while the client's tap (in a
+        // `run`) shows streams h2 held pending open: they are what waits
+        // (more --streams than the server allows, the first ones idle).
+        let held: Vec<String> = self
+            .conns
+            .iter()
+            .filter(|((ep, _), _)| *ep == Endpoint::Client)
+            .filter_map(|((_, c), x)| {
+                x.not_open_text()
+                    .map(|t| format!("client connection {c}: {t}"))
+            })
+            .collect();
+        let cause = match cause {
+            StallCause::Other if !held.is_empty() => StallCause::NotOpen,
+            c => c,
+        };
         let explain = match cause {
             StallCause::Starvation if !filled => {
                 "starvation (a stream holds decoded bytes it never released: its own stream window is spent, while the connection window still has credit)"
@@ -128,7 +144,49 @@ impl Analyzer {
                 streams.join("; ")
             }
         );
+        let text = if held.is_empty() {
+            text
+        } else {
+            format!("{text}; {}", held.join("; "))
+        };
         (cause, text)
+    }
+}
+
+impl super::wire_view::Conn {
+    /// The client's streams h2 held pending open on this connection, and
+    /// what held them: `streams 3, 5 not open (the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS is 1)`; the first 10 ids named.
+    pub(super) fn not_open_text(&self) -> Option<String> {
+        if self.not_open.is_empty() {
+            return None;
+        }
+        const NAMED: usize = 10;
+        let mut ids: Vec<String> = self
+            .not_open
+            .iter()
+            .take(NAMED)
+            .map(u32::to_string)
+            .collect();
+        if self.not_open.len() > NAMED {
+            ids.push(format!("… ({} in all)", self.not_open.len()));
+        }
+        let limit = match self.peer_max_streams {
+            Some(n) => format!("the server's SETTINGS_MAX_CONCURRENT_STREAMS is {n}"),
+            None if !self.peer_settings_seen => {
+                "the server sent no SETTINGS: no stream opens before them".into()
+            }
+            None => "the server sent no SETTINGS_MAX_CONCURRENT_STREAMS".into(),
+        };
+        Some(format!(
+            "{} {} not open ({limit})",
+            if self.not_open.len() == 1 {
+                "stream"
+            } else {
+                "streams"
+            },
+            ids.join(", ")
+        ))
     }
 }
 
@@ -157,21 +215,9 @@ impl Analyzer {
                 .iter()
                 .map(|(id, v)| format!("stream {id} window {v} B"))
                 .collect();
-            if !c.not_open.is_empty() {
+            if let Some(held) = c.not_open_text() {
                 not_open = true;
-                let ids: Vec<String> = c.not_open.iter().map(u32::to_string).collect();
-                let limit = match c.peer_max_streams {
-                    Some(n) => format!("the server's SETTINGS_MAX_CONCURRENT_STREAMS is {n}"),
-                    None if !c.peer_settings_seen => {
-                        "the server sent no SETTINGS: no stream opens before them".into()
-                    }
-                    None => "the server sent no SETTINGS_MAX_CONCURRENT_STREAMS".into(),
-                };
-                list.push(format!(
-                    "{} {} not open ({limit})",
-                    if ids.len() == 1 { "stream" } else { "streams" },
-                    ids.join(", ")
-                ));
+                list.push(held);
             }
             parts.push(format!(
                 "connection {conn}: send window {} B; {}",
@@ -215,9 +261,10 @@ pub enum StallCause {
     /// Seen from the client alone: a send window it needed stayed ≤ 0
     /// (the server withheld credit; why needs the server's side).
     NoCredit,
-    /// Seen from the client alone: a stream with messages to send never got
-    /// its HEADERS out (h2 held it pending open: the server allowed no more
-    /// concurrent streams).
+    /// A stream with messages to send never got its HEADERS out (h2 held it
+    /// pending open: the server allowed no more concurrent streams, or sent
+    /// no SETTINGS yet), and nothing else was held: seen from the client
+    /// alone, or from the client's tap beside the server's stall in a run.
     NotOpen,
     /// Neither (nothing held: the sender itself stopped, or the bytes are
     /// held somewhere the trace does not show).
