@@ -980,3 +980,101 @@ fn credit_view_all(dir: &Path, ep: Endpoint, d: Dir) -> HashMap<u64, u64> {
         .map(|(off, _, _, t)| (off, t))
         .collect()
 }
+
+/// A client that sends its body before it acknowledges the server's
+/// SETTINGS lowering the initial window (as curl does with a whole upload
+/// at once) is legal (RFC 9113 §6.9.2): the relay's
+/// `relay_no_data_beyond_credit` and the server's `credit` failed it (exit
+/// 3), while the server's own windows counted it as `data_past_lowered_window`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_sent_before_a_lowering_settings_was_acknowledged_is_legal() {
+    use h2probe::wire::encode;
+    const END_STREAM: u8 = 0x1;
+    const END_HEADERS: u8 = 0x4;
+    let opts = ServerOpts {
+        stream_window: "1023".parse().unwrap(),
+        ..Default::default()
+    };
+    let server = TestServer::start("lowered-srv", opts).await;
+    let relay = TestRelay::start("lowered-relay", relay_config(&server.addr.to_string())).await;
+    let mut c = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
+    let mut hello = encode::preface();
+    hello.extend(encode::settings(false, &[]));
+    c.write_all(&hello).await.unwrap();
+    // The server's SETTINGS (initial window 1,023) arrive first…
+    let mut head = [0u8; 9];
+    c.read_exact(&mut head).await.unwrap();
+    assert_eq!(head[3], 0x4, "the server's first frame is SETTINGS");
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let mut payload = vec![0u8; len];
+    c.read_exact(&mut payload).await.unwrap();
+    // …then the whole request, 20,000 framed bytes in two DATA frames, and
+    // only then the ACK.
+    let block: Vec<u8> = [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", h2probe::grpc::INGEST_PATH),
+        (":authority", "x"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    ]
+    .iter()
+    .flat_map(|(n, v)| {
+        let mut b = vec![0x00, n.len() as u8];
+        b.extend(n.as_bytes());
+        b.push(v.len() as u8);
+        b.extend(v.as_bytes());
+        b
+    })
+    .collect();
+    let mut msg = h2probe::grpc::encode(&h2probe::grpc::pb::Item {
+        seq: 0,
+        scheduled_ns: 0,
+        payload: vec![1u8; 19_991].into(),
+    })
+    .to_vec();
+    assert_eq!(msg.len(), 20_000, "one message of 20,000 framed bytes");
+    let mut req = encode::headers(1, END_HEADERS, None, None, &block);
+    req.extend(encode::data(1, 0, None, &msg[..16_384]));
+    req.extend(encode::data(1, END_STREAM, None, &msg[16_384..]));
+    req.extend(encode::settings(true, &[]));
+    c.write_all(&req).await.unwrap();
+    // The answer ends the stream (trailers with END_STREAM); then close.
+    let mut back = vec![];
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = c.read(&mut buf).await {
+            if n == 0 || back.len() > 64 {
+                break;
+            }
+            back.extend_from_slice(&buf[..n]);
+            if back.windows(12).any(|w| w.starts_with(b"grpc-status")) {
+                break;
+            }
+        }
+    })
+    .await;
+    drop(c);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let (r, _) = relay.stop().await;
+    let (s, _) = server.stop().await;
+    assert!(
+        s.data_past_lowered_window >= 1,
+        "{}",
+        s.data_past_lowered_window
+    );
+    assert_eq!(
+        s.checks["credit"].ok,
+        Some(true),
+        "{}",
+        s.checks["credit"].detail
+    );
+    assert_eq!(
+        s.checks["no_data_beyond_credit"].ok,
+        Some(true),
+        "{}",
+        s.checks["no_data_beyond_credit"].detail
+    );
+    let check = &r.checks["relay_no_data_beyond_credit"];
+    assert_eq!(check.ok, Some(true), "{}", check.detail);
+}

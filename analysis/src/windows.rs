@@ -41,6 +41,8 @@ pub struct FlowWindows {
     /// DATA frames that went past a window lowered by an unacknowledged
     /// SETTINGS: legal, counted as an observation.
     past_lowered: u64,
+    /// The largest initial window a SETTINGS lowered (0: none did).
+    lowered_from: i64,
 }
 
 impl Default for FlowWindows {
@@ -55,6 +57,7 @@ impl Default for FlowWindows {
             violation_count: 0,
             lowered_unacked: 0,
             past_lowered: 0,
+            lowered_from: 0,
         }
     }
 }
@@ -152,6 +155,7 @@ impl FlowWindows {
     pub fn on_settings_sent(&mut self, value: u32) {
         if (value as i64) < self.initial {
             self.lowered_unacked += 1;
+            self.lowered_from = self.lowered_from.max(self.initial);
         }
     }
 
@@ -174,6 +178,17 @@ impl FlowWindows {
     }
     pub fn initial(&self) -> i64 {
         self.initial
+    }
+    /// The most a stream can legally have received and not yet had
+    /// credited back: the initial window, or, once DATA passed a window
+    /// lowered by a SETTINGS the sender had not yet acknowledged (legal,
+    /// RFC 9113 §6.9.2), the window it was lowered from.
+    pub fn credit_bound(&self) -> i64 {
+        if self.past_lowered > 0 {
+            self.initial.max(self.lowered_from)
+        } else {
+            self.initial
+        }
     }
     pub fn min_conn(&self) -> i64 {
         self.min_conn

@@ -40,12 +40,14 @@ impl Analyzer {
             .max_unreleased_bytes
             .max(self.unreleased.max(0) as u64);
         self.tl.unreleased.push(t, self.unreleased as f64);
-        // Credit conservation: never more unreleased than the window advertised.
+        // Credit conservation: never more unreleased than the window
+        // advertised (or the one a SETTINGS lowered, while DATA sent before
+        // the client knew of it is still held).
         let advertised = self
             .conns
             .get(&(Endpoint::Server, e.conn))
             .map_or(crate::windows::DEFAULT_WINDOW, |c| {
-                c.flows[Flow::C2s as usize].initial()
+                c.flows[Flow::C2s as usize].credit_bound()
             });
         if u > advertised {
             self.credit_violations += 1;

@@ -413,9 +413,10 @@ impl RelayView {
                 let st = &mut pair.flows[flow as usize];
                 for (id, v) in f.settings.iter().flatten() {
                     if *id == settings::INITIAL_WINDOW_SIZE {
-                        if f.dir == Dir::Out {
-                            st.windows[leg].on_settings_sent(*v);
-                        }
+                        // Either direction: each leg carries the SETTINGS,
+                        // and the DATA sent before the sender knew of it,
+                        // on its way (on the server leg the relay reads it).
+                        st.windows[leg].on_settings_sent(*v);
                         st.windows[leg].on_initial_window(t, *v);
                         self.window_changes.extend(
                             st.windows[leg]
@@ -429,10 +430,8 @@ impl RelayView {
                 }
             }
             FrameType::SETTINGS => {
-                let flow = travel;
-                if f.dir == Dir::In {
-                    pair.flows[flow as usize].windows[leg].on_settings_acked();
-                }
+                // The ACK travels the flow whose receiver sent the SETTINGS.
+                pair.flows[travel as usize].windows[leg].on_settings_acked();
             }
             FrameType::HEADERS if e.ep == travel.sender_leg() => {
                 let st = &mut pair.flows[travel as usize];
