@@ -1027,7 +1027,7 @@ async fn data_sent_before_a_lowering_settings_was_acknowledged_is_legal() {
         b
     })
     .collect();
-    let mut msg = h2probe::grpc::encode(&h2probe::grpc::pb::Item {
+    let msg = h2probe::grpc::encode(&h2probe::grpc::pb::Item {
         seq: 0,
         scheduled_ns: 0,
         payload: vec![1u8; 19_991].into(),
