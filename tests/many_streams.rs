@@ -525,3 +525,44 @@ fn a_run_stalled_on_the_servers_stream_limit_names_the_held_streams() {
         "{stall}"
     );
 }
+
+/// The server's peaks are its RPCs' sum at one instant, and say so; the
+/// `credit` check quotes the one stream's peak it compared with the stream
+/// window (it quoted 131,070 "within the advertised window" 65,535).
+#[test]
+fn peaks_over_several_rpcs_are_labelled_as_their_sum() {
+    let dir = temp_dir("peaks-summed");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--connections",
+            "2",
+            "--release",
+            "complete",
+            "--duration",
+            "1s",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let s = support::read_summary(&dir);
+    assert!(
+        s.max_stream_unreleased_bytes <= 65_535,
+        "{}",
+        s.max_stream_unreleased_bytes
+    );
+    assert!(
+        s.max_unreleased_bytes > 65_535,
+        "{}",
+        s.max_unreleased_bytes
+    );
+    let detail = &s.checks["credit"].detail;
+    assert!(
+        detail.contains(&format!(
+            "a stream's unreleased bytes peaked at {}, within the advertised window ({} over all streams at once)",
+            s.max_stream_unreleased_bytes, s.max_unreleased_bytes
+        )),
+        "{detail}"
+    );
+    assert!(stdout.contains("(sum of 2 RPCs)"), "{stdout}");
+}

@@ -649,15 +649,24 @@ fn headline_lines(s: &Summary) -> String {
         or_na(c, || format!("{:.1}/s", s.send_rate_steady)),
         or_na(sv, || format!("{:.1}/s", s.completion_rate)),
     );
+    // Peaks are of the server as a whole: with several RPCs, their sum at
+    // one instant (a per-RPC reading of 2 × 65,535 B unreleased would
+    // exceed the window).
+    let rpcs: u64 = s.server_rpc_status.values().sum();
     let _ = writeln!(
         o,
-        "peaks     queue {}  owned {}  unreleased {}",
+        "peaks     queue {}  owned {}  unreleased {}{}",
         or_na(sv, || counted(s.max_queue_depth, "msg")),
         or_na(sv, || format!(
             "{:.2} MiB",
             s.max_owned_bytes as f64 / 1048576.0
         )),
         or_na(sv, || format!("{} B", s.max_unreleased_bytes)),
+        if sv && rpcs > 1 {
+            format!("  (sum of {rpcs} RPCs)")
+        } else {
+            String::new()
+        },
     );
     let _ = writeln!(
         o,

@@ -312,10 +312,17 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 n,
                 first,
                 at,
-                format!(
-                    "unreleased bytes peaked at {}, within the advertised window",
-                    s.max_unreleased_bytes
-                ),
+                if s.max_unreleased_bytes > s.max_stream_unreleased_bytes {
+                    format!(
+                        "a stream's unreleased bytes peaked at {}, within the advertised window ({} over all streams at once)",
+                        s.max_stream_unreleased_bytes, s.max_unreleased_bytes
+                    )
+                } else {
+                    format!(
+                        "unreleased bytes peaked at {}, within the advertised window",
+                        s.max_stream_unreleased_bytes
+                    )
+                },
             )
         } else {
             Check::na("no server events")

@@ -34,6 +34,8 @@ impl Analyzer {
         rpc.unreleased += c.len as i64;
         rpc.chunks += c.len as u64;
         let u = rpc.unreleased;
+        self.s.max_stream_unreleased_bytes =
+            self.s.max_stream_unreleased_bytes.max(u.max(0) as u64);
         self.unreleased += c.len as i64;
         self.s.max_unreleased_bytes = self
             .s

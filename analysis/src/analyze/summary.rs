@@ -125,8 +125,13 @@ pub struct Summary {
     pub max_queued_bytes: u64,
     /// Peak framed bytes decoded and not yet completed or discarded.
     pub max_owned_bytes: u64,
-    /// Peak bytes received by the server application and not yet released.
+    /// Peak bytes received by the server application and not yet released,
+    /// over every stream of every connection at one instant.
     pub max_unreleased_bytes: u64,
+    /// The same of one stream (the figure the `credit` check compares
+    /// with the stream window).
+    #[serde(default)]
+    pub max_stream_unreleased_bytes: u64,
     /// Client waits for capacity while the send window reconstructed from
     /// the client's tap (stream or connection) was ≤ 0: blocked on credit.
     pub client_window_blocked_s: f64,
