@@ -433,6 +433,78 @@ fn a_short_part3_comparison_runs_all_four_policies() {
     }
 }
 
+/// `compare DIR…` of Part 3 runs: runs a policy name would pool are told
+/// apart by what differs (two RETRY runs with other backoffs went into one
+/// column, averaged), and a run that did not end complete is said beside
+/// its name, as Part 1's comparison says it (it was not).
+#[test]
+fn comparing_part3_runs_keeps_different_configurations_apart() {
+    let base = temp_dir("p3-compare-dirs");
+    let run = |name: &str, retry: &str| {
+        let dir = base.join(name);
+        support::h2probe_ok([
+            "run",
+            "--preset",
+            "part3",
+            "--duration",
+            "1s",
+            "--service-schedule",
+            "10ms",
+            "--when-full",
+            "reject",
+            "--retry",
+            retry,
+            "--no-pcap",
+            "--quiet",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        dir
+    };
+    let (fixed, jitter) = (run("fixed", "fixed:100"), run("jitter", "jitter:100"));
+    let cmp = base.join("cmp");
+    let out = support::h2probe_ok([
+        "compare",
+        fixed.to_str().unwrap(),
+        jitter.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        cmp.to_str().unwrap(),
+    ]);
+    let md = std::fs::read_to_string(cmp.join("comparison.md")).unwrap();
+    for retry in ["retry=fixed:100", "retry=jitter:100"] {
+        assert!(
+            md.lines()
+                .any(|l| l.starts_with(&format!("| {retry} | 80 |"))),
+            "no row of its own for {retry}:\n{md}"
+        );
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("retry=jitter:100"));
+    // A run stopped before its end (as Ctrl-C leaves it in meta.json).
+    let meta = fixed.join("meta.json");
+    let mut m: Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    assert_eq!(m["status"], "complete");
+    m["status"] = "interrupted".into();
+    std::fs::write(&meta, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["compare", "--quiet", "--force", "--out"])
+        .arg(&cmp)
+        .args([&fixed, &jitter])
+        .output()
+        .unwrap();
+    let md = std::fs::read_to_string(cmp.join("comparison.md")).unwrap();
+    assert!(
+        md.contains("| retry=fixed:100 (incomplete: 1 of 1) | 80 |"),
+        "{md}"
+    );
+    assert!(!md.contains("retry=jitter:100 (incomplete"), "{md}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("(incomplete:"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 /// `compare --scenario part3-clients`, shortened: eight clients with their
 /// own budgets share one server.
 #[test]

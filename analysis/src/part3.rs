@@ -80,6 +80,21 @@ fn groups(runs: &[RunRef]) -> Vec<(String, Vec<(&RunRef, &Overload)>)> {
     out
 }
 
+/// A configuration's name in the tables, with how many of its runs did
+/// not run to their end or whose trace is cut short (as Part 1's
+/// comparison says it): `REJECT (incomplete: 1 of 3)`.
+fn named(config: &str, v: &[(&RunRef, &Overload)]) -> String {
+    let cut = v
+        .iter()
+        .filter(|(r, _)| crate::compare::incomplete(&r.summary))
+        .count();
+    if cut > 0 {
+        format!("{config} (incomplete: {cut} of {})", v.len())
+    } else {
+        config.to_string()
+    }
+}
+
 /// Seconds as the tables print them: "12", "2.5".
 fn secs(x: f64) -> String {
     crate::stats::trimmed(x, 3)
@@ -180,6 +195,7 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
     for (config, v) in &g {
+        let shown = named(config, v);
         let f = |get: &dyn Fn(&Overload) -> f64| -> Vec<f64> {
             v.iter().map(|(_, o)| get(o)).collect()
         };
@@ -194,7 +210,7 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
         });
         let _ = writeln!(
             md,
-            "| {config} | {} | {} | {article} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {shown} | {} | {} | {article} | {} | {} | {} | {} | {} | {} | {} |",
             stat(&f(&|o| o.originals as f64), 0),
             stat(&f(&|o| 100.0 * o.useful_fraction), 3),
             stat(&f(&|o| o.late as f64), 1),
@@ -213,6 +229,7 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
     for (config, v) in &g {
+        let shown = named(config, v);
         let f = |get: &dyn Fn(&Overload) -> f64| -> Vec<f64> {
             v.iter().map(|(_, o)| get(o)).collect()
         };
@@ -229,7 +246,7 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
         };
         let _ = writeln!(
             md,
-            "| {config} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {shown} | {} | {} | {} | {} | {} | {} | {} | {} |",
             stat(&f(&|o| o.first_attempts as f64), 1),
             stat(&f(&|o| o.attempts as f64), 1),
             stat(&f(&|o| o.retries as f64), 1),
@@ -250,6 +267,7 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
     for (config, v) in &g {
+        let shown = named(config, v);
         let f = |get: &dyn Fn(&Overload) -> f64| -> Vec<f64> {
             v.iter().map(|(_, o)| get(o)).collect()
         };
@@ -259,7 +277,7 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
         let m: Vec<f64> = v.iter().map(|(_, o)| o.collision.retries as f64).collect();
         let _ = writeln!(
             md,
-            "| {config} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) |",
+            "| {shown} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) |",
             stat(&f(&|o| o.owned_mib_s), 3),
             stat(&f(&|o| o.pending_peak as f64), 0),
             stat(&f(&|o| o.outstanding_peak as f64), 0),

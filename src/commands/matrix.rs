@@ -427,6 +427,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 summary,
             });
         }
+        split_part3_names(&mut runs);
         shared = strip_shared(&mut runs);
         std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     } else {
@@ -668,6 +669,43 @@ fn part3_label(dir: &Path) -> Option<String> {
     } else {
         when_full.to_uppercase()
     })
+}
+
+/// Part 3 runs named alike (`RETRY`) whose configurations differ in more
+/// than their seed (`--retry fixed:100,200` and `jitter:300`, a 36 s and a
+/// 6 s run) get the settings that tell them apart after the name, so they
+/// are never pooled; runs of one scenario keep their plain names (and
+/// pair by repeat).
+fn split_part3_names(runs: &mut [RunRef]) {
+    let full = |r: &RunRef| -> Vec<String> {
+        super::config_of(&r.dir)
+            .split(' ')
+            .filter(|w| !w.starts_with("seed="))
+            .map(str::to_string)
+            .collect()
+    };
+    let names: Vec<String> = runs
+        .iter()
+        .filter(|r| part3_label(&r.dir).is_some())
+        .map(|r| r.config.clone())
+        .collect();
+    for name in names {
+        let members: Vec<usize> = (0..runs.len())
+            .filter(|&i| runs[i].config == name && part3_label(&runs[i].dir).is_some())
+            .collect();
+        let configs: Vec<Vec<String>> = members.iter().map(|&i| full(&runs[i])).collect();
+        if configs.iter().all(|c| *c == configs[0]) {
+            continue;
+        }
+        for (&i, words) in members.iter().zip(&configs) {
+            let own: Vec<&str> = words
+                .iter()
+                .filter(|w| !configs.iter().all(|c| c.contains(w)))
+                .map(String::as_str)
+                .collect();
+            runs[i].config = format!("{name} {}", own.join(" "));
+        }
+    }
 }
 
 /// The `--original-deadline` a run directory's meta.json records.
