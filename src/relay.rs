@@ -171,17 +171,18 @@ async fn relay_pair(down: TcpStream, id: u32, ctx: &RelayCtx) {
     let up = match up {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
-            client_reason.set(format!(
-                "upstream connect failed: {} ({e})",
-                ctx.cfg.upstream
-            ));
+            let why = format!("upstream connect failed: {} ({e})", ctx.cfg.upstream);
+            say_upstream_failed(&why);
+            client_reason.set(why);
             return;
         }
         Err(_) => {
-            client_reason.set(format!(
+            let why = format!(
                 "upstream connect failed: {} did not answer within {:?}",
                 ctx.cfg.upstream, ctx.cfg.connect_timeout
-            ));
+            );
+            say_upstream_failed(&why);
+            client_reason.set(why);
             return;
         }
     };
@@ -205,6 +206,18 @@ async fn relay_pair(down: TcpStream, id: u32, ctx: &RelayCtx) {
         activity: [client.activity(), server.activity()],
     };
     pump(client, server, &legs, [client_reason, server_reason], ctx).await;
+}
+
+/// Says on stderr that a client's connection was closed because the
+/// upstream could not be reached (it was only in the trace: a relay in
+/// front of a server that is down looked healthy); the first few only.
+fn say_upstream_failed(why: &str) {
+    static SAID: AtomicU64 = AtomicU64::new(0);
+    match SAID.fetch_add(1, Relaxed) {
+        0..=2 => crate::say!("warning: {why}; the client's connection was closed"),
+        3 => crate::say!("warning: more upstream connects failed (each is in the trace)"),
+        _ => {}
+    }
 }
 
 /// What the pump watches on the taps.

@@ -1077,4 +1077,53 @@ async fn data_sent_before_a_lowering_settings_was_acknowledged_is_legal() {
     );
     let check = &r.checks["relay_no_data_beyond_credit"];
     assert_eq!(check.ok, Some(true), "{}", check.detail);
+    // The stream ended both ways before the client closed.
+    assert_eq!(r.relay.as_ref().unwrap().streams_cut, 0);
+}
+
+/// A client that dies mid-upload: its stream ended neither way, and the
+/// relay says so (it read "all invariants hold" with nothing about it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_by_its_connections_close_is_said() {
+    use h2probe::wire::encode;
+    let server = TestServer::start("cut-srv", ServerOpts::default()).await;
+    let relay = TestRelay::start("cut-relay", relay_config(&server.addr.to_string())).await;
+    let mut c = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
+    let block: Vec<u8> = [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", h2probe::grpc::INGEST_PATH),
+        (":authority", "x"),
+        ("content-type", "application/grpc"),
+    ]
+    .iter()
+    .flat_map(|(n, v)| {
+        let mut b = vec![0x00, n.len() as u8];
+        b.extend(n.as_bytes());
+        b.push(v.len() as u8);
+        b.extend(v.as_bytes());
+        b
+    })
+    .collect();
+    let mut req = encode::preface();
+    req.extend(encode::settings(false, &[]));
+    req.extend(encode::headers(1, 0x4, None, None, &block));
+    // Half of a 100-byte message, then the client is gone.
+    req.extend(encode::data(1, 0, None, &[0, 0, 0, 0, 95, 1, 2, 3]));
+    c.write_all(&req).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    drop(c);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (s, dir) = relay.stop().await;
+    server.stop().await;
+    let r = s.relay.as_ref().unwrap();
+    assert_eq!(r.streams_cut, 1, "{r:?}");
+    let cut = r.first_cut.as_ref().unwrap();
+    assert_eq!((cut.conn, cut.stream), (1, 1), "{cut:?}");
+    let headline = h2probe_analysis::report::headline(&s);
+    assert!(
+        headline.contains("cut       1 stream open when its connection closed"),
+        "{headline}"
+    );
+    let _ = dir;
 }

@@ -590,7 +590,8 @@ fn headline_lines(s: &Summary) -> String {
         // merged in: beside the relay's inference of the same waits.
         let own = (s.has_client && s.window_blocked_ms.count > 0)
             .then_some((s.client_window_blocked_s, s.window_blocked_ms.count));
-        relay_lines(&mut o, r, own);
+        let client_streams: u64 = s.rpc_status.values().sum();
+        relay_lines(&mut o, r, own, client_streams);
         if !c && !sv {
             // A relay alone: the probe endpoints' figures do not exist.
             let _ = write!(o, "{}", checks_lines(&s.checks));
@@ -602,7 +603,7 @@ fn headline_lines(s: &Summary) -> String {
         // labels would say less than this.
         let _ = writeln!(
             o,
-            "events    none: the trace holds no event of the client or the server, so there are no figures"
+            "events    none: the trace holds no event of a client, a server or a relay (no connection), so there are no figures"
         );
         let _ = write!(o, "{}", checks_lines(&s.checks));
         return o;
@@ -837,9 +838,23 @@ pub fn counted(n: u64, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
+/// A latency given in ms, as the relay line prints it: µs below 1 ms.
+fn micros(ms: f64) -> String {
+    if ms >= 1.0 {
+        format!("{ms:.2}ms")
+    } else {
+        format!("{:.1}µs", ms * 1e3)
+    }
+}
+
 /// The relay's lines: what crossed it, and per data flow the receiver's
 /// credit behaviour and the sender's credit waits.
-fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary, client_own: Option<(f64, u64)>) {
+fn relay_lines(
+    o: &mut String,
+    r: &crate::analyze::RelaySummary,
+    client_own: Option<(f64, u64)>,
+    client_streams: u64,
+) {
     let closed: u64 = r.close_reasons.values().sum();
     let _ = writeln!(
         o,
@@ -857,17 +872,37 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary, client_own: Opt
             String::new()
         },
         if r.c2s.relay_latency_ms.count + r.s2c.relay_latency_ms.count > 0 {
+            // A direction no frame crossed has no latency (n/a, not 0).
+            let (c, s) = (&r.c2s.relay_latency_ms, &r.s2c.relay_latency_ms);
+            let at = |d: &crate::stats::Distribution, q: f64| {
+                if d.count > 0 {
+                    micros(q)
+                } else {
+                    "n/a".to_string()
+                }
+            };
             format!(
-                "p50 c2s {:.1}µs s2c {:.1}µs (p99 {:.1}µs / {:.1}µs)",
-                r.c2s.relay_latency_ms.p50 * 1e3,
-                r.s2c.relay_latency_ms.p50 * 1e3,
-                r.c2s.relay_latency_ms.p99 * 1e3,
-                r.s2c.relay_latency_ms.p99 * 1e3,
+                "p50 c2s {} s2c {} (p99 {} / {})",
+                at(c, c.p50),
+                at(s, s.p50),
+                at(c, c.p99),
+                at(s, s.p99),
             )
         } else {
             "n/a (no frame crossed)".to_string()
         },
     );
+    if let (n @ 1.., Some(c)) = (r.streams_cut, &r.first_cut) {
+        let _ = writeln!(
+            o,
+            "cut       {} open when {} connection closed (no END_STREAM both ways, no RST_STREAM; first: {}/{} at {:.3}s)",
+            counted(n, "stream"),
+            if n == 1 { "its" } else { "their" },
+            c.conn,
+            c.stream,
+            c.t_s
+        );
+    }
     if closed > 0 {
         let list: Vec<String> = r
             .close_reasons
@@ -892,17 +927,35 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary, client_own: Opt
             );
             continue;
         }
+        // Figures of distributions with no sample are n/a, not 0.
+        let stream_updates = if f.window_updates_stream == 0 {
+            "0 stream".to_string()
+        } else {
+            format!(
+                "{} stream (+{:.0} B p50, every {} p50, {:.1} per MiB)",
+                f.window_updates_stream,
+                f.update_increment_stream.p50,
+                if f.update_gap_stream_ms.count > 0 {
+                    format!("{:.2}ms", f.update_gap_stream_ms.p50)
+                } else {
+                    "n/a".to_string()
+                },
+                f.updates_per_mib,
+            )
+        };
+        let conn_updates = if f.window_updates_conn == 0 {
+            "0 connection".to_string()
+        } else {
+            format!(
+                "{} connection (+{:.0} B p50)",
+                f.window_updates_conn, f.update_increment_conn.p50
+            )
+        };
         let _ = writeln!(
             o,
-            "{name}       DATA {} ({} B); {receiver}'s WINDOW_UPDATEs: {} stream (+{:.0} B p50, every {:.2}ms p50, {:.1} per MiB), {} connection (+{:.0} B p50)",
+            "{name}       DATA {} ({} B); {receiver}'s WINDOW_UPDATEs: {stream_updates}, {conn_updates}",
             counted(f.data_frames, "frame"),
             f.data_bytes,
-            f.window_updates_stream,
-            f.update_increment_stream.p50,
-            f.update_gap_stream_ms.p50,
-            f.updates_per_mib,
-            f.window_updates_conn,
-            f.update_increment_conn.p50,
         );
         let frames = |b: f64| b / f64::from(f.max_data_frame.max(1));
         let verdict = match f.credit_release.as_str() {
@@ -926,8 +979,13 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary, client_own: Opt
         );
         let _ = writeln!(
             o,
-            "waits     the {sender} had an open stream and no credit {:.3}s in {} intervals{}; inferred waiting (it sent more DATA after the credit) {:.3}s in {}{}",
+            "waits     the {sender} had an open stream and no credit {:.3}s{} in {} intervals{}; inferred waiting (it sent more DATA after the credit) {:.3}s in {}{}",
             f.exhausted_s,
+            if r.connections > 1 {
+                " (summed over connections)"
+            } else {
+                ""
+            },
             f.exhausted_intervals,
             if f.exhausted_open > 0 {
                 format!(" ({} open at the end)", f.exhausted_open)
@@ -948,8 +1006,15 @@ fn relay_lines(o: &mut String, r: &crate::analyze::RelaySummary, client_own: Opt
         if let (Some((secs, waits)), "client") = (client_own, sender) {
             let _ = writeln!(
                 o,
-                "          the client's own record (its trace): window-blocked {secs:.3}s in {}",
-                counted(waits, "wait")
+                "          the client's own record (its trace): window-blocked {secs:.3}s in {}{}",
+                counted(waits, "wait"),
+                // The relay's intervals are per connection; the client's
+                // waits per stream: with several streams they add up.
+                if client_streams > 1 {
+                    " (summed over its streams: not comparable)"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -1040,6 +1105,44 @@ pub fn exit_code(s: &Summary, live: bool) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A figure of a distribution with no sample is n/a, never 0: a
+    /// client that sent no stream WINDOW_UPDATE, a direction no frame
+    /// crossed (they read "+0 B p50, every 0.00ms p50" and "s2c 0.0µs").
+    /// Waits summed over connections, and a client's over its streams,
+    /// say so.
+    #[test]
+    fn relay_figures_without_samples_are_not_zeros() {
+        let one = |v: f64| crate::stats::Distribution {
+            count: 1,
+            p50: v,
+            p99: v,
+            ..Default::default()
+        };
+        let mut r = crate::analyze::RelaySummary {
+            connections: 2,
+            ..Default::default()
+        };
+        r.c2s.relay_latency_ms = one(25.1592);
+        r.c2s.data_frames = 3;
+        r.c2s.data_bytes = 300;
+        r.c2s.window_updates_conn = 1;
+        r.c2s.update_increment_conn = one(300.0);
+        let mut o = String::new();
+        relay_lines(&mut o, &r, Some((7.2, 847)), 4);
+        assert!(o.contains("p50 c2s 25.16ms s2c n/a (p99 25.16ms / n/a)"), "{o}");
+        assert!(
+            o.contains("server's WINDOW_UPDATEs: 0 stream, 1 connection (+300 B p50)"),
+            "{o}"
+        );
+        assert!(o.contains("s (summed over connections) in "), "{o}");
+        assert!(o.contains("(summed over its streams: not comparable)"), "{o}");
+        r.c2s.window_updates_stream = 1;
+        r.c2s.update_increment_stream = one(16384.0);
+        let mut o = String::new();
+        relay_lines(&mut o, &r, None, 1);
+        assert!(o.contains("1 stream (+16384 B p50, every n/a p50,"), "{o}");
+    }
 
     fn words(s: &str) -> Vec<&str> {
         s.split_whitespace().collect()

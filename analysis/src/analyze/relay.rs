@@ -20,7 +20,7 @@
 //! during the whole interval, or arrived from its application later, is not
 //! on the wire: `resume_after_credit_ms` shows how promptly it resumed.
 
-use super::summary::{Check, RelayFlow, RelayStream, RelaySummary};
+use super::summary::{Check, RelayCut, RelayFlow, RelayStream, RelaySummary};
 use crate::schema::{flags, settings, Dir, Endpoint, Event, FrameEv, FrameType, Kind};
 use crate::series::{Merge, Series};
 use crate::stats::Histo;
@@ -151,6 +151,10 @@ struct Pair {
     /// Either leg closed with a reason (a broken or hostile peer, an
     /// upstream that refused): unforwarded frames are expected.
     closed_with_reason: bool,
+    /// Streams the client opened that have not ended both ways (END_STREAM
+    /// each way, or a RST_STREAM): bit 1 the client's side ended, bit 2 the
+    /// server's. Those left when the pair closes were cut by the close.
+    unended: HashMap<u32, u8>,
 }
 
 #[derive(Default)]
@@ -226,6 +230,10 @@ pub struct RelayView {
     first_difference: Option<(u64, u64, String)>,
     streams: Vec<RelayStream>,
     streams_omitted: u64,
+    /// Streams open (not ended both ways) when their pair closed, and the
+    /// first of them: (t, conn, stream).
+    streams_cut: u64,
+    first_cut: Option<(u64, u32, u32)>,
     total_withheld: [i64; 2],
     pub series: RelaySeries,
     /// Window changes of the event just fed, (flow, stream, window),
@@ -249,6 +257,8 @@ impl RelayView {
             first_difference: None,
             streams: vec![],
             streams_omitted: 0,
+            streams_cut: 0,
+            first_cut: None,
             total_withheld: [0; 2],
             series: RelaySeries::new(origin),
             window_changes: vec![],
@@ -268,7 +278,15 @@ impl RelayView {
             Kind::WireError(_) => self.wire_errors += 1,
             Kind::ConnClose(c) => {
                 if !c.error.is_empty() {
-                    let key = c.error.split(':').next().unwrap_or_default().trim();
+                    // The reason's first words, and the leg it names when
+                    // it names one ("read error: server leg: …" closes both
+                    // legs: on the client leg it is still the server's).
+                    let mut parts = c.error.split(':').map(str::trim);
+                    let head = parts.next().unwrap_or_default();
+                    let key = match parts.next() {
+                        Some(leg @ ("client leg" | "server leg")) => format!("{head}: {leg}"),
+                        _ => head.to_string(),
+                    };
                     *self
                         .close_reasons
                         .entry(format!("{}: {key}", e.ep.as_str()))
@@ -278,6 +296,18 @@ impl RelayView {
                 // Both legs gone: the pair's streams are final.
                 if e.ep == Endpoint::ClientLeg || e.ep == Endpoint::ServerLeg {
                     self.close_leg(e);
+                }
+                // The client's connection is gone: a stream not ended both
+                // ways was cut by the close (a peer that died mid-stream).
+                if e.ep == Endpoint::ClientLeg {
+                    if let Some(pair) = self.pairs.get_mut(&e.conn) {
+                        let mut cut: Vec<u32> = pair.unended.drain().map(|(id, _)| id).collect();
+                        cut.sort_unstable();
+                        self.streams_cut += cut.len() as u64;
+                        if let Some(&first) = cut.first() {
+                            self.first_cut.get_or_insert((e.t, e.conn, first));
+                        }
+                    }
                 }
             }
             Kind::Frame(f) => self.frame(e, f, line),
@@ -320,6 +350,32 @@ impl RelayView {
         let Some(pair) = self.pairs.get_mut(&e.conn) else {
             return;
         };
+        // Stream ends, read once: on the leg the frame came in from.
+        if e.ep == travel.sender_leg() && e.stream != 0 {
+            let side = 1u8 << (travel as u8);
+            match f.frame {
+                FrameType::HEADERS | FrameType::DATA => {
+                    if f.frame == FrameType::HEADERS
+                        && travel == Flow::C2s
+                        && pair.unended.len() < 100_000
+                    {
+                        pair.unended.entry(e.stream).or_insert(0);
+                    }
+                    if f.has_flag(flags::END_STREAM) {
+                        if let Some(ended) = pair.unended.get_mut(&e.stream) {
+                            *ended |= side;
+                            if *ended == 3 {
+                                pair.unended.remove(&e.stream);
+                            }
+                        }
+                    }
+                }
+                FrameType::RST_STREAM => {
+                    pair.unended.remove(&e.stream);
+                }
+                _ => {}
+            }
+        }
         let leg = usize::from(e.ep == Endpoint::ServerLeg);
         let t = e.t;
         match f.frame {
@@ -664,6 +720,12 @@ impl RelayView {
                 s2c,
                 streams: self.streams,
                 streams_omitted: self.streams_omitted,
+                streams_cut: self.streams_cut,
+                first_cut: self.first_cut.map(|(t, conn, stream)| RelayCut {
+                    t_s: (t.saturating_sub(self.origin)) as f64 / 1e9,
+                    conn,
+                    stream,
+                }),
             },
             check,
         ));
@@ -737,5 +799,53 @@ pub fn credit_check(r: &RelaySummary) -> Check {
             true,
             "no DATA beyond the receiver's window on either leg, both flows".to_string(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::ConnCloseEv;
+
+    fn close(ep: Endpoint, error: &str) -> Event {
+        Event {
+            t: 1,
+            ep,
+            conn: 1,
+            stream: 0,
+            kind: Kind::ConnClose(ConnCloseEv {
+                error: error.into(),
+                bytes_in: 0,
+                bytes_out: 0,
+            }),
+        }
+    }
+
+    /// A socket error on one leg closes both, with one text: each leg's key
+    /// keeps the leg the error was on (it read `client_leg: read error` for
+    /// the upstream's reset).
+    #[test]
+    fn close_reasons_keep_the_leg_the_error_was_on() {
+        let mut v = RelayView::new(0);
+        let why = "read error: server leg: Connection reset by peer (os error 104)";
+        v.feed(&close(Endpoint::ClientLeg, why), 1);
+        v.feed(&close(Endpoint::ServerLeg, why), 2);
+        v.feed(
+            &close(Endpoint::ClientLeg, "idle: no byte either way for 5s"),
+            3,
+        );
+        let keys: Vec<(&str, u64)> = v
+            .close_reasons
+            .iter()
+            .map(|(k, n)| (k.as_str(), *n))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("client_leg: idle", 1),
+                ("client_leg: read error: server leg", 1),
+                ("server_leg: read error: server leg", 1)
+            ]
+        );
     }
 }

@@ -405,6 +405,23 @@ pub struct RelaySummary {
     /// Per stream and flow (streams that carried DATA), the first 64.
     pub streams: Vec<RelayStream>,
     pub streams_omitted: u64,
+    /// Streams a client opened that had not ended both ways (END_STREAM
+    /// each way, or a RST_STREAM) when their connection closed: cut by the
+    /// close (a peer that died mid-stream). Should be 0.
+    #[serde(default)]
+    pub streams_cut: u64,
+    /// The first of them.
+    #[serde(default)]
+    pub first_cut: Option<RelayCut>,
+}
+
+/// A stream cut by its connection's close (see `streams_cut`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RelayCut {
+    /// When the client's leg closed, seconds from the trace's origin.
+    pub t_s: f64,
+    pub conn: u32,
+    pub stream: u32,
 }
 
 /// One data flow through the relay (see docs/summary-json.md).
