@@ -473,8 +473,9 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
         std::fs::create_dir_all(d).unwrap();
         hand_built_run(d);
     }
+    // Into a directory that does not exist yet: created first (it failed
+    // after every run's page had been rewritten).
     let cmp = root.join("out").join("cmp.html");
-    std::fs::create_dir_all(cmp.parent().unwrap()).unwrap();
     support::h2probe_ok([
         std::ffi::OsStr::new("report"),
         a.as_os_str(),
@@ -510,6 +511,24 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
     let errors = console_errors(&log);
     assert!(errors.is_empty(), "console errors:\n{}", errors.join("\n"));
     assert!(dom.contains("Plots side by side"));
+}
+
+/// A slice asked for past the trace's end is said to be empty.
+#[test]
+fn a_slice_past_the_end_of_the_trace_is_warned_about() {
+    let dir = support::temp_dir("report-past-end");
+    hand_built_run(&dir);
+    let out = support::h2probe_ok([
+        std::ffi::OsStr::new("report"),
+        dir.as_os_str(),
+        "--at".as_ref(),
+        "99s".as_ref(),
+        "--out".as_ref(),
+        dir.join("late.html").as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is past the end of"), "{stderr}");
+    assert!(stderr.contains("the slice is empty"), "{stderr}");
 }
 
 /// The default slice's caption says the queue grows while credit flows

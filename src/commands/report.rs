@@ -95,11 +95,28 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
         queue_grows: false,
     };
     let single = opts.dirs.len() == 1;
+    // Where --out goes exists before any page is written (it failed only
+    // after every run's report.html had been rewritten).
+    if let Some(parent) = opts.out.as_deref().and_then(Path::parent) {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+    }
     let mut pages = vec![];
     let mut runs = vec![];
     for dir in &opts.dirs {
         // Its errors name the directory or the file.
         let summary = summary_of(dir)?;
+        if let (Some(at), Some(first)) = (opts.at, summary.first_event_s) {
+            let end = first + summary.span_s;
+            if at.0.as_secs_f64() > end {
+                crate::say!(
+                    "warning: --at {at} is past the end of {}'s trace ({end:.3}s): the slice is empty",
+                    dir.display()
+                );
+            }
+        }
         let out = if single { opts.out.as_deref() } else { None };
         let page = h2probe_analysis::report::write_html(dir, &summary, &ladder, out)?;
         pages.push(page.clone());
