@@ -485,6 +485,19 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
     ]);
     let html = std::fs::read_to_string(&cmp).unwrap();
     assert!(a.join("report.html").is_file() && b.join("report.html").is_file());
+    // Every table scrolls inside its own box: at 1280 px the outcomes
+    // table (1,412 px) widened the whole page past the window.
+    for page in [
+        html.clone(),
+        std::fs::read_to_string(a.join("report.html")).unwrap(),
+    ] {
+        assert_eq!(
+            page.matches("<table").count(),
+            page.matches(r#"<div class="tw"><table"#).count(),
+            "a table outside a scrolling box"
+        );
+        assert!(page.contains(".tw{overflow-x:auto"));
+    }
     assert!(html.contains(r#"href="../a/report.html""#), "link to run a");
     assert!(html.contains(r#"href="../b/report.html""#), "link to run b");
     assert!(

@@ -69,6 +69,8 @@ figure{margin:0}
 figure.wide{grid-column:1/-1}
 figure svg{width:100%;height:auto;border:1px solid var(--border);border-radius:6px;display:block}
 figcaption{font-size:13px;color:var(--muted);margin:5px 2px}
+/* Wide tables scroll inside the page instead of widening it. */
+.tw{overflow-x:auto;max-width:100%}
 .ladder-wrap{border:1px solid var(--border);border-radius:8px;padding:6px;overflow-x:auto}
 .ladder-wrap svg{width:100%;min-width:1000px;height:auto;display:block}
 .legend{display:flex;flex-wrap:wrap;gap:6px 16px;font-size:13px;color:var(--muted);margin:8px 0}
@@ -487,7 +489,7 @@ fn checks_table(s: &Summary, dir_arg: &str) -> String {
         return r#"<p class="note">No checks: the trace holds nothing to judge.</p>"#.into();
     }
     let mut o = String::from(
-        r#"<table class="checks"><tr><th>check</th><th>result</th><th>why</th><th>first offending event</th></tr>"#,
+        r#"<div class="tw"><table class="checks"><tr><th>check</th><th>result</th><th>why</th><th>first offending event</th></tr>"#,
     );
     // Failures first, then what cannot be judged, then what holds.
     let mut rows: Vec<(&String, &Check)> = s.checks.iter().collect();
@@ -531,7 +533,7 @@ fn checks_table(s: &Summary, dir_arg: &str) -> String {
             esc(&c.detail),
         );
     }
-    o.push_str("</table>");
+    o.push_str("</table></div>");
     o
 }
 
@@ -544,7 +546,7 @@ fn json_cell(v: &serde_json::Value) -> String {
 }
 
 fn kv_table(title: &str, rows: &[(String, String)]) -> String {
-    let mut o = format!("<div><h3>{}</h3><table>", esc(title));
+    let mut o = format!("<div><h3>{}</h3><div class=\"tw\"><table>", esc(title));
     for (k, v) in rows {
         let _ = write!(
             o,
@@ -553,7 +555,7 @@ fn kv_table(title: &str, rows: &[(String, String)]) -> String {
             esc(v)
         );
     }
-    o.push_str("</table></div>");
+    o.push_str("</table></div></div>");
     o
 }
 
@@ -1037,7 +1039,9 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
         })
         .collect();
     let rows = crate::compare::rows(&refs);
-    b.push_str(r#"<section id="table"><h2>Comparison</h2><table class="cmpt"><tr>"#);
+    b.push_str(
+        r#"<section id="table"><h2>Comparison</h2><div class="tw"><table class="cmpt"><tr>"#,
+    );
     for (i, h) in crate::compare::HEADLINE.iter().enumerate() {
         let _ = write!(
             b,
@@ -1079,8 +1083,8 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
             badges.join(" ")
         });
     }
-    b.push_str("</table>");
-    b.push_str(r#"<h3>WINDOW_UPDATEs and outcomes</h3><table class="cmpt"><tr><th>configuration</th><th class="num">WINDOW_UPDATE out</th><th class="num">mean stream increment B</th><th class="num">release→update p50 ms</th><th class="num">p90 ms</th><th class="num">scheduled</th><th class="num">completed</th><th class="num">discarded</th><th class="num">never sent</th><th>RPC status</th></tr>"#);
+    b.push_str("</table></div>");
+    b.push_str(r#"<h3>WINDOW_UPDATEs and outcomes</h3><div class="tw"><table class="cmpt"><tr><th>configuration</th><th class="num">WINDOW_UPDATE out</th><th class="num">mean stream increment B</th><th class="num">release→update p50 ms</th><th class="num">p90 ms</th><th class="num">scheduled</th><th class="num">completed</th><th class="num">discarded</th><th class="num">never sent</th><th>RPC status</th></tr>"#);
     for r in &rows {
         let cells = crate::compare::outcome_cells(r);
         let (status, numbers) = cells.split_last().expect("nine cells");
@@ -1090,9 +1094,9 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
         }
         let _ = write!(b, "<td>{}</td></tr>", esc(status));
     }
-    b.push_str("</table></section>");
+    b.push_str("</table></div></section>");
 
-    b.push_str(r#"<section id="runs"><h2>Runs</h2><table class="runs"><tr><th>#</th><th>configuration</th><th>run directory</th><th>report</th><th class="num">queue growth/s</th><th class="num">peak queue</th><th>checks</th></tr>"#);
+    b.push_str(r#"<section id="runs"><h2>Runs</h2><div class="tw"><table class="runs"><tr><th>#</th><th>configuration</th><th>run directory</th><th>report</th><th class="num">queue growth/s</th><th class="num">peak queue</th><th>checks</th></tr>"#);
     for (i, r) in runs.iter().enumerate() {
         let s = &r.summary;
         let failed = s.checks.values().filter(|c| c.ok == Some(false)).count();
@@ -1114,7 +1118,7 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
             }
         );
     }
-    b.push_str("</table></section>");
+    b.push_str("</table></div></section>");
 
     if let Some(dir) = dir {
         let (svgs, _) = run_svgs(dir);

@@ -1130,13 +1130,19 @@ mod tests {
         r.c2s.update_increment_conn = one(300.0);
         let mut o = String::new();
         relay_lines(&mut o, &r, Some((7.2, 847)), 4);
-        assert!(o.contains("p50 c2s 25.16ms s2c n/a (p99 25.16ms / n/a)"), "{o}");
+        assert!(
+            o.contains("p50 c2s 25.16ms s2c n/a (p99 25.16ms / n/a)"),
+            "{o}"
+        );
         assert!(
             o.contains("server's WINDOW_UPDATEs: 0 stream, 1 connection (+300 B p50)"),
             "{o}"
         );
         assert!(o.contains("s (summed over connections) in "), "{o}");
-        assert!(o.contains("(summed over its streams: not comparable)"), "{o}");
+        assert!(
+            o.contains("(summed over its streams: not comparable)"),
+            "{o}"
+        );
         r.c2s.window_updates_stream = 1;
         r.c2s.update_increment_stream = one(16384.0);
         let mut o = String::new();
