@@ -526,6 +526,38 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
     assert!(dom.contains("Plots side by side"));
 }
 
+/// The client's side alone (`h2probe client`): the default slice says the
+/// queue is not in the trace, and the releases are n/a (it said the queue
+/// "never held two messages" and "0 B released").
+#[test]
+fn a_client_only_ladder_claims_nothing_about_the_server() {
+    let dir = support::temp_dir("report-client-only");
+    hand_built_run(&dir);
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains(r#""ep":"server""#))
+        .collect();
+    assert!(lines.len() < text.lines().count(), "server lines dropped");
+    let footer = format!(
+        r#"{{"type":"footer","events":{},"dropped":{{}}}}"#,
+        lines.len() - 2
+    );
+    lines.pop();
+    let mut kept = lines.join("\n");
+    kept.push_str(&format!("\n{footer}\n"));
+    std::fs::write(&trace, kept).unwrap();
+    support::h2probe_ok([std::ffi::OsStr::new("report"), dir.as_os_str()]);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("the trace has no server events, so the queue is not in it"),
+        "{html}"
+    );
+    assert!(html.contains("released n/a (no server view)"));
+    assert!(!html.contains("never held two messages"));
+}
+
 /// A slice asked for past the trace's end is said to be empty.
 #[test]
 fn a_slice_past_the_end_of_the_trace_is_warned_about() {

@@ -440,11 +440,17 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
                 (None, None) => (0, "from the origin (the trace has no events)"),
             };
             let (c, origin) = collect(trace, span, Pass::From(first))?;
-            let how = format!(
-                "the default slice, {} {what}: the queue never held two messages after a \
-                 WINDOW_UPDATE, so there is no moment where it grows while credit flows",
-                show_span(span)
-            );
+            // Say only what the trace shows: without the server's side, or
+            // with a queue that recorded nothing, the queue was not seen.
+            let why = if !found.server_seen {
+                "the trace has no server events, so the queue is not in it"
+            } else if !found.queue_seen {
+                "the server's queue recorded no enqueue (a direct queue works inline)"
+            } else {
+                "the queue never held two messages after a WINDOW_UPDATE, so there is no \
+                 moment where it grows while credit flows"
+            };
+            let how = format!("the default slice, {} {what}: {why}", show_span(span));
             (c, origin, how)
         }
     };

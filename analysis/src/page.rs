@@ -746,7 +746,12 @@ fn ladder_section(
             "{} WINDOW_UPDATEs back (+{} B stream, +{} B connection credit)",
             wu.0, wu.1, wu.2
         ),
-        format!("{released} B released"),
+        // Releases are the server's: without its view, none can be counted.
+        if l.server.is_some() {
+            format!("{released} B released")
+        } else {
+            "released n/a (no server view)".to_string()
+        },
     ];
     if let (Some(first), Some(last)) = (
         l.queue_before.or(l.queue.first().map(|q| q.1)),

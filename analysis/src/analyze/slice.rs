@@ -25,6 +25,10 @@ pub struct SliceFinder {
     pub first_data: Option<u64>,
     pub first_event: Option<u64>,
     pub anchor: Option<Anchor>,
+    /// The server's tap or application is in the trace, and its queue
+    /// recorded an `enqueue`: without them no anchor can be looked for.
+    pub server_seen: bool,
+    pub queue_seen: bool,
 }
 
 impl SliceFinder {
@@ -35,6 +39,10 @@ impl SliceFinder {
             return None;
         }
         self.first_event.get_or_insert(e.t);
+        if e.ep == Endpoint::Server {
+            self.server_seen = true;
+            self.queue_seen |= matches!(e.kind, Kind::Enqueue(_));
+        }
         match &e.kind {
             Kind::Frame(f) => {
                 if f.frame == FrameType::DATA {
