@@ -558,6 +558,29 @@ fn a_client_only_ladder_claims_nothing_about_the_server() {
     assert!(!html.contains("never held two messages"));
 }
 
+/// A plot deleted from a run directory is drawn again by `report`, with a
+/// warning (the page left it out without a word while it claims every plot).
+#[test]
+fn a_missing_plot_is_drawn_again() {
+    let dir = support::temp_dir("report-missing-plot");
+    hand_built_run(&dir);
+    // (Its exit code is the hand-built RPCs', not this test's concern.)
+    std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .arg("analyze")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let s = support::read_summary(&dir);
+    assert!(s.plots.contains(&"queue.svg".to_string()), "{:?}", s.plots);
+    std::fs::remove_file(dir.join("queue.svg")).unwrap();
+    let out = support::h2probe_ok([std::ffi::OsStr::new("report"), dir.as_os_str()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("queue.svg missing from"), "{stderr}");
+    assert!(dir.join("queue.svg").is_file());
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<b>queue.svg</b>"), "the page shows it again");
+}
+
 /// A slice asked for past the trace's end is said to be empty.
 #[test]
 fn a_slice_past_the_end_of_the_trace_is_warned_about() {

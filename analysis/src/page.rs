@@ -966,7 +966,11 @@ impl RunPage {
         }
         b.push_str(r#"<section id="plots"><h2>Plots</h2>"#);
         if self.plots.is_empty() {
-            b.push_str(r#"<p class="note">This run directory has no plots.</p>"#);
+            let _ = write!(
+                b,
+                r#"<p class="note">This run directory has no plots: <code>h2probe analyze {}</code> draws them.</p>"#,
+                esc(&self.dir_arg)
+            );
         }
         b.push_str(r#"<div class="plots">"#);
         for (name, svg) in &self.plots {

@@ -141,17 +141,18 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     let mut summary = a.summary;
     let mut warnings = a.warnings;
     summary.run_status = run_status_of(dir, &mut warnings);
-    let path = dir.join("summary.json");
-    let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
-    json.push('\n');
     // Written aside and committed together once all are whole: a failure
     // (a full disk) leaves the previous ones, which agree with each other
     // (a new summary.json beside an old report.html did not). The plots go
     // into a directory aside, which the report reads them from.
-    let summary_file = written_aside(&path, json.as_bytes())?;
-    let timeline = timeline_aside(&dir.join("timeline.csv"), &a.timeline)?;
     let plots = PlotsAside::create(dir)?;
     let made = crate::plots::run_plots(&plots.dir, &a.timeline)?;
+    summary.plots = made.clone();
+    let path = dir.join("summary.json");
+    let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
+    json.push('\n');
+    let summary_file = written_aside(&path, json.as_bytes())?;
+    let timeline = timeline_aside(&dir.join("timeline.csv"), &a.timeline)?;
     let ladder = crate::ladder::LadderOpts {
         found: Some(a.slice),
         ..Default::default()

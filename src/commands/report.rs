@@ -74,7 +74,23 @@ fn summary_of(dir: &Path) -> anyhow::Result<Summary> {
             .map_err(anyhow::Error::from)
             .and_then(|t| Ok(serde_json::from_str::<Summary>(&t)?))
         {
-            return Ok(s);
+            // A plot the analysis drew is gone: drawn again (the page left
+            // it out without a word).
+            let missing: Vec<&str> = s
+                .plots
+                .iter()
+                .filter(|p| !dir.join(p).is_file())
+                .map(String::as_str)
+                .collect();
+            if missing.is_empty() {
+                return Ok(s);
+            }
+            crate::say!(
+                "warning: {} missing from {}: analysing the run again to draw {}",
+                missing.join(", "),
+                dir.display(),
+                if missing.len() == 1 { "it" } else { "them" }
+            );
         }
     }
     let (s, warnings) = super::analyse_showing_progress(dir)?;

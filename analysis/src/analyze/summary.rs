@@ -304,6 +304,10 @@ pub struct Summary {
     /// for a sound trace.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The SVG plots `analyze` drew beside summary.json (file names): a
+    /// report that finds one missing draws them again.
+    #[serde(default)]
+    pub plots: Vec<String>,
     /// Events of types this analysis does not know (a newer h2probe's),
     /// skipped.
     #[serde(default)]
