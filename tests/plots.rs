@@ -125,6 +125,51 @@ fn a_runs_plots_keep_legends_beside_the_data_and_say_what_they_show() {
     screenshot(&dir.join("credit.svg"), "credit-two-streams.png");
 }
 
+/// Every `<text>` of the legend strip as (y, text).
+fn legend_ys(svg: &str) -> Vec<(f64, String)> {
+    svg.split("<text ")
+        .skip(1)
+        .filter_map(|t| {
+            let x: f64 = t.split("x=\"").nth(1)?.split('"').next()?.parse().ok()?;
+            let y: f64 = t.split("y=\"").nth(1)?.split('"').next()?.parse().ok()?;
+            let body = t.split_once('>')?.1.split("</text>").next()?.trim();
+            (x >= DATA_RIGHT).then(|| (y, body.to_string()))
+        })
+        .collect()
+}
+
+/// Eight streams and a 1 MiB connection window: twelve legend entries in
+/// the credit panel. They are drawn apart, each within its panel (the last
+/// four were drawn on top of one another, unreadable), and the connection
+/// credit is among those named.
+#[test]
+fn a_legend_with_many_entries_stays_readable() {
+    let dir = support::temp_dir("plots-many");
+    let mut o = support::run_opts(&dir, "frame", "unbounded");
+    o.client.duration = support::dur("600ms");
+    o.client.streams = 8;
+    o.server.conn_window = "1MiB".parse().unwrap();
+    o.server.service_time = support::dur("1ms");
+    o.output.no_pcap = true;
+    support::run(o);
+    let credit = std::fs::read_to_string(dir.join("credit.svg")).unwrap();
+    let mut ys = legend_ys(&credit);
+    assert!(ys.len() >= 10, "{ys:?}");
+    ys.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for w in ys.windows(2) {
+        assert!(
+            w[1].0 - w[0].0 >= 11.0,
+            "legend lines drawn over each other: {:?} and {:?}",
+            w[0],
+            w[1]
+        );
+    }
+    let l = legend(&credit);
+    assert!(l.contains("connection credit (client tap)"), "{l}");
+    assert!(l.contains("stream 15 credit (client tap)"), "{l}");
+    screenshot(&dir.join("credit.svg"), "credit-eight-streams.png");
+}
+
 /// A trace with one tap's events only (as `serve` or `client` alone
 /// record), analysed by the binary.
 fn one_sided(from: &Path, keep: &str) -> PathBuf {

@@ -257,32 +257,28 @@ fn draw_panel<DB: DrawingBackend>(
         .map_err(e)?;
     }
 
-    // The legend strip.
-    let mut y = 40i32;
-    let font: TextStyle = ("sans-serif", 13).into();
+    // The legend strip: every entry when they fit its height; else in a
+    // smaller type, and past what still fits a note of how many are left
+    // out (12 entries of 8 streams were drawn over one another).
     let any = panel
         .lines
         .iter()
         .any(|l| !l.points.is_empty() || !l.band.is_empty());
+    const BAND: &str = " (band: min–max per pixel)";
+    let mut entries: Vec<LegendEntry> = vec![];
     for (i, l) in panel.lines.iter().enumerate() {
         if l.points.is_empty() && l.band.is_empty() {
             if any {
-                let gray: TextStyle = ("sans-serif", 13).into_font().color(&MARK);
-                y = legend_text(
-                    &legend,
-                    &format!("{}: none in this trace", l.label),
-                    32,
-                    y,
-                    32,
-                    &gray,
-                )? + 8;
+                entries.push(LegendEntry::Gray(format!(
+                    "{}: none in this trace",
+                    l.label
+                )));
             }
             continue;
         }
-        let color = COLORS[i % COLORS.len()];
         let mut label = l.label.to_string();
         if banded[i] {
-            label.push_str(" (band: min–max per pixel)");
+            label.push_str(BAND);
         }
         if let Some(j) = under[i] {
             label.push_str(&format!(
@@ -290,29 +286,151 @@ fn draw_panel<DB: DrawingBackend>(
                 panel.lines[j].label
             ));
         }
-        legend
-            .draw(&PathElement::new(
-                vec![(4, y + 7), (26, y + 7)],
-                color.stroke_width(4),
-            ))
-            .map_err(e)?;
-        y = legend_text(&legend, &label, 32, y, 32, &font)? + 8;
+        entries.push(LegendEntry::Line(COLORS[i % COLORS.len()], label));
     }
     for m in &panel.marks {
-        let label = match m {
-            Mark::H(_, s) | Mark::V(_, s) => s,
-        };
-        legend
-            .draw(&PathElement::new(
-                vec![(4, y + 7), (26, y + 7)],
-                MARK.stroke_width(1),
-            ))
-            .map_err(e)?;
-        y = legend_text(&legend, label, 32, y, 32, &font)? + 8;
+        let (Mark::H(_, s) | Mark::V(_, s)) = m;
+        entries.push(LegendEntry::Mark(s.to_string()));
     }
-    let note_font = ("sans-serif", 12).into_font().color(&MARK);
     for n in &panel.notes {
-        y = legend_text(&legend, n, 4, y, 40, &note_font)? + 6;
+        entries.push(LegendEntry::Note(n.to_string()));
+    }
+    let (_, h) = legend.dim_in_pixel();
+    let room = h as i32 - 40 - 4;
+    let fits = |entries: &[LegendEntry], size: &LegendSize| {
+        entries.iter().map(|x| x.height(size)).sum::<i32>() <= room
+    };
+    let size = [LegendSize::NORMAL, LegendSize::COMPACT]
+        .into_iter()
+        .find(|size| fits(&entries, size))
+        .unwrap_or(LegendSize::COMPACT);
+    // Still too tall: the band remark once, not on every series.
+    if !fits(&entries, &size) && entries.iter().any(|x| x.text().contains(BAND)) {
+        for x in entries.iter_mut() {
+            if let LegendEntry::Line(_, t) = x {
+                *t = t.replace(BAND, "");
+            }
+        }
+        entries.insert(0, LegendEntry::Note("bands: min–max per pixel".to_string()));
+    }
+    let mut y = 40i32;
+    let note_h = size.line + 4;
+    for (k, entry) in entries.iter().enumerate() {
+        let left = entries.len() - k;
+        // Keep room for the note naming what is left out.
+        let last_room = if left > 1 { room - note_h } else { room };
+        if y - 40 + entry.height(&size) > last_room {
+            let font = ("sans-serif", size.font).into_font().color(&MARK);
+            legend_text_sized(
+                &legend,
+                &format!(
+                    "… {left} more {} not shown (too many for this panel)",
+                    if left == 1 { "entry" } else { "entries" }
+                ),
+                4,
+                y,
+                size.wrap + 8,
+                size.line,
+                &font,
+            )?;
+            break;
+        }
+        y = entry.draw(&legend, y, &size)?;
     }
     Ok(())
+}
+
+/// Type size and wrapping of a legend strip.
+struct LegendSize {
+    font: u32,
+    line: i32,
+    wrap: usize,
+}
+
+impl LegendSize {
+    const NORMAL: LegendSize = LegendSize {
+        font: 13,
+        line: 16,
+        wrap: 32,
+    };
+    const COMPACT: LegendSize = LegendSize {
+        font: 11,
+        line: 13,
+        wrap: 38,
+    };
+}
+
+/// One entry of a legend strip.
+enum LegendEntry {
+    /// A series: its colour and label.
+    Line(RGBColor, String),
+    /// A series with no data in this trace.
+    Gray(String),
+    /// A reference line.
+    Mark(String),
+    /// A note under the entries.
+    Note(String),
+}
+
+impl LegendEntry {
+    fn text(&self) -> &str {
+        match self {
+            LegendEntry::Line(_, t)
+            | LegendEntry::Gray(t)
+            | LegendEntry::Mark(t)
+            | LegendEntry::Note(t) => t,
+        }
+    }
+
+    fn wrap(&self, size: &LegendSize) -> usize {
+        match self {
+            LegendEntry::Note(_) => size.wrap + 8,
+            _ => size.wrap,
+        }
+    }
+
+    /// Pixels it takes, its gap below included.
+    fn height(&self, size: &LegendSize) -> i32 {
+        let lines = wrap(self.text(), self.wrap(size)).len().max(1) as i32;
+        let gap = if matches!(self, LegendEntry::Note(_)) {
+            6
+        } else {
+            8
+        };
+        lines * size.line + gap
+    }
+
+    /// Draws it at `y`; the next entry's y.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        legend: &DrawingArea<DB, plotters::coord::Shift>,
+        y: i32,
+        size: &LegendSize,
+    ) -> Result<i32, String> {
+        let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+        let font: TextStyle = ("sans-serif", size.font).into();
+        let gray: TextStyle = ("sans-serif", size.font).into_font().color(&MARK);
+        let swatch = |style: ShapeStyle| {
+            legend
+                .draw(&PathElement::new(
+                    vec![(4, y + size.line / 2 - 1), (26, y + size.line / 2 - 1)],
+                    style,
+                ))
+                .map_err(e)
+        };
+        let (x, style) = match self {
+            LegendEntry::Line(color, _) => {
+                swatch(color.stroke_width(4))?;
+                (32, &font)
+            }
+            LegendEntry::Mark(_) => {
+                swatch(MARK.stroke_width(1))?;
+                (32, &font)
+            }
+            LegendEntry::Gray(_) => (32, &gray),
+            LegendEntry::Note(_) => (4, &gray),
+        };
+        legend_text_sized(legend, self.text(), x, y, self.wrap(size), size.line, style)?;
+        Ok(y + self.height(size))
+    }
 }

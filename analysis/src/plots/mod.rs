@@ -126,17 +126,30 @@ pub(crate) fn legend_text<DB: DrawingBackend>(
     width: usize,
     font: &TextStyle<'_>,
 ) -> Result<i32, String> {
+    legend_text_sized(legend, label, x, y, width, 16, font)
+}
+
+/// [`legend_text`] with lines `line` pixels apart.
+pub(crate) fn legend_text_sized<DB: DrawingBackend>(
+    legend: &DrawingArea<DB, plotters::coord::Shift>,
+    label: &str,
+    x: i32,
+    y: i32,
+    width: usize,
+    line: i32,
+    font: &TextStyle<'_>,
+) -> Result<i32, String> {
     let parts = wrap(label, width);
     for (k, part) in parts.iter().enumerate() {
         legend
             .draw(&Text::new(
                 part.clone(),
-                (x, y + k as i32 * 16),
+                (x, y + k as i32 * line),
                 font.clone(),
             ))
             .map_err(|e| e.to_string())?;
     }
-    Ok(y + 16 * parts.len().max(1) as i32)
+    Ok(y + line * parts.len().max(1) as i32)
 }
 
 /// Splits a label into lines of at most `n` characters, at spaces.
