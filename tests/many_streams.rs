@@ -566,3 +566,51 @@ fn peaks_over_several_rpcs_are_labelled_as_their_sum() {
     );
     assert!(stdout.contains("(sum of 2 RPCs)"), "{stdout}");
 }
+
+/// The growth window's WINDOW_UPDATEs and credit are those whose `t` falls
+/// in the window summary.json states, [start, end), recounted from the
+/// trace (an update 0.06–1.5 ms after the start went uncounted: the count
+/// was of timeline buckets, one of them cut by the edge).
+#[test]
+fn growth_window_counts_are_exactly_the_stated_windows() {
+    let dir = temp_dir("growth-window-exact");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--streams",
+            "3",
+            "--stream-rates",
+            "100,100,400",
+            "--duration",
+            "2s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let s = support::read_summary(&dir);
+    let text = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let origin = header["origin_mono_ns"].as_u64().unwrap();
+    let (a, b) = s.queue_growth_window_s;
+    let (lo, hi) = (
+        origin + (a * 1e9).round() as u64,
+        origin + (b * 1e9).round() as u64,
+    );
+    let updates: Vec<u64> = events(&dir)
+        .iter()
+        .filter(|e| {
+            e["ep"] == "server"
+                && e["type"] == "frame"
+                && e["frame"] == "WINDOW_UPDATE"
+                && e["dir"] == "out"
+                && e["stream"] != 0
+                && (lo..hi).contains(&e["t"].as_u64().unwrap())
+        })
+        .map(|e| e["increment"].as_u64().unwrap())
+        .collect();
+    assert!(updates.len() > 10, "{}", updates.len());
+    assert_eq!(s.window_updates_in_growth_window, updates.len() as u64);
+    assert_eq!(
+        s.credit_returned_in_growth_window,
+        updates.iter().sum::<u64>()
+    );
+}

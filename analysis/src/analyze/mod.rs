@@ -587,15 +587,33 @@ impl Analyzer {
 
         // Queue growth over the steady part of the offered period.
         if let Some(first) = self.first_schedule {
-            let a = (first - self.origin.min(first)) as f64 / 1e9;
-            let b = (self.last_schedule.saturating_sub(self.origin)) as f64 / 1e9;
-            let lo = a + (b - a) * 0.1;
+            let a = first - self.origin.min(first);
+            let b = self.last_schedule.saturating_sub(self.origin).max(a);
+            // On whole buckets of the coarsest series read here, so every
+            // figure of the window (the fits, the WINDOW_UPDATEs and credit
+            // counted) covers exactly the window stated: a bucket cut by an
+            // edge counted in or out whole (an update 0.06 ms after the
+            // stated start went uncounted).
+            let w = [
+                &self.tl.queue_depth,
+                &self.tl.sent,
+                &self.tl.window_updates,
+                &self.tl.window_update_bytes,
+            ]
+            .iter()
+            .map(|x| x.width_ns())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+            let lo_ns = (a + (b - a) / 10).div_ceil(w) * w;
+            let hi_ns = (b / w + 1) * w;
+            let (lo, b) = (lo_ns as f64 / 1e9, hi_ns as f64 / 1e9);
             let pts: Vec<(f64, f64)> = self
                 .tl
                 .queue_depth
                 .filled()
                 .into_iter()
-                .filter(|p| p.0 >= lo && p.0 <= b)
+                .filter(|p| p.0 >= lo && p.0 < b)
                 .collect();
             s.queue_growth_rate = least_squares(&pts).map_or(0.0, |(m, _)| m);
             let sent: Vec<(f64, f64)> = self
@@ -603,14 +621,14 @@ impl Analyzer {
                 .sent
                 .filled()
                 .into_iter()
-                .filter(|p| p.0 >= lo && p.0 <= b)
+                .filter(|p| p.0 >= lo && p.0 < b)
                 .collect();
             s.send_rate_steady = least_squares(&sent).map_or(0.0, |(m, _)| m);
             s.queue_growth_window_s = (lo, b);
             if let (Some(first), Some(last)) = (pts.first(), pts.last()) {
                 s.queue_growth_in_window = last.1 - first.1;
             }
-            let within = |p: &(f64, f64)| p.0 >= lo && p.0 <= b;
+            let within = |p: &(f64, f64)| p.0 >= lo && p.0 < b;
             s.window_updates_in_growth_window = self
                 .tl
                 .window_updates

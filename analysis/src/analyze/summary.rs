@@ -112,7 +112,9 @@ pub struct Summary {
     /// Least-squares slope of queue depth (msg/s) over `queue_growth_window_s`.
     pub queue_growth_rate: f64,
     /// The steady window of the fit, seconds since the trace origin:
-    /// warm-up (first 10% of the offered period) and drain excluded.
+    /// warm-up (first 10% of the offered period) and drain excluded, on
+    /// whole timeline buckets: [start, end), every figure of the window
+    /// counted on `t` within it.
     pub queue_growth_window_s: (f64, f64),
     /// Stream-level WINDOW_UPDATEs the server sent within the growth window,
     /// and the stream credit (bytes) they returned: what the transport kept
