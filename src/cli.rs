@@ -56,6 +56,12 @@ pub enum Command {
     /// Relay h2c connections to a real server unchanged, tapping both legs (a real client and server, observed).
     Relay(Box<crate::commands::relay::RelayOpts>),
     /// Analyse run directories: summary.json, timeline.csv, SVG plots, headline table.
+    #[command(
+        long_about = "Analyse run directories: read each trace.jsonl and write its products beside it, \
+                      replacing the previous ones: summary.json, timeline.csv, windows.csv, the SVG \
+                      plots and report.html (its default slice; `h2probe report --at` writes others). \
+                      Then print each run's headline. The trace itself is never changed."
+    )]
     Analyze(AnalyzeOpts),
     /// Write report.html: one run's page (headline, checks, frame ladder, plots, configuration), or a comparison of several.
     #[command(long_about = crate::commands::report::LONG_ABOUT)]

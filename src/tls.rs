@@ -77,8 +77,27 @@ pub fn client_config(ca: Option<&Path>, insecure: bool) -> anyhow::Result<rustls
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     cfg.alpn_protocols = vec![ALPN_H2.to_vec()];
-    cfg.key_log = Arc::new(rustls::KeyLogFile::new());
+    cfg.key_log = key_log();
     Ok(cfg)
+}
+
+/// The key log `SSLKEYLOGFILE` asks for. rustls drops a file it cannot
+/// open without a word (Wireshark then decrypts nothing, and nobody knows
+/// why): it is opened once here, and a failure said on stderr.
+fn key_log() -> Arc<dyn rustls::KeyLog> {
+    if let Some(path) = std::env::var_os("SSLKEYLOGFILE") {
+        if let Err(e) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+        {
+            crate::say!(
+                "warning: SSLKEYLOGFILE={}: {e}; no TLS keys are logged",
+                std::path::Path::new(&path).display()
+            );
+        }
+    }
+    Arc::new(rustls::KeyLogFile::new())
 }
 
 /// The server's TLS configuration from a PEM certificate chain and its key.
@@ -92,7 +111,7 @@ pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<rustls::ServerCo
         .with_single_cert(chain, key)
         .map_err(|e| usage(format!("--tls-cert/--tls-key: {e}")))?;
     cfg.alpn_protocols = vec![ALPN_H2.to_vec()];
-    cfg.key_log = Arc::new(rustls::KeyLogFile::new());
+    cfg.key_log = key_log();
     Ok(cfg)
 }
 
@@ -115,6 +134,10 @@ pub fn hint(e: &std::io::Error) -> &'static str {
         " (its issuer is not among the trusted roots: give the CA with --ca FILE, or skip verification with --insecure)"
     } else if text.contains("NotValidForName") {
         " (the certificate does not carry the name asked for: --authority sets the name checked)"
+    } else if text.contains("InvalidContentType") || text.contains("corrupt message") {
+        " (the server did not answer in TLS: a cleartext h2c server is called without --tls)"
+    } else if text.contains("UnexpectedEof") || text.contains("handshake eof") {
+        " (the server closed the connection during the TLS handshake: is it speaking TLS on that port?)"
     } else {
         ""
     }

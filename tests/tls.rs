@@ -293,3 +293,62 @@ fn run_with_a_given_certificate_speaks_tls_to_its_own_server() {
     // A TLS handshake happened: a plaintext client would have been refused.
     assert_eq!(s.conns_refused, 0);
 }
+
+/// `--tls` against a server that does not speak TLS (a cleartext h2c
+/// server, one that closes at once): the error says what to do, not only
+/// rustls' "received corrupt message of type InvalidContentType".
+#[test]
+fn tls_to_a_server_that_does_not_speak_it_is_explained() {
+    use std::io::{Read, Write};
+    let dir = support::temp_dir("tls-to-cleartext");
+    for (name, answer, says) in [
+        (
+            "h2c",
+            Some(&[0u8, 0, 0, 4, 0, 0, 0, 0, 0][..]),
+            "a cleartext h2c server is called without --tls",
+        ),
+        (
+            "closes",
+            None,
+            "closed the connection during the TLS handshake",
+        ),
+    ] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let peer = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            if let Some(bytes) = answer {
+                let _ = s.write_all(bytes);
+                let mut sink = [0u8; 1024];
+                let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let _ = s.read(&mut sink);
+            }
+        });
+        let out_dir = dir.join(name);
+        let out = client(
+            &[
+                "--connect",
+                &addr,
+                "--tls",
+                "--insecure",
+                "--duration",
+                "200ms",
+                "--no-pcap",
+                "-q",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ],
+            // A key log that cannot be written is said (rustls drops it
+            // silently).
+            &[("SSLKEYLOGFILE", &dir.join("no-such-dir").join("keys.log"))],
+        );
+        peer.join().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
+        assert!(text(&out).contains(says), "{name}: {}", text(&out));
+        assert!(
+            text(&out).contains("no TLS keys are logged"),
+            "{name}: {}",
+            text(&out)
+        );
+    }
+}

@@ -917,16 +917,24 @@ impl RunPage {
             .as_ref()
             .ok()
             .filter(|m| m.started_unix_ns > 0)
-            .map(|m| format!(" · {}", utc(m.started_unix_ns)))
+            .map(|m| utc(m.started_unix_ns))
             .unwrap_or_default();
+        // Only the parts a run has, joined (a client or relay run has no
+        // release point: the line began with a stray " · ").
+        let sub: Vec<String> = [
+            label,
+            when,
+            self.dir_arg.clone(),
+            format!("trace {:.2} s", s.span_s),
+        ]
+        .into_iter()
+        .filter(|x| !x.is_empty())
+        .collect();
         let _ = write!(
             b,
-            r##"<header><h1>h2probe run <span class="mono">{}</span>{status}</h1><div class="sub">{}{} · {} · trace {:.2} s</div><nav><a href="#headline">Headline</a><a href="#checks">Checks</a><a href="#ladder">Frame ladder</a><a href="#plots">Plots</a><a href="#config">Configuration</a></nav></header>"##,
+            r##"<header><h1>h2probe run <span class="mono">{}</span>{status}</h1><div class="sub">{}</div><nav><a href="#headline">Headline</a><a href="#checks">Checks</a><a href="#ladder">Frame ladder</a><a href="#plots">Plots</a><a href="#config">Configuration</a></nav></header>"##,
             esc(&self.title),
-            esc(&label),
-            esc(&when),
-            esc(&self.dir_arg),
-            s.span_s
+            esc(&sub.join(" · ")),
         );
         let _ = write!(b, r#"<section id="headline"><h2>Headline</h2>"#);
         if !s.warnings.is_empty() {

@@ -40,6 +40,9 @@ pub enum ReadError {
     Io { line: u64, cause: std::io::Error },
     #[error("line 1: not an h2probe trace (first line is not a header)")]
     NoHeader,
+    /// Nothing at all: a recording that never wrote its header.
+    #[error("an empty file, not an h2probe trace (no header line)")]
+    Empty,
     #[error("trace schema {found} is newer than this reader's {supported}; upgrade h2probe")]
     Schema { found: u32, supported: u32 },
 }
@@ -202,9 +205,12 @@ pub enum OpenError {
 impl<R: BufRead> TraceReader<R> {
     pub fn new(mut input: R) -> Result<Self, ReadError> {
         let mut buf = String::new();
-        input
+        let n = input
             .read_line(&mut buf)
             .map_err(|cause| ReadError::Io { line: 1, cause })?;
+        if n == 0 {
+            return Err(ReadError::Empty);
+        }
         let header = match Line::parse(buf.trim_end()) {
             Ok(Line::Header(h)) => h,
             _ => return Err(ReadError::NoHeader),
@@ -727,5 +733,9 @@ mod tests {
             TraceReader::new(EV.as_bytes()),
             Err(ReadError::NoHeader)
         ));
+        // An empty file says so (it read "first line is not a header").
+        let empty = TraceReader::new(&b""[..]).err().unwrap();
+        assert!(matches!(empty, ReadError::Empty));
+        assert!(empty.to_string().starts_with("an empty file"), "{empty}");
     }
 }

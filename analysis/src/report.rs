@@ -706,20 +706,25 @@ fn headline_lines(s: &Summary) -> String {
         // own tap saw it, and which figures only the server's trace has.
         let _ = writeln!(
             o,
-            "wire      DATA out {} ({} B)  WINDOW_UPDATE in {} ({}; connection {})  lowest send window {}",
+            "wire      DATA out {} ({} B)  WINDOW_UPDATE in {}  lowest send window {}",
             s.data_frames_out,
             s.data_bytes_out,
-            s.window_updates_in,
-            // "stream 0, mean +0 B" read as an update on stream 0.
+            // "stream 449" read as stream id 449 (and "stream 0, mean +0 B"
+            // as an update on stream 0): the counts add up, said so.
             if s.window_updates_in_stream > 0 {
                 format!(
-                    "stream {}, mean +{:.0} B",
-                    s.window_updates_in_stream, s.window_update_in_increment.mean
+                    "{} = {} stream + {} conn (stream mean +{:.0} B)",
+                    s.window_updates_in,
+                    s.window_updates_in_stream,
+                    s.window_updates_in_conn,
+                    s.window_update_in_increment.mean
                 )
             } else {
-                "none at stream level".to_string()
+                format!(
+                    "{} (none at stream level; connection {})",
+                    s.window_updates_in, s.window_updates_in_conn
+                )
             },
-            s.window_updates_in_conn,
             s.min_send_window
                 .map_or("n/a".to_string(), |w| format!("{w} B")),
         );
@@ -1246,6 +1251,23 @@ mod tests {
         assert!(
             some.contains("(stream mean +16400 B, 4.0 releases each, "),
             "{some}"
+        );
+        // The client's side alone: counts that add up, no "stream 449"
+        // that reads as a stream id.
+        let client = Summary {
+            has_client: true,
+            trace_ending: "clean".into(),
+            window_updates_in: 1345,
+            window_updates_in_stream: 449,
+            window_updates_in_conn: 896,
+            ..Summary::default()
+        };
+        let mut client = client;
+        client.window_update_in_increment.mean = 32_899.0;
+        let text = headline_lines(&client);
+        assert!(
+            text.contains("WINDOW_UPDATE in 1345 = 449 stream + 896 conn (stream mean +32899 B)"),
+            "{text}"
         );
     }
 

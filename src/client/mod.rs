@@ -105,7 +105,9 @@ pub struct ClientOpts {
     /// `client` alone: the client could send no byte within its credit), the
     /// run is stuck (a stalled stream starving the shared connection window,
     /// or a deadlock): it is recorded as a `stall` event and ended, and the
-    /// `no_stall` check fails. Must exceed --service-time.
+    /// `no_stall` check fails. Must exceed --service-time; --link-delay
+    /// adds three of its delays (no stream opens before the server's
+    /// SETTINGS have come back over the link).
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub stall_timeout: Dur,
 
@@ -306,6 +308,15 @@ impl ClientOpts {
     /// An upper bound of one framed message on the wire.
     pub fn framed_upper_bound(&self) -> u64 {
         self.payload.0 + grpc::PREFIX_LEN as u64 + 32
+    }
+
+    /// What the link adds to `stall` before a stall can be told from the
+    /// link's own delay: three one-way delays (the preface out, the
+    /// server's SETTINGS back, before which no stream opens, and the first
+    /// bytes out; a credit round trip needs two). With --link-delay 1.5s
+    /// a healthy run read as stalled at 2 s.
+    pub fn with_link_allowance(&self, stall: std::time::Duration) -> std::time::Duration {
+        stall + 3 * self.link_delay.0
     }
 
     pub fn total_streams(&self) -> u32 {

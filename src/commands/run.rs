@@ -341,7 +341,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let slowest = slowest_service(&opts);
     // Exchange with --when-full wait stops reading a stream for as long as
     // an attempt may wait (its deadline): that is the policy, not a stall.
-    let stall_timeout = crate::config::Dur(
+    let stall_timeout = crate::config::Dur(opts.client.with_link_allowance(
         if opts.client.rpc == crate::overload::RpcKind::Exchange
             && opts.server.when_full == crate::overload::WhenFull::Wait
         {
@@ -351,7 +351,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         } else {
             opts.client.stall_timeout.0
         },
-    );
+    ));
     let client_run = client::run(cctx);
     tokio::pin!(client_run);
     let mut stall = Box::pin(watch_for_stall(
