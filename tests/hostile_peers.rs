@@ -238,34 +238,8 @@ impl Peer {
     }
 }
 
-/// A literal header field without indexing, new name, no Huffman coding
-/// (RFC 7541 §6.2.2): 0x00, name length, name, value length, value.
-fn literal(name: &str, value: &str) -> Vec<u8> {
-    assert!(
-        name.len() < 127 && value.len() < 127,
-        "one-byte lengths only"
-    );
-    let mut b = vec![0x00, name.len() as u8];
-    b.extend(name.as_bytes());
-    b.push(value.len() as u8);
-    b.extend(value.as_bytes());
-    b
-}
-
-/// The HPACK block of a valid Ingest request, built by hand.
-fn request_block() -> Vec<u8> {
-    [
-        (":method", "POST"),
-        (":scheme", "http"),
-        (":path", h2probe::grpc::INGEST_PATH),
-        (":authority", "x"),
-        ("content-type", "application/grpc"),
-        ("te", "trailers"),
-    ]
-    .iter()
-    .flat_map(|(n, v)| literal(n, v))
-    .collect()
-}
+use support::hpack_literal as literal;
+use support::ingest_request_block as request_block;
 
 /// HEADERS opening an Ingest request on `stream`.
 fn request(stream: u32, end_stream: bool) -> Vec<u8> {

@@ -1010,23 +1010,7 @@ async fn data_sent_before_a_lowering_settings_was_acknowledged_is_legal() {
     c.read_exact(&mut payload).await.unwrap();
     // …then the whole request, 20,000 framed bytes in two DATA frames, and
     // only then the ACK.
-    let block: Vec<u8> = [
-        (":method", "POST"),
-        (":scheme", "http"),
-        (":path", h2probe::grpc::INGEST_PATH),
-        (":authority", "x"),
-        ("content-type", "application/grpc"),
-        ("te", "trailers"),
-    ]
-    .iter()
-    .flat_map(|(n, v)| {
-        let mut b = vec![0x00, n.len() as u8];
-        b.extend(n.as_bytes());
-        b.push(v.len() as u8);
-        b.extend(v.as_bytes());
-        b
-    })
-    .collect();
+    let block = support::ingest_request_block();
     let msg = h2probe::grpc::encode(&h2probe::grpc::pb::Item {
         seq: 0,
         scheduled_ns: 0,
@@ -1089,22 +1073,7 @@ async fn a_stream_cut_by_its_connections_close_is_said() {
     let server = TestServer::start("cut-srv", ServerOpts::default()).await;
     let relay = TestRelay::start("cut-relay", relay_config(&server.addr.to_string())).await;
     let mut c = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
-    let block: Vec<u8> = [
-        (":method", "POST"),
-        (":scheme", "http"),
-        (":path", h2probe::grpc::INGEST_PATH),
-        (":authority", "x"),
-        ("content-type", "application/grpc"),
-    ]
-    .iter()
-    .flat_map(|(n, v)| {
-        let mut b = vec![0x00, n.len() as u8];
-        b.extend(n.as_bytes());
-        b.push(v.len() as u8);
-        b.extend(v.as_bytes());
-        b
-    })
-    .collect();
+    let block = support::ingest_request_block();
     let mut req = encode::preface();
     req.extend(encode::settings(false, &[]));
     req.extend(encode::headers(1, 0x4, None, None, &block));

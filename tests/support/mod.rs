@@ -517,3 +517,32 @@ pub fn assert_fits_80(stdout: &str) {
         );
     }
 }
+
+/// A literal header field without indexing, new name, no Huffman coding
+/// (RFC 7541 §6.2.2): 0x00, name length, name, value length, value.
+pub fn hpack_literal(name: &str, value: &str) -> Vec<u8> {
+    assert!(
+        name.len() < 127 && value.len() < 127,
+        "one-byte lengths only"
+    );
+    let mut b = vec![0x00, name.len() as u8];
+    b.extend(name.as_bytes());
+    b.push(value.len() as u8);
+    b.extend(value.as_bytes());
+    b
+}
+
+/// The HPACK block of a valid Ingest request, built by hand.
+pub fn ingest_request_block() -> Vec<u8> {
+    [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", h2probe::grpc::INGEST_PATH),
+        (":authority", "x"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    ]
+    .iter()
+    .flat_map(|(n, v)| hpack_literal(n, v))
+    .collect()
+}
