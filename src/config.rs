@@ -239,9 +239,11 @@ impl FromStr for Size {
         // would silently become a neighbouring one.
         if !num.contains('.') {
             let whole: u128 = num.parse().map_err(|_| too_large())?;
-            return u64::try_from(whole * u128::from(scale))
+            return whole
+                .checked_mul(u128::from(scale))
+                .and_then(|b| u64::try_from(b).ok())
                 .map(Size)
-                .map_err(|_| too_large());
+                .ok_or_else(too_large);
         }
         let bytes = value * scale as f64;
         if bytes.is_finite() && bytes >= u64::MAX as f64 {
@@ -455,6 +457,8 @@ mod tests {
             "18446744073709551616",
             "17179869184GiB",
             "99999999999999999999999999999999999999999",
+            // Past u128 once scaled (it overflowed the multiplication).
+            "99999999999999999999999999999999999999GiB",
         ] {
             let e = huge.parse::<Size>().unwrap_err();
             assert!(e.contains("too large"), "{huge}: {e}");
