@@ -21,10 +21,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
-/// Server knobs (shared by `serve` and `run`).
 /// `--queue-limit`'s default, in messages.
 pub const DEFAULT_QUEUE_LIMIT: u32 = 1_000_000;
 
+/// Server knobs (shared by `serve` and `run`).
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 pub struct ServerOpts {
     /// When release_capacity is called for a message's bytes.
