@@ -21,11 +21,12 @@ client and a server column, to scale in time (an arrow leaves the sender's colum
 wrote the frame and reaches the receiver's column when its tap read it), beside the server's \
 application events (chunk, release, decode, enqueue, start, complete) and the queue depth. By \
 default the slice is where the queue first grows while credit flows: it starts a quarter span \
-before the first enqueue at queue depth >= 2 that follows the server's first WINDOW_UPDATE.";
+before the first enqueue at queue depth >= 2 that follows the server's first WINDOW_UPDATE, \
+but no earlier than a twentieth of the span before the first DATA frame.";
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  h2probe report captures/2026-…-unbounded-frame\n  \
+    after_help = "Examples:\n  h2probe report captures/20261202T…-unbounded-frame\n  \
 h2probe report /tmp/run --at 2.5s --span 20ms --out /tmp/slice.html\n  \
 h2probe report runs/a runs/b runs/c --out cmp.html"
 )]
