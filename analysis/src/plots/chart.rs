@@ -314,7 +314,9 @@ fn draw_panel<DB: DrawingBackend>(
         entries.insert(0, LegendEntry::Note("bands: min–max per pixel".to_string()));
     }
     let mut y = 40i32;
-    let note_h = size.line + 4;
+    // The note takes two lines at most ("… N more entries not shown (too
+    // many for this panel)" wraps once).
+    let note_h = 2 * size.line + 4;
     for (k, entry) in entries.iter().enumerate() {
         let left = entries.len() - k;
         // Keep room for the note naming what is left out.
