@@ -136,8 +136,12 @@ pub fn hint(e: &std::io::Error) -> &'static str {
         " (the certificate does not carry the name asked for: --authority sets the name checked)"
     } else if text.contains("InvalidContentType") || text.contains("corrupt message") {
         " (the server did not answer in TLS: a cleartext h2c server is called without --tls)"
-    } else if text.contains("UnexpectedEof") || text.contains("handshake eof") {
-        " (the server closed the connection during the TLS handshake: is it speaking TLS on that port?)"
+    } else if matches!(
+        e.kind(),
+        std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+    ) || text.contains("handshake eof")
+    {
+        " (the server closed or reset the connection during the TLS handshake: is it speaking TLS on that port?)"
     } else {
         ""
     }

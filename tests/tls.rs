@@ -310,7 +310,7 @@ fn tls_to_a_server_that_does_not_speak_it_is_explained() {
         (
             "closes",
             None,
-            "closed the connection during the TLS handshake",
+            "closed or reset the connection during the TLS handshake",
         ),
     ] {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
