@@ -1083,7 +1083,7 @@ async fn a_stream_cut_by_its_connections_close_is_said() {
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     drop(c);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let (s, dir) = relay.stop().await;
+    let (s, _) = relay.stop().await;
     server.stop().await;
     let r = s.relay.as_ref().unwrap();
     assert_eq!(r.streams_cut, 1, "{r:?}");
@@ -1094,5 +1094,4 @@ async fn a_stream_cut_by_its_connections_close_is_said() {
         headline.contains("cut       1 stream open when its connection closed"),
         "{headline}"
     );
-    let _ = dir;
 }

@@ -677,33 +677,47 @@ fn part3_label(dir: &Path) -> Option<String> {
 /// are never pooled; runs of one scenario keep their plain names (and
 /// pair by repeat).
 fn split_part3_names(runs: &mut [RunRef]) {
-    let full = |r: &RunRef| -> Vec<String> {
-        super::config_of(&r.dir)
-            .split(' ')
-            .filter(|w| !w.starts_with("seed="))
-            .map(str::to_string)
-            .collect()
-    };
-    let names: Vec<String> = runs
+    // Each run's full configuration (seed aside), read once; None for a
+    // run that is not Part 3's.
+    let full: Vec<Option<Vec<String>>> = runs
         .iter()
-        .filter(|r| part3_label(&r.dir).is_some())
-        .map(|r| r.config.clone())
+        .map(|r| {
+            part3_label(&r.dir).map(|_| {
+                super::config_of(&r.dir)
+                    .split(' ')
+                    .filter(|w| !w.starts_with("seed="))
+                    .map(str::to_string)
+                    .collect()
+            })
+        })
         .collect();
+    let mut names: Vec<String> = (0..runs.len())
+        .filter(|&i| full[i].is_some())
+        .map(|i| runs[i].config.clone())
+        .collect();
+    names.sort();
+    names.dedup();
     for name in names {
-        let members: Vec<usize> = (0..runs.len())
-            .filter(|&i| runs[i].config == name && part3_label(&runs[i].dir).is_some())
+        let members: Vec<(usize, &Vec<String>)> = (0..runs.len())
+            .filter(|&i| runs[i].config == name)
+            .filter_map(|i| full[i].as_ref().map(|f| (i, f)))
             .collect();
-        let configs: Vec<Vec<String>> = members.iter().map(|&i| full(&runs[i])).collect();
-        if configs.iter().all(|c| *c == configs[0]) {
+        if members.iter().all(|(_, c)| Some(c) == members.first().map(|m| &m.1)) {
             continue;
         }
-        for (&i, words) in members.iter().zip(&configs) {
-            let own: Vec<&str> = words
-                .iter()
-                .filter(|w| !configs.iter().all(|c| c.contains(w)))
-                .map(String::as_str)
-                .collect();
-            runs[i].config = format!("{name} {}", own.join(" "));
+        let labels: Vec<(usize, String)> = members
+            .iter()
+            .map(|&(i, words)| {
+                let own: Vec<&str> = words
+                    .iter()
+                    .filter(|w| !members.iter().all(|(_, c)| c.contains(w)))
+                    .map(String::as_str)
+                    .collect();
+                (i, format!("{name} {}", own.join(" ")))
+            })
+            .collect();
+        for (i, label) in labels {
+            runs[i].config = label;
         }
     }
 }

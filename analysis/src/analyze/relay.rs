@@ -301,12 +301,11 @@ impl RelayView {
                 // ways was cut by the close (a peer that died mid-stream).
                 if e.ep == Endpoint::ClientLeg {
                     if let Some(pair) = self.pairs.get_mut(&e.conn) {
-                        let mut cut: Vec<u32> = pair.unended.drain().map(|(id, _)| id).collect();
-                        cut.sort_unstable();
-                        self.streams_cut += cut.len() as u64;
-                        if let Some(&first) = cut.first() {
+                        self.streams_cut += pair.unended.len() as u64;
+                        if let Some(&first) = pair.unended.keys().min() {
                             self.first_cut.get_or_insert((e.t, e.conn, first));
                         }
+                        pair.unended.clear();
                     }
                 }
             }
