@@ -809,3 +809,55 @@ fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes(
     assert!(damaged.checks.values().all(|c| c.ok != Some(false)));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A client held up (not running) across the end of its offering still
+/// offers `--rate` × `--duration` messages: those its schedule had not
+/// reached are recorded as scheduled and never sent (`behind`), not left
+/// out. They vanished silently (36 of 300 in the audit's run stopped at
+/// 0.9 s for 0.5 s: "scheduled 264 … never-sent 0, all invariants hold").
+/// The process is stopped with SIGSTOP from 0.4 s to 1.8 s, across its
+/// 1 s offering (which starts once connected).
+#[test]
+fn a_client_held_up_past_the_end_still_offers_every_message() {
+    let dir = temp_dir("held-up");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--duration", "1s", "--quiet", "--no-pcap", "--force"])
+        .args(["--service-time", "1ms", "--out"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let signal = |s: &str| {
+        let ok = Command::new("kill").args([s, &pid]).status().unwrap();
+        assert!(ok.success(), "kill {s}");
+    };
+    std::thread::sleep(Duration::from_millis(400));
+    signal("-STOP");
+    std::thread::sleep(Duration::from_millis(1400));
+    signal("-CONT");
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = support::read_summary(&dir);
+    assert_eq!(s.scheduled, 300, "{stdout}");
+    let behind = s.never_sent_by_reason.get("behind").copied().unwrap_or(0);
+    assert!(behind > 0, "{stdout}{:?}", s.never_sent_by_reason);
+    assert_eq!(s.sent + s.never_sent, s.scheduled, "{stdout}");
+    assert!(stdout.contains(&format!("behind {behind}")), "{stdout}");
+    // Their `schedule` events carry when each was due: every one of the 300
+    // is within the 1 s offering.
+    let due: Vec<u64> = events_of(&dir, "schedule")
+        .iter()
+        .map(|e| e["t"].as_u64().unwrap())
+        .collect();
+    assert_eq!(due.len(), 300);
+    let span = due.iter().max().unwrap() - due.iter().min().unwrap();
+    assert!(span < 1_000_000_000, "{span}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

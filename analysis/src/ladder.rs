@@ -16,7 +16,7 @@
 //! bounded by [`MAX_KEPT`] events, the drawing by [`MAX_DRAWN`] arrows and
 //! ticks (the page says so when either cap cut something).
 
-use crate::analyze::reorder::Reorder;
+use crate::analyze::{Order, TimeOrder};
 use crate::analyze::slice::SliceFinder;
 use crate::page::esc;
 use crate::reader::{OpenError, TraceReader};
@@ -58,6 +58,10 @@ pub struct LadderOpts {
     /// queue that reached depth 2 and drained (`--release complete`), or
     /// one capped by Part 3's admission bound, does not grow.
     pub queue_grows: bool,
+    /// The analysis found events written later than its reorder window
+    /// allows and sorted the trace whole ([`crate::analyze::Summary::late_written_events`]):
+    /// the ladder sorts it whole too, rather than find out after its slice.
+    pub sort_whole: bool,
 }
 
 impl Default for LadderOpts {
@@ -67,6 +71,7 @@ impl Default for LadderOpts {
             span_ns: DEFAULT_SPAN_NS,
             found: None,
             queue_grows: false,
+            sort_whole: false,
         }
     }
 }
@@ -337,8 +342,15 @@ enum Pass {
     From(u64),
 }
 
-/// One streaming pass; stops once the slice is past.
-fn collect(path: &Path, span: u64, pass: Pass) -> Result<(Collector, u64), OpenError> {
+/// One streaming pass; stops once the slice is past. Through the reorder
+/// window unless `sort_whole`; a window pass that meets an event later than
+/// the window can place is done again over the trace sorted whole.
+fn collect(
+    path: &Path,
+    span: u64,
+    pass: Pass,
+    sort_whole: bool,
+) -> Result<(Collector, u64), OpenError> {
     let mut r = TraceReader::open(path)?.without_payloads();
     let origin = r.header().origin_mono_ns;
     let mut c = match pass {
@@ -349,7 +361,11 @@ fn collect(path: &Path, span: u64, pass: Pass) -> Result<(Collector, u64), OpenE
             Collector::new(span, Some((start, start + span)))
         }
     };
-    let mut order = Reorder::default();
+    let mut order = TimeOrder::new(if sort_whole {
+        Order::Sorted
+    } else {
+        Order::Window
+    });
     while let Some(ev) = r.next_event() {
         // A corrupt line is the analyzer's to report; the ladder skips it.
         let Ok(e) = ev else { continue };
@@ -359,16 +375,27 @@ fn collect(path: &Path, span: u64, pass: Pass) -> Result<(Collector, u64), OpenE
                 c.feed(e)
             }
         });
+        if order.late() > 0 {
+            return collect(path, span, pass, true);
+        }
         if c.done {
             break;
         }
     }
     if !c.done {
-        order.finish(|e, _| {
-            if !c.done {
-                c.feed(e)
-            }
-        });
+        let order = order
+            .finish(|e, _| {
+                if !c.done {
+                    c.feed(e)
+                }
+            })
+            .map_err(|cause| OpenError::Io {
+                path: format!("sorting {}", path.display()),
+                cause,
+            })?;
+        if order.late > 0 {
+            return collect(path, span, pass, true);
+        }
     }
     Ok((c, origin))
 }
@@ -395,7 +422,12 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
     let span = opts.span_ns.max(1);
     let (c, origin, how) = match opts.at_ns {
         Some(at) => {
-            let (c, origin) = collect(trace, span, Pass::At(at, at.saturating_add(span)))?;
+            let (c, origin) = collect(
+                trace,
+                span,
+                Pass::At(at, at.saturating_add(span)),
+                opts.sort_whole,
+            )?;
             let how = format!(
                 "the slice asked for, {} from {:.4} s",
                 show_span(span),
@@ -412,7 +444,7 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
             let found = match opts.found {
                 Some(found) if found.anchor.is_none() => found,
                 _ => {
-                    let (c, origin) = collect(trace, span, Pass::Search)?;
+                    let (c, origin) = collect(trace, span, Pass::Search, opts.sort_whole)?;
                     if let Some(a) = c.find.anchor {
                         let how = format!(
                             "the default slice, {} around the first enqueue at queue depth ≥ 2 after the \
@@ -439,7 +471,7 @@ pub fn build(trace: &Path, opts: &LadderOpts) -> Result<Ladder, OpenError> {
                 // 0: the origin.
                 (None, None) => (0, "from the origin (the trace has no events)"),
             };
-            let (c, origin) = collect(trace, span, Pass::From(first))?;
+            let (c, origin) = collect(trace, span, Pass::From(first), opts.sort_whole)?;
             // Say only what the trace shows: without the server's side, or
             // with a queue that recorded nothing, the queue was not seen.
             let why = if !found.server_seen {
@@ -1416,8 +1448,8 @@ mod tests {
             &LadderOpts {
                 at_ns: Some(50_000_000),
                 span_ns: 20_000_000,
-                found: None,
                 queue_grows: true,
+                ..LadderOpts::default()
             },
         )
         .unwrap();
@@ -1433,6 +1465,41 @@ mod tests {
             [10, 9, 8, 7]
         );
         assert_eq!(l.other_conns, 0);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    /// A `start` in the slice written a second after later events (a
+    /// thread held up) is in the ladder when the analysis sorted the trace
+    /// whole (`sort_whole`, set from its `late_written_events`): the
+    /// window's pass had drawn the slice and stopped before it came.
+    #[test]
+    fn an_event_written_late_is_drawn_in_its_place_when_the_trace_is_sorted_whole() {
+        let mut evs = vec![
+            serde_json::json!({"t": ORIGIN, "ep": "client", "conn": 1, "stream": 0, "type": "conn_open", "local": "a:1", "peer": "b:2"}),
+            serde_json::json!({"t": ORIGIN, "ep": "server", "conn": 5, "stream": 0, "type": "conn_open", "local": "b:2", "peer": "a:1"}),
+            serde_json::json!({"t": ORIGIN + 40_000_000, "ep": "server", "conn": 5, "stream": 1, "type": "enqueue", "seq": 0, "depth": 1}),
+        ];
+        for k in 0..40u64 {
+            let t = ORIGIN + 100_000_000 + k * 50_000_000;
+            evs.push(serde_json::json!({"t": t, "ep": "server", "conn": 5, "stream": 3, "type": "chunk", "len": 1}));
+        }
+        let late = serde_json::json!({"t": ORIGIN + 55_000_000, "ep": "server", "conn": 5, "stream": 1, "type": "start", "seq": 0, "worker": 0, "wait_ns": 15_000_000, "depth": 0});
+        evs.push(late);
+        let path = trace("late", &evs);
+        let opts = LadderOpts {
+            at_ns: Some(50_000_000),
+            span_ns: 20_000_000,
+            sort_whole: true,
+            ..LadderOpts::default()
+        };
+        let l = build(&path, &opts).unwrap();
+        let starts: Vec<u64> = l
+            .ticks
+            .iter()
+            .filter(|t| t.kind == "start")
+            .map(|t| t.t - ORIGIN)
+            .collect();
+        assert_eq!(starts, [55_000_000]);
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
@@ -1458,8 +1525,8 @@ mod tests {
             &LadderOpts {
                 at_ns: Some(1_000_000),
                 span_ns: 10_000_000,
-                found: None,
                 queue_grows: true,
+                ..LadderOpts::default()
             },
         )
         .unwrap();

@@ -875,6 +875,7 @@ impl RunPage {
         let meta = Meta::read(dir).map_err(|e| e.to_string());
         let opts = LadderOpts {
             queue_grows: summary.queue_grows_on_credit(),
+            sort_whole: summary.late_written_events > 0,
             ..*opts
         };
         let ladder = match crate::reader::trace_path(dir) {

@@ -134,7 +134,7 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
         crate::reader::trace_path(dir).ok_or_else(|| crate::reader::OpenError::no_trace_in(dir))?;
     let wpath = dir.join("windows.csv");
     let (windows, wfile) = Partial::create(&wpath)?;
-    let a = analyze_trace_with(&trace, Some(Box::new(std::io::BufWriter::new(wfile))))?;
+    let a = analyze_trace_with(&trace, Some(wfile))?;
     if let Some(e) = a.window_log_error {
         return Err(io_err(&wpath)(e));
     }
@@ -623,7 +623,7 @@ fn headline_lines(s: &Summary) -> String {
         or_na(sv, || s.decoded.to_string()),
         or_na(sv, || s.completed.to_string()),
         or_na(sv, || s.discarded.to_string()),
-        or_na(c, || s.never_sent.to_string()),
+        or_na(c, || never_sent_text(s)),
     );
     // Part 3: attempts initiated (the originals' rate is on `attempts`), and
     // no queue growth: under an admission bound the queue cannot grow past
@@ -1024,6 +1024,19 @@ fn relay_lines(
             );
         }
     }
+}
+
+/// `never_sent`, with its reasons when there are any: "36 (behind 36)".
+fn never_sent_text(s: &Summary) -> String {
+    if s.never_sent == 0 {
+        return "0".into();
+    }
+    let why: Vec<String> = s
+        .never_sent_by_reason
+        .iter()
+        .map(|(reason, n)| format!("{reason} {n}"))
+        .collect();
+    format!("{} ({})", s.never_sent, why.join(", "))
 }
 
 /// `checks    5 hold, 1 cannot be judged (name: why)`, then one line per

@@ -851,6 +851,10 @@ pub enum NeverSentReason {
     /// The run stopped progressing and the stall watcher ended it (see the
     /// `stall` event).
     Stalled,
+    /// The schedule itself was held up (the client not running) until more
+    /// than 100 ms past `--duration`: messages due before `--duration` it
+    /// had not reached were offered and never sent.
+    Behind,
 }
 
 impl NeverSentReason {
@@ -861,6 +865,7 @@ impl NeverSentReason {
             NeverSentReason::StreamError => "stream_error",
             NeverSentReason::Interrupted => "interrupted",
             NeverSentReason::Stalled => "stalled",
+            NeverSentReason::Behind => "behind",
         }
     }
 }

@@ -58,13 +58,35 @@ pub(super) fn spawn(
             stream,
             run: None,
         };
+        let due = |seq: u64| start + (offset + period * seq as f64) as u64;
         for seq in 0u64.. {
-            let at = start + (offset + period * seq as f64) as u64;
+            let at = due(seq);
+            if at >= end || *interrupt.borrow() {
+                break;
+            }
             // The schedule ends at --duration on the clock too: if it ever
-            // falls far behind, it stops there rather than running on. A
+            // falls far behind (the client held up past the end), it stops
+            // there rather than running on, and the messages still due
+            // before --duration are offered and never sent, said so. A
             // wake-up a few ms late near the end still schedules its last
-            // messages (they were due before --duration).
-            if at >= end || *interrupt.borrow() || now_ns() >= end + LATE_END_NS {
+            // messages.
+            if now_ns() >= end + LATE_END_NS {
+                refused.flush();
+                let n = (seq..)
+                    .take_while(|&s| due(s) < end.min(deadline))
+                    .map(|s| schedule(&ctx, conn, stream, s, due(s), &payload))
+                    .count() as u64;
+                if n > 0 {
+                    ctx.rec
+                        .emit(Endpoint::Client, conn, stream, now_ns(), KindId::NeverSent, || {
+                            Kind::NeverSent(NeverSentEv {
+                                seq,
+                                reason: NeverSentReason::Behind,
+                                count: n,
+                            })
+                        });
+                    Live::add(&ctx.live.never_sent, n);
+                }
                 break;
             }
             if at >= deadline {
@@ -81,18 +103,7 @@ pub(super) fn spawn(
                 _ = tokio::time::sleep_until(to_instant(at)) => {}
                 _ = crate::live::flag_set(&mut interrupt) => break,
             }
-            // The exact size the message will have (varints depend on seq and time).
-            let size = ctx.call.codec.message_len(seq, at, &payload) as u32;
-            ctx.rec
-                .emit(Endpoint::Client, conn, stream, at, KindId::Schedule, || {
-                    Kind::Schedule(MsgEv {
-                        seq,
-                        size,
-                        framed: size + grpc::PREFIX_LEN as u32,
-                    })
-                });
-            Live::add(&ctx.live.scheduled, 1);
-            Live::add(&ctx.live.offered, 1);
+            schedule(&ctx, conn, stream, seq, at, &payload);
             if tx.try_send(Pending { seq, scheduled: at }).is_err() {
                 refused.add(seq, now_ns());
                 Live::add(&ctx.live.never_sent, 1);
@@ -101,6 +112,23 @@ pub(super) fn spawn(
             }
         }
     })
+}
+
+/// Records message `seq` as offered at `at` (its `schedule` event, whose
+/// `t` is when it was due) and counts it.
+fn schedule(ctx: &ClientCtx, conn: u32, stream: u32, seq: u64, at: u64, payload: &Bytes) {
+    // The exact size the message will have (varints depend on seq and time).
+    let size = ctx.call.codec.message_len(seq, at, payload) as u32;
+    ctx.rec
+        .emit(Endpoint::Client, conn, stream, at, KindId::Schedule, || {
+            Kind::Schedule(MsgEv {
+                seq,
+                size,
+                framed: size + grpc::PREFIX_LEN as u32,
+            })
+        });
+    Live::add(&ctx.live.scheduled, 1);
+    Live::add(&ctx.live.offered, 1);
 }
 
 /// A run of consecutive messages refused by a full backlog, not yet

@@ -110,6 +110,7 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
         found: None,
         // Set from each run's summary by the page.
         queue_grows: false,
+        sort_whole: false,
     };
     let single = opts.dirs.len() == 1;
     // Where --out goes exists before any page is written (it failed only

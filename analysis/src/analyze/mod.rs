@@ -15,6 +15,7 @@ pub mod relay;
 pub mod reorder;
 mod retire;
 pub mod slice;
+mod spill;
 pub mod streams;
 pub mod summary;
 mod wire_view;
@@ -848,20 +849,127 @@ pub fn analyze_trace(path: &Path) -> Result<Analysis, crate::reader::OpenError> 
     analyze_trace_with(path, None)
 }
 
-/// [`analyze_trace`], also writing every window change to `window_log`.
+/// [`analyze_trace`], also writing every window change to `window_log`
+/// (rewritten from its start if the trace has to be read again).
+///
+/// The events are read through the reorder window ([`reorder`]); a trace
+/// with an event written later than the window allows is read a second
+/// time and sorted whole on disk ([`spill`]), so that no figure depends on
+/// the order its lines reached the file. Only if that sort fails (a full
+/// `$TMPDIR`) are the events analysed as the window left them, and said so.
 pub fn analyze_trace_with(
     path: &Path,
-    window_log: Option<Box<dyn std::io::Write>>,
+    window_log: Option<std::fs::File>,
 ) -> Result<Analysis, crate::reader::OpenError> {
+    let (first, _) = analysis_pass(path, window_log.as_ref(), Order::Window)?;
+    let late = first.summary.out_of_order_events;
+    if late == 0 {
+        return Ok(first);
+    }
+    let sorted = match analysis_pass(path, window_log.as_ref(), Order::Sorted)? {
+        (mut a, None) => {
+            a.summary.late_written_events = late;
+            let note = format!(
+                "{}: {late} event{} reached the file more than {} ms after later ones (a thread or the client's schedule held up): the trace was sorted whole to analyse it in time order",
+                path.display(),
+                if late == 1 { "" } else { "s" },
+                reorder::WINDOW_NS / 1_000_000,
+            );
+            a.warnings.push(note.clone());
+            a.summary.warnings.push(note);
+            return Ok(a);
+        }
+        (_, Some(failed)) => failed,
+    };
+    // The sort failed: the window's analysis again (the log was rewritten).
+    let (mut a, _) = analysis_pass(path, window_log.as_ref(), Order::Window)?;
+    let note = format!(
+        "{}: sorting the trace to put those events in their place failed ({sorted}); the figures are those of the reorder window's order",
+        path.display()
+    );
+    a.warnings.push(note.clone());
+    a.summary.warnings.push(note);
+    Ok(a)
+}
+
+/// How one pass orders the events it reads.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Order {
+    /// Through the bounded reorder window: one pass, in step with reading.
+    Window,
+    /// All of them sorted on disk before the analysis sees the first.
+    Sorted,
+}
+
+/// The analysis' time order for one pass (see [`Order`]).
+pub(crate) enum TimeOrder {
+    Window(reorder::Reorder),
+    Sorted(spill::SpillSort),
+}
+
+impl TimeOrder {
+    pub(crate) fn new(how: Order) -> TimeOrder {
+        match how {
+            Order::Window => TimeOrder::Window(reorder::Reorder::default()),
+            Order::Sorted => TimeOrder::Sorted(spill::SpillSort::default()),
+        }
+    }
+
+    /// Adds `e`, read from line `line`; `out` gets every event now due.
+    pub(crate) fn push(&mut self, e: Event, line: u64, out: impl FnMut(Event, u64)) {
+        match self {
+            TimeOrder::Window(w) => w.push(e, line, out),
+            TimeOrder::Sorted(s) => s.push(e, line),
+        }
+    }
+
+    /// Events handed out after a later one so far (always 0 for a sort).
+    pub(crate) fn late(&self) -> u64 {
+        match self {
+            TimeOrder::Window(w) => w.late,
+            TimeOrder::Sorted(_) => 0,
+        }
+    }
+
+    /// Hands out the rest; the reorder window's account of what it could
+    /// not put in its place (nothing, for a sort), or why the sort failed.
+    pub(crate) fn finish(self, out: impl FnMut(Event, u64)) -> std::io::Result<reorder::Reorder> {
+        match self {
+            TimeOrder::Window(mut w) => {
+                w.finish(out);
+                Ok(w)
+            }
+            TimeOrder::Sorted(s) => s.finish(out).map(|()| reorder::Reorder::default()),
+        }
+    }
+}
+
+/// One pass over the trace in the given order, with the error that made an
+/// `Order::Sorted` pass's sort fail (its analysis is then void).
+/// `window_log` is rewritten from its start.
+fn analysis_pass(
+    path: &Path,
+    window_log: Option<&std::fs::File>,
+    how: Order,
+) -> Result<(Analysis, Option<std::io::Error>), crate::reader::OpenError> {
     let mut r = TraceReader::open(path)?.without_payloads();
     let mut a = Analyzer::new(r.header().origin_mono_ns);
-    if let Some(w) = window_log {
-        a = a.with_window_log(w);
+    if let Some(f) = window_log {
+        let log = f.try_clone().and_then(|mut f| {
+            use std::io::Seek as _;
+            f.set_len(0)?;
+            f.rewind()?;
+            Ok(f)
+        });
+        match log {
+            Ok(f) => a = a.with_window_log(Box::new(std::io::BufWriter::new(f))),
+            Err(e) => a.window_log_error = Some(e),
+        }
     }
     let mut warnings = vec![];
     let mut events = 0u64;
     let mut corrupt = 0u64;
-    let mut order = reorder::Reorder::default();
+    let mut order = TimeOrder::new(how);
     // Where the report's ladder looks, found on this pass (it need not
     // search the trace again).
     let mut slice = slice::SliceFinder::default();
@@ -893,10 +1001,15 @@ pub fn analyze_trace_with(
             Err(e) => warnings.push(format!("{}: {e}", path.display())),
         }
     }
-    order.finish(|e, line| {
+    let mut sort_failed = None;
+    let feed = |e: Event, line| {
         a.line = line;
         slice.feed(&e, true);
         a.feed(&e)
+    };
+    let order = order.finish(feed).unwrap_or_else(|e| {
+        sort_failed = Some(e);
+        reorder::Reorder::default()
     });
     if corrupt > 0 {
         // What the lines above mean, said once (the lines, up to five).
@@ -992,12 +1105,13 @@ pub fn analyze_trace_with(
         ));
     }
     summary.warnings = warnings.clone();
-    Ok(Analysis {
+    let analysis = Analysis {
         window_log_error,
         summary,
         timeline,
         warnings,
         events,
         slice,
-    })
+    };
+    Ok((analysis, sort_failed))
 }

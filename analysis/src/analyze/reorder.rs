@@ -34,7 +34,7 @@ pub const MAX_HELD: usize = 1 << 19;
 type Key = (u64, u8, u32, u8, u8, u64, u32, usize);
 
 /// The total order of events: `t` first, then content (see the module doc).
-fn key(e: &Event) -> Key {
+pub(super) fn key(e: &Event) -> Key {
     let (class, dir, sub) = match &e.kind {
         Kind::Frame(f) => (0, f.dir as u8, f.offset),
         Kind::Decode(m) | Kind::Schedule(m) => (1, 0, m.seq),
@@ -64,7 +64,13 @@ fn key(e: &Event) -> Key {
 /// heap's comparisons) and its line in the file; smallest key on top. The
 /// event is boxed: the heap moves its entries at every step of a push or a
 /// pop, and moving 200-byte entries was 30 % of an analysis.
-struct Held(Key, Box<Event>, u64);
+pub(super) struct Held(pub(super) Key, pub(super) Box<Event>, pub(super) u64);
+
+impl Held {
+    pub(super) fn new(e: Event, line: u64) -> Held {
+        Held(key(&e), Box::new(e), line)
+    }
+}
 
 impl Ord for Held {
     fn cmp(&self, other: &Self) -> Ordering {
@@ -118,7 +124,7 @@ impl Reorder {
             self.first_late_t = Some(self.first_late_t.map_or(e.t, |f| f.min(e.t)));
         }
         self.newest = self.newest.max(e.t);
-        self.heap.push(Held(key(&e), Box::new(e), line));
+        self.heap.push(Held::new(e, line));
         while let Some(top) = self.heap.peek() {
             let due = top.1.t.saturating_add(WINDOW_NS) <= self.newest;
             let full = self.heap.len() > MAX_HELD;

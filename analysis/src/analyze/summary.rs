@@ -324,8 +324,14 @@ pub struct Summary {
     #[serde(default)]
     pub footer_events: Option<u64>,
     /// Events that reached the analyzer after a later event (more than the
-    /// reorder window late): analysed out of time order. Should be 0.
+    /// reorder window late): analysed out of time order. 0 unless sorting
+    /// the trace whole failed (see `late_written_events`).
     pub out_of_order_events: u64,
+    /// Events written more than the reorder window after later ones, for
+    /// which the trace was sorted whole before it was analysed (so they
+    /// were analysed in their place). Informative: the figures are exact.
+    #[serde(default)]
+    pub late_written_events: u64,
     /// The first line with content after the footer (not read: two traces
     /// joined, a damaged file); null when the footer is the last line.
     #[serde(default)]
