@@ -1001,6 +1001,71 @@ fn analyze_says_when_meta_json_cannot_be_read() {
     );
 }
 
+/// A trace whose lines are in reverse order (every event far later than
+/// the reorder window) analyses to the run's own summary, products and
+/// all, saying it sorted the trace; where the sort cannot write its runs
+/// (`TMPDIR` missing) the figures are the window's, said, and the checks
+/// cannot be judged rather than judged on events out of place.
+#[test]
+fn a_trace_written_out_of_order_is_sorted_whole_or_said_not_to_be() {
+    let dir = support::temp_dir("reversed");
+    let r = support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
+    let expected = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    assert_eq!(r.summary.late_written_events, 0);
+    let trace = dir.join("trace.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    lines[1..n - 1].reverse();
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("the trace was sorted whole"), "{err}");
+    let mut s = support::read_summary(&dir);
+    assert!(s.late_written_events > 100, "{}", s.late_written_events);
+    assert_eq!(s.out_of_order_events, 0);
+    s.late_written_events = 0;
+    s.warnings.clear();
+    let mut want: h2probe_analysis::analyze::Summary = serde_json::from_str(&expected).unwrap();
+    want.warnings.clear();
+    assert_eq!(
+        serde_json::to_string_pretty(&s).unwrap(),
+        serde_json::to_string_pretty(&want).unwrap()
+    );
+
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // More events than the sort holds in memory (65,536), in reverse, with
+    // nowhere to write its runs.
+    let dir = support::temp_dir("reversed-no-tmp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let origin = 1_000_000_000u64;
+    let mut text = support::trace_header(origin) + "\n";
+    for k in (0..70_000u64).rev() {
+        text += &format!(
+            "{{\"t\":{},\"ep\":\"server\",\"conn\":1,\"stream\":1,\"type\":\"chunk\",\"len\":1}}\n",
+            origin + k * 1_000_000
+        );
+    }
+    std::fs::write(dir.join("trace.jsonl"), text).unwrap();
+    let out = h2probe()
+        .arg("analyze")
+        .arg(&dir)
+        .env("TMPDIR", dir.join("no-such-directory"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sorting the trace to put those events in their place failed"),
+        "{err}"
+    );
+    let s = support::read_summary(&dir);
+    assert_eq!(s.late_written_events, 0);
+    assert!(s.out_of_order_events > 60_000, "{}", s.out_of_order_events);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let dir = support::temp_dir("trunc");

@@ -16,8 +16,8 @@
 //! bounded by [`MAX_KEPT`] events, the drawing by [`MAX_DRAWN`] arrows and
 //! ticks (the page says so when either cap cut something).
 
-use crate::analyze::{Order, TimeOrder};
 use crate::analyze::slice::SliceFinder;
+use crate::analyze::{Order, TimeOrder};
 use crate::page::esc;
 use crate::reader::{OpenError, TraceReader};
 use crate::schema::{flags, Dir, Endpoint, Event, FrameType, Kind};

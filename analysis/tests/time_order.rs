@@ -120,7 +120,11 @@ fn events_later_than_the_window_are_sorted_into_their_place() {
         let a = analyze_trace(&p).unwrap();
         let mut s = a.summary;
         assert_eq!(s.out_of_order_events, 0, "{how}");
-        assert!(s.late_written_events > 100, "{how}: {}", s.late_written_events);
+        assert!(
+            s.late_written_events > 100,
+            "{how}: {}",
+            s.late_written_events
+        );
         let warning = s.warnings.pop().unwrap();
         assert!(
             warning.contains("more than 250 ms after later ones")

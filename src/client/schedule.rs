@@ -77,14 +77,20 @@ pub(super) fn spawn(
                     .map(|s| schedule(&ctx, conn, stream, s, due(s), &payload))
                     .count() as u64;
                 if n > 0 {
-                    ctx.rec
-                        .emit(Endpoint::Client, conn, stream, now_ns(), KindId::NeverSent, || {
+                    ctx.rec.emit(
+                        Endpoint::Client,
+                        conn,
+                        stream,
+                        now_ns(),
+                        KindId::NeverSent,
+                        || {
                             Kind::NeverSent(NeverSentEv {
                                 seq,
                                 reason: NeverSentReason::Behind,
                                 count: n,
                             })
-                        });
+                        },
+                    );
                     Live::add(&ctx.live.never_sent, n);
                 }
                 break;

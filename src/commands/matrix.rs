@@ -702,7 +702,10 @@ fn split_part3_names(runs: &mut [RunRef]) {
             .filter(|&i| runs[i].config == name)
             .filter_map(|i| full[i].as_ref().map(|f| (i, f)))
             .collect();
-        if members.iter().all(|(_, c)| Some(c) == members.first().map(|m| &m.1)) {
+        if members
+            .iter()
+            .all(|(_, c)| Some(c) == members.first().map(|m| &m.1))
+        {
             continue;
         }
         let labels: Vec<(usize, String)> = members
