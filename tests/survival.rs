@@ -437,6 +437,75 @@ fn serve_ends_unattended_whatever_idle_silent_and_never_reading_peers_do() {
     drop((silent, quiet, deaf));
 }
 
+/// A peer that opens an RPC and goes quiet is closed at --idle-timeout like
+/// any idle peer: GOAWAY, a second to go, then the socket closes and the RPC
+/// ends. The connection stayed open until shutdown (the RPC waited for a
+/// body on a connection nobody polled): 500 such peers kept 500 sockets in
+/// CLOSE-WAIT and refused the next client at --max-connections 500.
+#[test]
+fn an_idle_peer_with_an_rpc_open_is_closed_at_the_idle_timeout() {
+    use h2probe::wire::encode;
+    use std::io::{Read, Write};
+    let dir = temp_dir("idle-rpc");
+    let (child, addr) = spawn_serve(&dir, "", &["--for", "8s", "--idle-timeout", "1s"]);
+    let mut peer = std::net::TcpStream::connect(&addr).unwrap();
+    let mut hello = encode::preface();
+    hello.extend(encode::settings(false, &[]));
+    hello.extend(encode::headers(
+        1,
+        0x4, // END_HEADERS, no END_STREAM: the RPC stays open
+        None,
+        None,
+        &support::ingest_request_block(),
+    ));
+    peer.write_all(&hello).unwrap();
+    // Read until the server closes: GOAWAY after 1 s of quiet, the close a
+    // second later.
+    let started = Instant::now();
+    peer.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match peer.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) => panic!("no close after {:?}: {e}", started.elapsed()),
+        }
+    }
+    let closed_after = started.elapsed();
+    assert!(closed_after < Duration::from_secs(5), "{closed_after:?}");
+    let out = child.wait_with_output().unwrap();
+    // 4: the RPC the close cut short failed.
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let opened = events_of(&dir, "rpc_start")[0]["t"].as_u64().unwrap();
+    let close = &events_of(&dir, "conn_close")[0];
+    assert!(
+        close["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--idle-timeout"),
+        "{close}"
+    );
+    let after = close["t"].as_u64().unwrap() - opened;
+    assert!(
+        after < 4_000_000_000,
+        "closed {after} ns after the RPC opened, not at shutdown"
+    );
+    let ends = events_of(&dir, "rpc_end");
+    assert_eq!(ends.len(), 1, "the RPC ended with its connection");
+    assert_eq!(ends[0]["status"], 1, "CANCELLED: {}", ends[0]);
+    assert!(
+        ends[0]["t"].as_u64().unwrap() - opened < 4_000_000_000,
+        "{}",
+        ends[0]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_listener_survives_descriptor_exhaustion_and_serves_again() {
     let dir = temp_dir("emfile");

@@ -825,6 +825,12 @@ where
             }
         }
     }
+    // The connection goes before its RPCs are waited for: h2 fails the
+    // streams of a dropped connection, which wakes an RPC waiting for a body
+    // that will not come. Kept while they were waited for, an idle-timed-out
+    // connection with an RPC open was never polled nor closed (its socket in
+    // CLOSE-WAIT until shutdown, one --max-connections place each).
+    drop(conn);
     rpcs.close();
     rpcs.wait().await;
     Ok(())
