@@ -1341,3 +1341,76 @@ async fn shutdown_does_not_wait_for_a_silent_peer() {
         );
     }
 }
+
+/// An Exchange client that sends attempts and never reads their outcomes
+/// (its receive window 0) gets no further once the outcomes h2 holds for it
+/// pass a bound: the server stops reading its attempts, so its own window
+/// stops it. h2 buffered every outcome: 8.4 M attempts in 28 s grew a
+/// server to 5.4 GB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exchange_client_that_reads_no_outcome_is_read_no_further() {
+    let opts = ServerOpts {
+        service_time: "0ms".parse().unwrap(),
+        ..Default::default()
+    };
+    let server = support::TestServer::start("unread-outcomes", opts).await;
+    let sock = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let (client, conn) = h2::client::Builder::new()
+        .initial_window_size(0)
+        .handshake::<_, bytes::Bytes>(sock)
+        .await
+        .unwrap();
+    let conn = tokio::spawn(conn);
+    let mut client = client.ready().await.unwrap();
+    let req = http::Request::post(format!(
+        "http://{}{}",
+        server.addr,
+        h2probe::grpc::EXCHANGE_PATH
+    ))
+    .header("content-type", "application/grpc")
+    .header("te", "trailers")
+    .body(())
+    .unwrap();
+    let (_response, mut send) = client.send_request(req, false).unwrap();
+    // Attempts of 9 framed bytes, 1,820 to a 16 KiB write, sent as fast as
+    // the server's credit lets them go, for 2 s.
+    let mut chunk = Vec::new();
+    for id in 0..1_820u64 {
+        let a = h2probe::grpc::pb::Attempt {
+            id: id % 100 + 1,
+            attempt: 1,
+            ..Default::default()
+        };
+        chunk.extend_from_slice(&h2probe::grpc::encode(&a));
+    }
+    let per_chunk = 1_820u64;
+    let chunk = bytes::Bytes::from(chunk);
+    let mut sent = 0u64;
+    let until = Instant::now() + Duration::from_secs(2);
+    'sending: while Instant::now() < until {
+        send.reserve_capacity(chunk.len());
+        while send.capacity() < chunk.len() {
+            let left = until.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, std::future::poll_fn(|cx| send.poll_capacity(cx)))
+                .await
+            {
+                Ok(Some(Ok(_))) => {}
+                _ => break 'sending,
+            }
+        }
+        send.send_data(chunk.clone(), false).unwrap();
+        sent += per_chunk;
+    }
+    // The bound: 256 KiB of unsent outcomes (≈ 19,000 of 14 bytes), plus
+    // what the windows and the admission slots hold. Unbounded, this
+    // machine's server read ≈ 600,000 in 2 s.
+    assert!(
+        sent < 100_000,
+        "{sent} attempts went through unread outcomes"
+    );
+    // The client goes (the server would wait for its RPC to drain).
+    conn.abort();
+    drop((send, client));
+    let (summary, _) = server.stop().await;
+    assert!(summary.decoded < 100_000, "{}", summary.decoded);
+}

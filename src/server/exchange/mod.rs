@@ -47,7 +47,19 @@ pub(super) struct ExRpc {
     idle: Notify,
     /// Set when the RPC ends before its jobs: how they are discarded.
     ended: Mutex<Option<DiscardReason>>,
+    /// Outcome bytes answered since h2 last had room to send them (see
+    /// [`ExRpc::answer`]): what h2 holds beyond the client's window.
+    unsent_outcomes: AtomicU64,
 }
+
+/// Send room kept requested beyond the outcomes h2 holds, so that
+/// `capacity() == 0` means the client's window, not the request, is full.
+const OUTCOME_SLACK: usize = 16 * 1024;
+/// Outcome bytes held beyond the client's window before its attempts are
+/// read no further (until it reads): h2 buffers every reply it is given,
+/// and a client that sends attempts and never reads their outcomes grew a
+/// server to 5.4 GB.
+const MAX_UNSENT_OUTCOMES: u64 = 256 * 1024;
 
 impl ExRpc {
     fn emit(&self, t: u64, id: KindId, build: impl FnOnce() -> Kind) {
@@ -90,8 +102,10 @@ impl ExRpc {
         }
     }
 
-    /// Writes one outcome on the response stream (h2 buffers it: outcomes
-    /// are a few bytes each, one per attempt the client sent).
+    /// Writes one outcome on the response stream. h2 buffers what the
+    /// client's window cannot take yet; the bytes answered while h2 has no
+    /// room are counted, and [`receive`] reads no further attempt while they
+    /// pass [`MAX_UNSENT_OUTCOMES`] (every outcome answers an attempt read).
     fn answer(&self, id: u64, attempt: u32, result: pb::outcome::Result, at: u64) {
         let msg = pb::Outcome {
             id,
@@ -99,9 +113,38 @@ impl ExRpc {
             result: result as i32,
             at_ns: at,
         };
+        let bytes = grpc::encode(&msg);
+        let len = bytes.len() as u64;
         let mut send = self.send.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = send.send_data(grpc::encode(&msg), false) {
+        if let Err(e) = send.send_data(bytes, false) {
             tracing::debug!("outcome for {id}/{attempt}: {e}");
+            return;
+        }
+        if self.outcomes_stuck(&mut send) {
+            self.unsent_outcomes.fetch_add(len, Relaxed);
+        }
+    }
+
+    /// Whether h2 holds outcomes it has no room to send (the client's
+    /// window is full); clears the count when it has room again.
+    fn outcomes_stuck(&self, send: &mut SendStream<Bytes>) -> bool {
+        // requested = held + slack: capacity is then 0 only when the
+        // window, not the request, stops h2 from taking more.
+        send.reserve_capacity(OUTCOME_SLACK);
+        let stuck = send.capacity() == 0;
+        if !stuck {
+            self.unsent_outcomes.store(0, Relaxed);
+        }
+        stuck
+    }
+
+    /// Waits while more than [`MAX_UNSENT_OUTCOMES`] wait for the client's
+    /// window (it reads none of its outcomes), checking every 10 ms.
+    async fn wait_for_outcomes_read(&self) {
+        while self.unsent_outcomes.load(Relaxed) > MAX_UNSENT_OUTCOMES {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            let mut send = self.send.lock().unwrap_or_else(|p| p.into_inner());
+            self.outcomes_stuck(&mut send);
         }
     }
 
@@ -210,6 +253,7 @@ pub(super) async fn handle(
         open: AtomicU64::new(0),
         idle: Notify::new(),
         ended: Mutex::new(None),
+        unsent_outcomes: AtomicU64::new(0),
     });
     let listed = ctx.list_open_rpc((conn, stream), || crate::live::OpenRpc {
         unreleased: rpc.unreleased.clone(),
@@ -304,10 +348,15 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
             }
             // Shutdown first: a body that is always ready must not hide it
             // (an attempt admitted after the workers left is never served).
+            // A client that reads none of its outcomes gets no further: its
+            // attempts wait in its own window.
             let next = tokio::select! {
                 biased;
                 _ = &mut shutdown_flagged => return Ended::Shutdown,
-                d = body.data() => d,
+                d = async {
+                    rpc.wait_for_outcomes_read().await;
+                    body.data().await
+                } => d,
             };
             match next {
                 Some(Ok(chunk)) => {
