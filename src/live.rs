@@ -20,6 +20,10 @@ pub struct Live {
     /// Framed bytes decoded and not yet completed or discarded, all RPCs
     /// (what --max-owned-bytes bounds).
     pub owned_bytes: AtomicU64,
+    /// Bytes of messages not yet whole that the RPCs' deframers hold, all
+    /// RPCs: bounded with `owned_bytes` by --max-owned-bytes
+    /// ([`crate::server::queue::PartialHold`]).
+    pub partial_bytes: AtomicU64,
     /// Body bytes h2 handed to the server application, all RPCs: progress,
     /// for stall detection.
     pub app_bytes: Counter,

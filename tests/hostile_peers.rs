@@ -1414,3 +1414,63 @@ async fn an_exchange_client_that_reads_no_outcome_is_read_no_further() {
     let (summary, _) = server.stop().await;
     assert!(summary.decoded < 100_000, "{}", summary.decoded);
 }
+
+/// Messages that never finish count against --max-owned-bytes: with credit
+/// released per frame a client could park up to --max-message-size on every
+/// stream (300 streams parked 1.2 GB past an 8 MiB limit, none of it
+/// "owned"). Eight streams each send 300 KiB of a 1 MiB message against a
+/// 1 MiB limit: the RPC whose bytes pass it ends RESOURCE_EXHAUSTED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unfinished_messages_count_against_max_owned_bytes() {
+    let opts = ServerOpts {
+        max_owned_bytes: "1MiB".parse().unwrap(),
+        max_message_size: "1MiB".parse().unwrap(),
+        ..opts()
+    };
+    let server = support::TestServer::start("partial-owned", opts).await;
+    let sock = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(sock).await.unwrap();
+    let conn = tokio::spawn(conn);
+    let mut client = client.ready().await.unwrap();
+    let mut prefix = vec![0u8];
+    prefix.extend_from_slice(&(1u32 << 20).to_be_bytes());
+    let mut part = prefix;
+    part.resize(300 * 1024, 0);
+    let part = bytes::Bytes::from(part);
+    let mut held = vec![];
+    for _ in 0..8 {
+        client = client.ready().await.unwrap();
+        let req = http::Request::post(format!(
+            "http://{}{}",
+            server.addr,
+            h2probe::grpc::INGEST_PATH
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+        let (response, mut send) = client.send_request(req, false).unwrap();
+        send.send_data(part.clone(), false).unwrap();
+        held.push((response, send));
+    }
+    // An RPC the limit ended (the others wait for bytes that never come).
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let text = std::fs::read_to_string(server.dir.join("trace.jsonl")).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| l.contains("\"type\":\"rpc_end\"")) {
+                break line.to_string();
+            }
+        }
+    })
+    .await;
+    conn.abort();
+    drop(held);
+    let (summary, _) = server.stop().await;
+    let line = ended.unwrap_or_else(|_| panic!("no RPC ended: {:?}", summary.rpc_status));
+    assert!(line.contains("\"status\":8"), "{line}");
+    assert!(
+        line.contains("not yet whole") && line.contains("--max-owned-bytes 1048576"),
+        "{line}"
+    );
+}

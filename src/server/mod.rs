@@ -128,9 +128,10 @@ pub struct ServerOpts {
     pub max_header_list_size: Size,
 
     /// Framed bytes the application may own at once (decoded, not yet
-    /// completed), over all RPCs: past it, the RPC that would exceed it ends
-    /// with RESOURCE_EXHAUSTED and its messages are discarded with reason
-    /// `limit` (the article's server had such a guard, at 256 MiB).
+    /// completed), with the bytes of messages not yet whole, over all RPCs:
+    /// past it, the RPC that would exceed it ends with RESOURCE_EXHAUSTED
+    /// and its messages are discarded with reason `limit` (the article's
+    /// server had such a guard, at 256 MiB).
     #[arg(long, default_value = "256MiB", value_name = "SIZE")]
     pub max_owned_bytes: Size,
 

@@ -20,6 +20,54 @@ pub struct Job {
     pub slot: Option<OwnedSemaphorePermit>,
 }
 
+/// The bytes of a message not yet whole that one RPC's deframer holds,
+/// counted over all RPCs (`Live::partial_bytes`) and bounded together with
+/// the owned bytes by --max-owned-bytes: with credit released per frame a
+/// client can park up to --max-message-size on every stream it opens (300
+/// streams parked 1.2 GB past an 8 MiB limit). Given back when dropped.
+pub struct PartialHold {
+    live: Arc<crate::live::Live>,
+    max: u64,
+    held: u64,
+}
+
+impl PartialHold {
+    pub fn new(live: Arc<crate::live::Live>, max: u64) -> PartialHold {
+        PartialHold { live, max, held: 0 }
+    }
+
+    /// The RPC now holds `now` bytes of an unfinished message; refused, with
+    /// the reason, when they grew past --max-owned-bytes with what every RPC
+    /// holds and owns.
+    pub fn set(&mut self, now: u64) -> Result<(), String> {
+        if now == self.held {
+            return Ok(());
+        }
+        if now < self.held {
+            self.live.partial_bytes.fetch_sub(self.held - now, Relaxed);
+            self.held = now;
+            return Ok(());
+        }
+        let add = now - self.held;
+        let partial = self.live.partial_bytes.fetch_add(add, Relaxed) + add;
+        self.held = now;
+        let owned = self.live.owned_bytes.load(Relaxed);
+        if partial + owned > self.max {
+            return Err(format!(
+                "the server holds {partial} bytes of messages not yet whole and owns {owned} bytes of decoded ones; this RPC's unfinished message ({now} bytes so far) passes --max-owned-bytes {}",
+                self.max
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PartialHold {
+    fn drop(&mut self) {
+        self.live.partial_bytes.fetch_sub(self.held, Relaxed);
+    }
+}
+
 #[derive(Default)]
 struct State {
     jobs: VecDeque<Job>,

@@ -332,6 +332,7 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
     let ctx = &rpc.ctx;
     let cfg = &ctx.cfg;
     let mut deframer = Deframer::new(cfg.max_message_size);
+    let mut partial = super::queue::PartialHold::new(ctx.live.clone(), cfg.max_owned_bytes);
     let mut shutdown = ctx.shutdown.clone();
     // One wait for the whole RPC, not one per chunk (each joins and leaves
     // the watch's waiter list, a lock every RPC shares).
@@ -349,7 +350,11 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
             // Shutdown first: a body that is always ready must not hide it
             // (an attempt admitted after the workers left is never served).
             // A client that reads none of its outcomes gets no further: its
-            // attempts wait in its own window.
+            // attempts wait in its own window. What waits for the rest of an
+            // attempt counts against --max-owned-bytes.
+            if let Err(why) = partial.set(deframer.pending()) {
+                return Ended::Status(status::RESOURCE_EXHAUSTED, why);
+            }
             let next = tokio::select! {
                 biased;
                 _ = &mut shutdown_flagged => return Ended::Shutdown,

@@ -1,7 +1,7 @@
 //! One RPC: read the body, cut messages, hand them to the queue policy, call
 //! `release_capacity` at the configured point, answer with gRPC status.
 
-use super::queue::{AppQueue, Job};
+use super::queue::{AppQueue, Job, PartialHold};
 use super::ServerCtx;
 use crate::config::{Framing, QueuePolicy, ReleasePoint};
 use crate::grpc::{self, pb, status, Deframer, Framed};
@@ -507,6 +507,7 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream) -> Ended {
         Framing::Grpc => Deframer::new(cfg.max_message_size),
         Framing::Raw(n) => Deframer::raw(n),
     };
+    let mut partial = PartialHold::new(rpc.ctx.live.clone(), cfg.max_owned_bytes);
     let mut seq = 0u64;
     loop {
         // Bounded: reserve a slot *before* pulling the next message.
@@ -531,6 +532,11 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream) -> Ended {
                 Ok(Some(m)) => break Some(m),
                 Ok(None) => {}
                 Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
+            }
+            // What waits for the rest of a message counts against
+            // --max-owned-bytes too.
+            if let Err(why) = partial.set(deframer.pending()) {
+                return Ended::Limit(why);
             }
             let data = std::future::poll_fn(|cx| match body.poll_data(cx) {
                 Poll::Pending => {
