@@ -66,7 +66,8 @@ pub struct OutputOpts {
     pub trace_buffer: usize,
 
     /// Captured payload the recorder may hold for the writer
-    /// (`--capture-payload`). A frame past it, or larger than it, is recorded
+    /// (`--capture-payload`), with what else a peer sizes (SETTINGS lists,
+    /// request paths). A frame past it, or larger than it, is recorded
     /// without its bytes (`payload_dropped` in the trace, counted in meta.json
     /// and summary.json); analyze warns. Below the largest frame (16KiB by
     /// default) every frame that large loses its bytes.

@@ -46,12 +46,87 @@ pub const PAYLOAD_BUDGET: u64 = 64 << 20;
 /// shrinks a larger one (a burst) back to this.
 pub const SPARE_EVENTS: usize = 4096;
 
-/// Heap bytes an event holds beyond its fixed size that can be large.
+/// Heap bytes an event holds beyond its fixed size that a peer can make
+/// large: a frame's captured payload and its SETTINGS list (a 16 KiB
+/// SETTINGS frame is 2,730 entries), a request's path and an RPC's end
+/// message (up to the header list size). Counted against the payload
+/// budget, so that the recorder's memory is bounded in bytes: uncounted,
+/// a flood of large SETTINGS frames held 1.7 GB in events in flight.
 fn payload_bytes(kind: &Kind) -> u64 {
     match kind {
-        Kind::Frame(f) => f.payload.as_ref().map_or(0, |p| p.0.len() as u64),
+        Kind::Frame(f) => {
+            f.payload.as_ref().map_or(0, |p| p.0.len() as u64)
+                + f.settings
+                    .as_ref()
+                    .map_or(0, |s| (s.len() * std::mem::size_of::<(u16, u32)>()) as u64)
+        }
+        Kind::RpcStart(r) => r.path.len() as u64,
+        Kind::RpcEnd(r) => r.message.len() as u64,
         _ => 0,
     }
+}
+
+/// Past the payload budget, what an event keeps of its heap: a frame
+/// loses its payload and keeps of its SETTINGS only the last value of each
+/// setting RFC 9113 defines (what the windows need), marked
+/// `payload_dropped`; a path or message keeps its first [`KEPT_TEXT`]
+/// bytes and says how many it lost.
+fn shed_heap(kind: &mut Kind) {
+    match kind {
+        Kind::Frame(f) => {
+            f.payload = None;
+            f.payload_dropped = true;
+            if let Some(list) = &mut f.settings {
+                let mut last: Vec<(u16, u32)> = Vec::new();
+                for &(id, value) in list.iter().filter(|(id, _)| (1..=9).contains(id)) {
+                    match last.iter_mut().find(|(i, _)| *i == id) {
+                        Some(entry) => entry.1 = value,
+                        None => last.push((id, value)),
+                    }
+                }
+                *list = last;
+            }
+        }
+        Kind::RpcStart(r) => shorten(&mut r.path),
+        Kind::RpcEnd(r) => shorten(&mut r.message),
+        _ => {}
+    }
+}
+
+/// Of a path or an end message past the payload budget, the bytes kept.
+const KEPT_TEXT: usize = 256;
+
+fn shorten(text: &mut String) {
+    if text.len() <= KEPT_TEXT {
+        return;
+    }
+    let mut cut = KEPT_TEXT;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let lost = text.len() - cut;
+    text.truncate(cut);
+    text.push_str(&format!(
+        "… ({lost} bytes not kept: the recorder's payload bound was full)"
+    ));
+}
+
+/// Drops what [`payload_bytes`] counts, once the event is encoded; the
+/// bytes given back.
+fn free_heap(kind: &mut Kind) -> u64 {
+    let bytes = payload_bytes(kind);
+    if bytes > 0 {
+        match kind {
+            Kind::Frame(f) => {
+                f.payload = None;
+                f.settings = None;
+            }
+            Kind::RpcStart(r) => r.path = String::new(),
+            Kind::RpcEnd(r) => r.message = String::new(),
+            _ => {}
+        }
+    }
+    bytes
 }
 
 use super::output::{Output, KINDS};
@@ -301,14 +376,18 @@ impl Shared {
         if bytes > 0 {
             let before = self.payload_in_flight.fetch_add(bytes, Ordering::Relaxed);
             if before + bytes > self.payload_budget {
-                // The writer is behind on payload: keep the frame, shed
-                // its bytes, and say so in the event and the counts.
-                self.payload_in_flight.fetch_sub(bytes, Ordering::Relaxed);
-                if let Kind::Frame(f) = &mut kind {
-                    f.payload = None;
-                    f.payload_dropped = true;
+                // The writer is behind on payload: keep the event, shed
+                // its bytes, and say so in the event and the counts. What
+                // it keeps (at most nine settings, or 256 bytes of text)
+                // is counted past the budget.
+                shed_heap(&mut kind);
+                let kept = payload_bytes(&kind);
+                self.payload_in_flight
+                    .fetch_sub(bytes - kept, Ordering::Relaxed);
+                // Counted as the analysis counts it: the frame's bytes.
+                if let Kind::Frame(f) = &kind {
+                    shed = u64::from(f.len).max(1);
                 }
-                shed = bytes;
                 wake = true;
             } else {
                 // Half the payload budget held: as for slots, wake the writer.
@@ -921,12 +1000,9 @@ fn write_loop(
                 // back for the whole sweep before it was written, the
                 // transport could fill the budget again meanwhile: twice
                 // the bound held, a full-capture run peaked at 200 MB.)
-                if let Kind::Frame(f) = &mut e.kind {
-                    if let Some(p) = f.payload.take() {
-                        shared
-                            .payload_in_flight
-                            .fetch_sub(p.0.len() as u64, Ordering::Relaxed);
-                    }
+                let freed = free_heap(&mut e.kind);
+                if freed > 0 {
+                    shared.payload_in_flight.fetch_sub(freed, Ordering::Relaxed);
                 }
             }
             swept.recycle(&mut spare);
@@ -1037,7 +1113,7 @@ impl Drop for PanicAlarm<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::schema::ChunkEv;
+    use crate::trace::schema::{ChunkEv, Dir, FrameEv, FrameType, RpcStartEv};
     use h2probe_analysis::reader::{Ending, TraceReader};
 
     /// Records a `chunk` event of `len` bytes on connection 1.
@@ -1490,6 +1566,80 @@ mod tests {
         // Events without payload are not held back by the budget.
         chunk(&rec, Endpoint::Client, 1, 11, 1);
         assert_eq!(rec.stats().accepted, 11);
+    }
+
+    /// A SETTINGS list and a request's path are heap the peer sizes: they
+    /// count against the payload budget like payload (a flood of 16 KiB
+    /// SETTINGS frames, 2,730 entries each, held 1.7 GB uncounted). Past
+    /// it a frame keeps the last value of each defined setting, a path its
+    /// first 256 bytes.
+    #[test]
+    fn settings_lists_and_paths_count_against_the_payload_budget() {
+        let rec = Recorder {
+            enabled: true,
+            shared: Arc::new(Shared {
+                payload_budget: 30_000,
+                ..Shared::with_capacity(1024)
+            }),
+        };
+        let mut list: Vec<(u16, u32)> = (0..2_730u32).map(|i| (0xF0, i)).collect();
+        list.extend([(4, 1_000), (1, 4096), (4, 2_000)]);
+        let settings = || {
+            Kind::Frame(FrameEv {
+                dir: Dir::In,
+                frame: FrameType::SETTINGS,
+                len: 2_733 * 6,
+                settings: Some(list.clone()),
+                ..FrameEv::default()
+            })
+        };
+        for i in 0..2 {
+            rec.emit(Endpoint::Server, 1, 0, i, KindId::Frame, settings);
+        }
+        let path = "/".to_string() + &"p".repeat(9_999);
+        rec.emit(Endpoint::Server, 1, 1, 3, KindId::RpcStart, || {
+            Kind::RpcStart(RpcStartEv {
+                path,
+                deadline_ns: None,
+                framing: None,
+            })
+        });
+        let st = rec.stats();
+        assert_eq!((st.accepted, st.dropped_total()), (3, 0), "{st:?}");
+        assert_eq!(st.payload_dropped_frames, 1, "{st:?}");
+        assert_eq!(st.payload_dropped_bytes, 2_733 * 6, "{st:?}");
+        let events: Vec<Event> = rec
+            .shared
+            .slots
+            .lock()
+            .unwrap()
+            .slots
+            .iter()
+            .flat_map(|slot| slot.lock().events.clone())
+            .collect();
+        match (&events[0].kind, &events[1].kind, &events[2].kind) {
+            (Kind::Frame(a), Kind::Frame(b), Kind::RpcStart(r)) => {
+                assert_eq!(a.settings.as_ref().map(Vec::len), Some(2_733));
+                assert!(!a.payload_dropped);
+                assert_eq!(b.settings.as_deref(), Some(&[(4, 2_000), (1, 4096)][..]));
+                assert!(b.payload_dropped);
+                assert!(r.path.starts_with(&"/ppp"), "{}", r.path);
+                assert!(
+                    r.path
+                        .ends_with("(9744 bytes not kept: the recorder's payload bound was full)"),
+                    "{}",
+                    r.path
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // Held: the first list, the second's two entries, the path's rest.
+        assert_eq!(
+            rec.shared.payload_in_flight.load(Ordering::Relaxed),
+            payload_bytes(&events[0].kind)
+                + payload_bytes(&events[1].kind)
+                + payload_bytes(&events[2].kind)
+        );
     }
 
     /// The bound the README states: twice 65,536 slots × at most 152 B (19 MiB)
