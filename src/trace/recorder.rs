@@ -60,9 +60,20 @@ fn payload_bytes(kind: &Kind) -> u64 {
                     .as_ref()
                     .map_or(0, |s| (s.len() * std::mem::size_of::<(u16, u32)>()) as u64)
         }
-        Kind::RpcStart(r) => r.path.len() as u64,
-        Kind::RpcEnd(r) => r.message.len() as u64,
+        Kind::RpcStart(r) => long_text(&r.path),
+        Kind::RpcEnd(r) => long_text(&r.message),
         _ => 0,
+    }
+}
+
+/// A text's bytes when it is longer than [`KEPT_TEXT`]: shorter ones are
+/// bounded with the event count (16 MiB over 65,536 events) and cost the
+/// transport no shared counter.
+fn long_text(text: &str) -> u64 {
+    if text.len() > KEPT_TEXT {
+        text.len() as u64
+    } else {
+        0
     }
 }
 
