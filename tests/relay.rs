@@ -618,6 +618,31 @@ async fn the_relay_command_finishes_its_run_directory_on_ctrl_c() {
     ] {
         assert!(page.contains(shown), "report.html lacks {shown}");
     }
+    // windows.csv and the plotted stream's timeline rows name their
+    // connection (they were empty for a relay: the join docs/outputs.md
+    // describes was impossible).
+    let windows = std::fs::read_to_string(out.join("windows.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = windows
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|r| r[3].contains('-')), "{windows}");
+    let timeline = std::fs::read_to_string(out.join("timeline.csv")).unwrap();
+    let stream_rows: Vec<Vec<&str>> = timeline
+        .lines()
+        .filter(|l| l.starts_with("relay_withheld_stream_c2s,"))
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert!(!stream_rows.is_empty());
+    assert!(
+        stream_rows
+            .iter()
+            .all(|r| r[4].contains('-') && r[5] == "1"),
+        "{:?}",
+        stream_rows[0]
+    );
     // Every export knows the legs.
     support::h2probe_ok([
         "export".as_ref(),

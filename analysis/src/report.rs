@@ -230,12 +230,6 @@ fn timeline_aside(path: &Path, tl: &Timeline) -> Result<Partial, ReportError> {
     let mut rows: Vec<(&str, &crate::series::Series, &str)> = rows.to_vec();
     if let Some(r) = &tl.relay {
         rows.extend([
-            ("relay_withheld_stream_c2s", &r.stream_withheld_c2s, "bytes"),
-            (
-                "relay_withheld_stream_min_c2s",
-                &r.stream_withheld_min_c2s,
-                "bytes",
-            ),
             ("relay_withheld_conn_c2s", &r.conn_withheld_c2s, "bytes"),
             ("relay_withheld_conn_s2c", &r.conn_withheld_s2c, "bytes"),
         ]);
@@ -246,6 +240,20 @@ fn timeline_aside(path: &Path, tl: &Timeline) -> Result<Partial, ReportError> {
         .iter()
         .map(|(n, s, u)| (n.to_string(), *u, String::new(), String::new(), *s))
         .collect();
+    // The relay's one plotted stream, named by its client leg's key.
+    if let Some(r) = &tl.relay {
+        let (conn_key, stream) = r
+            .plotted_stream
+            .map_or_else(Default::default, |(conn, stream)| {
+                (key(Endpoint::ClientLeg, conn), stream.to_string())
+            });
+        for (name, s) in [
+            ("relay_withheld_stream_c2s", &r.stream_withheld_c2s),
+            ("relay_withheld_stream_min_c2s", &r.stream_withheld_min_c2s),
+        ] {
+            all.push((name.into(), "bytes", conn_key.clone(), stream.clone(), s));
+        }
+    }
     for ((conn, stream), s) in &tl.stream_credit {
         all.push((
             "credit_stream_client".into(),

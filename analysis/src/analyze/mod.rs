@@ -63,6 +63,9 @@ pub struct Analyzer {
     damage_is_late: bool,
     last_t: u64,
     conns: HashMap<(Endpoint, u32), Conn>,
+    /// A relay leg's connection key while it is open (windows.csv's
+    /// `conn_key`; the legs are not endpoint connections).
+    leg_keys: HashMap<(Endpoint, u32), String>,
     rpcs: HashMap<(u32, u32), Rpc>,
     /// Framed bytes the client scheduled per (client conn, stream): each
     /// stream's demand, for fairness (one entry per stream, like `rpcs`).
@@ -156,6 +159,7 @@ impl Analyzer {
             damage_is_late: false,
             last_t: 0,
             conns: HashMap::new(),
+            leg_keys: HashMap::new(),
             rpcs: HashMap::new(),
             offered: HashMap::new(),
             s: Summary::default(),
@@ -234,10 +238,20 @@ impl Analyzer {
                         &c.local,
                         &c.peer,
                     );
+                    if let Some(key) = crate::schema::conn_key(e.ep, &c.local, &c.peer) {
+                        if e.ep == Endpoint::ClientLeg {
+                            // timeline.csv's key for the relay's plotted stream.
+                            self.tl.conn_keys.insert((e.ep, e.conn), key.clone());
+                        }
+                        self.leg_keys.insert((e.ep, e.conn), key);
+                    }
                 }
                 self.relay.feed(e, self.line);
                 for (flow, stream, w) in std::mem::take(&mut self.relay.window_changes) {
                     self.log_window(e.t, e, flow, stream, w);
+                }
+                if let Kind::ConnClose(_) = &e.kind {
+                    self.leg_keys.remove(&(e.ep, e.conn));
                 }
                 return;
             }

@@ -191,10 +191,13 @@ impl Analyzer {
             return;
         }
         let secs = self.secs(t);
-        let key = self
-            .conns
-            .get(&(e.ep, e.conn))
-            .map_or("", |c| c.key.as_str());
+        let key = match self.conns.get(&(e.ep, e.conn)) {
+            Some(c) => c.key.as_str(),
+            None => self
+                .leg_keys
+                .get(&(e.ep, e.conn))
+                .map_or("", String::as_str),
+        };
         if let Some(out) = self.window_log.as_mut() {
             let flow = if flow == Flow::C2s as usize {
                 "c2s"
