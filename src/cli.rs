@@ -288,11 +288,34 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Export(opts) => {
             let mut out = std::io::stdout().lock();
+            // A directory that cannot be exported is said and the others
+            // are still exported (the first one's error skipped the rest
+            // without a word).
+            let mut failed = 0;
             for dir in &opts.dirs {
-                for path in crate::export::export(dir, &opts.format, opts.pcap_gzip)? {
-                    writeln!(out, "{}", path.display())?;
+                match crate::export::export(dir, &opts.format, opts.pcap_gzip) {
+                    Ok(paths) => {
+                        for path in paths {
+                            writeln!(out, "{}", path.display())?;
+                        }
+                    }
+                    Err(e) if opts.dirs.len() > 1 => {
+                        let text = format!("{e:#}");
+                        let here = dir.display().to_string();
+                        match text.contains(&here) {
+                            true => crate::say!("error: {text}"),
+                            false => crate::say!("error: {here}: {text}"),
+                        }
+                        failed += 1;
+                    }
+                    Err(e) => return Err(e),
                 }
             }
+            anyhow::ensure!(
+                failed == 0,
+                "{failed} of {} run directories not exported (said above)",
+                opts.dirs.len()
+            );
             Ok(0)
         }
         Command::Decode(opts) => {

@@ -169,13 +169,42 @@ fn short_trace(name: &str) -> (std::path::PathBuf, std::path::PathBuf, String) {
     (dir, trace, text)
 }
 
+/// Packets in a pcap, and the distinct addresses they carry.
+fn pcap_packets(path: &std::path::Path) -> (usize, std::collections::BTreeSet<String>) {
+    let data = std::fs::read(path).unwrap();
+    let mut r = pcap_file::pcap::PcapReader::new(&data[..]).unwrap();
+    let (mut n, mut addrs) = (0, std::collections::BTreeSet::new());
+    while let Some(p) = r.next_packet() {
+        let p = p.unwrap();
+        n += 1;
+        if p.data[0] >> 4 == 4 {
+            addrs.insert(format!("{:?}", &p.data[12..16]));
+        }
+    }
+    (n, addrs)
+}
+
 /// A frame whose connection's `conn_open` comes later in the file (a trace
-/// out of order beyond the reader's window, or edited) cannot become a
-/// packet: the pcap export says how many it left out, per pcap. It wrote
-/// the rest and said nothing (766 packets of 1,065, exit 0).
+/// out of order, or edited) waits for it: the pcap is the original's,
+/// packet for packet (766 packets of 1,065 were written before, the rest
+/// left out). A `conn_open` line that is damaged costs the connection its
+/// addresses, said, not its frames (one bad line cost a tap's whole pcap).
 #[test]
-fn a_pcap_export_says_which_frames_it_could_not_write() {
+fn a_pcap_export_keeps_frames_whose_conn_open_is_late_or_damaged() {
     let (dir, trace, text) = short_trace("pcap-late-open");
+    let export = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["export", "--format", "pcap"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    };
+    assert_eq!(export(), "");
+    let (want, addrs) = pcap_packets(&dir.join("client.pcap"));
+    assert_eq!(addrs.len(), 1, "loopback only: {addrs:?}");
     let mut lines: Vec<&str> = text.lines().collect();
     let at = lines
         .iter()
@@ -194,20 +223,26 @@ fn a_pcap_export_says_which_frames_it_could_not_write() {
         .0;
     lines.insert(tenth + 1, open);
     std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["export", "--format", "pcap"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let err = export();
+    assert!(!err.contains("client.pcap"), "{err}");
+    assert_eq!(pcap_packets(&dir.join("client.pcap")), (want, addrs));
+
+    // Damaged: every frame written, on the documentation range's addresses.
+    lines[tenth + 1] = "{\"t\":1,\"ep\":";
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let err = export();
     assert!(
-        err.contains(
-            "client.pcap: 10 frames not written: their connection's conn_open is not before them"
-        ),
+        err.contains("client.pcap: 1 connection without a readable conn_open before its frames")
+            && err.contains("192.0.2.1"),
         "{err}"
     );
     assert!(!err.contains("server.pcap:"), "{err}");
+    let (n, addrs) = pcap_packets(&dir.join("client.pcap"));
+    assert_eq!(n, want);
+    assert_eq!(
+        addrs.into_iter().collect::<Vec<_>>(),
+        ["[192, 0, 2, 1]", "[192, 0, 2, 2]"]
+    );
 }
 
 /// An export of a trace cut short says so (it wrote what there was
@@ -234,4 +269,95 @@ fn an_export_of_a_cut_trace_says_where_it_ends() {
         1,
         "{err}"
     );
+}
+
+/// Bytes a tap read and could not frame (a DATA frame over the frame size:
+/// the tap stops parsing there) are not in the pcap, and the pcap says
+/// where they were: the FIN comes after them, a gap tshark calls "previous
+/// segment not captured", and stderr says how many. They vanished: 33 of
+/// 1,042 bytes in the pcap, its FIN right after them, nothing said.
+#[test]
+fn bytes_the_tap_could_not_frame_leave_a_gap_in_the_pcap() {
+    use std::io::{Read, Write};
+    let dir = support::temp_dir("unframed");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--for",
+            "2s",
+            "--quiet",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = support::listening_addr(&mut child);
+    let mut peer = std::net::TcpStream::connect(&addr).unwrap();
+    let mut bytes = h2probe::wire::encode::preface();
+    bytes.extend(h2probe::wire::encode::settings(false, &[]));
+    let mut big = h2probe::wire::encode::data(1, 0, None, &vec![0; 70_000]);
+    big.truncate(9 + 1_000);
+    bytes.extend(big);
+    peer.write_all(&bytes).unwrap();
+    let _ = peer.set_read_timeout(Some(std::time::Duration::from_secs(3)));
+    let _ = peer.read_to_end(&mut Vec::new());
+    drop(peer);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("server.pcap: 1009 bytes the tap read or wrote and could not frame"),
+        "{err}"
+    );
+    let Some(tshark) = support::require_tool("tshark") else {
+        return;
+    };
+    let port = addr.rsplit_once(':').unwrap().1;
+    let shown = std::process::Command::new(tshark)
+        .args(["-r"])
+        .arg(dir.join("server.pcap"))
+        .args(["-d", &format!("tcp.port=={port},http2")])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("Previous segment not captured"), "{text}");
+}
+
+/// A run with no connection has nothing to put in a pcap or a qlog: the
+/// export says so (it printed nothing, wrote nothing, exit 0), and an
+/// export of several directories goes on past one it cannot read, then
+/// fails naming how many.
+#[test]
+fn an_export_says_what_it_did_not_write() {
+    let dir = support::temp_dir("export-empty");
+    support::h2probe_ok([
+        "serve".as_ref(),
+        "--listen".as_ref(),
+        "127.0.0.1:0".as_ref(),
+        "--for".as_ref(),
+        "200ms".as_ref(),
+        "--quiet".as_ref(),
+        "--out".as_ref(),
+        dir.as_os_str(),
+    ]);
+    let missing = dir.join("no-such-run");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["export", "--format", "pcap,qlog"])
+        .arg(&missing)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for said in [
+        "no pcap written: the trace holds no connection",
+        "no qlog written: the trace holds no connection",
+        "no-such-run: no such directory",
+        "1 of 2 run directories not exported",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
 }

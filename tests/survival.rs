@@ -889,7 +889,7 @@ fn a_writer_behind_on_payload_keeps_every_frame_and_says_which_lost_their_bytes(
 #[test]
 fn a_client_held_up_past_the_end_still_offers_every_message() {
     let dir = temp_dir("held-up");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+    let child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
         .args(["run", "--duration", "1s", "--quiet", "--no-pcap", "--force"])
         .args(["--service-time", "1ms", "--out"])
         .arg(&dir)

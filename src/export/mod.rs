@@ -107,7 +107,17 @@ pub fn export(dir: &Path, formats: &[Format], pcap_gzip: bool) -> anyhow::Result
     for f in formats {
         match f {
             Format::Pcap => {
-                pcap::export_pcaps(dir, pcap_gzip)?;
+                let counts = pcap::export_pcaps(dir, pcap_gzip)?;
+                let packets = counts.server_packets
+                    + counts.client_packets
+                    + counts.client_leg_packets
+                    + counts.server_leg_packets;
+                if packets == 0 {
+                    crate::say!(
+                        "{}: no pcap written: the trace holds no connection",
+                        dir.display()
+                    );
+                }
                 out.extend(
                     ["server", "client", "client_leg", "server_leg"]
                         .iter()
@@ -116,7 +126,16 @@ pub fn export(dir: &Path, formats: &[Format], pcap_gzip: bool) -> anyhow::Result
                 );
             }
             Format::Csv => out.extend(csv::export_csv(dir)?),
-            Format::Qlog => out.extend(qlog::export_qlog(dir)?),
+            Format::Qlog => {
+                let written = qlog::export_qlog(dir)?;
+                if written.is_empty() {
+                    crate::say!(
+                        "{}: no qlog written: the trace holds no connection",
+                        dir.display()
+                    );
+                }
+                out.extend(written);
+            }
         }
     }
     Ok(out)

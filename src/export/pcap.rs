@@ -197,11 +197,25 @@ struct TapPcap<W: std::io::Write> {
     conns: HashMap<u32, ConnState>,
     to_wall: i128,
     packets: u64,
-    /// Frames of a connection whose `conn_open` had not come (out of order
-    /// beyond the reader's window, missing, or with addresses that do not
-    /// parse): no packet can carry them.
+    /// Frames of a connection whose `conn_open` had not come (missing, or
+    /// with addresses that do not parse): written on made-up addresses
+    /// (see [`TapPcap::made_up`]), counted here.
     skipped: u64,
+    /// Connections written on made-up addresses.
+    made_up_conns: u64,
+    /// Frames (and the close) of connections whose `conn_open` has not come
+    /// yet, held for it (the file is not in time order), at most
+    /// [`MAX_HELD_FRAMES`] over all connections.
+    held: HashMap<u32, Vec<Event>>,
+    held_frames: usize,
+    /// Bytes the tap read or wrote that no frame covers (after a wire
+    /// error it could not frame them): left as a gap before the FIN.
+    unframed: u64,
 }
+
+/// Frames a tap's pcap holds for connections whose `conn_open` is still to
+/// come; past it the connection is written on made-up addresses.
+const MAX_HELD_FRAMES: usize = 65_536;
 
 impl<W: std::io::Write> TapPcap<W> {
     fn write(&mut self, t: u64, data: &[u8]) -> anyhow::Result<()> {
@@ -255,6 +269,83 @@ impl<W: std::io::Write> TapPcap<W> {
         Ok(())
     }
 
+    /// A connection whose `conn_open` is missing or damaged (a corrupt
+    /// line) gets addresses of the documentation range (RFC 5737), the
+    /// client's port from its id: its frames are kept, not lost (one bad
+    /// line cost a tap's whole pcap).
+    fn made_up(&mut self, e: &Event) -> anyhow::Result<()> {
+        let client: SocketAddr = ([192, 0, 2, 1], 10_000 + (e.conn % 50_000) as u16).into();
+        let server: SocketAddr = ([192, 0, 2, 2], 50051).into();
+        let (local, peer) = if e.ep.is_client_end() {
+            (client, server)
+        } else {
+            (server, client)
+        };
+        self.made_up_conns += 1;
+        self.open(e, local, peer)?;
+        self.replay(e.conn)
+    }
+
+    /// Writes what was held for connection `conn`, now open.
+    fn replay(&mut self, conn: u32) -> anyhow::Result<()> {
+        if let Some(held) = self.held.remove(&conn) {
+            self.held_frames -= held.len();
+            for e in held {
+                self.event(&e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every connection still waiting for its `conn_open` (the trace has
+    /// ended), on made-up addresses.
+    fn finish(&mut self) -> anyhow::Result<()> {
+        let mut waiting: Vec<(u64, u32)> = self
+            .held
+            .iter()
+            .map(|(conn, evs)| (evs[0].t, *conn))
+            .collect();
+        waiting.sort();
+        for (_, conn) in waiting {
+            let first = self.held[&conn][0].clone();
+            self.skipped += self.held[&conn]
+                .iter()
+                .filter(|e| matches!(e.kind, Kind::Frame(_)))
+                .count() as u64;
+            self.made_up(&first)?;
+        }
+        Ok(())
+    }
+
+    /// A connection's state and its synthetic handshake, initiated by
+    /// whichever side is the client.
+    fn open(&mut self, e: &Event, local: SocketAddr, peer: SocketAddr) -> anyhow::Result<()> {
+        self.conns.insert(
+            e.conn,
+            ConnState {
+                local,
+                peer,
+                out_off: 0,
+                in_off: 0,
+                closed: false,
+            },
+        );
+        let (a, b, isn_a, isn_b) = if e.ep.is_client_end() {
+            (local, peer, ISN_LOCAL, ISN_PEER)
+        } else {
+            (peer, local, ISN_PEER, ISN_LOCAL)
+        };
+        self.write(e.t, &packet(a, b, isn_a, 0, SYN, &[]))?;
+        self.write(
+            e.t,
+            &packet(b, a, isn_b, isn_a.wrapping_add(1), SYN | ACK, &[]),
+        )?;
+        self.write(
+            e.t,
+            &packet(a, b, isn_a.wrapping_add(1), isn_b.wrapping_add(1), ACK, &[]),
+        )
+    }
+
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
         match &e.kind {
             Kind::ConnOpen(o) => {
@@ -263,37 +354,30 @@ impl<W: std::io::Write> TapPcap<W> {
                 else {
                     return Ok(());
                 };
-                self.conns.insert(
-                    e.conn,
-                    ConnState {
-                        local,
-                        peer,
-                        out_off: 0,
-                        in_off: 0,
-                        closed: false,
-                    },
-                );
-                // A synthetic handshake, initiated by whichever side is the client.
-                let (a, b, isn_a, isn_b) = if e.ep.is_client_end() {
-                    (local, peer, ISN_LOCAL, ISN_PEER)
-                } else {
-                    (peer, local, ISN_PEER, ISN_LOCAL)
-                };
-                self.write(e.t, &packet(a, b, isn_a, 0, SYN, &[]))?;
-                self.write(
-                    e.t,
-                    &packet(b, a, isn_b, isn_a.wrapping_add(1), SYN | ACK, &[]),
-                )?;
-                self.write(
-                    e.t,
-                    &packet(a, b, isn_a.wrapping_add(1), isn_b.wrapping_add(1), ACK, &[]),
-                )?;
-            }
-            Kind::Frame(f) => {
-                if !self.conns.contains_key(&e.conn) {
-                    self.skipped += 1;
+                if self.conns.contains_key(&e.conn) {
+                    // Its frames came long before (written on made-up
+                    // addresses).
                     return Ok(());
                 }
+                self.open(e, local, peer)?;
+                self.replay(e.conn)?;
+            }
+            Kind::Frame(_) | Kind::ConnClose(_) if !self.conns.contains_key(&e.conn) => {
+                // Held until its conn_open comes; past the bound, written
+                // on made-up addresses.
+                self.held.entry(e.conn).or_default().push(e.clone());
+                self.held_frames += 1;
+                if self.held_frames > MAX_HELD_FRAMES {
+                    let conn = e.conn;
+                    let first = self.held[&conn][0].clone();
+                    self.skipped += self.held[&conn]
+                        .iter()
+                        .filter(|e| matches!(e.kind, Kind::Frame(_)))
+                        .count() as u64;
+                    self.made_up(&first)?;
+                }
+            }
+            Kind::Frame(f) => {
                 // The client preface precedes the first frame of the client's stream.
                 let client_stream = e.ep.is_client_end() == (f.dir == Dir::Out);
                 let sent = if f.dir == Dir::Out {
@@ -307,9 +391,22 @@ impl<W: std::io::Write> TapPcap<W> {
                 let bytes = frame_bytes(f, e.stream);
                 self.segment(e.t, e.conn, f.dir, f.offset, &bytes, PSH | ACK)?;
             }
-            Kind::ConnClose(_) => {
-                if let Some(c) = self.conns.get(&e.conn) {
+            Kind::ConnClose(close) => {
+                if let Some(c) = self.conns.get_mut(&e.conn) {
                     if !c.closed {
+                        // Bytes the tap saw that no frame covers (it could
+                        // not frame them after a wire error): the FIN comes
+                        // after them, so the gap shows ("previous segment
+                        // not captured") instead of vanishing.
+                        for (seen, off) in [
+                            (close.bytes_out, &mut c.out_off),
+                            (close.bytes_in, &mut c.in_off),
+                        ] {
+                            if seen > *off {
+                                self.unframed += seen - *off;
+                                *off = seen;
+                            }
+                        }
                         let (seq, ack) = (c.seq(Dir::Out, c.out_off), c.seq(Dir::In, c.in_off));
                         let (local, peer) = (c.local, c.peer);
                         self.write(e.t, &packet(local, peer, seq, ack, FIN | ACK, &[]))?;
@@ -337,8 +434,8 @@ pub struct PcapCounts {
     /// A relay's two legs (`client_leg.pcap`, `server_leg.pcap`).
     pub client_leg_packets: u64,
     pub server_leg_packets: u64,
-    /// Frames no pcap holds (see [`TapPcap::skipped`]), over all taps;
-    /// each tap's are said on stderr.
+    /// Frames written on made-up addresses (see [`TapPcap::skipped`]),
+    /// over all taps; each tap's are said on stderr.
     pub skipped_frames: u64,
 }
 
@@ -445,9 +542,13 @@ fn write_pcaps(
             w: PcapWriter::with_header(out, header)
                 .with_context(|| format!("writing {}", path.display()))?,
             conns: HashMap::new(),
+            held: HashMap::new(),
+            held_frames: 0,
             to_wall,
             packets: 0,
             skipped: 0,
+            made_up_conns: 0,
+            unframed: 0,
         })
     };
     let mut server = open("server")?;
@@ -467,6 +568,14 @@ fn write_pcaps(
                 .with_context(|| writing("server_leg"))?,
         }
     }
+    for (tap, p) in [
+        ("server", &mut server),
+        ("client", &mut client),
+        ("client_leg", &mut client_leg),
+        ("server_leg", &mut server_leg),
+    ] {
+        p.finish().with_context(|| writing(tap))?;
+    }
     let counts = PcapCounts {
         server_packets: server.packets,
         client_packets: client.packets,
@@ -482,11 +591,20 @@ fn write_pcaps(
     ] {
         let n = p.packets;
         let name = pcap_name(tap, gzip);
-        if p.skipped > 0 {
+        if p.made_up_conns > 0 {
             crate::say!(
-                "warning: {name}: {} frames not written: their connection's conn_open is not before them in the trace \
-                 (events out of order beyond the reader's window, or it is missing)",
-                p.skipped
+                "warning: {name}: {} connection{} without a readable conn_open before {} frames (a damaged or missing line): \
+                 written on made-up addresses 192.0.2.1:(10000 + id) → 192.0.2.2:50051",
+                p.made_up_conns,
+                if p.made_up_conns == 1 { "" } else { "s" },
+                if p.made_up_conns == 1 { "its" } else { "their" },
+            );
+        }
+        if p.unframed > 0 {
+            crate::say!(
+                "warning: {name}: {} bytes the tap read or wrote and could not frame (after a wire error) are not in it: \
+                 a gap before the connection's FIN (\"previous segment not captured\") marks where they were",
+                p.unframed
             );
         }
         p.w.into_writer()
@@ -495,7 +613,13 @@ fn write_pcaps(
         let tmp = partial(tap);
         if n == 0 {
             let _ = std::fs::remove_file(tmp);
-            let _ = std::fs::remove_file(dir.join(name));
+            // A pcap of an earlier trace would not be this one's.
+            if std::fs::remove_file(dir.join(&name)).is_ok() {
+                crate::say!(
+                    "{}: removed {name}: this trace holds no connection of that tap",
+                    dir.display()
+                );
+            }
         } else {
             std::fs::rename(&tmp, dir.join(&name)).with_context(|| format!("writing {name}"))?;
         }

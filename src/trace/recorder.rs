@@ -1634,7 +1634,7 @@ mod tests {
                 assert!(!a.payload_dropped);
                 assert_eq!(b.settings.as_deref(), Some(&[(4, 2_000), (1, 4096)][..]));
                 assert!(b.payload_dropped);
-                assert!(r.path.starts_with(&"/ppp"), "{}", r.path);
+                assert!(r.path.starts_with("/ppp"), "{}", r.path);
                 assert!(
                     r.path
                         .ends_with("(9744 bytes not kept: the recorder's payload bound was full)"),
