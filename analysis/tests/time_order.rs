@@ -127,7 +127,7 @@ fn events_later_than_the_window_are_sorted_into_their_place() {
         );
         let warning = s.warnings.pop().unwrap();
         assert!(
-            warning.contains("more than 250 ms after later ones")
+            warning.contains("too late for the 250 ms reorder window")
                 && warning.contains("sorted whole"),
             "{how}: {warning}"
         );

@@ -884,7 +884,7 @@ pub fn analyze_trace_with(
         (mut a, None) => {
             a.summary.late_written_events = late;
             let note = format!(
-                "{}: {late} event{} reached the file more than {} ms after later ones: the trace was sorted whole, so they were analysed in their place",
+                "{}: {late} event{} reached the file too late for the {} ms reorder window to put in place: the trace was sorted whole, so they were analysed in their place",
                 path.display(),
                 if late == 1 { "" } else { "s" },
                 reorder::WINDOW_NS / 1_000_000,

@@ -327,9 +327,10 @@ pub struct Summary {
     /// reorder window late): analysed out of time order. 0 unless sorting
     /// the trace whole failed (see `late_written_events`).
     pub out_of_order_events: u64,
-    /// Events written more than the reorder window after later ones, for
-    /// which the trace was sorted whole before it was analysed (so they
-    /// were analysed in their place). Informative: the figures are exact.
+    /// Events the reorder window could not put in place (read after it had
+    /// handed out a later one), for which the trace was sorted whole before
+    /// it was analysed (so they were analysed in their place).
+    /// Informative: the figures are exact.
     #[serde(default)]
     pub late_written_events: u64,
     /// The first line with content after the footer (not read: two traces
