@@ -307,14 +307,21 @@ impl<W: std::io::Write> TapPcap<W> {
             .collect();
         waiting.sort();
         for (_, conn) in waiting {
-            let first = self.held[&conn][0].clone();
-            self.skipped += self.held[&conn]
-                .iter()
-                .filter(|e| matches!(e.kind, Kind::Frame(_)))
-                .count() as u64;
-            self.made_up(&first)?;
+            self.stop_waiting(conn)?;
         }
         Ok(())
+    }
+
+    /// Connection `conn` waits for its `conn_open` no longer: what it holds
+    /// is written on made-up addresses, its frames counted.
+    fn stop_waiting(&mut self, conn: u32) -> anyhow::Result<()> {
+        let held = &self.held[&conn];
+        let first = held[0].clone();
+        self.skipped += held
+            .iter()
+            .filter(|e| matches!(e.kind, Kind::Frame(_)))
+            .count() as u64;
+        self.made_up(&first)
     }
 
     /// A connection's state and its synthetic handshake, initiated by
@@ -368,13 +375,7 @@ impl<W: std::io::Write> TapPcap<W> {
                 self.held.entry(e.conn).or_default().push(e.clone());
                 self.held_frames += 1;
                 if self.held_frames > MAX_HELD_FRAMES {
-                    let conn = e.conn;
-                    let first = self.held[&conn][0].clone();
-                    self.skipped += self.held[&conn]
-                        .iter()
-                        .filter(|e| matches!(e.kind, Kind::Frame(_)))
-                        .count() as u64;
-                    self.made_up(&first)?;
+                    self.stop_waiting(e.conn)?;
                 }
             }
             Kind::Frame(f) => {

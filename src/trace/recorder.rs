@@ -1533,13 +1533,7 @@ mod tests {
     #[test]
     fn payload_bytes_in_flight_are_bounded_and_frames_past_it_lose_only_their_payload() {
         // No writer: everything accepted stays in flight.
-        let rec = Recorder {
-            enabled: true,
-            shared: Arc::new(Shared {
-                payload_budget: 10_000,
-                ..Shared::with_capacity(1024)
-            }),
-        };
+        let rec = unwritten_with_budget(10_000);
         for i in 0..10 {
             rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || {
                 data_frame(4000)
@@ -1579,6 +1573,18 @@ mod tests {
         assert_eq!(rec.stats().accepted, 11);
     }
 
+    /// A recorder without a writer (what it accepts stays in flight) and
+    /// with a payload budget of `budget` bytes.
+    fn unwritten_with_budget(budget: u64) -> Recorder {
+        Recorder {
+            enabled: true,
+            shared: Arc::new(Shared {
+                payload_budget: budget,
+                ..Shared::with_capacity(1024)
+            }),
+        }
+    }
+
     /// A SETTINGS list and a request's path are heap the peer sizes: they
     /// count against the payload budget like payload (a flood of 16 KiB
     /// SETTINGS frames, 2,730 entries each, held 1.7 GB uncounted). Past
@@ -1586,13 +1592,7 @@ mod tests {
     /// first 256 bytes.
     #[test]
     fn settings_lists_and_paths_count_against_the_payload_budget() {
-        let rec = Recorder {
-            enabled: true,
-            shared: Arc::new(Shared {
-                payload_budget: 30_000,
-                ..Shared::with_capacity(1024)
-            }),
-        };
+        let rec = unwritten_with_budget(30_000);
         let mut list: Vec<(u16, u32)> = (0..2_730u32).map(|i| (0xF0, i)).collect();
         list.extend([(4, 1_000), (1, 4096), (4, 2_000)]);
         let settings = || {
