@@ -442,12 +442,24 @@ fn serve_ends_unattended_whatever_idle_silent_and_never_reading_peers_do() {
 /// ends. The connection stayed open until shutdown (the RPC waited for a
 /// body on a connection nobody polled): 500 such peers kept 500 sockets in
 /// CLOSE-WAIT and refused the next client at --max-connections 500.
+/// `--stack hyper` the same (it had no idle timeout: a quiet peer stayed
+/// until shutdown).
 #[test]
 fn an_idle_peer_with_an_rpc_open_is_closed_at_the_idle_timeout() {
+    for stack in ["h2", "hyper"] {
+        idle_peer_with_an_rpc_open(stack);
+    }
+}
+
+fn idle_peer_with_an_rpc_open(stack: &str) {
     use h2probe::wire::encode;
     use std::io::{Read, Write};
-    let dir = temp_dir("idle-rpc");
-    let (child, addr) = spawn_serve(&dir, "", &["--for", "8s", "--idle-timeout", "1s"]);
+    let dir = temp_dir(&format!("idle-rpc-{stack}"));
+    let (child, addr) = spawn_serve(
+        &dir,
+        "",
+        &["--for", "8s", "--idle-timeout", "1s", "--stack", stack],
+    );
     let mut peer = std::net::TcpStream::connect(&addr).unwrap();
     let mut hello = encode::preface();
     hello.extend(encode::settings(false, &[]));
@@ -468,11 +480,14 @@ fn an_idle_peer_with_an_rpc_open_is_closed_at_the_idle_timeout() {
         match peer.read(&mut buf) {
             Ok(0) => break,
             Ok(_) => continue,
-            Err(e) => panic!("no close after {:?}: {e}", started.elapsed()),
+            Err(e) => panic!("{stack}: no close after {:?}: {e}", started.elapsed()),
         }
     }
     let closed_after = started.elapsed();
-    assert!(closed_after < Duration::from_secs(5), "{closed_after:?}");
+    assert!(
+        closed_after < Duration::from_secs(5),
+        "{stack}: {closed_after:?}"
+    );
     let out = child.wait_with_output().unwrap();
     // 4: the RPC the close cut short failed.
     assert_eq!(

@@ -71,11 +71,23 @@ pub(super) fn check(
 
 /// Serves one tapped connection with hyper until it ends, then waits for its
 /// RPC tasks (as the h2 server does).
-pub(super) async fn connection<T>(tap: Tap<T>, conn: u32, ctx: Arc<ServerCtx>) -> anyhow::Result<()>
+///
+/// `--idle-timeout` applies as on the h2 server: a connection through which
+/// no byte went either way for that long gets hyper's GOAWAY and a second
+/// to go, then is closed. (`--handshake-timeout` does not: hyper's
+/// handshake is its own, and it writes its SETTINGS at once, so a silent
+/// peer is an idle one.)
+pub(super) async fn connection<T>(
+    tap: Tap<T>,
+    conn: u32,
+    ctx: Arc<ServerCtx>,
+    close_reason: crate::tap::CloseReason,
+) -> anyhow::Result<()>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let cfg = &ctx.cfg;
+    let activity = tap.activity();
     let tasks = Tasks::default();
     let mut builder = hyper::server::conn::http2::Builder::new(tasks.clone());
     // adaptive_window(false) first: the window setters also turn it off, and
@@ -93,10 +105,14 @@ where
             handle(req, conn, ids.next(), ctx.clone())
         })
     };
-    let served = builder.serve_connection(hyper_util::rt::TokioIo::new(tap), service);
-    tokio::pin!(served);
+    // Boxed, so that it can be dropped before the RPC tasks are waited for.
+    let mut served = Box::pin(builder.serve_connection(hyper_util::rt::TokioIo::new(tap), service));
     let mut shutdown = ctx.shutdown.clone();
     let mut shutting_down = false;
+    let mut idle_check =
+        tokio::time::interval((cfg.idle_timeout / 4).max(std::time::Duration::from_millis(10)));
+    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut idle_deadline: Option<tokio::time::Instant> = None;
     let result = loop {
         tokio::select! {
             r = served.as_mut() => break r,
@@ -104,8 +120,26 @@ where
                 shutting_down = true;
                 served.as_mut().graceful_shutdown();
             }
+            _ = idle_check.tick(), if idle_deadline.is_none() => {
+                let quiet = crate::trace::clock::coarse_now_ns().saturating_sub(activity.load(Relaxed));
+                if quiet >= cfg.idle_timeout.as_nanos() as u64 {
+                    close_reason.set(format!(
+                        "idle for {} (--idle-timeout): GOAWAY sent",
+                        crate::config::Dur(std::time::Duration::from_nanos(quiet))
+                    ));
+                    served.as_mut().graceful_shutdown();
+                    idle_deadline = Some(tokio::time::Instant::now() + std::time::Duration::from_secs(1));
+                }
+            }
+            _ = async { tokio::time::sleep_until(idle_deadline.expect("guarded")).await }, if idle_deadline.is_some() => {
+                // The peer did not go: close (the RPCs' streams fail).
+                break Ok(());
+            }
         }
     };
+    // Dropped before its RPC tasks are waited for (they may wait for a
+    // body that will not come).
+    drop(served);
     tasks.join_all().await;
     result.with_context(|| format!("HTTP/2 connection {conn} (hyper)"))
 }

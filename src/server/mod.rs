@@ -100,7 +100,9 @@ pub struct ServerOpts {
     pub stack: Stack,
 
     /// A connection that has not completed the HTTP/2 handshake (client
-    /// preface and SETTINGS) by then is closed and recorded.
+    /// preface and SETTINGS) by then is closed and recorded (not with
+    /// `--stack hyper`, whose handshake is its own: there a silent peer is
+    /// an idle one).
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub handshake_timeout: Dur,
 
@@ -737,7 +739,7 @@ where
 {
     let activity = tap.activity();
     if ctx.cfg.stack == Stack::Hyper {
-        return hyper_stack::connection(tap, conn_id, ctx).await;
+        return hyper_stack::connection(tap, conn_id, ctx, close_reason).await;
     }
     let cfg = &ctx.cfg;
     let handshake = h2::server::Builder::new()
