@@ -17,7 +17,7 @@
 //! ticks (the page says so when either cap cut something).
 
 use crate::analyze::slice::SliceFinder;
-use crate::analyze::{Order, TimeOrder};
+use crate::analyze::TimeOrder;
 use crate::page::esc;
 use crate::reader::{OpenError, TraceReader};
 use crate::schema::{flags, Dir, Endpoint, Event, FrameType, Kind};
@@ -361,11 +361,11 @@ fn collect(
             Collector::new(span, Some((start, start + span)))
         }
     };
-    let mut order = TimeOrder::new(if sort_whole {
-        Order::Sorted
+    let mut order = if sort_whole {
+        TimeOrder::sorted()
     } else {
-        Order::Window
-    });
+        TimeOrder::window()
+    };
     while let Some(ev) = r.next_event() {
         // A corrupt line is the analyzer's to report; the ladder skips it.
         let Ok(e) = ev else { continue };
@@ -382,8 +382,9 @@ fn collect(
             break;
         }
     }
+    // (Only a push finds an event late: the loop has seen them all.)
     if !c.done {
-        let order = order
+        order
             .finish(|e, _| {
                 if !c.done {
                     c.feed(e)
@@ -393,9 +394,6 @@ fn collect(
                 path: format!("sorting {}", path.display()),
                 cause,
             })?;
-        if order.late > 0 {
-            return collect(path, span, pass, true);
-        }
     }
     Ok((c, origin))
 }

@@ -205,17 +205,20 @@ struct TapPcap<W: std::io::Write> {
     made_up_conns: u64,
     /// Frames (and the close) of connections whose `conn_open` has not come
     /// yet, held for it (the file is not in time order), at most
-    /// [`MAX_HELD_FRAMES`] over all connections.
+    /// [`MAX_HELD_FRAMES`] and [`MAX_HELD_PAYLOAD`] over all connections.
     held: HashMap<u32, Vec<Event>>,
     held_frames: usize,
+    held_payload: usize,
     /// Bytes the tap read or wrote that no frame covers (after a wire
     /// error it could not frame them): left as a gap before the FIN.
     unframed: u64,
 }
 
 /// Frames a tap's pcap holds for connections whose `conn_open` is still to
-/// come; past it the connection is written on made-up addresses.
+/// come, and their captured payload bytes; past either the connection is
+/// written on made-up addresses.
 const MAX_HELD_FRAMES: usize = 65_536;
+const MAX_HELD_PAYLOAD: usize = 64 << 20;
 
 impl<W: std::io::Write> TapPcap<W> {
     fn write(&mut self, t: u64, data: &[u8]) -> anyhow::Result<()> {
@@ -290,6 +293,7 @@ impl<W: std::io::Write> TapPcap<W> {
     fn replay(&mut self, conn: u32) -> anyhow::Result<()> {
         if let Some(held) = self.held.remove(&conn) {
             self.held_frames -= held.len();
+            self.held_payload -= held.iter().map(payload_len).sum::<usize>();
             for e in held {
                 self.event(&e)?;
             }
@@ -374,7 +378,8 @@ impl<W: std::io::Write> TapPcap<W> {
                 // on made-up addresses.
                 self.held.entry(e.conn).or_default().push(e.clone());
                 self.held_frames += 1;
-                if self.held_frames > MAX_HELD_FRAMES {
+                self.held_payload += payload_len(e);
+                if self.held_frames > MAX_HELD_FRAMES || self.held_payload > MAX_HELD_PAYLOAD {
                     self.stop_waiting(e.conn)?;
                 }
             }
@@ -424,6 +429,14 @@ impl<W: std::io::Write> TapPcap<W> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// The captured payload bytes an event holds.
+fn payload_len(e: &Event) -> usize {
+    match &e.kind {
+        Kind::Frame(f) => f.payload.as_ref().map_or(0, |p| p.0.len()),
+        _ => 0,
     }
 }
 
@@ -545,6 +558,7 @@ fn write_pcaps(
             conns: HashMap::new(),
             held: HashMap::new(),
             held_frames: 0,
+            held_payload: 0,
             to_wall,
             packets: 0,
             skipped: 0,

@@ -109,10 +109,7 @@ where
     let mut served = Box::pin(builder.serve_connection(hyper_util::rt::TokioIo::new(tap), service));
     let mut shutdown = ctx.shutdown.clone();
     let mut shutting_down = false;
-    let mut idle_check =
-        tokio::time::interval((cfg.idle_timeout / 4).max(std::time::Duration::from_millis(10)));
-    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut idle_deadline: Option<tokio::time::Instant> = None;
+    let mut idle = super::IdleWatch::new(activity, cfg.idle_timeout);
     let result = loop {
         tokio::select! {
             r = served.as_mut() => break r,
@@ -120,21 +117,14 @@ where
                 shutting_down = true;
                 served.as_mut().graceful_shutdown();
             }
-            _ = idle_check.tick(), if idle_deadline.is_none() => {
-                let quiet = crate::trace::clock::coarse_now_ns().saturating_sub(activity.load(Relaxed));
-                if quiet >= cfg.idle_timeout.as_nanos() as u64 {
-                    close_reason.set(format!(
-                        "idle for {} (--idle-timeout): GOAWAY sent",
-                        crate::config::Dur(std::time::Duration::from_nanos(quiet))
-                    ));
+            step = idle.next() => match step {
+                super::IdleStep::GoAway(why) => {
+                    close_reason.set(why);
                     served.as_mut().graceful_shutdown();
-                    idle_deadline = Some(tokio::time::Instant::now() + std::time::Duration::from_secs(1));
                 }
-            }
-            _ = async { tokio::time::sleep_until(idle_deadline.expect("guarded")).await }, if idle_deadline.is_some() => {
                 // The peer did not go: close (the RPCs' streams fail).
-                break Ok(());
-            }
+                super::IdleStep::Close => break Ok(()),
+            },
         }
     };
     // Dropped before its RPC tasks are waited for (they may wait for a

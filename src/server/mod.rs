@@ -770,12 +770,7 @@ where
     tokio::pin!(shutdown_wait);
     let mut registered = false;
     let mut shutting_down = false;
-    // Idle connections are checked a few times per --idle-timeout.
-    let mut idle_check =
-        tokio::time::interval((cfg.idle_timeout / 4).max(std::time::Duration::from_millis(10)));
-    idle_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // After a GOAWAY for idleness, the peer gets this long to go.
-    let mut idle_deadline: Option<tokio::time::Instant> = None;
+    let mut idle = IdleWatch::new(activity, cfg.idle_timeout);
     loop {
         tokio::select! {
             // Biased, shutdown first: accepting spends the task's
@@ -809,23 +804,14 @@ where
                 }
                 None => break,
             },
-            _ = idle_check.tick(), if idle_deadline.is_none() => {
-                // The coarse clock: never ahead of a stamp the tap took from
-                // either clock, so a busy connection is never judged idle.
-                let quiet = crate::trace::clock::coarse_now_ns().saturating_sub(activity.load(Ordering::Relaxed));
-                if quiet >= cfg.idle_timeout.as_nanos() as u64 {
-                    close_reason.set(format!(
-                        "idle for {} (--idle-timeout): GOAWAY sent",
-                        Dur(std::time::Duration::from_nanos(quiet))
-                    ));
+            step = idle.next() => match step {
+                IdleStep::GoAway(why) => {
+                    close_reason.set(why);
                     conn.graceful_shutdown();
-                    idle_deadline = Some(tokio::time::Instant::now() + std::time::Duration::from_secs(1));
                 }
-            }
-            _ = async { tokio::time::sleep_until(idle_deadline.expect("guarded")).await }, if idle_deadline.is_some() => {
                 // The peer did not go (it may not even read): close.
-                break;
-            }
+                IdleStep::Close => break,
+            },
         }
     }
     // The connection goes before its RPCs are waited for: h2 fails the
@@ -837,6 +823,65 @@ where
     rpcs.close();
     rpcs.wait().await;
     Ok(())
+}
+
+/// `--idle-timeout` for one connection, from when bytes last crossed its
+/// tap (either way), checked a few times per timeout: first the GOAWAY,
+/// then, if the peer has not gone a second later, the close.
+pub(super) struct IdleWatch {
+    activity: Arc<std::sync::atomic::AtomicU64>,
+    timeout: std::time::Duration,
+    check: tokio::time::Interval,
+    /// Set at the GOAWAY: when the connection is closed.
+    close_at: Option<tokio::time::Instant>,
+}
+
+/// What [`IdleWatch::next`] says to do.
+pub(super) enum IdleStep {
+    /// Send GOAWAY; the text is the connection's close reason.
+    GoAway(String),
+    /// Close the connection now.
+    Close,
+}
+
+impl IdleWatch {
+    pub(super) fn new(
+        activity: Arc<std::sync::atomic::AtomicU64>,
+        timeout: std::time::Duration,
+    ) -> IdleWatch {
+        let mut check =
+            tokio::time::interval((timeout / 4).max(std::time::Duration::from_millis(10)));
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        IdleWatch {
+            activity,
+            timeout,
+            check,
+            close_at: None,
+        }
+    }
+
+    /// The next step, when it is due (cancel-safe: for `select!`).
+    pub(super) async fn next(&mut self) -> IdleStep {
+        if let Some(at) = self.close_at {
+            tokio::time::sleep_until(at).await;
+            return IdleStep::Close;
+        }
+        loop {
+            self.check.tick().await;
+            // The coarse clock: never ahead of a stamp the tap took from
+            // either clock, so a busy connection is never judged idle.
+            let quiet = crate::trace::clock::coarse_now_ns()
+                .saturating_sub(self.activity.load(Ordering::Relaxed));
+            if quiet >= self.timeout.as_nanos() as u64 {
+                self.close_at =
+                    Some(tokio::time::Instant::now() + std::time::Duration::from_secs(1));
+                return IdleStep::GoAway(format!(
+                    "idle for {} (--idle-timeout): GOAWAY sent",
+                    Dur(std::time::Duration::from_nanos(quiet))
+                ));
+            }
+        }
+    }
 }
 
 /// Aborts its task when dropped.

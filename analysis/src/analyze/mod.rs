@@ -875,58 +875,56 @@ pub fn analyze_trace_with(
     path: &Path,
     window_log: Option<std::fs::File>,
 ) -> Result<Analysis, crate::reader::OpenError> {
-    let (first, _) = analysis_pass(path, window_log.as_ref(), Order::Window)?;
+    let (first, _) = analysis_pass(path, window_log.as_ref(), TimeOrder::window())?;
     let late = first.summary.out_of_order_events;
     if late == 0 {
         return Ok(first);
     }
-    let sorted = match analysis_pass(path, window_log.as_ref(), Order::Sorted)? {
+    let failed = match analysis_pass(path, window_log.as_ref(), TimeOrder::sorted())? {
         (mut a, None) => {
             a.summary.late_written_events = late;
-            let note = format!(
+            a.warn(format!(
                 "{}: {late} event{} reached the file too late for the {} ms reorder window to put in place: the trace was sorted whole, so they were analysed in their place",
                 path.display(),
                 if late == 1 { "" } else { "s" },
                 reorder::WINDOW_NS / 1_000_000,
-            );
-            a.warnings.push(note.clone());
-            a.summary.warnings.push(note);
+            ));
             return Ok(a);
         }
         (_, Some(failed)) => failed,
     };
     // The sort failed: the window's analysis again (the log was rewritten).
-    let (mut a, _) = analysis_pass(path, window_log.as_ref(), Order::Window)?;
-    let note = format!(
-        "{}: sorting the trace to put those events in their place failed ({sorted}); the figures are those of the reorder window's order",
+    let (mut a, _) = analysis_pass(path, window_log.as_ref(), TimeOrder::window())?;
+    a.warn(format!(
+        "{}: sorting the trace to put those events in their place failed ({failed}); the figures are those of the reorder window's order",
         path.display()
-    );
-    a.warnings.push(note.clone());
-    a.summary.warnings.push(note);
+    ));
     Ok(a)
 }
 
-/// How one pass orders the events it reads.
-#[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Order {
-    /// Through the bounded reorder window: one pass, in step with reading.
-    Window,
-    /// All of them sorted on disk before the analysis sees the first.
-    Sorted,
+impl Analysis {
+    /// A warning for the reader and in summary.json.
+    fn warn(&mut self, note: String) {
+        self.summary.warnings.push(note.clone());
+        self.warnings.push(note);
+    }
 }
 
-/// The analysis' time order for one pass (see [`Order`]).
+/// The analysis' time order for one pass.
 pub(crate) enum TimeOrder {
+    /// Through the bounded reorder window: one pass, in step with reading.
     Window(reorder::Reorder),
+    /// All of them sorted on disk before the analysis sees the first.
     Sorted(spill::SpillSort),
 }
 
 impl TimeOrder {
-    pub(crate) fn new(how: Order) -> TimeOrder {
-        match how {
-            Order::Window => TimeOrder::Window(reorder::Reorder::default()),
-            Order::Sorted => TimeOrder::Sorted(spill::SpillSort::default()),
-        }
+    pub(crate) fn window() -> TimeOrder {
+        TimeOrder::Window(reorder::Reorder::default())
+    }
+
+    pub(crate) fn sorted() -> TimeOrder {
+        TimeOrder::Sorted(spill::SpillSort::default())
     }
 
     /// Adds `e`, read from line `line`; `out` gets every event now due.
@@ -958,13 +956,13 @@ impl TimeOrder {
     }
 }
 
-/// One pass over the trace in the given order, with the error that made an
-/// `Order::Sorted` pass's sort fail (its analysis is then void).
-/// `window_log` is rewritten from its start.
+/// One pass over the trace in `order`, with the error that made a sorted
+/// pass's sort fail (its analysis is then void). `window_log` is rewritten
+/// from its start.
 fn analysis_pass(
     path: &Path,
     window_log: Option<&std::fs::File>,
-    how: Order,
+    mut order: TimeOrder,
 ) -> Result<(Analysis, Option<std::io::Error>), crate::reader::OpenError> {
     let mut r = TraceReader::open(path)?.without_payloads();
     let mut a = Analyzer::new(r.header().origin_mono_ns);
@@ -983,7 +981,6 @@ fn analysis_pass(
     let mut warnings = vec![];
     let mut events = 0u64;
     let mut corrupt = 0u64;
-    let mut order = TimeOrder::new(how);
     // Where the report's ladder looks, found on this pass (it need not
     // search the trace again).
     let mut slice = slice::SliceFinder::default();
