@@ -443,7 +443,7 @@ fn serve_ends_unattended_whatever_idle_silent_and_never_reading_peers_do() {
 /// body on a connection nobody polled): 500 such peers kept 500 sockets in
 /// CLOSE-WAIT and refused the next client at --max-connections 500.
 /// `--stack hyper` the same (it had no idle timeout: a quiet peer stayed
-/// until shutdown).
+/// until shutdown). The RPC's end says the connection's reason.
 #[test]
 fn an_idle_peer_with_an_rpc_open_is_closed_at_the_idle_timeout() {
     for stack in ["h2", "hyper"] {
@@ -513,6 +513,13 @@ fn idle_peer_with_an_rpc_open(stack: &str) {
     let ends = events_of(&dir, "rpc_end");
     assert_eq!(ends.len(), 1, "the RPC ended with its connection");
     assert_eq!(ends[0]["status"], 1, "CANCELLED: {}", ends[0]);
+    // The RPC says why: h2's own text ("broken pipe") and hyper's dropped
+    // handler (which said the client had reset the stream) did not.
+    let message = ends[0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("(the connection: idle for") && !message.contains("client reset"),
+        "{stack}: {message}"
+    );
     assert!(
         ends[0]["t"].as_u64().unwrap() - opened < 4_000_000_000,
         "{}",

@@ -101,8 +101,9 @@ where
     let ids = StreamIds::default();
     let service = {
         let ctx = ctx.clone();
+        let closed = close_reason.clone();
         hyper::service::service_fn(move |req: Request<Incoming>| {
-            handle(req, conn, ids.next(), ctx.clone())
+            handle(req, conn, ids.next(), ctx.clone(), closed.clone())
         })
     };
     // Boxed, so that it can be dropped before the RPC tasks are waited for.
@@ -244,6 +245,8 @@ struct Rpc {
     discarded: AtomicU64,
     /// `rpc_end` was recorded.
     ended: AtomicBool,
+    /// Why the connection closed, once known: a cancelled RPC says it.
+    closed: crate::tap::CloseReason,
 }
 
 impl Rpc {
@@ -269,6 +272,7 @@ impl Rpc {
         if self.ended.swap(true, Relaxed) {
             return;
         }
+        let message = super::rpc::with_close_reason(status, message, &self.closed);
         self.emit(now_ns(), KindId::RpcEnd, || {
             Kind::RpcEnd(RpcEndEv { status, message })
         });
@@ -285,10 +289,14 @@ impl Drop for EndOnDrop {
         if !self.0.ended.load(Relaxed) {
             self.0
                 .discard(&self.0.queue.take_all(), DiscardReason::Cancelled);
-            self.0.end(
-                status::CANCELLED,
-                "client reset the stream before the response (hyper dropped the handler)".into(),
-            );
+            // Hyper drops it for a client's reset and for a connection
+            // that closed (the server's --idle-timeout, say): `end` adds
+            // the connection's reason when there is one.
+            let why = match self.0.closed.peek() {
+                Some(_) => "hyper dropped the handler",
+                None => "client reset the stream before the response (hyper dropped the handler)",
+            };
+            self.0.end(status::CANCELLED, why.into());
         }
     }
 }
@@ -308,6 +316,7 @@ async fn handle(
     conn: u32,
     stream: u32,
     ctx: Arc<ServerCtx>,
+    closed: crate::tap::CloseReason,
 ) -> Result<Response<Reply>, Infallible> {
     let deadline = req
         .headers()
@@ -323,6 +332,7 @@ async fn handle(
         received_bytes: AtomicU64::new(0),
         discarded: AtomicU64::new(0),
         ended: AtomicBool::new(false),
+        closed,
     });
     let path = req.uri().path().to_string();
     rpc.emit(now_ns(), KindId::RpcStart, || {

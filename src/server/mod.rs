@@ -793,7 +793,13 @@ where
                     // bench/2026-12-02-instructions.txt); boxed, it is
                     // written once and the task holds a pointer.
                     let ctx = ctx.clone();
-                    rpcs.spawn(Box::pin(rpc::handle(req, respond, conn_id, ctx)));
+                    rpcs.spawn(Box::pin(rpc::handle(
+                        req,
+                        respond,
+                        conn_id,
+                        ctx,
+                        close_reason.clone(),
+                    )));
                 }
                 Some(Err(e)) => {
                     if e.is_io() || e.is_go_away() || e.is_remote() {

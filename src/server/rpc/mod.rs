@@ -171,6 +171,21 @@ enum Ended {
     Status(u32, String),
 }
 
+/// A cancelled RPC's message with why its connection closed, when that is
+/// known: h2 fails the streams of a connection it drops with a text of its
+/// own ("stream closed because of a broken pipe") that does not say the
+/// server closed it (at `--idle-timeout`, say).
+pub(super) fn with_close_reason(
+    code: u32,
+    message: String,
+    closed: &crate::tap::CloseReason,
+) -> String {
+    match closed.peek() {
+        Some(why) if code == status::CANCELLED => format!("{message} (the connection: {why})"),
+        _ => message,
+    }
+}
+
 /// The RPC's final disposition.
 enum Outcome {
     Ok,
@@ -184,6 +199,7 @@ pub(super) async fn handle(
     mut respond: SendResponse<Bytes>,
     conn: u32,
     ctx: Arc<ServerCtx>,
+    closed: crate::tap::CloseReason,
 ) {
     let stream = respond.stream_id().as_u32();
     let t0 = ctx.rec.now();
@@ -202,6 +218,7 @@ pub(super) async fn handle(
             })
         });
     let end = |code: u32, message: String| {
+        let message = with_close_reason(code, message, &closed);
         ctx.rec.emit(
             Endpoint::Server,
             conn,
