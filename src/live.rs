@@ -33,14 +33,16 @@ pub struct Live {
     /// The stall watcher ended the run (so an interrupt is not a Ctrl-C).
     pub stalled: std::sync::atomic::AtomicBool,
     /// The server's open RPCs: their windows, for a `stall` event, and what
-    /// the server's one sampler reads every --sample-interval.
+    /// the server's one sampler reads every --sample-interval. Shared
+    /// entries: the sampler copies the list and reads each RPC (h2's lock,
+    /// the queue's) after letting go of it, so an RPC that starts or ends
+    /// never waits for a pass over thousands of others.
     pub open_rpcs: std::sync::Mutex<
-        std::collections::HashMap<(u32, u32), OpenRpc, foldhash::fast::RandomState>,
+        std::collections::HashMap<(u32, u32), std::sync::Arc<OpenRpc>, foldhash::fast::RandomState>,
     >,
 }
 
 /// What a stall event and a `sample` report of one open RPC.
-#[derive(Clone)]
 pub struct OpenRpc {
     pub unreleased: std::sync::Arc<AtomicU64>,
     pub flow: h2::FlowControl,

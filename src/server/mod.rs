@@ -500,11 +500,14 @@ impl ServerCtx {
         if !self.rec.is_enabled() {
             return None;
         }
+        // Built before the list is locked (cloning h2's FlowControl takes
+        // h2's connection lock).
+        let open = Arc::new(open());
         self.live
             .open_rpcs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(key, open());
+            .insert(key, open);
         Some(OpenRpcListing {
             live: self.live.clone(),
             key,
@@ -526,11 +529,15 @@ pub struct OpenRpcListing {
 
 impl Drop for OpenRpcListing {
     fn drop(&mut self) {
-        self.live
+        let gone = self
+            .live
             .open_rpcs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&self.key);
+        // Dropped after the list's lock (dropping h2's FlowControl takes
+        // h2's connection lock).
+        drop(gone);
     }
 }
 

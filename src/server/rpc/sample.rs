@@ -12,16 +12,28 @@ pub(in crate::server) async fn sample_open_rpcs(ctx: Arc<ServerCtx>) {
     let period = ctx.cfg.sample_interval;
     let mut tick = tokio::time::interval_at(Instant::now() + period, period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    // The list's entries due a sample, copied under its lock and read after
+    // (each read takes h2's lock and the RPC's queue's): an RPC starting or
+    // ending waits for the copy, never for the pass. Kept between passes;
+    // as long as the open-RPC list at most.
+    let mut due: Vec<((u32, u32), Arc<crate::live::OpenRpc>)> = Vec::new();
     loop {
         tick.tick().await;
         let t = now_ns();
         let rss = rss_bytes();
-        let rpcs = ctx.live.open_rpcs.lock().unwrap_or_else(|p| p.into_inner());
-        for (&(conn, stream), r) in rpcs.iter() {
+        due.extend(
+            ctx.live
+                .open_rpcs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .filter(|(_, r)| {
+                    r.levels.is_some() && t.saturating_sub(r.opened_ns) >= period.as_nanos() as u64
+                })
+                .map(|(&key, r)| (key, r.clone())),
+        );
+        for ((conn, stream), r) in due.drain(..) {
             let Some(levels) = &r.levels else { continue };
-            if t.saturating_sub(r.opened_ns) < period.as_nanos() as u64 {
-                continue;
-            }
             let Some((depth, queued_bytes, owned_bytes)) = levels() else {
                 continue;
             };
@@ -39,7 +51,6 @@ pub(in crate::server) async fn sample_open_rpcs(ctx: Arc<ServerCtx>) {
                     Kind::Sample(ev)
                 });
         }
-        drop(rpcs);
     }
 }
 
