@@ -291,7 +291,9 @@ async fn pump(
 /// One direction: read what the peer sent (the reading tap records it),
 /// write it unchanged to the other leg (whose tap records it again).
 /// Bytes the reading tap could not frame are not forwarded: after a framing
-/// error neither the relay nor the receiver can find the next frame.
+/// error neither the relay nor the receiver can find the next frame. (A
+/// malformed frame, or a first frame that is not SETTINGS, is still a frame:
+/// forwarded, for the receiver to answer.)
 async fn copy<R, W>(mut from: R, mut to: W, from_failed: &AtomicBool, who: &str) -> End
 where
     R: AsyncRead + Unpin,

@@ -68,8 +68,9 @@ pub struct Tap<S> {
     rd: Side,
     wr: Side,
     blocked: BlockWatch,
-    /// Set once either direction's parser failed (`wire_error`): a relay
-    /// stops forwarding a connection it can no longer frame.
+    /// Set once either direction's parser lost the framing (a `wire_error`
+    /// that [`Error::loses_framing`]): a relay stops forwarding a
+    /// connection it can no longer frame.
     wire_failed: Arc<AtomicBool>,
     /// Whether frames are parsed at all: for the recorder, or for
     /// [`Tap::wire_failed`]. Without either (`--no-trace`), bytes are only
@@ -199,7 +200,12 @@ impl<S> Tap<S> {
             }
             Ok(Parsed::Preface { .. }) => {}
             Err(e) => {
-                failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                // A malformed frame, or a first frame that is not SETTINGS,
+                // is still framed: a relay forwards it and lets the peer
+                // answer it.
+                if e.loses_framing() {
+                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
                 not_http2(close, &e);
                 record_error(rec, cfg, dir, t, &e)
             }

@@ -535,6 +535,75 @@ async fn a_broken_peer_closes_its_pair_with_a_reason_and_the_relay_goes_on() {
     drop(nobody);
 }
 
+/// A peer that breaks a rule but still sends frames (a server whose first
+/// frame is not SETTINGS, a client whose first after its preface is not, a
+/// malformed WINDOW_UPDATE) is relayed unchanged, each rule said once as a
+/// `wire_error`: the relay closed such a pair as "bytes that are not
+/// frames", and the client got nothing of the server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_that_break_a_rule_are_still_relayed_and_said() {
+    use h2probe::wire::encode;
+    let mut from_server = encode::window_update(0, 1_000);
+    from_server.extend(encode::settings(false, &[]));
+    let mut from_client = encode::preface();
+    from_client.extend(encode::ping(false, [1; 8]));
+    // A WINDOW_UPDATE of 5 bytes (RFC 9113 §6.9: 4), then a good one.
+    from_client.extend([0, 0, 5, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]);
+    from_client.extend(encode::settings(false, &[]));
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = upstream.local_addr().unwrap();
+    let (want_at_server, to_send) = (from_client.clone(), from_server.clone());
+    let upstream_task = tokio::spawn(async move {
+        let (mut s, _) = upstream.accept().await.unwrap();
+        s.write_all(&to_send).await.unwrap();
+        let mut got = vec![0; want_at_server.len()];
+        s.read_exact(&mut got).await.unwrap();
+        got
+    });
+    let relay = TestRelay::start("relay-rules", relay_config(&up_addr.to_string())).await;
+    let mut c = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
+    c.write_all(&from_client).await.unwrap();
+    let mut back = vec![0; from_server.len()];
+    tokio::time::timeout(std::time::Duration::from_secs(5), c.read_exact(&mut back))
+        .await
+        .expect("the server's frames are relayed")
+        .unwrap();
+    assert_eq!(back, from_server);
+    let at_server = tokio::time::timeout(std::time::Duration::from_secs(5), upstream_task)
+        .await
+        .expect("the client's frames are relayed")
+        .unwrap();
+    assert_eq!(at_server, from_client);
+    drop(c);
+    let (s, dir) = relay.stop().await;
+    let mut said: Vec<(Endpoint, String)> = events(&dir)
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            Kind::WireError(w) => Some((e.ep, w.error)),
+            _ => None,
+        })
+        .collect();
+    said.sort();
+    // Each rule once on each leg's tap, in the same words.
+    let want = [
+        "byte 0: the server's first frame is WINDOW_UPDATE, not SETTINGS (RFC 9113 §3.4)",
+        "byte 24: the client's first frame is PING, not SETTINGS (RFC 9113 §3.4)",
+        "byte 41: malformed WINDOW_UPDATE frame: length is not 4",
+    ];
+    let expected: Vec<(Endpoint, String)> = [Endpoint::ClientLeg, Endpoint::ServerLeg]
+        .into_iter()
+        .flat_map(|ep| want.iter().map(move |w| (ep, w.to_string())))
+        .collect();
+    assert_eq!(said, expected);
+    let r = s.relay.as_ref().unwrap();
+    assert!(
+        !r.close_reasons
+            .keys()
+            .any(|k| k.contains("malformed HTTP/2")),
+        "{r:?}"
+    );
+}
+
 /// The command: writes a run directory (trace, meta, summary, one pcap per
 /// leg) and finishes it on Ctrl-C with exit 130.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

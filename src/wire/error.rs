@@ -37,11 +37,16 @@ pub enum Error {
         what_it_looks_like(first)
     )]
     NotHttp2Server { first: Vec<u8> },
-    /// A server's first frame was another HTTP/2 frame than SETTINGS (RFC
-    /// 9113 §3.4: a connection error, though h2 reads on). The frame itself
-    /// is parsed, and so is what follows.
-    #[error("byte 0: the server's first frame is {first}, not SETTINGS (RFC 9113 §3.4)")]
-    FirstFrameNotSettings { first: String },
+    /// A server's first frame, or a client's first after its preface, was
+    /// another HTTP/2 frame than SETTINGS (RFC 9113 §3.4: a connection
+    /// error, though h2 reads on). The frame itself is parsed, and so is
+    /// what follows.
+    #[error("byte {offset}: the {who}'s first frame is {first}, not SETTINGS (RFC 9113 §3.4)")]
+    FirstFrameNotSettings {
+        offset: u64,
+        who: &'static str,
+        first: String,
+    },
 }
 
 /// Printable ASCII as is, anything else as `\xNN`.
@@ -78,8 +83,24 @@ impl Error {
             Error::BadPreface { offset }
             | Error::FrameTooLarge { offset, .. }
             | Error::Malformed { offset, .. }
-            | Error::Truncated { offset, .. } => offset,
-            Error::NotHttp2Server { .. } | Error::FirstFrameNotSettings { .. } => 0,
+            | Error::Truncated { offset, .. }
+            | Error::FirstFrameNotSettings { offset, .. } => offset,
+            Error::NotHttp2Server { .. } => 0,
         }
+    }
+
+    /// Whether the bytes from here on cannot be trusted as frames: no
+    /// preface, not HTTP/2 at all, or a length past the max frame size
+    /// (garbage, most likely: its length is no guide to the next frame).
+    /// A malformed frame or a first frame that is not SETTINGS is still a
+    /// frame, and its length finds the next one.
+    pub fn loses_framing(&self) -> bool {
+        matches!(
+            self,
+            Error::BadPreface { .. }
+                | Error::NotHttp2Server { .. }
+                | Error::FrameTooLarge { .. }
+                | Error::Truncated { .. }
+        )
     }
 }

@@ -28,9 +28,27 @@ pub enum Parsed<'a> {
     Frame(FrameRef<'a>),
 }
 
+/// Which peer's first frame must be a SETTINGS (RFC 9113 §3.4).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum FirstFrame {
+    /// No rule (bytes from the middle of a connection).
+    Any,
+    /// A server's: anything else that is not even an HTTP/2 frame means
+    /// the peer is not an HTTP/2 server ([`Error::NotHttp2Server`]).
+    Server,
+    /// A client's, after its preface: said, and parsed on.
+    Client,
+}
+
+/// How many bytes of the preface decide that a stream begins with one
+/// ([`Parser::auto`]): read as a frame header, `PRI ` is a frame of
+/// 5,263,945 bytes of the unknown type 0x20.
+const PREFACE_SIGN: usize = 4;
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum State {
-    /// Undecided: a preface if the first byte is `P`, frames otherwise.
+    /// Undecided: a preface if the first bytes are `PRI `, frames
+    /// otherwise (gathered in the header buffer until it is decided).
     Auto,
     Preface,
     Header,
@@ -57,8 +75,8 @@ pub struct Parser {
     buf: Vec<u8>,
     max_frame_size: u32,
     keep_data: bool,
-    /// The first frame must be a SETTINGS (a server's connection preface).
-    settings_first: bool,
+    /// Whose first frame, still to come, must be a SETTINGS.
+    first_frame: FirstFrame,
 }
 
 impl Parser {
@@ -75,7 +93,7 @@ impl Parser {
             buf: Vec::new(),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             keep_data: false,
-            settings_first: false,
+            first_frame: FirstFrame::Any,
         }
     }
 
@@ -96,13 +114,14 @@ impl Parser {
     /// read as a frame of megabytes).
     pub fn from_server() -> Parser {
         Parser {
-            settings_first: true,
+            first_frame: FirstFrame::Server,
             ..Parser::with_state(State::Header)
         }
     }
 
-    /// Either direction: a leading preface is recognised if present. (A frame
-    /// header never starts with `P` unless its length is over 5 MiB.)
+    /// Either direction: a leading preface is recognised if present (its
+    /// first four bytes, `PRI `, decide: a frame header starts so only for
+    /// a 5 MB frame of an unknown type).
     pub fn auto() -> Parser {
         Parser::with_state(State::Auto)
     }
@@ -134,11 +153,20 @@ impl Parser {
         while !input.is_empty() {
             match self.state {
                 State::Auto => {
-                    self.state = if input[0] == PREFACE[0] {
-                        State::Preface
-                    } else {
-                        State::Header
-                    };
+                    // Gathered in the header buffer: frames' first bytes
+                    // if they part from the preface's.
+                    let b = input[0];
+                    if b != PREFACE[self.got] {
+                        self.state = State::Header;
+                        continue;
+                    }
+                    self.hdr[self.got] = b;
+                    self.got += 1;
+                    self.offset += 1;
+                    input = &input[1..];
+                    if self.got == PREFACE_SIGN {
+                        self.state = State::Preface;
+                    }
                 }
                 State::Preface => {
                     let take = (PREFACE.len() - self.got).min(input.len());
@@ -156,6 +184,7 @@ impl Parser {
                     if self.got == PREFACE.len() {
                         self.got = 0;
                         self.state = State::Header;
+                        self.first_frame = FirstFrame::Client;
                         on(Ok(Parsed::Preface { offset: 0 }));
                     }
                 }
@@ -170,7 +199,8 @@ impl Parser {
                     }
                     self.got = 0;
                     self.head = Head::parse(&self.hdr);
-                    if std::mem::take(&mut self.settings_first) {
+                    let first = std::mem::replace(&mut self.first_frame, FirstFrame::Any);
+                    if first != FirstFrame::Any {
                         let (ty, ack) = (
                             self.head.ty(),
                             self.head.flags().contains(super::Flags::ACK),
@@ -179,7 +209,9 @@ impl Parser {
                         // frame size) is a server breaking the preface rule;
                         // anything else (HTTP/1.x text, TLS) is not HTTP/2,
                         // and nothing after it can be framed.
-                        if ty.name().is_none() || self.head.len() > self.max_frame_size {
+                        if first == FirstFrame::Server
+                            && (ty.name().is_none() || self.head.len() > self.max_frame_size)
+                        {
                             self.offset += input.len() as u64;
                             self.state = State::Dead;
                             on(Err(Error::NotHttp2Server {
@@ -188,12 +220,18 @@ impl Parser {
                             return;
                         }
                         if ty != super::FrameType::SETTINGS || ack {
-                            let first = if ack {
-                                format!("{ty} ACK")
-                            } else {
-                                ty.to_string()
-                            };
-                            on(Err(Error::FirstFrameNotSettings { first }));
+                            on(Err(Error::FirstFrameNotSettings {
+                                offset: self.offset - HEADER_LEN as u64,
+                                who: match first {
+                                    FirstFrame::Server => "server",
+                                    _ => "client",
+                                },
+                                first: if ack {
+                                    format!("{ty} ACK")
+                                } else {
+                                    ty.to_string()
+                                },
+                            }));
                         }
                     }
                     self.frame_offset = self.offset - HEADER_LEN as u64;
@@ -296,10 +334,13 @@ impl Parser {
             }),
             // Fewer bytes than a frame header, then the end: not a server's
             // SETTINGS either (a TLS alert is 7 bytes).
-            State::Header if self.got > 0 && self.settings_first => Err(Error::NotHttp2Server {
-                first: self.hdr[..self.got].to_vec(),
-            }),
-            State::Header if self.got > 0 => Err(Error::Truncated {
+            State::Header if self.got > 0 && self.first_frame == FirstFrame::Server => {
+                Err(Error::NotHttp2Server {
+                    first: self.hdr[..self.got].to_vec(),
+                })
+            }
+            // Undecided (up to 3 bytes of `PRI `): too short for either.
+            State::Header | State::Auto if self.got > 0 => Err(Error::Truncated {
                 offset: self.offset - self.got as u64,
                 got: self.got as u64,
                 want: HEADER_LEN as u64,
@@ -456,12 +497,65 @@ mod tests {
     #[test]
     fn auto_recognises_a_preface_or_plain_frames() {
         let mut bytes = encode::preface();
-        bytes.extend(encode::settings(true, &[]));
+        bytes.extend(encode::settings(false, &[]));
         let (ok, errs) = frames(&mut Parser::auto(), &[&bytes]);
         assert!(errs.is_empty());
         assert_eq!(ok, vec![(24, FrameType::SETTINGS, 0, 0)]);
         let (ok, _) = frames(&mut Parser::auto(), &[&bytes[24..]]);
         assert_eq!(ok, vec![(0, FrameType::SETTINGS, 0, 0)]);
+        // `P` alone decides nothing: a frame of 0x50_0000 bytes begins with
+        // it (read as a preface, its 5 MB and every frame after were lost
+        // to "bad client connection preface"). Whole, and a byte at a time.
+        let mut big = encode::data(1, 0, None, &vec![7; 0x50_0000]);
+        big.extend(encode::settings(false, &[]));
+        for chunks in [vec![&big[..]], big.chunks(1).collect()] {
+            let mut p = Parser::auto();
+            p.set_max_frame_size(16_777_215);
+            let (ok, errs) = frames(&mut p, &chunks);
+            assert!(errs.is_empty(), "{errs:?}");
+            assert_eq!(
+                ok,
+                vec![
+                    (0, FrameType::DATA, 0x50_0000, 1),
+                    (9 + 0x50_0000, FrameType::SETTINGS, 0, 0)
+                ]
+            );
+            assert_eq!(p.finish(), Ok(()));
+        }
+        // A stream that ends undecided, or parts from the preface later.
+        for (cut, want) in [(1, 9), (3, 9)] {
+            let mut p = Parser::auto();
+            frames(&mut p, &[&bytes[..cut]]);
+            assert_eq!(
+                p.finish(),
+                Err(Error::Truncated {
+                    offset: 0,
+                    got: cut as u64,
+                    want
+                })
+            );
+        }
+        let (ok, errs) = frames(&mut Parser::auto(), &[b"PRI * HTTP/1.1\r\n"]);
+        assert!(ok.is_empty());
+        assert_eq!(errs, vec![Error::BadPreface { offset: 11 }]);
+    }
+
+    /// RFC 9113 §3.4: the client's preface is the magic and a SETTINGS.
+    /// Another frame first is said, and parsed on like a server's.
+    #[test]
+    fn a_client_must_begin_with_settings_after_its_preface() {
+        let mut bytes = encode::preface();
+        bytes.extend(encode::window_update(0, 1_000));
+        bytes.extend(encode::settings(false, &[]));
+        for mut p in [Parser::client_to_server(), Parser::auto()] {
+            let (ok, errs) = frames(&mut p, &[&bytes]);
+            assert_eq!(ok.len(), 2, "{ok:?}");
+            assert_eq!(
+                errs.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+                ["byte 24: the client's first frame is WINDOW_UPDATE, not SETTINGS (RFC 9113 §3.4)"]
+            );
+            assert!(!errs[0].loses_framing());
+        }
     }
 
     #[test]
