@@ -69,23 +69,31 @@ impl Series {
     }
 
     pub fn push(&mut self, t: u64, v: f64) {
-        self.last = Some(v);
+        let before = self.last.replace(v);
         let t = t.saturating_sub(self.origin);
         let mut i = (t / self.width) as usize;
         while i >= self.cap {
             self.halve();
             i = (t / self.width) as usize;
         }
-        if self.values.len() <= i {
-            self.values.resize(i + 1, None);
-        }
-        let b = Bucket {
+        let level = |v: f64| Bucket {
             value: v,
             lo: v,
             hi: v,
             last: v,
         };
-        self.values[i] = Some(self.combine(self.values[i], b));
+        if self.values.len() <= i {
+            // A level's new bucket starts at the level the last value left
+            // (until this one, unless it came at the bucket's very start):
+            // a trough or peak carried into a bucket is the bucket's too
+            // (credit at 0 from the bucket before until an update 2 ms in
+            // read as the update's 16,403).
+            let carried = before
+                .filter(|_| matches!(self.merge, Merge::Min | Merge::Max) && t % self.width != 0);
+            self.values.resize(i + 1, None);
+            self.values[i] = carried.map(level);
+        }
+        self.values[i] = Some(self.combine(self.values[i], level(v)));
     }
 
     fn halve(&mut self) {
@@ -294,6 +302,37 @@ mod tests {
         let mut sum = Series::new(0, 1_000_000, 64, Merge::Sum);
         sum.push(2_200_000, 3.0);
         assert_eq!(sum.grid(0.003)[0].1.map(|b| b.value), Some(0.0));
+    }
+
+    /// A level's bucket covers what the level was from its start: the value
+    /// carried in until its first change, as well as the changes in it.
+    #[test]
+    fn a_level_carried_into_a_bucket_counts_in_its_extremes() {
+        let mut s = Series::new(0, 1_000, 64, Merge::Min);
+        // Credit 0 from 500 ns, back to 16,403 at 2,990 ns (bucket 2).
+        s.push(100, 16_403.0);
+        s.push(500, 0.0);
+        s.push(2_990, 16_403.0);
+        // At a bucket's very start, nothing is carried in.
+        s.push(4_000, 20_000.0);
+        let g = s.grid(0.000_004);
+        let b = |i: usize| g[i].1.unwrap();
+        assert_eq!((b(0).value, b(0).lo, b(0).hi), (0.0, 0.0, 16_403.0));
+        assert_eq!(b(1).value, 0.0, "empty: the level carried through");
+        assert_eq!(
+            (b(2).value, b(2).lo, b(2).hi, b(2).last),
+            (0.0, 0.0, 16_403.0, 16_403.0)
+        );
+        assert_eq!((b(4).value, b(4).lo), (20_000.0, 20_000.0));
+        // The same for a peak; counts and sums are not levels.
+        let mut q = Series::new(0, 1_000, 64, Merge::Max);
+        q.push(100, 9.0);
+        q.push(1_500, 2.0);
+        assert_eq!(q.grid(0.000_001)[1].1.unwrap().value, 9.0);
+        let mut c = Series::new(0, 1_000, 64, Merge::Last);
+        c.push(100, 9.0);
+        c.push(1_500, 10.0);
+        assert_eq!(c.grid(0.000_001)[1].1.unwrap().lo, 10.0);
     }
 
     #[test]

@@ -459,6 +459,58 @@ fn a_client_whose_sends_stop_early_is_not_credited_with_their_pace() {
     assert_eq!(sum.send_rate_steady, 0.0);
 }
 
+/// Sends that stop in the middle of the steady window: the fit runs over
+/// the whole window, the count held where nothing was sent (it stopped at
+/// the last send, and read the offered 100/s for a client that sent
+/// nothing in the window's last half).
+#[test]
+fn the_steady_send_rate_holds_the_count_through_a_window_where_sends_stopped() {
+    let c = Endpoint::Client;
+    let ms = 1_000_000;
+    let mut a = Analyzer::new(0);
+    // 101 messages scheduled every 10 ms over 1 s; the first 50 sent at
+    // their schedule (0 to 490 ms), then nothing.
+    for seq in 0..=100u64 {
+        let t = seq * 10 * ms;
+        let msg = MsgEv {
+            seq,
+            size: 10,
+            framed: 15,
+        };
+        a.feed(&ev(t, c, 1, Kind::Schedule(msg)));
+        if seq < 50 {
+            let send = SendEv {
+                seq,
+                scheduled: t,
+                begin: t,
+                bytes: 15,
+            };
+            a.feed(&ev(t, c, 1, Kind::Send(send)));
+        }
+    }
+    let (sum, _) = a.finish(0, &Ending::NoFooter);
+    // The window: the offered second less its first 10 %, in 1 ms buckets
+    // [100 ms, 1,001 ms).
+    assert_eq!(sum.queue_growth_window_s, (0.1, 1.001));
+    // The recount: the sent count at each bucket of the window, by hand.
+    let pts: Vec<(f64, f64)> = (100..1001u64)
+        .map(|b| (b as f64 / 1e3, (b / 10 + 1).min(50) as f64))
+        .collect();
+    let n = pts.len() as f64;
+    let (mx, my) = (
+        pts.iter().map(|p| p.0).sum::<f64>() / n,
+        pts.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let slope = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>()
+        / pts.iter().map(|p| (p.0 - mx).powi(2)).sum::<f64>();
+    assert!(slope > 40.0 && slope < 60.0, "{slope}");
+    assert!(
+        (sum.send_rate_steady - slope).abs() < 1e-6,
+        "{} against {slope}",
+        sum.send_rate_steady
+    );
+}
+
 /// A DATA frame of a stream the analysis already judged (a one-tap trace,
 /// the frame 3 s after the end on a fast link) is counted and warned
 /// about, in the totals, and never a second stream.

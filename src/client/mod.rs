@@ -107,7 +107,8 @@ pub struct ClientOpts {
     /// or a deadlock): it is recorded as a `stall` event and ended, and the
     /// `no_stall` check fails. Must exceed --service-time; --link-delay
     /// adds three of its delays (no stream opens before the server's
-    /// SETTINGS have come back over the link).
+    /// SETTINGS have crossed the link, which a server may send only once
+    /// the client's preface has; then the first bytes cross it).
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub stall_timeout: Dur,
 
@@ -311,10 +312,11 @@ impl ClientOpts {
     }
 
     /// What the link adds to `stall` before a stall can be told from the
-    /// link's own delay: three one-way delays (the preface out, the
-    /// server's SETTINGS back, before which no stream opens, and the first
-    /// bytes out; a credit round trip needs two). With --link-delay 1.5s
-    /// a healthy run read as stalled at 2 s.
+    /// link's own delay: three one-way delays (the preface out, for a
+    /// server that waits for it, the server's SETTINGS back, before which
+    /// no stream opens, and the first bytes out; h2's server writes its
+    /// SETTINGS at once, so two there, and a credit round trip needs two).
+    /// With --link-delay 1.5s a healthy run read as stalled at 2 s.
     pub fn with_link_allowance(&self, stall: std::time::Duration) -> std::time::Duration {
         stall + 3 * self.link_delay.0
     }

@@ -623,21 +623,24 @@ impl Analyzer {
             let lo_ns = (a + (b - a) / 10).div_ceil(w) * w;
             let hi_ns = (b / w + 1) * w;
             let (lo, b) = (lo_ns as f64 / 1e9, hi_ns as f64 / 1e9);
-            let pts: Vec<(f64, f64)> = self
-                .tl
-                .queue_depth
-                .filled()
-                .into_iter()
-                .filter(|p| p.0 >= lo && p.0 < b)
-                .collect();
+            // One point per bucket of that width across the whole window,
+            // as timeline.csv writes them: a bucket where nothing happened
+            // holds the level or count it was at. (Read only up to the
+            // series' last value, the fit left out a tail where sends had
+            // stopped, and a client stuck after 0.66 s of 3 was credited
+            // with its first sends' pace.)
+            let in_window = |series: &crate::series::Series| -> Vec<(f64, f64)> {
+                series
+                    .coarsened(w)
+                    .grid((hi_ns - w) as f64 / 1e9)
+                    .into_iter()
+                    .filter_map(|(t, v)| v.map(|v| (t, v.value)))
+                    .filter(|p| p.0 >= lo && p.0 < b)
+                    .collect()
+            };
+            let pts = in_window(&self.tl.queue_depth);
             s.queue_growth_rate = least_squares(&pts).map_or(0.0, |(m, _)| m);
-            let sent: Vec<(f64, f64)> = self
-                .tl
-                .sent
-                .filled()
-                .into_iter()
-                .filter(|p| p.0 >= lo && p.0 < b)
-                .collect();
+            let sent = in_window(&self.tl.sent);
             s.send_rate_steady = least_squares(&sent).map_or(0.0, |(m, _)| m);
             s.queue_growth_window_s = (lo, b);
             if let (Some(first), Some(last)) = (pts.first(), pts.last()) {

@@ -103,8 +103,9 @@ pub struct Summary {
     pub send_rate: f64,
     /// Least-squares slope of cumulative sends (msg/s) over the steady window
     /// (`queue_growth_window_s`): the rate the client sustained. Fitted on
-    /// the `sent` series of timeline.csv (its `bucket_s`: 1 ms, wider for
-    /// runs longer than 2,048 buckets), one point per bucket.
+    /// the `sent` series in the window's buckets (1 ms, wider for runs
+    /// longer than 2,048 buckets), one point per bucket, the count held
+    /// through buckets without a send to the window's end.
     pub send_rate_steady: f64,
     pub decode_rate: f64,
     /// `complete` events per second, first start → last complete.
