@@ -732,6 +732,7 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
     // decode, whose reader goes away before the first byte, and after one
     // line of many (`h2probe decode … | head -1`).
     let mut bytes = h2probe::wire::encode::preface();
+    bytes.extend(h2probe::wire::encode::settings(false, &[]));
     for i in 0..20_000u64 {
         bytes.extend(h2probe::wire::encode::ping(false, i.to_be_bytes()));
     }
@@ -757,7 +758,7 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
         &mut first,
     )
     .unwrap();
-    assert!(first.contains("\"frame\":\"PING\""), "{first}");
+    assert!(first.contains("\"frame\":\"SETTINGS\""), "{first}");
     assert_quiet_end("decode | head -1", child.wait_with_output().unwrap());
 }
 

@@ -448,8 +448,9 @@ fn a_client_whose_sends_stop_early_is_not_credited_with_their_pace() {
     }
     let (sum, _) = a.finish(0, &Ending::NoFooter);
     assert_eq!(sum.sent, 3);
-    // Three sends over the offered second, not three over their 22 ms.
-    assert!((sum.send_rate - 3.0).abs() < 1e-9, "{}", sum.send_rate);
+    // Three sends (two intervals) over the offered second, not over their
+    // 22 ms.
+    assert!((sum.send_rate - 2.0).abs() < 1e-9, "{}", sum.send_rate);
     assert!(
         (sum.offered_rate - 100.0).abs() < 1e-9,
         "{}",
@@ -457,6 +458,34 @@ fn a_client_whose_sends_stop_early_is_not_credited_with_their_pace() {
     );
     // The steady slope over the last 90 % of the offered period: nothing.
     assert_eq!(sum.send_rate_steady, 0.0);
+}
+
+/// Every message sent at its schedule: the send rate is the offered rate
+/// (n sends over the span read 20.5/s against an offered 20.0/s).
+#[test]
+fn a_client_that_sends_everything_on_time_sends_at_the_offered_rate() {
+    let c = Endpoint::Client;
+    let ms = 1_000_000;
+    let mut a = Analyzer::new(0);
+    for seq in 0..41u64 {
+        let t = seq * 50 * ms;
+        let msg = MsgEv {
+            seq,
+            size: 10,
+            framed: 15,
+        };
+        a.feed(&ev(t, c, 1, Kind::Schedule(msg)));
+        let send = SendEv {
+            seq,
+            scheduled: t,
+            begin: t,
+            bytes: 15,
+        };
+        a.feed(&ev(t, c, 1, Kind::Send(send)));
+    }
+    let (sum, _) = a.finish(0, &Ending::NoFooter);
+    assert_eq!(sum.offered_rate, 20.0);
+    assert_eq!(sum.send_rate, 20.0);
 }
 
 /// Sends that stop in the middle of the steady window: the fit runs over

@@ -98,8 +98,9 @@ pub struct Summary {
     pub raw_units: bool,
     /// Messages per second over the offered period (first to last `schedule`).
     pub offered_rate: f64,
-    /// `send` events per second, first schedule → last send (whole run: a
-    /// one-time allowance of queue slots and window fills is included).
+    /// `send` events per second, (n − 1) over first schedule → the later
+    /// of the last send and the last schedule (whole run: a one-time
+    /// allowance of queue slots and window fills is included).
     pub send_rate: f64,
     /// Least-squares slope of cumulative sends (msg/s) over the steady window
     /// (`queue_growth_window_s`): the rate the client sustained. Fitted on
