@@ -317,7 +317,8 @@ fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
 
     let dir = support::temp_dir("decode");
     let bad = dir.join("bad.bin");
-    // A valid PING, then a WINDOW_UPDATE of length 5, then a cut frame.
+    // A valid PING (no SETTINGS first: said), then a WINDOW_UPDATE of
+    // length 5, then a cut frame.
     let mut bytes = h2probe::wire::encode::ping(false, [1; 8]);
     bytes.extend(h2probe::wire::encode::raw(8, 0, 1, &[0, 0, 0, 1, 0]));
     bytes.extend(&h2probe::wire::encode::data(1, 0, None, &[0; 100])[..50]);
@@ -333,11 +334,15 @@ fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
         err.contains("byte 31: connection ended inside a frame (50 of 109 bytes)"),
         "{err}"
     );
+    assert!(
+        err.contains("byte 0: the server's first frame is PING, not SETTINGS"),
+        "{err}"
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
         text.lines().count(),
-        3,
-        "one frame and two wire_error events: {text}"
+        4,
+        "one frame and three wire_error events: {text}"
     );
 }
 

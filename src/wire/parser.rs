@@ -36,8 +36,9 @@ enum FirstFrame {
     /// A server's: anything else that is not even an HTTP/2 frame means
     /// the peer is not an HTTP/2 server ([`Error::NotHttp2Server`]).
     Server,
-    /// A client's, after its preface: said, and parsed on.
-    Client,
+    /// A client's after its preface, or the first of a stream without one
+    /// ([`Parser::auto`]: a server's): another frame is said, and parsed on.
+    Said(&'static str),
 }
 
 /// How many bytes of the preface decide that a stream begins with one
@@ -121,7 +122,8 @@ impl Parser {
 
     /// Either direction: a leading preface is recognised if present (its
     /// first four bytes, `PRI `, decide: a frame header starts so only for
-    /// a 5 MB frame of an unknown type).
+    /// a 5 MB frame of an unknown type). Either way the first frame must be
+    /// a SETTINGS: the client's after its preface, the server's first.
     pub fn auto() -> Parser {
         Parser::with_state(State::Auto)
     }
@@ -158,6 +160,7 @@ impl Parser {
                     let b = input[0];
                     if b != PREFACE[self.got] {
                         self.state = State::Header;
+                        self.first_frame = FirstFrame::Said("server");
                         continue;
                     }
                     self.hdr[self.got] = b;
@@ -184,7 +187,7 @@ impl Parser {
                     if self.got == PREFACE.len() {
                         self.got = 0;
                         self.state = State::Header;
-                        self.first_frame = FirstFrame::Client;
+                        self.first_frame = FirstFrame::Said("client");
                         on(Ok(Parsed::Preface { offset: 0 }));
                     }
                 }
@@ -223,8 +226,8 @@ impl Parser {
                             on(Err(Error::FirstFrameNotSettings {
                                 offset: self.offset - HEADER_LEN as u64,
                                 who: match first {
-                                    FirstFrame::Server => "server",
-                                    _ => "client",
+                                    FirstFrame::Said(who) => who,
+                                    _ => "server",
                                 },
                                 first: if ack {
                                     format!("{ty} ACK")
@@ -512,7 +515,12 @@ mod tests {
             let mut p = Parser::auto();
             p.set_max_frame_size(16_777_215);
             let (ok, errs) = frames(&mut p, &chunks);
-            assert!(errs.is_empty(), "{errs:?}");
+            // Without a preface, a server's bytes: their first frame
+            // should have been its SETTINGS (said, and parsed on).
+            assert_eq!(
+                errs.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+                ["byte 0: the server's first frame is DATA, not SETTINGS (RFC 9113 §3.4)"]
+            );
             assert_eq!(
                 ok,
                 vec![
