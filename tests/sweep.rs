@@ -59,6 +59,15 @@ fn bad_sweeps_are_refused_before_anything_runs() {
         &["--out", out, "--sweep", "rate=1,1"],
         "1 is listed twice; each value is one configuration",
     );
+    // The same for a release point or a queue policy.
+    refused(
+        &["--out", out, "--release", "frame,frame", "--queue", "direct"],
+        "--release: frame is listed twice",
+    );
+    refused(
+        &["--out", out, "--queue", "direct,bounded:32,bounded:32"],
+        "--queue: bounded:32 is listed twice",
+    );
     // Matrix flags with saved run directories.
     refused(
         &[dir.to_str().unwrap(), "--sweep", "link-delay=0ms,10ms"],
@@ -285,4 +294,43 @@ fn compare_marks_an_incomplete_run_and_exits_by_its_runs() {
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains("are one run"), "{err}");
     }
+}
+
+/// A matrix's repeats, compared again from their directories, are one
+/// configuration: repeat N runs with seed N (which pairs Part 3's
+/// repeats), and the seed put each repeat in a group of its own.
+#[test]
+fn a_matrixs_repeats_compared_from_their_directories_are_one_group() {
+    let dir = support::temp_dir("compare-repeats");
+    let matrix = dir.join("m");
+    support::h2probe_ok([
+        "compare",
+        "--release",
+        "frame",
+        "--queue",
+        "direct",
+        "--repeats",
+        "2",
+        "--duration",
+        "300ms",
+        "--quiet",
+        "--out",
+        matrix.to_str().unwrap(),
+    ]);
+    let again = dir.join("again");
+    support::h2probe_ok([
+        "compare",
+        matrix.join("frame-direct-r1").to_str().unwrap(),
+        matrix.join("frame-direct-r2").to_str().unwrap(),
+        "--quiet",
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    let rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(again.join("comparison.json")).unwrap())
+            .unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["runs"], 2);
+    assert!(!rows[0]["config"].as_str().unwrap().contains("seed"));
 }

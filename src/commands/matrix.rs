@@ -443,6 +443,22 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             "--sweep does not combine with --scenario {} (a scenario is a fixed matrix)",
             opts.scenario.map_or("", |s| s.name())
         );
+        // A value listed twice ran its first configuration, then stopped
+        // at the second's directory ("is not empty"), with no comparison.
+        let again =
+            "is listed twice; each value is one configuration (use --repeats to run one again)";
+        let release = twice(opts.release.as_deref().unwrap_or_default());
+        crate::refuse_unless!(
+            release.is_none(),
+            "--release: {} {again}",
+            release.map_or("", |r| r.as_str())
+        );
+        let queue = twice(opts.queue.as_deref().unwrap_or_default());
+        crate::refuse_unless!(
+            queue.is_none(),
+            "--queue: {} {again}",
+            queue.map(|q| q.to_string()).unwrap_or_default()
+        );
         for sw in &opts.sweep {
             crate::refuse_unless!(
                 !NOT_SWEPT.contains(&sw.param.as_str()),
@@ -609,6 +625,13 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
         rows,
         exit_code,
     })
+}
+
+/// The first value of `list` that an earlier one repeats.
+fn twice<T: PartialEq>(list: &[T]) -> Option<&T> {
+    list.iter()
+        .enumerate()
+        .find_map(|(i, v)| list[..i].contains(v).then_some(v))
 }
 
 /// Takes the settings every run shares out of the runs' labels, so the

@@ -767,6 +767,10 @@ pub(crate) fn config_of(dir: &Path) -> String {
     if meta.config.server.is_some() {
         differing.remove("target.connect");
     }
+    // A repeat's seed is its place among the repeats (compare's matrix gives
+    // repeat N seed N, which pairs Part 3's repeats), never a configuration:
+    // kept, it put each repeat of a matrix in a group of its own.
+    differing.remove("seed");
     // Already in the label (config_label: release, queue or a Part 3 run's
     // policy, and a stack other than h2's), which named a hyper run's stack
     // twice.
