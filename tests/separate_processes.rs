@@ -254,3 +254,53 @@ fn a_three_way_merge_judges_both_ends_through_the_relay() {
         assert!(c.detail.starts_with(says), "{check}: {}", c.detail);
     }
 }
+
+/// A serve killed before its trace's footer, merged with its client: the
+/// merged trace has no footer either, so its analysis says what the serve's
+/// own says (events may be missing; the checks cannot judge), and meta.json
+/// says why. (It got a footer: `complete`, 0 dropped, and `accounting`
+/// failed on the messages the killed server never recorded.)
+#[test]
+fn a_cut_input_leaves_the_merged_run_cut() {
+    let root = support::temp_dir("separate-cut");
+    let bin = env!("CARGO_BIN_EXE_h2probe");
+    let mut serve = Command::new(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--quiet", "--no-pcap"])
+        .arg("--out")
+        .arg(root.join("server"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = support::listening_addr(&mut serve);
+    client_for_1s(&addr, &root.join("client"));
+    serve.kill().unwrap(); // SIGKILL: no footer, no meta.json
+    serve.wait().unwrap();
+    let out = root.join("merged");
+    let merge = Command::new(bin)
+        .arg("merge")
+        .arg(root.join("server"))
+        .arg(root.join("client"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&merge.stderr);
+    assert!(err.contains("ended without its footer"), "{err}");
+    let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+    let last = trace.lines().last().unwrap();
+    assert!(last.starts_with("{\"t\":"), "no footer: {last}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert!(
+        meta["status"].as_str().unwrap().starts_with("error: "),
+        "{}",
+        meta["status"]
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["trace_ending"], "no_footer");
+    for check in ["accounting", "bytes", "no_dropped_events"] {
+        assert!(summary["checks"][check]["ok"].is_null(), "{check}: {summary}");
+    }
+}

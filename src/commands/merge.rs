@@ -162,6 +162,12 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         events: 0,
         ..Footer::default()
     };
+    // An input cut short (no footer: its process killed, its disk full)
+    // leaves the merged trace without one too, so that its analysis says
+    // what it says of the input: events may be missing, the checks cannot
+    // judge. (Given a footer, a cut serve merged with its client read as a
+    // whole run: `complete`, 0 dropped, `accounting` failed.)
+    let mut cut: Option<String> = None;
     for (i, (path, r)) in readers.iter().enumerate() {
         if let Some(w) = r.bad_payload_warning() {
             warnings.push(format!("{}: {w}", path.display()));
@@ -185,20 +191,28 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
                     *footer.dropped.entry(k.clone()).or_default() += v;
                 }
             }
-            other => warnings.push(format!(
-                "{}: input ended without its footer ({other:?}); drop counts unknown",
-                path.display()
-            )),
+            other => {
+                warnings.push(format!(
+                    "{}: input ended without its footer ({other:?}); drop counts unknown, and the merged trace has no footer either",
+                    path.display()
+                ));
+                cut.get_or_insert_with(|| path.display().to_string());
+            }
         }
     }
-    writeln!(w, "{}", footer.to_line()).map_err(write_err)?;
+    if cut.is_none() {
+        writeln!(w, "{}", footer.to_line()).map_err(write_err)?;
+    }
     w.flush().map_err(write_err)?;
     let names: Vec<String> = readers
         .iter()
         .map(|(p, _)| p.display().to_string())
         .collect();
     warnings.extend(unlinked(&sockets, &names));
-    let meta = merged_meta(opts, &metas, &header, events, &footer);
+    let mut meta = merged_meta(opts, &metas, &header, events, &footer);
+    if let Some(input) = cut {
+        meta.status = format!("error: {input} ended without its footer (its run was cut short)");
+    }
     super::write_json(&opts.out.join("meta.json"), &meta)?;
     Ok((events, warnings))
 }
