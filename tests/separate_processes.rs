@@ -9,6 +9,12 @@ use std::process::{Command, Stdio};
 /// `h2probe client` against `addr` for 1 s at 200 messages/s, into `out`;
 /// asserts it succeeded.
 fn client_for_1s(addr: &str, out: &std::path::Path) -> std::process::Output {
+    client_at(addr, "200", out)
+}
+
+/// `h2probe client` against `addr` for 1 s at `rate` messages/s, into `out`;
+/// asserts it succeeded.
+fn client_at(addr: &str, rate: &str, out: &std::path::Path) -> std::process::Output {
     let client = Command::new(env!("CARGO_BIN_EXE_h2probe"))
         .args([
             "client",
@@ -17,7 +23,7 @@ fn client_for_1s(addr: &str, out: &std::path::Path) -> std::process::Output {
             "--duration",
             "1s",
             "--rate",
-            "200",
+            rate,
         ])
         .args(["--quiet", "--no-pcap", "--out"])
         .arg(out)
@@ -297,10 +303,84 @@ fn a_cut_input_leaves_the_merged_run_cut() {
         meta["status"]
     );
     let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["trace_ending"], "no_footer");
     for check in ["accounting", "bytes", "no_dropped_events"] {
-        assert!(summary["checks"][check]["ok"].is_null(), "{check}: {summary}");
+        assert!(
+            summary["checks"][check]["ok"].is_null(),
+            "{check}: {summary}"
+        );
     }
+}
+
+/// One serve and two clients at different rates, merged: meta.json keeps
+/// both clients' configurations and `compare` names the merge by them. (It
+/// kept the first client's only: the merge read as a run of one client at
+/// its rate, and compare pooled it with such runs.)
+#[test]
+fn a_merge_of_two_clients_keeps_both_configurations() {
+    let root = support::temp_dir("separate-two");
+    let bin = env!("CARGO_BIN_EXE_h2probe");
+    let mut serve = Command::new(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--exit-after", "2"])
+        .args(["--quiet", "--no-pcap", "--out"])
+        .arg(root.join("server"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = support::listening_addr(&mut serve);
+    client_at(&addr, "200", &root.join("fast"));
+    client_at(&addr, "100", &root.join("slow"));
+    assert!(serve.wait().unwrap().success());
+    let merge = Command::new(bin)
+        .arg("merge")
+        .args(["server", "fast", "slow"].map(|d| root.join(d)))
+        .arg("--out")
+        .arg(root.join("merged"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&merge.stdout);
+    assert!(
+        merge.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&merge.stderr)
+    );
+    assert!(out.contains("all invariants hold"), "{out}");
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("merged/meta.json")).unwrap())
+            .unwrap();
+    assert_eq!(meta["config"]["client"]["rate"], 200.0, "{meta}");
+    assert_eq!(meta["config"]["more_clients"][0]["rate"], 100.0, "{meta}");
+    let compared = root.join("compared");
+    let compare = Command::new(bin)
+        .arg("compare")
+        .args(["merged", "fast"].map(|d| root.join(d)))
+        .arg("--quiet")
+        .arg("--out")
+        .arg(&compared)
+        .output()
+        .unwrap();
+    assert!(
+        compare.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compare.stderr)
+    );
+    let rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(compared.join("comparison.json")).unwrap())
+            .unwrap();
+    let configs: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["config"].as_str().unwrap())
+        .collect();
+    assert_eq!(configs.len(), 2, "{configs:?}");
+    assert_eq!(
+        configs
+            .iter()
+            .filter(|c| c.contains("clients=2") && c.contains("client2.rate=100"))
+            .count(),
+        1,
+        "{configs:?}"
+    );
 }

@@ -61,7 +61,14 @@ fn bad_sweeps_are_refused_before_anything_runs() {
     );
     // The same for a release point or a queue policy.
     refused(
-        &["--out", out, "--release", "frame,frame", "--queue", "direct"],
+        &[
+            "--out",
+            out,
+            "--release",
+            "frame,frame",
+            "--queue",
+            "direct",
+        ],
         "--release: frame is listed twice",
     );
     refused(

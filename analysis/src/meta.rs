@@ -75,6 +75,10 @@ pub struct RunConfig {
     /// `relay`: its options (upstream, link shaping, limits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `merge` of several clients: the configurations of the clients after
+    /// the first (whose is `client`), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_clients: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl RunConfig {

@@ -278,20 +278,30 @@ fn source_metas(dirs: &[PathBuf]) -> anyhow::Result<Vec<Option<Meta>>> {
             d.display()
         );
     }
-    for (i, &(da, a)) in known.iter().enumerate() {
-        for &(db, b) in &known[i + 1..] {
-            // Runs that do not overlap in time are not one experiment.
-            let overlap =
-                a.started_unix_ns <= b.finished_unix_ns && b.started_unix_ns <= a.finished_unix_ns;
-            let recorded = [a, b].iter().all(|m| m.finished_unix_ns > 0);
+    // Runs that do not overlap in time are not one experiment; but two
+    // clients of one server need not overlap each other, only join through
+    // it: the runs' spans must chain into one, with no gap in which none ran.
+    let mut by_start: Vec<(&PathBuf, &Meta)> = known
+        .iter()
+        .copied()
+        .filter(|(_, m)| m.finished_unix_ns > 0)
+        .collect();
+    by_start.sort_by_key(|(_, m)| m.started_unix_ns);
+    if let Some((&first, rest)) = by_start.split_first() {
+        let mut latest = first; // the earlier run that finished last
+        for &(db, b) in rest {
+            let (da, a) = latest;
             anyhow::ensure!(
-                overlap || !recorded,
+                b.started_unix_ns <= a.finished_unix_ns,
                 "{} and {} ran at different times ({} and {}): no connection of one can be the other's",
                 da.display(),
                 db.display(),
                 span_text(a),
                 span_text(b)
             );
+            if b.finished_unix_ns > a.finished_unix_ns {
+                latest = (db, b);
+            }
         }
     }
     for pair in known.windows(2) {
@@ -344,7 +354,15 @@ fn merged_meta(
     for m in metas.iter().flatten() {
         let c = &m.config;
         config.server = config.server.take().or_else(|| c.server.clone());
-        config.client = config.client.take().or_else(|| c.client.clone());
+        // Every client's: the first as `client`, the others after it (one
+        // kept for all read as a run of one client, and `compare` grouped
+        // it with one).
+        match (&config.client, &c.client) {
+            (Some(_), Some(more)) => config.more_clients.push(more.clone()),
+            (None, Some(first)) => config.client = Some(first.clone()),
+            _ => {}
+        }
+        config.more_clients.extend(c.more_clients.iter().cloned());
         config.listen = config.listen.take().or_else(|| c.listen.clone());
         config.connect = config.connect.take().or_else(|| c.connect.clone());
         if m.status != "complete" {

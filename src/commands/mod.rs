@@ -781,6 +781,15 @@ pub(crate) fn config_of(dir: &Path) -> String {
         differing.remove("when-full");
         differing.remove("retry");
     }
+    // A merge of several clients: how many, and where each after the first
+    // differs from it.
+    let more = &meta.config.more_clients;
+    if let (false, Some(first)) = (more.is_empty(), meta.config.client.as_ref()) {
+        differing.insert("clients".into(), (more.len() + 1).to_string());
+        for (k, other) in more.iter().enumerate() {
+            settings_differing(&format!("client{}.", k + 2), other, first, &mut differing);
+        }
+    }
     for (k, v) in differing {
         label.push_str(&format!(" {k}={v}"));
     }
@@ -900,6 +909,34 @@ mod tests {
         assert_eq!(p3.matches("when-full=").count(), 1, "{p3}");
         assert_eq!(p3.matches("retry=").count(), 1, "{p3}");
         assert!(p3.contains(" rpc=exchange"), "{p3}");
+        // A merge of two clients is not a run of one (it kept the first
+        // client's configuration only, and compare pooled it with one), nor
+        // two merges of clients that differ one.
+        let merged = |name: &str, rate: f64| {
+            let mut second = client.clone();
+            second["rate"] = rate.into();
+            let meta = h2probe_analysis::meta::Meta {
+                command: "merge".into(),
+                config: h2probe_analysis::meta::RunConfig {
+                    server: Some(server.clone()),
+                    client: Some(client.clone()),
+                    more_clients: vec![second],
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let dir = root.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            super::write_json(&dir.join("meta.json"), &meta).unwrap();
+            super::config_of(&dir)
+        };
+        let two = merged("two", 100.0);
+        assert!(
+            two.contains(" clients=2") && two.contains(" client2.rate=100"),
+            "{two}"
+        );
+        assert_ne!(two, a);
+        assert_ne!(merged("three", 50.0), two);
         std::fs::remove_dir_all(&root).unwrap();
     }
 
