@@ -223,7 +223,7 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
     let _ = writeln!(o, "\n## WINDOW_UPDATEs and outcomes\n");
     let _ = writeln!(
         o,
-        "| configuration | WINDOW_UPDATE out | mean stream increment B | release→update p50 ms | p90 ms | scheduled | completed | discarded | never sent | RPC status | failed checks |"
+        "| configuration | WINDOW_UPDATE out | mean stream increment B | release→update p50 ms | p90 ms | scheduled | completed | discarded | never sent | RPC status | runs failing a check |"
     );
     let _ = writeln!(
         o,
