@@ -37,6 +37,29 @@ fn client_at(addr: &str, rate: &str, out: &std::path::Path) -> std::process::Out
     client
 }
 
+/// `h2probe merge` of the run directories `dirs` under `root` into
+/// `root/out`.
+fn merge(root: &std::path::Path, dirs: &[&str], out: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .arg("merge")
+        .args(dirs.iter().map(|d| root.join(d)))
+        .arg("--out")
+        .arg(root.join(out))
+        .output()
+        .unwrap()
+}
+
+/// The stdout of a command that must have succeeded (else its outputs).
+fn succeeded(o: &std::process::Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out
+}
+
 #[test]
 fn serve_and_client_traces_merge_on_the_shared_clock() {
     let root = support::temp_dir("separate");
@@ -79,23 +102,8 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
     );
     assert!(serve.wait().unwrap().success());
 
-    let merge = |out: &str| {
-        Command::new(bin)
-            .arg("merge")
-            .arg(root.join("server"))
-            .arg(root.join("client"))
-            .arg("--out")
-            .arg(root.join(out))
-            .output()
-            .unwrap()
-    };
-    let merged = merge("merged");
-    let out = String::from_utf8_lossy(&merged.stdout);
-    assert!(
-        merged.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&merged.stderr)
-    );
+    let merge = |out: &str| merge(&root, &["server", "client"], out);
+    let out = succeeded(&merge("merged"));
     assert!(out.contains("all invariants hold"), "{out}");
     let s = support::read_summary(&root.join("merged"));
     for check in [
@@ -216,19 +224,7 @@ fn a_three_way_merge_judges_both_ends_through_the_relay() {
     client_for_1s(&via, &root.join("client"));
     assert!(relay.wait().unwrap().success());
     assert!(serve.wait().unwrap().success());
-    let merged = Command::new(bin)
-        .arg("merge")
-        .args(["server", "relay", "client"].map(|d| root.join(d)))
-        .arg("--out")
-        .arg(root.join("merged"))
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&merged.stdout);
-    assert!(
-        merged.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&merged.stderr)
-    );
+    let out = succeeded(&merge(&root, &["server", "relay", "client"], "merged"));
     let s = support::read_summary(&root.join("merged"));
     assert!(s.relay.is_some(), "the relay's own analysis stays");
     // The client's own record of its waits, under the relay's inference.
@@ -281,16 +277,9 @@ fn a_cut_input_leaves_the_merged_run_cut() {
     client_for_1s(&addr, &root.join("client"));
     serve.kill().unwrap(); // SIGKILL: no footer, no meta.json
     serve.wait().unwrap();
+    let merged = merge(&root, &["server", "client"], "merged");
+    let err = String::from_utf8_lossy(&merged.stderr);
     let out = root.join("merged");
-    let merge = Command::new(bin)
-        .arg("merge")
-        .arg(root.join("server"))
-        .arg(root.join("client"))
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&merge.stderr);
     assert!(err.contains("ended without its footer"), "{err}");
     let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
     let last = trace.lines().last().unwrap();
@@ -332,19 +321,7 @@ fn a_merge_of_two_clients_keeps_both_configurations() {
     client_at(&addr, "200", &root.join("fast"));
     client_at(&addr, "100", &root.join("slow"));
     assert!(serve.wait().unwrap().success());
-    let merge = Command::new(bin)
-        .arg("merge")
-        .args(["server", "fast", "slow"].map(|d| root.join(d)))
-        .arg("--out")
-        .arg(root.join("merged"))
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&merge.stdout);
-    assert!(
-        merge.status.success(),
-        "{out}\n{}",
-        String::from_utf8_lossy(&merge.stderr)
-    );
+    let out = succeeded(&merge(&root, &["server", "fast", "slow"], "merged"));
     assert!(out.contains("all invariants hold"), "{out}");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("merged/meta.json")).unwrap())
@@ -352,19 +329,10 @@ fn a_merge_of_two_clients_keeps_both_configurations() {
     assert_eq!(meta["config"]["client"]["rate"], 200.0, "{meta}");
     assert_eq!(meta["config"]["more_clients"][0]["rate"], 100.0, "{meta}");
     let compared = root.join("compared");
-    let compare = Command::new(bin)
-        .arg("compare")
-        .args(["merged", "fast"].map(|d| root.join(d)))
-        .arg("--quiet")
-        .arg("--out")
-        .arg(&compared)
-        .output()
-        .unwrap();
-    assert!(
-        compare.status.success(),
-        "{}",
-        String::from_utf8_lossy(&compare.stderr)
-    );
+    let mut args = vec![std::ffi::OsString::from("compare")];
+    args.extend(["merged", "fast"].map(|d| root.join(d).into_os_string()));
+    args.extend(["--quiet".into(), "--out".into(), compared.clone().into()]);
+    support::h2probe_ok(args);
     let rows: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(compared.join("comparison.json")).unwrap())
             .unwrap();

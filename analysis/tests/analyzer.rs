@@ -421,31 +421,45 @@ fn an_empty_trace_claims_neither_side() {
     assert_eq!(sum.min_send_window, None);
 }
 
-#[test]
-fn a_client_whose_sends_stop_early_is_not_credited_with_their_pace() {
+/// `count` messages scheduled every `period` ns from 0 on stream 1 of the
+/// client; `send(seq)` gives when each sent one's send began and was
+/// recorded, after its schedule, or `None` for a message never sent.
+fn schedule_and_send(
+    a: &mut Analyzer,
+    count: u64,
+    period: u64,
+    send: impl Fn(u64) -> Option<(u64, u64)>,
+) {
     let c = Endpoint::Client;
-    let ms = 1_000_000;
-    let mut a = Analyzer::new(0);
-    // 101 messages scheduled every 10 ms over 1 s; only the first three
-    // are sent, within 2 ms of their schedule, and then nothing moves.
-    for seq in 0..=100u64 {
-        let t = seq * 10 * ms;
+    for seq in 0..count {
+        let t = seq * period;
         let msg = MsgEv {
             seq,
             size: 10,
             framed: 15,
         };
         a.feed(&ev(t, c, 1, Kind::Schedule(msg)));
-        if seq < 3 {
+        if let Some((begin, recorded)) = send(seq) {
             let send = SendEv {
                 seq,
                 scheduled: t,
-                begin: t + ms,
+                begin: t + begin,
                 bytes: 15,
             };
-            a.feed(&ev(t + 2 * ms, c, 1, Kind::Send(send)));
+            a.feed(&ev(t + recorded, c, 1, Kind::Send(send)));
         }
     }
+}
+
+#[test]
+fn a_client_whose_sends_stop_early_is_not_credited_with_their_pace() {
+    let ms = 1_000_000;
+    let mut a = Analyzer::new(0);
+    // 101 messages scheduled every 10 ms over 1 s; only the first three
+    // are sent, within 2 ms of their schedule, and then nothing moves.
+    schedule_and_send(&mut a, 101, 10 * ms, |seq| {
+        (seq < 3).then_some((ms, 2 * ms))
+    });
     let (sum, _) = a.finish(0, &Ending::NoFooter);
     assert_eq!(sum.sent, 3);
     // Three sends (two intervals) over the offered second, not over their
@@ -464,25 +478,8 @@ fn a_client_whose_sends_stop_early_is_not_credited_with_their_pace() {
 /// (n sends over the span read 20.5/s against an offered 20.0/s).
 #[test]
 fn a_client_that_sends_everything_on_time_sends_at_the_offered_rate() {
-    let c = Endpoint::Client;
-    let ms = 1_000_000;
     let mut a = Analyzer::new(0);
-    for seq in 0..41u64 {
-        let t = seq * 50 * ms;
-        let msg = MsgEv {
-            seq,
-            size: 10,
-            framed: 15,
-        };
-        a.feed(&ev(t, c, 1, Kind::Schedule(msg)));
-        let send = SendEv {
-            seq,
-            scheduled: t,
-            begin: t,
-            bytes: 15,
-        };
-        a.feed(&ev(t, c, 1, Kind::Send(send)));
-    }
+    schedule_and_send(&mut a, 41, 50_000_000, |_| Some((0, 0)));
     let (sum, _) = a.finish(0, &Ending::NoFooter);
     assert_eq!(sum.offered_rate, 20.0);
     assert_eq!(sum.send_rate, 20.0);
@@ -494,29 +491,10 @@ fn a_client_that_sends_everything_on_time_sends_at_the_offered_rate() {
 /// nothing in the window's last half).
 #[test]
 fn the_steady_send_rate_holds_the_count_through_a_window_where_sends_stopped() {
-    let c = Endpoint::Client;
-    let ms = 1_000_000;
     let mut a = Analyzer::new(0);
     // 101 messages scheduled every 10 ms over 1 s; the first 50 sent at
     // their schedule (0 to 490 ms), then nothing.
-    for seq in 0..=100u64 {
-        let t = seq * 10 * ms;
-        let msg = MsgEv {
-            seq,
-            size: 10,
-            framed: 15,
-        };
-        a.feed(&ev(t, c, 1, Kind::Schedule(msg)));
-        if seq < 50 {
-            let send = SendEv {
-                seq,
-                scheduled: t,
-                begin: t,
-                bytes: 15,
-            };
-            a.feed(&ev(t, c, 1, Kind::Send(send)));
-        }
-    }
+    schedule_and_send(&mut a, 101, 10_000_000, |seq| (seq < 50).then_some((0, 0)));
     let (sum, _) = a.finish(0, &Ending::NoFooter);
     // The window: the offered second less its first 10 %, in 1 ms buckets
     // [100 ms, 1,001 ms).

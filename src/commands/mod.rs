@@ -839,25 +839,34 @@ mod tests {
         let client = super::client::default_client_config();
         assert!(client["target"].is_object(), "{client:?}");
         let root = std::env::temp_dir().join(format!("h2probe-config-of-{}", std::process::id()));
-        let label = |name: &str, port: u16, authority: Option<&str>| {
-            let mut c = client.clone();
-            c["target"]["connect"] = format!("127.0.0.1:{port}").into();
-            if let Some(a) = authority {
-                c["target"]["authority"] = a.into();
-            }
+        // The label `compare` gives a run directory whose meta.json holds
+        // `config`, written by `command`.
+        let config_of = |name: &str, command: &str, config| {
             let meta = h2probe_analysis::meta::Meta {
-                command: "merge".into(),
-                config: h2probe_analysis::meta::RunConfig {
-                    server: Some(server.clone()),
-                    client: Some(c),
-                    ..Default::default()
-                },
+                command: command.into(),
+                config,
                 ..Default::default()
             };
             let dir = root.join(name);
             std::fs::create_dir_all(&dir).unwrap();
             super::write_json(&dir.join("meta.json"), &meta).unwrap();
             super::config_of(&dir)
+        };
+        let label = |name: &str, port: u16, authority: Option<&str>| {
+            let mut c = client.clone();
+            c["target"]["connect"] = format!("127.0.0.1:{port}").into();
+            if let Some(a) = authority {
+                c["target"]["authority"] = a.into();
+            }
+            config_of(
+                name,
+                "merge",
+                h2probe_analysis::meta::RunConfig {
+                    server: Some(server.clone()),
+                    client: Some(c),
+                    ..Default::default()
+                },
+            )
         };
         let a = label("a", 38415, None);
         let b = label("b", 39745, None);
@@ -869,19 +878,15 @@ mod tests {
         // that differ from the defaults named it again).
         let mut hyper = server.clone();
         hyper["stack"] = "hyper".into();
-        let meta = h2probe_analysis::meta::Meta {
-            command: "run".into(),
-            config: h2probe_analysis::meta::RunConfig {
+        let h = config_of(
+            "hyper",
+            "run",
+            h2probe_analysis::meta::RunConfig {
                 server: Some(hyper),
                 client: Some(client.clone()),
                 ..Default::default()
             },
-            ..Default::default()
-        };
-        let dir = root.join("hyper");
-        std::fs::create_dir_all(&dir).unwrap();
-        super::write_json(&dir.join("meta.json"), &meta).unwrap();
-        let h = super::config_of(&dir);
+        );
         assert_eq!(h.matches("stack=hyper").count(), 1, "{h}");
         // A Part 3 run: named by its policy, each setting once.
         let mut server3 = server.clone();
@@ -889,19 +894,15 @@ mod tests {
         let mut client3 = client.clone();
         client3["rpc"] = "exchange".into();
         client3["retry"] = "fixed:100,200".into();
-        let meta = h2probe_analysis::meta::Meta {
-            command: "run".into(),
-            config: h2probe_analysis::meta::RunConfig {
+        let p3 = config_of(
+            "part3",
+            "run",
+            h2probe_analysis::meta::RunConfig {
                 server: Some(server3),
                 client: Some(client3),
                 ..Default::default()
             },
-            ..Default::default()
-        };
-        let dir = root.join("part3");
-        std::fs::create_dir_all(&dir).unwrap();
-        super::write_json(&dir.join("meta.json"), &meta).unwrap();
-        let p3 = super::config_of(&dir);
+        );
         assert!(
             p3.starts_with("release=frame when-full=reject retry=fixed:100,200"),
             "{p3}"
@@ -915,20 +916,16 @@ mod tests {
         let merged = |name: &str, rate: f64| {
             let mut second = client.clone();
             second["rate"] = rate.into();
-            let meta = h2probe_analysis::meta::Meta {
-                command: "merge".into(),
-                config: h2probe_analysis::meta::RunConfig {
+            config_of(
+                name,
+                "merge",
+                h2probe_analysis::meta::RunConfig {
                     server: Some(server.clone()),
                     client: Some(client.clone()),
                     more_clients: vec![second],
                     ..Default::default()
                 },
-                ..Default::default()
-            };
-            let dir = root.join(name);
-            std::fs::create_dir_all(&dir).unwrap();
-            super::write_json(&dir.join("meta.json"), &meta).unwrap();
-            super::config_of(&dir)
+            )
         };
         let two = merged("two", 100.0);
         assert!(
