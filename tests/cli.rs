@@ -1092,11 +1092,23 @@ fn analyze_warns_about_a_truncated_trace_and_still_reports() {
     let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(&format!("truncated at line {line}")), "{err}");
+    assert!(
+        err.contains("only the waits that ended before the cut"),
+        "{err}"
+    );
     let s = support::read_summary(&dir);
     assert_eq!(s.trace_ending, format!("truncated at line {line}"));
     assert!(s.scheduled > 0 && s.scheduled <= full.scheduled);
     assert_eq!(s.footer_events, None, "a cut trace has no footer");
     assert_eq!((s.corrupt_lines, s.unknown_events), (0, 0));
+    // No stall before the cut, but one after it would not be in the trace:
+    // it cannot be judged (it said "the run never stopped progressing").
+    assert_eq!(
+        s.checks["no_stall"].ok, None,
+        "{}",
+        s.checks["no_stall"].detail
+    );
+    assert!(s.checks["no_stall"].detail.contains("after its last event"));
     // A damaged line in the middle is skipped, an event of a type this build
     // does not know (a newer one's) too; both are counted in summary.json.
     let mut lines: Vec<&str> = text.lines().collect();

@@ -526,6 +526,43 @@ fn a_run_stalled_on_the_servers_stream_limit_names_the_held_streams() {
     );
 }
 
+/// A stream held back by the server's stream limit offered bytes and
+/// carried none: it is in the fairness, starved (it was left out: "2
+/// carried DATA; fairness 1.00", no stream named).
+#[test]
+fn a_stream_that_never_carried_a_byte_is_in_the_fairness() {
+    let dir = temp_dir("never-carried");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--streams",
+            "3",
+            "--max-concurrent-streams",
+            "2",
+            "--stall-stream",
+            "1",
+            "--duration",
+            "2s",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let s = support::read_summary(&dir);
+    assert_eq!((s.stream_count, s.streams_without_data), (3, 1), "{stdout}");
+    let empty = s.streams.iter().find(|f| f.bytes == 0).unwrap();
+    assert!(empty.offered_bytes.unwrap() > 0, "{stdout}");
+    assert_eq!(
+        s.starved_streams,
+        vec![format!("{}/{}", empty.conn, empty.stream)],
+        "{stdout}"
+    );
+    assert!(s.stream_fairness.unwrap() < 0.9, "{stdout}");
+    assert!(
+        stdout.contains("streams   3 offered DATA, 1 of them carried none"),
+        "{stdout}"
+    );
+}
+
 /// The server's peaks are its RPCs' sum at one instant, and say so; the
 /// `credit` check quotes the one stream's peak it compared with the stream
 /// window (it quoted 131,070 "within the advertised window" 65,535).

@@ -799,11 +799,23 @@ fn headline_lines(s: &Summary) -> String {
             None if s.streams.iter().all(|f| f.offered_bytes.is_some()) => "bytes ÷ offered",
             None => "bytes",
         };
+        let carried = match s.streams_without_data {
+            0 => "carried DATA".to_string(),
+            n => format!("offered DATA, {n} of them carried none"),
+        };
         let mut line = format!(
-            "streams   {count} carried DATA; fairness {} (Jain's index of {of}; 1 = equal)",
+            "streams   {count} {carried}; fairness {} (Jain's index of {of}; 1 = equal{})",
             s.stream_fairness
-                .map_or("n/a".to_string(), |f| format!("{f:.2}"))
+                .map_or("n/a".to_string(), |f| format!("{f:.2}")),
+            if s.stall_cause.is_some() {
+                ", up to the first stall"
+            } else {
+                ""
+            }
         );
+        if of == "bytes" {
+            line.push_str("; starvation not judged: each stream's demand is in the client's trace");
+        }
         if !s.starved_streams.is_empty() {
             line.push_str(&format!(
                 "; STARVED (< 10 % of a fair share): {}{}",

@@ -712,3 +712,38 @@ fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
         "{head}"
     );
 }
+
+/// A failed `accounting` says which equation failed (its detail printed
+/// "scheduled 3 = completed 2 + …" whatever the numbers).
+#[test]
+fn a_failed_accounting_says_which_equation_does_not_hold() {
+    let mut a = Analyzer::new(0);
+    schedule_and_send(&mut a, 3, 1_000_000, |_| Some((0, 0)));
+    let s = Endpoint::Server;
+    for seq in 0..3u64 {
+        let msg = MsgEv {
+            seq,
+            size: 10,
+            framed: 15,
+        };
+        a.feed(&ev(10_000_000 + seq, s, 1, Kind::Decode(msg)));
+    }
+    let done = CompleteEv {
+        seq: 0,
+        worker: 0,
+        service_ns: 1,
+    };
+    a.feed(&ev(20_000_000, s, 1, Kind::Complete(done)));
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    let c = &sum.checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(
+        c.detail
+            .starts_with("scheduled 3 ≠ completed 1 + discarded 0 + never_sent 0")
+            && c.detail.contains("client: scheduled = sent 3")
+            && c.detail
+                .contains("server: decoded 3 ≠ completed + discarded"),
+        "{}",
+        c.detail
+    );
+}

@@ -246,6 +246,15 @@ impl Evidence<'_> {
 
 /// Every check of a finished pass, by name: `true` holds, `false` a
 /// violation with its first offender, `null` cannot be judged and why.
+/// How an equation of the `accounting` check reads: holding or not.
+fn equals(holds: bool) -> &'static str {
+    if holds {
+        "="
+    } else {
+        "≠"
+    }
+}
+
 pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
     let s = ev.s;
     let both = ev.has_client && ev.has_server;
@@ -278,8 +287,15 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 client && server,
                 format!(
                     "the server's work units are not the client's messages (raw framing), so each side is checked on its own: \
-                     client: scheduled {} = sent {} + never_sent {}; server: decoded units {} = completed {} + discarded {}",
-                    s.scheduled, s.sent, s.never_sent, s.decoded, s.completed, s.discarded
+                     client: scheduled {} {} sent {} + never_sent {}; server: decoded units {} {} completed {} + discarded {}",
+                    s.scheduled,
+                    equals(client),
+                    s.sent,
+                    s.never_sent,
+                    s.decoded,
+                    equals(server),
+                    s.completed,
+                    s.discarded
                 ),
             )
         } else {
@@ -287,14 +303,29 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
             let client = s.scheduled == s.sent + s.never_sent;
             let server = s.decoded == s.completed + s.discarded;
             let lost_explained = s.lost_in_flight >= 0 && (s.lost_in_flight == 0 || !all_ok);
-            Check::new(
-                client && server && lost_explained && s.unaccounted == s.lost_in_flight,
-                format!(
-                    "scheduled {} = completed {} + discarded {} + never_sent {} + lost in flight at a reset {}; \
-                     client: scheduled = sent {} + never_sent; server: decoded {} = completed + discarded",
-                    s.scheduled, s.completed, s.discarded, s.never_sent, s.lost_in_flight, s.sent, s.decoded
-                ),
-            )
+            let whole = s.unaccounted == s.lost_in_flight;
+            let mut detail = format!(
+                "scheduled {} {} completed {} + discarded {} + never_sent {} + lost in flight at a reset {}; \
+                 client: scheduled {} sent {} + never_sent; server: decoded {} {} completed + discarded",
+                s.scheduled,
+                equals(whole),
+                s.completed,
+                s.discarded,
+                s.never_sent,
+                s.lost_in_flight,
+                equals(client),
+                s.sent,
+                s.decoded,
+                equals(server)
+            );
+            if !lost_explained {
+                detail.push_str(if s.lost_in_flight < 0 {
+                    "; more messages decoded than sent"
+                } else {
+                    "; messages lost in flight though every RPC ended OK (no reset explains them)"
+                });
+            }
+            Check::new(client && server && lost_explained && whole, detail)
         },
     );
     checks.insert(
@@ -366,6 +397,11 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 ev.secs(t),
                 line,
             ),
+            // A stall after the cut would not be in the trace.
+            None if ev.cut.is_some() && (both || ev.has_client) => Check::na(format!(
+                "{}: a stall after its last event would not be in it, so this cannot be judged",
+                ev.cut.as_deref().unwrap_or_default()
+            )),
             None if both => Check::new(true, "the run never stopped progressing"),
             None if ev.has_client => Check::new(
                 true,

@@ -48,6 +48,15 @@ fn side_of(ep: Endpoint) -> retire::Side {
     }
 }
 
+/// Bytes that moved after the first stall (see `Analyzer::after_stall`).
+#[derive(Default)]
+struct AfterStall {
+    /// Server (conn, stream) → DATA payload bytes its tap read.
+    bytes: HashMap<(u32, u32), u64>,
+    /// Client (conn, stream) → framed bytes scheduled.
+    offered: HashMap<(u32, u32), u64>,
+}
+
 /// Feeds events one at a time; [`Analyzer::finish`] gives the results.
 pub struct Analyzer {
     origin: u64,
@@ -133,6 +142,12 @@ pub struct Analyzer {
     first_credit_violation: Option<(u64, u64)>,
     /// First stall: (t, line).
     first_stall: Option<(u64, u64)>,
+    /// What moved after the first stall, per (conn, stream): DATA bytes
+    /// the server's tap read and framed bytes the client scheduled. The run
+    /// ends at a stall, and fairness is judged on the service before it
+    /// (what crossed in the teardown raced the end: the stalled stream's
+    /// release let the others' buffered bytes through).
+    after_stall: AfterStall,
     blocked_conn_window_ns: u64,
     blocked_stream_window_ns: u64,
     /// GOAWAY / RST_STREAM codes the server sent, by key: [as the server's
@@ -206,6 +221,7 @@ impl Analyzer {
             first_violation: None,
             first_credit_violation: None,
             first_stall: None,
+            after_stall: AfterStall::default(),
             blocked_conn_window_ns: 0,
             blocked_stream_window_ns: 0,
             server_answers: Default::default(),
@@ -400,6 +416,13 @@ impl Analyzer {
             }
             Kind::Schedule(m) => {
                 *self.offered.entry((e.conn, e.stream)).or_default() += m.framed as u64;
+                if self.first_stall.is_some() {
+                    *self
+                        .after_stall
+                        .offered
+                        .entry((e.conn, e.stream))
+                        .or_default() += m.framed as u64;
+                }
                 self.s.scheduled += 1;
                 self.first_schedule.get_or_insert(t);
                 self.last_schedule = self.last_schedule.max(t);
@@ -529,6 +552,7 @@ impl Analyzer {
         self.s.starved_streams = st.starved;
         self.s.starved_streams_truncated = st.starved_truncated;
         self.s.stream_count = st.count;
+        self.s.streams_without_data = st.empty;
         self.s.stream_fairness_basis = st.basis.map(str::to_string);
         self.s.streams = st.listed;
         self.s.client_blocked_conn_window_s = self.blocked_conn_window_ns as f64 / 1e9;
@@ -1068,19 +1092,21 @@ fn analysis_pass(
             ));
         }
     }
+    // A wait is written when it ends: those in progress at a cut are lost.
+    const CUT_WAITS: &str = "blocked times count only the waits that ended before the cut (a wait is written when it ends)";
     let ending = r.ending().clone();
     let dropped = match &ending {
         Ending::Clean(f) => f.dropped.values().sum(),
         Ending::Truncated { line } => {
             warnings.push(format!(
-                "{}: the trace is truncated at line {line} (the writer was interrupted); analysed up to the last complete event",
+                "{}: the trace is truncated at line {line} (the writer was interrupted); analysed up to the last complete event; {CUT_WAITS}",
                 path.display()
             ));
             0
         }
         Ending::NoFooter => {
             warnings.push(format!(
-                "{}: the trace has no footer (the writer did not finish); drop counts unknown",
+                "{}: the trace has no footer (the writer did not finish); drop counts unknown; {CUT_WAITS}",
                 path.display()
             ));
             0

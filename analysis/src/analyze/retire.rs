@@ -315,11 +315,14 @@ impl Least {
     }
 }
 
-/// Fairness over every stream that carried DATA, by both measures (bytes
-/// ÷ offered, used when every stream's demand is known; bytes otherwise).
+/// Fairness over every stream that carried DATA or was offered bytes, by
+/// both measures (bytes ÷ offered, used when every stream's demand is
+/// known; bytes otherwise), up to the first stall when there was one.
 #[derive(Default)]
 pub(super) struct StreamTally {
     n: u64,
+    /// Streams offered bytes that carried none.
+    empty: u64,
     demand_known: bool,
     sum: [f64; 2],
     squares: [f64; 2],
@@ -332,6 +335,7 @@ pub(super) struct StreamTally {
 pub(super) struct StreamOutcome {
     pub listed: Vec<StreamFigures>,
     pub count: u64,
+    pub empty: u64,
     pub fairness: Option<f64>,
     pub basis: Option<&'static str>,
     pub starved: Vec<String>,
@@ -342,17 +346,22 @@ pub(super) struct StreamOutcome {
 /// demand is known. What fairness is judged on when every stream's is;
 /// bytes otherwise (different offered rates are not unfairness).
 fn share_of_demand(f: &StreamFigures) -> Option<f64> {
-    f.offered_bytes
+    f.demand()
         .filter(|o| *o > 0)
-        .map(|o| f.bytes as f64 / o as f64)
+        .map(|o| f.served_bytes() as f64 / o as f64)
 }
 
 impl StreamTally {
     pub(super) fn add(&mut self, f: StreamFigures) {
+        if f.served_bytes() == 0 && f.demand() == Some(0) {
+            // Opened after the first stall: no part of the service judged.
+            return;
+        }
         if self.n == 0 {
             self.demand_known = true;
         }
         self.n += 1;
+        self.empty += u64::from(f.bytes == 0);
         let ratio = share_of_demand(&f);
         self.demand_known &= ratio.is_some();
         let mut add = |i: usize, x: f64| {
@@ -361,7 +370,7 @@ impl StreamTally {
             self.max[i] = self.max[i].max(x);
             self.least[i].push(x, f.conn, f.stream);
         };
-        add(0, f.bytes as f64);
+        add(0, f.served_bytes() as f64);
         if let Some(r) = ratio {
             add(1, r);
         }
@@ -384,13 +393,15 @@ impl StreamTally {
         for f in &mut listed {
             let x = match share_of_demand(f) {
                 Some(r) if self.demand_known => r,
-                _ => f.bytes as f64,
+                _ => f.served_bytes() as f64,
             };
             f.fair_share = share(x);
         }
         listed.sort_by_key(|f| (f.conn, f.stream));
         let (mut starved, mut truncated) = (vec![], false);
-        if self.n >= 2 && share(self.max[i]) >= 0.5 {
+        // Starvation is judged against demand: without the client's side a
+        // stream offered 5/s beside others at 100/s would read as starved.
+        if self.n >= 2 && self.demand_known && share(self.max[i]) >= 0.5 {
             let least = &self.least[i].0;
             let mut named: Vec<(u32, u32)> = least
                 .iter()
@@ -407,6 +418,7 @@ impl StreamTally {
         StreamOutcome {
             listed,
             count: self.n,
+            empty: self.empty,
             fairness,
             basis: (self.n > 0).then_some(if self.demand_known {
                 "bytes_per_offered"
@@ -526,20 +538,23 @@ impl super::Analyzer {
             {
                 self.agree_tally.not_ok.insert(sid);
             }
+            // Its figures, and a stream its client offered bytes on that
+            // carried none is one too (it was left out of the fairness it
+            // was the victim of).
+            let carried = self
+                .conns
+                .get(&(Endpoint::Server, sid))
+                .and_then(|c| c.data_c2s.get(&id).copied());
             let offered = d.client.and_then(|c| self.offered.get(&(c, id)).copied());
-            let messages = self.rpcs.remove(&(sid, id)).map_or(0, |r| r.decoded);
+            if carried.is_some() || offered.is_some_and(|o| o > 0) {
+                let f = self.stream_figure(sid, d.client, id, carried.unwrap_or(0));
+                self.stream_tally.add(f);
+            }
+            self.rpcs.remove(&(sid, id));
+            self.after_stall.bytes.remove(&(sid, id));
             self.pending_stream.remove(&(sid, id));
             if let Some(c) = self.conns.get_mut(&(Endpoint::Server, sid)) {
-                if let Some(bytes) = c.data_c2s.remove(&id) {
-                    self.stream_tally.add(StreamFigures {
-                        conn: sid,
-                        stream: id,
-                        bytes,
-                        messages,
-                        offered_bytes: offered,
-                        fair_share: 0.0,
-                    });
-                }
+                c.data_c2s.remove(&id);
                 c.flows.iter_mut().for_each(|w| w.forget(id));
                 c.retired.insert(id);
                 c.seen.remove(&id);
@@ -547,6 +562,7 @@ impl super::Analyzer {
         }
         if let Some(cid) = d.client {
             self.offered.remove(&(cid, id));
+            self.after_stall.offered.remove(&(cid, id));
             self.exhausted.remove(&(cid, id));
             if let Some(c) = self.conns.get_mut(&(Endpoint::Client, cid)) {
                 c.data_c2s.remove(&id);
@@ -570,6 +586,8 @@ mod tests {
             bytes,
             messages: 0,
             offered_bytes: offered,
+            bytes_before_stall: None,
+            offered_before_stall: None,
             fair_share: 0.0,
         }
     }
@@ -623,22 +641,29 @@ mod tests {
     }
 
     /// Starved streams are named whenever they are retired; past the cap,
-    /// the outcome says more may be starved.
+    /// the outcome says more may be starved. Without every stream's demand
+    /// none is named: a stream offered little reads as starved by bytes.
     #[test]
     fn starved_streams_are_named_and_a_cap_is_said() {
-        let mut t = StreamTally::default();
-        for i in 0..100u32 {
-            t.add(fig(1, 2 * i + 1, if i == 40 { 5 } else { 1_000 }, None));
-        }
-        let out = t.finish();
+        let starved = |demand: Option<u64>| {
+            let mut t = StreamTally::default();
+            for i in 0..100u32 {
+                t.add(fig(1, 2 * i + 1, if i == 40 { 5 } else { 1_000 }, demand));
+            }
+            t.finish()
+        };
+        let out = starved(Some(1_000));
         assert_eq!(out.starved, vec!["1/81".to_string()]);
+        assert_eq!(out.basis, Some("bytes_per_offered"));
+        let out = starved(None);
         assert_eq!(out.basis, Some("bytes"));
+        assert!(out.starved.is_empty() && out.fairness.unwrap() < 1.0);
         let mut t = StreamTally::default();
         for i in 0..(MAX_STARVED_NAMED as u32 + 10) {
-            t.add(fig(1, 2 * i + 1, 1, None));
+            t.add(fig(1, 2 * i + 1, 1, Some(100_000)));
         }
         for i in 0..20_000u32 {
-            t.add(fig(2, 2 * i + 1, 100_000, None));
+            t.add(fig(2, 2 * i + 1, 100_000, Some(100_000)));
         }
         let out = t.finish();
         assert_eq!(out.starved.len(), MAX_STARVED_NAMED);
@@ -743,6 +768,68 @@ mod tests {
                 .contains("C2s stream 11: client 65435 vs server 65445"),
             "{}",
             agree.detail
+        );
+    }
+
+    /// Fairness is judged up to the first stall (bytes that crossed in
+    /// the teardown after it raced the end and moved the index from 0.98
+    /// to 0.59 between runs), and a stream offered bytes that carried none
+    /// is in it, starved (it was left out of the fairness it was the victim
+    /// of).
+    #[test]
+    fn fairness_is_judged_up_to_the_stall_and_counts_a_stream_that_carried_nothing() {
+        use crate::schema::*;
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let mut a = paired();
+        let schedule = |seq| {
+            Kind::Schedule(MsgEv {
+                seq,
+                size: 95,
+                framed: 100,
+            })
+        };
+        let data = |len: u32| {
+            Kind::Frame(FrameEv {
+                dir: Dir::In,
+                frame: FrameType::DATA,
+                len,
+                ..FrameEv::default()
+            })
+        };
+        // Streams 1 and 3 offered and carried 100 bytes each; stream 5
+        // offered 100 and never carried a byte.
+        for (i, id) in [1u32, 3, 5].into_iter().enumerate() {
+            a.feed(&ev(10 + i as u64, c, 1, id, schedule(0)));
+        }
+        a.feed(&ev(20, s, 2, 1, data(100)));
+        a.feed(&ev(21, s, 2, 3, data(100)));
+        let stall = Kind::Stall(StallEv {
+            timeout_ns: 2_000_000_000,
+            pending: 1,
+            conn_window: Some(65_535),
+            streams: vec![],
+        });
+        a.feed(&ev(30, s, 0, 0, stall));
+        // The teardown: stream 1's buffered bytes rush in, and more is
+        // offered that the stall stopped.
+        a.feed(&ev(40, s, 2, 1, data(5_000)));
+        a.feed(&ev(41, c, 1, 3, schedule(1)));
+        let (sum, _) = a.finish(0, &crate::reader::Ending::Clean(Footer::default()));
+        assert_eq!((sum.stream_count, sum.streams_without_data), (3, 1));
+        assert_eq!(
+            sum.stream_fairness_basis.as_deref(),
+            Some("bytes_per_offered")
+        );
+        // Delivery 1, 1, 0 before the stall: (2)² / (3 · 2) = 2/3.
+        let jain = sum.stream_fairness.unwrap();
+        assert!((jain - 2.0 / 3.0).abs() < 1e-12, "{jain}");
+        assert_eq!(sum.starved_streams, vec!["2/5".to_string()]);
+        let one = sum.streams.iter().find(|f| f.stream == 1).unwrap();
+        assert_eq!((one.bytes, one.bytes_before_stall), (5_100, Some(100)));
+        let three = sum.streams.iter().find(|f| f.stream == 3).unwrap();
+        assert_eq!(
+            (three.offered_bytes, three.offered_before_stall),
+            (Some(200), Some(100))
         );
     }
 

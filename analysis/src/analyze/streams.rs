@@ -14,36 +14,69 @@ pub const STARVED_BELOW: f64 = 0.10;
 
 impl Analyzer {
     /// Per-stream figures of the streams not retired yet, from the server's
-    /// tap (client→server DATA) and the server's decode events, sorted by
-    /// (connection, stream); `fair_share` is the tally's (see `retire`).
+    /// tap (client→server DATA) and the server's decode events, and the
+    /// streams a client offered bytes on that carried none to its server,
+    /// sorted by (connection, stream); `fair_share` is the tally's (see
+    /// `retire`).
     pub(super) fn stream_figures(&self) -> Vec<StreamFigures> {
+        // The client connection of each server connection (same addresses).
+        let client_of: BTreeMap<u32, u32> = self.pairs().into_iter().map(|(c, s)| (s, c)).collect();
         let mut out: Vec<StreamFigures> = self
             .conns
             .iter()
             .filter(|((ep, _), _)| *ep == Endpoint::Server)
             .flat_map(|((_, conn), c)| {
+                let client = client_of.get(conn).copied();
                 c.data_c2s
                     .iter()
-                    .map(move |(&stream, &bytes)| StreamFigures {
-                        conn: *conn,
-                        stream,
-                        bytes,
-                        messages: 0,
-                        offered_bytes: None,
-                        fair_share: 0.0,
-                    })
+                    .map(move |(&stream, &bytes)| self.stream_figure(*conn, client, stream, bytes))
             })
             .collect();
-        // The client connection of each server connection (same addresses).
-        let client_of: BTreeMap<u32, u32> = self.pairs().into_iter().map(|(c, s)| (s, c)).collect();
-        for f in &mut out {
-            f.messages = self.rpcs.get(&(f.conn, f.stream)).map_or(0, |r| r.decoded);
-            f.offered_bytes = client_of
-                .get(&f.conn)
-                .and_then(|c| self.offered.get(&(*c, f.stream)).copied());
+        for (&server, &client) in &client_of {
+            let Some(c) = self.conns.get(&(Endpoint::Server, server)) else {
+                continue;
+            };
+            for (&(cid, stream), &offered) in &self.offered {
+                if cid == client
+                    && offered > 0
+                    && !c.data_c2s.contains_key(&stream)
+                    && !c.retired.contains(stream)
+                {
+                    out.push(self.stream_figure(server, Some(client), stream, 0));
+                }
+            }
         }
         out.sort_by_key(|f| (f.conn, f.stream));
         out
+    }
+
+    /// One stream's figures: `bytes` the server's tap read on it, its
+    /// messages, the client's demand when its side is in the trace, and
+    /// both up to the first stall when one came while it was open.
+    pub(super) fn stream_figure(
+        &self,
+        server: u32,
+        client: Option<u32>,
+        stream: u32,
+        bytes: u64,
+    ) -> StreamFigures {
+        let offered = client.and_then(|c| self.offered.get(&(c, stream)).copied());
+        let stalled = self.first_stall.is_some();
+        let after = |m: &std::collections::HashMap<(u32, u32), u64>, conn| {
+            m.get(&(conn, stream)).copied().unwrap_or(0)
+        };
+        StreamFigures {
+            conn: server,
+            stream,
+            bytes,
+            messages: self.rpcs.get(&(server, stream)).map_or(0, |r| r.decoded),
+            offered_bytes: offered,
+            bytes_before_stall: stalled.then(|| bytes - after(&self.after_stall.bytes, server)),
+            offered_before_stall: stalled
+                .then(|| Some(offered? - after(&self.after_stall.offered, client?)))
+                .flatten(),
+            fair_share: 0.0,
+        }
     }
 
     /// The first stall's cause (see [`super::summary::Summary::stall_cause`])
@@ -296,7 +329,9 @@ impl StallCause {
             StallCause::NotOpen => {
                 "not open (a stream with messages to send never got its HEADERS out: h2 holds a new stream until the server allows one more concurrent stream, and the client opens none before the server's first SETTINGS)"
             }
-            StallCause::Other => "stall (no stream holds the connection's credit)",
+            StallCause::Other => {
+                "other (neither starvation nor deadlock: no stream holds decoded bytes it never released, and the partial messages held do not fill the connection window)"
+            }
         }
     }
 }

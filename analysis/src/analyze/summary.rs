@@ -349,9 +349,12 @@ pub struct Summary {
     /// [`super::retire::MAX_LISTED_STREAMS`] to end, sorted by
     /// (connection, stream); `stream_count` counts them all.
     pub streams: Vec<StreamFigures>,
-    /// Streams that carried DATA, listed or not.
+    /// Streams that carried DATA or were offered bytes, listed or not.
     #[serde(default)]
     pub stream_count: u64,
+    /// Of those, the streams offered bytes that carried none.
+    #[serde(default)]
+    pub streams_without_data: u64,
     /// Jain's fairness index of delivery over all streams (null below 2
     /// streams), and what delivery was: `bytes_per_offered` (every
     /// stream's demand known) or `bytes`.
@@ -496,11 +499,32 @@ pub struct StreamFigures {
     /// client's side is in the trace.
     #[serde(default)]
     pub offered_bytes: Option<u64>,
+    /// When a stall was recorded before the stream was done with: its
+    /// `bytes` and `offered_bytes` up to the first stall, what its delivery
+    /// is judged on (the run ends at a stall; what crosses in the teardown
+    /// is not service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_before_stall: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_before_stall: Option<u64>,
     /// Its delivery ÷ the mean delivery over streams, where delivery is
     /// bytes ÷ offered bytes (bytes alone without the client's schedule):
     /// 1 is exactly a fair share; a stream that got all it asked for is
     /// never below another that got less of its demand.
     pub fair_share: f64,
+}
+
+impl StreamFigures {
+    /// The bytes its delivery is judged on: up to the first stall when
+    /// one was recorded while it was open.
+    pub fn served_bytes(&self) -> u64 {
+        self.bytes_before_stall.unwrap_or(self.bytes)
+    }
+
+    /// Its demand, on the same span as [`Self::served_bytes`].
+    pub fn demand(&self) -> Option<u64> {
+        self.offered_before_stall.or(self.offered_bytes)
+    }
 }
 
 /// Why a client send waited.

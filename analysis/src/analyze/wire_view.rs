@@ -304,6 +304,13 @@ impl Analyzer {
                     *total += f.data_len() as u64;
                     let total = *total as f64;
                     self.tl.push_stream_bytes(e.ep, e.conn, e.stream, t, total);
+                    if self.first_stall.is_some() && e.ep == Endpoint::Server {
+                        *self
+                            .after_stall
+                            .bytes
+                            .entry((e.conn, e.stream))
+                            .or_default() += f.data_len() as u64;
+                    }
                 }
                 self.log_window(t, e, travel as usize, 0, cw);
                 self.count_data(e, f);
