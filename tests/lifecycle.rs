@@ -148,6 +148,13 @@ fn ctrl_c_mid_run_finishes_the_trace_and_the_summary() {
         s.checks["accounting"].detail
     );
     assert_eq!(s.trace_ending, "clean");
+    // Stopped while progressing: no stall, judged.
+    assert_eq!(
+        s.checks["no_stall"].ok,
+        Some(true),
+        "{}",
+        s.checks["no_stall"].detail
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

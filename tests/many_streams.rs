@@ -651,3 +651,46 @@ fn growth_window_counts_are_exactly_the_stated_windows() {
         updates.iter().sum::<u64>()
     );
 }
+
+/// Interrupted while stuck (every stream waiting on a connection window the
+/// stalled stream holds), before the stall timeout: whether it was a stall
+/// cannot be judged (`no_stall` said "the run never stopped progressing").
+/// Interrupted while the client waited on a busy worker, as it does all run
+/// long with a direct queue: it held.
+#[test]
+fn a_run_interrupted_while_stuck_cannot_say_it_never_stalled() {
+    let judge = |name: &str, args: &[&str]| {
+        let dir = temp_dir(name);
+        let mut all = vec!["run", "--duration", "20s", "--stall-timeout", "30s"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--quiet", "--no-pcap"]);
+        support::run_interrupted(&all, &dir, "schedule", 300);
+        support::read_summary(&dir)
+    };
+    // The premise: all four streams were waiting when the interrupt came (a
+    // client held up at the start offers its backlog at once, and the
+    // interrupt can then come before the window fills).
+    let stuck = (0..3)
+        .map(|k| {
+            judge(
+                &format!("stuck{k}"),
+                &["--streams", "4", "--stall-stream", "3"],
+            )
+        })
+        .find(|s| s.blocked_open_by.get("window") == Some(&4))
+        .expect("never interrupted while all four streams waited");
+    let no_stall = &stuck.checks["no_stall"];
+    assert_eq!(no_stall.ok, None, "{}", no_stall.detail);
+    assert!(
+        no_stall.detail.contains("the run ended stuck"),
+        "{}",
+        no_stall.detail
+    );
+    let paced = judge("paced", &["--queue", "direct"]);
+    assert_eq!(
+        paced.checks["no_stall"].ok,
+        Some(true),
+        "{}",
+        paced.checks["no_stall"].detail
+    );
+}

@@ -194,6 +194,19 @@ pub(super) struct Evidence<'a> {
     pub agree: Check,
     /// The first `stall` event: (t, line).
     pub stall: Option<(u64, u64)>,
+    /// The run ended stuck (see [`Stuck`]), if it did.
+    pub stuck: Option<Stuck>,
+}
+
+/// A run that ended while the client's sends waited for capacity and
+/// nothing had progressed since the last of those waits began (what the
+/// stall watcher counts: bytes reaching the server's application, or the
+/// client's DATA when the trace has the client alone): stopped before its
+/// stall timeout could tell a stall from a pause.
+pub(super) struct Stuck {
+    /// The last progress (`None`: none at all) and the end of the waits.
+    pub progress: Option<u64>,
+    pub given_up: u64,
 }
 
 impl Evidence<'_> {
@@ -402,6 +415,28 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 "{}: a stall after its last event would not be in it, so this cannot be judged",
                 ev.cut.as_deref().unwrap_or_default()
             )),
+            None if (both || ev.has_client) && ev.stuck.is_some() => {
+                let stuck = ev.stuck.as_ref().expect("matched");
+                let what = if ev.has_server {
+                    "nothing reached the server's application"
+                } else {
+                    "the client sent no DATA"
+                };
+                let since = match stuck.progress {
+                    Some(p) => format!(
+                        "{what} in its last {:.3} s (from {:.3} s)",
+                        stuck.given_up.saturating_sub(p) as f64 / 1e9,
+                        ev.secs(p)
+                    ),
+                    None => format!("{what} at all"),
+                };
+                Check::na(format!(
+                    "no stall was recorded, but the run ended stuck: {since}, with the client's sends waiting \
+                     for capacity until they were given up at {:.3} s; whether it would have been a stall \
+                     (--stall-timeout) cannot be judged",
+                    ev.secs(stuck.given_up)
+                ))
+            }
             None if both => Check::new(true, "the run never stopped progressing"),
             None if ev.has_client => Check::new(
                 true,

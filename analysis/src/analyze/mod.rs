@@ -148,6 +148,15 @@ pub struct Analyzer {
     /// (what crossed in the teardown raced the end: the stalled stream's
     /// release let the others' buffered bytes through).
     after_stall: AfterStall,
+    /// Progress as a stall watcher sees it: the last time bytes reached
+    /// the server's application (`chunk`), and the client's last DATA out
+    /// (what `client` alone watches); and the longest spell without it
+    /// between two such events.
+    last_progress: [Option<u64>; 2],
+    longest_quiet: [u64; 2],
+    /// Of the client's waits for capacity still open when its RPC ended
+    /// (`open: true`): the latest start, and when it was given up.
+    open_wait: Option<(u64, u64)>,
     blocked_conn_window_ns: u64,
     blocked_stream_window_ns: u64,
     /// GOAWAY / RST_STREAM codes the server sent, by key: [as the server's
@@ -222,6 +231,9 @@ impl Analyzer {
             first_credit_violation: None,
             first_stall: None,
             after_stall: AfterStall::default(),
+            last_progress: [None; 2],
+            longest_quiet: [0; 2],
+            open_wait: None,
             blocked_conn_window_ns: 0,
             blocked_stream_window_ns: 0,
             server_answers: Default::default(),
@@ -403,7 +415,10 @@ impl Analyzer {
                 };
                 *map.entry(name).or_default() += 1;
             }
-            Kind::Chunk(c) => self.chunk(e, c),
+            Kind::Chunk(c) => {
+                self.progressed(0, t);
+                self.chunk(e, c)
+            }
             Kind::Release(r) => self.release(e, r),
             Kind::Decode(m) => self.decode(e, m),
             Kind::Enqueue(q) => self.enqueue(e, q),
@@ -454,6 +469,10 @@ impl Analyzer {
     /// the rest is on the window if the stream's or the connection's send
     /// window was ≤ 0 at some moment of it, on h2's buffer otherwise.
     fn client_wait(&mut self, e: &Event, w: &crate::schema::WindowBlockedEv, t: u64) {
+        if w.open {
+            let (start, end) = self.open_wait.unwrap_or((w.start, t));
+            self.open_wait = Some((start.max(w.start), end.max(t)));
+        }
         let opened = self
             .exhausted
             .get(&(e.conn, e.stream))
@@ -504,6 +523,29 @@ impl Analyzer {
             self.tl.h2_buffer_blocked.push(start, d as f64 / 1e9);
             self.interval(start, t, Blocked::H2Buffer);
         }
+    }
+
+    /// Progress at `t` as the stall watcher of `side` (0 the server's, 1
+    /// the client's) counts it.
+    pub(super) fn progressed(&mut self, side: usize, t: u64) {
+        if let Some(last) = self.last_progress[side] {
+            self.longest_quiet[side] = self.longest_quiet[side].max(t.saturating_sub(last));
+        }
+        self.last_progress[side] = Some(t);
+    }
+
+    /// Whether the run ended stuck (see [`checks::Stuck`]): its sends
+    /// waited for capacity when it ended, nothing progressed since the last
+    /// of those waits began, and that quiet spell is longer than any the
+    /// run had recovered from (a worker busy for 10 ms leaves the client
+    /// waiting that long between releases, all run long).
+    fn stuck(&self) -> Option<checks::Stuck> {
+        let (start, given_up) = self.open_wait?;
+        let side = usize::from(!self.has_server);
+        let progress = self.last_progress[side];
+        progress
+            .is_none_or(|p| p < start && given_up - p > self.longest_quiet[side])
+            .then_some(checks::Stuck { progress, given_up })
     }
 
     /// A blocked interval still open when the recording ended, by what it
@@ -569,6 +611,7 @@ impl Analyzer {
                 self.tl.advertised_stream_window = Some(c.flows[0].initial());
             }
         }
+        let stuck = self.stuck();
         let s = &mut self.s;
         s.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
         s.first_event_s = self
@@ -771,6 +814,7 @@ impl Analyzer {
             ),
             windows: (violations, first_violation, self.first_violation),
             stall: self.first_stall,
+            stuck,
             bytes: bytes_check,
             agree: agree_check,
         });

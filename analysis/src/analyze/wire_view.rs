@@ -456,6 +456,9 @@ impl Analyzer {
         if e.ep == Endpoint::Client && f.dir == Dir::Out {
             self.s.data_frames_out += 1;
             self.s.data_bytes_out += f.data_len() as u64;
+            if f.data_len() > 0 {
+                self.progressed(1, e.t);
+            }
         }
     }
 
