@@ -814,7 +814,7 @@ fn headline_lines(s: &Summary) -> String {
             }
         );
         if of == "bytes" {
-            line.push_str("; starvation not judged: each stream's demand is in the client's trace");
+            line.push_str("; starvation not judged: not every stream's demand (the client's schedule) is in the trace");
         }
         if !s.starved_streams.is_empty() {
             line.push_str(&format!(

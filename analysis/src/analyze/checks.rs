@@ -318,7 +318,7 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
             let lost_explained = s.lost_in_flight >= 0 && (s.lost_in_flight == 0 || !all_ok);
             let whole = s.unaccounted == s.lost_in_flight;
             let mut detail = format!(
-                "scheduled {} {} completed {} + discarded {} + never_sent {} + lost in flight at a reset {}; \
+                "scheduled {} {} completed {} + discarded {} + never_sent {} + lost in flight {}; \
                  client: scheduled {} sent {} + never_sent; server: decoded {} {} completed + discarded",
                 s.scheduled,
                 equals(whole),
@@ -335,8 +335,10 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 detail.push_str(if s.lost_in_flight < 0 {
                     "; more messages decoded than sent"
                 } else {
-                    "; messages lost in flight though every RPC ended OK (no reset explains them)"
+                    "; lost in flight ≠ 0 though every RPC ended OK: only a reset loses messages in flight"
                 });
+            } else if s.lost_in_flight > 0 {
+                detail.push_str(" (lost at a reset: an RPC ended other than OK)");
             }
             Check::new(client && server && lost_explained && whole, detail)
         },

@@ -431,7 +431,7 @@ impl Analyzer {
             }
             Kind::Schedule(m) => {
                 *self.offered.entry((e.conn, e.stream)).or_default() += m.framed as u64;
-                if self.first_stall.is_some() {
+                if self.after_first_stall(t) {
                     *self
                         .after_stall
                         .offered
@@ -523,6 +523,12 @@ impl Analyzer {
             self.tl.h2_buffer_blocked.push(start, d as f64 / 1e9);
             self.interval(start, t, Blocked::H2Buffer);
         }
+    }
+
+    /// Whether `t` is after the first stall's (an event at its very
+    /// nanosecond, whichever way the sort put it, is not).
+    pub(super) fn after_first_stall(&self, t: u64) -> bool {
+        self.first_stall.is_some_and(|(stall, _)| t > stall)
     }
 
     /// Progress at `t` as the stall watcher of `side` (0 the server's, 1

@@ -810,6 +810,10 @@ mod tests {
             streams: vec![],
         });
         a.feed(&ev(30, s, 0, 0, stall));
+        // At the stall's very nanosecond, sorted after it: before it all
+        // the same.
+        a.feed(&ev(30, s, 2, 3, data(100)));
+        a.feed(&ev(30, c, 1, 1, schedule(1)));
         // The teardown: stream 1's buffered bytes rush in, and more is
         // offered that the stall stopped.
         a.feed(&ev(40, s, 2, 1, data(5_000)));
@@ -820,13 +824,19 @@ mod tests {
             sum.stream_fairness_basis.as_deref(),
             Some("bytes_per_offered")
         );
-        // Delivery 1, 1, 0 before the stall: (2)² / (3 · 2) = 2/3.
+        // Delivery before the stall 100/200, 200/100 and 0/100:
+        // 2.5² / (3 · (0.25 + 4)) = 6.25 / 12.75.
         let jain = sum.stream_fairness.unwrap();
-        assert!((jain - 2.0 / 3.0).abs() < 1e-12, "{jain}");
+        assert!((jain - 6.25 / 12.75).abs() < 1e-12, "{jain}");
         assert_eq!(sum.starved_streams, vec!["2/5".to_string()]);
         let one = sum.streams.iter().find(|f| f.stream == 1).unwrap();
         assert_eq!((one.bytes, one.bytes_before_stall), (5_100, Some(100)));
+        assert_eq!(
+            (one.offered_bytes, one.offered_before_stall),
+            (Some(200), Some(200))
+        );
         let three = sum.streams.iter().find(|f| f.stream == 3).unwrap();
+        assert_eq!((three.bytes, three.bytes_before_stall), (200, Some(200)));
         assert_eq!(
             (three.offered_bytes, three.offered_before_stall),
             (Some(200), Some(100))

@@ -304,7 +304,7 @@ impl Analyzer {
                     *total += f.data_len() as u64;
                     let total = *total as f64;
                     self.tl.push_stream_bytes(e.ep, e.conn, e.stream, t, total);
-                    if self.first_stall.is_some() && e.ep == Endpoint::Server {
+                    if self.after_first_stall(t) && e.ep == Endpoint::Server {
                         *self
                             .after_stall
                             .bytes
