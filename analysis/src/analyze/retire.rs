@@ -361,7 +361,7 @@ impl StreamTally {
             self.demand_known = true;
         }
         self.n += 1;
-        self.empty += u64::from(f.bytes == 0);
+        self.empty += u64::from(f.bytes == 0 && f.offered_bytes.is_some_and(|o| o > 0));
         let ratio = share_of_demand(&f);
         self.demand_known &= ratio.is_some();
         let mut add = |i: usize, x: f64| {
