@@ -224,6 +224,21 @@ fn stream_rates_offer_each_stream_its_own_rate() {
     let s = support::read_summary(&dir);
     let per: Vec<(u32, u64)> = s.streams.iter().map(|f| (f.stream, f.messages)).collect();
     assert_eq!(per, [(1, 100), (3, 100), (5, 400)], "{per:?}");
+    // Each stream's messages, from both sides, add up to the run's.
+    let per: Vec<_> = s
+        .streams
+        .iter()
+        .map(|f| (f.scheduled, f.sent, f.never_sent, f.completed, f.discarded))
+        .collect();
+    assert_eq!(
+        per,
+        [
+            (Some(100), Some(100), Some(0), 100, 0),
+            (Some(100), Some(100), Some(0), 100, 0),
+            (Some(400), Some(400), Some(0), 400, 0)
+        ],
+        "{per:?}"
+    );
     // Wrong counts are refused before anything starts.
     let (out, _) = run_with(
         &dir,

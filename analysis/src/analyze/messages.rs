@@ -24,6 +24,9 @@ pub(super) struct Rpc {
     /// Framed bytes of those messages: `chunks - decoded_bytes` is the
     /// partial message the stream holds.
     pub(super) decoded_bytes: u64,
+    /// Messages completed and discarded on this stream.
+    pub(super) completed: u64,
+    pub(super) discarded: u64,
     pub(super) msgs: HashMap<u64, (u32, MsgState)>,
 }
 
@@ -138,6 +141,9 @@ impl Analyzer {
     pub(super) fn complete(&mut self, e: &Event, c: &schema::CompleteEv) {
         let t = e.t;
         self.s.completed += 1;
+        if let Some(rpc) = self.rpcs.get_mut(&(e.conn, e.stream)) {
+            rpc.completed += 1;
+        }
         self.last_complete = t;
         self.forget(e, c.seq, t);
         self.tl.completed.push(t, self.s.completed as f64);
@@ -146,6 +152,9 @@ impl Analyzer {
     pub(super) fn discard(&mut self, e: &Event, d: &schema::DiscardEv) {
         let t = e.t;
         self.s.discarded += 1;
+        if let Some(rpc) = self.rpcs.get_mut(&(e.conn, e.stream)) {
+            rpc.discarded += 1;
+        }
         *self
             .s
             .discarded_by_reason

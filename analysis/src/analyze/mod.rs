@@ -48,6 +48,14 @@ fn side_of(ep: Endpoint) -> retire::Side {
     }
 }
 
+/// A client stream's messages: scheduled, sent, never sent.
+#[derive(Default, Clone, Copy)]
+pub(super) struct ClientMessages {
+    pub scheduled: u64,
+    pub sent: u64,
+    pub never_sent: u64,
+}
+
 /// Bytes that moved after the first stall (see `Analyzer::after_stall`).
 #[derive(Default)]
 struct AfterStall {
@@ -148,6 +156,8 @@ pub struct Analyzer {
     /// (what crossed in the teardown raced the end: the stalled stream's
     /// release let the others' buffered bytes through).
     after_stall: AfterStall,
+    /// Per client (conn, stream) not retired yet: its messages.
+    client_messages: HashMap<(u32, u32), ClientMessages>,
     /// Progress as a stall watcher sees it: the last time bytes reached
     /// the server's application (`chunk`), and the client's last DATA out
     /// (what `client` alone watches); and the longest spell without it
@@ -231,6 +241,7 @@ impl Analyzer {
             first_credit_violation: None,
             first_stall: None,
             after_stall: AfterStall::default(),
+            client_messages: HashMap::new(),
             last_progress: [None; 2],
             longest_quiet: [0; 2],
             open_wait: None,
@@ -439,6 +450,10 @@ impl Analyzer {
                         .or_default() += m.framed as u64;
                 }
                 self.s.scheduled += 1;
+                self.client_messages
+                    .entry((e.conn, e.stream))
+                    .or_default()
+                    .scheduled += 1;
                 self.first_schedule.get_or_insert(t);
                 self.last_schedule = self.last_schedule.max(t);
                 self.tl.scheduled.push(t, self.s.scheduled as f64);
@@ -446,6 +461,10 @@ impl Analyzer {
             }
             Kind::Send(sd) => {
                 self.s.sent += 1;
+                self.client_messages
+                    .entry((e.conn, e.stream))
+                    .or_default()
+                    .sent += 1;
                 self.last_send = self.last_send.max(t);
                 self.lateness.record(sd.begin.saturating_sub(sd.scheduled));
                 self.tl.sent.push(t, self.s.sent as f64);
@@ -453,6 +472,10 @@ impl Analyzer {
             Kind::WindowBlocked(w) => self.client_wait(e, w, t),
             Kind::NeverSent(n) => {
                 self.s.never_sent += n.count;
+                self.client_messages
+                    .entry((e.conn, e.stream))
+                    .or_default()
+                    .never_sent += n.count;
                 *self
                     .s
                     .never_sent_by_reason

@@ -563,6 +563,7 @@ impl super::Analyzer {
         if let Some(cid) = d.client {
             self.offered.remove(&(cid, id));
             self.after_stall.offered.remove(&(cid, id));
+            self.client_messages.remove(&(cid, id));
             self.exhausted.remove(&(cid, id));
             if let Some(c) = self.conns.get_mut(&(Endpoint::Client, cid)) {
                 c.data_c2s.remove(&id);
@@ -588,6 +589,11 @@ mod tests {
             offered_bytes: offered,
             bytes_before_stall: None,
             offered_before_stall: None,
+            scheduled: None,
+            sent: None,
+            never_sent: None,
+            completed: 0,
+            discarded: 0,
             fair_share: 0.0,
         }
     }
@@ -835,8 +841,13 @@ mod tests {
             (one.offered_bytes, one.offered_before_stall),
             (Some(200), Some(200))
         );
+        assert_eq!(
+            (one.scheduled, one.sent, one.never_sent),
+            (Some(2), Some(0), Some(0))
+        );
         let three = sum.streams.iter().find(|f| f.stream == 3).unwrap();
         assert_eq!((three.bytes, three.bytes_before_stall), (200, Some(200)));
+        assert_eq!(three.scheduled, Some(2));
         assert_eq!(
             (three.offered_bytes, three.offered_before_stall),
             (Some(200), Some(100))

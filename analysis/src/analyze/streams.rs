@@ -65,11 +65,18 @@ impl Analyzer {
         let after = |m: &std::collections::HashMap<(u32, u32), u64>, conn| {
             m.get(&(conn, stream)).copied().unwrap_or(0)
         };
+        let rpc = self.rpcs.get(&(server, stream));
+        let sent = client.and_then(|c| self.client_messages.get(&(c, stream)).copied());
         StreamFigures {
             conn: server,
             stream,
             bytes,
-            messages: self.rpcs.get(&(server, stream)).map_or(0, |r| r.decoded),
+            messages: rpc.map_or(0, |r| r.decoded),
+            scheduled: sent.map(|m| m.scheduled),
+            sent: sent.map(|m| m.sent),
+            never_sent: sent.map(|m| m.never_sent),
+            completed: rpc.map_or(0, |r| r.completed),
+            discarded: rpc.map_or(0, |r| r.discarded),
             offered_bytes: offered,
             bytes_before_stall: stalled.then(|| bytes - after(&self.after_stall.bytes, server)),
             offered_before_stall: stalled

@@ -507,6 +507,19 @@ pub struct StreamFigures {
     pub bytes_before_stall: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_before_stall: Option<u64>,
+    /// The client's messages on it (null without the client's side):
+    /// scheduled, sent (wholly handed to h2) and never sent.
+    #[serde(default)]
+    pub scheduled: Option<u64>,
+    #[serde(default)]
+    pub sent: Option<u64>,
+    #[serde(default)]
+    pub never_sent: Option<u64>,
+    /// The server's messages on it that completed, and that were discarded.
+    #[serde(default)]
+    pub completed: u64,
+    #[serde(default)]
+    pub discarded: u64,
     /// Its delivery ÷ the mean delivery over streams, where delivery is
     /// bytes ÷ offered bytes (bytes alone without the client's schedule):
     /// 1 is exactly a fair share; a stream that got all it asked for is
