@@ -435,7 +435,9 @@ fn part3_cards(o: &mut String, ov: &crate::analyze::overload::Overload) {
             ov.on_time,
             ov.originals,
             ov.other_ends()
+                .iter()
                 .map(|(name, n)| format!("{name} {n}"))
+                .collect::<Vec<_>>()
                 .join(" · ")
         ),
     );

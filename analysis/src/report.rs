@@ -326,7 +326,9 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
         ov.originals,
         100.0 * ov.useful_fraction,
         ov.other_ends()
+            .iter()
             .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
             .join("  ")
     );
     let _ = writeln!(

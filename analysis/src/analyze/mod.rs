@@ -869,9 +869,11 @@ impl Analyzer {
         }
         if self.ov.seen {
             let incomplete = match (&cut_why, dropped_known) {
-                (Some(why), _) => Some(why.clone()),
-                (None, Some(d)) if d > 0 => Some(format!("the recorder dropped {d} events")),
-                (None, None) => Some("drop counts unknown".to_string()),
+                (Some(why), _) => Some((why.clone(), true)),
+                (None, Some(d)) if d > 0 => {
+                    Some((format!("the recorder dropped {d} events"), false))
+                }
+                (None, None) => Some(("drop counts unknown".to_string(), false)),
                 _ => None,
             };
             let ov = std::mem::take(&mut self.ov);

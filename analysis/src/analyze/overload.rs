@@ -36,15 +36,21 @@ pub const COLLISION_BIN_NS: u64 = 20_000_000;
 impl Overload {
     /// Where the originals that were not on time went, in the headline's
     /// order: (name, count).
-    pub fn other_ends(&self) -> [(&'static str, u64); 6] {
-        [
+    pub fn other_ends(&self) -> Vec<(&'static str, u64)> {
+        let mut ends = vec![
             ("late", self.late),
             ("rejected", self.rejected),
             ("dropped", self.dropped),
             ("expired", self.expired),
             ("never-sent", self.never_sent),
             ("unanswered", self.unanswered),
-        ]
+        ];
+        // A trace cut short leaves originals without an end: said, so that
+        // the headline's ends add up to N.
+        if self.open > 0 {
+            ends.push(("still open", self.open));
+        }
+        ends
     }
 }
 
@@ -500,12 +506,15 @@ impl Tracker {
     }
 
     /// The figures and the two checks. `both`: client and server events;
-    /// `incomplete`: why the trace cannot be judged, if it cannot.
+    /// `incomplete`: why the trace cannot be judged, if it cannot, and
+    /// whether it was cut (then a violation more than the reorder window
+    /// before its end is settled whatever the cut lost, as for the other
+    /// checks; dropped events may be anywhere, so with them none is).
     pub(super) fn finish(
         mut self,
         window_blocked_s: f64,
         socket_blocked_s: f64,
-        incomplete: Option<String>,
+        incomplete: Option<(String, bool)>,
         origin: u64,
     ) -> (Overload, BTreeMap<String, Check>) {
         let end = self.last_t;
@@ -608,9 +617,20 @@ impl Tracker {
             if o.open > 0 { format!("{} still open", o.open) } else { "every original ended once".into() },
             o.first_attempts, o.attempts, o.retries, o.sent, o.decoded
         );
+        // What an incomplete trace leaves unjudged: all but a violation
+        // settled before a cut.
+        let unjudged = |at: Option<(u64, u64)>| match &incomplete {
+            Some((why, cut)) => {
+                let settled = at.is_some_and(|(t, _)| {
+                    *cut && t.saturating_add(super::reorder::WINDOW_NS) < end
+                });
+                (!settled).then(|| why.clone())
+            }
+            None => None,
+        };
         let originals = if !self.has_client {
             Check::na("no client events: the originals are the client's")
-        } else if let Some(why) = incomplete.clone() {
+        } else if let Some(why) = unjudged(self.accounting.at) {
             Check::na(why)
         } else if let Some((t, line)) = self.accounting.at {
             Check::failed_at(
@@ -633,7 +653,7 @@ impl Tracker {
         checks.insert("originals".to_string(), originals);
         let boundary = if !self.has_server {
             Check::na("no server events: the admission boundary is the server's")
-        } else if let Some(why) = incomplete {
+        } else if let Some(why) = unjudged(self.boundary.at) {
             Check::na(why)
         } else if let Some((t, line)) = self.boundary.at {
             Check::failed_at(
@@ -730,12 +750,19 @@ mod tests {
     }
 
     fn judge(events: &[Event]) -> (Overload, BTreeMap<String, Check>) {
+        judge_incomplete(events, None)
+    }
+
+    fn judge_incomplete(
+        events: &[Event],
+        incomplete: Option<(String, bool)>,
+    ) -> (Overload, BTreeMap<String, Check>) {
         let mut tr = Tracker::default();
         let mut tl = Timeline::new(0);
         for (i, e) in events.iter().enumerate() {
             tr.feed(e, i as u64 + 2, &mut tl);
         }
-        tr.finish(0.0, 0.0, None, 0)
+        tr.finish(0.0, 0.0, incomplete, 0)
     }
 
     fn original(t: u64, id: u64, deadline: u64) -> Event {
@@ -848,6 +875,21 @@ mod tests {
             c["admission"].detail
         );
 
+        // Cut short: a violation settled well before the cut stands (it was
+        // set aside, and the run exited 0); one within the reorder window
+        // of the cut, or with events dropped anywhere, cannot be judged.
+        let cut = |settled_at: u64| {
+            let mut events = broken.to_vec();
+            events.push(admit(settled_at, 2, 2, 2 * s));
+            let why = |cut: bool| Some(("the trace was cut".to_string(), cut));
+            let (_, c) = judge_incomplete(&events, why(true));
+            let (_, dropped) = judge_incomplete(&events, why(false));
+            assert_eq!(dropped["admission"].ok, None);
+            c["admission"].ok
+        };
+        assert_eq!(cut(s), Some(false));
+        assert_eq!(cut(6), None);
+
         // An original that never ends, and one that ends twice.
         let unfinished = [
             original(0, 0, s),
@@ -857,6 +899,8 @@ mod tests {
         ];
         let (o, c) = judge(&unfinished);
         assert_eq!(o.open, 1);
+        // The headline's ends add up to N: the open one is said.
+        assert_eq!(o.other_ends().last(), Some(&("still open", 1)));
         assert_eq!(c["originals"].ok, Some(false), "{}", c["originals"].detail);
     }
 
