@@ -32,18 +32,18 @@ impl Analyzer {
                     .map(move |(&stream, &bytes)| self.stream_figure(*conn, client, stream, bytes))
             })
             .collect();
-        for (&server, &client) in &client_of {
+        // Streams offered bytes that carried none: one pass over the
+        // client's demand, each looked up on its server connection.
+        let server_of: BTreeMap<u32, u32> = client_of.iter().map(|(&s, &c)| (c, s)).collect();
+        for (&(client, stream), &offered) in &self.offered {
+            let Some(&server) = server_of.get(&client) else {
+                continue;
+            };
             let Some(c) = self.conns.get(&(Endpoint::Server, server)) else {
                 continue;
             };
-            for (&(cid, stream), &offered) in &self.offered {
-                if cid == client
-                    && offered > 0
-                    && !c.data_c2s.contains_key(&stream)
-                    && !c.retired.contains(stream)
-                {
-                    out.push(self.stream_figure(server, Some(client), stream, 0));
-                }
+            if offered > 0 && !c.data_c2s.contains_key(&stream) && !c.retired.contains(stream) {
+                out.push(self.stream_figure(server, Some(client), stream, 0));
             }
         }
         out.sort_by_key(|f| (f.conn, f.stream));
