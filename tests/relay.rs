@@ -162,9 +162,21 @@ fn credit_view(dir: &Path, ep: Endpoint, data_dir: Dir) -> Credit {
 /// bytes its application released, from its trace). They differ only by
 /// DATA in flight: written by the relay before the update arrived, read by
 /// the server after it sent it; that is found by byte offset in both
-/// traces. Returns (relay's withheld, in flight, server's unreleased) per
-/// update, in order.
-fn withheld_vs_unreleased(relay: &Path, server: &Path) -> Vec<(i64, i64, i64)> {
+/// traces. Returns (relay's withheld, in flight, server's unreleased,
+/// raced) per update, in order.
+///
+/// Raced: bytes whose release was stamped before the update's write but
+/// came too late for it. h2's connection task encodes an update's increment
+/// (all the stream's released, unannounced credit), then writes it; a worker
+/// on the other thread can release between the two (its release is stamped
+/// before `release_capacity` takes h2's lock). That credit goes out in the
+/// next update, so the server's unreleased bytes at the write are short of
+/// the withheld credit by exactly those releases, the latest before the
+/// write, whole. Anything else is left unexplained (0) and fails the
+/// equality.
+type Withheld = (i64, i64, i64, i64);
+
+fn withheld_vs_unreleased(relay: &Path, server: &Path) -> Vec<Withheld> {
     let r = credit_view(relay, Endpoint::ServerLeg, Dir::Out);
     let s = credit_view(server, Endpoint::Server, Dir::In);
     let server_read: HashMap<u64, u64> = s.data.iter().map(|d| (d.0, d.3)).collect();
@@ -193,12 +205,24 @@ fn withheld_vs_unreleased(relay: &Path, server: &Path) -> Vec<(i64, i64, i64)> {
             .iter()
             .filter(|d| d.1 == *stream && d.3 < t_server)
             .map(|d| i64::from(d.2)));
-        let released = sum(&mut s
+        let before: Vec<i64> = s
             .releases
             .iter()
             .filter(|x| x.0 == *stream && x.2 < t_server)
-            .map(|x| i64::from(x.1)));
-        out.push((written - returned, in_flight, read - released));
+            .map(|x| i64::from(x.1))
+            .collect();
+        let released: i64 = before.iter().sum();
+        let mut raced = 0;
+        if released > returned {
+            let mut latest = before.iter().rev().scan(0, |acc, b| {
+                *acc += b;
+                Some(*acc)
+            });
+            if latest.any(|suffix| suffix == released - returned) {
+                raced = released - returned;
+            }
+        }
+        out.push((written - returned, in_flight, read - released, raced));
     }
     out
 }
@@ -209,18 +233,27 @@ fn withheld_vs_unreleased(relay: &Path, server: &Path) -> Vec<(i64, i64, i64)> {
 fn assert_withheld_is_servers_unreleased(relay: &Path, server: &Path, s: &Summary) {
     let v = withheld_vs_unreleased(relay, server);
     assert!(v.len() >= 4, "{v:?}");
-    for (i, (withheld, in_flight, unreleased)) in v.iter().enumerate() {
+    for (i, (withheld, in_flight, unreleased, raced)) in v.iter().enumerate() {
         assert_eq!(
             withheld - in_flight,
-            *unreleased,
-            "update {i}: relay withheld {withheld}, in flight {in_flight}, server unreleased {unreleased}"
+            unreleased + raced,
+            "update {i}: relay withheld {withheld}, in flight {in_flight}, server unreleased {unreleased}, released as the update was written {raced}"
         );
     }
     let flying = v.iter().filter(|x| x.1 > 0).count();
+    let raced = v.iter().filter(|x| x.3 > 0).count();
     eprintln!(
-        "{} stream updates: withheld = server's unreleased at {}, and with DATA in flight at {flying}",
+        "{} stream updates: withheld = server's unreleased at {}, with DATA in flight at {flying}, with a release racing the write at {raced}",
         v.len(),
-        v.len() - flying
+        v.len() - flying - raced
+    );
+    // The race's window is the span between h2's encoding an update and
+    // its write: one such update in a run of CI runs so far; often, and the
+    // explanation would be wrong.
+    assert!(
+        raced * 20 <= v.len(),
+        "a release raced the write at {raced} of {} updates",
+        v.len()
     );
     // Usually nothing is in flight (1–2 updates in 200 on a quiet
     // machine, more under load): then the relay's figure is the server's
