@@ -260,7 +260,7 @@ fn a_three_way_merge_judges_both_ends_through_the_relay() {
 /// A serve killed before its trace's footer, merged with its client: the
 /// merged trace has no footer either, so its analysis says what the serve's
 /// own says (events may be missing; the checks cannot judge), and meta.json
-/// says why. (It got a footer: `complete`, 0 dropped, and `accounting`
+/// says why, and whose drop counts are unknown. (It got a footer: `complete`, 0 dropped, and `accounting`
 /// failed on the messages the killed server never recorded.)
 #[test]
 fn a_cut_input_leaves_the_merged_run_cut() {
@@ -291,6 +291,15 @@ fn a_cut_input_leaves_the_merged_run_cut() {
         "{}",
         meta["status"]
     );
+    // Its drop count is a lower bound, and meta.json says whose is missing.
+    let unknown: Vec<&str> = meta["drops_unknown_in"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(unknown.len(), 1, "{meta}");
+    assert!(unknown[0].ends_with("server/trace.jsonl"), "{unknown:?}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["trace_ending"], "no_footer");

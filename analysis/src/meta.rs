@@ -42,8 +42,15 @@ pub struct Meta {
     pub status: String,
     #[serde(default)]
     pub recorder: RecorderStats,
+    /// Events the recorder dropped. For a merge, the sum over the inputs
+    /// that had a footer: see [`Meta::drops_unknown_in`].
     #[serde(default)]
     pub dropped_events: u64,
+    /// `merge`: inputs cut short (no footer), whose dropped events nobody
+    /// counted, so `dropped_events` and `recorder.dropped` are a lower
+    /// bound. Empty when every count is known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drops_unknown_in: Vec<String>,
     /// The server's listening address (`run`, `serve`).
     #[serde(default)]
     pub listen: Option<String>,

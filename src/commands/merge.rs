@@ -167,7 +167,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     // what it says of the input: events may be missing, the checks cannot
     // judge. (Given a footer, a cut serve merged with its client read as a
     // whole run: `complete`, 0 dropped, `accounting` failed.)
-    let mut cut: Option<String> = None;
+    let mut cut: Vec<String> = vec![];
     for (i, (path, r)) in readers.iter().enumerate() {
         if let Some(w) = r.bad_payload_warning() {
             warnings.push(format!("{}: {w}", path.display()));
@@ -196,11 +196,11 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
                     "{}: input ended without its footer ({other:?}); drop counts unknown, and the merged trace has no footer either",
                     path.display()
                 ));
-                cut.get_or_insert_with(|| path.display().to_string());
+                cut.push(path.display().to_string());
             }
         }
     }
-    if cut.is_none() {
+    if cut.is_empty() {
         writeln!(w, "{}", footer.to_line()).map_err(write_err)?;
     }
     w.flush().map_err(write_err)?;
@@ -210,8 +210,15 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         .collect();
     warnings.extend(unlinked(&sockets, &names));
     let mut meta = merged_meta(opts, &metas, &header, events, &footer);
-    if let Some(input) = cut {
-        meta.status = format!("error: {input} ended without its footer (its run was cut short)");
+    if !cut.is_empty() {
+        meta.status = match &cut[..] {
+            [one] => format!("error: {one} ended without its footer (its run was cut short)"),
+            many => format!(
+                "error: {} ended without their footers (their runs were cut short)",
+                many.join(", ")
+            ),
+        };
+        meta.drops_unknown_in = cut;
     }
     super::write_json(&opts.out.join("meta.json"), &meta)?;
     Ok((events, warnings))
@@ -423,6 +430,7 @@ fn merged_meta(
             file_io: None,
         },
         dropped_events: footer.dropped.values().sum(),
+        drops_unknown_in: vec![],
         listen: first.and_then(|m| m.listen.clone()),
         merged_from: opts.dirs.iter().map(|d| d.display().to_string()).collect(),
         conn_offset: Some(CONN_OFFSET),
