@@ -669,8 +669,8 @@ fn growth_window_counts_are_exactly_the_stated_windows() {
 
 /// Interrupted while stuck (every stream waiting on a connection window the
 /// stalled stream holds), before the stall timeout: whether it was a stall
-/// cannot be judged (`no_stall` said "the run never stopped progressing").
-/// Interrupted while the client waited on a busy worker, as it does all run
+/// cannot be judged (`no_stall` said "the run never stopped progressing"),
+/// and so when one stream is held from the start. Interrupted while the client waited on a busy worker, as it does all run
 /// long with a direct queue: it held.
 #[test]
 fn a_run_interrupted_while_stuck_cannot_say_it_never_stalled() {
@@ -695,6 +695,18 @@ fn a_run_interrupted_while_stuck_cannot_say_it_never_stalled() {
         .find(|s| s.blocked_open_by.get("window") == Some(&4))
         .expect("never interrupted while all four streams waited");
     let no_stall = &stuck.checks["no_stall"];
+    assert_eq!(no_stall.ok, None, "{}", no_stall.detail);
+    assert!(
+        no_stall.detail.contains("the run ended stuck"),
+        "{}",
+        no_stall.detail
+    );
+    // One stream held from the start: its last bytes reached the server
+    // after its wait began, and nothing moved for a second after that (it
+    // read "the run never stopped progressing").
+    let one = judge("stuck-one", &["--stall-stream", "1:200000"]);
+    assert_eq!(one.blocked_open_by.get("window"), Some(&1), "{one:?}");
+    let no_stall = &one.checks["no_stall"];
     assert_eq!(no_stall.ok, None, "{}", no_stall.detail);
     assert!(
         no_stall.detail.contains("the run ended stuck"),

@@ -199,10 +199,10 @@ pub(super) struct Evidence<'a> {
 }
 
 /// A run that ended while the client's sends waited for capacity and
-/// nothing had progressed since the last of those waits began (what the
-/// stall watcher counts: bytes reaching the server's application, or the
-/// client's DATA when the trace has the client alone): stopped before its
-/// stall timeout could tell a stall from a pause.
+/// nothing had progressed (what the stall watcher counts: bytes reaching
+/// the server's application, or the client's DATA when the trace has the
+/// client alone) for longer than any quiet spell the run recovered from:
+/// stopped before its stall timeout could tell a stall from a pause.
 pub(super) struct Stuck {
     /// The last progress (`None`: none at all) and the end of the waits.
     pub progress: Option<u64>,

@@ -564,16 +564,19 @@ impl Analyzer {
     }
 
     /// Whether the run ended stuck (see [`checks::Stuck`]): its sends
-    /// waited for capacity when it ended, nothing progressed since the last
-    /// of those waits began, and that quiet spell is longer than any the
-    /// run had recovered from (a worker busy for 10 ms leaves the client
-    /// waiting that long between releases, all run long).
+    /// waited for capacity when it ended, and nothing had progressed for
+    /// longer than any quiet spell the run had recovered from (a worker
+    /// busy for 10 ms leaves the client waiting that long between releases,
+    /// all run long). Progress after the wait began counts no differently:
+    /// the bytes sent just before it still reach the server, and a stalled
+    /// stream's last ones did (a second after its wait began, the run read
+    /// as never stopped).
     fn stuck(&self) -> Option<checks::Stuck> {
-        let (start, given_up) = self.open_wait?;
+        let (_, given_up) = self.open_wait?;
         let side = usize::from(!self.has_server);
         let progress = self.last_progress[side];
         progress
-            .is_none_or(|p| p < start && given_up - p > self.longest_quiet[side])
+            .is_none_or(|p| given_up - p > self.longest_quiet[side])
             .then_some(checks::Stuck { progress, given_up })
     }
 
