@@ -232,8 +232,29 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let mut out = std::io::stdout().lock();
             let mut code = 0;
             let mut runs = vec![];
+            // Of several directories, one that cannot be analysed is said
+            // and the others still are (the first such stopped them all); a
+            // comparison among them (`captures/2*/` matches `compare`'s
+            // output) is skipped with a note.
+            let mut failed = 0;
             for dir in &opts.dirs {
-                let (s, w) = crate::commands::analyse_showing_progress(dir)?;
+                let (s, w) = match crate::commands::analyse_showing_progress(dir) {
+                    Ok(done) => done,
+                    Err(e) if opts.dirs.len() > 1 => {
+                        use h2probe_analysis::{reader::OpenError, report::ReportError};
+                        match e {
+                            ReportError::Open(OpenError::Comparison { .. }) => {
+                                crate::say!("note: {e}: skipped")
+                            }
+                            _ => {
+                                crate::say!("error: {e}");
+                                failed += 1;
+                            }
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 writeln!(out, "== {}", dir.display())?;
                 write!(out, "{}", h2probe_analysis::report::headline(&s))?;
                 print_warnings(&w);
@@ -256,6 +277,11 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                     )
                 )?;
             }
+            anyhow::ensure!(
+                failed == 0,
+                "{failed} of {} run directories could not be analysed (said above)",
+                opts.dirs.len()
+            );
             Ok(code)
         }
         Command::Report(opts) => {

@@ -1409,3 +1409,46 @@ fn analyze_output_fits_80_columns() {
     assert!(stdout.contains("sent/s (steady)"), "{stdout}");
     support::assert_fits_80(&stdout);
 }
+
+/// `analyze` of several directories: one it cannot read is said and the
+/// others are still analysed, exit 1 (the first such stopped them all, its
+/// runs unread); a comparison among them, which `captures/2*/` matches when
+/// `compare` wrote one there, is skipped with a note.
+#[test]
+fn analyze_goes_past_a_directory_it_cannot_read() {
+    let root = support::temp_dir("analyze-several");
+    let run = root.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
+    for f in ["trace.jsonl.gz", "meta.json"] {
+        std::fs::copy(src.join(f), run.join(f)).unwrap();
+    }
+    let comparison = root.join("compare");
+    std::fs::create_dir_all(&comparison).unwrap();
+    std::fs::write(comparison.join("comparison.json"), "[]").unwrap();
+    let empty = root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let analyze = |dirs: &[&PathBuf]| {
+        let o = h2probe().arg("analyze").args(dirs).output().unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (o.status.code(), text(&o.stdout), text(&o.stderr))
+    };
+    let (code, out, err) = analyze(&[&comparison, &run]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains(&format!("== {}", run.display())), "{out}");
+    assert!(
+        err.contains("is a comparison (`compare` wrote it), not a run directory: skipped"),
+        "{err}"
+    );
+    let (code, out, err) = analyze(&[&empty, &run]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.contains(&format!("== {}", run.display())), "{out}");
+    assert!(err.contains("no trace.jsonl here"), "{err}");
+    assert!(
+        err.contains("1 of 2 run directories could not be analysed"),
+        "{err}"
+    );
+    let (code, _, err) = analyze(&[&comparison]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("is a comparison"), "{err}");
+}

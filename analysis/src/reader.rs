@@ -181,6 +181,8 @@ impl OpenError {
             }
         } else if !dir.exists() {
             OpenError::Missing { dir: d }
+        } else if dir.join("comparison.json").is_file() {
+            OpenError::Comparison { dir: d }
         } else {
             OpenError::NotARun { dir: d }
         }
@@ -194,6 +196,9 @@ pub enum OpenError {
     NotARun { dir: String },
     #[error("{dir}: no such directory")]
     Missing { dir: String },
+    /// What `compare` writes (beside the runs, under `captures/`).
+    #[error("{dir} is a comparison (`compare` wrote it), not a run directory")]
+    Comparison { dir: String },
     #[error("{dir} is a file: give the run directory that holds it ({parent})")]
     AFile { dir: String, parent: String },
     #[error("{path}: {cause}")]
