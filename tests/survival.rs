@@ -105,32 +105,20 @@ fn ctrl_c_while_finishing_is_answered_and_a_second_skips_the_products() {
 /// CAP_SYS_ADMIN); skipped, loudly, where mounting is not allowed.
 #[test]
 fn a_disk_that_fills_after_the_trace_still_prints_the_headline() {
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
-        }
-    }
     // A 1 s run: ≈ 650 kB of trace, 150 kB windows.csv, 1.3 MB
     // timeline.csv, ≈ 0.6 MB of plots and report, 5 MB per pcap.
     for (case, size, pcap, failing) in [
         ("products", "1100k", false, "timeline.csv"),
         ("pcaps", "3500k", true, "pcap"),
     ] {
-        let mnt = temp_dir(&format!("full-{case}")).join("small");
-        std::fs::create_dir_all(&mnt).unwrap();
-        let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(&mnt)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !mounted {
-            eprintln!("SKIPPED a_disk_that_fills_after_the_trace_still_prints_the_headline: cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)");
+        let Some(mnt) = small_disk(
+            &format!("full-{case}"),
+            size,
+            "a_disk_that_fills_after_the_trace_still_prints_the_headline",
+        ) else {
             return;
-        }
-        let _unmount = Unmount(mnt.clone());
-        let dir = mnt.join("run");
+        };
+        let dir = mnt.0.join("run");
         let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
             .args(["run", "--duration", "1s", "--quiet"])
             .args(if pcap { &[][..] } else { &["--no-pcap"][..] })
@@ -171,6 +159,74 @@ fn a_disk_that_fills_after_the_trace_still_prints_the_headline() {
             }
         }
     }
+}
+
+/// A tmpfs of `size` mounted for a test, unmounted when dropped; `None`
+/// (the test skipped, loudly) where mounting is not allowed.
+struct SmallDisk(std::path::PathBuf);
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn small_disk(name: &str, size: &str, test: &str) -> Option<SmallDisk> {
+    let mnt = temp_dir(name).join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED {test}: cannot mount a tmpfs here (needs root with CAP_SYS_ADMIN)");
+        return None;
+    }
+    Some(SmallDisk(mnt))
+}
+
+/// A disk the trace itself fills: the run stops, exit 1, and meta.json
+/// holds the `error: …` status (room kept for it from the start: it was
+/// written empty, the status lost), beside a trace whole to its last
+/// complete line; nothing of the room is left. (The injected fault of the
+/// other tests fails the trace alone, which hid it.)
+#[test]
+fn a_disk_the_trace_fills_keeps_meta_json() {
+    let Some(mnt) = small_disk(
+        "full-trace",
+        "300k",
+        "a_disk_the_trace_fills_keeps_meta_json",
+    ) else {
+        return;
+    };
+    let dir = mnt.0.join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--duration", "2s", "--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+    assert!(
+        meta.status.starts_with("error: ") && meta.status.contains("No space left on device"),
+        "{}",
+        meta.status
+    );
+    assert!(!dir.join(".meta.json.room").exists());
+    let trace = std::fs::read(dir.join("trace.jsonl")).unwrap();
+    assert!(trace.len() > 100_000, "{}", trace.len());
+    let events = h2probe_analysis::reader::TraceReader::open(&dir.join("trace.jsonl"))
+        .unwrap()
+        .filter(Result::is_ok)
+        .count();
+    assert!(events > 500, "{events}");
 }
 
 /// `--trace-limit`: a 30 s run stops soon after its trace reaches 1 MiB,

@@ -285,6 +285,7 @@ pub(crate) async fn finish_or_abandon(
 
 /// Files a run writes (and `--force` removes), beside the `csv/` folder.
 const RUN_PRODUCTS: &[&str] = &[
+    MetaRoom::NAME,
     "trace.jsonl",
     "trace.jsonl.gz",
     "meta.json",
@@ -376,6 +377,37 @@ pub(crate) struct Session {
     progress: Progress,
     started_unix: u64,
     quiet: bool,
+    meta_room: MetaRoom,
+}
+
+/// Room kept on the run directory's disk for meta.json: a file of
+/// [`MetaRoom::BYTES`] written when the run starts and removed just before
+/// meta.json is written. A trace that fills the disk then leaves meta.json
+/// room for its `error: …` status (it was written empty, the status lost).
+struct MetaRoom {
+    path: PathBuf,
+}
+
+impl MetaRoom {
+    const NAME: &'static str = ".meta.json.room";
+    /// meta.json is about 2 KB; a merge of many clients, or long argv, more.
+    const BYTES: usize = 64 * 1024;
+
+    fn keep(dir: &Path) -> anyhow::Result<MetaRoom> {
+        let path = dir.join(Self::NAME);
+        std::fs::write(&path, [0u8; Self::BYTES])
+            .with_context(|| format!("keeping room for meta.json in {}", dir.display()))?;
+        Ok(MetaRoom { path })
+    }
+
+    /// Gives the room back, for meta.json.
+    fn release(self) {}
+}
+
+impl Drop for MetaRoom {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// What a finished session produced.
@@ -401,6 +433,7 @@ impl Session {
     ) -> anyhow::Result<Session> {
         let dir = output.out.clone().unwrap_or_else(|| default_run_dir(label));
         prepare_dir(&dir, output.force)?;
+        let meta_room = MetaRoom::keep(&dir)?;
         let started_unix = clock::wall_ns();
         let mut interrupts = interrupts;
         let (writer, rec) = if output.no_trace {
@@ -427,6 +460,7 @@ impl Session {
             progress,
             started_unix,
             quiet: output.quiet,
+            meta_room,
         })
     }
 
@@ -449,6 +483,7 @@ impl Session {
             started_unix,
             quiet,
             mut interrupts,
+            meta_room,
             ..
         } = self;
         // A run the writer stopped (`--trace-limit`, a full disk) ends in
@@ -478,6 +513,7 @@ impl Session {
             finalize(
                 &d,
                 writer,
+                meta_room,
                 command,
                 config,
                 started_unix,
@@ -565,6 +601,7 @@ fn skip_products(dir: &Path) -> ! {
 fn finalize(
     dir: &Path,
     writer: Option<TraceWriter>,
+    meta_room: MetaRoom,
     command: &'static str,
     config: RunConfig,
     started_unix: u64,
@@ -602,6 +639,7 @@ fn finalize(
         ..Meta::default()
     };
     let mut warnings = vec![];
+    meta_room.release();
     match write_json(&dir.join("meta.json"), &meta) {
         Ok(()) => meta_written.store(true, std::sync::atomic::Ordering::Release),
         Err(e) => match &error {
