@@ -111,10 +111,20 @@ pub struct TraceReader<R> {
 }
 
 /// Why an event that parses cannot be real, if so: a frame longer than
-/// the 24-bit length field (RFC 9113 §4.1) holds. An edited `len` of
-/// 99,999,999 failed the checks and made the pcap 105 MB of zeros.
-fn impossible(e: &Event) -> Option<String> {
+/// the 24-bit length field (RFC 9113 §4.1) holds (an edited `len` of
+/// 99,999,999 failed the checks and made the pcap 105 MB of zeros), or a
+/// `t` before the trace's origin.
+fn impossible(e: &Event, origin: u64) -> Option<String> {
     const MAX_FRAME: u32 = (1 << 24) - 1;
+    if e.t < origin {
+        // The writer anchors the clock before anything is stamped (a
+        // merge's origin is its earliest input's): such a `t` (0, say) is
+        // damage, and read as a time it stretched the run to hours.
+        return Some(format!(
+            "t {} is before the trace's origin ({}): not a time of this recording",
+            e.t, origin
+        ));
+    }
     match &e.kind {
         crate::schema::Kind::Frame(f) if f.len > MAX_FRAME => Some(format!(
             "a {} frame of {} bytes: an HTTP/2 frame holds at most {MAX_FRAME} (RFC 9113 §4.1)",
@@ -318,7 +328,7 @@ impl<R: BufRead> TraceReader<R> {
             // the JSON parser and decoded.
             if self.drop_payloads {
                 if let Some((e, sound)) = frame_without_payload(text, &mut self.scratch) {
-                    if let Some(what) = impossible(&e) {
+                    if let Some(what) = impossible(&e, self.header.origin_mono_ns) {
                         return Some(Err(ReadError::Impossible {
                             line: self.line,
                             what,
@@ -346,7 +356,7 @@ impl<R: BufRead> TraceReader<R> {
             };
             match parsed {
                 Ok(Line::Event(mut e)) => {
-                    if let Some(what) = impossible(&e) {
+                    if let Some(what) = impossible(&e, self.header.origin_mono_ns) {
                         return Some(Err(ReadError::Impossible {
                             line: self.line,
                             what,
@@ -483,6 +493,27 @@ mod tests {
         let mut r = TraceReader::new(text.as_bytes()).unwrap();
         let evs: Vec<_> = r.by_ref().collect();
         (evs, r.ending().clone())
+    }
+
+    /// An event without `t`, or with one before the header's origin, is a
+    /// line lost, named, and the reading goes on (both were read as time 0:
+    /// a 2 s run spanned 12,023 s, every check holding).
+    #[test]
+    fn an_event_without_a_time_of_this_trace_is_a_line_lost() {
+        let no_t = r#"{"ep":"server","conn":1,"stream":1,"type":"chunk","len":10}"#;
+        let early = r#"{"t":0,"ep":"server","conn":1,"stream":1,"type":"chunk","len":10}"#;
+        let (evs, _) = read_all(&format!("{HEADER}\n{EV}\n{no_t}\n{early}\n{EV}\n"));
+        assert_eq!(evs.len(), 4);
+        assert!(evs[0].is_ok() && evs[3].is_ok());
+        let said = |e: &Result<Event, ReadError>| match e {
+            Err(e) if e.is_one_line() => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert!(said(&evs[1]).contains("line 3") && said(&evs[1]).contains("missing field `t`"));
+        assert_eq!(
+            said(&evs[2]),
+            "line 4: t 0 is before the trace's origin (1): not a time of this recording"
+        );
     }
 
     /// The footer ends the reading; content after it (a second trace

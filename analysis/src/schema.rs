@@ -1085,8 +1085,9 @@ pub enum Line {
 struct Common<'a> {
     #[serde(rename = "type", borrow)]
     ty: std::borrow::Cow<'a, str>,
-    #[serde(default)]
-    t: u64,
+    /// Required of an event (read as 0 without one, a trace of 12,000 s);
+    /// the header and footer have none.
+    t: Option<u64>,
     ep: Option<Endpoint>,
     #[serde(default)]
     conn: u32,
@@ -1113,8 +1114,10 @@ impl Line {
         };
         let ep =
             c.ep.ok_or_else(|| serde::de::Error::custom("missing field `ep`"))?;
+        let t =
+            c.t.ok_or_else(|| serde::de::Error::custom("missing field `t`"))?;
         Ok(Line::Event(Event {
-            t: c.t,
+            t,
             ep,
             conn: c.conn,
             stream: c.stream,
