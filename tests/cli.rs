@@ -1452,3 +1452,40 @@ fn analyze_goes_past_a_directory_it_cannot_read() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("is a comparison"), "{err}");
 }
+
+/// A compressed trace with one bit flipped in its checksum: it read as a
+/// clean trace, every check judged. Now the failure is said (warning,
+/// headline, `read_error`) and no check is judged, the footer's drop count
+/// included: the bytes may be wrong anywhere.
+#[test]
+fn a_compressed_trace_failing_its_checksum_is_not_judged() {
+    let run = support::temp_dir("analyze-gz-crc");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
+    std::fs::copy(src.join("meta.json"), run.join("meta.json")).unwrap();
+    let mut gz = std::fs::read(src.join("trace.jsonl.gz")).unwrap();
+    let crc = gz.len() - 8;
+    gz[crc] ^= 0x10;
+    std::fs::write(run.join("trace.jsonl.gz"), gz).unwrap();
+    let o = h2probe().arg("analyze").arg(&run).output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        out.contains("trace     failed as read (past the footer"),
+        "{out}"
+    );
+    assert!(err.contains("does not have a matching checksum"), "{err}");
+    let s = support::read_summary(&run);
+    assert!(s.read_error.is_some());
+    assert!(!s.checks.is_empty());
+    for (name, c) in &s.checks {
+        assert_eq!(c.ok, None, "{name}: {}", c.detail);
+        assert!(
+            c.detail.contains("the file failed as it was read"),
+            "{name}: {}",
+            c.detail
+        );
+    }
+}

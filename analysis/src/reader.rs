@@ -108,6 +108,12 @@ pub struct TraceReader<R> {
     /// ends the reading, and what follows (a second trace joined on, a
     /// damaged file) is not read.
     pub after_footer: Option<u64>,
+    /// The input's own read error (not a cut), if reading met one, even
+    /// past the footer: a compressed trace whose checksum, checked at its
+    /// end, fails, or whose stream breaks in the middle. Its bytes may be
+    /// wrong anywhere before the error (deflate cannot tell), so nothing
+    /// read can be trusted as the writer wrote it.
+    pub read_error: Option<String>,
 }
 
 /// Why an event that parses cannot be real, if so: a frame longer than
@@ -249,6 +255,7 @@ impl<R: BufRead> TraceReader<R> {
             drop_payloads: false,
             scratch: String::new(),
             after_footer: None,
+            read_error: None,
         })
     }
 
@@ -298,6 +305,7 @@ impl<R: BufRead> TraceReader<R> {
                 }
                 Err(cause) => {
                     self.ending = Ending::Truncated { line: self.line };
+                    self.read_error = Some(format!("line {}: {cause}", self.line));
                     return Some(Err(ReadError::Io {
                         line: self.line,
                         cause,
@@ -412,7 +420,14 @@ impl<R: BufRead> TraceReader<R> {
             raw.clear();
             line += 1;
             match self.input.read_until(b'\n', &mut raw) {
-                Ok(0) | Err(_) => return None,
+                Ok(0) => return None,
+                // A gzip member's checksum is read at its end, past the
+                // footer: a flipped bit anywhere shows only here.
+                Err(e) if e.kind() != std::io::ErrorKind::UnexpectedEof => {
+                    self.read_error = Some(format!("past the footer at line {}: {e}", line - 1));
+                    return None;
+                }
+                Err(_) => return None,
                 Ok(_) if raw.iter().all(u8::is_ascii_whitespace) => continue,
                 Ok(_) => return Some(line),
             }
@@ -694,6 +709,31 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A gzip trace whose checksum (its last 8 bytes, read past the footer)
+    /// does not match: the footer is read, and the failure is kept as the
+    /// file's read error (a bit flipped anywhere read as a clean trace).
+    #[test]
+    fn a_gzip_checksum_that_fails_past_the_footer_is_kept() {
+        use std::io::Write;
+        let footer = r#"{"type":"footer","events":1,"dropped":{}}"#;
+        let text = format!("{HEADER}\n{EV}\n{footer}\n");
+        let gzip = |bytes: &[u8]| {
+            let input = std::io::BufReader::new(flate2::bufread::MultiGzDecoder::new(bytes));
+            let mut r = TraceReader::new(input).unwrap();
+            assert_eq!(r.by_ref().filter(Result::is_ok).count(), 1);
+            assert!(matches!(r.ending(), Ending::Clean(_)), "{:?}", r.ending());
+            r.read_error
+        };
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        let mut bytes = gz.finish().unwrap();
+        assert_eq!(gzip(&bytes), None);
+        let crc = bytes.len() - 8;
+        bytes[crc] ^= 1;
+        let said = gzip(&bytes).expect("the checksum's failure");
+        assert!(said.starts_with("past the footer at line 3: "), "{said}");
+    }
+
     /// A damaged compressed stream ends the reading with one error (it came
     /// back at every call: `analyze` spun forever); a line that is not UTF-8
     /// in a plain trace is one corrupt line, and reading goes on.
@@ -749,6 +789,7 @@ mod tests {
             "{:?}",
             r.ending()
         );
+        assert!(r.read_error.is_some(), "the stream's error is kept");
 
         let mut plain = format!("{HEADER}\n{EV}\n").into_bytes();
         plain.extend_from_slice(b"\xff\xfe not text\n");

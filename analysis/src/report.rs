@@ -569,7 +569,12 @@ fn headline_lines(s: &Summary) -> String {
             }
         );
     }
-    if let Some(why) = s.lines_altered() {
+    if let Some(e) = &s.read_error {
+        let _ = writeln!(
+            o,
+            "trace     failed as read ({e}): a compressed file's bytes may be wrong anywhere before that, checks cannot be judged"
+        );
+    } else if let Some(why) = s.lines_altered() {
         let _ = writeln!(
             o,
             "trace     altered: {why}; figures are the lines present, checks cannot be judged"

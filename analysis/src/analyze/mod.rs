@@ -898,7 +898,7 @@ impl Analyzer {
             // recorded; the rest cannot be judged. The footer's drop count
             // is the footer's own, and a check already `null` keeps its
             // reason.
-            let altered = self.s.lines_altered().is_some();
+            let altered = self.s.lines_altered().is_some() || self.s.read_error.is_some();
             let settled_before_s = self.damage_at.map(|d| {
                 d.saturating_sub(reorder::WINDOW_NS)
                     .saturating_sub(self.origin) as f64
@@ -907,10 +907,12 @@ impl Analyzer {
             let damage_s = self
                 .damage_at
                 .map(|d| d.saturating_sub(self.origin) as f64 / 1e9);
+            let unreadable = self.s.read_error.is_some();
             let why_of_doubt = why.clone();
             let why = format!("{why}, so this cannot be judged");
             for (name, check) in self.s.checks.iter_mut() {
-                if name == "no_dropped_events" || check.ok.is_none() {
+                // (A file that failed as read may have its footer wrong too.)
+                if (name == "no_dropped_events" && !unreadable) || check.ok.is_none() {
                     continue;
                 }
                 let real_failure = !altered
@@ -938,6 +940,7 @@ impl Analyzer {
                                      (read after events up to {at:.3} s), which may have held what explains it",
                                     reorder::WINDOW_NS / 1_000_000
                                 ),
+                                _ if unreadable => "the file's bytes may be wrong anywhere before its read error, so it may be made up".into(),
                                 _ => "lines lost or added may be anywhere, so it may be made up or explained by one".into(),
                             };
                             format!(
@@ -1155,6 +1158,13 @@ fn analysis_pass(
     a.s.unknown_events = r.unknown;
     a.s.event_lines = events + corrupt + r.unknown;
     a.s.after_footer_line = r.after_footer;
+    a.s.read_error = r.read_error.clone();
+    if let Some(e) = &r.read_error {
+        warnings.push(format!(
+            "{}: the file failed as it was read ({e}): a compressed trace's bytes may be wrong anywhere before that (its checksum is checked at its end), so the figures may be wrong and the checks cannot be judged",
+            path.display()
+        ));
+    }
     if let Some(line) = r.after_footer {
         warnings.push(format!(
             "{}: the file goes on after its footer (line {line}): what follows was not read (two traces joined, or a damaged file); the figures are those before it, and the checks cannot be judged",

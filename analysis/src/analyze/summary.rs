@@ -339,6 +339,12 @@ pub struct Summary {
     /// joined, a damaged file); null when the footer is the last line.
     #[serde(default)]
     pub after_footer_line: Option<u64>,
+    /// Reading the trace failed with an error of the file itself (a
+    /// compressed trace failing its checksum, or its stream broken): what
+    /// was read may be wrong anywhere, so no check is judged. Null when
+    /// the file read whole.
+    #[serde(default)]
+    pub read_error: Option<String>,
     /// Client waits classified as window-blocked, split: the connection
     /// window (shared by every stream) was exhausted during the wait, or only
     /// the stream's own window was. When both were, the wait counts as the
@@ -639,6 +645,11 @@ impl Summary {
     /// accounting from there on, so no check of the events can be judged.
     pub fn events_in_doubt(&self) -> Option<String> {
         let mut why: Vec<String> = self.lines_altered().into_iter().collect();
+        if let Some(e) = &self.read_error {
+            why.push(format!(
+                "the file failed as it was read ({e}): a compressed trace's bytes may be wrong anywhere before that"
+            ));
+        }
         if self.corrupt_lines > 0 {
             why.push(format!(
                 "{} corrupt line{} skipped (an event each, lost)",
