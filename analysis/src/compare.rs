@@ -232,7 +232,10 @@ pub fn markdown(title: &str, rows: &[Row]) -> String {
     for r in rows {
         let mut cells = vec![r.config.clone()];
         cells.extend(outcome_cells(r));
-        cells.push(r.failed_checks.to_string());
+        cells.push(match r.unjudged {
+            0 => r.failed_checks.to_string(),
+            n => format!("{} ({n} not judged)", r.failed_checks),
+        });
         let _ = writeln!(o, "| {} |", cells.join(" | "));
     }
     o
@@ -304,11 +307,20 @@ pub fn terminal_table(rows: &[Row], width: usize) -> String {
         .iter()
         .map(|r| {
             let mut c = headline_cells(r).to_vec();
-            c.push(format!("{} of {}", r.failed_checks, r.runs));
+            c.push(failed_cell(r));
             c
         })
         .collect();
     transposed(&headers, &cells, width)
+}
+
+/// The runs of a row that failed a check, and those whose checks could
+/// not judge (a damaged trace read "0 of 1", as if it held).
+pub fn failed_cell(r: &Row) -> String {
+    match r.unjudged {
+        0 => format!("{} of {}", r.failed_checks, r.runs),
+        n => format!("{} of {} ({n} not judged)", r.failed_checks, r.runs),
+    }
 }
 
 /// The terminal table's last row: runs with a failed invariant check.
@@ -557,6 +569,11 @@ mod tests {
             ..run("a", 1.0, 1)
         }]);
         assert_eq!((grouped[0].failed_checks, grouped[0].unjudged), (0, 1));
+        // Said where the failures are counted, in the terminal and in
+        // comparison.md (it read "0 of 1", as if the run held).
+        assert_eq!(failed_cell(&grouped[0]), "0 of 1 (1 not judged)");
+        assert!(terminal_table(&grouped, 80).contains("0 of 1 (1 not judged)"));
+        assert!(markdown("t", &grouped).contains("| 0 (1 not judged) |"));
     }
 
     #[test]
