@@ -610,6 +610,12 @@ fn merge_refuses_copies_runs_and_other_times_and_names_unpaired_clients() {
         assert_eq!(o.status.code(), Some(1), "{name}: {err}");
         assert!(err.contains(says), "{name}: {err}");
     };
+    // The same directory twice is a mistake of the command line: exit 2,
+    // as for every bad usage (it was 1, as for inputs that cannot merge).
+    let twice = merge(&[&sides[0], &sides[0]], "merge-twice-out");
+    let err = String::from_utf8_lossy(&twice.stderr);
+    assert_eq!(twice.status.code(), Some(2), "{err}");
+    assert!(err.contains("is given twice"), "{err}");
     // A copy of the client side beside it.
     let copy = support::temp_dir("merge-copy");
     for f in ["trace.jsonl", "meta.json"] {

@@ -281,6 +281,11 @@ fn a_cut_input_leaves_the_merged_run_cut() {
     let err = String::from_utf8_lossy(&merged.stderr);
     let out = root.join("merged");
     assert!(err.contains("ended without its footer"), "{err}");
+    // Said in words, not as the reader's type ("(NoFooter)").
+    assert!(
+        err.contains("(after a whole line)") || err.contains("cut short)"),
+        "{err}"
+    );
     let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
     let last = trace.lines().last().unwrap();
     assert!(last.starts_with("{\"t\":"), "no footer: {last}");

@@ -20,7 +20,7 @@ pub struct MergeOpts {
     pub out: PathBuf,
 
     /// Replace the run in a non-empty --out (its trace, meta, summary,
-    /// plots; other files are left).
+    /// CSV, plots and pcaps are removed first; other files are left).
     #[arg(long)]
     pub force: bool,
 }
@@ -192,8 +192,12 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
                 }
             }
             other => {
+                let how = match other {
+                    Ending::Truncated { line } => format!("its line {line} cut short"),
+                    _ => "after a whole line".to_string(),
+                };
                 warnings.push(format!(
-                    "{}: input ended without its footer ({other:?}); drop counts unknown, and the merged trace has no footer either",
+                    "{}: input ended without its footer ({how}); drop counts unknown, and the merged trace has no footer either",
                     path.display()
                 ));
                 cut.push(path.display().to_string());
@@ -265,7 +269,7 @@ fn source_metas(dirs: &[PathBuf]) -> anyhow::Result<Vec<Option<Meta>>> {
         let canon = d
             .canonicalize()
             .with_context(|| format!("reading {}", d.display()))?;
-        anyhow::ensure!(
+        crate::refuse_unless!(
             seen.insert(canon),
             "{} is given twice: a run cannot be merged with itself",
             d.display()
