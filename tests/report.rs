@@ -581,22 +581,36 @@ fn a_missing_plot_is_drawn_again() {
     assert!(html.contains("<b>queue.svg</b>"), "the page shows it again");
 }
 
-/// A slice asked for past the trace's end is said to be empty.
+/// A slice asked for past the trace's end is refused (exit 2) before any
+/// page is written: it only warned, and replaced the run's report.html
+/// with an empty ladder.
 #[test]
-fn a_slice_past_the_end_of_the_trace_is_warned_about() {
+fn a_slice_past_the_end_of_the_trace_is_refused() {
     let dir = support::temp_dir("report-past-end");
     hand_built_run(&dir);
-    let out = support::h2probe_ok([
-        std::ffi::OsStr::new("report"),
-        dir.as_os_str(),
-        "--at".as_ref(),
-        "99s".as_ref(),
-        "--out".as_ref(),
-        dir.join("late.html").as_os_str(),
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("is past the end of"), "{stderr}");
-    assert!(stderr.contains("the slice is empty"), "{stderr}");
+    let report = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .arg("report")
+            .arg(&dir)
+            .args(["--at", "99s"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let late = dir.join("late.html");
+    // The run's own page, as `report` writes it without --at.
+    support::h2probe_ok([std::ffi::OsStr::new("report"), dir.as_os_str()]);
+    let page = || std::fs::read(dir.join("report.html")).unwrap();
+    let before = page();
+    for extra in [&["--out", late.to_str().unwrap()][..], &[]] {
+        let out = report(extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("is past the end of"), "{stderr}");
+        assert!(stderr.contains("the slice would be empty"), "{stderr}");
+    }
+    assert!(!late.exists());
+    assert!(page() == before, "the run's report.html left as it was");
 }
 
 /// The default slice's caption says the queue grows while credit flows

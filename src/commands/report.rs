@@ -121,20 +121,26 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
     }
-    let mut pages = vec![];
-    let mut runs = vec![];
+    // Every summary first: an --at past a trace's end is refused before
+    // any page is written (it only warned, and replaced the run's
+    // report.html with an empty ladder).
+    let mut summaries = vec![];
     for dir in &opts.dirs {
         // Its errors name the directory or the file.
         let summary = summary_of(dir)?;
         if let (Some(at), Some(first)) = (opts.at, summary.first_event_s) {
             let end = first + summary.span_s;
-            if at.0.as_secs_f64() > end {
-                crate::say!(
-                    "warning: --at {at} is past the end of {}'s trace ({end:.3}s): the slice is empty",
-                    dir.display()
-                );
-            }
+            crate::refuse_unless!(
+                at.0.as_secs_f64() <= end,
+                "--at {at} is past the end of {}'s trace ({end:.3}s): the slice would be empty",
+                dir.display()
+            );
         }
+        summaries.push(summary);
+    }
+    let mut pages = vec![];
+    let mut runs = vec![];
+    for (dir, summary) in opts.dirs.iter().zip(summaries) {
         let out = if single { opts.out.as_deref() } else { None };
         let page = h2probe_analysis::report::write_html(dir, &summary, &ladder, out)?;
         pages.push(page.clone());
