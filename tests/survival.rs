@@ -1008,3 +1008,45 @@ fn a_client_held_up_past_the_end_still_offers_every_message() {
     assert!(span < 1_000_000_000, "{span}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Ctrl-C at any moment of `run`'s start: the process either dies of the
+/// signal before its handler is in place (nothing written yet) or ends as
+/// interrupted, exit 130, with meta.json saying so. It ended with exit 1
+/// and no meta.json when the interrupt stopped the server before the
+/// client had connected ("connection refused"). The delays sweep the first
+/// milliseconds; how many land in that window depends on the machine, so
+/// each try is judged on its own.
+#[test]
+fn an_interrupt_at_any_moment_of_the_start_ends_as_interrupted() {
+    let mut seen = std::collections::BTreeMap::<String, u32>::new();
+    for i in 0..40u64 {
+        let dir = temp_dir(&format!("early-int-{i}"));
+        let _ = std::fs::remove_dir(&dir);
+        let child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["run", "--duration", "2s", "--no-pcap", "--quiet", "--out"])
+            .arg(&dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(1_000 + 100 * i));
+        // SAFETY: a signal to our own child process.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let outcome = match out.status.code() {
+            None => "killed by the signal".to_string(),
+            Some(130) => {
+                let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+                assert_eq!(meta.status, "interrupted", "try {i}: {err}");
+                match err.contains("had not finished starting") {
+                    true => "130 before the client connected".into(),
+                    false => "130".into(),
+                }
+            }
+            Some(code) => panic!("try {i}: exit {code}: {err}"),
+        };
+        *seen.entry(outcome).or_default() += 1;
+    }
+    eprintln!("interrupts in the first milliseconds: {seen:?}");
+}

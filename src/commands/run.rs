@@ -417,8 +417,22 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         interrupted |= *abandon_tx.borrow();
         r
     };
-    let outcomes = outcomes?;
-    server_result?;
+    // An interrupt in the first milliseconds stops the server before the
+    // client has connected: the client's error is the interrupt's doing,
+    // and the run ends as interrupted (it ended on the error, exit 1, with
+    // no meta.json).
+    let outcomes = match outcomes {
+        Err(e) if interrupted => {
+            crate::say!("note: the client had not finished starting at the interrupt: {e:#}");
+            Ok(vec![])
+        }
+        other => other,
+    };
+    // Any other error is the run's: meta.json records it before it is said.
+    let failed = match (&outcomes, &server_result) {
+        (Err(e), _) | (_, Err(e)) => Some(format!("{e:#}")),
+        _ => None,
+    };
 
     let mut client = config_part(&opts.client);
     if let (Some(c), Some(_)) = (client.as_mut(), &opts.server.tls_cert) {
@@ -433,14 +447,24 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         output: config_part(&opts.output),
         ..RunConfig::default()
     };
-    let status = if interrupted {
-        Status::Interrupted
-    } else {
-        Status::Complete
+    let status = match (failed, interrupted) {
+        (Some(e), _) => Status::Failed(e),
+        (None, true) => Status::Interrupted,
+        (None, false) => Status::Complete,
     };
+    let dir = session.dir.clone();
     let f = session
         .finish(config, status, Some(addr.to_string()), opts.output.pcaps())
-        .await?;
+        .await;
+    let recorded = |e: anyhow::Error| {
+        anyhow::anyhow!(
+            "{e:#}; the run directory {} records the failure (give --force to reuse it)",
+            dir.display()
+        )
+    };
+    let outcomes = outcomes.map_err(recorded)?;
+    server_result.map_err(recorded)?;
+    let f = f?;
     Ok(RunResult {
         dir: f.dir,
         summary: f.summary,
