@@ -733,7 +733,7 @@ impl TraceWriter {
                 let stop_at = stop_at.map(|at| (at, &limit_reached as &dyn Fn(u64)));
                 write_loop(out, header, &thread_shared, stop_at).map_err(|(cause, stats)| {
                     let _ = fail_tx.send(Some(format!(
-                        "writing {path_s}: {cause} after {} events were written (the file holds them, and up to its last complete line perhaps a few more)",
+                        "writing {path_s}: {cause} after {} events were written whole (the file holds them, then part of the block being written when it failed, up to its last complete line: `analyze` counts them)",
                         stats.written
                     )));
                     WriteError {
