@@ -236,7 +236,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             // and the others still are (the first such stopped them all); a
             // comparison among them (`captures/2*/` matches `compare`'s
             // output) is skipped with a note.
-            let mut failed = 0;
+            let (mut failed, mut skipped) = (0, 0);
             for dir in &opts.dirs {
                 let (s, w) = match crate::commands::analyse_showing_progress(dir) {
                     Ok(done) => done,
@@ -244,7 +244,8 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                         use h2probe_analysis::{reader::OpenError, report::ReportError};
                         match e {
                             ReportError::Open(OpenError::Comparison { .. }) => {
-                                crate::say!("note: {e}: skipped")
+                                crate::say!("note: {e}: skipped");
+                                skipped += 1;
                             }
                             _ => {
                                 crate::say!("error: {e}");
@@ -280,7 +281,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             anyhow::ensure!(
                 failed == 0,
                 "{failed} of {} run directories could not be analysed (said above)",
-                opts.dirs.len()
+                opts.dirs.len() - skipped
             );
             Ok(code)
         }

@@ -1454,6 +1454,13 @@ fn analyze_goes_past_a_directory_it_cannot_read() {
         err.contains("1 of 2 run directories could not be analysed"),
         "{err}"
     );
+    // The comparison skipped is not counted among the runs.
+    let (code, _, err) = analyze(&[&comparison, &empty, &run]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("1 of 2 run directories could not be analysed"),
+        "{err}"
+    );
     let (code, _, err) = analyze(&[&comparison]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("is a comparison"), "{err}");

@@ -227,6 +227,19 @@ fn a_disk_the_trace_fills_keeps_meta_json() {
         .filter(Result::is_ok)
         .count();
     assert!(events > 500, "{events}");
+    // No room at all: refused at once, and nothing left in --out (an empty
+    // room file made the next run to it refused as "not empty").
+    let _ = std::fs::write(mnt.0.join("filler"), vec![0u8; 1 << 20]);
+    let dir = mnt.0.join("run2");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--duration", "2s", "--quiet", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("keeping room for meta.json"), "{err}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
 }
 
 /// `--trace-limit`: a 30 s run stops soon after its trace reaches 1 MiB,

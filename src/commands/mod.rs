@@ -395,8 +395,12 @@ impl MetaRoom {
 
     fn keep(dir: &Path) -> anyhow::Result<MetaRoom> {
         let path = dir.join(Self::NAME);
-        std::fs::write(&path, [0u8; Self::BYTES])
-            .with_context(|| format!("keeping room for meta.json in {}", dir.display()))?;
+        if let Err(e) = std::fs::write(&path, [0u8; Self::BYTES]) {
+            // Not left behind: the next run to this --out is refused for it.
+            let _ = std::fs::remove_file(&path);
+            return Err(e)
+                .with_context(|| format!("keeping room for meta.json in {}", dir.display()));
+        }
         Ok(MetaRoom { path })
     }
 

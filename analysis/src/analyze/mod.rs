@@ -576,7 +576,7 @@ impl Analyzer {
         let side = usize::from(!self.has_server);
         let progress = self.last_progress[side];
         progress
-            .is_none_or(|p| given_up - p > self.longest_quiet[side])
+            .is_none_or(|p| given_up.saturating_sub(p) > self.longest_quiet[side])
             .then_some(checks::Stuck { progress, given_up })
     }
 
