@@ -694,25 +694,22 @@ fn a_run_interrupted_while_stuck_cannot_say_it_never_stalled() {
         })
         .find(|s| s.blocked_open_by.get("window") == Some(&4))
         .expect("never interrupted while all four streams waited");
-    let no_stall = &stuck.checks["no_stall"];
-    assert_eq!(no_stall.ok, None, "{}", no_stall.detail);
-    assert!(
-        no_stall.detail.contains("the run ended stuck"),
-        "{}",
-        no_stall.detail
-    );
+    let ended_stuck = |s: &h2probe_analysis::analyze::Summary| {
+        let no_stall = &s.checks["no_stall"];
+        assert_eq!(no_stall.ok, None, "{}", no_stall.detail);
+        assert!(
+            no_stall.detail.contains("the run ended stuck"),
+            "{}",
+            no_stall.detail
+        );
+    };
+    ended_stuck(&stuck);
     // One stream held from the start: its last bytes reached the server
     // after its wait began, and nothing moved for a second after that (it
     // read "the run never stopped progressing").
     let one = judge("stuck-one", &["--stall-stream", "1:200000"]);
     assert_eq!(one.blocked_open_by.get("window"), Some(&1), "{one:?}");
-    let no_stall = &one.checks["no_stall"];
-    assert_eq!(no_stall.ok, None, "{}", no_stall.detail);
-    assert!(
-        no_stall.detail.contains("the run ended stuck"),
-        "{}",
-        no_stall.detail
-    );
+    ended_stuck(&one);
     let paced = judge("paced", &["--queue", "direct"]);
     assert_eq!(
         paced.checks["no_stall"].ok,

@@ -201,12 +201,15 @@ fn a_disk_the_trace_fills_keeps_meta_json() {
     ) else {
         return;
     };
+    let run_into = |dir: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["run", "--duration", "2s", "--quiet", "--no-pcap", "--out"])
+            .arg(dir)
+            .output()
+            .unwrap()
+    };
     let dir = mnt.0.join("run");
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["run", "--duration", "2s", "--quiet", "--no-pcap", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = run_into(&dir);
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -231,11 +234,7 @@ fn a_disk_the_trace_fills_keeps_meta_json() {
     // room file made the next run to it refused as "not empty").
     let _ = std::fs::write(mnt.0.join("filler"), vec![0u8; 1 << 20]);
     let dir = mnt.0.join("run2");
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["run", "--duration", "2s", "--quiet", "--no-pcap", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let out = run_into(&dir);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("keeping room for meta.json"), "{err}");
