@@ -1186,8 +1186,14 @@ fn analysis_pass(
     let dropped = match &ending {
         Ending::Clean(f) => f.dropped.values().sum(),
         Ending::Truncated { line } => {
+            // A file that failed as read was not cut by its writer (said
+            // above, with what it means).
+            let why = match r.read_error {
+                Some(_) => "the file could not be read past it",
+                None => "the writer was interrupted",
+            };
             warnings.push(format!(
-                "{}: the trace is truncated at line {line} (the writer was interrupted); analysed up to the last complete event; {CUT_WAITS}",
+                "{}: the trace is truncated at line {line} ({why}); analysed up to the last complete event; {CUT_WAITS}",
                 path.display()
             ));
             0
