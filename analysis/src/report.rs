@@ -859,7 +859,9 @@ fn headline_lines(s: &Summary) -> String {
     let rpcs = match (s.rpc_status.is_empty(), s.server_rpc_status.is_empty()) {
         (false, _) => show(&s.rpc_status),
         (true, false) => format!("{} (as the server answered)", show(&s.server_rpc_status)),
-        (true, true) => "-".into(),
+        // A cut trace, or one side that never saw an RPC end ("-" said
+        // nothing a reader could look up).
+        (true, true) => "none ended in this trace".into(),
     };
     let _ = writeln!(o, "rpcs      {rpcs}");
     let _ = write!(o, "{}", checks_lines(&s.checks));
@@ -1366,6 +1368,20 @@ mod tests {
         );
         assert!(!h.contains("n/a") && !h.contains("DATA"), "{h}");
         assert!(h.contains("checks"), "{h}");
+    }
+
+    /// No RPC ended in the trace (one cut before any did): said in words
+    /// (it printed "-").
+    #[test]
+    fn rpcs_none_ended_is_said() {
+        let s = Summary {
+            trace_ending: "no_footer".into(),
+            has_client: true,
+            has_server: true,
+            ..Summary::default()
+        };
+        let h = headline_lines(&s);
+        assert!(h.contains("rpcs      none ended in this trace\n"), "{h}");
     }
 
     #[test]
