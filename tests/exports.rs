@@ -271,6 +271,36 @@ fn an_export_of_a_cut_trace_says_where_it_ends() {
     );
 }
 
+/// An export of a trace with a line added after the run (one duplicated)
+/// says its footer disagrees, once: the duplicate went into every export
+/// without a word. A whole trace says nothing.
+#[test]
+fn an_export_of_an_altered_trace_says_so() {
+    let (dir, trace, text) = short_trace("export-altered");
+    let export = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["export", "--format", "pcap,csv,qlog"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    };
+    let whole = export();
+    assert!(!whole.contains("footer counts"), "{whole}");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let events = lines.len() - 2;
+    lines.insert(3, lines[3]);
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let err = export();
+    let said = format!(
+        "its footer counts {events} events written, the file holds {} lines of events",
+        events + 1
+    );
+    assert_eq!(err.matches(&said).count(), 1, "{err}");
+}
+
 /// Bytes a tap read and could not frame (a DATA frame over the frame size:
 /// the tap stops parsing there) are not in the pcap, and the pcap says
 /// where they were: the FIN comes after them, a gap tshark calls "previous

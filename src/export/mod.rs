@@ -14,10 +14,18 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
     let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
     let header = r.header().clone();
     let mut ended = false;
+    // Lines of events read (corrupt ones too): against the footer's count.
+    let mut lines = 0u64;
     let events = std::iter::from_fn(move || loop {
         match r.next() {
-            Some(Ok(e)) => return Some(e),
-            Some(Err(err)) => warn_once(format!("warning: {}: skipped {err}", trace.display())),
+            Some(Ok(e)) => {
+                lines += 1;
+                return Some(e);
+            }
+            Some(Err(err)) => {
+                lines += u64::from(err.is_one_line());
+                warn_once(format!("warning: {}: skipped {err}", trace.display()))
+            }
             None => {
                 if !std::mem::replace(&mut ended, true) {
                     if let Some(w) = r.bad_payload_warning() {
@@ -37,6 +45,24 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
                     if let Some(cut) = cut {
                         warn_once(format!(
                             "warning: {}: the trace ends {cut}: the export holds its events up to the last complete line",
+                            trace.display()
+                        ));
+                    }
+                    // Lines lost or added after the run (a duplicated one
+                    // went into every export without a word).
+                    if let (Ending::Clean(f), None) = (r.ending(), r.after_footer) {
+                        let present = lines + r.unknown;
+                        if f.events != present {
+                            warn_once(format!(
+                                "warning: {}: its footer counts {} events written, the file holds {present} lines of events: lines were lost or added after the run; the export holds the lines present",
+                                trace.display(),
+                                f.events
+                            ));
+                        }
+                    }
+                    if let Some(e) = &r.read_error {
+                        warn_once(format!(
+                            "warning: {}: the file failed as it was read ({e}): a compressed trace's bytes may be wrong anywhere before that, and so may the export's",
                             trace.display()
                         ));
                     }
