@@ -184,6 +184,18 @@ fn pcap_packets(path: &std::path::Path) -> (usize, std::collections::BTreeSet<St
     (n, addrs)
 }
 
+/// `h2probe export --format FORMATS DIR`, which must succeed; its stderr.
+fn export_ok(dir: &std::path::Path, formats: &str) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["export", "--format", formats])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
 /// A frame whose connection's `conn_open` comes later in the file (a trace
 /// out of order, or edited) waits for it: the pcap is the original's,
 /// packet for packet (766 packets of 1,065 were written before, the rest
@@ -192,16 +204,7 @@ fn pcap_packets(path: &std::path::Path) -> (usize, std::collections::BTreeSet<St
 #[test]
 fn a_pcap_export_keeps_frames_whose_conn_open_is_late_or_damaged() {
     let (dir, trace, text) = short_trace("pcap-late-open");
-    let export = || {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
-            .args(["export", "--format", "pcap"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{err}");
-        err
-    };
+    let export = || export_ok(&dir, "pcap");
     assert_eq!(export(), "");
     let (want, addrs) = pcap_packets(&dir.join("client.pcap"));
     assert_eq!(addrs.len(), 1, "loopback only: {addrs:?}");
@@ -277,16 +280,7 @@ fn an_export_of_a_cut_trace_says_where_it_ends() {
 #[test]
 fn an_export_of_an_altered_trace_says_so() {
     let (dir, trace, text) = short_trace("export-altered");
-    let export = || {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
-            .args(["export", "--format", "pcap,csv,qlog"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{err}");
-        err
-    };
+    let export = || export_ok(&dir, "pcap,csv,qlog");
     let whole = export();
     assert!(!whole.contains("footer counts"), "{whole}");
     let mut lines: Vec<&str> = text.lines().collect();
