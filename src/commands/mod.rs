@@ -381,8 +381,8 @@ pub(crate) struct Session {
 }
 
 /// Room kept on the run directory's disk for meta.json: a file of
-/// [`MetaRoom::BYTES`] written when the run starts and removed just before
-/// meta.json is written. A trace that fills the disk then leaves meta.json
+/// [`MetaRoom::BYTES`] written when the run starts and removed (dropped)
+/// just before meta.json is written. A trace that fills the disk then leaves meta.json
 /// room for its `error: …` status (it was written empty, the status lost).
 struct MetaRoom {
     path: PathBuf,
@@ -403,9 +403,6 @@ impl MetaRoom {
         }
         Ok(MetaRoom { path })
     }
-
-    /// Gives the room back, for meta.json.
-    fn release(self) {}
 }
 
 impl Drop for MetaRoom {
@@ -643,7 +640,7 @@ fn finalize(
         ..Meta::default()
     };
     let mut warnings = vec![];
-    meta_room.release();
+    drop(meta_room); // its room, for meta.json
     match write_json(&dir.join("meta.json"), &meta) {
         Ok(()) => meta_written.store(true, std::sync::atomic::Ordering::Release),
         Err(e) => match &error {

@@ -450,10 +450,7 @@ impl Analyzer {
                         .or_default() += m.framed as u64;
                 }
                 self.s.scheduled += 1;
-                self.client_messages
-                    .entry((e.conn, e.stream))
-                    .or_default()
-                    .scheduled += 1;
+                self.client_stream(e).scheduled += 1;
                 self.first_schedule.get_or_insert(t);
                 self.last_schedule = self.last_schedule.max(t);
                 self.tl.scheduled.push(t, self.s.scheduled as f64);
@@ -461,10 +458,7 @@ impl Analyzer {
             }
             Kind::Send(sd) => {
                 self.s.sent += 1;
-                self.client_messages
-                    .entry((e.conn, e.stream))
-                    .or_default()
-                    .sent += 1;
+                self.client_stream(e).sent += 1;
                 self.last_send = self.last_send.max(t);
                 self.lateness.record(sd.begin.saturating_sub(sd.scheduled));
                 self.tl.sent.push(t, self.s.sent as f64);
@@ -472,10 +466,7 @@ impl Analyzer {
             Kind::WindowBlocked(w) => self.client_wait(e, w, t),
             Kind::NeverSent(n) => {
                 self.s.never_sent += n.count;
-                self.client_messages
-                    .entry((e.conn, e.stream))
-                    .or_default()
-                    .never_sent += n.count;
+                self.client_stream(e).never_sent += n.count;
                 *self
                     .s
                     .never_sent_by_reason
@@ -552,6 +543,11 @@ impl Analyzer {
     /// nanosecond, whichever way the sort put it, is not).
     pub(super) fn after_first_stall(&self, t: u64) -> bool {
         self.first_stall.is_some_and(|(stall, _)| t > stall)
+    }
+
+    /// The client's message counts of `e`'s stream.
+    fn client_stream(&mut self, e: &Event) -> &mut ClientMessages {
+        self.client_messages.entry((e.conn, e.stream)).or_default()
     }
 
     /// Progress at `t` as the stall watcher of `side` (0 the server's, 1
@@ -1120,9 +1116,9 @@ fn analysis_pass(
                     warnings.push(format!("{}: skipped {e}", path.display()));
                 }
             }
-            // The input's own error: reading ends here, a cut (the
-            // ending's warning says so).
-            Err(e) => warnings.push(format!("{}: {e}", path.display())),
+            // The input's own error: reading ends here. The reader keeps
+            // it as `read_error`, said below with what it means.
+            Err(_) => {}
         }
     }
     let mut sort_failed = None;
