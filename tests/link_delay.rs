@@ -81,52 +81,50 @@ fn a_window_above_the_bandwidth_delay_product_lets_the_offered_rate_through() {
     );
 }
 
+/// Every figure the slow-link verdicts rest on, for a failure's message
+/// (a CI failure must say what happened without the run directory).
+fn blocked_account(r: &h2probe::commands::run::RunResult) -> String {
+    let s = &r.summary;
+    format!(
+        "{}: {} sent over {:.3} s ({:.1}/s); blocked on the socket {:.3} s ({} intervals, \
+         longest {:.1} ms), on h2's buffer {:.3} s, on the window {:.3} s",
+        r.dir.display(),
+        s.sent,
+        s.span_s,
+        s.send_rate,
+        s.client_socket_blocked_s,
+        s.socket_blocked_ms.count,
+        s.socket_blocked_ms.max,
+        s.client_h2_buffer_blocked_s,
+        s.client_window_blocked_s,
+    )
+}
+
 #[test]
 fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
     // 512 KiB/s ≈ 32 messages of 16 KiB per second.
     let big = slow_link("slow-1m", "1MiB");
     support::assert_checks(&big);
     let s = &big.summary;
-    assert!(
-        s.send_rate > 15.0 && s.send_rate < 70.0,
-        "send rate {}",
-        s.send_rate
-    );
-    assert!(
-        s.client_socket_blocked_s > 0.5,
-        "socket-blocked {}",
-        s.client_socket_blocked_s
-    );
+    let account = blocked_account(&big);
+    assert!(s.send_rate > 15.0 && s.send_rate < 70.0, "{account}");
+    assert!(s.client_socket_blocked_s > 0.5, "{account}");
     // h2 withholds capacity while its send buffer is full: the window was
     // open all along, so none of that wait is window-blocked.
-    assert!(
-        s.client_h2_buffer_blocked_s > 0.5,
-        "h2-buffer-blocked {}",
-        s.client_h2_buffer_blocked_s
-    );
+    assert!(s.client_h2_buffer_blocked_s > 0.5, "{account}");
     assert!(
         s.client_window_blocked_s < 0.1 * s.client_h2_buffer_blocked_s,
-        "window-blocked {} vs h2 buffer {}",
-        s.client_window_blocked_s,
-        s.client_h2_buffer_blocked_s
+        "{account}"
     );
     // With the default 64 KiB window, the window binds before the socket does.
     let small = slow_link("slow-64k", "65535");
     let s = &small.summary;
-    assert!(
-        s.client_window_blocked_s > 1.0,
-        "window-blocked {}",
-        s.client_window_blocked_s
-    );
-    assert!(
-        s.client_socket_blocked_s < 0.1,
-        "socket-blocked {}",
-        s.client_socket_blocked_s
-    );
+    let account = blocked_account(&small);
+    assert!(s.client_window_blocked_s > 1.0, "{account}");
+    assert!(s.client_socket_blocked_s < 0.1, "{account}");
     assert!(
         s.client_h2_buffer_blocked_s < 0.1 * s.client_window_blocked_s,
-        "h2-buffer-blocked {}",
-        s.client_h2_buffer_blocked_s
+        "{account}"
     );
 }
 
