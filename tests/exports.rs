@@ -351,13 +351,13 @@ fn bytes_the_tap_could_not_frame_leave_a_gap_in_the_pcap() {
 }
 
 /// A run with no connection has nothing to put in a pcap or a qlog: the
-/// export says so (it printed nothing, wrote nothing, exit 0), and an
-/// export of several directories goes on past one it cannot read, then
-/// fails naming how many.
+/// run and the export say so (they printed nothing, wrote nothing, exit 0),
+/// and an export of several directories goes on past one it cannot read,
+/// then fails naming how many.
 #[test]
 fn an_export_says_what_it_did_not_write() {
     let dir = support::temp_dir("export-empty");
-    support::h2probe_ok([
+    let served = support::h2probe_ok([
         "serve".as_ref(),
         "--listen".as_ref(),
         "127.0.0.1:0".as_ref(),
@@ -367,6 +367,12 @@ fn an_export_says_what_it_did_not_write() {
         "--out".as_ref(),
         dir.as_os_str(),
     ]);
+    let err = String::from_utf8_lossy(&served.stderr);
+    assert!(
+        err.contains("warning: no pcap written: the trace holds no connection"),
+        "{err}"
+    );
+    assert!(!dir.join("server.pcap").exists());
     let missing = dir.join("no-such-run");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
         .args(["export", "--format", "pcap,qlog"])

@@ -674,7 +674,10 @@ fn finalize(
         .and_then(|(summary, mut w)| {
             warnings.append(&mut w);
             if pcap != Pcaps::None {
-                crate::export::pcap::export_pcaps(dir, pcap == Pcaps::Gzip)?;
+                let counts = crate::export::pcap::export_pcaps(dir, pcap == Pcaps::Gzip)?;
+                if counts.packets() == 0 {
+                    warnings.push(crate::export::pcap::NO_CONNECTION.into());
+                }
             }
             Ok(summary)
         });

@@ -133,16 +133,8 @@ pub fn export(dir: &Path, formats: &[Format], pcap_gzip: bool) -> anyhow::Result
     for f in formats {
         match f {
             Format::Pcap => {
-                let counts = pcap::export_pcaps(dir, pcap_gzip)?;
-                let packets = counts.server_packets
-                    + counts.client_packets
-                    + counts.client_leg_packets
-                    + counts.server_leg_packets;
-                if packets == 0 {
-                    crate::say!(
-                        "{}: no pcap written: the trace holds no connection",
-                        dir.display()
-                    );
+                if pcap::export_pcaps(dir, pcap_gzip)?.packets() == 0 {
+                    crate::say!("{}: {}", dir.display(), pcap::NO_CONNECTION);
                 }
                 out.extend(
                     ["server", "client", "client_leg", "server_leg"]

@@ -453,6 +453,21 @@ pub struct PcapCounts {
     pub skipped_frames: u64,
 }
 
+impl PcapCounts {
+    /// Packets written over every tap: 0 when the trace holds no
+    /// connection, and no pcap file was written.
+    pub fn packets(&self) -> u64 {
+        self.server_packets
+            + self.client_packets
+            + self.client_leg_packets
+            + self.server_leg_packets
+    }
+}
+
+/// What is said when a trace gives no pcap (a tap that recorded nothing
+/// leaves no empty file, and a missing file must not go unexplained).
+pub const NO_CONNECTION: &str = "no pcap written: the trace holds no connection";
+
 /// A pcap file being written: plain, or gzip-compressed (`.pcap.gz`, which
 /// Wireshark and tshark read as it is). DATA payload the trace did not keep
 /// is written as zeros so that every frame still dissects; compressed, those
