@@ -86,12 +86,15 @@ fn a_window_above_the_bandwidth_delay_product_lets_the_offered_rate_through() {
 fn blocked_account(r: &h2probe::commands::run::RunResult) -> String {
     let s = &r.summary;
     format!(
-        "{}: {} sent over {:.3} s ({:.1}/s); blocked on the socket {:.3} s ({} intervals, \
-         longest {:.1} ms), on h2's buffer {:.3} s, on the window {:.3} s",
+        "{}: {} sent over {:.3} s ({:.1}/s; never sent {:?}; RPCs {:?}); blocked on the \
+         socket {:.3} s ({} intervals, longest {:.1} ms), on h2's buffer {:.3} s, on the \
+         window {:.3} s",
         r.dir.display(),
         s.sent,
         s.span_s,
         s.send_rate,
+        s.never_sent_by_reason,
+        s.rpc_status,
         s.client_socket_blocked_s,
         s.socket_blocked_ms.count,
         s.socket_blocked_ms.max,
