@@ -29,7 +29,8 @@ use std::path::PathBuf;
     version,
     max_term_width = 100,
     after_help = EXIT_CODES,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    help_template = TOP_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -39,6 +40,21 @@ pub struct Cli {
     #[command(flatten)]
     pub run: Box<RunOpts>,
 }
+
+/// The overview: commands, not `run`'s ≈ 60 flags (which `h2probe` takes,
+/// and `h2probe run --help` lists; listed here too, they made `h2probe
+/// --help` 470 lines).
+const TOP_HELP: &str = "\
+{before-help}{about-with-newline}
+{usage-heading} {usage}
+
+Commands:
+{subcommands}
+
+Options:
+  [RUN OPTIONS]  Every option of `h2probe run` (listed by `h2probe run --help`)
+  -h, --help     Print help (more with '--help')
+  -V, --version  Print version{after-help}";
 
 const EXIT_CODES: &str = "Exit codes (run, serve, client, relay, analyze, merge, compare): \
 0 every check holds (or cannot be judged) and every RPC ended OK; 1 error (message on stderr); \

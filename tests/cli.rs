@@ -44,6 +44,31 @@ fn help_texts_are_stable() {
     }
 }
 
+/// `h2probe --help` is an overview: the commands, and where `run`'s flags
+/// (which `h2probe` alone takes) are listed. It listed them all, 470 lines.
+#[test]
+fn the_top_level_help_is_an_overview() {
+    for flag in ["-h", "--help"] {
+        let out = h2probe().arg(flag).env("COLUMNS", "80").output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(help.lines().count() < 60, "{flag}: {help}");
+        for said in [
+            "  run ",
+            "  analyze ",
+            "  decode ",
+            "Every option of `h2probe run` (listed by `h2probe run --help`)",
+            "-V, --version",
+            "Exit codes",
+        ] {
+            assert!(help.contains(said), "{flag}: {said}: {help}");
+        }
+        assert!(!help.contains("--link-rate"), "{flag}: {help}");
+    }
+    let run = h2probe().args(["run", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&run.stdout).contains("--link-rate"));
+}
+
 /// Help piped to a pager or a file (no terminal, no COLUMNS) wraps at 80
 /// columns; it wrapped at 100.
 #[test]
