@@ -126,6 +126,35 @@ fn bad_values_are_refused_with_a_clear_message() {
     );
 }
 
+/// Refusals name the flag at fault, and faults hyper cannot inject are
+/// refused with `--stack hyper` (it ran them as a healthy run, exit 0).
+#[test]
+fn refusals_name_the_flag_and_the_stack_that_cannot_honour_it() {
+    for (args, said) in [
+        (
+            &["--stream-window", "2GiB"][..],
+            "--stream-window must be at most 2147483647 bytes",
+        ),
+        (
+            &["--conn-window", "2GiB"],
+            "--conn-window must be at most 2147483647 bytes",
+        ),
+        (
+            &["--stack", "hyper", "--stall-stream", "1"],
+            "--stack hyper serves through hyper",
+        ),
+        (
+            &["--stack", "hyper", "--drop-stream", "1"],
+            "--stack hyper serves through hyper",
+        ),
+    ] {
+        let out = h2probe().arg("run").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
+}
+
 /// `serve` and `relay` on a port another process holds: a clear error that
 /// says what to do, exit 1, and no run directory left behind.
 #[test]

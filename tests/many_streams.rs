@@ -95,6 +95,50 @@ fn a_certain_deadlock_is_refused_up_front_naming_the_window_it_needs() {
     assert!(stderr.contains("--allow-deadlock"), "{stderr}");
 }
 
+/// One stream, a message larger than its stream window, released only at
+/// completion: refused up front, and with --allow-deadlock the stall the
+/// refusal promises, named a deadlock (the stream waits on itself). The
+/// server answered RESOURCE_EXHAUSTED at once instead (exit 4, no stall),
+/// and the analysis, had it stalled, said "other: neither starvation nor
+/// deadlock".
+#[test]
+fn a_message_larger_than_its_stream_window_deadlocks_when_allowed() {
+    let args = [
+        "--release",
+        "complete",
+        "--stream-window",
+        "8KiB",
+        "--duration",
+        "3s",
+        "--stall-timeout",
+        "500ms",
+    ];
+    let dir = temp_dir("self-deadlock-refused");
+    let (out, _) = run_with(&dir, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("or --allow-deadlock to watch it stall"),
+        "{stderr}"
+    );
+    let dir = temp_dir("self-deadlock");
+    let mut args = args.to_vec();
+    args.push("--allow-deadlock");
+    let (out, _) = run_with(&dir, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    let s = support::read_summary(&dir);
+    assert_eq!(s.stall_cause.as_deref(), Some("deadlock"), "{:?}", s.stall);
+    assert!(
+        s.stall.as_deref().unwrap_or_default().contains(
+            "8192 B unreleased (8192 B of an undecoded message), h2 available_capacity 0 B"
+        ),
+        "{:?}",
+        s.stall
+    );
+    assert_eq!(s.rpc_status.get("RESOURCE_EXHAUSTED"), None, "{stdout}");
+}
+
 #[test]
 fn an_allowed_deadlock_ends_within_the_stall_timeout_and_is_named() {
     let dir = temp_dir("deadlock");

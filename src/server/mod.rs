@@ -151,10 +151,12 @@ pub struct ServerOpts {
     #[arg(long, value_name = "ID")]
     pub drop_stream: Option<u32>,
 
-    /// Run a configuration that can deadlock the connection window (late
-    /// release points with partial messages that together exhaust it), to
-    /// study it: instead of refusing it up front, let the stall watcher
-    /// (--stall-timeout) detect it, record it and end the run.
+    /// Run a configuration that can deadlock (late release points with a
+    /// message larger than the stream window, or partial messages that
+    /// together exhaust the connection window), to study it: instead of
+    /// refusing it up front, or answering such a message RESOURCE_EXHAUSTED,
+    /// let the stall watcher (`run`'s --stall-timeout) detect it, record it
+    /// and end the run.
     #[arg(long)]
     pub allow_deadlock: bool,
 
@@ -252,6 +254,11 @@ pub struct ServerConfig {
     pub max_owned_bytes: u64,
     pub stall_stream: Option<StallSpec>,
     pub drop_stream: Option<u32>,
+    /// `--allow-deadlock`: a message that can never arrive within the
+    /// stream window is left to stall (the stall watcher records it)
+    /// instead of being answered RESOURCE_EXHAUSTED as soon as its length
+    /// is known.
+    pub allow_deadlock: bool,
     /// `--tls-cert`/`--tls-key`: connections speak TLS.
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub admission: u32,
@@ -284,10 +291,15 @@ impl ServerOpts {
             .conn_window
             .to_u32("--conn-window")
             .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
-        crate::refuse_unless!(
-            stream_window < (1 << 31) && conn_window < (1 << 31),
-            "windows must be at most 2147483647 bytes (RFC 9113 §6.9.1)"
-        );
+        for (flag, window) in [
+            ("--stream-window", stream_window),
+            ("--conn-window", conn_window),
+        ] {
+            crate::refuse_unless!(
+                window < (1 << 31),
+                "{flag} must be at most 2147483647 bytes (RFC 9113 §6.9.1), got {window}"
+            );
+        }
         crate::refuse_unless!(
             stream_window > 0,
             "--stream-window must be positive: with 0 the client could never send a byte"
@@ -317,7 +329,7 @@ impl ServerOpts {
             };
             crate::refuse_unless!(
                 framed <= stream_window as u64 || matches!(self.framing, Framing::Raw(_)),
-                "--release {} cannot work: a framed message is {framed} bytes but --stream-window is {stream_window}; \
+                "--release {} cannot work: a framed message is up to {framed} bytes but --stream-window is {stream_window}; \
                  the sender would stall before the message could be decoded, and its bytes are only released after that. \
                  Raise --stream-window to at least {framed}, use --release frame, or --allow-deadlock to watch it stall",
                 point.as_str()
@@ -399,6 +411,12 @@ impl ServerOpts {
             _ => None,
         };
         if self.stack == Stack::Hyper {
+            // Both act inside h2probe's own server loop, which hyper replaces.
+            crate::refuse_unless!(
+                self.stall_stream.is_none() && self.drop_stream.is_none(),
+                "--stall-stream and --drop-stream act in h2probe's own h2 server; --stack hyper serves through hyper, \
+                 which has no such fault to inject (use the default --stack h2)"
+            );
             hyper_stack::check(&release, self.queue, self.framing)
                 .map_err(|e| anyhow::Error::new(crate::config::UsageError(format!("{e:#}"))))?;
         }
@@ -426,6 +444,7 @@ impl ServerOpts {
             max_owned_bytes: self.max_owned_bytes.0,
             stall_stream: self.stall_stream,
             drop_stream: self.drop_stream,
+            allow_deadlock: self.allow_deadlock,
             tls,
             admission: self.admission,
             when_full: self.when_full,

@@ -110,7 +110,7 @@ impl Analyzer {
             window,
             st.streams
                 .iter()
-                .map(|x| (x.conn, x.unreleased, partial(x.conn, x.stream))),
+                .map(|x| (x.conn, x.unreleased, partial(x.conn, x.stream), x.available)),
         );
         // The connection credit the client still had on the wire at `t`:
         // the server tap's reconstructed receive window (None without it).
@@ -325,7 +325,7 @@ impl StallCause {
     fn explain(self) -> &'static str {
         match self {
             StallCause::Deadlock => {
-                "deadlock (every stream holding credit holds only part of a message it cannot decode, and together they fill the connection window)"
+                "deadlock (every stream holding credit holds only part of a message it cannot decode, and together they fill the connection window, or one fills its own stream window)"
             }
             StallCause::Starvation => {
                 "starvation (a stream holds decoded bytes it never released, draining the shared connection window)"
@@ -350,17 +350,25 @@ impl std::fmt::Display for StallCause {
 }
 
 /// Classifies a stall from `(connection, unreleased bytes, bytes of an
-/// undecoded partial message)` per open stream.
-pub fn stall_cause(conn_window: u64, streams: impl Iterator<Item = (u32, u64, u64)>) -> StallCause {
+/// undecoded partial message, h2's available capacity)` per open stream.
+pub fn stall_cause(
+    conn_window: u64,
+    streams: impl Iterator<Item = (u32, u64, u64, i64)>,
+) -> StallCause {
     // Bytes held per connection, by streams that hold only part of a message.
     let mut partials: BTreeMap<u32, u64> = BTreeMap::new();
-    for (conn, unreleased, partial) in streams {
+    // A stream holding only part of a message with no credit left waits on
+    // itself: its stream window is full of a message it cannot release
+    // (a message larger than the window, released late).
+    let mut self_locked = false;
+    for (conn, unreleased, partial, available) in streams {
         if unreleased > partial {
             return StallCause::Starvation;
         }
+        self_locked |= unreleased > 0 && available <= 0;
         *partials.entry(conn).or_default() += unreleased;
     }
-    if partials.values().any(|&p| p > 0 && p >= conn_window) {
+    if self_locked || partials.values().any(|&p| p > 0 && p >= conn_window) {
         StallCause::Deadlock
     } else {
         StallCause::Other
@@ -375,25 +383,32 @@ mod tests {
     fn a_stall_is_a_deadlock_only_when_partials_alone_fill_the_window() {
         // Four streams, each holding part of a 32 KiB unit: 65,535 B together.
         let dl = [
-            (2, 16332, 16332),
-            (2, 16401, 16401),
-            (2, 16401, 16401),
-            (2, 16401, 16401),
+            (2, 16332, 16332, 16),
+            (2, 16401, 16401, 32),
+            (2, 16401, 16401, 64),
+            (2, 16401, 16401, 1),
         ];
         assert_eq!(stall_cause(65_535, dl.into_iter()), StallCause::Deadlock);
         // The same, but the partials leave credit: not a deadlock.
         assert_eq!(stall_cause(1 << 20, dl.into_iter()), StallCause::Other);
         // One stream holds decoded bytes it never released.
-        let st = [(2, 0, 0), (2, 65_535, 400), (2, 0, 0)];
+        let st = [(2, 0, 0, 1), (2, 65_535, 400, 0), (2, 0, 0, 1)];
         assert_eq!(stall_cause(65_535, st.into_iter()), StallCause::Starvation);
         // A single stream whose partial message fills the window waits on itself.
         assert_eq!(
-            stall_cause(65_535, [(2, 65_535, 65_535)].into_iter()),
+            stall_cause(65_535, [(2, 65_535, 65_535, 0)].into_iter()),
             StallCause::Deadlock
         );
         assert_eq!(
-            stall_cause(65_535, [(2, 1_000, 1_000)].into_iter()),
+            stall_cause(65_535, [(2, 1_000, 1_000, 7_192)].into_iter()),
             StallCause::Other
+        );
+        // Part of a message larger than its stream window, the window
+        // exhausted: the stream waits on itself, the connection far from full
+        // (--release complete --stream-window 8KiB --allow-deadlock).
+        assert_eq!(
+            stall_cause(65_535, [(2, 8_192, 8_192, 0)].into_iter()),
+            StallCause::Deadlock
         );
         assert_eq!(stall_cause(65_535, std::iter::empty()), StallCause::Other);
     }

@@ -375,7 +375,7 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
                     deframer.push(&chunk);
                     if rpc.release_at != ReleasePoint::Frame {
                         if let Some(need) = deframer.next_framed_len() {
-                            if need > cfg.stream_window as u64 {
+                            if need > cfg.stream_window as u64 && !cfg.allow_deadlock {
                                 return Ended::Status(
                                     status::RESOURCE_EXHAUSTED,
                                     format!("a {need}-byte framed message cannot arrive within the {}-byte stream window when credit is released at {}; raise --stream-window or use --release frame", cfg.stream_window, rpc.release_at.as_str()),

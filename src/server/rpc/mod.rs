@@ -579,10 +579,11 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream) -> Ended {
                     deframer.push_bytes(chunk);
                     // With a late release point, a message larger than the
                     // stream window can never arrive whole: say so now
-                    // rather than stall the RPC until its deadline.
+                    // rather than stall the RPC until its deadline
+                    // (unless --allow-deadlock asked to watch that stall).
                     if rpc.release_point() != ReleasePoint::Frame {
                         if let Some(need) = deframer.next_framed_len() {
-                            if need > cfg.stream_window as u64 {
+                            if need > cfg.stream_window as u64 && !cfg.allow_deadlock {
                                 return Ended::Status(
                                     status::RESOURCE_EXHAUSTED,
                                     format!(
