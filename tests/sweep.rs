@@ -54,6 +54,30 @@ fn bad_sweeps_are_refused_before_anything_runs() {
         &["--out", out, "--scenario", "bdp", "--sweep", "streams=1,2"],
         "does not combine with --scenario",
     );
+    // A swept release or queue beside the flag itself: the flag won, and
+    // the table labelled configurations that never ran.
+    refused(
+        &[
+            "--out",
+            out,
+            "--sweep",
+            "release=frame,complete",
+            "--release",
+            "decode",
+        ],
+        "--sweep release=… and --release both choose the release",
+    );
+    refused(
+        &[
+            "--out",
+            out,
+            "--sweep",
+            "queue=direct,unbounded",
+            "--queue",
+            "bounded:4",
+        ],
+        "--sweep queue=… and --queue both choose the queue",
+    );
     // A value twice ran once, then stopped at its directory (exit 2).
     refused(
         &["--out", out, "--sweep", "rate=1,1"],

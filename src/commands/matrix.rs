@@ -470,6 +470,17 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 "--sweep {} is given twice; list all its values in one --sweep",
                 sw.param
             );
+            // --release and --queue are applied after the sweep's flags:
+            // both given, the sweep's values were labelled and never run.
+            for (flag, given) in [
+                ("release", opts.release.is_some()),
+                ("queue", opts.queue.is_some()),
+            ] {
+                crate::refuse_unless!(
+                    !(given && sw.param == flag),
+                    "--sweep {flag}=… and --{flag} both choose the {flag}; give its values in one of them"
+                );
+            }
         }
         crate::refuse_unless!(
             opts.scenario.is_some_and(|s| s.is_part3())
