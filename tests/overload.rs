@@ -168,6 +168,12 @@ fn common(r: &h2probe::commands::run::RunResult, s: &Seen) {
     );
     assert_eq!(s.retry_deadline_changed, 0, "{s:?}");
     assert_eq!(s.retry_after_deadline, 0, "{s:?}");
+    // meta.json records the method called (it said Ingest).
+    let meta = h2probe_analysis::meta::Meta::read(&r.dir).unwrap();
+    assert_eq!(
+        meta.config.client.unwrap()["path"],
+        "/h2probe.v1.Probe/Exchange"
+    );
 }
 
 #[test]

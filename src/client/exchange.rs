@@ -402,12 +402,7 @@ pub(super) async fn rpc(
         reply: None,
         reply_json: None,
     };
-    let path = if opts.path == grpc::INGEST_PATH {
-        grpc::EXCHANGE_PATH.to_string()
-    } else {
-        opts.path.clone()
-    };
-    let req = super::grpc_request(&ctx, &path);
+    let req = super::grpc_request(&ctx, opts.call_path());
     let rpc_deadline = now_ns() + opts.deadline().as_nanos() as u64;
     let opened = async {
         let mut sr = sr.ready().await?;
@@ -432,7 +427,7 @@ pub(super) async fn rpc(
         KindId::RpcStart,
         || {
             Kind::RpcStart(RpcStartEv {
-                path: path.clone(),
+                path: opts.call_path().to_string(),
                 deadline_ns: Some(opts.deadline().as_nanos() as u64),
                 framing: None,
             })

@@ -114,7 +114,8 @@ pub struct ClientOpts {
 
     /// The gRPC method to call, /package.Service/Method (any path: a
     /// different one tests a server's UNIMPLEMENTED answer). Its messages
-    /// are h2probe.v1.Item unless `client --proto` describes them.
+    /// are h2probe.v1.Item unless `client --proto` describes them. With
+    /// --rpc exchange the default is /h2probe.v1.Probe/Exchange.
     #[arg(long = "method", visible_alias = "path", default_value = grpc::INGEST_PATH, value_name = "PATH")]
     pub path: String,
 
@@ -304,6 +305,25 @@ impl ClientOpts {
             );
         }
         Ok(())
+    }
+
+    /// The method the client calls: --method, or with --rpc exchange and
+    /// the default method, Exchange (meta.json records this one; it said
+    /// Ingest for an Exchange run).
+    pub fn call_path(&self) -> &str {
+        match self.rpc {
+            crate::overload::RpcKind::Exchange if self.path == grpc::INGEST_PATH => {
+                grpc::EXCHANGE_PATH
+            }
+            _ => &self.path,
+        }
+    }
+
+    /// meta.json's record of these options: the method as called.
+    pub fn config_part(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let mut part = crate::commands::config_part(self)?;
+        part.insert("path".into(), self.call_path().into());
+        Some(part)
     }
 
     /// An upper bound of one framed message on the wire.

@@ -157,7 +157,7 @@ pub(crate) fn client_config(
     target: &TargetOpts,
     message: &MessageOpts,
 ) -> serde_json::Map<String, serde_json::Value> {
-    let mut part = config_part(client).unwrap_or_default();
+    let mut part = client.config_part().unwrap_or_default();
     for (k, group) in [
         ("target", config_part(target)),
         ("message", config_part(message)),

@@ -434,7 +434,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         _ => None,
     };
 
-    let mut client = config_part(&opts.client);
+    let mut client = opts.client.config_part();
     if let (Some(c), Some(_)) = (client.as_mut(), &opts.server.tls_cert) {
         c.insert(
             "tls_verification".into(),
