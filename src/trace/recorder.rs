@@ -725,7 +725,7 @@ impl TraceWriter {
                 // Said once, as a write error is; the writer goes on.
                 let limit_reached = |size: u64| {
                     let _ = fail_tx.send(Some(format!(
-                        "the trace reached --trace-limit {} ({size} bytes), so the run was stopped; \
+                        "the trace reached --trace-limit {} ({size} bytes written), so the run was stopped; \
                          {path_s} holds every event up to the stop, and its footer",
                         indicatif::HumanBytes(stop_at.unwrap_or(size))
                     )));
