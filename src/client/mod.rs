@@ -105,8 +105,11 @@ pub struct ClientOpts {
     /// `client` alone: the client could send no byte within its credit), the
     /// run is stuck (a stalled stream starving the shared connection window,
     /// or a deadlock): it is recorded as a `stall` event and ended, and the
-    /// `no_stall` check fails. Must exceed --service-time; --link-delay
-    /// adds three of its delays (no stream opens before the server's
+    /// `no_stall` check fails. `run` refuses one not above --service-time;
+    /// with `client` alone keep it above the server's longest pause in
+    /// granting credit (a worker's service time, under late release), which
+    /// the client cannot know and would call a stall. --link-delay adds
+    /// three of its delays (no stream opens before the server's
     /// SETTINGS have crossed the link, which a server may send only once
     /// the client's preface has; then the first bytes cross it).
     #[arg(long, default_value = "2s", value_name = "DURATION")]

@@ -112,7 +112,7 @@ pub struct ServerOpts {
     #[arg(long, default_value = "5m", value_name = "DURATION")]
     pub idle_timeout: Dur,
 
-    /// On shutdown (Ctrl-C, --for, --exit-after), how long connections may
+    /// On shutdown (Ctrl-C; with `serve`, --for and --exit-after too), how long connections may
     /// take to finish; then the rest are closed and recorded as such, so the
     /// server always ends whatever its peers do.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
