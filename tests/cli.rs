@@ -126,8 +126,9 @@ fn bad_values_are_refused_with_a_clear_message() {
     );
 }
 
-/// Refusals name the flag at fault, and faults hyper cannot inject are
-/// refused with `--stack hyper` (it ran them as a healthy run, exit 0).
+/// Refusals name the flag at fault; faults hyper cannot inject are refused
+/// with `--stack hyper`, and Exchange's flags without `--rpc exchange` (each
+/// ran as a healthy run, exit 0).
 #[test]
 fn refusals_name_the_flag_and_the_stack_that_cannot_honour_it() {
     for (args, said) in [
@@ -146,6 +147,15 @@ fn refusals_name_the_flag_and_the_stack_that_cannot_honour_it() {
         (
             &["--stack", "hyper", "--drop-stream", "1"],
             "--stack hyper serves through hyper",
+        ),
+        // Exchange's knobs under the default Ingest did nothing, exit 0.
+        (
+            &["--admission", "1"],
+            "--admission applies to --rpc exchange (Part 3) only",
+        ),
+        (
+            &["--retry", "fixed:100", "--max-attempts", "5"],
+            "--retry, --max-attempts apply to --rpc exchange (Part 3) only",
         ),
     ] {
         let out = h2probe().arg("run").args(args).output().unwrap();

@@ -245,6 +245,46 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
             );
         }
     }
+    if opts.client.rpc == crate::overload::RpcKind::Ingest {
+        // Exchange's knobs: under Ingest they were accepted and did nothing.
+        // (--seed is not among them: compare pairs every repeat by it.)
+        let given = |part: Option<serde_json::Map<String, serde_json::Value>>,
+                     default: Option<serde_json::Map<String, serde_json::Value>>,
+                     keys: &[&str]| {
+            let (part, default) = (part.unwrap_or_default(), default.unwrap_or_default());
+            keys.iter()
+                .filter(|k| part.get(**k) != default.get(**k))
+                .map(|k| format!("--{}", k.replace('_', "-")))
+                .collect::<Vec<_>>()
+        };
+        let mut exchange_only = given(
+            config_part(&opts.server),
+            config_part(&server::ServerOpts::default()),
+            &["admission", "when_full"],
+        );
+        exchange_only.extend(given(
+            config_part(&opts.client),
+            config_part(&crate::client::ClientOpts::default()),
+            &[
+                "original_deadline",
+                "max_outstanding",
+                "retry",
+                "retry_holds_credit",
+                "max_attempts",
+            ],
+        ));
+        crate::refuse_unless!(
+            exchange_only.is_empty(),
+            "{} appl{} to --rpc exchange (Part 3) only; add --rpc exchange, or leave {} out",
+            exchange_only.join(", "),
+            if exchange_only.len() == 1 { "ies" } else { "y" },
+            if exchange_only.len() == 1 {
+                "it"
+            } else {
+                "them"
+            }
+        );
+    }
     // The client opens streams 1, 3, …, 2 × --streams − 1 on each connection.
     let last = 2 * opts.client.streams - 1;
     for (flag, id) in [
