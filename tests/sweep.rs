@@ -104,6 +104,15 @@ fn bad_sweeps_are_refused_before_anything_runs() {
         &[dir.to_str().unwrap(), "--sweep", "link-delay=0ms,10ms"],
         "do not apply to existing run directories",
     );
+    // How to run a matrix, with saved run directories: ignored, exit 0.
+    refused(
+        &[dir.to_str().unwrap(), "--duration", "2s", "--repeats", "5"],
+        "--repeats, --duration say how to run a matrix",
+    );
+    refused(
+        &[dir.to_str().unwrap(), "--pcap"],
+        "--pcap says how to run a matrix",
+    );
     assert!(
         !std::path::Path::new(out).join("comparison.md").exists(),
         "nothing ran"

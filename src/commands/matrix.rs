@@ -391,6 +391,14 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 && opts.sweep.is_empty(),
             "--scenario, --sweep, --release and --queue choose a matrix to run; they do not apply to existing run directories"
         );
+        let how = matrix_flags_given(&opts);
+        crate::refuse_unless!(
+            how.is_empty(),
+            "{} say{} how to run a matrix; existing run directories are compared as they ran (leave {} out)",
+            how.join(", "),
+            if how.len() == 1 { "s" } else { "" },
+            if how.len() == 1 { "it" } else { "them" }
+        );
         // One run given twice (another spelling, a copy) would count as two
         // repeats: refused, by path and by the trace's clock anchor.
         let mut seen: Vec<(PathBuf, Option<(u64, u64)>)> = vec![];
@@ -757,6 +765,44 @@ fn split_part3_names(runs: &mut [RunRef]) {
             runs[i].config = label;
         }
     }
+}
+
+/// The flags of `opts` that only shape a matrix to run and differ from
+/// their defaults (given with run directories, they were ignored).
+fn matrix_flags_given(opts: &CompareOpts) -> Vec<&'static str> {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct W {
+        #[command(flatten)]
+        o: CompareOpts,
+    }
+    let d = W::parse_from(["compare"]).o;
+    let differs =
+        |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") != format!("{b:?}");
+    [
+        ("--repeats", differs(&opts.repeats, &d.repeats)),
+        ("--duration", differs(&opts.duration, &d.duration)),
+        ("--deadline-ms", differs(&opts.deadline_ms, &d.deadline_ms)),
+        (
+            "--service-schedule",
+            differs(&opts.service_schedule, &d.service_schedule),
+        ),
+        ("--rate", differs(&opts.rate, &d.rate)),
+        ("--payload", differs(&opts.payload, &d.payload)),
+        (
+            "--service-time",
+            differs(&opts.service_time, &d.service_time),
+        ),
+        ("--window", differs(&opts.window, &d.window)),
+        (
+            "--capture-payload",
+            differs(&opts.capture_payload, &d.capture_payload),
+        ),
+        ("--pcap", opts.pcap),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect()
 }
 
 /// The `--original-deadline` a run directory's meta.json records.
