@@ -439,6 +439,49 @@ fn a_short_part3_comparison_runs_all_four_policies() {
     }
 }
 
+/// compare's --rate and --payload apply to the Part 3 scenarios (the
+/// preset replaced them: 80/s and 16 KiB whatever was asked), and its
+/// --service-time, which the schedule replaces, is refused.
+#[test]
+fn a_part3_comparison_keeps_the_rate_and_payload_given() {
+    let dir = temp_dir("p3-rate");
+    support::h2probe_ok([
+        "compare",
+        "--scenario",
+        "part3-clients",
+        "--rate",
+        "40",
+        "--payload",
+        "1KiB",
+        "--duration",
+        "1s",
+        "--repeats",
+        "1",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let mut runs = 0;
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let Ok(meta) = h2probe_analysis::meta::Meta::read(&e.path()) else {
+            continue;
+        };
+        let client = meta.config.client.unwrap();
+        assert_eq!(
+            (client["rate"].as_f64(), client["payload"].as_u64()),
+            (Some(40.0), Some(1024))
+        );
+        runs += 1;
+    }
+    assert_eq!(runs, 2, "fixed and jitter");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["compare", "--scenario", "part3", "--service-time", "1ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--service-time does not apply"));
+}
+
 /// `compare DIR…` of Part 3 runs: runs a policy name would pool are told
 /// apart by what differs (two RETRY runs with other backoffs went into one
 /// column, averaged), and a run that did not end complete is said beside

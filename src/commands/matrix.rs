@@ -192,9 +192,12 @@ fn matrix(opts: &CompareOpts) -> Vec<Config> {
                     let slug = label.split(' ').next().unwrap_or(label).to_lowercase();
                     let retry: crate::overload::RetryPolicy = retry.parse().expect("static");
                     let o = opts.clone();
+                    // compare's --rate and --payload, when given, are kept
+                    // (the preset replaced them: 80/s, 16 KiB whatever was asked).
+                    let given = matrix_flags_given(&o);
                     Config::new(label.to_string(), slug, move |r| {
                         r.preset = Some(super::run::Preset::Part3);
-                        r.apply_preset(|_| false);
+                        r.apply_preset(|id| given.contains(&format!("--{id}").as_str()));
                         r.server.when_full = when_full;
                         r.client.retry = retry.clone();
                         r.client.retry_holds_credit = hold;
@@ -494,6 +497,11 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             opts.scenario.is_some_and(|s| s.is_part3())
                 || (opts.deadline_ms.is_none() && opts.service_schedule.is_none()),
             "--deadline-ms and --service-schedule apply to --scenario part3 and part3-clients only"
+        );
+        crate::refuse_unless!(
+            !(opts.scenario.is_some_and(|s| s.is_part3())
+                && matrix_flags_given(&opts).contains(&"--service-time")),
+            "--service-time does not apply to --scenario part3 and part3-clients: their worker follows --service-schedule"
         );
         let matrix = matrix(&opts);
         // Check every configuration before spending minutes on the first.
