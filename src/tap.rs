@@ -261,7 +261,11 @@ impl<S> Tap<S> {
 /// GOAWAY answers it, and the socket never fails).
 fn not_http2(close: &CloseReason, e: &Error) {
     if matches!(e, Error::NotHttp2Server { .. }) {
-        close.set("the peer is not an HTTP/2 server: its first frame is not SETTINGS".into());
+        // What its bytes look like (TLS, HTTP/1) is what the user acts on.
+        close.set(format!(
+            "the peer is not an HTTP/2 server: its first frame is not SETTINGS{}",
+            e.peer_looks_like()
+        ));
     }
 }
 

@@ -165,6 +165,37 @@ fn refusals_name_the_flag_and_the_stack_that_cannot_honour_it() {
     }
 }
 
+/// Addresses and windows a user gets wrong are refused saying what to write
+/// ("invalid socket address syntax", "invalid authority", and compare's
+/// --window naming --conn-window, a flag compare does not have).
+#[test]
+fn refusals_say_what_to_write_instead() {
+    for (args, said) in [
+        (
+            &["serve", "--listen", "localhost:50051"][..],
+            "is not IP:PORT (e.g. 127.0.0.1:50051, or [::1]:50051 for IPv6); a host name is not accepted here",
+        ),
+        (
+            &["relay", "--listen", "localhost:50052"],
+            "a host name is not accepted here",
+        ),
+        (
+            &["client", "--connect", "::1:50051"],
+            "(an IPv6 address goes in brackets: [::1]:PORT)",
+        ),
+        (
+            &["compare", "--window", "8KiB"],
+            "--window 8192 sets both windows, and the connection window cannot go below 65535 \
+             (h2 can only raise it); for a smaller stream window, give --sweep stream-window=8192",
+        ),
+    ] {
+        let out = h2probe().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
+}
+
 /// `serve` and `relay` on a port another process holds: a clear error that
 /// says what to do, exit 1, and no run directory left behind.
 #[test]

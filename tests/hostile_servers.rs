@@ -468,26 +468,20 @@ fn an_http1_server_is_named_as_not_http2() {
         s.protocol_errors
     );
     assert!(stdout.contains("not an HTTP/2 server×1"), "{stdout}");
-    // The RPC's own line says what h2's error does not.
-    let rpc = stdout
-        .lines()
-        .find(|l| l.starts_with("rpc conn 1"))
-        .unwrap_or_default();
+    // The RPC's own line says what h2's error does not, down to what the
+    // server's bytes look like (said only in the trace before).
+    let why = "the peer is not an HTTP/2 server: its first frame is not SETTINGS (an HTTP/1.x \
+               response: the server does not speak HTTP/2 in cleartext)";
     assert!(
-        rpc.contains(
-            "(the connection: the peer is not an HTTP/2 server: its first frame is not SETTINGS)"
-        ),
-        "{rpc}"
+        stdout.contains(&format!("(the connection: {why})")),
+        "{stdout}"
     );
     // And it is why the connection closed (the socket never failed).
     let close = trace
         .iter()
         .find(|v| v["type"] == "conn_close")
         .expect("a conn_close");
-    assert_eq!(
-        close["error"],
-        "the peer is not an HTTP/2 server: its first frame is not SETTINGS"
-    );
+    assert_eq!(close["error"], why);
 }
 
 /// A server whose first frame is a WINDOW_UPDATE, then its SETTINGS: it

@@ -324,7 +324,9 @@ impl ClientOpts {
 
     /// meta.json's record of these options: the method as called.
     pub fn config_part(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
-        let mut part = crate::commands::config_part(self)?;
+        let serde_json::Value::Object(mut part) = serde_json::to_value(self).ok()? else {
+            return None;
+        };
         part.insert("path".into(), self.call_path().into());
         Some(part)
     }

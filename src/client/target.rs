@@ -93,9 +93,16 @@ impl Default for TargetOpts {
 }
 
 fn parse_authority(s: &str) -> Result<String, String> {
-    let a: http::uri::Authority = s
-        .parse()
-        .map_err(|e| format!("{s:?} is not a valid authority: {e}"))?;
+    let a: http::uri::Authority = s.parse().map_err(|e| {
+        // An IPv6 address takes brackets before its port, as in a URL.
+        let hint = match s.rsplit_once(':') {
+            Some((host, _)) if host.contains(':') && !host.starts_with('[') => {
+                format!(" (an IPv6 address goes in brackets: [{host}]:PORT)")
+            }
+            _ => String::new(),
+        };
+        format!("{s:?} is not a valid authority: {e}{hint}")
+    })?;
     if a.as_str().contains('@') {
         return Err(format!(
             "{s:?}: userinfo (user@) is not allowed in :authority"

@@ -499,6 +499,13 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
             "--deadline-ms and --service-schedule apply to --scenario part3 and part3-clients only"
         );
         crate::refuse_unless!(
+            opts.window.0 >= 65_535,
+            "--window {} sets both windows, and the connection window cannot go below 65535 (h2 can only raise it); \
+             for a smaller stream window, give --sweep stream-window={}",
+            opts.window,
+            opts.window
+        );
+        crate::refuse_unless!(
             !(opts.scenario.is_some_and(|s| s.is_part3())
                 && matrix_flags_given(&opts).contains(&"--service-time")),
             "--service-time does not apply to --scenario part3 and part3-clients: their worker follows --service-schedule"

@@ -283,6 +283,14 @@ pub(crate) async fn finish_or_abandon(
     }
 }
 
+/// `--listen`'s parser: an IP address and port, said with an example when
+/// not (a host name is refused: it could name several addresses).
+pub(crate) fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!("{s:?} is not IP:PORT (e.g. 127.0.0.1:50051, or [::1]:50051 for IPv6); a host name is not accepted here")
+    })
+}
+
 /// Files a run writes (and `--force` removes), beside the `csv/` folder.
 const RUN_PRODUCTS: &[&str] = &[
     MetaRoom::NAME,

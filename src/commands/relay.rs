@@ -16,7 +16,7 @@ use tokio::sync::watch;
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 pub struct RelayOpts {
     /// Address to accept h2c (prior-knowledge) connections on.
-    #[arg(long, default_value = "127.0.0.1:50052", value_name = "ADDR")]
+    #[arg(long, default_value = "127.0.0.1:50052", value_name = "ADDR", value_parser = super::parse_listen)]
     pub listen: std::net::SocketAddr,
 
     /// The server every accepted connection is relayed to, HOST:PORT (a

@@ -13,8 +13,9 @@ use tokio::sync::watch;
 /// `h2probe serve`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServeOpts {
-    /// Address to listen on (loopback by default).
-    #[arg(long, default_value = "127.0.0.1:50051", value_name = "ADDR")]
+    /// Address to listen on, IP:PORT (loopback by default; [::1]:50051 for
+    /// IPv6; a host name is not accepted: it could name several addresses).
+    #[arg(long, default_value = "127.0.0.1:50051", value_name = "ADDR", value_parser = super::parse_listen)]
     pub listen: std::net::SocketAddr,
 
     /// Stop after this many RPCs have ended (count every stream of every

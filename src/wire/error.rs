@@ -78,6 +78,15 @@ fn what_it_looks_like(first: &[u8]) -> &'static str {
 }
 
 impl Error {
+    /// For [`Error::NotHttp2Server`], what the peer's first bytes look like
+    /// (" (a TLS record: …)"), or "" (for any other error too).
+    pub fn peer_looks_like(&self) -> &'static str {
+        match self {
+            Error::NotHttp2Server { first } => what_it_looks_like(first),
+            _ => "",
+        }
+    }
+
     pub fn offset(&self) -> u64 {
         match *self {
             Error::BadPreface { offset }
