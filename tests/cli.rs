@@ -181,7 +181,19 @@ fn refusals_say_what_to_write_instead() {
         ),
         (
             &["client", "--connect", "::1:50051"],
-            "(an IPv6 address goes in brackets: [::1]:PORT)",
+            "(an IPv6 address goes in brackets: [::1]:50051)",
+        ),
+        (
+            &["client", "--connect", "fe80::1"],
+            "(an IPv6 address goes in brackets, with a port: [fe80::1]:PORT)",
+        ),
+        (
+            &["client", "--connect", "http://127.0.0.1:50051"],
+            "(HOST:PORT, without a scheme)",
+        ),
+        (
+            &["client", "--retry", "fixed:100"],
+            "--retry applies to --rpc exchange (Part 3) only",
         ),
         (
             &["compare", "--window", "8KiB"],

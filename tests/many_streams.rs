@@ -121,6 +121,26 @@ fn a_message_larger_than_its_stream_window_deadlocks_when_allowed() {
         stderr.contains("or --allow-deadlock to watch it stall"),
         "{stderr}"
     );
+    // Its only stream releasing on receipt, nothing can deadlock (this was
+    // refused as the default point's deadlock).
+    let dir = temp_dir("self-deadlock-frame");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--release",
+            "complete,1=frame",
+            "--stream-window",
+            "8KiB",
+            "--duration",
+            "300ms",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dir = temp_dir("self-deadlock");
     let mut args = args.to_vec();
     args.push("--allow-deadlock");

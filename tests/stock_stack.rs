@@ -89,27 +89,34 @@ fn within(what: &str, h2: f64, hyper: f64, tolerance: f64) {
 /// pair of runs, p90 4.0 ms on both).
 ///
 /// On a busy machine the bursts can take one pair past 5 % (CI: 449 h2
-/// updates against 426 for hyper, 5.1 %): the pair is measured again, once,
-/// and judged on the second. A real difference of policy fails both.
+/// updates against 426 for hyper, 5.1 %; a loaded debug run: the p90
+/// increment on the three-message bucket): the pair is measured again,
+/// once, and judged on the second. A real difference of policy fails both.
 #[test]
 fn release_frame_reproduces_hyper_as_the_client_sees_it() {
     let pair = |k: u32| {
         let root = temp_dir(&format!("stock-stack-{k}"));
         (part1(&root, "h2"), part1(&root, "hyper"))
     };
+    // The burst-sensitive figures: updates per MiB, and the p90 increment,
+    // which lands on the three-message bucket (≈ 49,200 B) once a tenth of
+    // the updates follow bursts (a loaded debug run: hyper's p90 49,131 B
+    // against h2's 32,828).
     let close = |h2: &RunResult, hyper: &RunResult| {
-        let (a, b) = (
-            updates_per_mib(&h2.summary),
-            updates_per_mib(&hyper.summary),
-        );
-        (b - a).abs() / a <= 0.05
+        let near = |a: f64, b: f64| (b - a).abs() / a <= 0.05;
+        let (a, b) = (&h2.summary, &hyper.summary);
+        near(updates_per_mib(a), updates_per_mib(b))
+            && near(a.window_update_increment.p90, b.window_update_increment.p90)
     };
     let (mut h2, mut hyper) = pair(0);
     if !close(&h2, &hyper) {
         eprintln!(
-            "stream WINDOW_UPDATEs per MiB {:.2} (h2) and {:.2} (hyper) more than 5 % apart: measuring the pair again",
+            "stream WINDOW_UPDATEs per MiB {:.2} (h2) and {:.2} (hyper), increment p90 {} and {}: \
+             more than 5 % apart, measuring the pair again",
             updates_per_mib(&h2.summary),
-            updates_per_mib(&hyper.summary)
+            updates_per_mib(&hyper.summary),
+            h2.summary.window_update_increment.p90,
+            hyper.summary.window_update_increment.p90
         );
         (h2, hyper) = pair(1);
     }

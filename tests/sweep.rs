@@ -78,6 +78,10 @@ fn bad_sweeps_are_refused_before_anything_runs() {
         ],
         "--sweep queue=… and --queue both choose the queue",
     );
+    refused(
+        &["--out", out, "--sweep", "rate=50,100", "--rate", "20"],
+        "--sweep rate=… and --rate both choose the rate",
+    );
     // A value twice ran once, then stopped at its directory (exit 2).
     refused(
         &["--out", out, "--sweep", "rate=1,1"],

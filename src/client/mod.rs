@@ -322,6 +322,28 @@ impl ClientOpts {
         }
     }
 
+    /// Exchange's own flags given (not at their defaults) while the RPC is
+    /// Ingest, where they do nothing; `--seed` is not among them (compare
+    /// pairs every repeat by it).
+    pub fn exchange_flags_given(&self) -> Vec<String> {
+        if self.rpc != crate::overload::RpcKind::Ingest {
+            return vec![];
+        }
+        let (ours, default) = (self.config_part(), ClientOpts::default().config_part());
+        let (ours, default) = (ours.unwrap_or_default(), default.unwrap_or_default());
+        [
+            "original_deadline",
+            "max_outstanding",
+            "retry",
+            "retry_holds_credit",
+            "max_attempts",
+        ]
+        .iter()
+        .filter(|k| ours.get(**k) != default.get(**k))
+        .map(|k| format!("--{}", k.replace('_', "-")))
+        .collect()
+    }
+
     /// meta.json's record of these options: the method as called.
     pub fn config_part(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
         let serde_json::Value::Object(mut part) = serde_json::to_value(self).ok()? else {

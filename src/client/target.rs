@@ -95,10 +95,17 @@ impl Default for TargetOpts {
 fn parse_authority(s: &str) -> Result<String, String> {
     let a: http::uri::Authority = s.parse().map_err(|e| {
         // An IPv6 address takes brackets before its port, as in a URL.
+        use std::net::Ipv6Addr;
         let hint = match s.rsplit_once(':') {
-            Some((host, _)) if host.contains(':') && !host.starts_with('[') => {
-                format!(" (an IPv6 address goes in brackets: [{host}]:PORT)")
+            Some((host, port))
+                if host.parse::<Ipv6Addr>().is_ok() && port.parse::<u16>().is_ok() =>
+            {
+                format!(" (an IPv6 address goes in brackets: [{host}]:{port})")
             }
+            _ if s.parse::<Ipv6Addr>().is_ok() => {
+                format!(" (an IPv6 address goes in brackets, with a port: [{s}]:PORT)")
+            }
+            _ if s.contains("://") => " (HOST:PORT, without a scheme)".to_string(),
             _ => String::new(),
         };
         format!("{s:?} is not a valid authority: {e}{hint}")

@@ -26,6 +26,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     let interrupts = Interrupts::listen();
     opts.client.validate()?;
     opts.output.validate()?;
+    super::refuse_exchange_only(&opts.client.exchange_flags_given())?;
     let metadata = client::target::parse_metadata(&opts.target.headers)?;
     crate::refuse_unless!(
         opts.client.rpc != crate::overload::RpcKind::Exchange || opts.message.proto.is_none(),

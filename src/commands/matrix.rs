@@ -482,10 +482,15 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
                 sw.param
             );
             // --release and --queue are applied after the sweep's flags:
-            // both given, the sweep's values were labelled and never run.
+            // both given, the sweep's values were labelled and never run;
+            // compare's --rate, --payload, … were silently replaced by them.
+            let own = matrix_flags_given(&opts)
+                .iter()
+                .any(|f| f.trim_start_matches("--") == sw.param);
             for (flag, given) in [
                 ("release", opts.release.is_some()),
                 ("queue", opts.queue.is_some()),
+                (sw.param.as_str(), own),
             ] {
                 crate::refuse_unless!(
                     !(given && sw.param == flag),

@@ -283,6 +283,18 @@ pub(crate) async fn finish_or_abandon(
     }
 }
 
+/// Refuses Exchange's flags given to an Ingest run (they would do nothing).
+pub(crate) fn refuse_exchange_only(flags: &[String]) -> anyhow::Result<()> {
+    crate::refuse_unless!(
+        flags.is_empty(),
+        "{} appl{} to --rpc exchange (Part 3) only; add --rpc exchange, or leave {} out",
+        flags.join(", "),
+        if flags.len() == 1 { "ies" } else { "y" },
+        if flags.len() == 1 { "it" } else { "them" }
+    );
+    Ok(())
+}
+
 /// `--listen`'s parser: an IP address and port, said with an example when
 /// not (a host name is refused: it could name several addresses).
 pub(crate) fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {

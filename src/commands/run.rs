@@ -262,28 +262,8 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
             config_part(&server::ServerOpts::default()),
             &["admission", "when_full"],
         );
-        exchange_only.extend(given(
-            config_part(&opts.client),
-            config_part(&crate::client::ClientOpts::default()),
-            &[
-                "original_deadline",
-                "max_outstanding",
-                "retry",
-                "retry_holds_credit",
-                "max_attempts",
-            ],
-        ));
-        crate::refuse_unless!(
-            exchange_only.is_empty(),
-            "{} appl{} to --rpc exchange (Part 3) only; add --rpc exchange, or leave {} out",
-            exchange_only.join(", "),
-            if exchange_only.len() == 1 { "ies" } else { "y" },
-            if exchange_only.len() == 1 {
-                "it"
-            } else {
-                "them"
-            }
-        );
+        exchange_only.extend(opts.client.exchange_flags_given());
+        super::refuse_exchange_only(&exchange_only)?;
     }
     // The client opens streams 1, 3, …, 2 × --streams − 1 on each connection.
     let last = 2 * opts.client.streams - 1;

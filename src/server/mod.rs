@@ -318,29 +318,33 @@ impl ServerOpts {
             .to_u32("--max-message-size")
             .map_err(|e| anyhow::Error::new(crate::config::UsageError(e)))?;
         let release = self.release.clone();
-        let mut late: Vec<(u32, ReleasePoint)> = release.streams.clone();
-        late.retain(|(_, p)| ReleaseSpec::is_late(*p));
-        let any_late = ReleaseSpec::is_late(release.default) || !late.is_empty();
+        let any_late = ReleaseSpec::is_late(release.default)
+            || release
+                .streams
+                .iter()
+                .any(|(_, p)| ReleaseSpec::is_late(*p));
         if let (Some(framed), true) = (framed_message, any_late && !self.allow_deadlock) {
-            let point = if ReleaseSpec::is_late(release.default) {
-                release.default
-            } else {
-                late[0].1
-            };
+            // Streams are numbered 1, 3, 5, … per connection: only those the
+            // client opens count (`--release complete,1=frame` with one
+            // stream releases on receipt).
+            let streams = streams_per_conn.unwrap_or(1);
+            let late_points: Vec<ReleasePoint> = (0..streams)
+                .map(|i| release.for_stream(2 * i + 1))
+                .filter(|p| ReleaseSpec::is_late(*p))
+                .collect();
+            let point = late_points.first().copied().unwrap_or(release.default);
             crate::refuse_unless!(
-                framed <= stream_window as u64 || matches!(self.framing, Framing::Raw(_)),
+                late_points.is_empty()
+                    || framed <= stream_window as u64
+                    || matches!(self.framing, Framing::Raw(_)),
                 "--release {} cannot work: a framed message is up to {framed} bytes but --stream-window is {stream_window}; \
                  the sender would stall before the message could be decoded, and its bytes are only released after that. \
                  Raise --stream-window to at least {framed}, use --release frame, or --allow-deadlock to watch it stall",
                 point.as_str()
             );
             // Each late-releasing stream may hold one partial message that
-            // cannot be released yet (streams are numbered 1, 3, 5, … per
-            // connection).
-            let streams = streams_per_conn.unwrap_or(1);
-            let late_streams = (0..streams)
-                .filter(|i| ReleaseSpec::is_late(release.for_stream(2 * i + 1)))
-                .count() as u64;
+            // cannot be released yet.
+            let late_streams = late_points.len() as u64;
             // With raw framing a work unit spans the client's messages.
             let unit = match self.framing {
                 Framing::Raw(unit) => unit as u64,
