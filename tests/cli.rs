@@ -158,11 +158,16 @@ fn refusals_name_the_flag_and_the_stack_that_cannot_honour_it() {
             "--retry, --max-attempts apply to --rpc exchange (Part 3) only",
         ),
     ] {
-        let out = h2probe().arg("run").args(args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(said), "{args:?}: {err}");
+        refused(&[&["run"][..], args].concat(), said);
     }
+}
+
+/// `h2probe ARGS` is refused as bad usage (exit 2), saying `said`.
+fn refused(args: &[&str], said: &str) {
+    let out = h2probe().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(said), "{args:?}: {err}");
 }
 
 /// Addresses and windows a user gets wrong are refused saying what to write
@@ -201,10 +206,7 @@ fn refusals_say_what_to_write_instead() {
              (h2 can only raise it); for a smaller stream window, give --sweep stream-window=8192",
         ),
     ] {
-        let out = h2probe().args(args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(said), "{args:?}: {err}");
+        refused(args, said);
     }
 }
 
