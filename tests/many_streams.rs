@@ -66,6 +66,88 @@ fn conn_credit_at_stall(dir: &std::path::Path) -> i64 {
     credit
 }
 
+/// A stall's cause is judged on the trace, not on h2's `available_capacity`
+/// (which leaves out what h2 buffered and counts credit it has not
+/// announced): a body the application dropped is its bug whatever the
+/// window (a 16 KiB stream window, filled before the drop, read
+/// "deadlock"), and a stream that stops releasing under `--release frame`
+/// starves its sender even while h2 has released-but-unannounced bytes
+/// (`available_capacity` 17 B read "other").
+#[test]
+fn a_stalls_cause_is_judged_on_the_trace_not_on_h2s_capacity() {
+    let dir = temp_dir("drop-small-window");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--drop-stream",
+            "1",
+            "--stream-window",
+            "16KiB",
+            "--duration",
+            "3s",
+            "--stall-timeout",
+            "500ms",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let s = support::read_summary(&dir);
+    let stall = s.stall.as_deref().unwrap_or_default();
+    assert_eq!(s.stall_cause.as_deref(), Some("other"), "{stall}");
+    assert!(stall.contains("body dropped by the application"), "{stall}");
+    let ev = events(&dir);
+    let drops: Vec<_> = ev.iter().filter(|e| e["type"] == "body_drop").collect();
+    assert_eq!(drops.len(), 1, "one body_drop event");
+    assert_eq!(
+        (drops[0]["ep"].as_str(), drops[0]["stream"].as_u64()),
+        (Some("server"), Some(1))
+    );
+    let starts: Vec<_> = ev
+        .iter()
+        .filter(|e| e["type"] == "rpc_start" && e["ep"] == "server")
+        .map(|e| e["release"].as_str())
+        .collect();
+    assert_eq!(
+        starts,
+        [Some("frame")],
+        "the server's rpc_start names its release point"
+    );
+
+    let dir = temp_dir("stall-unannounced");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--stream-window",
+            "8KiB",
+            "--payload",
+            "16KiB",
+            "--stall-stream",
+            "1:17000",
+            "--duration",
+            "3s",
+            "--stall-timeout",
+            "500ms",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let s = support::read_summary(&dir);
+    let stall = s.stall.as_deref().unwrap_or_default();
+    assert_eq!(s.stall_cause.as_deref(), Some("starvation"), "{stall}");
+    assert!(
+        stall.contains("0 B of stream credit on the wire, release at frame"),
+        "{stall}"
+    );
+}
+
 /// 4 streams, 32 KiB units spanning two 16 KiB messages, released on decode,
 /// one 65,535-byte connection window: every stream ends up holding part of
 /// a unit (4 × 16 KiB ≥ 65,535), nobody can decode, nobody gets credit.
@@ -151,7 +233,7 @@ fn a_message_larger_than_its_stream_window_deadlocks_when_allowed() {
     assert_eq!(s.stall_cause.as_deref(), Some("deadlock"), "{:?}", s.stall);
     assert!(
         s.stall.as_deref().unwrap_or_default().contains(
-            "8192 B unreleased (8192 B of an undecoded message), h2 available_capacity 0 B"
+            "8192 B unreleased (8192 B of an undecoded message), 0 B of stream credit on the wire, release at complete"
         ),
         "{:?}",
         s.stall

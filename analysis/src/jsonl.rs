@@ -118,11 +118,15 @@ impl Obj<'_> {
                 path,
                 deadline_ns,
                 framing,
+                release,
             }) => {
                 self.str(k!("path"), path);
                 self.opt(k!("deadline_ns"), *deadline_ns);
                 if let Some(f) = framing {
                     self.str(k!("framing"), f);
+                }
+                if let Some(r) = release {
+                    self.name(kq!("release"), r.as_str());
                 }
             }
             Kind::RpcEnd(RpcEndEv { status, message }) => {
@@ -392,6 +396,7 @@ mod tests {
                     path: s.clone(),
                     deadline_ns: some.then_some(n),
                     framing: (!some).then(|| s.clone()),
+                    release: some.then_some(crate::schema::ReleasePoint::ALL[i % 4]),
                 }),
                 Kind::RpcEnd(RpcEndEv {
                     status: n as u32,

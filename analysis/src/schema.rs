@@ -299,7 +299,7 @@ event_kinds! {
     /// A connection ended.
     ConnClose(ConnCloseEv) = "conn_close" ["error": Text, "bytes_in": Int, "bytes_out": Int],
     /// An RPC began (server: request headers received; client: request sent).
-    RpcStart(RpcStartEv) = "rpc_start" ["path": Text, "deadline_ns": IntOpt, "framing": Text],
+    RpcStart(RpcStartEv) = "rpc_start" ["path": Text, "deadline_ns": IntOpt, "framing": Text, "release": Text],
     /// An RPC ended with a gRPC status.
     RpcEnd(RpcEndEv) = "rpc_end" ["status": Int, "message": Text],
     /// Server: h2 handed `len` body bytes to the application.
@@ -316,6 +316,10 @@ event_kinds! {
     Complete(CompleteEv) = "complete" ["seq": Int, "worker": Int, "service_ns": Int],
     /// Server: a message was dropped before completion.
     Discard(DiscardEv) = "discard" ["seq": Int, "reason": Text],
+    /// Server, `--drop-stream`: the application dropped the request body
+    /// (the injected bug): what it read and did not release stays held, and
+    /// h2 discards what arrives after.
+    BodyDrop(BodyDropEv) = "body_drop" [],
     /// Server: periodic sample of one RPC's state.
     Sample(SampleEv) = "sample" [
         "depth": Int, "queued_bytes": Int, "owned_bytes": Int, "unreleased": Int, "used_capacity": Int,
@@ -643,7 +647,17 @@ pub struct RpcStartEv {
     /// work units that are not the client's messages (absent for gRPC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framing: Option<String>,
+    /// Server: the stream's release point (`--release`), so that a stall's
+    /// cause can be judged from the trace alone. Absent on the client's
+    /// side and in older traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<ReleasePoint>,
 }
+
+/// `body_drop` has no fields: what the stream held then is in its `chunk`
+/// and `release` events.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct BodyDropEv {}
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RpcEndEv {

@@ -659,6 +659,7 @@ fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
             path: "/p".into(),
             deadline_ns: None,
             framing: None,
+            release: None,
         })
     };
     let headers = || Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10));

@@ -430,6 +430,7 @@ pub(super) async fn rpc(
                 path: opts.call_path().to_string(),
                 deadline_ns: Some(opts.deadline().as_nanos() as u64),
                 framing: None,
+                release: None,
             })
         },
     );

@@ -190,6 +190,7 @@ mod tests {
                 path: "/p".into(),
                 deadline_ns: Some(1),
                 framing: Some("raw:4".into()),
+                release: Some(crate::config::ReleasePoint::Decode),
             }),
             Kind::RpcEnd(RpcEndEv {
                 status: 0,
@@ -289,6 +290,7 @@ mod tests {
                 service_ns: 1,
                 step: 0,
             }),
+            Kind::BodyDrop(Default::default()),
             Kind::Original(OriginalEv {
                 id: 1,
                 deadline: 1,

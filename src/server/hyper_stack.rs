@@ -340,6 +340,8 @@ async fn handle(
             path,
             deadline_ns: deadline.map(|d| d.as_nanos() as u64),
             framing: None,
+            // hyper releases each body frame as it is polled.
+            release: Some(ReleasePoint::Frame),
         })
     });
     let _end_on_drop = EndOnDrop(rpc.clone());

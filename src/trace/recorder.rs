@@ -1624,6 +1624,7 @@ mod tests {
                 path,
                 deadline_ns: None,
                 framing: None,
+                release: None,
             })
         });
         let st = rec.stats();

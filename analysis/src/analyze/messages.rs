@@ -28,6 +28,11 @@ pub(super) struct Rpc {
     pub(super) completed: u64,
     pub(super) discarded: u64,
     pub(super) msgs: HashMap<u64, (u32, MsgState)>,
+    /// The stream's release point, as the server's `rpc_start` says (None
+    /// in older traces).
+    pub(super) release: Option<ReleasePoint>,
+    /// The application dropped the body (`body_drop`).
+    pub(super) body_dropped: bool,
 }
 
 impl Analyzer {

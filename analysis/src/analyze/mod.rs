@@ -367,6 +367,9 @@ impl Analyzer {
                         conn.not_open.insert(e.stream);
                     }
                 }
+                if e.ep == Endpoint::Server && r.release.is_some() {
+                    self.rpcs.entry((e.conn, e.stream)).or_default().release = r.release;
+                }
                 // Raw framing, said by the server itself (a run can end
                 // before any unit is decoded).
                 if e.ep == Endpoint::Server
@@ -436,6 +439,12 @@ impl Analyzer {
             Kind::Start(st) => self.start(e, st),
             Kind::Complete(c) => self.complete(e, c),
             Kind::Discard(d) => self.discard(e, d),
+            Kind::BodyDrop(_) => {
+                self.rpcs
+                    .entry((e.conn, e.stream))
+                    .or_default()
+                    .body_dropped = true;
+            }
             Kind::Sample(smp) => {
                 self.s.peak_rss_bytes = self.s.peak_rss_bytes.max(smp.rss_bytes);
                 self.tl.rss.push(t, smp.rss_bytes as f64);

@@ -5,7 +5,7 @@
 use super::summary::StreamFigures;
 use super::wire_view::Flow;
 use super::Analyzer;
-use crate::schema::{self, Endpoint};
+use crate::schema::{self, Endpoint, ReleasePoint};
 use std::collections::BTreeMap;
 
 /// A stream that got less than this share of its fair share (total ÷
@@ -87,18 +87,21 @@ impl Analyzer {
     }
 
     /// The first stall's cause (see [`super::summary::Summary::stall_cause`])
-    /// and its description, from the stream states at `t`: each stream's
-    /// unreleased bytes and how many of them belong to a message it has not
-    /// decoded yet (bytes received − framed bytes decoded, from the trace).
+    /// and its description, from each open stream's state at `t` as the
+    /// trace gives it: its release point (`rpc_start`), the bytes its
+    /// application read (`chunk`) and did not release (`release`), the part
+    /// of them in a message not decoded yet (`decode`), the bytes h2
+    /// received (the server's tap), the client's credit on the stream (its
+    /// reconstructed window) and a dropped body (`body_drop`). h2's own
+    /// figures in the event (`unreleased`, `available`) are shown, not
+    /// judged on: they leave out what h2 buffered, and `available` counts
+    /// credit h2 has not announced yet.
     pub(super) fn describe_stall(&self, t: u64, st: &schema::StallEv) -> (StallCause, String) {
-        let partial = |conn: u32, stream: u32| {
-            self.rpcs
-                .get(&(conn, stream))
-                .map_or(0, |r| r.chunks.saturating_sub(r.decoded_bytes))
-        };
+        let states: Vec<StalledStream> =
+            st.streams.iter().map(|x| self.stalled_stream(x)).collect();
         let mut per_conn: BTreeMap<u32, u64> = BTreeMap::new();
-        for x in &st.streams {
-            *per_conn.entry(x.conn).or_default() += x.unreleased;
+        for s in &states {
+            *per_conn.entry(s.conn).or_default() += s.held;
         }
         // The server writes its window; without it (a client's stall, an
         // older trace) no share of it can be judged a deadlock.
@@ -106,12 +109,7 @@ impl Analyzer {
         let window_text = st
             .conn_window
             .map_or("an unrecorded window".to_string(), |w| format!("{w} B"));
-        let cause = stall_cause(
-            window,
-            st.streams
-                .iter()
-                .map(|x| (x.conn, x.unreleased, partial(x.conn, x.stream), x.available)),
-        );
+        let cause = stall_cause(window, states.iter().copied());
         // The connection credit the client still had on the wire at `t`:
         // the server tap's reconstructed receive window (None without it).
         let credit = |c: u32| {
@@ -131,15 +129,30 @@ impl Analyzer {
         let streams: Vec<String> = st
             .streams
             .iter()
-            .map(|x| {
-                format!(
-                    "{}/{}: {} B unreleased ({} B of an undecoded message), h2 available_capacity {} B",
+            .zip(&states)
+            .map(|(x, s)| {
+                let mut text = format!(
+                    "{}/{}: {} B unreleased ({} B of an undecoded message), {} of stream credit on the wire",
                     x.conn,
                     x.stream,
-                    x.unreleased,
-                    partial(x.conn, x.stream).min(x.unreleased),
-                    x.available
-                )
+                    s.held,
+                    s.partial.min(s.held),
+                    s.credit.map_or("no record".to_string(), |v| format!("{v} B")),
+                );
+                if let Some(p) = s.release {
+                    text.push_str(&format!(", release at {}", p.as_str()));
+                }
+                if s.unread > 0 {
+                    text.push_str(&format!(", {} B received the application never read", s.unread));
+                }
+                if s.body_dropped {
+                    text.push_str(", body dropped by the application");
+                }
+                text.push_str(&format!(
+                    " (h2: {} B unreleased, available_capacity {} B)",
+                    x.unreleased, x.available
+                ));
+                text
             })
             .collect();
         // Starvation drains the shared connection window when a
@@ -167,7 +180,7 @@ impl Analyzer {
         };
         let explain = match cause {
             StallCause::Starvation if !filled => {
-                "starvation (a stream holds decoded bytes it never released: its own stream window is spent, while the connection window still has credit)"
+                "starvation (a stream holds bytes its release point should have released: its own stream window is spent, while the connection window still has credit)"
             }
             c => c.explain(),
         };
@@ -191,6 +204,45 @@ impl Analyzer {
         };
         (cause, text)
     }
+}
+
+impl Analyzer {
+    /// One open stream of a stall, from the trace (see `describe_stall`).
+    fn stalled_stream(&self, x: &schema::StallStream) -> StalledStream {
+        let rpc = self.rpcs.get(&(x.conn, x.stream));
+        let conn = self.conns.get(&(Endpoint::Server, x.conn));
+        let read = rpc.map_or(0, |r| r.chunks);
+        let received = conn.and_then(|c| c.data_c2s.get(&x.stream).copied());
+        StalledStream {
+            conn: x.conn,
+            held: rpc.map_or(0, |r| r.unreleased.max(0) as u64),
+            partial: rpc.map_or(0, |r| r.chunks.saturating_sub(r.decoded_bytes)),
+            release: rpc.and_then(|r| r.release),
+            unread: received.map_or(0, |b| b.saturating_sub(read)),
+            credit: conn.and_then(|c| c.flows[Flow::C2s as usize].tracked(x.stream)),
+            body_dropped: rpc.is_some_and(|r| r.body_dropped),
+        }
+    }
+}
+
+/// An open stream at a stall, as the trace has it up to the stall's `t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct StalledStream {
+    pub conn: u32,
+    /// Bytes the application read (`chunk`) and did not release.
+    pub held: u64,
+    /// Bytes read that belong to a message not decoded yet.
+    pub partial: u64,
+    /// The stream's release point (None: an older trace, which did not say).
+    pub release: Option<ReleasePoint>,
+    /// Bytes the server's tap saw arrive that the application never read
+    /// (h2 buffered them, or discarded them after a dropped body).
+    pub unread: u64,
+    /// The client's send credit on the stream, reconstructed from the
+    /// server's tap (None without its frames).
+    pub credit: Option<i64>,
+    /// The application dropped the body: what it holds is its bug's.
+    pub body_dropped: bool,
 }
 
 impl super::wire_view::Conn {
@@ -295,8 +347,8 @@ pub enum StallCause {
     /// message they cannot decode yet, and together those bytes fill the
     /// connection window: each waits for credit another (or itself) holds.
     Deadlock,
-    /// Some stream holds decoded bytes it never released (a stalled or
-    /// dropped stream draining the shared window).
+    /// Some stream holds bytes its release point should have released (a
+    /// stalled stream draining the shared window).
     Starvation,
     /// Seen from the client alone: a send window it needed stayed ≤ 0
     /// (the server withheld credit; why needs the server's side).
@@ -328,7 +380,7 @@ impl StallCause {
                 "deadlock (every stream holding credit holds only part of a message it cannot decode, and together they fill the connection window, or one fills its own stream window)"
             }
             StallCause::Starvation => {
-                "starvation (a stream holds decoded bytes it never released, draining the shared connection window)"
+                "starvation (a stream holds bytes its release point should have released, decoded bytes or any byte under --release frame, draining the shared connection window)"
             }
             StallCause::NoCredit => {
                 "no credit (the client's send window stayed exhausted: the server withheld credit; its trace would say why)"
@@ -337,7 +389,7 @@ impl StallCause {
                 "not open (a stream with messages to send never got its HEADERS out: h2 holds a new stream until the server allows one more concurrent stream, and the client opens none before the server's first SETTINGS)"
             }
             StallCause::Other => {
-                "other (neither starvation nor deadlock: no stream holds decoded bytes it never released, and the partial messages held do not fill the connection window)"
+                "other (neither starvation nor deadlock: no stream holds bytes its release point should have released, none is out of credit holding only part of a message, and the partial messages held do not fill the connection window; a body the application dropped counts here)"
             }
         }
     }
@@ -349,24 +401,27 @@ impl std::fmt::Display for StallCause {
     }
 }
 
-/// Classifies a stall from `(connection, unreleased bytes, bytes of an
-/// undecoded partial message, h2's available capacity)` per open stream.
-pub fn stall_cause(
-    conn_window: u64,
-    streams: impl Iterator<Item = (u32, u64, u64, i64)>,
-) -> StallCause {
-    // Bytes held per connection, by streams that hold only part of a message.
+/// Classifies a stall from its open streams (see [`StalledStream`]):
+///
+/// - *starvation*: a stream holds bytes its release point should have
+///   released: any byte read under `frame`, or more than its partial
+///   message under a late point (decoded bytes);
+/// - *deadlock*: a stream under a late point holds only part of a message
+///   and the client has no credit left on it (a message larger than its
+///   stream window: it waits on itself), or the streams of a connection
+///   holding only partial messages hold the whole connection window;
+/// - *other*: neither (a dropped body is the application's, not the
+///   window's).
+pub fn stall_cause(conn_window: u64, streams: impl Iterator<Item = StalledStream>) -> StallCause {
     let mut partials: BTreeMap<u32, u64> = BTreeMap::new();
-    // A stream holding only part of a message with no credit left waits on
-    // itself: its stream window is full of a message it cannot release
-    // (a message larger than the window, released late).
     let mut self_locked = false;
-    for (conn, unreleased, partial, available) in streams {
-        if unreleased > partial {
+    for s in streams.filter(|s| !s.body_dropped) {
+        let on_receipt = s.release == Some(ReleasePoint::Frame);
+        if s.held > s.partial || (on_receipt && s.held > 0) {
             return StallCause::Starvation;
         }
-        self_locked |= unreleased > 0 && available <= 0;
-        *partials.entry(conn).or_default() += unreleased;
+        self_locked |= s.held > 0 && s.unread == 0 && s.credit.is_some_and(|c| c <= 0);
+        *partials.entry(s.conn).or_default() += s.held;
     }
     if self_locked || partials.values().any(|&p| p > 0 && p >= conn_window) {
         StallCause::Deadlock
@@ -377,39 +432,92 @@ pub fn stall_cause(
 
 #[cfg(test)]
 mod tests {
-    use super::{stall_cause, StallCause};
+    use super::{stall_cause, StallCause, StalledStream};
+    use crate::schema::ReleasePoint;
+
+    /// A stream under `release` holding `held` bytes read and unreleased,
+    /// `partial` of them in an undecoded message, with `credit` left.
+    fn st(release: ReleasePoint, held: u64, partial: u64, credit: i64) -> StalledStream {
+        StalledStream {
+            conn: 2,
+            held,
+            partial,
+            release: Some(release),
+            unread: 0,
+            credit: Some(credit),
+            body_dropped: false,
+        }
+    }
 
     #[test]
-    fn a_stall_is_a_deadlock_only_when_partials_alone_fill_the_window() {
+    fn a_stall_is_a_deadlock_only_when_partials_alone_fill_a_window() {
+        use ReleasePoint::{Complete, Decode, Frame};
         // Four streams, each holding part of a 32 KiB unit: 65,535 B together.
         let dl = [
-            (2, 16332, 16332, 16),
-            (2, 16401, 16401, 32),
-            (2, 16401, 16401, 64),
-            (2, 16401, 16401, 1),
+            st(Decode, 16332, 16332, 49_203),
+            st(Decode, 16401, 16401, 49_134),
+            st(Decode, 16401, 16401, 49_134),
+            st(Decode, 16401, 16401, 49_134),
         ];
         assert_eq!(stall_cause(65_535, dl.into_iter()), StallCause::Deadlock);
         // The same, but the partials leave credit: not a deadlock.
         assert_eq!(stall_cause(1 << 20, dl.into_iter()), StallCause::Other);
         // One stream holds decoded bytes it never released.
-        let st = [(2, 0, 0, 1), (2, 65_535, 400, 0), (2, 0, 0, 1)];
-        assert_eq!(stall_cause(65_535, st.into_iter()), StallCause::Starvation);
-        // A single stream whose partial message fills the window waits on itself.
+        let starving = [
+            st(Decode, 0, 0, 1),
+            st(Decode, 65_535, 400, 0),
+            st(Decode, 0, 0, 1),
+        ];
         assert_eq!(
-            stall_cause(65_535, [(2, 65_535, 65_535, 0)].into_iter()),
+            stall_cause(65_535, starving.into_iter()),
+            StallCause::Starvation
+        );
+        // Under --release frame every byte read should have been released
+        // (--stall-stream): starvation, though all of it is a partial message.
+        assert_eq!(
+            stall_cause(65_535, [st(Frame, 8_175, 8_187, 0)].into_iter()),
+            StallCause::Starvation
+        );
+        // A partial message larger than its stream window, the window spent
+        // on the wire: the stream waits on itself (--release complete
+        // --stream-window 8KiB --allow-deadlock), the connection far from full.
+        assert_eq!(
+            stall_cause(65_535, [st(Complete, 8_192, 8_192, 0)].into_iter()),
             StallCause::Deadlock
         );
+        // The same with credit left on the wire (h2's available_capacity may
+        // read 0 while it has not announced released bytes, and the reverse).
         assert_eq!(
-            stall_cause(65_535, [(2, 1_000, 1_000, 7_192)].into_iter()),
+            stall_cause(65_535, [st(Complete, 1_000, 1_000, 7_192)].into_iter()),
             StallCause::Other
         );
-        // Part of a message larger than its stream window, the window
-        // exhausted: the stream waits on itself, the connection far from full
-        // (--release complete --stream-window 8KiB --allow-deadlock).
-        assert_eq!(
-            stall_cause(65_535, [(2, 8_192, 8_192, 0)].into_iter()),
-            StallCause::Deadlock
-        );
+        // Bytes h2 received that the application never read: it is not
+        // waiting on the window.
+        let unread = StalledStream {
+            unread: 12_272,
+            ..st(Complete, 4_112, 4_112, 0)
+        };
+        assert_eq!(stall_cause(65_535, [unread].into_iter()), StallCause::Other);
+        // A body the application dropped (--drop-stream) is its bug, whatever
+        // its window: neither starvation nor deadlock.
+        for (held, credit) in [(16_384, 0), (4_112, 0), (16_384, 49_151)] {
+            let dropped = StalledStream {
+                body_dropped: true,
+                ..st(Frame, held, held, credit)
+            };
+            assert_eq!(
+                stall_cause(65_535, [dropped].into_iter()),
+                StallCause::Other
+            );
+        }
+        // An older trace (no release point, no tap): as before, the partials
+        // against the connection window.
+        let old = StalledStream {
+            release: None,
+            credit: None,
+            ..st(Decode, 65_535, 65_535, 0)
+        };
+        assert_eq!(stall_cause(65_535, [old].into_iter()), StallCause::Deadlock);
         assert_eq!(stall_cause(65_535, std::iter::empty()), StallCause::Other);
     }
 }

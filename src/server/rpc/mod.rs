@@ -7,8 +7,8 @@ use crate::config::{Framing, QueuePolicy, ReleasePoint};
 use crate::grpc::{self, pb, status, Deframer, Framed};
 use crate::live::Live;
 use crate::trace::schema::{
-    ChunkEv, CompleteEv, DiscardEv, DiscardReason, Endpoint, EnqueueEv, Kind, KindId, MsgEv,
-    ReleaseEv, RpcEndEv, RpcStartEv, SampleEv, StartEv,
+    BodyDropEv, ChunkEv, CompleteEv, DiscardEv, DiscardReason, Endpoint, EnqueueEv, Kind, KindId,
+    MsgEv, ReleaseEv, RpcEndEv, RpcStartEv, SampleEv, StartEv,
 };
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -215,6 +215,7 @@ pub(super) async fn handle(
                 path: path.to_string(),
                 deadline_ns: deadline.map(|d| d.as_nanos() as u64),
                 framing: ctx.framing_label.clone(),
+                release: Some(ctx.cfg.release.for_stream(stream)),
             })
         });
     let end = |code: u32, message: String| {
@@ -363,6 +364,14 @@ pub(super) async fn handle(
             // release; the RPC hangs until its deadline or shutdown.
             kept_flow = body.as_mut().map(|b| b.flow_control().clone());
             body = None;
+            rpc.ctx.rec.emit(
+                Endpoint::Server,
+                rpc.conn,
+                rpc.stream,
+                rpc.ctx.rec.now(),
+                KindId::BodyDrop,
+                || Kind::BodyDrop(BodyDropEv {}),
+            );
             if let Some(flow) = &kept_flow {
                 rpc.list_on_wait(flow);
             }
