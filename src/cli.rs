@@ -330,6 +330,15 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             Ok(exit_code(&s, false))
         }
         Command::Export(opts) => {
+            crate::refuse_unless!(
+                !opts.pcap_gzip || opts.format.contains(&crate::export::Format::Pcap),
+                "--pcap-gzip compresses the pcaps, but --format {} writes none: add pcap to --format",
+                opts.format
+                    .iter()
+                    .map(|f| clap::ValueEnum::to_possible_value(f).map_or(String::new(), |v| v.get_name().to_owned()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
             let mut out = std::io::stdout().lock();
             // A directory that cannot be exported is said and the others
             // are still exported (the first one's error skipped the rest

@@ -162,6 +162,34 @@ fn refusals_name_the_flag_and_the_stack_that_cannot_honour_it() {
     }
 }
 
+/// Flags that were accepted and did nothing (each ran, exit 0, or served
+/// nothing) are refused, naming why.
+#[test]
+fn flags_that_would_do_nothing_are_refused() {
+    for (args, said) in [
+        (
+            &["run", "--no-trace", "--capture-payload", "full"][..],
+            "'--no-trace' cannot be used with '--capture-payload <MODE>'",
+        ),
+        (&["run", "--no-trace", "--pcap-gzip"], "'--no-trace' cannot be used with '--pcap-gzip'"),
+        (&["serve", "--no-trace", "--trace-buffer", "10"], "'--no-trace' cannot be used with '--trace-buffer <EVENTS>'"),
+        (&["run", "--queue", "direct", "--queue-limit", "5"], "--queue-limit caps the unbounded queue; --queue direct has no queue"),
+        (&["run", "--queue", "bounded:4", "--queue-limit", "5"], "--queue bounded:4 has its own capacity"),
+        (&["run", "--allow-deadlock"], "--allow-deadlock lets a late release point stall, but --release frame releases every stream on receipt"),
+        (&["run", "--stack", "hyper", "--allow-deadlock"], "(the only point --stack hyper has)"),
+        (&["serve", "--exit-after", "0"], "must be at least 1"),
+        (&["relay", "--upstream", "127.0.0.1:1", "--exit-after", "0"], "must be at least 1"),
+        (&["relay", "--upstream", "127.0.0.1:1", "--link-side", "server"], "--link-side server chooses the leg --link-delay and --link-rate shape; give one of them"),
+        (&["export", "--format", "csv", "--pcap-gzip", "."], "--pcap-gzip compresses the pcaps, but --format csv writes none"),
+        (
+            &["run", "--rpc", "exchange", "--method", "/h2probe.v1.Probe/Ingest"],
+            "the Exchange client's attempts need the Exchange method",
+        ),
+    ] {
+        refused(args, said);
+    }
+}
+
 /// `h2probe ARGS` is refused as bad usage (exit 2), saying `said`.
 fn refused(args: &[&str], said: &str) {
     let out = h2probe().args(args).output().unwrap();

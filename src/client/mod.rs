@@ -118,9 +118,11 @@ pub struct ClientOpts {
     /// The gRPC method to call, /package.Service/Method (any path: a
     /// different one tests a server's UNIMPLEMENTED answer). Its messages
     /// are h2probe.v1.Item unless `client --proto` describes them. With
-    /// --rpc exchange the default is /h2probe.v1.Probe/Exchange.
-    #[arg(long = "method", visible_alias = "path", default_value = grpc::INGEST_PATH, value_name = "PATH")]
-    pub path: String,
+    /// --rpc exchange the default is /h2probe.v1.Probe/Exchange
+    ///
+    /// [default: /h2probe.v1.Probe/Ingest]
+    #[arg(long = "method", visible_alias = "path", value_name = "PATH")]
+    pub path: Option<String>,
 
     /// Which method to call: ingest (client-streaming, one answer per RPC)
     /// or exchange (Part 3: originals with deadlines, one outcome per attempt).
@@ -249,10 +251,16 @@ impl ClientOpts {
                 format!("{}s", self.duration.0.as_secs() + 60)
             );
         }
+        let path = self.call_path();
         crate::refuse_unless!(
-            self.path.starts_with('/') && self.path.parse::<http::uri::PathAndQuery>().is_ok(),
-            "--method {:?} is not a valid request path (it must start with / and be valid in a URI)",
-            self.path
+            path.starts_with('/') && path.parse::<http::uri::PathAndQuery>().is_ok(),
+            "--method {path:?} is not a valid request path (it must start with / and be valid in a URI)"
+        );
+        crate::refuse_unless!(
+            !(self.rpc == crate::overload::RpcKind::Exchange && path == grpc::INGEST_PATH),
+            "--method {path} with --rpc exchange: the Exchange client's attempts need the Exchange method; \
+             leave --method out (it calls {}) or use --rpc ingest",
+            grpc::EXCHANGE_PATH
         );
         let w = self
             .client_stream_window
@@ -314,12 +322,10 @@ impl ClientOpts {
     /// the default method, Exchange (meta.json records this one; it said
     /// Ingest for an Exchange run).
     pub fn call_path(&self) -> &str {
-        match self.rpc {
-            crate::overload::RpcKind::Exchange if self.path == grpc::INGEST_PATH => {
-                grpc::EXCHANGE_PATH
-            }
-            _ => &self.path,
-        }
+        self.path.as_deref().unwrap_or(match self.rpc {
+            crate::overload::RpcKind::Exchange => grpc::EXCHANGE_PATH,
+            crate::overload::RpcKind::Ingest => grpc::INGEST_PATH,
+        })
     }
 
     /// Exchange's own flags given (not at their defaults) while the RPC is
@@ -697,7 +703,7 @@ async fn rpc(
             )
         };
     }
-    let req = grpc_request(&ctx, &opts.path);
+    let req = grpc_request(&ctx, opts.call_path());
     let deadline = now_ns() + opts.deadline().as_nanos() as u64;
     let sent = async {
         let mut sr = sr.ready().await?;
@@ -729,9 +735,10 @@ async fn rpc(
         stream,
         now_ns(),
         RpcStart(RpcStartEv {
-            path: opts.path.clone(),
+            path: opts.call_path().to_string(),
             deadline_ns: Some(opts.deadline().as_nanos() as u64),
             framing: None,
+            release: None,
         }),
     );
 

@@ -33,7 +33,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         "--rpc exchange calls h2probe's own Exchange method (its attempts carry ids and deadlines); \
          --proto describes a method of yours: use one or the other"
     );
-    let (codec, streaming) = opts.message.codec(&opts.client.path)?;
+    let (codec, streaming) = opts.message.codec(opts.client.call_path())?;
     if opts.target.insecure {
         crate::say!(
             "WARNING: --insecure: the server's TLS certificate is NOT verified \

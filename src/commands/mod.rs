@@ -57,12 +57,18 @@ pub struct OutputOpts {
 
     /// Payload bytes kept in frame events: none, headers (all but the upload's DATA) or full.
     /// pcap files stay decodable in every mode (missing bytes become zeros).
-    #[arg(long, value_enum, default_value = "headers", value_name = "MODE")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "headers",
+        value_name = "MODE",
+        conflicts_with = "no_trace"
+    )]
     pub capture_payload: CapturePayload,
 
     /// Recorder buffer, in events. When full, events are dropped and counted
     /// (never blocking the transport); analyze warns about any drop.
-    #[arg(long, default_value_t = crate::trace::DEFAULT_CAPACITY, value_name = "EVENTS")]
+    #[arg(long, default_value_t = crate::trace::DEFAULT_CAPACITY, value_name = "EVENTS", conflicts_with = "no_trace")]
     pub trace_buffer: usize,
 
     /// Captured payload the recorder may hold for the writer
@@ -71,7 +77,12 @@ pub struct OutputOpts {
     /// without its bytes (`payload_dropped` in the trace, counted in meta.json
     /// and summary.json); analyze warns. Below the largest frame (16KiB by
     /// default) every frame that large loses its bytes.
-    #[arg(long, default_value = "64MiB", value_name = "SIZE")]
+    #[arg(
+        long,
+        default_value = "64MiB",
+        value_name = "SIZE",
+        conflicts_with = "no_trace"
+    )]
     pub trace_payload_buffer: crate::config::Size,
 
     /// Stop the run once trace.jsonl holds SIZE (e.g. 2GiB), as dumpcap's
@@ -95,7 +106,7 @@ pub struct OutputOpts {
     /// are). DATA payload the trace did not keep is zeros in a pcap, so a
     /// plain one is as large as the upload; compressed, it is about the
     /// size of the frame headers.
-    #[arg(long, conflicts_with = "no_pcap")]
+    #[arg(long, conflicts_with_all = ["no_pcap", "no_trace"])]
     pub pcap_gzip: bool,
 
     /// Do not print progress lines (warnings and errors are still printed).
@@ -301,6 +312,16 @@ pub(crate) fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     s.parse().map_err(|_| {
         format!("{s:?} is not IP:PORT (e.g. 127.0.0.1:50051, or [::1]:50051 for IPv6); a host name is not accepted here")
     })
+}
+
+/// `--exit-after`'s parser: a count of at least 1 (0 would stop before
+/// anything was served).
+pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1 (0 would stop before anything ran)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{s:?} is not a count: {e}")),
+    }
 }
 
 /// Files a run writes (and `--force` removes), beside the `csv/` folder.

@@ -58,7 +58,7 @@ pub struct RelayOpts {
     pub max_connections: u32,
 
     /// Stop (as on Ctrl-C) once this many connection pairs have ended.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::parse_count)]
     pub exit_after: Option<u64>,
 
     /// Stop (as on Ctrl-C) after this long.
@@ -93,6 +93,14 @@ impl RelayOpts {
                 "--link-rate must be at least 1KiB (bytes per second)"
             );
         }
+        crate::refuse_unless!(
+            self.link_side == LinkSide::Client
+                || !self.link_delay.0.is_zero()
+                || self.link_rate.is_some(),
+            "--link-side {} chooses the leg --link-delay and --link-rate shape; give one of them",
+            clap::ValueEnum::to_possible_value(&self.link_side)
+                .map_or(String::new(), |v| v.get_name().to_owned())
+        );
         crate::refuse_unless!(
             !self.idle_timeout.0.is_zero(),
             "--idle-timeout must be positive"

@@ -20,7 +20,7 @@ pub struct ServeOpts {
 
     /// Stop after this many RPCs have ended (count every stream of every
     /// client); RPCs still open then end as with --for.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::parse_count)]
     pub exit_after: Option<u64>,
 
     /// Stop after this long. RPCs still open end as on Ctrl-C (UNAVAILABLE,

@@ -323,6 +323,20 @@ impl ServerOpts {
                 .streams
                 .iter()
                 .any(|(_, p)| ReleaseSpec::is_late(*p));
+        crate::refuse_unless!(
+            any_late || !self.allow_deadlock,
+            "--allow-deadlock lets a late release point stall, but --release {release} releases every stream on receipt{}: there is nothing to allow",
+            if self.stack == Stack::Hyper { " (the only point --stack hyper has)" } else { "" }
+        );
+        crate::refuse_unless!(
+            self.queue_limit == DEFAULT_QUEUE_LIMIT || self.queue == QueuePolicy::Unbounded,
+            "--queue-limit caps the unbounded queue; --queue {} {}",
+            self.queue,
+            match self.queue {
+                QueuePolicy::Bounded(_) => "has its own capacity (bounded:K)",
+                _ => "has no queue",
+            }
+        );
         if let (Some(framed), true) = (framed_message, any_late && !self.allow_deadlock) {
             // Streams are numbered 1, 3, 5, … per connection: only those the
             // client opens count (`--release complete,1=frame` with one
