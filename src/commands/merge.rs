@@ -128,6 +128,8 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
             if let Some(&other) = openings.get(&key).filter(|&&k| k != i) {
                 drop(w);
                 let _ = std::fs::remove_file(&out_path);
+                // Nothing of the merge is left: a directory it created goes too.
+                let _ = std::fs::remove_dir(&opts.out);
                 anyhow::bail!(
                     "{} and {} both hold the connection {} -> {} opened at the same nanosecond: one recording given twice \
                      (a merged run with one of its own inputs, or a copy); merge each run once",
