@@ -44,17 +44,47 @@ struct Side {
 /// Why the owner closed a tapped connection, set before the tap is dropped
 /// (the tap itself only sees the bytes stop); written into `conn_close`.
 #[derive(Clone, Default, Debug)]
-pub struct CloseReason(Arc<std::sync::Mutex<Option<String>>>);
+pub struct CloseReason(Arc<std::sync::Mutex<Option<(String, Source)>>>);
+
+/// Where a close reason came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    /// The owner's cause, or what the peer's bytes show.
+    Cause,
+    /// The socket failing, which may be the consequence of a cause found
+    /// just after it.
+    Socket,
+}
 
 impl CloseReason {
     /// Sets the reason unless one is already set (the first cause wins).
     pub fn set(&self, why: String) {
+        self.set_from(why, Source::Cause, false);
+    }
+    /// The socket failed: the reason unless one is already set.
+    fn set_socket(&self, why: String) {
+        self.set_from(why, Source::Socket, false);
+    }
+    /// What the peer's bytes prove (it does not speak HTTP/2): it replaces a
+    /// socket error set before it (a TLS server's alert, then its reset).
+    fn set_over_socket(&self, why: String) {
+        self.set_from(why, Source::Cause, true);
+    }
+    fn set_from(&self, why: String, source: Source, over_socket: bool) {
         let mut r = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        r.get_or_insert(why);
+        match &*r {
+            None => *r = Some((why, source)),
+            Some((_, Source::Socket)) if over_socket => *r = Some((why, source)),
+            Some(_) => {}
+        }
     }
     /// The reason so far, if any, left in place.
     pub fn peek(&self) -> Option<String> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|(why, _)| why.clone())
     }
 }
 
@@ -262,7 +292,7 @@ impl<S> Tap<S> {
 fn not_http2(close: &CloseReason, e: &Error) {
     if matches!(e, Error::NotHttp2Server { .. }) {
         // What its bytes look like (TLS, HTTP/1) is what the user acts on.
-        close.set(format!(
+        close.set_over_socket(format!(
             "the peer is not an HTTP/2 server: its first frame is not SETTINGS{}",
             e.peer_looks_like()
         ));
@@ -284,7 +314,7 @@ impl<S> Tap<S> {
     /// so (`read error: …`, the relay's own words), unless a cause was
     /// given first (a refusal, a shutdown).
     fn io_failed(&self, op: &str, e: &std::io::Error) {
-        self.close_reason.set(format!("{op} error: {e}"));
+        self.close_reason.set_socket(format!("{op} error: {e}"));
     }
 }
 
@@ -334,6 +364,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for Tap<S> {
                 if !new.is_empty() {
                     let t = self.stamp();
                     self.observe(Dir::In, new, t);
+                    // Said now, before the connection fails on it.
+                    if let Some(e) = self.rd.parser.not_http2_so_far() {
+                        not_http2(&self.close_reason, &e);
+                    }
                 }
             }
             Poll::Ready(Err(e)) => self.io_failed("read", e),

@@ -352,3 +352,43 @@ fn tls_to_a_server_that_does_not_speak_it_is_explained() {
         );
     }
 }
+
+/// A cleartext client against a TLS server is told so on the terminal every
+/// time: the server's 7-byte alert (shorter than a frame header) is judged
+/// as it arrives, and replaces the socket error that follows it. The
+/// terminal said "broken pipe" or "connection reset" in 8 of 12 tries.
+#[test]
+fn a_cleartext_client_against_tls_is_told_so_every_time() {
+    let dir = support::temp_dir("cleartext-to-tls");
+    let (_, cert, key) = pki(&dir);
+    let (mut server, port) = serve_tls(&dir.join("srv"), &cert, &key, &[]);
+    let connect = format!("127.0.0.1:{port}");
+    for i in 0..8 {
+        let out_dir = dir.join(format!("c{i}"));
+        let out = client(
+            &[
+                "--connect",
+                &connect,
+                "--duration",
+                "200ms",
+                "--no-pcap",
+                "-q",
+                "--out",
+                out_dir.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let said = text(&out);
+        assert_ne!(out.status.code(), Some(0), "try {i}: {said}");
+        assert!(
+            said.contains("(a TLS record: the server expects TLS)"),
+            "try {i}: {said}"
+        );
+        assert!(
+            !said.contains("Broken pipe") && !said.contains("reset by peer"),
+            "try {i}: {said}"
+        );
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+}

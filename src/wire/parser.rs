@@ -138,6 +138,24 @@ impl Parser {
         self.max_frame_size
     }
 
+    /// A server's first frame header not yet whole, whose bytes so far
+    /// already show the peer is not an HTTP/2 server: a length no frame
+    /// may have (a TLS record's and HTTP/1 text's first three bytes read
+    /// as megabytes). Changes nothing: the error itself comes as ever, with
+    /// the whole header or at [`Parser::finish`]; this lets the owner say
+    /// why before the connection fails (a TLS server's 7-byte alert is
+    /// followed by a reset, which otherwise named the cause).
+    pub fn not_http2_so_far(&self) -> Option<Error> {
+        let h = &self.hdr;
+        (self.state == State::Header
+            && self.first_frame == FirstFrame::Server
+            && self.got >= 3
+            && u32::from_be_bytes([0, h[0], h[1], h[2]]) > self.max_frame_size)
+            .then(|| Error::NotHttp2Server {
+                first: h[..self.got].to_vec(),
+            })
+    }
+
     /// Also keep DATA payloads (for full-payload capture). Off by default.
     pub fn keep_data_payloads(&mut self, keep: bool) {
         self.keep_data = keep;
@@ -465,6 +483,19 @@ mod tests {
             ),
         ];
         for (bytes, want) in cases {
+            // Said from the first three bytes, before the header is whole.
+            let mut early = Parser::from_server();
+            let _ = frames(&mut early, &[&bytes[..3]]);
+            let said = early.not_http2_so_far().map(|e| e.to_string());
+            assert!(
+                said.as_deref()
+                    .is_some_and(|e| e.contains("not an HTTP/2 server")),
+                "{bytes:?}: {said:?}"
+            );
+            // A server's real SETTINGS, cut as short, is not judged.
+            let mut real = Parser::from_server();
+            let _ = frames(&mut real, &[&ok[..bytes.len().min(8)]]);
+            assert!(real.not_http2_so_far().is_none());
             let mut p = Parser::from_server();
             // A cut header ends the connection; a whole one is followed by
             // a real SETTINGS, which must not be parsed either.
