@@ -175,7 +175,9 @@ fn flags_that_would_do_nothing_are_refused() {
         (&["serve", "--no-trace", "--trace-buffer", "10"], "'--no-trace' cannot be used with '--trace-buffer <EVENTS>'"),
         (&["run", "--queue", "direct", "--queue-limit", "5"], "--queue-limit caps the unbounded queue; --queue direct has no queue"),
         (&["run", "--queue", "bounded:4", "--queue-limit", "5"], "--queue bounded:4 has its own capacity"),
-        (&["run", "--allow-deadlock"], "--allow-deadlock lets a late release point stall, but --release frame releases every stream on receipt"),
+        (&["run", "--allow-deadlock"], "--allow-deadlock lets a late release point stall, but --release frame releases every stream opened on receipt"),
+        // Late only on a stream the client never opens.
+        (&["run", "--release", "frame,3=complete", "--allow-deadlock"], "releases every stream opened on receipt"),
         (&["run", "--stack", "hyper", "--allow-deadlock"], "(the only point --stack hyper has)"),
         (&["serve", "--exit-after", "0"], "must be at least 1"),
         (&["relay", "--upstream", "127.0.0.1:1", "--exit-after", "0"], "must be at least 1"),

@@ -146,6 +146,41 @@ fn a_stalls_cause_is_judged_on_the_trace_not_on_h2s_capacity() {
         stall.contains("0 B of stream credit on the wire, release at frame"),
         "{stall}"
     );
+
+    // The dropped stream keeps the server's only stream slot: stream 3
+    // never opens, but what waits is the dropped body, not a stream limit
+    // (read "not_open", which needs nothing held on the server's side).
+    let dir = temp_dir("drop-holds-the-slot");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--drop-stream",
+            "1",
+            "--streams",
+            "2",
+            "--max-concurrent-streams",
+            "1",
+            "--stream-window",
+            "16KiB",
+            "--duration",
+            "3s",
+            "--stall-timeout",
+            "500ms",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let s = support::read_summary(&dir);
+    let stall = s.stall.as_deref().unwrap_or_default();
+    assert_eq!(s.stall_cause.as_deref(), Some("other"), "{stall}");
+    assert!(
+        stall.contains("body dropped by the application") && stall.contains("not open"),
+        "{stall}"
+    );
 }
 
 /// 4 streams, 32 KiB units spanning two 16 KiB messages, released on decode,

@@ -323,9 +323,15 @@ impl ServerOpts {
                 .streams
                 .iter()
                 .any(|(_, p)| ReleaseSpec::is_late(*p));
+        // Of the streams the client opens, when known (a per-stream late
+        // point on a stream never opened allows nothing either).
+        let opened_late = match streams_per_conn {
+            Some(n) => (0..n).any(|i| ReleaseSpec::is_late(release.for_stream(2 * i + 1))),
+            None => any_late,
+        };
         crate::refuse_unless!(
-            any_late || !self.allow_deadlock,
-            "--allow-deadlock lets a late release point stall, but --release {release} releases every stream on receipt{}: there is nothing to allow",
+            opened_late || !self.allow_deadlock,
+            "--allow-deadlock lets a late release point stall, but --release {release} releases every stream opened on receipt{}: there is nothing to allow",
             if self.stack == Stack::Hyper { " (the only point --stack hyper has)" } else { "" }
         );
         crate::refuse_unless!(

@@ -142,6 +142,12 @@ impl Analyzer {
                 if let Some(p) = s.release {
                     text.push_str(&format!(", release at {}", p.as_str()));
                 }
+                if s.awaiting > 0 {
+                    text.push_str(&format!(
+                        ", {} B of decoded messages awaiting their release point",
+                        s.awaiting
+                    ));
+                }
                 if s.unread > 0 {
                     text.push_str(&format!(", {} B received the application never read", s.unread));
                 }
@@ -174,13 +180,20 @@ impl Analyzer {
                     .map(|t| format!("client connection {c}: {t}"))
             })
             .collect();
+        let nothing_held = states.iter().all(|s| s.held == 0 && !s.body_dropped);
         let cause = match cause {
-            StallCause::Other if !held.is_empty() => StallCause::NotOpen,
+            StallCause::Other if !held.is_empty() && nothing_held => StallCause::NotOpen,
             c => c,
         };
+        let own_window_spent = states
+            .iter()
+            .any(|s| s.withholds() && s.credit.is_some_and(|c| c <= 0));
         let explain = match cause {
-            StallCause::Starvation if !filled => {
+            StallCause::Starvation if !filled && own_window_spent => {
                 "starvation (a stream holds bytes its release point should have released: its own stream window is spent, while the connection window still has credit)"
+            }
+            StallCause::Starvation if !filled => {
+                "starvation (a stream holds bytes its release point should have released; its stream and the connection still had credit on the wire)"
             }
             c => c.explain(),
         };
@@ -213,15 +226,42 @@ impl Analyzer {
         let conn = self.conns.get(&(Endpoint::Server, x.conn));
         let read = rpc.map_or(0, |r| r.chunks);
         let received = conn.and_then(|c| c.data_c2s.get(&x.stream).copied());
+        let release = rpc.and_then(|r| r.release);
+        // Decoded messages whose release point has not come: not started
+        // under `start`, not completed under `complete`.
+        let awaiting = rpc.map_or(0, |r| {
+            r.msgs
+                .values()
+                .filter(|(_, state)| match release {
+                    Some(ReleasePoint::Start) => *state != super::messages::MsgState::InService,
+                    Some(ReleasePoint::Complete) => true,
+                    _ => false,
+                })
+                .map(|(framed, _)| *framed as u64)
+                .sum()
+        });
         StalledStream {
             conn: x.conn,
             held: rpc.map_or(0, |r| r.unreleased.max(0) as u64),
             partial: rpc.map_or(0, |r| r.chunks.saturating_sub(r.decoded_bytes)),
-            release: rpc.and_then(|r| r.release),
+            awaiting,
+            release,
             unread: received.map_or(0, |b| b.saturating_sub(read)),
             credit: conn.and_then(|c| c.flows[Flow::C2s as usize].tracked(x.stream)),
             body_dropped: rpc.is_some_and(|r| r.body_dropped),
         }
+    }
+}
+
+impl StalledStream {
+    /// Holds bytes its release point should have released (see
+    /// [`stall_cause`]); a dropped body is the application's.
+    pub fn withholds(&self) -> bool {
+        let may_hold = match self.release {
+            Some(ReleasePoint::Frame) => 0,
+            _ => self.partial + self.awaiting,
+        };
+        !self.body_dropped && self.held > may_hold
     }
 }
 
@@ -233,6 +273,9 @@ pub struct StalledStream {
     pub held: u64,
     /// Bytes read that belong to a message not decoded yet.
     pub partial: u64,
+    /// Framed bytes of decoded messages whose release point has not come
+    /// (not started under `start`, not completed under `complete`).
+    pub awaiting: u64,
     /// The stream's release point (None: an older trace, which did not say).
     pub release: Option<ReleasePoint>,
     /// Bytes the server's tap saw arrive that the application never read
@@ -389,7 +432,7 @@ impl StallCause {
                 "not open (a stream with messages to send never got its HEADERS out: h2 holds a new stream until the server allows one more concurrent stream, and the client opens none before the server's first SETTINGS)"
             }
             StallCause::Other => {
-                "other (neither starvation nor deadlock: no stream holds bytes its release point should have released, none is out of credit holding only part of a message, and the partial messages held do not fill the connection window; a body the application dropped counts here)"
+                "other (neither starvation nor deadlock: no stream holds bytes its release point should have released, none is out of credit holding only part of a message, and the partial messages held do not fill the connection window; a stream whose body the application dropped is left out of these)"
             }
         }
     }
@@ -404,8 +447,10 @@ impl std::fmt::Display for StallCause {
 /// Classifies a stall from its open streams (see [`StalledStream`]):
 ///
 /// - *starvation*: a stream holds bytes its release point should have
-///   released: any byte read under `frame`, or more than its partial
-///   message under a late point (decoded bytes);
+///   released: more than its partial message and the decoded messages
+///   its point has not come for (under `frame`, any byte read; under
+///   `decode`, any decoded byte; under `start` and `complete`, bytes of
+///   messages started, or completed);
 /// - *deadlock*: a stream under a late point holds only part of a message
 ///   and the client has no credit left on it (a message larger than its
 ///   stream window: it waits on itself), or the streams of a connection
@@ -413,17 +458,26 @@ impl std::fmt::Display for StallCause {
 /// - *other*: neither (a dropped body is the application's, not the
 ///   window's).
 pub fn stall_cause(conn_window: u64, streams: impl Iterator<Item = StalledStream>) -> StallCause {
-    let mut partials: BTreeMap<u32, u64> = BTreeMap::new();
+    // Per connection: bytes held by streams that hold only part of a
+    // message, and whether a stream holds decoded messages its worker will
+    // still release (then the connection is not locked).
+    let mut partials: BTreeMap<u32, (u64, bool)> = BTreeMap::new();
     let mut self_locked = false;
     for s in streams.filter(|s| !s.body_dropped) {
-        let on_receipt = s.release == Some(ReleasePoint::Frame);
-        if s.held > s.partial || (on_receipt && s.held > 0) {
+        if s.withholds() {
             return StallCause::Starvation;
         }
-        self_locked |= s.held > 0 && s.unread == 0 && s.credit.is_some_and(|c| c <= 0);
-        *partials.entry(s.conn).or_default() += s.held;
+        self_locked |=
+            s.held > 0 && s.held <= s.partial && s.unread == 0 && s.credit.is_some_and(|c| c <= 0);
+        let c = partials.entry(s.conn).or_default();
+        if s.held <= s.partial {
+            c.0 += s.held;
+        } else {
+            c.1 = true;
+        }
     }
-    if self_locked || partials.values().any(|&p| p > 0 && p >= conn_window) {
+    let filled = |&(p, releasing): &(u64, bool)| !releasing && p > 0 && p >= conn_window;
+    if self_locked || partials.values().any(filled) {
         StallCause::Deadlock
     } else {
         StallCause::Other
@@ -442,6 +496,7 @@ mod tests {
             conn: 2,
             held,
             partial,
+            awaiting: 0,
             release: Some(release),
             unread: 0,
             credit: Some(credit),
@@ -510,6 +565,42 @@ mod tests {
                 StallCause::Other
             );
         }
+        // Decoded messages waiting for their point are rightly held: under
+        // complete, two messages queued and in service beside nothing
+        // partial (the client finished sending); under start, the ones not
+        // started. Read as starvation, as if released at decode.
+        let queued = StalledStream {
+            awaiting: 32_808,
+            ..st(Complete, 32_808, 0, 16_323)
+        };
+        assert_eq!(stall_cause(65_535, [queued].into_iter()), StallCause::Other);
+        let not_started = StalledStream {
+            awaiting: 32_808,
+            ..st(ReleasePoint::Start, 32_808, 0, 16_323)
+        };
+        assert_eq!(
+            stall_cause(65_535, [not_started].into_iter()),
+            StallCause::Other
+        );
+        // Under decode the same bytes should have gone.
+        let decoded = StalledStream {
+            awaiting: 0,
+            ..st(Decode, 32_808, 0, 16_323)
+        };
+        assert_eq!(
+            stall_cause(65_535, [decoded].into_iter()),
+            StallCause::Starvation
+        );
+        // A stream whose worker will still release is not locked, though
+        // the held bytes fill the connection window with the partials.
+        let busy = [
+            StalledStream {
+                awaiting: 16_401,
+                ..st(Complete, 32_802, 16_401, 0)
+            },
+            st(Complete, 32_733, 32_733, 16_000),
+        ];
+        assert_eq!(stall_cause(65_535, busy.into_iter()), StallCause::Other);
         // An older trace (no release point, no tap): as before, the partials
         // against the connection window.
         let old = StalledStream {
