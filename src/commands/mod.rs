@@ -615,14 +615,7 @@ impl Session {
 /// being written is left out (its `.partial` file removed), and the exit
 /// code is an interrupt's.
 fn skip_products(dir: &Path) -> ! {
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') && name.ends_with(".partial") {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
+    remove_partials(dir);
     crate::say!(
         "finishing skipped: {} holds the trace and meta.json; `h2probe analyze {}` writes the analysis, plots and report, \
          `h2probe export --format pcap {}` the pcaps",
@@ -631,6 +624,24 @@ fn skip_products(dir: &Path) -> ! {
         dir.display()
     );
     std::process::exit(130)
+}
+
+/// Removes the products being written aside in `dir` (`.NAME.partial`
+/// files, and the plots' directory `.plots.partial`).
+fn remove_partials(dir: &Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".partial") {
+                // The plots are written into a directory aside
+                // (`.plots.partial`), which remove_file left behind.
+                let _ = match e.file_type() {
+                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()),
+                    _ => std::fs::remove_file(e.path()),
+                };
+            }
+        }
+    }
 }
 
 /// Finishes the trace, writes meta.json, analyses, writes summary.json and
@@ -913,6 +924,28 @@ fn dir_name(dir: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A second Ctrl-C while finishing leaves no product half-written: the
+    /// plots' directory aside was left behind (remove_file cannot remove
+    /// it), and the trace and meta.json stay.
+    #[test]
+    fn skipping_the_products_removes_the_plots_directory_aside() {
+        let dir = std::env::temp_dir().join(format!("h2probe-partials-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join(".plots.partial")).unwrap();
+        std::fs::write(dir.join(".plots.partial").join("queue.svg"), "<svg/>").unwrap();
+        for f in [".summary.json.partial", "trace.jsonl", "meta.json"] {
+            std::fs::write(dir.join(f), "x").unwrap();
+        }
+        super::remove_partials(&dir);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["meta.json", "trace.jsonl"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// Repeats against fresh servers (each given a port by the system) are
     /// one configuration, and a nested setting shows as its leaves. The
     /// audit saw two such repeats in two rows, labelled with raw JSON.
