@@ -115,7 +115,8 @@ pub(crate) fn label_of(server: &ServerOpts) -> String {
 /// Whose progress the stall watcher follows.
 #[derive(Clone, Copy)]
 pub(crate) enum Progress {
-    /// Bytes reaching the server application (`run`: both endpoints here).
+    /// Bytes reaching the server application, or its workers completing
+    /// messages (`run`: both endpoints here).
     Server,
     /// Bytes the client could send within its credit (`client` against
     /// any server: the server's side is not visible).
@@ -135,7 +136,10 @@ pub(crate) async fn watch_for_stall(
 ) {
     use crate::trace::schema::{Endpoint, Kind, KindId, StallEv};
     let progress = || match whose {
-        Progress::Server => Live::get(&live.app_bytes),
+        // A worker completing a message is progress too: a queue longer
+        // than the timeout drains without a byte arriving (a stream limit
+        // holding the next stream until this one's queue is done).
+        Progress::Server => Live::get(&live.app_bytes) + Live::get(&live.completed),
         Progress::Client => Live::get(&live.client_bytes),
     };
     let mut last = (progress(), tokio::time::Instant::now());
