@@ -905,3 +905,41 @@ fn a_run_interrupted_while_stuck_cannot_say_it_never_stalled() {
         paced.checks["no_stall"].detail
     );
 }
+
+/// A queue that takes longer than --stall-timeout to drain is progress, not
+/// a stall: with one stream allowed at a time, stream 3 waits for stream
+/// 1's two queued messages (450 ms each) while no byte arrives. The watcher
+/// counted only bytes and ended the run as stalled (exit 3).
+#[test]
+fn a_queue_draining_longer_than_the_stall_timeout_is_not_a_stall() {
+    let dir = temp_dir("queue-drains");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--release",
+            "complete",
+            "--streams",
+            "2",
+            "--max-concurrent-streams",
+            "1",
+            "--service-time",
+            "450ms",
+            "--max-pending",
+            "5",
+            "--duration",
+            "3s",
+            "--stall-timeout",
+            "500ms",
+        ],
+    );
+    let s = support::read_summary(&dir);
+    assert_eq!(s.stalls, 0, "{:?}", s.stall);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Both streams ran: stream 3 opened once stream 1 was done.
+    assert_eq!(s.rpc_status.get("OK"), Some(&2), "{:?}", s.rpc_status);
+}
