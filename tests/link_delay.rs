@@ -265,3 +265,19 @@ fn frames_landing_over_a_second_after_the_end_stay_in_their_stream() {
         s.checks["bytes"].detail
     );
 }
+
+/// On a link slower than one frame per --stall-timeout, bytes arrive one
+/// frame at a time (16 KiB at 20 KB/s: 0.8 s apart): that is the link's
+/// pace, not a stall. The watcher allowed only the link's delays and ended
+/// such a run as stalled.
+#[test]
+fn a_link_slower_than_a_frame_per_stall_timeout_is_not_a_stall() {
+    let r = over_link("slow-frames", "65535", |c| {
+        c.link_rate = Some("20000".parse().unwrap());
+        c.link_delay = dur("10ms");
+        c.stall_timeout = dur("500ms");
+        c.max_pending = 3;
+    });
+    assert_eq!(r.summary.stalls, 0, "{:?}", r.summary.stall);
+    assert!(r.summary.decoded > 0, "{}", blocked_account(&r));
+}

@@ -100,7 +100,8 @@ pub struct ClientOpts {
     #[arg(long, value_name = "SIZE")]
     pub link_rate: Option<Size>,
 
-    /// If no byte reaches the server application on any stream for this
+    /// If no byte reaches the server application on any stream, and no
+    /// worker completes a message, for this
     /// long while the client still has messages to send (`run`; with
     /// `client` alone: the client could send no byte within its credit), the
     /// run is stuck (a stalled stream starving the shared connection window,
@@ -111,7 +112,8 @@ pub struct ClientOpts {
     /// the client cannot know and would call a stall. --link-delay adds
     /// three of its delays (no stream opens before the server's
     /// SETTINGS have crossed the link, which a server may send only once
-    /// the client's preface has; then the first bytes cross it).
+    /// the client's preface has; then the first bytes cross it), and
+    /// --link-rate one 16 KiB frame's time at that rate.
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub stall_timeout: Dur,
 
@@ -370,8 +372,17 @@ impl ClientOpts {
     /// no stream opens, and the first bytes out; h2's server writes its
     /// SETTINGS at once, so two there, and a credit round trip needs two).
     /// With --link-delay 1.5s a healthy run read as stalled at 2 s.
+    ///
+    /// With --link-rate, bytes arrive one frame at a time at that rate: a
+    /// gap of one largest frame's time between arrivals (0.8 s for 16 KiB
+    /// at 20 KB/s) is the link's pace, not a stall (it read as one).
     pub fn with_link_allowance(&self, stall: std::time::Duration) -> std::time::Duration {
-        stall + 3 * self.link_delay.0
+        let frame_time = self.link_rate.map_or(std::time::Duration::ZERO, |r| {
+            // The largest frame a peer sends by default, with its header;
+            // a larger --max-frame-size is rare beside a slow link.
+            std::time::Duration::from_secs_f64((16_384.0 + 9.0) / r.0.max(1) as f64)
+        });
+        stall + 3 * self.link_delay.0 + frame_time
     }
 
     pub fn total_streams(&self) -> u32 {
