@@ -620,9 +620,12 @@ pub struct StallEv {
 pub struct StallStream {
     pub conn: u32,
     pub stream: u32,
-    /// Bytes received and not released by the application.
+    /// Bytes the application read and did not release (not what h2
+    /// buffered for it).
     pub unreleased: u64,
-    /// h2's `available_capacity()`: credit the peer may still use.
+    /// h2's `available_capacity()`: what h2 would grant, announced in a
+    /// WINDOW_UPDATE or not; not the peer's credit on the wire (the
+    /// analysis reconstructs that from the tap and judges on it).
     pub available: i64,
 }
 
