@@ -64,27 +64,34 @@ ended with a status other than OK; 130 interrupted (Ctrl-C; the run directory is
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run server and client in one process on 127.0.0.1 and write one run directory.
+    #[command(after_long_help = EXIT_CODES)]
     Run(Box<RunOpts>),
     /// Run the probe server alone (h2c on 127.0.0.1:50051 by default) until Ctrl-C.
+    #[command(after_long_help = EXIT_CODES)]
     Serve(Box<ServeOpts>),
     /// Run the probe client alone against any gRPC server (h2c or TLS), any client-streaming method.
+    #[command(after_long_help = EXIT_CODES)]
     Client(Box<ClientCmdOpts>),
     /// Relay h2c connections to a real server unchanged, tapping both legs (a real client and server, observed).
+    #[command(after_long_help = EXIT_CODES)]
     Relay(Box<crate::commands::relay::RelayOpts>),
     /// Analyse run directories: summary.json, timeline.csv, SVG plots, headline table.
     #[command(
         long_about = "Analyse run directories: read each trace.jsonl and write its products beside it, \
                       replacing the previous ones: summary.json, timeline.csv, windows.csv, the SVG \
                       plots and report.html (its default slice; `h2probe report --at` writes others). \
-                      Then print each run's headline. The trace itself is never changed."
+                      Then print each run's headline. The trace itself is never changed.",
+        after_long_help = EXIT_CODES
     )]
     Analyze(AnalyzeOpts),
     /// Write report.html: one run's page (headline, checks, frame ladder, plots, configuration), or a comparison of several.
     #[command(long_about = crate::commands::report::LONG_ABOUT)]
     Report(crate::commands::report::ReportOpts),
     /// Compare release strategies: run a matrix with repeats, or compare run directories.
+    #[command(after_long_help = EXIT_CODES)]
     Compare(Box<crate::commands::matrix::CompareOpts>),
     /// Merge traces of separate processes on one host (serve + client) into one run.
+    #[command(after_long_help = EXIT_CODES)]
     Merge(crate::commands::merge::MergeOpts),
     /// Export run traces as pcap (Wireshark/tshark), tidy CSV or qlog.
     Export(crate::export::ExportOpts),
