@@ -27,6 +27,10 @@ pub struct Live {
     /// Body bytes h2 handed to the server application, all RPCs: progress,
     /// for stall detection.
     pub app_bytes: Counter,
+    /// Bytes the server application released (`release_capacity`), all
+    /// RPCs: credit given back is progress too, for stall detection (a
+    /// queue that drains under a late release point lets bytes in again).
+    pub released: Counter,
     /// Body bytes the client handed to h2 within its send credit, all RPCs:
     /// the client's progress, for stall detection in `h2probe client`.
     pub client_bytes: Counter,

@@ -943,3 +943,54 @@ fn a_queue_draining_longer_than_the_stall_timeout_is_not_a_stall() {
     // Both streams ran: stream 3 opened once stream 1 was done.
     assert_eq!(s.rpc_status.get("OK"), Some(&2), "{:?}", s.rpc_status);
 }
+
+/// Under release on receipt, a backlog of queued messages draining while a
+/// stalled stream holds the connection window lets no byte in: the stall
+/// is recorded one timeout after the last byte, completions or not (a
+/// watcher that counted completions as progress waited for the backlog,
+/// and with a large window the RPC deadlines came first: no stall at all).
+#[test]
+fn completions_that_release_nothing_do_not_hide_a_stall() {
+    let dir = temp_dir("backlog-no-release");
+    let (out, _) = run_with(
+        &dir,
+        &[
+            "--streams",
+            "4",
+            "--stall-stream",
+            "3",
+            "--service-time",
+            "400ms",
+            "--stall-timeout",
+            "1s",
+            "--duration",
+            "8s",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let ev = events(&dir);
+    let stall = ev
+        .iter()
+        .find(|e| e["type"] == "stall")
+        .expect("a stall event");
+    let (at, timeout) = (
+        stall["t"].as_u64().unwrap(),
+        stall["timeout_ns"].as_u64().unwrap(),
+    );
+    let within = |ty: &str| {
+        ev.iter()
+            .filter(|e| e["type"] == ty && e["ep"] == "server")
+            .filter(|e| (at - timeout..at).contains(&e["t"].as_u64().unwrap()))
+            .count()
+    };
+    assert!(
+        within("complete") > 0,
+        "the backlog was still draining when the stall was recorded"
+    );
+    assert_eq!((within("chunk"), within("release")), (0, 0));
+}

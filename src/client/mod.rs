@@ -100,8 +100,8 @@ pub struct ClientOpts {
     #[arg(long, value_name = "SIZE")]
     pub link_rate: Option<Size>,
 
-    /// If no byte reaches the server application on any stream, and no
-    /// worker completes a message, for this
+    /// If no byte reaches the server application on any stream, and none
+    /// is released, for this
     /// long while the client still has messages to send (`run`; with
     /// `client` alone: the client could send no byte within its credit), the
     /// run is stuck (a stalled stream starving the shared connection window,

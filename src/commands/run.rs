@@ -115,8 +115,8 @@ pub(crate) fn label_of(server: &ServerOpts) -> String {
 /// Whose progress the stall watcher follows.
 #[derive(Clone, Copy)]
 pub(crate) enum Progress {
-    /// Bytes reaching the server application, or its workers completing
-    /// messages (`run`: both endpoints here).
+    /// Bytes reaching the server application, or released by it (`run`:
+    /// both endpoints here).
     Server,
     /// Bytes the client could send within its credit (`client` against
     /// any server: the server's side is not visible).
@@ -136,10 +136,13 @@ pub(crate) async fn watch_for_stall(
 ) {
     use crate::trace::schema::{Endpoint, Kind, KindId, StallEv};
     let progress = || match whose {
-        // A worker completing a message is progress too: a queue longer
-        // than the timeout drains without a byte arriving (a stream limit
-        // holding the next stream until this one's queue is done).
-        Progress::Server => Live::get(&live.app_bytes) + Live::get(&live.completed),
+        // Credit given back is progress too: under a late release point a
+        // queue longer than the timeout drains without a byte arriving (a
+        // stream limit holding the next stream until this one's queue is
+        // done), each completion releasing. Completions alone are not: under
+        // release on receipt a backlog drains while a stalled stream holds
+        // the window, and nothing will let a byte in.
+        Progress::Server => Live::get(&live.app_bytes) + Live::get(&live.released),
         Progress::Client => Live::get(&live.client_bytes),
     };
     let mut last = (progress(), tokio::time::Instant::now());

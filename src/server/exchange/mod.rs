@@ -85,6 +85,7 @@ impl ExRpc {
         match r {
             Ok(()) => {
                 self.unreleased.fetch_sub(bytes as u64, Relaxed);
+                Live::add(&self.ctx.live.released, bytes as u64);
                 self.emit(t, KindId::Release, || {
                     Kind::Release(ReleaseEv { bytes, at, seq })
                 });

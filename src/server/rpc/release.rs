@@ -28,6 +28,7 @@ impl Rpc {
         match flow.release_capacity(bytes as usize) {
             Ok(()) => {
                 self.unreleased.fetch_sub(bytes as u64, Relaxed);
+                Live::add(&self.ctx.live.released, bytes as u64);
                 self.emit(t, KindId::Release, || {
                     Kind::Release(ReleaseEv { bytes, at, seq })
                 });
