@@ -378,3 +378,38 @@ fn a_matrixs_repeats_compared_from_their_directories_are_one_group() {
     assert_eq!(rows[0]["runs"], 2);
     assert!(!rows[0]["config"].as_str().unwrap().contains("seed"));
 }
+
+/// A swept --queue-limit crossed with --queue caps the unbounded queue and
+/// leaves the direct one alone; a single run with both is refused (the
+/// limit would do nothing), and that refusal refused the whole matrix.
+#[test]
+fn a_swept_queue_limit_beside_a_direct_queue_runs() {
+    let out = support::temp_dir("sweep-queue-limit");
+    let run = h2probe()
+        .args([
+            "compare",
+            "--quiet",
+            "--repeats",
+            "1",
+            "--duration",
+            "300ms",
+            "--release",
+            "frame",
+            "--queue",
+            "direct,unbounded",
+            "--sweep",
+            "queue-limit=100",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(out.join("comparison.json")).unwrap()).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+}

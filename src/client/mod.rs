@@ -113,7 +113,8 @@ pub struct ClientOpts {
     /// three of its delays (no stream opens before the server's
     /// SETTINGS have crossed the link, which a server may send only once
     /// the client's preface has; then the first bytes cross it), and
-    /// --link-rate one 16 KiB frame's time at that rate.
+    /// --link-rate one largest frame's time at that rate (16 KiB with
+    /// `client` alone, --max-frame-size in `run`).
     #[arg(long, default_value = "2s", value_name = "DURATION")]
     pub stall_timeout: Dur,
 
@@ -376,11 +377,15 @@ impl ClientOpts {
     /// With --link-rate, bytes arrive one frame at a time at that rate: a
     /// gap of one largest frame's time between arrivals (0.8 s for 16 KiB
     /// at 20 KB/s) is the link's pace, not a stall (it read as one).
-    pub fn with_link_allowance(&self, stall: std::time::Duration) -> std::time::Duration {
+    /// `max_frame`: the largest DATA frame the server allows (16,384
+    /// unless it says otherwise).
+    pub fn with_link_allowance(
+        &self,
+        stall: std::time::Duration,
+        max_frame: u64,
+    ) -> std::time::Duration {
         let frame_time = self.link_rate.map_or(std::time::Duration::ZERO, |r| {
-            // The largest frame a peer sends by default, with its header;
-            // a larger --max-frame-size is rare beside a slow link.
-            std::time::Duration::from_secs_f64((16_384.0 + 9.0) / r.0.max(1) as f64)
+            std::time::Duration::from_secs_f64((max_frame + 9) as f64 / r.0.max(1) as f64)
         });
         stall + 3 * self.link_delay.0 + frame_time
     }

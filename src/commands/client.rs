@@ -69,16 +69,17 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     // Exchange against a server that WAITs for a slot: it stops reading a
     // stream for up to an original's deadline; that is its policy, not a
     // stall (the server's own --service-time is not known here).
-    let stall_timeout =
-        opts.client
-            .with_link_allowance(if opts.client.rpc == crate::overload::RpcKind::Exchange {
-                opts.client
-                    .stall_timeout
-                    .0
-                    .max(opts.client.original_deadline.0 + std::time::Duration::from_secs(1))
-            } else {
-                opts.client.stall_timeout.0
-            });
+    let stall_timeout = opts.client.with_link_allowance(
+        if opts.client.rpc == crate::overload::RpcKind::Exchange {
+            opts.client
+                .stall_timeout
+                .0
+                .max(opts.client.original_deadline.0 + std::time::Duration::from_secs(1))
+        } else {
+            opts.client.stall_timeout.0
+        },
+        16_384,
+    );
     let mut stall = Box::pin(super::run::watch_for_stall(
         session.live.clone(),
         session.rec.clone(),

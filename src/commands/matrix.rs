@@ -873,6 +873,12 @@ fn make_opts(o: &CompareOpts, c: &Config, out: &Path, rep: u32) -> anyhow::Resul
         })?
         .run;
     (c.apply)(&mut r);
+    // A swept --queue-limit crossed with --queue caps the unbounded
+    // configurations; in the others it would do nothing, which a single
+    // run refuses (and that refused the whole matrix).
+    if o.queue.is_some() && r.server.queue != QueuePolicy::Unbounded {
+        r.server.queue_limit = crate::server::DEFAULT_QUEUE_LIMIT;
+    }
     // Repeats are paired by seed: repeat N of every configuration uses seed N.
     r.client.seed = rep.max(1) as u64;
     r.output.no_pcap = !o.pcap;

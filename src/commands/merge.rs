@@ -58,6 +58,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
             opts.out.display()
         );
     }
+    let out_existed = opts.out.exists();
     super::prepare_dir(&opts.out, opts.force)?;
     let out_path = opts.out.join("trace.jsonl");
     let file = std::fs::File::create(&out_path)
@@ -129,7 +130,9 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
                 drop(w);
                 let _ = std::fs::remove_file(&out_path);
                 // Nothing of the merge is left: a directory it created goes too.
-                let _ = std::fs::remove_dir(&opts.out);
+                if !out_existed {
+                    let _ = std::fs::remove_dir(&opts.out);
+                }
                 anyhow::bail!(
                     "{} and {} both hold the connection {} -> {} opened at the same nanosecond: one recording given twice \
                      (a merged run with one of its own inputs, or a copy); merge each run once",

@@ -378,6 +378,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         } else {
             opts.client.stall_timeout.0
         },
+        opts.server.max_frame_size.0,
     ));
     let client_run = client::run(cctx);
     tokio::pin!(client_run);

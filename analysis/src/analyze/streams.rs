@@ -155,7 +155,7 @@ impl Analyzer {
                     text.push_str(", body dropped by the application");
                 }
                 text.push_str(&format!(
-                    " (h2: {} B unreleased, available_capacity {} B)",
+                    " (the server's own count: {} B unreleased; h2's available_capacity {} B)",
                     x.unreleased, x.available
                 ));
                 text
@@ -423,7 +423,7 @@ impl StallCause {
                 "deadlock (every stream holding credit holds only part of a message it cannot decode, and together they fill the connection window, or one fills its own stream window)"
             }
             StallCause::Starvation => {
-                "starvation (a stream holds bytes its release point should have released, decoded bytes or any byte under --release frame, draining the shared connection window)"
+                "starvation (a stream holds bytes its release point should have released, draining the shared connection window)"
             }
             StallCause::NoCredit => {
                 "no credit (the client's send window stayed exhausted: the server withheld credit; its trace would say why)"
