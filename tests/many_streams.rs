@@ -75,29 +75,11 @@ fn conn_credit_at_stall(dir: &std::path::Path) -> i64 {
 /// (`available_capacity` 17 B read "other").
 #[test]
 fn a_stalls_cause_is_judged_on_the_trace_not_on_h2s_capacity() {
-    let dir = temp_dir("drop-small-window");
-    let (out, _) = run_with(
-        &dir,
-        &[
-            "--drop-stream",
-            "1",
-            "--stream-window",
-            "16KiB",
-            "--duration",
-            "3s",
-            "--stall-timeout",
-            "500ms",
-        ],
+    let (dir, cause, stall) = stalled(
+        "drop-small-window",
+        &["--drop-stream", "1", "--stream-window", "16KiB"],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let s = support::read_summary(&dir);
-    let stall = s.stall.as_deref().unwrap_or_default();
-    assert_eq!(s.stall_cause.as_deref(), Some("other"), "{stall}");
+    assert_eq!(cause, "other", "{stall}");
     assert!(stall.contains("body dropped by the application"), "{stall}");
     let ev = events(&dir);
     let drops: Vec<_> = ev.iter().filter(|e| e["type"] == "body_drop").collect();
@@ -117,9 +99,8 @@ fn a_stalls_cause_is_judged_on_the_trace_not_on_h2s_capacity() {
         "the server's rpc_start names its release point"
     );
 
-    let dir = temp_dir("stall-unannounced");
-    let (out, _) = run_with(
-        &dir,
+    let (_, cause, stall) = stalled(
+        "stall-unannounced",
         &[
             "--stream-window",
             "8KiB",
@@ -127,21 +108,9 @@ fn a_stalls_cause_is_judged_on_the_trace_not_on_h2s_capacity() {
             "16KiB",
             "--stall-stream",
             "1:17000",
-            "--duration",
-            "3s",
-            "--stall-timeout",
-            "500ms",
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let s = support::read_summary(&dir);
-    let stall = s.stall.as_deref().unwrap_or_default();
-    assert_eq!(s.stall_cause.as_deref(), Some("starvation"), "{stall}");
+    assert_eq!(cause, "starvation", "{stall}");
     assert!(
         stall.contains("0 B of stream credit on the wire, release at frame"),
         "{stall}"
@@ -150,9 +119,8 @@ fn a_stalls_cause_is_judged_on_the_trace_not_on_h2s_capacity() {
     // The dropped stream keeps the server's only stream slot: stream 3
     // never opens, but what waits is the dropped body, not a stream limit
     // (read "not_open", which needs nothing held on the server's side).
-    let dir = temp_dir("drop-holds-the-slot");
-    let (out, _) = run_with(
-        &dir,
+    let (_, cause, stall) = stalled(
+        "drop-holds-the-slot",
         &[
             "--drop-stream",
             "1",
@@ -162,25 +130,30 @@ fn a_stalls_cause_is_judged_on_the_trace_not_on_h2s_capacity() {
             "1",
             "--stream-window",
             "16KiB",
-            "--duration",
-            "3s",
-            "--stall-timeout",
-            "500ms",
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let s = support::read_summary(&dir);
-    let stall = s.stall.as_deref().unwrap_or_default();
-    assert_eq!(s.stall_cause.as_deref(), Some("other"), "{stall}");
+    assert_eq!(cause, "other", "{stall}");
     assert!(
         stall.contains("body dropped by the application") && stall.contains("not open"),
         "{stall}"
     );
+}
+
+/// A 3 s run with `args` that must stall within a 500 ms --stall-timeout
+/// (exit 3): its directory, the stall's cause and its description.
+fn stalled(name: &str, args: &[&str]) -> (std::path::PathBuf, String, String) {
+    let dir = temp_dir(name);
+    let mut all = args.to_vec();
+    all.extend(["--duration", "3s", "--stall-timeout", "500ms"]);
+    let (out, _) = run_with(&dir, &all);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{name}: {stdout}");
+    let s = support::read_summary(&dir);
+    (
+        dir,
+        s.stall_cause.unwrap_or_default(),
+        s.stall.unwrap_or_default(),
+    )
 }
 
 /// 4 streams, 32 KiB units spanning two 16 KiB messages, released on decode,
