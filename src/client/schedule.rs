@@ -45,7 +45,12 @@ pub(super) fn spawn(
     // --duration from its own start: 1,000 streams at 300/s for 1 s
     // offered 1,000 messages over 3.3 s.)
     let period = 1e9 / ctx.opts.rate_of(stream);
-    let offset = 1e9 * k as f64 / ctx.opts.total_rate();
+    // Within the stream's own period, so that each stream offers its rate
+    // × --duration whatever place it draws (h2 numbers the streams in a
+    // race): with --stream-rates 50,50,200 the 200/s stream drawing the
+    // third place started 6.7 ms in and offered 399 messages in 2 s, not
+    // 400. With equal rates the offset is always within the period.
+    let offset = offset_ns(k, ctx.opts.total_rate(), period);
     let end = start + ctx.opts.duration.0.as_nanos() as u64;
     let payload = payload.clone();
     tokio::spawn(async move {
@@ -149,6 +154,12 @@ struct Refused {
     run: Option<(u64, u64, u64)>,
 }
 
+/// Where the `k`-th stream's schedule starts, ns after the common start:
+/// `k` places of the total rate, within the stream's own `period`.
+fn offset_ns(k: u32, total_rate: f64, period: f64) -> f64 {
+    (1e9 * k as f64 / total_rate) % period
+}
+
 /// How far past --duration a schedule that fell behind still catches up.
 const LATE_END_NS: u64 = 100_000_000;
 
@@ -191,5 +202,34 @@ impl Refused {
 impl Drop for Refused {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Each stream offers its rate × --duration whatever place it draws:
+    /// rates 50, 50 and 200 per second for 2 s are 100, 100 and 400
+    /// messages in every order (the 200/s stream in third place offered 399).
+    #[test]
+    fn every_stream_offers_its_rate_times_the_duration_in_any_place() {
+        let (rates, duration) = ([50.0, 50.0, 200.0], 2e9);
+        let total: f64 = rates.iter().sum();
+        for order in [[0, 1, 2], [2, 0, 1], [0, 2, 1], [1, 0, 2]] {
+            for (k, &i) in order.iter().enumerate() {
+                let period = 1e9 / rates[i];
+                let offset = super::offset_ns(k as u32, total, period);
+                let offered = (0u64..)
+                    .take_while(|&seq| offset + period * (seq as f64) < duration)
+                    .count();
+                assert_eq!(
+                    offered as f64,
+                    rates[i] * 2.0,
+                    "rate {} in place {k}",
+                    rates[i]
+                );
+            }
+        }
+        // Equal rates: the places interleave, one message of the total rate apart.
+        assert_eq!(super::offset_ns(2, 300.0, 1e9 / 100.0), 1e9 * 2.0 / 300.0);
     }
 }
