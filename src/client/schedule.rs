@@ -214,7 +214,14 @@ mod tests {
     fn every_stream_offers_its_rate_times_the_duration_in_any_place() {
         let (rates, duration) = ([50.0, 50.0, 200.0], 2e9);
         let total: f64 = rates.iter().sum();
-        for order in [[0, 1, 2], [2, 0, 1], [0, 2, 1], [1, 0, 2]] {
+        for order in [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ] {
             for (k, &i) in order.iter().enumerate() {
                 let period = 1e9 / rates[i];
                 let offset = super::offset_ns(k as u32, total, period);
