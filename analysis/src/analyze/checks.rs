@@ -85,55 +85,66 @@ impl Analyzer {
         )
     }
 
+    /// One connection pair's share of `windows_agree`: `None` when it was
+    /// cut short (an RPC on it ended other than OK on either side: frames
+    /// in flight were seen by one tap only), else the final windows the
+    /// two taps disagree on (named, at most [`super::retire::MAX_DETAILS`],
+    /// and counted), its retired streams' included.
+    pub(super) fn pair_agreement(&self, cid: u32, sid: u32) -> Option<(Vec<String>, u64)> {
+        let all_ok = !self.agree_tally.not_ok.contains(&sid)
+            && !self.client_not_ok.contains(&cid)
+            && self
+                .server_status
+                .iter()
+                .filter(|((c, _), _)| *c == sid)
+                .all(|(_, st)| *st == 0);
+        if !all_ok {
+            return None;
+        }
+        let (mut bad, mut bad_count) = self.agree_tally.bad.get(&sid).cloned().unwrap_or_default();
+        let (Some(c), Some(s)) = (
+            self.conns.get(&(Endpoint::Client, cid)),
+            self.conns.get(&(Endpoint::Server, sid)),
+        ) else {
+            return Some((bad, bad_count));
+        };
+        for f in [Flow::C2s, Flow::S2c] {
+            let (a, b) = (&c.flows[f as usize], &s.flows[f as usize]);
+            if a.conn() != b.conn() {
+                bad_count += 1;
+                bad.push(format!(
+                    "{f:?} connection window: client {} vs server {}",
+                    a.conn(),
+                    b.conn()
+                ));
+            }
+            for (id, w) in a.streams() {
+                if b.stream(id) != w {
+                    bad_count += 1;
+                    bad.push(format!(
+                        "{f:?} stream {id}: client {w} vs server {}",
+                        b.stream(id)
+                    ));
+                }
+            }
+        }
+        Some((bad, bad_count))
+    }
+
     pub(super) fn agreement_check(&self, both: bool) -> Check {
         if !both {
             return Check::na("needs both taps in one trace");
         }
-        let mut bad = vec![];
-        let mut bad_count = 0u64;
-        let (mut compared, mut cut) = (0, 0);
+        let done = &self.conn_tally.agree;
+        let (mut bad, mut bad_count) = (done.bad.clone(), done.bad_count);
+        let (mut compared, mut cut) = (done.compared, done.cut);
         for (cid, sid) in self.pairs() {
-            // Frames in flight when a connection is cut are seen by one tap
-            // only: compare connections whose RPCs all ended OK, on both
-            // sides.
-            let all_ok = !self.agree_tally.not_ok.contains(&sid)
-                && !self.client_not_ok.contains(&cid)
-                && self
-                    .server_status
-                    .iter()
-                    .filter(|((c, _), _)| *c == sid)
-                    .all(|(_, st)| *st == 0);
-            if !all_ok {
-                cut += 1;
-                continue;
-            }
-            compared += 1;
-            if let Some((list, n)) = self.agree_tally.bad.get(&sid) {
-                bad_count += n;
-                bad.extend(list.iter().cloned());
-            }
-            let (c, s) = (
-                &self.conns[&(Endpoint::Client, cid)],
-                &self.conns[&(Endpoint::Server, sid)],
-            );
-            for f in [Flow::C2s, Flow::S2c] {
-                let (a, b) = (&c.flows[f as usize], &s.flows[f as usize]);
-                if a.conn() != b.conn() {
-                    bad_count += 1;
-                    bad.push(format!(
-                        "{f:?} connection window: client {} vs server {}",
-                        a.conn(),
-                        b.conn()
-                    ));
-                }
-                for (id, w) in a.streams() {
-                    if b.stream(id) != w {
-                        bad_count += 1;
-                        bad.push(format!(
-                            "{f:?} stream {id}: client {w} vs server {}",
-                            b.stream(id)
-                        ));
-                    }
+            match self.pair_agreement(cid, sid) {
+                None => cut += 1,
+                Some((list, n)) => {
+                    compared += 1;
+                    bad_count += n;
+                    bad.extend(list);
                 }
             }
         }

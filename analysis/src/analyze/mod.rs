@@ -8,6 +8,7 @@
 //! WINDOW_UPDATE matching), `checks` (the invariants), and here the driver.
 
 mod checks;
+mod conn_retire;
 mod latency;
 mod messages;
 pub mod overload;
@@ -115,6 +116,10 @@ pub struct Analyzer {
     /// `retire`), and what their checks and figures came to.
     retirement: retire::Retirement,
     due: Vec<retire::Due>,
+    /// Connections closed, to retire (see `conn_retire`), and what the
+    /// retired ones came to.
+    closing: conn_retire::Closing,
+    conn_tally: conn_retire::ConnTally,
     bytes_tally: retire::ByteTally,
     agree_tally: retire::AgreeTally,
     stream_tally: retire::StreamTally,
@@ -221,6 +226,8 @@ impl Analyzer {
             pending_stream: HashMap::new(),
             retirement: Default::default(),
             due: vec![],
+            closing: Default::default(),
+            conn_tally: Default::default(),
             bytes_tally: Default::default(),
             agree_tally: Default::default(),
             stream_tally: Default::default(),
@@ -297,6 +304,18 @@ impl Analyzer {
         }
         let t = e.t;
         self.retire_due(t);
+        self.retire_conns_due(t);
+        // A connection retired is closed on its tap: an event that still
+        // names it (a damaged or edited trace) would bring back a second
+        // one. Counted, warned about, left out.
+        if matches!(
+            e.kind,
+            Kind::Frame(_) | Kind::ConnOpen(_) | Kind::RpcStart(_)
+        ) && self.closing.is_retired(e.ep, e.conn)
+        {
+            self.s.events_after_conn_retirement += 1;
+            return;
+        }
         self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => {
@@ -357,6 +376,12 @@ impl Analyzer {
                     .conn_open(side_of(e.ep), e.conn, &c.local, &c.peer);
             }
             Kind::RpcStart(r) => {
+                if e.stream != 0 {
+                    let conn = self.conns.entry((e.ep, e.conn)).or_default();
+                    if !conn.retired.contains(e.stream) {
+                        conn.open_rpcs.insert(e.stream);
+                    }
+                }
                 if e.ep == Endpoint::Client && e.stream != 0 {
                     let opened = self
                         .exhausted
@@ -380,7 +405,10 @@ impl Analyzer {
             }
             Kind::ConnClose(_) => {
                 if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
-                    c.closed = true;
+                    if c.closed.is_none() {
+                        c.closed = Some(t);
+                        self.closing.closed(t, e.ep, e.conn);
+                    }
                 }
             }
             Kind::Unknown => {}
@@ -775,8 +803,12 @@ impl Analyzer {
         }
 
         // Windows: lowest value anywhere, violations, agreement of both taps.
-        let mut violations = 0;
-        let mut first: Option<&crate::windows::Violation> = None;
+        let done = &self.conn_tally;
+        s.min_send_window = done.min_send_window;
+        s.min_window = done.min_window;
+        s.data_past_lowered_window += done.past_lowered;
+        let mut violations = done.violations;
+        let mut first: Option<&crate::windows::Violation> = done.first_violation.as_ref();
         for ((ep, _), c) in &self.conns {
             if *ep == Endpoint::Client {
                 let w = &c.flows[wire_view::Flow::C2s as usize];
@@ -1246,6 +1278,13 @@ fn analysis_pass(
                 n => format!("{n} frames"),
             },
             summary.data_bytes_after_retirement
+        ));
+    }
+    if summary.events_after_conn_retirement > 0 {
+        warnings.push(format!(
+            "{}: {} named a connection after its tap had recorded its close and the analysis had judged it (a damaged or edited trace); left out of every figure",
+            path.display(),
+            crate::report::counted(summary.events_after_conn_retirement, "event"),
         ));
     }
     summary.warnings = warnings.clone();

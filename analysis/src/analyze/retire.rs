@@ -150,6 +150,31 @@ impl Retirement {
         self.server_of.insert(client, server);
     }
 
+    /// The server tap's connection on the socket of client connection `c`.
+    pub(super) fn server_of(&self, c: u32) -> Option<u32> {
+        self.server_of.get(&c).copied()
+    }
+
+    /// The client tap's connection on the socket of server connection `s`.
+    pub(super) fn client_of(&self, s: u32) -> Option<u32> {
+        self.client_of.get(&s).copied()
+    }
+
+    /// A retired pair leaves the pairing (`pairs` lists open ones).
+    pub(super) fn unpair(&mut self, client: u32, server: u32) {
+        self.server_of.remove(&client);
+        self.client_of.remove(&server);
+    }
+
+    /// A retired connection's addresses: a later connection on the same
+    /// ports is a new one.
+    pub(super) fn forget_addrs(&mut self, client: bool, conn: u32, local: &str, peer: &str) {
+        let key = (client, local.to_string(), peer.to_string());
+        if self.addrs.get(&key) == Some(&conn) {
+            self.addrs.remove(&key);
+        }
+    }
+
     /// (client conn, server conn) of every connection seen by both ends'
     /// taps, directly or through a relay, sorted.
     pub(super) fn pairs(&self) -> Vec<(u32, u32)> {
@@ -478,7 +503,7 @@ impl super::Analyzer {
             }
             (None, None) => return None,
         };
-        if c.closed && s.closed {
+        if c.closed.is_some() && s.closed.is_some() {
             return None;
         }
         let (out, got) = (c.data_c2s.get(&id), s.data_c2s.get(&id));
@@ -554,6 +579,7 @@ impl super::Analyzer {
             self.after_stall.bytes.remove(&(sid, id));
             self.pending_stream.remove(&(sid, id));
             if let Some(c) = self.conns.get_mut(&(Endpoint::Server, sid)) {
+                c.open_rpcs.remove(&id);
                 c.data_c2s.remove(&id);
                 c.flows.iter_mut().for_each(|w| w.forget(id));
                 c.retired.insert(id);
@@ -566,6 +592,7 @@ impl super::Analyzer {
             self.client_messages.remove(&(cid, id));
             self.exhausted.remove(&(cid, id));
             if let Some(c) = self.conns.get_mut(&(Endpoint::Client, cid)) {
+                c.open_rpcs.remove(&id);
                 c.data_c2s.remove(&id);
                 c.not_open.remove(&id);
                 c.flows.iter_mut().for_each(|w| w.forget(id));
@@ -956,7 +983,7 @@ mod tests {
     #[test]
     fn retired_ids_are_a_few_ranges() {
         use super::super::wire_view::RetiredIds;
-        let mut r = RetiredIds::default();
+        let mut r = RetiredIds::<2>::default();
         for id in [1, 3, 5, 9] {
             r.insert(id);
         }

@@ -289,6 +289,12 @@ pub struct Summary {
     /// Their DATA bytes.
     #[serde(default)]
     pub data_bytes_after_retirement: u64,
+    /// Frames, `conn_open` and `rpc_start` events naming a connection the
+    /// analysis had retired (closed on its tap, every stream judged): left
+    /// out of every figure. Should be 0: nothing comes after a tap's
+    /// `conn_close` in an intact trace.
+    #[serde(default)]
+    pub events_after_conn_retirement: u64,
     /// Their payload bytes (the sum of their `len`).
     #[serde(default)]
     pub payload_dropped_bytes: u64,
@@ -740,6 +746,21 @@ impl Timeline {
         if let Some(s) = self.stream_credit.get_mut(&(conn, stream)) {
             s.push(t, v);
         }
+    }
+
+    /// Whether a series is plotted for a stream of `ep`'s connection
+    /// `conn` (its key is then kept when the connection retires).
+    pub(super) fn plots_conn(&self, ep: Endpoint, conn: u32) -> bool {
+        self.stream_bytes
+            .range((ep, conn, 0)..=(ep, conn, u32::MAX))
+            .next()
+            .is_some()
+            || (ep == Endpoint::Client
+                && self
+                    .stream_credit
+                    .range((conn, 0)..=(conn, u32::MAX))
+                    .next()
+                    .is_some())
     }
 
     /// A stream's cumulative client→server DATA bytes on `ep`'s tap at `t`.

@@ -33,8 +33,9 @@ pub(super) struct Conn {
     /// Round trips this tap measured (its SETTINGS and PINGs to their
     /// ACKs): how long frames of a stream may still arrive after its end.
     pub(super) rtt: RoundTrips,
-    /// The tap recorded the connection's close: nothing more arrives on it.
-    pub(super) closed: bool,
+    /// When the tap recorded the connection's close: nothing more arrives
+    /// on it.
+    pub(super) closed: Option<u64>,
     /// Streams the analysis judged and forgot: a late frame of one is not
     /// a new stream.
     pub(super) retired: RetiredIds,
@@ -50,20 +51,25 @@ pub(super) struct Conn {
     /// (h2 holds a new stream, pending open, until the server allows one
     /// more).
     pub(super) not_open: std::collections::BTreeSet<u32>,
+    /// Streams whose RPC began on this tap and that are not retired yet:
+    /// the connection is kept while one is (its end may come after the
+    /// close).
+    pub(super) open_rpcs: std::collections::BTreeSet<u32>,
 }
 
-/// Stream ids retired on a connection, as ranges of ids of one parity (a
-/// connection never reuses an id, and its streams mostly end in order: as
-/// many ranges as gaps, i.e. about the streams still open).
+/// Ids retired, as ranges of ids `STEP` apart: a connection's streams (one
+/// parity, `STEP` 2: a connection never reuses an id, and its streams
+/// mostly end in order, so as many ranges as gaps, i.e. about the streams
+/// still open), or a tap's connections (`STEP` 1).
 #[derive(Default)]
-pub(super) struct RetiredIds(BTreeMap<u32, u32>);
+pub(super) struct RetiredIds<const STEP: u32 = 2>(BTreeMap<u32, u32>);
 
-impl RetiredIds {
+impl<const STEP: u32> RetiredIds<STEP> {
     pub(super) fn contains(&self, id: u32) -> bool {
         self.0
             .range(..=id)
             .next_back()
-            .is_some_and(|(&start, &end)| id <= end && (id - start) % 2 == 0)
+            .is_some_and(|(&start, &end)| id <= end && (id - start) % STEP == 0)
     }
 
     pub(super) fn insert(&mut self, id: u32) {
@@ -72,11 +78,11 @@ impl RetiredIds {
         }
         let (mut start, mut end) = (id, id);
         if let Some((&s, &e)) = self.0.range(..id).next_back() {
-            if e.checked_add(2) == Some(id) {
+            if e.checked_add(STEP) == Some(id) {
                 start = s;
             }
         }
-        if let Some(next) = id.checked_add(2) {
+        if let Some(next) = id.checked_add(STEP) {
             if let Some(e) = self.0.remove(&next) {
                 end = e;
             }

@@ -1,0 +1,464 @@
+//! Memory that follows the open connections, not the trace: once a
+//! connection closed on every tap the trace pairs it with, nothing of its
+//! streams is left to judge (every stream retired, see `retire`) and
+//! [`super::retire::grace`] has passed, its figures are folded into
+//! [`ConnTally`] and its state leaves every per-connection map. A trace of
+//! many short connections (h2load's, a service's churn) is then analysed
+//! in memory that follows the connections open at once.
+//!
+//! Nothing arrives on a connection after its tap recorded the close, so
+//! what is folded is what `finish` would have read. An event that still
+//! names one (a damaged or edited trace) is counted and warned about
+//! (`events_after_conn_retirement`); a frame of it is left out of every
+//! window.
+
+use super::wire_view::{Conn, Flow, RetiredIds};
+use super::Analyzer;
+use crate::schema::Endpoint;
+use crate::windows::Violation;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// A connection not done when due (its last stream retires later: an RPC
+/// the server ended after the close) is looked at again every
+/// [`super::retire::RETIRE_AFTER_NS`] for this many looks, so it is
+/// folded in within a second of its last stream (doubling the wait held
+/// h2load's connections up to 7 s past their close); then the wait
+/// doubles up to [`MAX_RECHECK_NS`], so a connection waiting on a stream
+/// that never retires (an RPC without its end, a stream refused before
+/// its RPC began) costs little until the end, where `finish` judges it as
+/// before.
+const STEADY_LOOKS: u32 = 16;
+
+/// The longest wait between two looks.
+const MAX_RECHECK_NS: u64 = 64_000_000_000;
+
+/// What retired connections came to, for `finish`.
+#[derive(Default)]
+pub(super) struct ConnTally {
+    /// The lowest client send window (connection or stream, c2s).
+    pub min_send_window: Option<i64>,
+    /// The lowest window either way on any tap.
+    pub min_window: Option<i64>,
+    pub violations: u64,
+    pub past_lowered: u64,
+    /// The earliest violation (by `t`, then stream).
+    pub first_violation: Option<Violation>,
+    pub agree: AgreeDone,
+}
+
+/// `windows_agree` over retired connection pairs.
+#[derive(Default)]
+pub(super) struct AgreeDone {
+    pub compared: u64,
+    pub cut: u64,
+    pub bad: Vec<String>,
+    pub bad_count: u64,
+}
+
+impl ConnTally {
+    fn add_windows(&mut self, ep: Endpoint, c: &Conn) {
+        if ep == Endpoint::Client {
+            let w = &c.flows[Flow::C2s as usize];
+            let low = w.min_conn().min(w.min_stream());
+            self.min_send_window = Some(self.min_send_window.map_or(low, |m| m.min(low)));
+        }
+        for w in &c.flows {
+            let low = w.min_conn().min(w.min_stream());
+            self.min_window = Some(self.min_window.map_or(low, |m| m.min(low)));
+            self.violations += w.violation_count();
+            self.past_lowered += w.past_lowered();
+            if let Some(v) = w.violations().first() {
+                let earlier = self
+                    .first_violation
+                    .as_ref()
+                    .is_none_or(|f| (v.t, v.stream) < (f.t, f.stream));
+                if earlier {
+                    self.first_violation = Some(v.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Connections whose tap recorded their close, to look at when due.
+#[derive(Default)]
+pub(super) struct Closing {
+    /// (due, endpoint is the server's, conn, looks so far), soonest first.
+    queue: BinaryHeap<Reverse<(u64, bool, u32, u32)>>,
+    /// Connection ids retired, per tap (client, server).
+    pub retired: [RetiredIds<1>; 2],
+}
+
+fn tap(ep: Endpoint) -> usize {
+    usize::from(ep == Endpoint::Server)
+}
+
+fn ep_of(server: bool) -> Endpoint {
+    if server {
+        Endpoint::Server
+    } else {
+        Endpoint::Client
+    }
+}
+
+impl Closing {
+    /// A tap recorded the close of `conn` at `t`.
+    pub(super) fn closed(&mut self, t: u64, ep: Endpoint, conn: u32) {
+        let due = t.saturating_add(super::retire::RETIRE_AFTER_NS);
+        self.queue
+            .push(Reverse((due, ep == Endpoint::Server, conn, 0)));
+    }
+
+    /// Whether `conn` on `ep`'s tap was retired.
+    pub(super) fn is_retired(&self, ep: Endpoint, conn: u32) -> bool {
+        matches!(ep, Endpoint::Client | Endpoint::Server) && self.retired[tap(ep)].contains(conn)
+    }
+}
+
+impl Analyzer {
+    /// Retires the connections due by `now` that are done (see
+    /// [`Self::conn_done`]); the others are looked at again later.
+    pub(super) fn retire_conns_due(&mut self, now: u64) {
+        while let Some(&Reverse((due, server, conn, looks))) = self.closing.queue.peek() {
+            if due > now {
+                break;
+            }
+            self.closing.queue.pop();
+            let ep = ep_of(server);
+            if self.closing.is_retired(ep, conn) {
+                continue; // with its partner
+            }
+            let (cid, sid) = match ep {
+                Endpoint::Client => (Some(conn), self.retirement.server_of(conn)),
+                _ => (self.retirement.client_of(conn), Some(conn)),
+            };
+            let ids = [(Endpoint::Client, cid), (Endpoint::Server, sid)];
+            let done = ids
+                .iter()
+                .filter_map(|(ep, id)| id.map(|id| (*ep, id)))
+                .all(|(ep, id)| self.conn_done(ep, id, now));
+            if done {
+                self.retire_conn(cid, sid);
+            } else {
+                let looks = looks + 1;
+                let wait = super::retire::RETIRE_AFTER_NS
+                    .checked_shl(looks.saturating_sub(STEADY_LOOKS))
+                    .map_or(MAX_RECHECK_NS, |w| w.min(MAX_RECHECK_NS));
+                self.closing
+                    .queue
+                    .push(Reverse((now.saturating_add(wait), server, conn, looks)));
+            }
+        }
+    }
+
+    /// Whether a connection can be folded in now: its tap recorded the
+    /// close at least a grace (twice the round trip it measured, a second
+    /// at least) ago, and nothing of a stream of it is left: every stream
+    /// that carried a frame or began an RPC on it was retired.
+    fn conn_done(&self, ep: Endpoint, id: u32, now: u64) -> bool {
+        let Some(c) = self.conns.get(&(ep, id)) else {
+            return false;
+        };
+        let grace = super::retire::grace(c.rtt.at_least(now));
+        c.closed.is_some_and(|t| t.saturating_add(grace) <= now)
+            && c.seen.is_empty()
+            && c.data_c2s.is_empty()
+            && c.not_open.is_empty()
+            && c.open_rpcs.is_empty()
+    }
+
+    /// Folds a closed connection (and the other tap's side of it) into the
+    /// tallies and forgets it.
+    fn retire_conn(&mut self, cid: Option<u32>, sid: Option<u32>) {
+        if let (Some(c), Some(s)) = (cid, sid) {
+            let verdict = self.pair_agreement(c, s);
+            let a = &mut self.conn_tally.agree;
+            match verdict {
+                None => a.cut += 1,
+                Some((list, n)) => {
+                    a.compared += 1;
+                    a.bad_count += n;
+                    let room = super::retire::MAX_DETAILS.saturating_sub(a.bad.len());
+                    a.bad.extend(list.into_iter().take(room));
+                }
+            }
+            self.retirement.unpair(c, s);
+        }
+        // timeline.csv and the streams plot name a plotted stream's
+        // connection by its key (both taps' ids, to match them).
+        let plotted = [(Endpoint::Client, cid), (Endpoint::Server, sid)]
+            .iter()
+            .any(|&(ep, id)| id.is_some_and(|id| self.tl.plots_conn(ep, id)));
+        for (ep, id) in [(Endpoint::Client, cid), (Endpoint::Server, sid)] {
+            let Some(id) = id else { continue };
+            let Some(c) = self.conns.remove(&(ep, id)) else {
+                continue;
+            };
+            self.conn_tally.add_windows(ep, &c);
+            if plotted && !c.key.is_empty() {
+                self.tl.conn_keys.insert((ep, id), c.key.clone());
+            }
+            if ep == Endpoint::Client && self.tl.advertised_stream_window.is_none() {
+                self.tl.advertised_stream_window = Some(c.flows[0].initial());
+            }
+            let sock = match ep {
+                Endpoint::Client => (c.local.clone(), c.peer.clone()),
+                _ => (c.peer.clone(), c.local.clone()),
+            };
+            self.in_flight.remove(&sock);
+            self.retirement
+                .forget_addrs(ep == Endpoint::Client, id, &c.local, &c.peer);
+            match ep {
+                Endpoint::Client => {
+                    self.exhausted.remove(&(id, 0));
+                    self.client_not_ok.remove(&id);
+                }
+                _ => {
+                    self.pending_conn.remove(&id);
+                    self.agree_tally.not_ok.remove(&id);
+                    self.agree_tally.bad.remove(&id);
+                }
+            }
+            self.closing.retired[tap(ep)].insert(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::reader::Ending;
+    use crate::schema::*;
+
+    fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
+        Event {
+            t,
+            ep,
+            conn,
+            stream,
+            kind,
+        }
+    }
+    fn frame(dir: Dir, frame: FrameType, len: u32, increment: Option<u32>) -> Kind {
+        Kind::Frame(FrameEv {
+            dir,
+            frame,
+            len,
+            increment,
+            ..FrameEv::default()
+        })
+    }
+    fn open(local: &str, peer: &str) -> Kind {
+        Kind::ConnOpen(ConnOpenEv {
+            local: local.into(),
+            peer: peer.into(),
+        })
+    }
+    fn close() -> Kind {
+        Kind::ConnClose(ConnCloseEv {
+            error: String::new(),
+            bytes_in: 0,
+            bytes_out: 0,
+        })
+    }
+    fn start() -> Kind {
+        Kind::RpcStart(RpcStartEv {
+            path: "/p".into(),
+            deadline_ns: None,
+            framing: None,
+            release: None,
+        })
+    }
+    fn end() -> Kind {
+        Kind::RpcEnd(RpcEndEv {
+            status: 0,
+            message: String::new(),
+        })
+    }
+
+    /// One RPC on its own connection, seen by both taps: client conn `i`,
+    /// server conn `i + 100_000`, opened at `t`, closed 3 ms later. On
+    /// connection `odd` the server's tap sees a connection WINDOW_UPDATE
+    /// the client's never does; on `low` the client sends 70,000 bytes
+    /// against the 65,535 window (a violation both taps see).
+    fn connection(a: &mut super::Analyzer, t: u64, i: u32, odd: u32, low: u32) {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let sid = i + 100_000;
+        let (client, server) = (format!("127.0.0.1:{}", 1_000 + i), "127.0.0.1:80");
+        a.feed(&ev(t, c, i, 0, open(&client, server)));
+        a.feed(&ev(t + 1, s, sid, 0, open(server, &client)));
+        a.feed(&ev(t + 2, c, i, 1, start()));
+        a.feed(&ev(t + 3, s, sid, 1, start()));
+        let len = if i == low { 70_000 } else { 100 };
+        a.feed(&ev(
+            t + 10,
+            c,
+            i,
+            1,
+            frame(Dir::Out, FrameType::DATA, len, None),
+        ));
+        a.feed(&ev(
+            t + 20,
+            s,
+            sid,
+            1,
+            frame(Dir::In, FrameType::DATA, len, None),
+        ));
+        a.feed(&ev(t + 30, s, sid, 1, Kind::Chunk(ChunkEv { len })));
+        let update = frame(Dir::Out, FrameType::WINDOW_UPDATE, 4, Some(len));
+        a.feed(&ev(t + 40, s, sid, 0, update.clone()));
+        if i != odd {
+            let seen = frame(Dir::In, FrameType::WINDOW_UPDATE, 4, Some(len));
+            a.feed(&ev(t + 50, c, i, 0, seen));
+        }
+        a.feed(&ev(t + 60, s, sid, 1, end()));
+        a.feed(&ev(t + 70, c, i, 1, end()));
+        a.feed(&ev(t + 3_000_000, c, i, 0, close()));
+        a.feed(&ev(t + 3_000_001, s, sid, 0, close()));
+    }
+
+    /// 3,000 short connections 10 ms apart: the analysis holds those of
+    /// about the last seconds, not all, and what it folded in keeps every
+    /// verdict and figure: the connection-window mismatch on one retired
+    /// long before the end fails `windows_agree`, the window violation on
+    /// another is counted with its lowest window, and every connection is
+    /// compared.
+    #[test]
+    fn closed_connections_are_judged_and_forgotten() {
+        let mut a = super::Analyzer::new(0);
+        let (n, odd, low) = (3_000u32, 7, 12);
+        let mut most = 0;
+        for i in 1..=n {
+            connection(&mut a, u64::from(i) * 10_000_000, i, odd, low);
+            most = most.max(a.conns.len());
+        }
+        // A connection is retired a grace (1 s) after its close, once its
+        // stream is (1 s after its RPC's end): ~2 s of 100 a second, both
+        // taps, and the re-check that finds them done.
+        assert!(most <= 2 * 100, "{most} connections held at once");
+        assert!(a.closing.is_retired(Endpoint::Client, 1));
+        assert!(a.closing.is_retired(Endpoint::Server, 100_007));
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        let agree = &sum.checks["windows_agree"];
+        assert_eq!(agree.ok, Some(false), "{}", agree.detail);
+        assert_eq!(
+            agree.detail,
+            "C2s connection window: client 65435 vs server 65535"
+        );
+        // The one frame passes its stream's window and the connection's,
+        // on each tap.
+        assert_eq!(sum.protocol_violations, 4);
+        assert_eq!(sum.min_window, Some(65_535 - 70_000));
+        assert_eq!(sum.min_send_window, Some(65_535 - 70_000));
+        assert_eq!(sum.stream_count, u64::from(n));
+        assert_eq!(sum.events_after_conn_retirement, 0);
+        assert_eq!(sum.checks["bytes"].ok, Some(true));
+    }
+
+    /// Server connections (one tap) whose RPC the server ends 2.5 s after
+    /// the close: each is folded in within a second of its stream (3.5 s
+    /// after the close), not on a wait that doubles (7 s).
+    #[test]
+    fn a_connection_is_folded_in_soon_after_its_last_stream() {
+        let s = Endpoint::Server;
+        let mut a = super::Analyzer::new(0);
+        let mut most = 0;
+        for i in 1..=2_000u32 {
+            let t = u64::from(i) * 10_000_000;
+            a.feed(&ev(
+                t,
+                s,
+                i,
+                0,
+                open("127.0.0.1:80", &format!("127.0.0.1:{i}")),
+            ));
+            a.feed(&ev(t + 1, s, i, 1, start()));
+            a.feed(&ev(
+                t + 2,
+                s,
+                i,
+                1,
+                frame(Dir::In, FrameType::DATA, 10, None),
+            ));
+            a.feed(&ev(t + 3, s, i, 0, close()));
+            // Ends come in `t` order: the one 2.5 s after this close.
+            if i > 250 {
+                a.feed(&ev(t + 4, s, i - 250, 1, end()));
+            }
+            most = most.max(a.conns.len());
+        }
+        // 100 a second for 3.5 s and at most one more second.
+        assert!(most <= 460, "{most} connections held at once");
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        assert_eq!(sum.stream_count, 2_000);
+    }
+
+    /// With no mismatch, the detail counts every connection, retired or
+    /// not, as compared.
+    #[test]
+    fn retired_connections_count_as_compared() {
+        let mut a = super::Analyzer::new(0);
+        for i in 1..=500u32 {
+            connection(&mut a, u64::from(i) * 10_000_000, i, 0, 0);
+        }
+        assert!(a.conns.len() < 500);
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        let agree = &sum.checks["windows_agree"];
+        assert_eq!(agree.ok, Some(true), "{}", agree.detail);
+        assert_eq!(
+            agree.detail,
+            "500 connections: final windows equal from both taps"
+        );
+    }
+
+    /// A server's RPC that ends after its connection closed (its worker
+    /// still draining) keeps the connection until its stream is judged:
+    /// its bytes count in its figures. A frame that names a retired
+    /// connection later (an edited trace) is counted and left out.
+    #[test]
+    fn a_connection_stays_while_an_rpc_on_it_is_open() {
+        let s = Endpoint::Server;
+        let mut a = super::Analyzer::new(0);
+        a.feed(&ev(1, s, 1, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        a.feed(&ev(2, s, 1, 1, start()));
+        a.feed(&ev(3, s, 1, 1, frame(Dir::In, FrameType::DATA, 100, None)));
+        a.feed(&ev(4, s, 1, 1, Kind::Chunk(ChunkEv { len: 100 })));
+        a.feed(&ev(5, s, 1, 0, close()));
+        // 10 s of another connection's events, no end on stream 1.
+        a.feed(&ev(6, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5001")));
+        for k in 1..=100u64 {
+            let ping = frame(Dir::In, FrameType::PING, 8, None);
+            a.feed(&ev(k * 100_000_000, s, 2, 0, ping));
+        }
+        assert!(a.conns.contains_key(&(s, 1)), "its RPC is open");
+        a.feed(&ev(10_100_000_000, s, 1, 1, end()));
+        a.feed(&ev(90_000_000_000, s, 2, 0, close()));
+        a.feed(&ev(200_000_000_000, s, 3, 0, open("a:1", "b:2")));
+        assert!(!a.conns.contains_key(&(s, 1)) && !a.conns.contains_key(&(s, 2)));
+        a.feed(&ev(
+            200_000_000_001,
+            s,
+            1,
+            1,
+            frame(Dir::In, FrameType::DATA, 7, None),
+        ));
+        assert!(!a.conns.contains_key(&(s, 1)), "not brought back");
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        assert_eq!(sum.stream_count, 1);
+        assert_eq!(sum.streams[0].bytes, 100);
+        assert_eq!(sum.events_after_conn_retirement, 1);
+    }
+
+    /// Connection ids retired are ranges of consecutive ids.
+    #[test]
+    fn retired_connection_ids_are_ranges() {
+        let mut r = super::RetiredIds::<1>::default();
+        for id in [1, 2, 3, 5] {
+            r.insert(id);
+        }
+        assert_eq!(r.ranges(), 2);
+        assert!(r.contains(2) && !r.contains(4) && r.contains(5));
+        r.insert(4);
+        assert_eq!(r.ranges(), 1);
+    }
+}
