@@ -298,6 +298,7 @@ impl Analyzer {
                 }
                 if let Kind::ConnClose(_) = &e.kind {
                     self.leg_keys.remove(&(e.ep, e.conn));
+                    self.retirement.leg_closed(e.conn);
                 }
                 return;
             }
