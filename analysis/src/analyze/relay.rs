@@ -155,6 +155,10 @@ struct Pair {
     /// each way, or a RST_STREAM): bit 1 the client's side ended, bit 2 the
     /// server's. Those left when the pair closes were cut by the close.
     unended: HashMap<u32, u8>,
+    /// Legs that recorded their close (bit 0 the client leg's, bit 1 the
+    /// server leg's): with both, nothing more comes and the pair is
+    /// folded in ([`RelayView::fold_pair`]).
+    closed_legs: u8,
 }
 
 #[derive(Default)]
@@ -228,8 +232,14 @@ pub struct RelayView {
     matched: u64,
     differing: u64,
     first_difference: Option<(u64, u64, String)>,
-    streams: Vec<RelayStream>,
+    /// The streams listed: the first [`MAX_STREAMS`] by (pair, flow,
+    /// stream), whenever their pair was folded in.
+    streams: BTreeMap<(u32, u8, u32), RelayStream>,
     streams_omitted: u64,
+    /// Frames one leg saw and the other never did, in pairs folded in
+    /// (closed without a reason), and the earliest: (t, line, what).
+    unforwarded: u64,
+    first_unforwarded: Option<(u64, u64, String)>,
     /// Streams open (not ended both ways) when their pair closed, and the
     /// first of them: (t, conn, stream).
     streams_cut: u64,
@@ -255,8 +265,10 @@ impl RelayView {
             matched: 0,
             differing: 0,
             first_difference: None,
-            streams: vec![],
+            streams: BTreeMap::new(),
             streams_omitted: 0,
+            unforwarded: 0,
+            first_unforwarded: None,
             streams_cut: 0,
             first_cut: None,
             total_withheld: [0; 2],
@@ -307,6 +319,15 @@ impl RelayView {
                         }
                         pair.unended.clear();
                     }
+                }
+                let leg = 1u8 << u8::from(e.ep == Endpoint::ServerLeg);
+                let both = self.pairs.get_mut(&e.conn).is_some_and(|pair| {
+                    pair.closed_legs |= leg;
+                    pair.closed_legs == 3
+                });
+                if both {
+                    let pair = self.pairs.remove(&e.conn).expect("closed");
+                    self.fold_pair(e.conn, pair, e.t);
                 }
             }
             Kind::Frame(f) => self.frame(e, f, line),
@@ -616,6 +637,63 @@ impl RelayView {
 
     /// `summary.relay` and the `relay_forwarded_unchanged` check; `None`
     /// when the trace has no relay legs.
+    /// Folds a pair into the figures and forgets it: when both its legs
+    /// closed (nothing more comes on either), or at the end (`end_t`, for
+    /// a wait still open). Its memory leaves with it: a relay's trace of
+    /// many connections is analysed in memory that follows the pairs open
+    /// at once.
+    fn fold_pair(&mut self, id: u32, mut pair: Pair, end_t: u64) {
+        for flow in [Flow::C2s, Flow::S2c] {
+            let fig = &mut self.figures[flow as usize];
+            let st = &mut pair.flows[flow as usize];
+            // A wait still open at the end: counted, not inferred.
+            if let Some(s) = st.sender.exhausted_since.take() {
+                fig.exhausted += 1;
+                fig.exhausted_open += 1;
+                fig.exhausted_ns += end_t.saturating_sub(s);
+            }
+            for (sid, c) in st.streams.iter().filter(|(_, c)| c.data > 0) {
+                self.streams.insert(
+                    (id, flow as u8, *sid),
+                    RelayStream {
+                        conn: id,
+                        stream: *sid,
+                        flow: flow.name().into(),
+                        data_bytes: c.data,
+                        returned_bytes: c.returned,
+                        window_updates: c.updates,
+                        max_withheld_bytes: c.max_withheld,
+                        withheld_end_bytes: c.withheld(),
+                    },
+                );
+                if self.streams.len() > MAX_STREAMS {
+                    self.streams.pop_last();
+                    self.streams_omitted += 1;
+                }
+            }
+            // Frames one leg saw and the other never did.
+            if !pair.closed_with_reason {
+                for q in [&pair.read[flow as usize], &pair.written[flow as usize]] {
+                    self.unforwarded += q.len() as u64;
+                    if let Some(f) = q.front() {
+                        if self.first_unforwarded.as_ref().is_none_or(|x| f.t < x.0) {
+                            self.first_unforwarded = Some((
+                                f.t,
+                                f.line,
+                                format!(
+                                    "conn {id} {}: {} at offset {} seen on one leg only",
+                                    flow.name(),
+                                    f.frame,
+                                    f.offset
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     pub fn finish(mut self, end_t: u64) -> (RelaySeries, Option<(RelaySummary, Check)>) {
         let series = std::mem::replace(&mut self.series, RelaySeries::new(self.origin));
         if !self.seen {
@@ -623,60 +701,11 @@ impl RelayView {
         }
         let mut ids: Vec<u32> = self.pairs.keys().copied().collect();
         ids.sort_unstable();
-        let mut unforwarded = 0u64;
-        let mut first_unforwarded: Option<(u64, u64, String)> = None;
-        for id in &ids {
-            let pair = self.pairs.get_mut(id).expect("listed");
-            for flow in [Flow::C2s, Flow::S2c] {
-                let fig = &mut self.figures[flow as usize];
-                let st = &mut pair.flows[flow as usize];
-                // A wait still open at the end: counted, not inferred.
-                if let Some(s) = st.sender.exhausted_since.take() {
-                    fig.exhausted += 1;
-                    fig.exhausted_open += 1;
-                    fig.exhausted_ns += end_t.saturating_sub(s);
-                }
-                let mut streams: Vec<(&u32, &StreamCredit)> =
-                    st.streams.iter().filter(|(_, c)| c.data > 0).collect();
-                streams.sort_by_key(|(id, _)| **id);
-                for (sid, c) in streams {
-                    if self.streams.len() < MAX_STREAMS {
-                        self.streams.push(RelayStream {
-                            conn: *id,
-                            stream: *sid,
-                            flow: flow.name().into(),
-                            data_bytes: c.data,
-                            returned_bytes: c.returned,
-                            window_updates: c.updates,
-                            max_withheld_bytes: c.max_withheld,
-                            withheld_end_bytes: c.withheld(),
-                        });
-                    } else {
-                        self.streams_omitted += 1;
-                    }
-                }
-                // Frames one leg saw and the other never did.
-                if !pair.closed_with_reason {
-                    for q in [&pair.read[flow as usize], &pair.written[flow as usize]] {
-                        unforwarded += q.len() as u64;
-                        if let Some(f) = q.front() {
-                            if first_unforwarded.as_ref().is_none_or(|x| f.t < x.0) {
-                                first_unforwarded = Some((
-                                    f.t,
-                                    f.line,
-                                    format!(
-                                        "conn {id} {}: {} at offset {} seen on one leg only",
-                                        flow.name(),
-                                        f.frame,
-                                        f.offset
-                                    ),
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
+        for id in ids {
+            let pair = self.pairs.remove(&id).expect("listed");
+            self.fold_pair(id, pair, end_t);
         }
+        let (unforwarded, first_unforwarded) = (self.unforwarded, self.first_unforwarded.take());
         let secs = |t: u64| t.saturating_sub(self.origin) as f64 / 1e9;
         let check = if let Some((t, line, what)) = &self.first_difference {
             Check::failed_at(
@@ -717,7 +746,7 @@ impl RelayView {
                 frames_unforwarded: unforwarded,
                 c2s,
                 s2c,
-                streams: self.streams,
+                streams: self.streams.into_values().collect(),
                 streams_omitted: self.streams_omitted,
                 streams_cut: self.streams_cut,
                 first_cut: self.first_cut.map(|(t, conn, stream)| RelayCut {
@@ -847,4 +876,85 @@ mod tests {
             ]
         );
     }
+
+    fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
+        Event {
+            t,
+            ep,
+            conn,
+            stream,
+            kind,
+        }
+    }
+
+    /// 200 pairs each relaying one DATA frame (offset `100 + id` on stream
+    /// 1), closing in the reverse of their order: each pair is folded in
+    /// when its second leg closes (nothing is held after), the streams
+    /// listed are still the 64 of the lowest pair ids, in order, and a
+    /// frame the server leg never wrote (pair 150) is unforwarded.
+    #[test]
+    fn pairs_are_folded_in_when_both_legs_close() {
+        use crate::schema::{ConnOpenEv, FrameEv};
+        let mut v = RelayView::new(0);
+        let (cl, sl) = (Endpoint::ClientLeg, Endpoint::ServerLeg);
+        let data = |dir: Dir, offset: u64| {
+            Kind::Frame(FrameEv {
+                dir,
+                offset,
+                frame: FrameType::DATA,
+                len: 10,
+                ..FrameEv::default()
+            })
+        };
+        let open = || {
+            Kind::ConnOpen(ConnOpenEv {
+                local: "a:1".into(),
+                peer: "b:2".into(),
+            })
+        };
+        let n = 200u32;
+        for id in 0..n {
+            let t = u64::from(id) * 1_000;
+            v.feed(&ev(t, cl, id, 0, open()), 1);
+            v.feed(&ev(t + 1, sl, id, 0, open()), 2);
+            v.feed(&ev(t + 2, cl, id, 1, data(Dir::In, 100 + u64::from(id))), 3);
+            if id != 150 {
+                v.feed(
+                    &ev(t + 3, sl, id, 1, data(Dir::Out, 100 + u64::from(id))),
+                    4,
+                );
+            }
+        }
+        for (k, id) in (0..n).rev().enumerate() {
+            let t = 1_000_000 + k as u64;
+            v.feed(&close(cl, "").tap(|e| (e.t, e.conn) = (t, id)), 5);
+            v.feed(&close(sl, "").tap(|e| (e.t, e.conn) = (t, id)), 6);
+            assert!(!v.pairs.contains_key(&id), "pair {id} still held");
+        }
+        assert!(v.pairs.is_empty());
+        let (_, Some((sum, check))) = v.finish(2_000_000) else {
+            panic!("the relay was seen");
+        };
+        let listed: Vec<u32> = sum.streams.iter().map(|s| s.conn).collect();
+        assert_eq!(listed, (0..64).collect::<Vec<u32>>());
+        // Pair 150's receiver never got its frame: no stream data there.
+        assert_eq!(sum.streams_omitted, u64::from(n) - 1 - 64);
+        assert_eq!((sum.connections, sum.frames_forwarded), (200, 199));
+        assert_eq!(sum.frames_unforwarded, 1);
+        assert_eq!(check.ok, Some(false));
+        assert!(
+            check.detail.contains("conn 150 c2s: DATA at offset 250"),
+            "{}",
+            check.detail
+        );
+    }
+
+    /// `tap`, for building events in place.
+    trait Tap: Sized {
+        fn tap(mut self, f: impl FnOnce(&mut Self)) -> Self {
+            f(&mut self);
+            self
+        }
+    }
+    impl Tap for Event {}
 }

@@ -1009,14 +1009,14 @@ mod tests {
     /// nothing behind (each open looked at all of them: quadratic).
     #[test]
     fn relay_legs_pair_their_endpoints_and_unmatched_ones_are_forgotten() {
-        let (client, relay_in, relay_out, server) = ("c:1", "r:2", "r:3", "s:4");
+        let (relay_in, server) = ("r:2", "s:4");
         for order in 0..4 {
             let mut r = Retirement::default();
-            let mut steps: Vec<Box<dyn Fn(&mut Retirement)>> = vec![
-                Box::new(|r| r.conn_open(Side::Client, 1, client, relay_in)),
-                Box::new(|r| r.leg_open(false, 7, relay_in, client)),
-                Box::new(|r| r.leg_open(true, 7, relay_out, server)),
-                Box::new(|r| r.conn_open(Side::Server, 2, server, relay_out)),
+            let mut steps: [fn(&mut Retirement); 4] = [
+                |r| r.conn_open(Side::Client, 1, "c:1", "r:2"),
+                |r| r.leg_open(false, 7, "r:2", "c:1"),
+                |r| r.leg_open(true, 7, "r:3", "s:4"),
+                |r| r.conn_open(Side::Server, 2, "s:4", "r:3"),
             ];
             steps.rotate_left(order);
             for step in &steps {
