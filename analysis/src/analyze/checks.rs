@@ -102,11 +102,13 @@ impl Analyzer {
             return None;
         }
         let (mut bad, mut bad_count) = self.agree_tally.bad.get(&sid).cloned().unwrap_or_default();
+        // Both are folded in together (`conn_retire`): one without the
+        // other cannot be compared.
         let (Some(c), Some(s)) = (
             self.conns.get(&(Endpoint::Client, cid)),
             self.conns.get(&(Endpoint::Server, sid)),
         ) else {
-            return Some((bad, bad_count));
+            return None;
         };
         for f in [Flow::C2s, Flow::S2c] {
             let (a, b) = (&c.flows[f as usize], &s.flows[f as usize]);

@@ -393,6 +393,62 @@ mod tests {
         assert_eq!(sum.stream_count, 2_000);
     }
 
+    /// A port reused within the grace, the server's open first: the
+    /// earlier pair keeps its mismatch (the client's tap lacks a
+    /// connection WINDOW_UPDATE) and fails `windows_agree`; the later
+    /// pair agrees. The server's new connection was paired with the
+    /// earlier client one, which was then never folded in and read as
+    /// agreeing.
+    #[test]
+    fn a_port_reused_within_the_grace_keeps_each_pairs_verdict() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let (cli, srv) = ("127.0.0.1:5000", "127.0.0.1:80");
+        let mut a = super::Analyzer::new(0);
+        let mut conn = |a: &mut super::Analyzer, t: u64, cid: u32, sid: u32, lost: bool| {
+            a.feed(&ev(t, s, sid, 0, open(srv, cli)));
+            a.feed(&ev(t + 1, c, cid, 0, open(cli, srv)));
+            a.feed(&ev(t + 2, c, cid, 1, start()));
+            a.feed(&ev(t + 3, s, sid, 1, start()));
+            a.feed(&ev(
+                t + 4,
+                c,
+                cid,
+                1,
+                frame(Dir::Out, FrameType::DATA, 100, None),
+            ));
+            a.feed(&ev(
+                t + 5,
+                s,
+                sid,
+                1,
+                frame(Dir::In, FrameType::DATA, 100, None),
+            ));
+            a.feed(&ev(t + 6, s, sid, 1, Kind::Chunk(ChunkEv { len: 100 })));
+            let update = frame(Dir::Out, FrameType::WINDOW_UPDATE, 4, Some(100));
+            a.feed(&ev(t + 7, s, sid, 0, update));
+            if !lost {
+                let seen = frame(Dir::In, FrameType::WINDOW_UPDATE, 4, Some(100));
+                a.feed(&ev(t + 8, c, cid, 0, seen));
+            }
+            a.feed(&ev(t + 9, s, sid, 1, end()));
+            a.feed(&ev(t + 10, c, cid, 1, end()));
+            a.feed(&ev(t + 10_000_000, c, cid, 0, close()));
+            a.feed(&ev(t + 10_000_001, s, sid, 0, close()));
+        };
+        conn(&mut a, 0, 1, 2, true);
+        conn(&mut a, 300_000_000, 3, 4, false);
+        a.feed(&ev(10_000_000_000, s, 9, 0, open("x:1", "y:2")));
+        assert!(a.conns.len() == 1, "both pairs folded in");
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        let agree = &sum.checks["windows_agree"];
+        assert_eq!(agree.ok, Some(false), "{}", agree.detail);
+        assert_eq!(
+            agree.detail,
+            "C2s connection window: client 65435 vs server 65535"
+        );
+        assert_eq!(sum.checks["bytes"].ok, Some(true));
+    }
+
     /// With no mismatch, the detail counts every connection, retired or
     /// not, as compared.
     #[test]
@@ -402,7 +458,16 @@ mod tests {
             connection(&mut a, u64::from(i) * 10_000_000, i, 0, 0);
         }
         assert!(a.conns.len() < 500);
+        // An RPC that never had a stream on connection 1 fails later (an
+        // attempt on a connection that had failed): read as usual.
+        let failed = Kind::RpcEnd(RpcEndEv {
+            status: 14,
+            message: "connection closed".into(),
+        });
+        a.feed(&ev(6_000_000_000, Endpoint::Client, 1, 0, failed));
         let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        assert_eq!(sum.events_after_conn_retirement, 0);
+        assert_eq!(sum.rpc_status.get("UNAVAILABLE"), Some(&1));
         let agree = &sum.checks["windows_agree"];
         assert_eq!(agree.ok, Some(true), "{}", agree.detail);
         assert_eq!(
@@ -443,10 +508,20 @@ mod tests {
             frame(Dir::In, FrameType::DATA, 7, None),
         ));
         assert!(!a.conns.contains_key(&(s, 1)), "not brought back");
+        // Anything of a stream is new on a closed connection: left out.
+        a.feed(&ev(
+            200_000_000_002,
+            s,
+            1,
+            3,
+            Kind::Chunk(ChunkEv { len: 7 }),
+        ));
+        a.feed(&ev(200_000_000_003, s, 1, 3, end()));
         let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
         assert_eq!(sum.stream_count, 1);
         assert_eq!(sum.streams[0].bytes, 100);
-        assert_eq!(sum.events_after_conn_retirement, 1);
+        assert_eq!(sum.events_after_conn_retirement, 3);
+        assert_eq!(sum.server_rpc_status.values().sum::<u64>(), 1);
     }
 
     /// Connection ids retired are ranges of consecutive ids.

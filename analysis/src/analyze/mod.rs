@@ -306,18 +306,11 @@ impl Analyzer {
         let t = e.t;
         self.retire_due(t);
         self.retire_conns_due(t);
-        // A connection retired is closed on its tap: an event that still
-        // names it (a damaged or edited trace) would bring back a second
-        // one. Counted, warned about, left out.
-        if matches!(
-            e.kind,
-            Kind::Frame(_) | Kind::ConnOpen(_) | Kind::RpcStart(_)
-        ) && self.closing.is_retired(e.ep, e.conn)
-        {
+        self.ov.feed(e, self.line, &mut self.tl);
+        if self.after_conn_retirement(e) {
             self.s.events_after_conn_retirement += 1;
             return;
         }
-        self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => {
                 let upload = matches!(
@@ -439,7 +432,10 @@ impl Analyzer {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
                 } else {
-                    if r.status != 0 {
+                    // A connection folded in was judged: an RPC that never
+                    // had a stream on it, failing later, changes nothing
+                    // of its windows.
+                    if r.status != 0 && !self.closing.is_retired(e.ep, e.conn) {
                         self.client_not_ok.insert(e.conn);
                     }
                     if let Some(c) = self.conns.get_mut(&(e.ep, e.conn)) {
@@ -595,6 +591,32 @@ impl Analyzer {
             self.longest_quiet[side] = self.longest_quiet[side].max(t.saturating_sub(last));
         }
         self.last_progress[side] = Some(t);
+    }
+
+    /// An event that names a retired connection (closed on its tap, every
+    /// stream of it judged: `conn_retire`) where no intact trace has one:
+    /// a frame, an open, or anything of a stream (none can be new on a
+    /// closed connection). It would bring back a second connection or
+    /// stream; it is counted, warned about and left out. What a client
+    /// records of an RPC that never had a stream (stream 0: an attempt on
+    /// a connection that failed) can come later and is read as usual,
+    /// as are Part 3's own events (`overload` reads them).
+    fn after_conn_retirement(&self, e: &Event) -> bool {
+        let part3 = matches!(
+            e.kind,
+            Kind::Admission(_)
+                | Kind::ServiceChange(_)
+                | Kind::Original(_)
+                | Kind::Attempt(_)
+                | Kind::AttemptEnd(_)
+                | Kind::OriginalEnd(_)
+        );
+        let names_state = e.stream != 0
+            || matches!(
+                e.kind,
+                Kind::Frame(_) | Kind::ConnOpen(_) | Kind::RpcStart(_)
+            );
+        !part3 && names_state && self.closing.is_retired(e.ep, e.conn)
     }
 
     /// Whether the run ended stuck (see [`checks::Stuck`]): its sends

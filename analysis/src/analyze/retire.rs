@@ -106,8 +106,18 @@ impl Retirement {
         let client = side == Side::Client;
         let other = (!client, peer.to_string(), local.to_string());
         if let Some(&o) = self.addrs.get(&other) {
-            let (c, s) = if client { (conn, o) } else { (o, conn) };
-            self.pair(c, s);
+            // One already paired is an earlier connection on the same ports
+            // (a port reused while it is still held): this one's partner
+            // opens next.
+            let taken = if client {
+                self.client_of.contains_key(&o)
+            } else {
+                self.server_of.contains_key(&o)
+            };
+            if !taken {
+                let (c, s) = if client { (conn, o) } else { (o, conn) };
+                self.pair(c, s);
+            }
         }
         let key = (client, local.to_string(), peer.to_string());
         let leg_pair = self.leg_of.get(&key).copied();
@@ -1001,6 +1011,27 @@ mod tests {
         out.clear();
         r.due(40 + 10 * g, &mut out);
         assert!(out.is_empty(), "{out:?}");
+    }
+
+    /// A port reused while the earlier connection is still held (not yet
+    /// retired): the new server connection, opening first, is not paired
+    /// with the earlier client connection (already paired) but with the
+    /// new one. It was, and the earlier pair's mismatch went unjudged.
+    #[test]
+    fn a_reused_port_pairs_the_new_connections() {
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "127.0.0.1:5000", "127.0.0.1:80");
+        r.conn_open(Side::Server, 2, "127.0.0.1:80", "127.0.0.1:5000");
+        r.conn_open(Side::Server, 4, "127.0.0.1:80", "127.0.0.1:5000");
+        r.conn_open(Side::Client, 3, "127.0.0.1:5000", "127.0.0.1:80");
+        assert_eq!(r.pairs(), vec![(1, 2), (3, 4)]);
+        // Client first the second time: the same.
+        let mut r = Retirement::default();
+        r.conn_open(Side::Server, 2, "127.0.0.1:80", "127.0.0.1:5000");
+        r.conn_open(Side::Client, 1, "127.0.0.1:5000", "127.0.0.1:80");
+        r.conn_open(Side::Client, 3, "127.0.0.1:5000", "127.0.0.1:80");
+        r.conn_open(Side::Server, 4, "127.0.0.1:80", "127.0.0.1:5000");
+        assert_eq!(r.pairs(), vec![(1, 2), (3, 4)]);
     }
 
     /// A relay pair's endpoints are paired whichever of the four opens

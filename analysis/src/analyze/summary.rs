@@ -289,10 +289,10 @@ pub struct Summary {
     /// Their DATA bytes.
     #[serde(default)]
     pub data_bytes_after_retirement: u64,
-    /// Frames, `conn_open` and `rpc_start` events naming a connection the
-    /// analysis had retired (closed on its tap, every stream judged): left
-    /// out of every figure. Should be 0: nothing comes after a tap's
-    /// `conn_close` in an intact trace.
+    /// Frames, `conn_open` events and events of a stream naming a
+    /// connection the analysis had retired (closed on its tap, every
+    /// stream judged): left out of every figure. Should be 0: nothing
+    /// comes after a tap's `conn_close` in an intact trace.
     #[serde(default)]
     pub events_after_conn_retirement: u64,
     /// Their payload bytes (the sum of their `len`).
