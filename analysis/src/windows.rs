@@ -212,9 +212,13 @@ impl FlowWindows {
         self.streams.remove(&id);
     }
 
-    /// Final windows of every stream still tracked.
-    pub fn streams(&self) -> impl Iterator<Item = (u32, i64)> + '_ {
-        self.streams.iter().map(|(k, v)| (*k, *v))
+    /// Final windows of every stream still tracked, by stream id (what is
+    /// written from them, windows.csv's rows at a SETTINGS change and the
+    /// checks' details, reads the same on every analysis of one trace).
+    pub fn streams(&self) -> Vec<(u32, i64)> {
+        let mut v: Vec<(u32, i64)> = self.streams.iter().map(|(k, v)| (*k, *v)).collect();
+        v.sort_unstable();
+        v
     }
 }
 

@@ -154,13 +154,18 @@ impl Analyzer {
 
     /// Whether a connection can be folded in now: its tap recorded the
     /// close at least a grace (twice the round trip it measured, a second
-    /// at least) ago, and nothing of a stream of it is left: every stream
-    /// that carried a frame or began an RPC on it was retired.
+    /// at least; a minute for a client through a relay whose server has
+    /// not accepted yet) ago, and nothing of a stream of it is left: every
+    /// stream that carried a frame or began an RPC on it was retired.
     fn conn_done(&self, ep: Endpoint, id: u32, now: u64) -> bool {
         let Some(c) = self.conns.get(&(ep, id)) else {
             return false;
         };
-        let grace = super::retire::grace(c.rtt.at_least(now));
+        let mut grace = super::retire::grace(c.rtt.at_least(now));
+        if ep == Endpoint::Client && self.retirement.awaits_relay_server(&c.local, &c.peer) {
+            // Through a relay whose server has not accepted yet.
+            grace = grace.max(super::retire::MAX_SETTLE_NS);
+        }
         c.closed.is_some_and(|t| t.saturating_add(grace) <= now)
             && c.seen.is_empty()
             && c.data_c2s.is_empty()
@@ -404,7 +409,7 @@ mod tests {
         let (c, s) = (Endpoint::Client, Endpoint::Server);
         let (cli, srv) = ("127.0.0.1:5000", "127.0.0.1:80");
         let mut a = super::Analyzer::new(0);
-        let mut conn = |a: &mut super::Analyzer, t: u64, cid: u32, sid: u32, lost: bool| {
+        let conn = |a: &mut super::Analyzer, t: u64, cid: u32, sid: u32, lost: bool| {
             a.feed(&ev(t, s, sid, 0, open(srv, cli)));
             a.feed(&ev(t + 1, c, cid, 0, open(cli, srv)));
             a.feed(&ev(t + 2, c, cid, 1, start()));
@@ -535,5 +540,88 @@ mod tests {
         assert!(r.contains(2) && !r.contains(4) && r.contains(5));
         r.insert(4);
         assert_eq!(r.ranges(), 1);
+    }
+}
+
+/// What lists connections or streams reads the same on every analysis of
+/// one trace: each analysis's maps have their own order.
+#[cfg(test)]
+mod order {
+    use crate::reader::Ending;
+    use crate::schema::*;
+
+    fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
+        Event {
+            t,
+            ep,
+            conn,
+            stream,
+            kind,
+        }
+    }
+    fn data(dir: Dir, len: u32) -> Kind {
+        Kind::Frame(FrameEv {
+            dir,
+            frame: FrameType::DATA,
+            len,
+            ..FrameEv::default()
+        })
+    }
+    fn open(local: &str, peer: &str) -> Kind {
+        Kind::ConnOpen(ConnOpenEv {
+            local: local.into(),
+            peer: peer.into(),
+        })
+    }
+
+    /// Eight streams whose windows the taps disagree on, and a client
+    /// stall over six connections: listed by id, on every analysis.
+    #[test]
+    fn details_list_streams_and_connections_by_id() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        for _ in 0..4 {
+            let mut a = super::Analyzer::new(0);
+            a.feed(&ev(1, c, 1, 0, open("c:1", "s:2")));
+            a.feed(&ev(2, s, 2, 0, open("s:2", "c:1")));
+            for k in 0..8u32 {
+                let id = 2 * k + 1;
+                a.feed(&ev(10 + u64::from(k), c, 1, id, data(Dir::Out, 100)));
+                a.feed(&ev(20 + u64::from(k), s, 2, id, data(Dir::In, 90)));
+            }
+            let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+            let want: Vec<String> = (0..8u32)
+                .map(|k| format!("C2s stream {}: client 65435 vs server 65445", 2 * k + 1))
+                .collect();
+            let detail = &sum.checks["windows_agree"].detail;
+            let conn = "C2s connection window: client 64735 vs server 64815";
+            assert_eq!(*detail, format!("{conn}; {}", want.join("; ")));
+
+            let mut a = super::Analyzer::new(0);
+            for conn in 1..=6u32 {
+                a.feed(&ev(
+                    u64::from(conn),
+                    c,
+                    conn,
+                    0,
+                    open(&format!("c:{conn}"), "s:9"),
+                ));
+            }
+            let stall = Kind::Stall(StallEv {
+                timeout_ns: 2_000_000_000,
+                pending: 3,
+                conn_window: None,
+                streams: vec![],
+            });
+            a.feed(&ev(100, c, 0, 0, stall));
+            let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+            let text = sum.stall.unwrap();
+            let at: Vec<usize> = (1..=6)
+                .map(|conn| {
+                    text.find(&format!("connection {conn}: send window"))
+                        .unwrap()
+                })
+                .collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{text}");
+        }
     }
 }

@@ -911,6 +911,7 @@ impl Analyzer {
             agree: agree_check,
         });
         let relay = std::mem::replace(&mut self.relay, relay::RelayView::new(self.origin));
+        self.s.events_after_conn_retirement += relay.events_after_fold;
         if relay.seen() {
             let (series, finished) = relay.finish(self.last_t);
             self.tl.relay = Some(series);

@@ -35,6 +35,11 @@ const MAX_STREAMS: usize = 64;
 /// Buckets of the withheld-credit plot series.
 const SERIES_CAP: usize = 2048;
 
+/// (t, pair, flow, queue) of an unforwarded frame: the earliest is named,
+/// ties going to the lowest pair, then flow, then frames read before
+/// frames written.
+type UnforwardedKey = (u64, u32, u8, u8);
+
 /// Which way bytes (and DATA) travel.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Flow {
@@ -237,9 +242,15 @@ pub struct RelayView {
     streams: BTreeMap<(u32, u8, u32), RelayStream>,
     streams_omitted: u64,
     /// Frames one leg saw and the other never did, in pairs folded in
-    /// (closed without a reason), and the earliest: (t, line, what).
+    /// (closed without a reason), and the earliest: ((t, pair, flow,
+    /// queue), line, what); ties go to the lowest pair, whenever folded.
     unforwarded: u64,
-    first_unforwarded: Option<(u64, u64, String)>,
+    first_unforwarded: Option<(UnforwardedKey, u64, String)>,
+    /// Pairs folded in; an event that names one later (a leg records
+    /// nothing after its close: a damaged trace) is counted here and left
+    /// out.
+    folded: super::wire_view::RetiredIds<1>,
+    pub(super) events_after_fold: u64,
     /// Streams open (not ended both ways) when their pair closed, and the
     /// first of them: (t, conn, stream).
     streams_cut: u64,
@@ -269,6 +280,8 @@ impl RelayView {
             streams_omitted: 0,
             unforwarded: 0,
             first_unforwarded: None,
+            folded: Default::default(),
+            events_after_fold: 0,
             streams_cut: 0,
             first_cut: None,
             total_withheld: [0; 2],
@@ -279,6 +292,10 @@ impl RelayView {
 
     pub fn feed(&mut self, e: &Event, line: u64) {
         self.seen = true;
+        if self.folded.contains(e.conn) {
+            self.events_after_fold += 1;
+            return;
+        }
         match &e.kind {
             Kind::ConnOpen(_) => {
                 if e.ep == Endpoint::ClientLeg {
@@ -328,6 +345,7 @@ impl RelayView {
                 if both {
                     let pair = self.pairs.remove(&e.conn).expect("closed");
                     self.fold_pair(e.conn, pair, e.t);
+                    self.folded.insert(e.conn);
                 }
             }
             Kind::Frame(f) => self.frame(e, f, line),
@@ -497,6 +515,7 @@ impl RelayView {
                         self.window_changes.extend(
                             st.windows[leg]
                                 .streams()
+                                .into_iter()
                                 .map(|(id, w)| (flow as usize, id, w)),
                         );
                     }
@@ -673,12 +692,14 @@ impl RelayView {
             }
             // Frames one leg saw and the other never did.
             if !pair.closed_with_reason {
-                for q in [&pair.read[flow as usize], &pair.written[flow as usize]] {
+                let queues = [&pair.read[flow as usize], &pair.written[flow as usize]];
+                for (k, q) in queues.into_iter().enumerate() {
                     self.unforwarded += q.len() as u64;
                     if let Some(f) = q.front() {
-                        if self.first_unforwarded.as_ref().is_none_or(|x| f.t < x.0) {
+                        let key = (f.t, id, flow as u8, k as u8);
+                        if self.first_unforwarded.as_ref().is_none_or(|x| key < x.0) {
                             self.first_unforwarded = Some((
-                                f.t,
+                                key,
                                 f.line,
                                 format!(
                                     "conn {id} {}: {} at offset {} seen on one leg only",
@@ -716,7 +737,7 @@ impl RelayView {
                 secs(*t),
                 *line,
             )
-        } else if let Some((t, line, what)) = &first_unforwarded {
+        } else if let Some(((t, ..), line, what)) = &first_unforwarded {
             Check::failed_at(
                 format!("{unforwarded} frames of pairs closed without a reason were not forwarded, first: {what}"),
                 secs(*t),
@@ -858,10 +879,9 @@ mod tests {
         let why = "read error: server leg: Connection reset by peer (os error 104)";
         v.feed(&close(Endpoint::ClientLeg, why), 1);
         v.feed(&close(Endpoint::ServerLeg, why), 2);
-        v.feed(
-            &close(Endpoint::ClientLeg, "idle: no byte either way for 5s"),
-            3,
-        );
+        let mut idle = close(Endpoint::ClientLeg, "idle: no byte either way for 5s");
+        idle.conn = 2;
+        v.feed(&idle, 3);
         let keys: Vec<(&str, u64)> = v
             .close_reasons
             .iter()

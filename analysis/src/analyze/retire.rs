@@ -142,12 +142,34 @@ impl Retirement {
         self.match_legs(pair);
     }
 
-    /// A relay leg closed: a pair not matched by now never is (its
-    /// endpoints opened before their legs closed), and is forgotten.
+    /// A relay leg closed. A pair whose client the trace does not hold
+    /// (it opened before the relay accepted it) is never matched, and is
+    /// forgotten: a relay's own trace keeps no pair. One whose client it
+    /// holds waits for its server, which may accept the relay's
+    /// connection after the legs closed (its backlog): until the client's
+    /// connection is retired (see [`Self::awaits_relay_server`]).
     pub(super) fn leg_closed(&mut self, pair: u32) {
-        if let Some(legs) = self.legs.remove(&pair) {
+        let client_seen = match self.legs.get(&pair) {
+            Some([Some((local, peer)), _]) => {
+                self.addrs
+                    .contains_key(&(true, peer.clone(), local.clone()))
+            }
+            Some(_) => false,
+            None => return,
+        };
+        if !client_seen {
+            let legs = self.legs.remove(&pair).expect("looked up");
             self.forget_legs(&legs);
         }
+    }
+
+    /// Whether client connection (`local`, `peer`) reaches a relay whose
+    /// pair is not matched with a server yet: it is kept (for at most
+    /// [`MAX_SETTLE_NS`] after its close) so that a server accepting late
+    /// is still paired with it.
+    pub(super) fn awaits_relay_server(&self, local: &str, peer: &str) -> bool {
+        self.leg_of
+            .contains_key(&(true, local.to_string(), peer.to_string()))
     }
 
     fn forget_legs(&mut self, legs: &[Option<(String, String)>; 2]) {
@@ -206,6 +228,12 @@ impl Retirement {
         let key = (client, local.to_string(), peer.to_string());
         if self.addrs.get(&key) == Some(&conn) {
             self.addrs.remove(&key);
+            // A relay pair that waited for its server with this client.
+            if let Some(pair) = self.leg_of.get(&key).copied() {
+                if let Some(legs) = self.legs.remove(&pair) {
+                    self.forget_legs(&legs);
+                }
+            }
         }
     }
 
@@ -1064,6 +1092,25 @@ mod tests {
             r.leg_closed(pair);
         }
         assert!(r.legs.is_empty() && r.leg_of.is_empty() && r.pairs().is_empty());
+        // With its client in the trace, a pair waits for a server that
+        // accepts after the legs closed (its accept backlog).
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "c:1", "r:2");
+        r.leg_open(false, 7, "r:2", "c:1");
+        r.leg_open(true, 7, "r:3", "s:4");
+        r.leg_closed(7);
+        assert!(r.awaits_relay_server("c:1", "r:2"));
+        r.conn_open(Side::Server, 2, "s:4", "r:3");
+        assert_eq!(r.pairs(), vec![(1, 2)]);
+        assert!(!r.awaits_relay_server("c:1", "r:2"));
+        // Or until the client's connection is retired.
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "c:1", "r:2");
+        r.leg_open(false, 7, "r:2", "c:1");
+        r.leg_open(true, 7, "r:3", "s:4");
+        r.leg_closed(7);
+        r.forget_addrs(true, 1, "c:1", "r:2");
+        assert!(r.legs.is_empty() && r.leg_of.is_empty());
     }
 
     /// Retired ids are kept as ranges of one parity: as many as gaps.

@@ -13,6 +13,20 @@ use std::collections::BTreeMap;
 pub const STARVED_BELOW: f64 = 0.10;
 
 impl Analyzer {
+    /// The client tap's connections not retired, by id (the text that
+    /// lists them reads the same on every analysis of one trace; the map's
+    /// order is not).
+    fn client_conns(&self) -> Vec<(u32, &super::wire_view::Conn)> {
+        let mut v: Vec<(u32, &super::wire_view::Conn)> = self
+            .conns
+            .iter()
+            .filter(|((ep, _), _)| *ep == Endpoint::Client)
+            .map(|((_, id), c)| (*id, c))
+            .collect();
+        v.sort_unstable_by_key(|(id, _)| *id);
+        v
+    }
+
     /// Per-stream figures of the streams not retired yet, from the server's
     /// tap (client→server DATA) and the server's decode events, and the
     /// streams a client offered bytes on that carried none to its server,
@@ -172,10 +186,9 @@ impl Analyzer {
         // `run`) shows streams h2 held pending open: they are what waits
         // (more --streams than the server allows, the first ones idle).
         let held: Vec<String> = self
-            .conns
-            .iter()
-            .filter(|((ep, _), _)| *ep == Endpoint::Client)
-            .filter_map(|((_, c), x)| {
+            .client_conns()
+            .into_iter()
+            .filter_map(|(c, x)| {
                 x.not_open_text()
                     .map(|t| format!("client connection {c}: {t}"))
             })
@@ -337,14 +350,9 @@ impl Analyzer {
         let mut parts = vec![];
         let mut exhausted = false;
         let mut not_open = false;
-        for ((_, conn), c) in self
-            .conns
-            .iter()
-            .filter(|((ep, _), _)| *ep == Endpoint::Client)
-        {
+        for (conn, c) in self.client_conns() {
             let w = &c.flows[Flow::C2s as usize];
-            let mut streams: Vec<(u32, i64)> = w.streams().collect();
-            streams.sort_unstable();
+            let streams = w.streams();
             exhausted |= w.conn() <= 0 || streams.iter().any(|&(_, v)| v <= 0);
             let mut list: Vec<String> = streams
                 .iter()

@@ -417,7 +417,7 @@ impl Analyzer {
                             conn.flows[flow].on_settings_sent(*v);
                         }
                         conn.flows[flow].on_initial_window(t, *v);
-                        changed = conn.flows[flow].streams().collect();
+                        changed = conn.flows[flow].streams();
                     }
                 }
                 for (id, w) in changed {
