@@ -1306,7 +1306,7 @@ fn analysis_pass(
     }
     if summary.events_after_conn_retirement > 0 {
         warnings.push(format!(
-            "{}: {} named a connection after its tap had recorded its close and the analysis had judged it (a damaged or edited trace); left out of every figure",
+            "{}: {} named a connection (or a relay's pair) after its tap had recorded its close and the analysis had judged it (a damaged or edited trace); left out of every figure",
             path.display(),
             crate::report::counted(summary.events_after_conn_retirement, "event"),
         ));

@@ -291,8 +291,9 @@ pub struct Summary {
     pub data_bytes_after_retirement: u64,
     /// Frames, `conn_open` events and events of a stream naming a
     /// connection the analysis had retired (closed on its tap, every
-    /// stream judged): left out of every figure. Should be 0: nothing
-    /// comes after a tap's `conn_close` in an intact trace.
+    /// stream judged), or a relay's connection pair after both its legs
+    /// closed: left out of every figure. Should be 0: nothing comes after
+    /// a tap's `conn_close` in an intact trace.
     #[serde(default)]
     pub events_after_conn_retirement: u64,
     /// Their payload bytes (the sum of their `len`).
