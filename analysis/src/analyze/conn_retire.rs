@@ -235,15 +235,7 @@ mod tests {
     use crate::reader::Ending;
     use crate::schema::*;
 
-    fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
-        Event {
-            t,
-            ep,
-            conn,
-            stream,
-            kind,
-        }
-    }
+    use crate::analyze::test_event as ev;
     fn frame(dir: Dir, frame: FrameType, len: u32, increment: Option<u32>) -> Kind {
         Kind::Frame(FrameEv {
             dir,
@@ -550,15 +542,7 @@ mod order {
     use crate::reader::Ending;
     use crate::schema::*;
 
-    fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
-        Event {
-            t,
-            ep,
-            conn,
-            stream,
-            kind,
-        }
-    }
+    use crate::analyze::test_event as ev;
     fn data(dir: Dir, len: u32) -> Kind {
         Kind::Frame(FrameEv {
             dir,

@@ -21,6 +21,18 @@ pub mod streams;
 pub mod summary;
 mod wire_view;
 
+/// One event, for the tests of the modules below.
+#[cfg(test)]
+pub(crate) fn test_event(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
+    Event {
+        t,
+        ep,
+        conn,
+        stream,
+        kind,
+    }
+}
+
 pub use crate::schema::status_name;
 pub use summary::{Blocked, Check, RelayFlow, RelayStream, RelaySummary, Summary, Timeline};
 

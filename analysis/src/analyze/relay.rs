@@ -897,15 +897,7 @@ mod tests {
         );
     }
 
-    fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
-        Event {
-            t,
-            ep,
-            conn,
-            stream,
-            kind,
-        }
-    }
+    use crate::analyze::test_event as ev;
 
     /// 200 pairs each relaying one DATA frame (offset `100 + id` on stream
     /// 1), closing in the reverse of their order: each pair is folded in

@@ -765,17 +765,9 @@ mod tests {
         assert!(out.starved_truncated);
     }
 
-    use crate::schema::{Endpoint, Event, Kind};
+    use crate::schema::{Endpoint, Kind};
 
-    fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
-        Event {
-            t,
-            ep,
-            conn,
-            stream,
-            kind,
-        }
-    }
+    use crate::analyze::test_event as ev;
 
     fn end(status: u32) -> Kind {
         Kind::RpcEnd(crate::schema::RpcEndEv {
@@ -1137,16 +1129,8 @@ mod tests {
 
     /// Builds traces for the tests below.
     mod trace {
+        pub(crate) use crate::analyze::test_event as ev;
         pub use crate::schema::*;
-        pub fn ev(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
-            Event {
-                t,
-                ep,
-                conn,
-                stream,
-                kind,
-            }
-        }
         pub fn frame(dir: Dir, ty: FrameType, len: u32) -> Kind {
             Kind::Frame(FrameEv {
                 dir,
