@@ -153,15 +153,15 @@ impl Analyzer {
     }
 
     /// Whether a connection can be folded in now: its tap recorded the
-    /// close at least a grace (twice the round trip it measured, a second
-    /// at least; a minute for a client through a relay whose server has
-    /// not accepted yet) ago, and nothing of a stream of it is left: every
+    /// close at least a grace (twice the round trip it knew at the close, a
+    /// second at least and a minute at most; a minute for a client through
+    /// a relay whose server has not accepted yet) ago, and nothing of a stream of it is left: every
     /// stream that carried a frame or began an RPC on it was retired.
     fn conn_done(&self, ep: Endpoint, id: u32, now: u64) -> bool {
         let Some(c) = self.conns.get(&(ep, id)) else {
             return false;
         };
-        let mut grace = super::retire::grace(c.rtt.at_least(now));
+        let mut grace = super::retire::grace(c.round_trip(now));
         if ep == Endpoint::Client && self.retirement.awaits_relay_server(&c.local, &c.peer) {
             // Through a relay whose server has not accepted yet.
             grace = grace.max(super::retire::MAX_SETTLE_NS);
@@ -519,6 +519,64 @@ mod tests {
         assert_eq!(sum.streams[0].bytes, 100);
         assert_eq!(sum.events_after_conn_retirement, 3);
         assert_eq!(sum.server_rpc_status.values().sum::<u64>(), 1);
+    }
+
+    /// A connection that closed with its SETTINGS unacknowledged (a peer
+    /// that is not HTTP/2, a client that connects and leaves) is folded in
+    /// a grace after its close: the age of that SETTINGS stops at the
+    /// close. It was kept to the end, its age growing with every look.
+    #[test]
+    fn a_connection_closed_with_its_settings_unacknowledged_is_folded_in() {
+        let s = Endpoint::Server;
+        let mut a = super::Analyzer::new(0);
+        for i in 1..=100u32 {
+            let t = u64::from(i) * 1_000_000_000;
+            a.feed(&ev(
+                t,
+                s,
+                i,
+                0,
+                open("127.0.0.1:80", &format!("127.0.0.1:{i}")),
+            ));
+            a.feed(&ev(
+                t + 1,
+                s,
+                i,
+                0,
+                frame(Dir::Out, FrameType::SETTINGS, 6, None),
+            ));
+            a.feed(&ev(t + 2, s, i, 0, close()));
+        }
+        assert!(a.conns.len() <= 3, "{} connections held", a.conns.len());
+        assert!(a.closing.is_retired(s, 1) && a.closing.is_retired(s, 90));
+        // A stream one tap sees on a connection still open, whose peer never
+        // acknowledges: judged within a minute of its end, not never.
+        a.feed(&ev(
+            200_000_000_000,
+            s,
+            200,
+            0,
+            open("127.0.0.1:80", "127.0.0.1:9"),
+        ));
+        let settings = frame(Dir::Out, FrameType::SETTINGS, 6, None);
+        a.feed(&ev(200_000_000_001, s, 200, 0, settings));
+        a.feed(&ev(200_000_000_002, s, 200, 1, start()));
+        a.feed(&ev(
+            200_000_000_003,
+            s,
+            200,
+            1,
+            frame(Dir::In, FrameType::DATA, 10, None),
+        ));
+        a.feed(&ev(200_000_000_004, s, 200, 1, end()));
+        for k in 1..=70u64 {
+            let ping = frame(Dir::In, FrameType::PING, 8, None);
+            a.feed(&ev(200_000_000_004 + k * 1_000_000_000, s, 200, 0, ping));
+        }
+        assert!(
+            !a.conns[&(s, 200)].open_rpcs.contains(&1),
+            "its stream is judged"
+        );
     }
 
     /// Connection ids retired are ranges of consecutive ids.

@@ -31,9 +31,12 @@ pub(super) const MAX_SETTLE_NS: u64 = 60_000_000_000;
 /// The wait after the later end, given the round trip the tap knows on the
 /// connection (the longest it measured, or the age of a SETTINGS or PING
 /// still unacknowledged): frames the peer sent before it learned of the
-/// end arrive within one.
+/// end arrive within one. At most [`MAX_SETTLE_NS`]: a peer that never
+/// acknowledges (a hostile one, or not HTTP/2 at all) holds nothing longer.
 pub(super) fn grace(rtt_ns: u64) -> u64 {
-    RETIRE_AFTER_NS.max(rtt_ns.saturating_mul(2))
+    RETIRE_AFTER_NS
+        .max(rtt_ns.saturating_mul(2))
+        .min(MAX_SETTLE_NS)
 }
 
 /// Streams listed in `summary.json`'s `streams`: the first to end; every
@@ -555,7 +558,7 @@ impl super::Analyzer {
             (Some(one), None) | (None, Some(one)) => {
                 // After the end, and after its frames stopped coming (a
                 // queued link drains at its own pace: four of its last gaps).
-                let g = grace(one.rtt.at_least(now));
+                let g = grace(one.round_trip(now));
                 let (prev, last) = one.seen.get(&id).copied().unwrap_or_default();
                 let quiet = g
                     .max(last.saturating_sub(prev).saturating_mul(4))

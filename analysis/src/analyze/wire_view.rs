@@ -57,6 +57,15 @@ pub(super) struct Conn {
     pub(super) open_rpcs: std::collections::BTreeSet<u32>,
 }
 
+impl Conn {
+    /// The round trip the tap knew at `now`, or at the close if earlier: a
+    /// SETTINGS or PING left unacknowledged by the close never will be, so
+    /// its age stops growing there.
+    pub(super) fn round_trip(&self, now: u64) -> u64 {
+        self.rtt.at_least(self.closed.map_or(now, |c| c.min(now)))
+    }
+}
+
 /// Ids retired, as ranges of ids `STEP` apart: a connection's streams (one
 /// parity, `STEP` 2: a connection never reuses an id, and its streams
 /// mostly end in order, so as many ranges as gaps, i.e. about the streams
