@@ -565,6 +565,8 @@ async fn a_broken_peer_closes_its_pair_with_a_reason_and_the_relay_goes_on() {
         Some(&1),
         "{r:?}"
     );
+    // Folded in at the client leg's close: no event of it came after.
+    assert_eq!(s.events_after_conn_retirement, 0);
     drop(nobody);
 }
 

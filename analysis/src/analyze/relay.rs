@@ -161,9 +161,20 @@ struct Pair {
     /// server's. Those left when the pair closes were cut by the close.
     unended: HashMap<u32, u8>,
     /// Legs that recorded their close (bit 0 the client leg's, bit 1 the
-    /// server leg's): with both, nothing more comes and the pair is
-    /// folded in ([`RelayView::fold_pair`]).
+    /// server leg's): once every leg that opened closed (both, when the
+    /// client leg's open is not in the trace), nothing more comes and the pair is folded in
+    /// ([`RelayView::fold_pair`]). The server leg opens, if at all, before
+    /// the client leg closes (the relay connects upstream while it holds
+    /// the client's connection); a pair whose upstream connect failed has
+    /// the client leg only.
     closed_legs: u8,
+    /// Legs that recorded their open, bits as in `closed_legs`.
+    opened_legs: u8,
+}
+
+/// A leg's bit in [`Pair::closed_legs`] and [`Pair::opened_legs`].
+fn leg_bit(ep: Endpoint) -> u8 {
+    1 << u8::from(ep == Endpoint::ServerLeg)
 }
 
 #[derive(Default)]
@@ -301,7 +312,7 @@ impl RelayView {
                 if e.ep == Endpoint::ClientLeg {
                     self.connections += 1;
                 }
-                self.pairs.entry(e.conn).or_default();
+                self.pairs.entry(e.conn).or_default().opened_legs |= leg_bit(e.ep);
             }
             Kind::ConnRefused(_) => self.refused += 1,
             Kind::WireError(_) => self.wire_errors += 1,
@@ -337,12 +348,16 @@ impl RelayView {
                         pair.unended.clear();
                     }
                 }
-                let leg = 1u8 << u8::from(e.ep == Endpoint::ServerLeg);
-                let both = self.pairs.get_mut(&e.conn).is_some_and(|pair| {
-                    pair.closed_legs |= leg;
-                    pair.closed_legs == 3
+                let done = self.pairs.get_mut(&e.conn).is_some_and(|pair| {
+                    pair.closed_legs |= leg_bit(e.ep);
+                    // Both when the client leg's open is not in the trace.
+                    let need = match pair.opened_legs & 1 {
+                        1 => pair.opened_legs,
+                        _ => 3,
+                    };
+                    pair.closed_legs & need == need
                 });
-                if both {
+                if done {
                     let pair = self.pairs.remove(&e.conn).expect("closed");
                     self.fold_pair(e.conn, pair, e.t);
                     self.folded.insert(e.conn);
@@ -959,6 +974,42 @@ mod tests {
             "{}",
             check.detail
         );
+    }
+
+    /// Pairs whose upstream connect failed (the client leg opens and
+    /// closes with the reason, no server leg ever opens) are folded in at
+    /// that close; a pair whose server leg opened waits for its close.
+    /// Before, only a pair with both legs closed was, and those were held
+    /// to the end.
+    #[test]
+    fn a_pair_without_a_server_leg_is_folded_in_when_its_client_leg_closes() {
+        use crate::schema::ConnOpenEv;
+        let mut v = RelayView::new(0);
+        let (cl, sl) = (Endpoint::ClientLeg, Endpoint::ServerLeg);
+        let open = || {
+            Kind::ConnOpen(ConnOpenEv {
+                local: "a:1".into(),
+                peer: "b:2".into(),
+            })
+        };
+        let why = "upstream connect failed: 127.0.0.1:9 (Connection refused (os error 111))";
+        for id in 0..100u32 {
+            let t = u64::from(id) * 1_000;
+            v.feed(&ev(t, cl, id, 0, open()), 1);
+            v.feed(&close(cl, why).tap(|e| (e.t, e.conn) = (t + 1, id)), 2);
+        }
+        assert!(v.pairs.is_empty(), "{} pairs held", v.pairs.len());
+        v.feed(&ev(200_000, cl, 100, 0, open()), 3);
+        v.feed(&ev(200_001, sl, 100, 0, open()), 4);
+        v.feed(&close(cl, "").tap(|e| (e.t, e.conn) = (200_002, 100)), 5);
+        assert!(v.pairs.contains_key(&100), "its server leg is open");
+        v.feed(&close(sl, "").tap(|e| (e.t, e.conn) = (200_003, 100)), 6);
+        assert!(v.pairs.is_empty());
+        assert_eq!(v.events_after_fold, 0);
+        let (_, Some((sum, _))) = v.finish(300_000) else {
+            panic!("the relay was seen");
+        };
+        assert_eq!(sum.connections, 101);
     }
 
     /// `tap`, for building events in place.
