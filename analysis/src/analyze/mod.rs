@@ -297,14 +297,20 @@ impl Analyzer {
                         &c.peer,
                     );
                     if let Some(key) = crate::schema::conn_key(e.ep, &c.local, &c.peer) {
-                        if e.ep == Endpoint::ClientLeg {
-                            // timeline.csv's key for the relay's plotted stream.
-                            self.tl.conn_keys.insert((e.ep, e.conn), key.clone());
-                        }
                         self.leg_keys.insert((e.ep, e.conn), key);
                     }
                 }
+                let plotted = self.relay.series.plotted_stream.is_some();
                 self.relay.feed(e, self.line);
+                if let (false, Some((conn, _))) = (plotted, self.relay.series.plotted_stream) {
+                    // timeline.csv's key for the relay's plotted stream (the
+                    // only pair whose key is kept past its close).
+                    if let Some(key) = self.leg_keys.get(&(Endpoint::ClientLeg, conn)) {
+                        self.tl
+                            .conn_keys
+                            .insert((Endpoint::ClientLeg, conn), key.clone());
+                    }
+                }
                 for (flow, stream, w) in std::mem::take(&mut self.relay.window_changes) {
                     self.log_window(e.t, e, flow, stream, w);
                 }
