@@ -33,6 +33,10 @@ const STEADY_LOOKS: u32 = 16;
 /// The longest wait between two looks.
 const MAX_RECHECK_NS: u64 = 64_000_000_000;
 
+/// Doublings of the wait at most (2^6 s = [`MAX_RECHECK_NS`]): a wider
+/// shift would overflow the wait to 0.
+const MAX_DOUBLINGS: u32 = 6;
+
 /// What retired connections came to, for `finish`.
 #[derive(Default)]
 pub(super) struct ConnTally {
@@ -118,7 +122,7 @@ impl Closing {
 
 impl Analyzer {
     /// Retires the connections due by `now` that are done (see
-    /// [`Self::conn_done`]); the others are looked at again later.
+    /// [`Self::conn_ready`]); the others are looked at again later.
     pub(super) fn retire_conns_due(&mut self, now: u64) {
         while let Some(&Reverse((due, server, conn, looks))) = self.closing.queue.peek() {
             if due > now {
@@ -134,43 +138,50 @@ impl Analyzer {
                 _ => (self.retirement.client_of(conn), Some(conn)),
             };
             let ids = [(Endpoint::Client, cid), (Endpoint::Server, sid)];
-            let done = ids
-                .iter()
-                .filter_map(|(ep, id)| id.map(|id| (*ep, id)))
-                .all(|(ep, id)| self.conn_done(ep, id, now));
-            if done {
-                self.retire_conn(cid, sid);
-            } else {
-                let looks = looks + 1;
-                let wait = super::retire::RETIRE_AFTER_NS
-                    .checked_shl(looks.saturating_sub(STEADY_LOOKS))
-                    .map_or(MAX_RECHECK_NS, |w| w.min(MAX_RECHECK_NS));
-                self.closing
-                    .queue
-                    .push(Reverse((now.saturating_add(wait), server, conn, looks)));
+            let mut ready = Some(0);
+            for (ep, id) in ids.iter().filter_map(|(ep, id)| id.map(|id| (*ep, id))) {
+                ready = ready.zip(self.conn_ready(ep, id)).map(|(a, b)| a.max(b));
+            }
+            match ready {
+                Some(at) if at <= now => self.retire_conn(cid, sid),
+                // Only a grace left: looked at again when it has passed (a
+                // minute's wait read ≈ 79 s on the looks' schedule).
+                Some(at) => self.closing.queue.push(Reverse((at, server, conn, looks))),
+                None => {
+                    let looks = looks + 1;
+                    let shift = looks.saturating_sub(STEADY_LOOKS).min(MAX_DOUBLINGS);
+                    let wait = (super::retire::RETIRE_AFTER_NS << shift).min(MAX_RECHECK_NS);
+                    self.closing.queue.push(Reverse((
+                        now.saturating_add(wait),
+                        server,
+                        conn,
+                        looks,
+                    )));
+                }
             }
         }
     }
 
-    /// Whether a connection can be folded in now: its tap recorded the
-    /// close at least a grace (twice the round trip it knew at the close, a
-    /// second at least and a minute at most; a minute for a client through
-    /// a relay whose server has not accepted yet) ago, and nothing of a stream of it is left: every
-    /// stream that carried a frame or began an RPC on it was retired.
-    fn conn_done(&self, ep: Endpoint, id: u32, now: u64) -> bool {
-        let Some(c) = self.conns.get(&(ep, id)) else {
-            return false;
-        };
-        let mut grace = super::retire::grace(c.round_trip(now));
+    /// When a connection can be folded in (`None`: not known yet, a
+    /// stream of it is not retired or its close is not in): a grace after
+    /// its tap recorded the close (twice the round trip it knew at the
+    /// close, a second at least and a minute at most; a minute for a
+    /// client through a relay whose server has not accepted yet), once
+    /// nothing of a stream is left: every stream that carried a frame or
+    /// began an RPC on it was retired.
+    fn conn_ready(&self, ep: Endpoint, id: u32) -> Option<u64> {
+        let c = self.conns.get(&(ep, id))?;
+        let closed = c.closed?;
+        let mut grace = super::retire::grace(c.round_trip(closed));
         if ep == Endpoint::Client && self.retirement.awaits_relay_server(&c.local, &c.peer) {
             // Through a relay whose server has not accepted yet.
             grace = grace.max(super::retire::MAX_SETTLE_NS);
         }
-        c.closed.is_some_and(|t| t.saturating_add(grace) <= now)
-            && c.seen.is_empty()
+        let idle = c.seen.is_empty()
             && c.data_c2s.is_empty()
             && c.not_open.is_empty()
-            && c.open_rpcs.is_empty()
+            && c.open_rpcs.is_empty();
+        idle.then(|| closed.saturating_add(grace))
     }
 
     /// Folds a closed connection (and the other tap's side of it) into the
@@ -577,6 +588,33 @@ mod tests {
             !a.conns[&(s, 200)].open_rpcs.contains(&1),
             "its stream is judged"
         );
+    }
+
+    /// A client connection through a relay whose server never accepted is
+    /// folded in a minute after its close, not at the next look after it
+    /// (≈ 79 s: looks a second apart, then doubling).
+    #[test]
+    fn a_client_through_a_relay_waits_a_minute_for_its_server() {
+        let (c, cl, sl) = (Endpoint::Client, Endpoint::ClientLeg, Endpoint::ServerLeg);
+        let sec = 1_000_000_000u64;
+        let mut a = super::Analyzer::new(0);
+        a.feed(&ev(1, c, 1, 0, open("c:1", "r:2")));
+        a.feed(&ev(2, cl, 7, 0, open("r:2", "c:1")));
+        a.feed(&ev(3, sl, 7, 0, open("r:3", "s:4")));
+        a.feed(&ev(4, cl, 7, 0, close()));
+        a.feed(&ev(5, sl, 7, 0, close()));
+        a.feed(&ev(sec, c, 1, 0, close()));
+        a.feed(&ev(sec + 1, c, 2, 0, open("c:5", "s:6")));
+        let mut gone = None;
+        for k in 1..=200u64 {
+            let ping = frame(Dir::In, FrameType::PING, 8, None);
+            a.feed(&ev(sec + k * sec / 2, c, 2, 0, ping));
+            if gone.is_none() && !a.conns.contains_key(&(c, 1)) {
+                gone = Some(k * sec / 2);
+            }
+        }
+        // The first event at or after the minute retires it.
+        assert_eq!(gone, Some(60 * sec));
     }
 
     /// Connection ids retired are ranges of consecutive ids.
