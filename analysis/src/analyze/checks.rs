@@ -146,7 +146,7 @@ impl Analyzer {
                 Some((list, n)) => {
                     compared += 1;
                     bad_count += n;
-                    bad.extend(list);
+                    bad.add(cid, list);
                 }
             }
         }
@@ -169,8 +169,7 @@ impl Analyzer {
                 }
                 d
             } else {
-                bad.truncate(super::retire::MAX_DETAILS);
-                with_more(bad, bad_count)
+                with_more(bad.into_vec(), bad_count)
             },
         )
     }

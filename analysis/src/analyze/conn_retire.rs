@@ -56,8 +56,33 @@ pub(super) struct ConnTally {
 pub(super) struct AgreeDone {
     pub compared: u64,
     pub cut: u64,
-    pub bad: Vec<String>,
+    /// The first mismatches by (client connection, place in its pair's
+    /// list), at most [`super::retire::MAX_DETAILS`]: the detail names the
+    /// same ones, in the same order, as if every pair were kept to the end.
+    pub bad: BadList,
     pub bad_count: u64,
+}
+
+/// Mismatches keyed by (client connection, place in its pair's list),
+/// keeping the first [`super::retire::MAX_DETAILS`].
+#[derive(Default, Clone)]
+pub(super) struct BadList(std::collections::BTreeMap<(u32, u32), String>);
+
+impl BadList {
+    pub(super) fn add(&mut self, cid: u32, list: Vec<String>) {
+        for (k, text) in (0u32..).zip(list) {
+            self.0.insert((cid, k), text);
+            if self.0.len() > super::retire::MAX_DETAILS {
+                self.0.pop_last();
+            }
+        }
+    }
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub(super) fn into_vec(self) -> Vec<String> {
+        self.0.into_values().collect()
+    }
 }
 
 impl ConnTally {
@@ -195,8 +220,7 @@ impl Analyzer {
                 Some((list, n)) => {
                     a.compared += 1;
                     a.bad_count += n;
-                    let room = super::retire::MAX_DETAILS.saturating_sub(a.bad.len());
-                    a.bad.extend(list.into_iter().take(room));
+                    a.bad.add(c, list);
                 }
             }
             self.retirement.unpair(c, s);
@@ -455,6 +479,52 @@ mod tests {
             "C2s connection window: client 65435 vs server 65535"
         );
         assert_eq!(sum.checks["bytes"].ok, Some(true));
+    }
+
+    /// `windows_agree` names the first mismatches by client connection,
+    /// retired or not: here those of connections 1–20, where 1–10 stay open
+    /// to the end and 11–40 were folded in long before. It named the
+    /// retired ones first, in the order they retired.
+    #[test]
+    fn mismatches_are_named_by_connection_retired_or_not() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let mut a = super::Analyzer::new(0);
+        // Each pair's client tap misses the connection WINDOW_UPDATE of
+        // 1,000 + i bytes.
+        let pair = |a: &mut super::Analyzer, t: u64, i: u32, closes: bool| {
+            let sid = i + 100;
+            let client = format!("127.0.0.1:{}", 1_000 + i);
+            a.feed(&ev(t, c, i, 0, open(&client, "127.0.0.1:80")));
+            a.feed(&ev(t + 1, s, sid, 0, open("127.0.0.1:80", &client)));
+            let update = frame(Dir::Out, FrameType::WINDOW_UPDATE, 4, Some(1_000 + i));
+            a.feed(&ev(t + 2, s, sid, 0, update));
+            if closes {
+                a.feed(&ev(t + 3, c, i, 0, close()));
+                a.feed(&ev(t + 4, s, sid, 0, close()));
+            }
+        };
+        for i in 1..=10u32 {
+            pair(&mut a, u64::from(i), i, false);
+        }
+        for i in (11..=40u32).rev() {
+            pair(&mut a, u64::from(50 - i) * 10_000_000, i, true);
+        }
+        let ping = frame(Dir::In, FrameType::PING, 8, None);
+        a.feed(&ev(10_000_000_000, c, 1, 0, ping));
+        assert!(a.closing.is_retired(c, 11) && a.closing.is_retired(c, 40));
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        let want: Vec<String> = (1..=20u32)
+            .map(|i| {
+                format!(
+                    "C2s connection window: client 65535 vs server {}",
+                    65_535 + 1_000 + i
+                )
+            })
+            .collect();
+        assert_eq!(
+            sum.checks["windows_agree"].detail,
+            format!("{}; … and 20 more", want.join("; "))
+        );
     }
 
     /// With no mismatch, the detail counts every connection, retired or
