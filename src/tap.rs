@@ -35,6 +35,39 @@ pub struct TapConfig {
     pub capture: CapturePayload,
 }
 
+/// A tap's connection ids: `first`, `first + step`, … `run` gives its
+/// client the odd ids and its server the even ones (unique in the process,
+/// as docs/trace-format.md says): from one shared counter each tap's ids
+/// alternated with the other's, and the analysis, which keeps a tap's
+/// retired connections as ranges of ids, kept one range per connection.
+#[derive(Debug)]
+pub struct ConnIds {
+    next: std::sync::atomic::AtomicU32,
+    step: u32,
+}
+
+impl ConnIds {
+    pub fn new(first: u32, step: u32) -> ConnIds {
+        ConnIds {
+            next: first.into(),
+            step,
+        }
+    }
+
+    /// The next connection's id.
+    pub fn next_id(&self) -> u32 {
+        self.next
+            .fetch_add(self.step, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// 1, 2, 3, …: one tap in the process.
+impl Default for ConnIds {
+    fn default() -> ConnIds {
+        ConnIds::new(1, 1)
+    }
+}
+
 struct Side {
     parser: Parser,
     dir: Dir,

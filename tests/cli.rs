@@ -1462,6 +1462,8 @@ fn meta_says_how_the_trace_was_written_and_the_trace_reads_back_whole() {
         "run",
         "--duration",
         "700ms",
+        "--connections",
+        "3",
         "--quiet",
         "--no-pcap",
         "--out",
@@ -1479,8 +1481,12 @@ fn meta_says_how_the_trace_was_written_and_the_trace_reads_back_whole() {
     }
     let mut r = h2probe_analysis::reader::TraceReader::open(&dir.join("trace.jsonl")).unwrap();
     let mut n = 0u64;
+    let mut opened = vec![];
     for e in r.by_ref() {
-        e.unwrap();
+        let e = e.unwrap();
+        if let h2probe_analysis::schema::Kind::ConnOpen(_) = e.kind {
+            opened.push((e.ep, e.conn));
+        }
         n += 1;
     }
     match r.ending() {
@@ -1488,6 +1494,22 @@ fn meta_says_how_the_trace_was_written_and_the_trace_reads_back_whole() {
         other => panic!("{other:?}"),
     }
     assert!(n > 100, "{n} events");
+    // The client's connections take the odd ids, the server's the even
+    // ones: each tap's ids follow each other (the analysis keeps a tap's
+    // retired ones as ranges).
+    use h2probe_analysis::schema::Endpoint;
+    opened.sort_unstable_by_key(|&(ep, id)| (ep as u8, id));
+    assert_eq!(
+        opened,
+        [
+            (Endpoint::Server, 2),
+            (Endpoint::Server, 4),
+            (Endpoint::Server, 6),
+            (Endpoint::Client, 1),
+            (Endpoint::Client, 3),
+            (Endpoint::Client, 5),
+        ]
+    );
 }
 
 /// `--no-trace`: the endpoints without the recorder (the tool's own

@@ -16,7 +16,7 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::SendStream;
-use std::sync::atomic::{AtomicI64, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
@@ -428,7 +428,8 @@ pub struct ClientCtx {
     pub capture: CapturePayload,
     pub rec: Recorder,
     pub live: Arc<Live>,
-    pub conn_ids: Arc<AtomicU32>,
+    /// Connection ids (in `run`, apart from its server's).
+    pub conn_ids: crate::tap::ConnIds,
     /// Flips to true on Ctrl-C: streams reset, unsent messages are recorded.
     pub interrupt: watch::Receiver<bool>,
     /// `Some(abandon)` (`run --shutdown-drain`): at Ctrl-C a stream is
@@ -548,7 +549,7 @@ async fn connection(
     // The tap must name the real socket's addresses (they pair the client's
     // connection with the server's in the analysis), whatever is between.
     let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
-    let conn_id = ctx.conn_ids.fetch_add(1, Relaxed) + 1;
+    let conn_id = ctx.conn_ids.next_id();
     let cfg = TapConfig {
         endpoint: Endpoint::Client,
         conn: conn_id,

@@ -5,7 +5,6 @@ use super::{config_part, Finished, Interrupts, OutputOpts, Session, Status};
 use crate::client::{self, Call, ClientCtx, ClientOpts, MessageOpts, RpcOutcome};
 use crate::client::{Target, TargetOpts};
 use h2probe_analysis::meta::RunConfig;
-use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -61,7 +60,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         capture: opts.output.capture_payload,
         rec: session.rec.clone(),
         live: session.live.clone(),
-        conn_ids: Arc::new(AtomicU32::new(0)),
+        conn_ids: Default::default(),
         interrupt: interrupt_rx,
     });
     let run = client::run(cctx);

@@ -8,7 +8,6 @@ use anyhow::Context as _;
 use h2probe_analysis::analyze::Summary;
 use h2probe_analysis::meta::RunConfig;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -326,7 +325,6 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     };
     let mut session = Session::open("run", interrupts, &opts.output, &label, plan)?;
     let live = session.live.clone();
-    let conn_ids = Arc::new(AtomicU32::new(0));
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let (interrupt_tx, interrupt_rx) = watch::channel(false);
 
@@ -340,7 +338,8 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             cfg,
             session.rec.clone(),
             live.clone(),
-            conn_ids.clone(),
+            // Even ids for the server's connections, odd for the client's.
+            crate::tap::ConnIds::new(2, 2),
             shutdown_rx,
         )
         .with_abandon(abandon_rx.clone()),
@@ -361,7 +360,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         capture: opts.output.capture_payload,
         rec: session.rec.clone(),
         live: live.clone(),
-        conn_ids,
+        conn_ids: crate::tap::ConnIds::new(1, 2),
         interrupt: interrupt_rx,
     });
 

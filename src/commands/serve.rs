@@ -6,7 +6,6 @@ use crate::config::Dur;
 use crate::live::Live;
 use crate::server::{self, ServerCtx, ServerOpts};
 use h2probe_analysis::meta::RunConfig;
-use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -64,7 +63,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
             cfg,
             session.rec.clone(),
             live.clone(),
-            Arc::new(AtomicU32::new(0)),
+            Default::default(),
             shutdown_rx,
         )
         .with_abandon(abandon_rx),

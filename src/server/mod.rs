@@ -15,7 +15,7 @@ use crate::trace::schema::{AcceptErrorEv, ConnRefusedEv, Endpoint, Kind, KindId}
 use crate::trace::Recorder;
 use anyhow::Context as _;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -485,8 +485,8 @@ pub struct ServerCtx {
     pub cfg: ServerConfig,
     pub rec: Recorder,
     pub live: Arc<Live>,
-    /// Connection ids, shared with a client in the same process.
-    pub conn_ids: Arc<AtomicU32>,
+    /// Connection ids (in `run`, apart from its client's).
+    pub conn_ids: crate::tap::ConnIds,
     /// Flips to true on shutdown.
     pub shutdown: watch::Receiver<bool>,
     /// Flips to true when shutdown is cut short (a second Ctrl-C): an RPC
@@ -505,7 +505,7 @@ impl ServerCtx {
         cfg: ServerConfig,
         rec: Recorder,
         live: Arc<Live>,
-        conn_ids: Arc<AtomicU32>,
+        conn_ids: crate::tap::ConnIds,
         shutdown: watch::Receiver<bool>,
     ) -> ServerCtx {
         let framing_label = match cfg.framing {
@@ -711,7 +711,7 @@ async fn connection(
     close_reason: CloseReason,
     rpcs: TaskTracker,
 ) -> anyhow::Result<()> {
-    let conn_id = ctx.conn_ids.fetch_add(1, Ordering::Relaxed) + 1;
+    let conn_id = ctx.conn_ids.next_id();
     let tap_cfg = TapConfig {
         endpoint: Endpoint::Server,
         conn: conn_id,

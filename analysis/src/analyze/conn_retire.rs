@@ -12,7 +12,7 @@
 //! (`events_after_conn_retirement`); a frame of it is left out of every
 //! window.
 
-use super::wire_view::{Conn, Flow, RetiredIds};
+use super::wire_view::{Conn, Flow, RetiredConnIds};
 use super::Analyzer;
 use crate::schema::Endpoint;
 use crate::windows::Violation;
@@ -116,7 +116,7 @@ pub(super) struct Closing {
     /// (due, endpoint is the server's, conn, looks so far), soonest first.
     queue: BinaryHeap<Reverse<(u64, bool, u32, u32)>>,
     /// Connection ids retired, per tap (client, server).
-    pub retired: [RetiredIds<1>; 2],
+    pub retired: [RetiredConnIds; 2],
 }
 
 fn tap(ep: Endpoint) -> usize {
@@ -198,7 +198,7 @@ impl Analyzer {
         let c = self.conns.get(&(ep, id))?;
         let closed = c.closed?;
         let mut grace = super::retire::grace(c.round_trip(closed));
-        if ep == Endpoint::Client && self.retirement.awaits_relay_server(&c.local, &c.peer) {
+        if ep == Endpoint::Client && self.retirement.awaits_relay_server(id, &c.local, &c.peer) {
             // Through a relay whose server has not accepted yet.
             grace = grace.max(super::retire::MAX_SETTLE_NS);
         }
@@ -230,6 +230,10 @@ impl Analyzer {
         let plotted = [(Endpoint::Client, cid), (Endpoint::Server, sid)]
             .iter()
             .any(|&(ep, id)| id.is_some_and(|id| self.tl.plots_conn(ep, id)));
+        // The socket's frames in flight, unless a later connection on the
+        // same ports (a port reused within the grace) holds it now.
+        let mut sockets = vec![];
+        let mut reused = false;
         for (ep, id) in [(Endpoint::Client, cid), (Endpoint::Server, sid)] {
             let Some(id) = id else { continue };
             let Some(c) = self.conns.remove(&(ep, id)) else {
@@ -246,8 +250,9 @@ impl Analyzer {
                 Endpoint::Client => (c.local.clone(), c.peer.clone()),
                 _ => (c.peer.clone(), c.local.clone()),
             };
-            self.in_flight.remove(&sock);
-            self.retirement
+            sockets.push(sock);
+            reused |= self
+                .retirement
                 .forget_addrs(ep == Endpoint::Client, id, &c.local, &c.peer);
             match ep {
                 Endpoint::Client => {
@@ -261,6 +266,11 @@ impl Analyzer {
                 }
             }
             self.closing.retired[tap(ep)].insert(id);
+        }
+        if !reused {
+            for sock in sockets {
+                self.in_flight.remove(&sock);
+            }
         }
     }
 }
@@ -527,6 +537,40 @@ mod tests {
         );
     }
 
+    /// A port reused within the grace: the later connection's frame, written
+    /// before the earlier pair is folded in and read after, still gives its
+    /// latency sample (the fold took the socket's frames in flight, which
+    /// both connections share).
+    #[test]
+    fn a_port_reused_within_the_grace_keeps_the_later_frames_in_flight() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let (cli, srv) = ("127.0.0.1:5000", "127.0.0.1:80");
+        let sec = 1_000_000_000u64;
+        let data = |dir: Dir| {
+            Kind::Frame(FrameEv {
+                dir,
+                frame: FrameType::DATA,
+                len: 10,
+                offset: 9,
+                ..FrameEv::default()
+            })
+        };
+        let mut a = super::Analyzer::new(0);
+        a.feed(&ev(1, c, 1, 0, open(cli, srv)));
+        a.feed(&ev(2, s, 2, 0, open(srv, cli)));
+        a.feed(&ev(3, c, 1, 0, close()));
+        a.feed(&ev(4, s, 2, 0, close()));
+        a.feed(&ev(sec / 2, c, 3, 0, open(cli, srv)));
+        a.feed(&ev(sec / 2 + 1, c, 3, 1, data(Dir::Out)));
+        // The first pair is folded in a second after its close ...
+        a.feed(&ev(sec + 10, s, 4, 0, open(srv, cli)));
+        assert!(a.closing.is_retired(c, 1), "folded in");
+        // ... and the frame the later client wrote is read after.
+        a.feed(&ev(sec + 11, s, 4, 1, data(Dir::In)));
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        assert_eq!(sum.c2s_frame_latency_ms.count, 1);
+    }
+
     /// With no mismatch, the detail counts every connection, retired or
     /// not, as compared.
     #[test]
@@ -687,17 +731,31 @@ mod tests {
         assert_eq!(gone, Some(60 * sec));
     }
 
-    /// Connection ids retired are ranges of consecutive ids.
+    /// A tap's retired connections are a few ranges of ids, whether its
+    /// ids are consecutive (`serve` or `client` alone: two ranges, odd and
+    /// even) or of one parity (`run`: one). From `run`'s one shared counter
+    /// a tap's ids alternated with the other's: one range per connection.
     #[test]
     fn retired_connection_ids_are_ranges() {
-        let mut r = super::RetiredIds::<1>::default();
-        for id in [1, 2, 3, 5] {
-            r.insert(id);
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        for (step, ranges) in [(1u32, 2), (2, 1)] {
+            let mut a = super::Analyzer::new(0);
+            for k in 0..1_000u32 {
+                let t = u64::from(k) * 10_000_000;
+                let id = 1 + k * step;
+                a.feed(&ev(
+                    t,
+                    s,
+                    id,
+                    0,
+                    open("127.0.0.1:80", &format!("127.0.0.1:{k}")),
+                ));
+                a.feed(&ev(t + 1, s, id, 0, close()));
+            }
+            a.feed(&ev(20_000_000_000, c, 1, 0, open("x:1", "y:2")));
+            assert_eq!(a.closing.retired[1].ranges(), ranges, "ids {step} apart");
+            assert!(a.closing.is_retired(s, 1 + 999 * step));
         }
-        assert_eq!(r.ranges(), 2);
-        assert!(r.contains(2) && !r.contains(4) && r.contains(5));
-        r.insert(4);
-        assert_eq!(r.ranges(), 1);
     }
 }
 

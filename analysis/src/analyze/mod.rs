@@ -146,8 +146,6 @@ pub struct Analyzer {
     /// deadline, a reset): the server may have answered OK into a socket
     /// the client had closed, so the taps need not agree (`windows_agree`).
     client_not_ok: std::collections::HashSet<u32>,
-    /// Client→server frames written by the client's tap and not yet read by
-    /// the server's, per (client address, server address): (offset, t).
     /// Client→server frames seen by one tap and not yet by the other, per
     /// (client address, server address): [client writes, server reads] as
     /// (offset, t).

@@ -77,6 +77,13 @@ pub(super) struct Retirement {
     /// The endpoint socket each unmatched leg carries, keyed as `addrs`
     /// is: (is client, the endpoint's local, its peer) → pair id.
     leg_of: HashMap<(bool, String, String), u32>,
+    /// Pairs among `legs` whose legs closed, their client in the trace:
+    /// pair id → that client's connection, waiting for a server that
+    /// accepts late; and the other way round. The pair is that connection's
+    /// even if a later one on the same ports (a port reused within the
+    /// grace) took its address, and is forgotten when it retires.
+    waiting: HashMap<u32, u32>,
+    waiting_pair: HashMap<u32, u32>,
 }
 
 /// (due, side, conn, stream, end): a side's end of a stream, to look at
@@ -152,17 +159,20 @@ impl Retirement {
     /// connection after the legs closed (its backlog): until the client's
     /// connection is retired (see [`Self::awaits_relay_server`]).
     pub(super) fn leg_closed(&mut self, pair: u32) {
-        let client_seen = match self.legs.get(&pair) {
-            Some([Some((local, peer)), _]) => {
-                self.addrs
-                    .contains_key(&(true, peer.clone(), local.clone()))
-            }
-            Some(_) => false,
+        let client = match self.legs.get(&pair) {
+            Some([Some((local, peer)), _]) => self
+                .addrs
+                .get(&(true, peer.clone(), local.clone()))
+                .copied(),
+            Some(_) => None,
             None => return,
         };
-        if !client_seen {
-            let legs = self.legs.remove(&pair).expect("looked up");
-            self.forget_legs(&legs);
+        match client {
+            Some(conn) => {
+                self.waiting.insert(pair, conn);
+                self.waiting_pair.insert(conn, pair);
+            }
+            None => self.forget_pair(pair),
         }
     }
 
@@ -170,16 +180,28 @@ impl Retirement {
     /// pair is not matched with a server yet: it is kept (for at most
     /// [`MAX_SETTLE_NS`] after its close) so that a server accepting late
     /// is still paired with it.
-    pub(super) fn awaits_relay_server(&self, local: &str, peer: &str) -> bool {
-        self.leg_of
-            .contains_key(&(true, local.to_string(), peer.to_string()))
+    pub(super) fn awaits_relay_server(&self, conn: u32, local: &str, peer: &str) -> bool {
+        self.waiting_pair.contains_key(&conn)
+            || self
+                .leg_of
+                .contains_key(&(true, local.to_string(), peer.to_string()))
     }
 
-    fn forget_legs(&mut self, legs: &[Option<(String, String)>; 2]) {
-        for (server_leg, leg) in [(false, &legs[0]), (true, &legs[1])] {
+    /// Forgets relay pair `id`'s legs, and the endpoint sockets they name
+    /// unless a later pair on the same ports took them.
+    fn forget_pair(&mut self, id: u32) {
+        if let Some(conn) = self.waiting.remove(&id) {
+            self.waiting_pair.remove(&conn);
+        }
+        let Some(legs) = self.legs.remove(&id) else {
+            return;
+        };
+        for (server_leg, leg) in [(false, legs[0].as_ref()), (true, legs[1].as_ref())] {
             if let Some((local, peer)) = leg {
-                self.leg_of
-                    .remove(&(!server_leg, peer.clone(), local.clone()));
+                let key = (!server_leg, peer.clone(), local.clone());
+                if self.leg_of.get(&key) == Some(&id) {
+                    self.leg_of.remove(&key);
+                }
             }
         }
     }
@@ -193,13 +215,22 @@ impl Retirement {
         else {
             return;
         };
-        // The client's socket is the client leg's, seen from its end;
-        // the server's is the server leg's.
-        let c = self.addrs.get(&(true, cl_peer.clone(), cl_local.clone()));
-        let s = self.addrs.get(&(false, sl_peer.clone(), sl_local.clone()));
+        // The client's socket is the client leg's, seen from its end (or
+        // the client it had when its legs closed: a later one may have
+        // taken the ports since); the server's is the server leg's. One
+        // already paired is an earlier connection on the same ports: this
+        // pair's opens next.
+        let c = self
+            .waiting
+            .get(&id)
+            .or_else(|| self.addrs.get(&(true, cl_peer.clone(), cl_local.clone())))
+            .filter(|c| !self.server_of.contains_key(c));
+        let s = self
+            .addrs
+            .get(&(false, sl_peer.clone(), sl_local.clone()))
+            .filter(|s| !self.client_of.contains_key(s));
         if let (Some(&c), Some(&s)) = (c, s) {
-            let legs = self.legs.remove(&id).expect("looked up");
-            self.forget_legs(&legs);
+            self.forget_pair(id);
             self.pair(c, s);
         }
     }
@@ -226,18 +257,28 @@ impl Retirement {
     }
 
     /// A retired connection's addresses: a later connection on the same
-    /// ports is a new one.
-    pub(super) fn forget_addrs(&mut self, client: bool, conn: u32, local: &str, peer: &str) {
+    /// ports is a new one. Whether one such is open already (it shares the
+    /// socket's state, frames in flight).
+    pub(super) fn forget_addrs(
+        &mut self,
+        client: bool,
+        conn: u32,
+        local: &str,
+        peer: &str,
+    ) -> bool {
         let key = (client, local.to_string(), peer.to_string());
+        let newer = self.addrs.get(&key).is_some_and(|&c| c != conn);
         if self.addrs.get(&key) == Some(&conn) {
             self.addrs.remove(&key);
-            // A relay pair that waited for its server with this client.
-            if let Some(pair) = self.leg_of.get(&key).copied() {
-                if let Some(legs) = self.legs.remove(&pair) {
-                    self.forget_legs(&legs);
-                }
-            }
         }
+        // A relay pair that waited for its server with this client.
+        if let Some(pair) = client
+            .then(|| self.waiting_pair.get(&conn).copied())
+            .flatten()
+        {
+            self.forget_pair(pair);
+        }
+        newer
     }
 
     /// (client conn, server conn) of every connection seen by both ends'
@@ -1094,10 +1135,10 @@ mod tests {
         r.leg_open(false, 7, "r:2", "c:1");
         r.leg_open(true, 7, "r:3", "s:4");
         r.leg_closed(7);
-        assert!(r.awaits_relay_server("c:1", "r:2"));
+        assert!(r.awaits_relay_server(1, "c:1", "r:2"));
         r.conn_open(Side::Server, 2, "s:4", "r:3");
         assert_eq!(r.pairs(), vec![(1, 2)]);
-        assert!(!r.awaits_relay_server("c:1", "r:2"));
+        assert!(!r.awaits_relay_server(1, "c:1", "r:2"));
         // Or until the client's connection is retired.
         let mut r = Retirement::default();
         r.conn_open(Side::Client, 1, "c:1", "r:2");
@@ -1106,6 +1147,46 @@ mod tests {
         r.leg_closed(7);
         r.forget_addrs(true, 1, "c:1", "r:2");
         assert!(r.legs.is_empty() && r.leg_of.is_empty());
+    }
+
+    /// A client's port reused through a relay while the earlier pair waits
+    /// for its server (legs closed, the server accepting late): the late
+    /// server pairs with the earlier client, the later pair's legs keep
+    /// their sockets and pair with the later client, and the earlier
+    /// client's retirement forgets its own pair only. Forgetting the
+    /// earlier pair took the later pair's sockets with it, and the later
+    /// server was paired with the earlier client.
+    #[test]
+    fn a_port_reused_through_a_relay_pairs_each_client_with_its_server() {
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "c:1", "r:2");
+        r.leg_open(false, 7, "r:2", "c:1");
+        r.leg_open(true, 7, "r:3", "s:4");
+        r.leg_closed(7);
+        r.leg_open(false, 8, "r:2", "c:1");
+        r.leg_open(true, 8, "r:5", "s:4");
+        r.conn_open(Side::Server, 2, "s:4", "r:3");
+        r.conn_open(Side::Server, 4, "s:4", "r:5");
+        r.conn_open(Side::Client, 3, "c:1", "r:2");
+        assert_eq!(r.pairs(), vec![(1, 2), (3, 4)]);
+        assert!(r.legs.is_empty() && r.leg_of.is_empty());
+
+        // The earlier pair never gets its server: the earlier client's
+        // retirement forgets it, not the later pair, whose legs are open.
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "c:1", "r:2");
+        r.leg_open(false, 7, "r:2", "c:1");
+        r.leg_open(true, 7, "r:3", "s:4");
+        r.leg_closed(7);
+        r.leg_open(false, 8, "r:2", "c:1");
+        r.leg_open(true, 8, "r:5", "s:4");
+        assert!(r.awaits_relay_server(1, "c:1", "r:2"));
+        assert!(!r.forget_addrs(true, 1, "c:1", "r:2"));
+        assert!(!r.legs.contains_key(&7) && r.legs.contains_key(&8));
+        r.conn_open(Side::Client, 3, "c:1", "r:2");
+        r.conn_open(Side::Server, 4, "s:4", "r:5");
+        assert_eq!(r.pairs(), vec![(3, 4)]);
+        assert!(r.legs.is_empty() && r.leg_of.is_empty() && r.waiting.is_empty());
     }
 
     /// Retired ids are kept as ranges of one parity: as many as gaps.

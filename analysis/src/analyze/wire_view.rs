@@ -69,7 +69,8 @@ impl Conn {
 /// Ids retired, as ranges of ids `STEP` apart: a connection's streams (one
 /// parity, `STEP` 2: a connection never reuses an id, and its streams
 /// mostly end in order, so as many ranges as gaps, i.e. about the streams
-/// still open), or a tap's connections (`STEP` 1).
+/// still open), or a relay's pairs (`STEP` 1). Ids of the other parity
+/// than the ranges' (`STEP` 2) are not kept apart: see [`RetiredConnIds`].
 #[derive(Default)]
 pub(super) struct RetiredIds<const STEP: u32 = 2>(BTreeMap<u32, u32>);
 
@@ -102,6 +103,25 @@ impl<const STEP: u32> RetiredIds<STEP> {
     #[cfg(test)]
     pub(super) fn ranges(&self) -> usize {
         self.0.len()
+    }
+}
+
+/// A tap's retired connection ids, as ranges per parity: as few ranges
+/// whether the tap's ids are consecutive (`serve` or `client` alone) or of
+/// one parity (`run`, whose client takes the odd ids and server the even).
+#[derive(Default)]
+pub(super) struct RetiredConnIds([RetiredIds<2>; 2]);
+
+impl RetiredConnIds {
+    pub(super) fn contains(&self, id: u32) -> bool {
+        self.0[(id % 2) as usize].contains(id)
+    }
+    pub(super) fn insert(&mut self, id: u32) {
+        self.0[(id % 2) as usize].insert(id);
+    }
+    #[cfg(test)]
+    pub(super) fn ranges(&self) -> usize {
+        self.0.iter().map(RetiredIds::ranges).sum()
     }
 }
 
