@@ -403,23 +403,36 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             interrupted = true;
             session.interrupts.announce("stopping the client and the server, then finishing the trace (again to abandon open RPCs)");
             let _ = interrupt_tx.send(true);
-            let _ = shutdown_tx.send(true);
-            if session.interrupts.failure().is_some() {
-                // The trace's limit or a full disk: no drain.
-                let _ = abandon_tx.send(true);
-            }
-            tokio::select! {
-                r = &mut client_run => r,
-                _ = session.interrupts.next() => {
-                    crate::say!("second interrupt; abandoning open RPCs (their ends are recorded; again to stop waiting)");
+            // The trace's limit or a full disk: no drain. The client resets
+            // its streams first (a second at most), so that they end
+            // CANCELLED, as the stop is: abandoned at the same moment, the
+            // server could close a connection before the client's reset
+            // (its RPC then read UNAVAILABLE: seen once, on a loaded machine).
+            let stopped_first = match session.interrupts.failure() {
+                Some(_) => {
+                    let first = std::time::Duration::from_secs(1);
+                    let r = tokio::time::timeout(first, &mut client_run).await.ok();
                     let _ = abandon_tx.send(true);
-                    tokio::select! {
-                        r = tokio::time::timeout(std::time::Duration::from_secs(3), &mut client_run) => {
-                            r.unwrap_or_else(|_| Ok(vec![]))
-                        }
-                        _ = session.interrupts.next() => Ok(vec![]),
-                    }
+                    r
                 }
+                None => None,
+            };
+            let _ = shutdown_tx.send(true);
+            match stopped_first {
+                Some(r) => r,
+                None => tokio::select! {
+                    r = &mut client_run => r,
+                    _ = session.interrupts.next() => {
+                        crate::say!("second interrupt; abandoning open RPCs (their ends are recorded; again to stop waiting)");
+                        let _ = abandon_tx.send(true);
+                        tokio::select! {
+                            r = tokio::time::timeout(std::time::Duration::from_secs(3), &mut client_run) => {
+                                r.unwrap_or_else(|_| Ok(vec![]))
+                            }
+                            _ = session.interrupts.next() => Ok(vec![]),
+                        }
+                    }
+                },
             }
         }
     };
