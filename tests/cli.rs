@@ -1159,6 +1159,16 @@ fn analyze_says_when_meta_json_cannot_be_read() {
         err.contains("the run's status and configuration are unknown"),
         "{err}"
     );
+    // Missing (a trace copied alone): said too; it was not.
+    std::fs::remove_file(dir.join("meta.json")).unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("no meta.json in ")
+            && err.contains("the run's status and configuration are unknown"),
+        "{err}"
+    );
 }
 
 /// A trace whose lines are in reverse order (every event far later than
@@ -1223,6 +1233,52 @@ fn a_trace_written_out_of_order_is_sorted_whole_or_said_not_to_be() {
     let s = support::read_summary(&dir);
     assert_eq!(s.late_written_events, 0);
     assert!(s.out_of_order_events > 60_000, "{}", s.out_of_order_events);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A flipped byte in the header line: `analyze` and `export` read every
+/// event all the same, the origin from meta.json's clock anchor, and say
+/// so; the figures and verdicts are the intact trace's. The whole trace
+/// was refused ("not an h2probe trace").
+#[test]
+fn a_damaged_header_line_loses_no_event() {
+    let dir = support::temp_dir("bad-header");
+    let r = support::run(support::short_run_opts(&dir, "frame", "unbounded", "300ms"));
+    let intact = serde_json::to_value(&r.summary).unwrap();
+    let trace = dir.join("trace.jsonl");
+    let mut bytes = std::fs::read(&trace).unwrap();
+    assert_eq!(&bytes[..9], b"{\"type\":\"");
+    bytes[0] = b'[';
+    std::fs::write(&trace, &bytes).unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("line 1: the header is damaged")
+            && err.contains("its origin meta.json's clock anchor"),
+        "{err}"
+    );
+    let damaged = serde_json::to_value(support::read_summary(&dir)).unwrap();
+    for field in [
+        "stream_count",
+        "checks",
+        "rpc_status",
+        "event_lines",
+        "span_s",
+        "first_event_s",
+        "min_window",
+    ] {
+        assert!(!intact[field].is_null(), "{field}");
+        assert_eq!(damaged[field], intact[field], "{field}");
+    }
+    let out = h2probe()
+        .args(["export", "--format", "csv"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("line 1: the header is damaged"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -114,6 +114,14 @@ pub struct TraceReader<R> {
     /// wrong anywhere before the error (deflate cannot tell), so nothing
     /// read can be trusted as the writer wrote it.
     pub read_error: Option<String>,
+    /// The header line was damaged and line 2 is an event: the trace is
+    /// read all the same, its origin taken from meta.json's clock anchor
+    /// ([`TraceReader::open`]) or else from the first event. Why, and
+    /// where the origin came from.
+    pub damaged_header: Option<String>,
+    /// Line 2, read on open to tell a damaged header from a file that is
+    /// not a trace: handed out first.
+    pending: Option<String>,
 }
 
 /// Why an event that parses cannot be real, if so: a frame longer than
@@ -177,10 +185,26 @@ impl TraceReader<Box<dyn BufRead + Send>> {
         } else {
             Box::new(f)
         };
-        TraceReader::new(input).map_err(|e| OpenError::Read {
+        let mut r = TraceReader::new(input).map_err(|e| OpenError::Read {
             path: path.display().to_string(),
             cause: e,
-        })
+        })?;
+        // A damaged header: the run's own origin, as its meta.json has it.
+        let anchor = path
+            .parent()
+            .filter(|_| r.damaged_header.is_some())
+            .and_then(|dir| crate::meta::Meta::read(dir).ok())
+            .and_then(|m| m.clock)
+            .filter(|c| c.origin_mono_ns <= r.header.origin_mono_ns);
+        if let (Some(c), Some(said)) = (anchor, r.damaged_header.as_mut()) {
+            r.header.origin_mono_ns = c.origin_mono_ns;
+            r.header.origin_unix_ns = c.origin_unix_ns;
+            *said = said.replace(
+                "its origin the first event's time",
+                "its origin meta.json's clock anchor",
+            );
+        }
+        Ok(r)
     }
 }
 
@@ -232,9 +256,31 @@ impl<R: BufRead> TraceReader<R> {
         if n == 0 {
             return Err(ReadError::Empty);
         }
-        let header = match Line::parse(buf.trim_end()) {
-            Ok(Line::Header(h)) => h,
-            _ => return Err(ReadError::NoHeader),
+        let (header, damaged_header, pending) = match Line::parse(buf.trim_end()) {
+            Ok(Line::Header(h)) => (h, None, None),
+            Ok(_) => return Err(ReadError::NoHeader),
+            Err(e) => {
+                // A damaged header line with events after it loses no event:
+                // only the origin the figures count from (a single flipped
+                // byte made the whole trace unreadable).
+                let why = within_line(&e);
+                let mut second = String::new();
+                input
+                    .read_line(&mut second)
+                    .map_err(|cause| ReadError::Io { line: 2, cause })?;
+                let Ok(Line::Event(first)) = Line::parse(second.trim_end()) else {
+                    return Err(ReadError::NoHeader);
+                };
+                let header = Header {
+                    schema: crate::schema::SCHEMA_VERSION,
+                    tool: String::new(),
+                    clock: "CLOCK_MONOTONIC".into(),
+                    origin_mono_ns: first.t,
+                    origin_unix_ns: 0,
+                };
+                let said = format!("line 1: the header is damaged ({why}); the trace is read as schema {}, its origin the first event's time", crate::schema::SCHEMA_VERSION);
+                (header, Some(said), Some(second))
+            }
         };
         if header.schema > crate::schema::SCHEMA_VERSION {
             return Err(ReadError::Schema {
@@ -256,6 +302,8 @@ impl<R: BufRead> TraceReader<R> {
             scratch: String::new(),
             after_footer: None,
             read_error: None,
+            damaged_header,
+            pending,
         })
     }
 
@@ -296,7 +344,14 @@ impl<R: BufRead> TraceReader<R> {
             // back at every call, and no later line can be reached.
             let mut raw = std::mem::take(&mut self.buf).into_bytes();
             raw.clear();
-            let n = match self.input.read_until(b'\n', &mut raw) {
+            let read = match self.pending.take() {
+                Some(line) => {
+                    raw.extend_from_slice(line.as_bytes());
+                    Ok(line.len())
+                }
+                None => self.input.read_until(b'\n', &mut raw),
+            };
+            let n = match read {
                 Ok(n) => n,
                 // A compressed trace cut short: the same as a cut last line.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
@@ -802,6 +857,28 @@ mod tests {
         assert!(err.starts_with("line 3:") && err.contains("UTF-8"), "{err}");
         assert!(read[1].as_ref().unwrap_err().is_one_line());
         assert_eq!(r.ending(), &Ending::NoFooter);
+    }
+
+    /// A damaged header with an event after it: every event is read, the
+    /// origin the first event's time, and it is said. Damage followed by
+    /// something else is still not a trace.
+    #[test]
+    fn a_damaged_header_loses_no_event() {
+        let damaged = &HEADER[..40];
+        let text = format!("{damaged}\n{EV}\n{EV}\n");
+        let mut r = TraceReader::new(text.as_bytes()).unwrap();
+        assert_eq!(r.header().origin_mono_ns, 5);
+        let said = r.damaged_header.clone().unwrap();
+        assert!(said.starts_with("line 1: the header is damaged"), "{said}");
+        let events: Vec<u64> = r.by_ref().map(|e| e.unwrap().t).collect();
+        assert_eq!(events, [5, 5]);
+        assert_eq!(r.line(), 4);
+        for text in [format!("{damaged}\nhello\n"), format!("{damaged}\n")] {
+            assert!(matches!(
+                TraceReader::new(text.as_bytes()),
+                Err(ReadError::NoHeader)
+            ));
+        }
     }
 
     #[test]

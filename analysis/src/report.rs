@@ -111,18 +111,20 @@ fn written_aside(path: &Path, bytes: &[u8]) -> Result<Partial, ReportError> {
 }
 
 /// How the run in `dir` ended, as its meta.json says: "" without one (a
-/// trace written elsewhere is analysed as it is); one that cannot be read
-/// is said in `warnings`.
+/// trace copied alone is analysed as it is); one missing or that cannot be
+/// read is said in `warnings`.
 pub fn run_status_of(dir: &Path, warnings: &mut Vec<String>) -> String {
+    let unknown = "the run's status and configuration are unknown; the figures are the trace's";
     match crate::meta::Meta::read(dir) {
         Ok(m) => m.status,
         Err(e) if dir.join("meta.json").exists() => {
-            warnings.push(format!(
-                "{e}: the run's status and configuration are unknown; the figures are the trace's"
-            ));
+            warnings.push(format!("{e}: {unknown}"));
             String::new()
         }
-        Err(_) => String::new(),
+        Err(_) => {
+            warnings.push(format!("no meta.json in {}: {unknown}", dir.display()));
+            String::new()
+        }
     }
 }
 

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<Item = Event>)> {
     let (trace, mut r) = h2probe_analysis::reader::open_run(dir)?;
     let header = r.header().clone();
+    if let Some(said) = &r.damaged_header {
+        warn_once(format!("warning: {}: {said}", trace.display()));
+    }
     let mut ended = false;
     // Lines of events read (corrupt ones too): against the footer's count.
     let mut lines = 0u64;

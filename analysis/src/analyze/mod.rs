@@ -1236,6 +1236,9 @@ fn analysis_pass(
     a.s.event_lines = events + corrupt + r.unknown;
     a.s.after_footer_line = r.after_footer;
     a.s.read_error = r.read_error.clone();
+    if let Some(said) = &r.damaged_header {
+        warnings.push(format!("{}: {said}", path.display()));
+    }
     if let Some(e) = &r.read_error {
         warnings.push(format!(
             "{}: the file failed as it was read ({e}): a compressed trace's bytes may be wrong anywhere before that (its checksum is checked at its end), so the figures may be wrong and the checks cannot be judged",
