@@ -119,6 +119,11 @@ pub struct Row {
     pub incomplete: usize,
     /// Repeats that stalled, by the first stall's cause.
     pub stalls: std::collections::BTreeMap<String, u64>,
+    /// Repeats with a client whose `no_stall` check could not judge (ended
+    /// stuck, or cut short): they may have stalled. Their other checks can
+    /// all hold, so `failed_checks` and `unjudged` do not show them.
+    #[serde(default)]
+    pub stall_unknown: usize,
 }
 
 /// A run none of whose checks failed that still cannot be called sound:
@@ -174,8 +179,19 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
                     *stalls.entry(cause.clone()).or_default() += 1;
                 }
             }
+            let stall_unknown = group
+                .iter()
+                .filter(|r| {
+                    r.summary.has_client
+                        && r.summary
+                            .checks
+                            .get("no_stall")
+                            .is_some_and(|c| c.ok.is_none())
+                })
+                .count();
             Row {
                 stalls,
+                stall_unknown,
                 config: config.to_string(),
                 runs: group.len(),
                 dirs: group.iter().map(|r| r.dir.display().to_string()).collect(),
@@ -251,6 +267,7 @@ pub fn outcome_cells(r: &Row) -> [String; 9] {
         .iter()
         .map(|(k, v)| format!("{k}×{v}"))
         .chain(r.stalls.iter().map(|(k, v)| format!("stalled ({k})×{v}")))
+        .chain((r.stall_unknown > 0).then(|| format!("stall not judged×{}", r.stall_unknown)))
         .collect();
     [
         r.window_updates.show(0),
@@ -564,6 +581,23 @@ mod tests {
         assert!(unjudged(&nothing_held));
         let failed = with(&[("credit", Some(false)), ("bytes", None)], 1);
         assert!(!unjudged(&failed));
+        // A run whose only check that cannot judge is `no_stall` (it ended
+        // stuck) is judged, and its row says the stall is unknown.
+        let stuck = Summary {
+            has_client: true,
+            ..with(&[("credit", Some(true)), ("no_stall", None)], 0)
+        };
+        assert!(!unjudged(&stuck));
+        let row = &rows(&[RunRef {
+            summary: stuck,
+            ..run("s", 1.0, 1)
+        }])[0];
+        assert_eq!(row.stall_unknown, 1);
+        assert!(
+            outcome_cells(row)[8].contains("stall not judged×1"),
+            "{:?}",
+            outcome_cells(row)
+        );
         let grouped = rows(&[RunRef {
             summary: damaged,
             ..run("a", 1.0, 1)
