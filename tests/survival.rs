@@ -246,53 +246,67 @@ fn a_disk_the_trace_fills_keeps_meta_json() {
 /// events, the footer, nothing dropped, every check judged as usual.
 #[test]
 fn a_trace_limit_stops_the_run_with_a_whole_trace() {
-    let dir = temp_dir("trace-limit");
-    let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
-        .args(["run", "--duration", "30s", "--quiet", "--no-pcap"])
-        // Every upload byte captured: past the limit, frames lose theirs.
-        .args([
-            "--capture-payload",
-            "full",
-            "--trace-limit",
-            "1MiB",
-            "--out",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let took = started.elapsed();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(took < Duration::from_secs(20), "{took:?}");
-    let said = "the trace reached --trace-limit 1.00 MiB";
-    assert!(stderr.contains(said), "{stderr}");
-    assert!(
-        stdout.contains(&format!("status    error: {said}")),
-        "{stdout}"
-    );
-    let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
-    assert!(
-        meta.status.starts_with(&format!("error: {said}")),
-        "{}",
-        meta.status
-    );
-    assert_eq!(meta.dropped_events, 0);
-    assert!(
-        meta.recorder.payload_dropped_frames > 0,
-        "{:?}",
-        meta.recorder
-    );
-    let size = std::fs::metadata(dir.join("trace.jsonl")).unwrap().len();
-    assert!((1 << 20..2 << 20).contains(&size), "{size} bytes");
-    let s = support::read_summary(&dir);
-    assert_eq!(s.trace_ending, "clean", "{stdout}");
-    // The RPC ended (cancelled by the stop) on both sides, and the checks
-    // judged the trace: none failed.
-    assert_eq!(s.rpc_status.get("CANCELLED").copied(), Some(1), "{stdout}");
-    assert!(s.checks.values().all(|c| c.ok != Some(false)), "{stdout}");
-    assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
+    // With --shutdown-drain too: a stop for a failure drains nothing (the
+    // client half-closed and the server answered for as long as it waited).
+    for drain in [false, true] {
+        let dir = temp_dir(if drain {
+            "trace-limit-drain"
+        } else {
+            "trace-limit"
+        });
+        let started = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["run", "--duration", "30s", "--quiet", "--no-pcap"])
+            .args(drain.then_some("--shutdown-drain"))
+            // Every upload byte captured: past the limit, frames lose theirs.
+            .args([
+                "--capture-payload",
+                "full",
+                "--trace-limit",
+                "1MiB",
+                "--out",
+            ])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+        assert!(took < Duration::from_secs(20), "{took:?}");
+        let said = "the trace reached --trace-limit 1.00 MiB";
+        assert!(stderr.contains(said), "{stderr}");
+        assert!(
+            stdout.contains(&format!("status    error: {said}")),
+            "{stdout}"
+        );
+        let meta = h2probe_analysis::meta::Meta::read(&dir).unwrap();
+        assert!(
+            meta.status.starts_with(&format!("error: {said}")),
+            "{}",
+            meta.status
+        );
+        assert_eq!(meta.dropped_events, 0);
+        assert!(
+            meta.recorder.payload_dropped_frames > 0,
+            "{:?}",
+            meta.recorder
+        );
+        let size = std::fs::metadata(dir.join("trace.jsonl")).unwrap().len();
+        assert!((1 << 20..2 << 20).contains(&size), "{size} bytes");
+        let s = support::read_summary(&dir);
+        assert_eq!(s.trace_ending, "clean", "{stdout}");
+        // The RPC ended (cancelled by the stop) on both sides, and the checks
+        // judged the trace: none failed.
+        assert_eq!(s.rpc_status.get("CANCELLED").copied(), Some(1), "{stdout}");
+        assert_eq!(
+            s.server_rpc_status.get("CANCELLED").copied(),
+            Some(1),
+            "{stdout}"
+        );
+        assert!(s.checks.values().all(|c| c.ok != Some(false)), "{stdout}");
+        assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
+    }
 }
 
 #[test]

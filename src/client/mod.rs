@@ -827,9 +827,14 @@ async fn rpc(
             i += count as usize;
         }
         Live::add(&ctx.live.never_sent, unsent.len() as u64);
-        if reason == NeverSentReason::Interrupted && ctx.graceful.is_some() {
+        let drains = ctx
+            .graceful
+            .as_ref()
+            .is_some_and(|abandon| !*abandon.borrow());
+        if reason == NeverSentReason::Interrupted && drains {
             // The server drains what it holds and answers: half-close and
-            // wait for it below.
+            // wait for it below (unless abandoned already: a stop for a
+            // failure, which drains nothing).
             let _ = send.send_data(Bytes::new(), true);
         } else if reason != NeverSentReason::StreamError {
             send.send_reset(h2::Reason::CANCEL);

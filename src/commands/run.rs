@@ -333,6 +333,9 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         .context("binding 127.0.0.1")?;
     let addr = listener.local_addr()?;
     let (abandon_tx, abandon_rx) = watch::channel(false);
+    // The client's own: at a stop for a failure it abandons (resets) before
+    // the server does, where an interrupt lets it half-close and wait.
+    let (client_abandon_tx, client_abandon_rx) = watch::channel(false);
     let sctx = Arc::new(
         ServerCtx::new(
             cfg,
@@ -342,13 +345,13 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             crate::tap::ConnIds::new(2, 2),
             shutdown_rx,
         )
-        .with_abandon(abandon_rx.clone()),
+        .with_abandon(abandon_rx),
     );
     let server_task = tokio::spawn(server::serve(listener, sctx));
     let cctx = Arc::new(ClientCtx {
         // --shutdown-drain: Ctrl-C lets the server finish what it holds and
         // answer, a second one abandons that.
-        graceful: opts.server.shutdown_drain.then(|| abandon_rx.clone()),
+        graceful: opts.server.shutdown_drain.then_some(client_abandon_rx),
         opts: opts.client.clone(),
         // With --tls-cert the client speaks TLS to its own server in this
         // process: nothing to verify (meta.json says so).
@@ -402,20 +405,32 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         _ = session.interrupts.next() => {
             interrupted = true;
             session.interrupts.announce("stopping the client and the server, then finishing the trace (again to abandon open RPCs)");
+            // The trace's limit or a full disk: no drain, not even with
+            // --shutdown-drain. The client resets its streams first (a
+            // second at most), so that they end CANCELLED, as the stop is:
+            // abandoned at the same moment, the server could close a
+            // connection before the client's reset (its RPC then read
+            // UNAVAILABLE: seen once, on a loaded machine).
+            let failed = session.interrupts.failure().is_some();
+            if failed {
+                let _ = client_abandon_tx.send(true);
+            }
             let _ = interrupt_tx.send(true);
-            // The trace's limit or a full disk: no drain. The client resets
-            // its streams first (a second at most), so that they end
-            // CANCELLED, as the stop is: abandoned at the same moment, the
-            // server could close a connection before the client's reset
-            // (its RPC then read UNAVAILABLE: seen once, on a loaded machine).
-            let stopped_first = match session.interrupts.failure() {
-                Some(_) => {
-                    let first = std::time::Duration::from_secs(1);
-                    let r = tokio::time::timeout(first, &mut client_run).await.ok();
+            let stopped_first = match failed {
+                true => {
+                    // Then the server sees the resets (its RPCs end
+                    // CANCELLED, not cut short by the abandon): a second
+                    // for both at most.
+                    let until = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+                    let r = tokio::time::timeout_at(until, &mut client_run).await.ok();
+                    let rpcs = (opts.client.connections * opts.client.streams) as u64;
+                    while Live::get(&live.rpcs_done) < rpcs && tokio::time::Instant::now() < until {
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
                     let _ = abandon_tx.send(true);
                     r
                 }
-                None => None,
+                false => None,
             };
             let _ = shutdown_tx.send(true);
             match stopped_first {
@@ -425,6 +440,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
                     _ = session.interrupts.next() => {
                         crate::say!("second interrupt; abandoning open RPCs (their ends are recorded; again to stop waiting)");
                         let _ = abandon_tx.send(true);
+                        let _ = client_abandon_tx.send(true);
                         tokio::select! {
                             r = tokio::time::timeout(std::time::Duration::from_secs(3), &mut client_run) => {
                                 r.unwrap_or_else(|_| Ok(vec![]))

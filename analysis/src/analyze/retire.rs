@@ -159,8 +159,15 @@ impl Retirement {
     /// connection after the legs closed (its backlog): until the client's
     /// connection is retired (see [`Self::awaits_relay_server`]).
     pub(super) fn leg_closed(&mut self, pair: u32) {
+        if self.waiting.contains_key(&pair) {
+            // Its other leg: the client is the one its first close found
+            // (a later one may have taken the ports between the two).
+            return;
+        }
+        // Without a server leg (the upstream connect failed) nothing will
+        // accept it: forgotten, its client kept no longer than any other.
         let client = match self.legs.get(&pair) {
-            Some([Some((local, peer)), _]) => self
+            Some([Some((local, peer)), Some(_)]) => self
                 .addrs
                 .get(&(true, peer.clone(), local.clone()))
                 .copied(),
@@ -169,6 +176,10 @@ impl Retirement {
         };
         match client {
             Some(conn) => {
+                if let Some(&other) = self.waiting_pair.get(&conn) {
+                    // One client waits for one pair (an edited trace).
+                    self.forget_pair(other);
+                }
                 self.waiting.insert(pair, conn);
                 self.waiting_pair.insert(conn, pair);
             }
@@ -1186,6 +1197,33 @@ mod tests {
         r.conn_open(Side::Client, 3, "c:1", "r:2");
         r.conn_open(Side::Server, 4, "s:4", "r:5");
         assert_eq!(r.pairs(), vec![(3, 4)]);
+        assert!(r.legs.is_empty() && r.leg_of.is_empty() && r.waiting.is_empty());
+
+        // The later client opens before the earlier pair's late server: that
+        // server still pairs with the client its pair had, and a close of
+        // the pair's second leg after the later client's open changes it
+        // not.
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "c:1", "r:2");
+        r.leg_open(false, 7, "r:2", "c:1");
+        r.leg_open(true, 7, "r:3", "s:4");
+        r.leg_closed(7);
+        r.conn_open(Side::Client, 3, "c:1", "r:2");
+        r.leg_closed(7);
+        r.leg_open(false, 8, "r:2", "c:1");
+        r.leg_open(true, 8, "r:5", "s:4");
+        r.conn_open(Side::Server, 2, "s:4", "r:3");
+        r.conn_open(Side::Server, 4, "s:4", "r:5");
+        assert_eq!(r.pairs(), vec![(1, 2), (3, 4)]);
+        assert!(r.waiting.is_empty() && r.waiting_pair.is_empty());
+
+        // A pair whose upstream connect failed (no server leg) does not
+        // hold its client for a late server.
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "c:1", "r:2");
+        r.leg_open(false, 7, "r:2", "c:1");
+        r.leg_closed(7);
+        assert!(!r.awaits_relay_server(1, "c:1", "r:2"));
         assert!(r.legs.is_empty() && r.leg_of.is_empty() && r.waiting.is_empty());
     }
 
