@@ -185,6 +185,53 @@ fn wait_holds_attempts_for_a_slot_but_never_past_their_deadline() {
     assert!(s.waited > 0, "some attempts waited for a slot: {s:?}");
     assert_eq!(s.late_expiry, 0, "{s:?}");
     assert!(!s.decisions.contains_key("rejected") && !s.decisions.contains_key("dropped"));
+    a_late_event_moves_no_part3_figure(&dir, &r.summary);
+}
+
+/// A `send` and a DATA frame naming a client connection 200 s after its
+/// close (an edited trace) are counted in `events_after_conn_retirement`
+/// and move no figure: Part 3's counted them (`overload.sent` one more than
+/// was sent, failing `originals`), and the span ran to them.
+fn a_late_event_moves_no_part3_figure(
+    dir: &std::path::Path,
+    before: &h2probe_analysis::analyze::Summary,
+) {
+    let text = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let close = lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "conn_close" && v["ep"] == "client")
+        .last()
+        .expect("a client connection closed");
+    let (t, conn) = (u(&close, "t") + 200_000_000_000, u(&close, "conn"));
+    let send = format!(
+        r#"{{"t":{t},"ep":"client","conn":{conn},"stream":1,"type":"send","seq":99999,"scheduled":{t},"begin":{t},"bytes":1000}}"#
+    );
+    let data = format!(
+        r#"{{"t":{},"ep":"client","conn":{conn},"stream":1,"type":"frame","dir":"out","offset":999999,"frame":"DATA","flags":0,"len":1000}}"#,
+        t + 1
+    );
+    let footer = lines.pop().unwrap();
+    let mut footer: Value = serde_json::from_str(&footer).unwrap();
+    footer["events"] = (u(&footer, "events") + 2).into();
+    lines.extend([send, data, footer.to_string()]);
+    let edited = temp_dir("p3-late");
+    std::fs::write(edited.join("trace.jsonl"), lines.join("\n") + "\n").unwrap();
+    std::fs::copy(dir.join("meta.json"), edited.join("meta.json")).unwrap();
+    let (after, _) = h2probe_analysis::report::write_products(&edited).unwrap();
+    assert_eq!(after.events_after_conn_retirement, 2);
+    let (a, b) = (
+        after.overload.as_ref().unwrap(),
+        before.overload.as_ref().unwrap(),
+    );
+    assert_eq!((a.sent, a.c2s_data_bytes), (b.sent, b.c2s_data_bytes));
+    assert_eq!(after.span_s, before.span_s);
+    let verdicts = |s: &h2probe_analysis::analyze::Summary| -> Vec<(String, Option<bool>)> {
+        s.checks.iter().map(|(k, c)| (k.clone(), c.ok)).collect()
+    };
+    assert_eq!(verdicts(&after), verdicts(before));
+    std::fs::remove_dir_all(&edited).unwrap();
 }
 
 #[test]

@@ -731,6 +731,47 @@ mod tests {
         assert_eq!(gone, Some(60 * sec));
     }
 
+    /// What a tap records names a retired connection only in an edited
+    /// trace: a wire error, a socket wait, a second close, an `rpc_start` on
+    /// stream 0 are counted and left out of every figure, the span too (a
+    /// socket wait 200 s late added its 50 s to the blocked time; the span
+    /// ran to it).
+    #[test]
+    fn a_retired_connections_late_tap_events_move_no_figure() {
+        let c = Endpoint::Client;
+        let sec = 1_000_000_000u64;
+        let mut a = super::Analyzer::new(0);
+        a.feed(&ev(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+        a.feed(&ev(
+            2,
+            c,
+            1,
+            0,
+            frame(Dir::Out, FrameType::SETTINGS, 0, None),
+        ));
+        a.feed(&ev(sec, c, 1, 0, close()));
+        let late = 200 * sec;
+        let blocked = Kind::SocketBlocked(IntervalEv {
+            dir: Dir::Out,
+            start: late - 50 * sec,
+            open: false,
+        });
+        let wire = Kind::WireError(WireErrorEv {
+            dir: Dir::In,
+            offset: 9,
+            error: "edited".into(),
+        });
+        a.feed(&ev(late, c, 1, 0, blocked));
+        a.feed(&ev(late + 1, c, 1, 0, wire));
+        a.feed(&ev(late + 2, c, 1, 0, close()));
+        a.feed(&ev(late + 3, c, 1, 0, start()));
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        assert_eq!(sum.events_after_conn_retirement, 4);
+        assert_eq!(sum.client_socket_blocked_s, 0.0);
+        assert_eq!(sum.wire_errors, 0);
+        assert_eq!(sum.span_s, (sec - 1) as f64 / 1e9);
+    }
+
     /// A tap's retired connections are a few ranges of ids, whether its
     /// ids are consecutive (`serve` or `client` alone: two ranges, odd and
     /// even) or of one parity (`run`: one). From `run`'s one shared counter

@@ -278,8 +278,20 @@ impl Analyzer {
     }
 
     pub fn feed(&mut self, e: &Event) {
-        self.first_t.get_or_insert(e.t);
-        self.last_t = self.last_t.max(e.t);
+        // An event left out (it names a connection or relay pair folded in)
+        // stretches no span either.
+        let left_out = match e.ep {
+            Endpoint::ClientLeg | Endpoint::ServerLeg => self.relay.is_folded(e.conn),
+            _ => {
+                self.retire_due(e.t);
+                self.retire_conns_due(e.t);
+                self.after_conn_retirement(e)
+            }
+        };
+        if !left_out {
+            self.first_t.get_or_insert(e.t);
+            self.last_t = self.last_t.max(e.t);
+        }
         match e.ep {
             Endpoint::Client => self.has_client = true,
             Endpoint::Server => self.has_server = true,
@@ -287,6 +299,10 @@ impl Analyzer {
                 // A relay's legs: their own analysis (`relay`), apart from
                 // the probe endpoints' figures and checks, which only learn
                 // which endpoints talk through it.
+                if left_out {
+                    self.relay.feed(e, self.line); // counted there
+                    return;
+                }
                 if let Kind::ConnOpen(c) = &e.kind {
                     self.retirement.leg_open(
                         e.ep == Endpoint::ServerLeg,
@@ -320,13 +336,11 @@ impl Analyzer {
             }
         }
         let t = e.t;
-        self.retire_due(t);
-        self.retire_conns_due(t);
-        self.ov.feed(e, self.line, &mut self.tl);
-        if self.after_conn_retirement(e) {
+        if left_out {
             self.s.events_after_conn_retirement += 1;
             return;
         }
+        self.ov.feed(e, self.line, &mut self.tl);
         match &e.kind {
             Kind::Frame(f) => {
                 let upload = matches!(
@@ -611,12 +625,14 @@ impl Analyzer {
 
     /// An event that names a retired connection (closed on its tap, every
     /// stream of it judged: `conn_retire`) where no intact trace has one:
-    /// a frame, an open, or anything of a stream (none can be new on a
-    /// closed connection). It would bring back a second connection or
-    /// stream; it is counted, warned about and left out. What a client
-    /// records of an RPC that never had a stream (stream 0: an attempt on
-    /// a connection that failed) can come later and is read as usual,
-    /// as are Part 3's own events (`overload` reads them).
+    /// what its tap records (a frame, an open or close, a wire error, a
+    /// socket wait), an `rpc_start`, or anything of a stream (none can be
+    /// new on a closed connection). It would bring back a second
+    /// connection or stream; it is counted, warned about and left out of
+    /// every figure (Part 3's and the span too). What a client records of
+    /// an RPC that never had a stream (stream 0: an attempt on a
+    /// connection that failed) can come later and is read as usual, as are
+    /// Part 3's own events (`overload` reads them).
     fn after_conn_retirement(&self, e: &Event) -> bool {
         let part3 = matches!(
             e.kind,
@@ -630,7 +646,12 @@ impl Analyzer {
         let names_state = e.stream != 0
             || matches!(
                 e.kind,
-                Kind::Frame(_) | Kind::ConnOpen(_) | Kind::RpcStart(_)
+                Kind::Frame(_)
+                    | Kind::ConnOpen(_)
+                    | Kind::ConnClose(_)
+                    | Kind::WireError(_)
+                    | Kind::SocketBlocked(_)
+                    | Kind::RpcStart(_)
             );
         !part3 && names_state && self.closing.is_retired(e.ep, e.conn)
     }

@@ -301,6 +301,12 @@ impl RelayView {
         }
     }
 
+    /// Whether relay pair `conn` was folded in: an event of it is counted
+    /// and left out.
+    pub fn is_folded(&self, conn: u32) -> bool {
+        self.folded.contains(conn)
+    }
+
     pub fn feed(&mut self, e: &Event, line: u64) {
         self.seen = true;
         if self.folded.contains(e.conn) {
