@@ -200,9 +200,9 @@ fn a_late_event_moves_no_part3_figure(
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     let close = lines
         .iter()
+        .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "conn_close" && v["ep"] == "client")
-        .last()
+        .find(|v| v["type"] == "conn_close" && v["ep"] == "client")
         .expect("a client connection closed");
     let (t, conn) = (u(&close, "t") + 200_000_000_000, u(&close, "conn"));
     let send = format!(
