@@ -1109,6 +1109,17 @@ mod tests {
         assert_eq!(r.pairs(), vec![(1, 2), (3, 4)]);
     }
 
+    /// Client 1 through relay pair 7, whose legs closed before its server
+    /// accepted (`c:1` → relay `r:2`, relay `r:3` → server `s:4`).
+    fn waiting_for_its_server() -> Retirement {
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "c:1", "r:2");
+        r.leg_open(false, 7, "r:2", "c:1");
+        r.leg_open(true, 7, "r:3", "s:4");
+        r.leg_closed(7);
+        r
+    }
+
     /// A relay pair's endpoints are paired whichever of the four opens
     /// comes last; a pair whose endpoints the trace lacks (a relay's own
     /// trace) is forgotten when a leg closes, so 10,000 of them leave
@@ -1141,21 +1152,13 @@ mod tests {
         assert!(r.legs.is_empty() && r.leg_of.is_empty() && r.pairs().is_empty());
         // With its client in the trace, a pair waits for a server that
         // accepts after the legs closed (its accept backlog).
-        let mut r = Retirement::default();
-        r.conn_open(Side::Client, 1, "c:1", "r:2");
-        r.leg_open(false, 7, "r:2", "c:1");
-        r.leg_open(true, 7, "r:3", "s:4");
-        r.leg_closed(7);
+        let mut r = waiting_for_its_server();
         assert!(r.awaits_relay_server(1, "c:1", "r:2"));
         r.conn_open(Side::Server, 2, "s:4", "r:3");
         assert_eq!(r.pairs(), vec![(1, 2)]);
         assert!(!r.awaits_relay_server(1, "c:1", "r:2"));
         // Or until the client's connection is retired.
-        let mut r = Retirement::default();
-        r.conn_open(Side::Client, 1, "c:1", "r:2");
-        r.leg_open(false, 7, "r:2", "c:1");
-        r.leg_open(true, 7, "r:3", "s:4");
-        r.leg_closed(7);
+        let mut r = waiting_for_its_server();
         r.forget_addrs(true, 1, "c:1", "r:2");
         assert!(r.legs.is_empty() && r.leg_of.is_empty());
     }
@@ -1169,11 +1172,7 @@ mod tests {
     /// server was paired with the earlier client.
     #[test]
     fn a_port_reused_through_a_relay_pairs_each_client_with_its_server() {
-        let mut r = Retirement::default();
-        r.conn_open(Side::Client, 1, "c:1", "r:2");
-        r.leg_open(false, 7, "r:2", "c:1");
-        r.leg_open(true, 7, "r:3", "s:4");
-        r.leg_closed(7);
+        let mut r = waiting_for_its_server();
         r.leg_open(false, 8, "r:2", "c:1");
         r.leg_open(true, 8, "r:5", "s:4");
         r.conn_open(Side::Server, 2, "s:4", "r:3");
@@ -1184,11 +1183,7 @@ mod tests {
 
         // The earlier pair never gets its server: the earlier client's
         // retirement forgets it, not the later pair, whose legs are open.
-        let mut r = Retirement::default();
-        r.conn_open(Side::Client, 1, "c:1", "r:2");
-        r.leg_open(false, 7, "r:2", "c:1");
-        r.leg_open(true, 7, "r:3", "s:4");
-        r.leg_closed(7);
+        let mut r = waiting_for_its_server();
         r.leg_open(false, 8, "r:2", "c:1");
         r.leg_open(true, 8, "r:5", "s:4");
         assert!(r.awaits_relay_server(1, "c:1", "r:2"));
@@ -1203,11 +1198,7 @@ mod tests {
         // server still pairs with the client its pair had, and a close of
         // the pair's second leg after the later client's open changes it
         // not.
-        let mut r = Retirement::default();
-        r.conn_open(Side::Client, 1, "c:1", "r:2");
-        r.leg_open(false, 7, "r:2", "c:1");
-        r.leg_open(true, 7, "r:3", "s:4");
-        r.leg_closed(7);
+        let mut r = waiting_for_its_server();
         r.conn_open(Side::Client, 3, "c:1", "r:2");
         r.leg_closed(7);
         r.leg_open(false, 8, "r:2", "c:1");
