@@ -52,7 +52,9 @@ struct ToSend {
 /// What the response reader passes on.
 enum FromServer {
     Outcome(pb::Outcome),
-    End(u32, String),
+    /// Status, message, and whether the server said it (its
+    /// `grpc-status`) rather than h2 (a stream or connection that failed).
+    End(u32, String, bool),
 }
 
 /// The client's state between events.
@@ -325,7 +327,7 @@ async fn sender(
 
 /// Reads outcomes and the final status, passing them on.
 async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) {
-    let end = |code, msg: String| FromServer::End(code, msg);
+    let end = |code, msg: String| FromServer::End(code, msg, false);
     let resp = match resp.await {
         Ok(r) => r,
         Err(e) => {
@@ -345,7 +347,7 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
         return;
     }
     if let Some((code, msg)) = super::answer::grpc_status(resp.headers()) {
-        let _ = tx.send(end(code, msg)).await;
+        let _ = tx.send(FromServer::End(code, msg, true)).await;
         return;
     }
     let mut body = resp.into_body();
@@ -374,14 +376,17 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
         }
     }
     let last = match body.trailers().await {
-        Ok(Some(h)) => super::answer::grpc_status(&h).unwrap_or((
-            status::INTERNAL,
-            "response ended without grpc-status".into(),
-        )),
-        Ok(None) => (status::INTERNAL, "response ended without trailers".into()),
-        Err(e) => (status::of_h2_error(&e), format!("reading trailers: {e}")),
+        Ok(Some(h)) => match super::answer::grpc_status(&h) {
+            Some((code, msg)) => FromServer::End(code, msg, true),
+            None => end(
+                status::INTERNAL,
+                "response ended without grpc-status".into(),
+            ),
+        },
+        Ok(None) => end(status::INTERNAL, "response ended without trailers".into()),
+        Err(e) => end(status::of_h2_error(&e), format!("reading trailers: {e}")),
     };
-    let _ = tx.send(end(last.0, last.1)).await;
+    let _ = tx.send(last).await;
 }
 
 /// One client: its Exchange RPC from the first original to the last outcome.
@@ -412,7 +417,7 @@ pub(super) async fn rpc(
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
-            super::with_connection_cause(&mut outcome, &cause);
+            super::with_connection_cause(&mut outcome, &cause, false);
             super::record_rpc_end(&ctx, 0, &outcome);
             return outcome;
         }
@@ -484,7 +489,7 @@ pub(super) async fn rpc(
     let mut interrupt = ctx.interrupt.clone();
     let mut half_closed = false;
     let mut stop: Option<(&'static str, u32, String)> = None;
-    let mut server_end: Option<(u32, String)> = None;
+    let mut server_end: Option<(u32, String, bool)> = None;
 
     loop {
         if !schedule_open && st.pending() == 0 && st.outstanding() == 0 && !half_closed {
@@ -521,8 +526,8 @@ pub(super) async fn rpc(
             _ = async { tokio::time::sleep_until(to_instant(next_retry.expect("guarded"))).await }, if next_retry.is_some() => {}
             m = from_server.recv() => match m {
                 Some(FromServer::Outcome(o)) => st.outcome(o),
-                Some(FromServer::End(code, msg)) => {
-                    server_end = Some((code, msg));
+                Some(FromServer::End(code, msg, said)) => {
+                    server_end = Some((code, msg, said));
                     if !(half_closed && st.outstanding() == 0) {
                         stop = Some(("stream_error", status::UNAVAILABLE, "the server ended the RPC early".into()));
                     }
@@ -564,6 +569,7 @@ pub(super) async fn rpc(
     while let Ok(a) = send_rx.try_recv() {
         unsent.push(a.seq);
     }
+    let mut peer_said = false;
     if let Some((why, code, msg)) = stop {
         let reason = match why {
             "deadline" => NeverSentReason::Deadline,
@@ -583,14 +589,16 @@ pub(super) async fn rpc(
         Live::add(&ctx.live.never_sent, unsent.len() as u64);
         st.stop_all(why);
         send.send_reset(h2::Reason::CANCEL);
-        outcome.status = server_end.as_ref().map_or(code, |(c, _)| *c);
-        outcome.message = server_end.map_or(msg, |(_, m)| m);
-    } else if let Some((code, msg)) = server_end {
+        outcome.status = server_end.as_ref().map_or(code, |(c, _, _)| *c);
+        peer_said = server_end.as_ref().is_some_and(|(_, _, said)| *said);
+        outcome.message = server_end.map_or(msg, |(_, m, _)| m);
+    } else if let Some((code, msg, said)) = server_end {
         outcome.status = code;
         outcome.message = msg;
+        peer_said = said;
     }
     reading.abort();
-    super::with_connection_cause(&mut outcome, &cause);
+    super::with_connection_cause(&mut outcome, &cause, peer_said);
     super::record_rpc_end(&ctx, stream, &outcome);
     outcome
 }

@@ -440,15 +440,27 @@ pub struct ClientCtx {
 }
 
 /// A message of h2's about a failed connection (`no response: …`,
-/// `sending: …`, `could not open the stream: …`), with what the tap knows
-/// of why it failed, when it knows.
-pub(crate) fn with_connection_cause(outcome: &mut RpcOutcome, cause: &crate::tap::CloseReason) {
-    let from_h2 = ["no response: ", "sending: ", "could not open the stream: "]
-        .iter()
-        .any(|p| outcome.message.starts_with(p));
+/// `sending: …`, `reading …: …`, `could not open the stream: …`), with what
+/// the tap knows of why it failed, when it knows. Not a message the server
+/// sent (`peer_said`: its `grpc-message` may read like one of those).
+pub(crate) fn with_connection_cause(
+    outcome: &mut RpcOutcome,
+    cause: &crate::tap::CloseReason,
+    peer_said: bool,
+) {
+    let from_h2 = [
+        "no response: ",
+        "sending: ",
+        "reading the reply: ",
+        "reading outcomes: ",
+        "reading trailers: ",
+        "could not open the stream: ",
+    ]
+    .iter()
+    .any(|p| outcome.message.starts_with(p));
     if let Some(why) = cause
         .peek()
-        .filter(|_| from_h2 && outcome.status != status::OK)
+        .filter(|_| from_h2 && !peer_said && outcome.status != status::OK)
     {
         outcome.message = format!("{} (the connection: {why})", outcome.message);
     }
@@ -730,7 +742,7 @@ async fn rpc(
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
-            with_connection_cause(&mut outcome, &cause);
+            with_connection_cause(&mut outcome, &cause, false);
             record_rpc_end(&ctx, 0, &outcome);
             return outcome;
         }
@@ -887,6 +899,7 @@ async fn rpc(
         _ = &mut until_deadline => Err((status::DEADLINE_EXCEEDED, "deadline exceeded waiting for the response".to_string())),
         why = stop => Err((status::CANCELLED, why)),
     };
+    let peer_said = matches!(&answer, Ok(a) if !a.message.is_empty());
     match answer {
         Ok(answer::Answered {
             code,
@@ -907,7 +920,7 @@ async fn rpc(
             outcome.message = msg;
         }
     }
-    with_connection_cause(&mut outcome, &cause);
+    with_connection_cause(&mut outcome, &cause, peer_said);
     emit!(
         stream,
         now_ns(),
@@ -917,4 +930,41 @@ async fn rpc(
         }),
     );
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// h2's messages about a failed stream or connection carry the tap's
+    /// reason, those of reading the reply too (they did not); a message
+    /// the server sent never does, even one that reads like h2's.
+    #[test]
+    fn only_h2s_messages_carry_the_connections_cause() {
+        let cause = crate::tap::CloseReason::default();
+        cause.set("read error: Connection reset by peer".into());
+        let ended = |message: &str| RpcOutcome {
+            conn: 1,
+            stream: 1,
+            status: status::UNAVAILABLE,
+            message: message.into(),
+            reply: None,
+            reply_json: None,
+        };
+        for (message, peer_said, carries) in [
+            ("no response: connection closed", false, true),
+            ("reading the reply: stream error", false, true),
+            ("reading outcomes: stream error", false, true),
+            ("reading trailers: stream error", false, true),
+            ("client stopped: deadline", false, false),
+            ("sending: out of capacity", true, false),
+        ] {
+            let mut o = ended(message);
+            with_connection_cause(&mut o, &cause, peer_said);
+            let carried = o
+                .message
+                .ends_with("(the connection: read error: Connection reset by peer)");
+            assert_eq!(carried, carries, "{message}: {}", o.message);
+        }
+    }
 }
