@@ -191,7 +191,8 @@ fn wait_holds_attempts_for_a_slot_but_never_past_their_deadline() {
 /// A `send` and a DATA frame naming a client connection 200 s after its
 /// close (an edited trace) are counted in `events_after_conn_retirement`
 /// and move no figure: Part 3's counted them (`overload.sent` one more than
-/// was sent, failing `originals`), and the span ran to them.
+/// was sent, failing `originals`), and the span ran to them. The checks
+/// cannot be judged.
 fn a_late_event_moves_no_part3_figure(
     dir: &std::path::Path,
     before: &h2probe_analysis::analyze::Summary,
@@ -227,10 +228,20 @@ fn a_late_event_moves_no_part3_figure(
     );
     assert_eq!((a.sent, a.c2s_data_bytes), (b.sent, b.c2s_data_bytes));
     assert_eq!(after.span_s, before.span_s);
-    let verdicts = |s: &h2probe_analysis::analyze::Summary| -> Vec<(String, Option<bool>)> {
-        s.checks.iter().map(|(k, c)| (k.clone(), c.ok)).collect()
-    };
-    assert_eq!(verdicts(&after), verdicts(before));
+    // Added or moved (an edited `t`), the trace cannot tell: no check of
+    // its events can be judged (a moved event is missing where it was).
+    for (name, c) in &after.checks {
+        if name != "no_dropped_events" {
+            assert_eq!(c.ok, None, "{name}: {}", c.detail);
+        }
+    }
+    assert!(
+        after.checks["accounting"]
+            .detail
+            .contains("2 events named a connection after its close"),
+        "{}",
+        after.checks["accounting"].detail
+    );
     std::fs::remove_dir_all(&edited).unwrap();
 }
 

@@ -767,6 +767,18 @@ mod tests {
         a.feed(&ev(late + 3, c, 1, 0, start()));
         let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
         assert_eq!(sum.events_after_conn_retirement, 4);
+        // Added, or moved from their place: the checks cannot be judged.
+        let judged: Vec<&String> = (sum.checks.iter())
+            .filter(|(name, c)| c.ok.is_some() && *name != "no_dropped_events")
+            .map(|(name, _)| name)
+            .collect();
+        assert!(judged.is_empty(), "{judged:?}");
+        let said = "4 events named a connection after its close";
+        assert!(
+            sum.checks.values().any(|c| c.detail.contains(said)),
+            "{:?}",
+            sum.checks
+        );
         assert_eq!(sum.client_socket_blocked_s, 0.0);
         assert_eq!(sum.wire_errors, 0);
         assert_eq!(sum.span_s, (sec - 1) as f64 / 1e9);

@@ -996,7 +996,9 @@ impl Analyzer {
             // recorded; the rest cannot be judged. The footer's drop count
             // is the footer's own, and a check already `null` keeps its
             // reason.
-            let altered = self.s.lines_altered().is_some() || self.s.read_error.is_some();
+            let altered = self.s.lines_altered().is_some()
+                || self.s.read_error.is_some()
+                || self.s.events_after_conn_retirement > 0;
             let settled_before_s = self.damage_at.map(|d| {
                 d.saturating_sub(reorder::WINDOW_NS)
                     .saturating_sub(self.origin) as f64
@@ -1346,7 +1348,7 @@ fn analysis_pass(
     }
     if summary.events_after_conn_retirement > 0 {
         warnings.push(format!(
-            "{}: {} named a connection (or a relay's pair) after its tap had recorded its close and the analysis had judged it (a damaged or edited trace); left out of every figure",
+            "{}: {} named a connection (or a relay's pair) after its tap had recorded its close and the analysis had judged it (a damaged or edited trace); left out of every figure, and the checks cannot be judged",
             path.display(),
             crate::report::counted(summary.events_after_conn_retirement, "event"),
         ));

@@ -673,6 +673,14 @@ impl Summary {
                 "the file goes on after its footer (line {line}), unread"
             ));
         }
+        if self.events_after_conn_retirement > 0 {
+            // Lines added, or moved from their place (an edited `t`): which,
+            // the trace cannot tell, and a moved one is missing where it was.
+            why.push(format!(
+                "{} named a connection after its close (left out: added or moved lines)",
+                crate::report::counted(self.events_after_conn_retirement, "event")
+            ));
+        }
         if self.out_of_order_events > 0 {
             why.push(format!(
                 "{} event{} analysed out of time order (more than {} ms after later ones)",
