@@ -784,6 +784,33 @@ mod tests {
         assert_eq!(sum.span_s, (sec - 1) as f64 / 1e9);
     }
 
+    /// A connection kept for a stream that never retires is looked at no
+    /// more than once a second, then once every 64 s, for as long as the
+    /// trace goes: a wait doubled past 2^54 s wrapped to 0, and it was
+    /// looked at again and again within one event.
+    #[test]
+    fn a_connection_kept_to_the_end_is_looked_at_ever_more_rarely() {
+        let s = Endpoint::Server;
+        let sec = 1_000_000_000u64;
+        let mut a = super::Analyzer::new(0);
+        a.feed(&ev(1, s, 1, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        a.feed(&ev(2, s, 1, 1, start()));
+        a.feed(&ev(3, s, 1, 0, close()));
+        a.feed(&ev(4, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:5001")));
+        let looks = |a: &super::Analyzer| a.closing.queue.iter().map(|r| r.0 .3).max().unwrap_or(0);
+        let mut last = 0;
+        for k in 1..=12_000u64 {
+            let ping = frame(Dir::In, FrameType::PING, 8, None);
+            a.feed(&ev(k * sec / 2, s, 2, 0, ping));
+            let now = looks(&a);
+            assert!(now <= last + 1, "{now} looks after {last}, at {} s", k / 2);
+            last = now;
+        }
+        // 16 looks a second apart, six doublings, then one every 64 s.
+        assert!((100..=120).contains(&last), "{last} looks in 6,000 s");
+        assert!(a.conns.contains_key(&(s, 1)), "its RPC never ended");
+    }
+
     /// A tap's retired connections are a few ranges of ids, whether its
     /// ids are consecutive (`serve` or `client` alone: two ranges, odd and
     /// even) or of one parity (`run`: one). From `run`'s one shared counter
