@@ -7,7 +7,7 @@
 //!
 //! Everything is defined on event `t`. Memory: one entry per original not
 //! yet ended and per admitted attempt not yet ended, plus the ids of ended
-//! originals (8 bytes each, to catch a second ending), the completed
+//! originals (as ranges, to catch a second ending), the completed
 //! originals' latencies and every retry's time (the collision window is
 //! known only once the schedule has been read).
 
@@ -241,7 +241,9 @@ pub(super) struct Tracker {
     last_original: u64,
     /// Open originals: id → (scheduled t, deadline).
     open: HashMap<u64, (u64, u64)>,
-    ended: HashSet<u64>,
+    /// Ended originals' ids, as ranges (ids are `client + clients × n`:
+    /// consecutive over the run, so as many ranges as gaps).
+    ended: super::wire_view::RetiredIds<1>,
     /// (scheduled t, latency ns) of completed originals.
     latencies: Vec<(u64, u64)>,
     retry_times: Vec<u64>,
@@ -351,7 +353,7 @@ impl Tracker {
         self.o.originals += 1;
         self.t0 = Some(self.t0.map_or(e.t, |t0| t0.min(e.t)));
         self.last_original = self.last_original.max(e.t);
-        if self.open.insert(o.id, (e.t, o.deadline)).is_some() || self.ended.contains(&o.id) {
+        if self.open.insert(o.id, (e.t, o.deadline)).is_some() || self.ended.contains(o.id) {
             self.accounting.add(e.t, line, || {
                 format!("original {} was scheduled twice", o.id)
             });
@@ -910,5 +912,51 @@ mod tests {
         assert_eq!(quantile(&v, 0.95), Some(19.0));
         assert_eq!(quantile(&v, 0.5), Some(10.0));
         assert_eq!(quantile(&[], 0.5), None);
+    }
+
+    /// 10,000 originals ending out of order within a few: their ids are
+    /// kept as a few ranges (they were 8 bytes each), and an original that
+    /// ends twice, or is scheduled again after its end, is still caught.
+    #[test]
+    fn ended_originals_are_ranges_and_a_second_end_is_caught() {
+        let n = 10_000u64;
+        let mut events = vec![];
+        for id in 0..n {
+            events.push(original(id * 10, id, id * 10 + 1_000_000));
+        }
+        // Ends in pairs swapped: 1, 0, 3, 2, …
+        for id in 0..n {
+            events.push(end(200_000 + id, id ^ 1, OriginalState::Dropped));
+        }
+        let mut tr = Tracker::default();
+        let mut tl = Timeline::new(0);
+        for (i, e) in events.iter().enumerate() {
+            tr.feed(e, i as u64 + 2, &mut tl);
+        }
+        assert_eq!(tr.ended.ranges(), 1);
+        let (_, checks) = tr.finish(0.0, 0.0, None, 0);
+        assert_eq!(
+            checks["originals"].ok,
+            Some(true),
+            "{}",
+            checks["originals"].detail
+        );
+        events.push(end(300_000, 77, OriginalState::Dropped));
+        let (_, checks) = judge(&events);
+        assert!(
+            checks["originals"].detail.contains("original 77 ended"),
+            "{}",
+            checks["originals"].detail
+        );
+        events.pop();
+        events.push(original(300_000, 78, 400_000));
+        let (_, checks) = judge(&events);
+        assert!(
+            checks["originals"]
+                .detail
+                .contains("original 78 was scheduled twice"),
+            "{}",
+            checks["originals"].detail
+        );
     }
 }

@@ -1223,18 +1223,21 @@ mod tests {
     fn retired_ids_are_a_few_ranges() {
         use super::super::wire_view::RetiredIds;
         let mut r = RetiredIds::<2>::default();
-        for id in [1, 3, 5, 9] {
+        for id in [1u32, 3, 5, 9] {
             r.insert(id);
         }
         assert_eq!(r.ranges(), 2);
-        assert!(r.contains(3) && r.contains(9) && !r.contains(7));
-        assert!(!r.contains(2) && !r.contains(4), "ids of the other parity");
-        r.insert(7);
+        assert!(r.contains(3u32) && r.contains(9u32) && !r.contains(7u32));
+        assert!(
+            !r.contains(2u32) && !r.contains(4u32),
+            "ids of the other parity"
+        );
+        assert!(r.insert(7u32) && !r.insert(7u32), "new once");
         assert_eq!(r.ranges(), 1);
-        assert!(r.contains(7) && !r.contains(11) && !r.contains(0));
+        assert!(r.contains(7u32) && !r.contains(11u32) && !r.contains(0u32));
         r.insert(u32::MAX);
         assert!(r.contains(u32::MAX));
-        for id in (13..20_001).step_by(2) {
+        for id in (13u32..20_001).step_by(2) {
             r.insert(id);
         }
         assert_eq!(r.ranges(), 3, "1..=9, 13..=19999, u32::MAX");

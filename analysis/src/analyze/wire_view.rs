@@ -69,22 +69,26 @@ impl Conn {
 /// Ids retired, as ranges of ids `STEP` apart: a connection's streams (one
 /// parity, `STEP` 2: a connection never reuses an id, and its streams
 /// mostly end in order, so as many ranges as gaps, i.e. about the streams
-/// still open), or a relay's pairs (`STEP` 1). Ids of the other parity
-/// than the ranges' (`STEP` 2) are not kept apart: see [`RetiredConnIds`].
+/// still open), or a relay's pairs and Part 3's ended originals (`STEP` 1).
+/// Ids of the other parity than the ranges' (`STEP` 2) are not kept apart:
+/// see [`RetiredConnIds`].
 #[derive(Default)]
-pub(super) struct RetiredIds<const STEP: u32 = 2>(BTreeMap<u32, u32>);
+pub(super) struct RetiredIds<const STEP: u64 = 2>(BTreeMap<u64, u64>);
 
-impl<const STEP: u32> RetiredIds<STEP> {
-    pub(super) fn contains(&self, id: u32) -> bool {
+impl<const STEP: u64> RetiredIds<STEP> {
+    pub(super) fn contains(&self, id: impl Into<u64>) -> bool {
+        let id = id.into();
         self.0
             .range(..=id)
             .next_back()
             .is_some_and(|(&start, &end)| id <= end && (id - start) % STEP == 0)
     }
 
-    pub(super) fn insert(&mut self, id: u32) {
+    /// Adds `id`; whether it was not there yet.
+    pub(super) fn insert(&mut self, id: impl Into<u64>) -> bool {
+        let id = id.into();
         if self.contains(id) {
-            return;
+            return false;
         }
         let (mut start, mut end) = (id, id);
         if let Some((&s, &e)) = self.0.range(..id).next_back() {
@@ -98,6 +102,7 @@ impl<const STEP: u32> RetiredIds<STEP> {
             }
         }
         self.0.insert(start, end);
+        true
     }
 
     #[cfg(test)]
