@@ -1280,6 +1280,35 @@ fn a_damaged_header_line_loses_no_event() {
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("line 1: the header is damaged"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+
+    // `merge` reads such an input whole and says so: the merged trace has
+    // a header of its own, and the damage was healed without a word.
+    let inputs = reference_copies("merge-bad-header");
+    let trace = inputs[1].join("trace.jsonl");
+    let mut bytes = std::fs::read(&trace).unwrap();
+    bytes[0] = b'[';
+    std::fs::write(&trace, &bytes).unwrap();
+    let out_dir = support::temp_dir("merge-bad-header-out").join("merged");
+    let out = h2probe()
+        .arg("merge")
+        .args(&inputs)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: line 1: the header is damaged",
+            trace.display()
+        )),
+        "{err}"
+    );
+    let merged = support::read_summary(&out_dir);
+    assert!(
+        merged.stream_count > 0 && merged.checks["bytes"].ok == Some(true),
+        "{err}"
+    );
 }
 
 #[test]

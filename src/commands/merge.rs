@@ -82,6 +82,12 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     // k-way merge by time; each input is (nearly) in time order already.
     let mut heads: Vec<Option<Event>> = vec![None; readers.len()];
     let mut warnings = vec![];
+    // The merged trace has a header of its own: an input's damage is said.
+    for (path, r) in &readers {
+        if let Some(said) = &r.damaged_header {
+            warnings.push(format!("{}: {said}", path.display()));
+        }
+    }
     // Events read from each input, and its lines skipped as corrupt.
     let mut read = vec![(0u64, 0u64); readers.len()];
     let next = |i: usize,
