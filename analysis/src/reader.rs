@@ -70,6 +70,33 @@ fn within_line(cause: &serde_json::Error) -> String {
     }
 }
 
+/// A header line that is not JSON, with an event after it: the trace is
+/// read as the current schema, its origin meta.json's clock anchor
+/// ([`TraceReader::open`]) or else the first event's `t`. Displayed as the
+/// warning that says so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DamagedHeader {
+    /// The JSON parser's complaint about line 1.
+    pub why: String,
+    pub origin_from_meta: bool,
+}
+
+impl std::fmt::Display for DamagedHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let origin = if self.origin_from_meta {
+            "meta.json's clock anchor"
+        } else {
+            "the first event's time"
+        };
+        write!(
+            f,
+            "line 1: the header is damaged ({}); the trace is read as schema {}, its origin {origin}",
+            self.why,
+            crate::schema::SCHEMA_VERSION
+        )
+    }
+}
+
 /// How the trace ended, known once the reader is exhausted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Ending {
@@ -115,10 +142,8 @@ pub struct TraceReader<R> {
     /// read can be trusted as the writer wrote it.
     pub read_error: Option<String>,
     /// The header line was damaged and line 2 is an event: the trace is
-    /// read all the same, its origin taken from meta.json's clock anchor
-    /// ([`TraceReader::open`]) or else from the first event. Why, and
-    /// where the origin came from.
-    pub damaged_header: Option<String>,
+    /// read all the same (see [`DamagedHeader`]).
+    pub damaged_header: Option<DamagedHeader>,
     /// Line 2, read on open to tell a damaged header from a file that is
     /// not a trace: handed out first.
     pending: Option<String>,
@@ -196,13 +221,10 @@ impl TraceReader<Box<dyn BufRead + Send>> {
             .and_then(|dir| crate::meta::Meta::read(dir).ok())
             .and_then(|m| m.clock)
             .filter(|c| c.origin_mono_ns <= r.header.origin_mono_ns);
-        if let (Some(c), Some(said)) = (anchor, r.damaged_header.as_mut()) {
+        if let (Some(c), Some(damaged)) = (anchor, r.damaged_header.as_mut()) {
             r.header.origin_mono_ns = c.origin_mono_ns;
             r.header.origin_unix_ns = c.origin_unix_ns;
-            *said = said.replace(
-                "its origin the first event's time",
-                "its origin meta.json's clock anchor",
-            );
+            damaged.origin_from_meta = true;
         }
         Ok(r)
     }
@@ -278,8 +300,11 @@ impl<R: BufRead> TraceReader<R> {
                     origin_mono_ns: first.t,
                     origin_unix_ns: 0,
                 };
-                let said = format!("line 1: the header is damaged ({why}); the trace is read as schema {}, its origin the first event's time", crate::schema::SCHEMA_VERSION);
-                (header, Some(said), Some(second))
+                let damaged = DamagedHeader {
+                    why,
+                    origin_from_meta: false,
+                };
+                (header, Some(damaged), Some(second))
             }
         };
         if header.schema > crate::schema::SCHEMA_VERSION {
@@ -868,8 +893,12 @@ mod tests {
         let text = format!("{damaged}\n{EV}\n{EV}\n");
         let mut r = TraceReader::new(text.as_bytes()).unwrap();
         assert_eq!(r.header().origin_mono_ns, 5);
-        let said = r.damaged_header.clone().unwrap();
+        let said = r.damaged_header.clone().unwrap().to_string();
         assert!(said.starts_with("line 1: the header is damaged"), "{said}");
+        assert!(
+            said.ends_with("its origin the first event's time"),
+            "{said}"
+        );
         let events: Vec<u64> = r.by_ref().map(|e| e.unwrap().t).collect();
         assert_eq!(events, [5, 5]);
         assert_eq!(r.line(), 4);

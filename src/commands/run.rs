@@ -294,6 +294,15 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Waits until the server has ended every RPC the client opens
+/// (connections × streams), or `until`.
+async fn server_rpcs_ended(live: &Live, opts: &RunOpts, until: tokio::time::Instant) {
+    let rpcs = (opts.client.connections * opts.client.streams) as u64;
+    while Live::get(&live.rpcs_done) < rpcs && tokio::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 /// `h2probe run`.
 pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     let interrupts = Interrupts::listen();
@@ -416,21 +425,17 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
                 let _ = client_abandon_tx.send(true);
             }
             let _ = interrupt_tx.send(true);
-            let stopped_first = match failed {
-                true => {
-                    // Then the server sees the resets (its RPCs end
-                    // CANCELLED, not cut short by the abandon): a second
-                    // for both at most.
-                    let until = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
-                    let r = tokio::time::timeout_at(until, &mut client_run).await.ok();
-                    let rpcs = (opts.client.connections * opts.client.streams) as u64;
-                    while Live::get(&live.rpcs_done) < rpcs && tokio::time::Instant::now() < until {
-                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                    }
-                    let _ = abandon_tx.send(true);
-                    r
-                }
-                false => None,
+            let stopped_first = if failed {
+                // Then the server sees the resets (its RPCs end
+                // CANCELLED, not cut short by the abandon): a second
+                // for both at most.
+                let until = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+                let r = tokio::time::timeout_at(until, &mut client_run).await.ok();
+                server_rpcs_ended(&live, &opts, until).await;
+                let _ = abandon_tx.send(true);
+                r
+            } else {
+                None
             };
             let _ = shutdown_tx.send(true);
             match stopped_first {
@@ -456,11 +461,8 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
     // Let the server end its RPCs on its own (drain, deadline, client reset)
     // before shutting it down, so their ending is recorded for what it was.
     if !interrupted {
-        let rpcs = (opts.client.connections * opts.client.streams) as u64;
         let grace = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
-        while Live::get(&live.rpcs_done) < rpcs && tokio::time::Instant::now() < grace {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        server_rpcs_ended(&live, &opts, grace).await;
     }
     let _ = shutdown_tx.send(true);
     let server_result = if *abandon_tx.borrow() {

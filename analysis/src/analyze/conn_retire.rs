@@ -12,7 +12,7 @@
 //! (`events_after_conn_retirement`); a frame of it is left out of every
 //! window.
 
-use super::wire_view::{Conn, Flow, RetiredConnIds};
+use super::wire_view::{Conn, Flow, RetiredIds};
 use super::Analyzer;
 use crate::schema::Endpoint;
 use crate::windows::Violation;
@@ -116,7 +116,7 @@ pub(super) struct Closing {
     /// (due, endpoint is the server's, conn, looks so far), soonest first.
     queue: BinaryHeap<Reverse<(u64, bool, u32, u32)>>,
     /// Connection ids retired, per tap (client, server).
-    pub retired: [RetiredConnIds; 2],
+    pub retired: [RetiredIds<2>; 2],
 }
 
 fn tap(ep: Endpoint) -> usize {

@@ -66,22 +66,24 @@ impl Conn {
     }
 }
 
-/// Ids retired, as ranges of ids `STEP` apart: a connection's streams (one
-/// parity, `STEP` 2: a connection never reuses an id, and its streams
-/// mostly end in order, so as many ranges as gaps, i.e. about the streams
-/// still open), or a relay's pairs and Part 3's ended originals (`STEP` 1).
-/// Ids of the other parity than the ranges' (`STEP` 2) are not kept apart:
-/// see [`RetiredConnIds`].
+/// Ids retired, as ranges of ids `STEP` apart, each residue (mod `STEP`)
+/// apart: a connection's streams (`STEP` 2: a connection never reuses an
+/// id, and its streams mostly end in order, so as many ranges as gaps,
+/// i.e. about the streams still open; a peer's even ids do not break the
+/// odd ones' ranges), a tap's connections (`STEP` 2: consecutive in
+/// `serve` or `client` alone, one parity in `run`), a relay's pairs and
+/// Part 3's ended originals (`STEP` 1).
 #[derive(Default)]
-pub(super) struct RetiredIds<const STEP: u64 = 2>(BTreeMap<u64, u64>);
+pub(super) struct RetiredIds<const STEP: u64 = 2>(BTreeMap<(u64, u64), u64>);
 
 impl<const STEP: u64> RetiredIds<STEP> {
     pub(super) fn contains(&self, id: impl Into<u64>) -> bool {
         let id = id.into();
+        let r = id % STEP;
         self.0
-            .range(..=id)
+            .range((r, 0)..=(r, id))
             .next_back()
-            .is_some_and(|(&start, &end)| id <= end && (id - start) % STEP == 0)
+            .is_some_and(|(_, &end)| id <= end)
     }
 
     /// Adds `id`; whether it was not there yet.
@@ -90,43 +92,25 @@ impl<const STEP: u64> RetiredIds<STEP> {
         if self.contains(id) {
             return false;
         }
+        let r = id % STEP;
         let (mut start, mut end) = (id, id);
-        if let Some((&s, &e)) = self.0.range(..id).next_back() {
+        if let Some((&(_, s), &e)) = self.0.range((r, 0)..(r, id)).next_back() {
             if e.checked_add(STEP) == Some(id) {
                 start = s;
             }
         }
         if let Some(next) = id.checked_add(STEP) {
-            if let Some(e) = self.0.remove(&next) {
+            if let Some(e) = self.0.remove(&(r, next)) {
                 end = e;
             }
         }
-        self.0.insert(start, end);
+        self.0.insert((r, start), end);
         true
     }
 
     #[cfg(test)]
     pub(super) fn ranges(&self) -> usize {
         self.0.len()
-    }
-}
-
-/// A tap's retired connection ids, as ranges per parity: as few ranges
-/// whether the tap's ids are consecutive (`serve` or `client` alone) or of
-/// one parity (`run`, whose client takes the odd ids and server the even).
-#[derive(Default)]
-pub(super) struct RetiredConnIds([RetiredIds<2>; 2]);
-
-impl RetiredConnIds {
-    pub(super) fn contains(&self, id: u32) -> bool {
-        self.0[(id % 2) as usize].contains(id)
-    }
-    pub(super) fn insert(&mut self, id: u32) {
-        self.0[(id % 2) as usize].insert(id);
-    }
-    #[cfg(test)]
-    pub(super) fn ranges(&self) -> usize {
-        self.0.iter().map(RetiredIds::ranges).sum()
     }
 }
 
