@@ -238,7 +238,7 @@ fn a_late_event_moves_no_part3_figure(
     assert!(
         after.checks["accounting"]
             .detail
-            .contains("2 events named a connection after its close"),
+            .contains("2 events named a connection after its retirement"),
         "{}",
         after.checks["accounting"].detail
     );

@@ -773,7 +773,7 @@ mod tests {
             .map(|(name, _)| name)
             .collect();
         assert!(judged.is_empty(), "{judged:?}");
-        let said = "4 events named a connection after its close";
+        let said = "4 events named a connection after its retirement";
         assert!(
             sum.checks.values().any(|c| c.detail.contains(said)),
             "{:?}",

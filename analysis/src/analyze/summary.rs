@@ -677,7 +677,7 @@ impl Summary {
             // Lines added, or moved from their place (an edited `t`): which,
             // the trace cannot tell, and a moved one is missing where it was.
             why.push(format!(
-                "{} named a connection after its close (left out: added or moved lines)",
+                "{} named a connection after its retirement (its close, its streams judged, a grace: left out as added or moved lines)",
                 crate::report::counted(self.events_after_conn_retirement, "event")
             ));
         }
