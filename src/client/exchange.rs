@@ -304,23 +304,17 @@ async fn sender(
         let bytes = data.len() as u32;
         super::send::send_message(ctx, conn, stream, send, a.seq, data).await?;
         in_progress.store(-1, Relaxed);
-        let (seq, scheduled) = (a.seq, a.initiated);
-        ctx.rec.emit(
-            Endpoint::Client,
+        super::send::record_sent(
+            ctx,
             conn,
             stream,
-            now_ns(),
-            KindId::Send,
-            || {
-                Kind::Send(SendEv {
-                    seq,
-                    scheduled,
-                    begin,
-                    bytes,
-                })
+            SendEv {
+                seq: a.seq,
+                scheduled: a.initiated,
+                begin,
+                bytes,
             },
         );
-        Live::add(&ctx.live.sent, 1);
     }
     send.send_data(Bytes::new(), true)
 }
@@ -399,14 +393,7 @@ pub(super) async fn rpc(
     cause: crate::tap::CloseReason,
 ) -> RpcOutcome {
     let opts = &ctx.opts;
-    let mut outcome = RpcOutcome {
-        conn,
-        stream: 0,
-        status: status::UNAVAILABLE,
-        message: String::new(),
-        reply: None,
-        reply_json: None,
-    };
+    let mut outcome = RpcOutcome::unopened(conn);
     let req = super::grpc_request(&ctx, opts.call_path());
     let rpc_deadline = now_ns() + opts.deadline().as_nanos() as u64;
     let opened = async {

@@ -527,6 +527,21 @@ pub struct RpcOutcome {
     pub reply_json: Option<String>,
 }
 
+impl RpcOutcome {
+    /// An RPC that has no stream yet: UNAVAILABLE until it opens one and the
+    /// server says otherwise.
+    fn unopened(conn: u32) -> Self {
+        RpcOutcome {
+            conn,
+            stream: 0,
+            status: status::UNAVAILABLE,
+            message: String::new(),
+            reply: None,
+            reply_json: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Reply {
     pub received: u64,
@@ -711,14 +726,7 @@ async fn rpc(
     cause: crate::tap::CloseReason,
 ) -> RpcOutcome {
     let opts = &ctx.opts;
-    let mut outcome = RpcOutcome {
-        conn,
-        stream: 0,
-        status: status::UNAVAILABLE,
-        message: String::new(),
-        reply: None,
-        reply_json: None,
-    };
+    let mut outcome = RpcOutcome::unopened(conn);
     // An event of this RPC, built only once the recorder has a slot for it.
     macro_rules! emit {
         ($stream:expr, $t:expr, $variant:ident($ev:expr) $(,)?) => {

@@ -28,25 +28,33 @@ pub(super) async fn send_all(
         let bytes = data.len() as u32;
         send_message(ctx, conn, stream, send, p.seq, data).await?;
         in_progress.store(-1, Relaxed);
-        let (seq, scheduled) = (p.seq, p.scheduled);
-        ctx.rec.emit(
-            Endpoint::Client,
+        record_sent(
+            ctx,
             conn,
             stream,
-            now_ns(),
-            KindId::Send,
-            || {
-                Kind::Send(SendEv {
-                    seq,
-                    scheduled,
-                    begin,
-                    bytes,
-                })
+            SendEv {
+                seq: p.seq,
+                scheduled: p.scheduled,
+                begin,
+                bytes,
             },
         );
-        Live::add(&ctx.live.sent, 1);
     }
     send.send_data(Bytes::new(), true)
+}
+
+/// Records a message wholly handed to h2 (`send`, S) and counts it: stamped
+/// now, after the last of its bytes went to h2.
+pub(super) fn record_sent(ctx: &ClientCtx, conn: u32, stream: u32, ev: SendEv) {
+    ctx.rec.emit(
+        Endpoint::Client,
+        conn,
+        stream,
+        now_ns(),
+        KindId::Send,
+        || Kind::Send(ev),
+    );
+    Live::add(&ctx.live.sent, 1);
 }
 
 /// Hands one framed message to h2, waiting for capacity as needed and

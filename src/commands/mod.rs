@@ -268,6 +268,38 @@ impl Interrupts {
     }
 }
 
+/// Waits for what ends a listening session (`serve`, `relay`): an
+/// interrupt, `--exit-after` units done as `done` counts them, or `--for`'s
+/// time.
+pub(crate) async fn wait_for_stop(
+    interrupts: &mut Interrupts,
+    exit_after: Option<u64>,
+    done: impl Fn() -> u64,
+    run_for: Option<std::time::Duration>,
+) -> Status {
+    let stop_after = async {
+        match exit_after {
+            Some(n) => {
+                while done() < n {
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let timer = async {
+        match run_for {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = interrupts.next() => Status::Interrupted,
+        _ = stop_after => Status::Complete,
+        _ = timer => Status::Complete,
+    }
+}
+
 /// Waits for the server to finish its shutdown; a second interrupt cuts it
 /// short (`abandon`): RPCs still draining discard their queues and end,
 /// connections close at once, and their ends are in the trace. Waits for

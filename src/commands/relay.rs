@@ -167,27 +167,13 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
     println!("h2probe: relaying {addr} -> {}", opts.upstream);
     println!("h2probe: run directory {}", session.dir.display());
     let task = tokio::spawn(relay::serve(listener, ctx));
-    let stop_after = async {
-        match opts.exit_after {
-            Some(n) => {
-                while pairs_done.load(Relaxed) < n {
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-            }
-            None => std::future::pending().await,
-        }
-    };
-    let timer = async {
-        match opts.run_for {
-            Some(d) => tokio::time::sleep(d.0).await,
-            None => std::future::pending().await,
-        }
-    };
-    let status = tokio::select! {
-        _ = session.interrupts.next() => Status::Interrupted,
-        _ = stop_after => Status::Complete,
-        _ = timer => Status::Complete,
-    };
+    let status = super::wait_for_stop(
+        &mut session.interrupts,
+        opts.exit_after,
+        || pairs_done.load(Relaxed),
+        opts.run_for.map(|d| d.0),
+    )
+    .await;
     if status == Status::Interrupted {
         session
             .interrupts

@@ -73,28 +73,13 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
     println!("h2probe: listening on {addr}");
     println!("h2probe: run directory {}", session.dir.display());
     let server_task = tokio::spawn(server::serve(listener, sctx));
-    let stop_after = async {
-        match opts.exit_after {
-            Some(n) => loop {
-                if Live::get(&live.rpcs_done) >= n {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            },
-            None => std::future::pending().await,
-        }
-    };
-    let timer = async {
-        match opts.run_for {
-            Some(d) => tokio::time::sleep(d.0).await,
-            None => std::future::pending().await,
-        }
-    };
-    let status = tokio::select! {
-        _ = session.interrupts.next() => Status::Interrupted,
-        _ = stop_after => Status::Complete,
-        _ = timer => Status::Complete,
-    };
+    let status = super::wait_for_stop(
+        &mut session.interrupts,
+        opts.exit_after,
+        || Live::get(&live.rpcs_done),
+        opts.run_for.map(|d| d.0),
+    )
+    .await;
     if status == Status::Interrupted {
         session.interrupts.announce(&format!(
             "finishing RPCs (--shutdown-drain={}) and the trace",
