@@ -251,6 +251,20 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         server_notes.push(no_server.to_string());
     }
     let (owned_unit, ko) = byte_unit(peak(&tl.owned_bytes, tl.end_s));
+    // The queue's panel stands in credit.svg and alone in queue.svg.
+    let queue_panel = |y_label: &str| Panel {
+        title: "Application queue depth".into(),
+        y_label: y_label.into(),
+        lines: vec![Line {
+            label: "queue depth (all RPCs)",
+            points: tl.queue_depth.filled_until(tl.end_s),
+            band: tl.queue_depth.envelope(tl.end_s),
+        }],
+        marks: offer_end.clone().into_iter().collect(),
+        integer_y: true,
+        notes: server_notes.clone(),
+        empty_reason: server_reason("the queue"),
+    };
     let panels = [
         Panel {
             title: "Transport: credit the client saw, bytes the server had not released".into(),
@@ -274,38 +288,10 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
             empty_reason: server_reason("owned bytes"),
             ..Panel::default()
         },
-        Panel {
-            title: "Application queue depth".into(),
-            y_label: "messages".into(),
-            lines: vec![Line {
-                label: "queue depth (all RPCs)",
-                points: tl.queue_depth.filled_until(tl.end_s),
-                band: tl.queue_depth.envelope(tl.end_s),
-            }],
-            marks: offer_end.clone().into_iter().collect(),
-            integer_y: true,
-            notes: server_notes.clone(),
-            empty_reason: server_reason("the queue"),
-        },
+        queue_panel("messages"),
     ];
     stacked_chart(&dir.join("credit.svg"), x, &panels)?;
-    line_chart(
-        &dir.join("queue.svg"),
-        x,
-        &Panel {
-            title: "Application queue depth".into(),
-            y_label: "messages queued".into(),
-            lines: vec![Line {
-                label: "queue depth (all RPCs)",
-                points: tl.queue_depth.filled_until(tl.end_s),
-                band: tl.queue_depth.envelope(tl.end_s),
-            }],
-            marks: offer_end.clone().into_iter().collect(),
-            integer_y: true,
-            notes: server_notes.clone(),
-            empty_reason: server_reason("the queue"),
-        },
-    )?;
+    line_chart(&dir.join("queue.svg"), x, &queue_panel("messages queued"))?;
     let mut cum_notes = vec![];
     if !tl.has_client {
         cum_notes.push("no client tap in this trace: scheduled and sent were not recorded".into());
