@@ -252,6 +252,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             Ok(recorded(&f.error).unwrap_or_else(|| exit_code(&f.summary, true)))
         }
         Command::Analyze(opts) => {
+            crate::commands::leave_whole_on_interrupt();
             let mut out = std::io::stdout().lock();
             let mut code = 0;
             let mut runs = vec![];
@@ -309,6 +310,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             Ok(code)
         }
         Command::Report(opts) => {
+            crate::commands::leave_whole_on_interrupt();
             let w = crate::commands::report::report(&opts)?;
             for p in w.pages.iter().chain(&w.comparison) {
                 println!("{}", p.display());
@@ -327,6 +329,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             Ok(c.exit_code)
         }
         Command::Merge(opts) => {
+            crate::commands::leave_whole_on_interrupt();
             let (events, warnings) = crate::commands::merge::merge(&opts)?;
             print_warnings(&warnings);
             let (s, w) = crate::commands::analyse_showing_progress(&opts.out)?;
@@ -337,6 +340,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             Ok(exit_code(&s, false))
         }
         Command::Export(opts) => {
+            crate::commands::leave_whole_on_interrupt();
             crate::refuse_unless!(
                 !opts.pcap_gzip || opts.format.contains(&crate::export::Format::Pcap),
                 "--pcap-gzip compresses the pcaps, but --format {} writes none: add pcap to --format",

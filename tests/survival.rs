@@ -1076,3 +1076,142 @@ fn an_interrupt_at_any_moment_of_the_start_ends_as_interrupted() {
     }
     eprintln!("interrupts in the first milliseconds: {seen:?}");
 }
+
+/// Ctrl-C to an offline command (analyze, export csv/qlog, merge) while it
+/// writes: exit 130, no `.partial` left, and every product either the
+/// previous one, byte for byte, or whole. `export` wrote straight to its
+/// final names (a whole client.sqlog replaced by a cut one, csv/ files
+/// without a header), `merge` left a trace without its footer beside no
+/// meta.json, and a signal killed all of them with their partial files
+/// left behind.
+#[test]
+fn an_interrupted_offline_command_leaves_each_product_whole_or_absent() {
+    let src = temp_dir("offline-interrupt");
+    // ≈ 4 MB of trace: a few hundred ms of work in a debug build.
+    support::h2probe_ok([
+        "run",
+        "--duration",
+        "1s",
+        "--rate",
+        "2000",
+        "--service-time",
+        "0s",
+        "--quiet",
+        "--no-pcap",
+        "--out",
+        src.to_str().unwrap(),
+    ]);
+    support::h2probe_ok(["export", "--format", "csv,qlog", src.to_str().unwrap()]);
+    let snapshot = |dir: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut files = vec![];
+        for sub in ["", "csv"] {
+            let Ok(rd) = std::fs::read_dir(dir.join(sub)) else {
+                continue;
+            };
+            for e in rd {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_file() {
+                    let name = format!("{sub}/{}", e.file_name().to_string_lossy());
+                    files.push((name, std::fs::read(e.path()).unwrap()));
+                }
+            }
+        }
+        files.sort();
+        files
+    };
+    let before = snapshot(&src);
+    let interrupt_when = |args: &[&str], dir: &std::path::Path, partial: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !dir.join(partial).exists() {
+            if child.try_wait().unwrap().is_some() {
+                return None;
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "no {partial}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        Some((
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    };
+    let no_partials = |dir: &std::path::Path| {
+        let left: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".partial") || n.ends_with(".gone"))
+            .collect();
+        assert!(left.is_empty(), "{}: {left:?}", dir.display());
+    };
+    let s = src.to_str().unwrap();
+    for (args, partial) in [
+        (&["analyze", s][..], ".windows.csv.partial"),
+        (&["export", "--format", "csv", s][..], ".csv.partial"),
+        (
+            &["export", "--format", "qlog", s][..],
+            ".client.sqlog.partial",
+        ),
+    ] {
+        let (code, stderr) = interrupt_when(args, &src, partial)
+            .unwrap_or_else(|| panic!("{args:?} ended before its {partial} was seen"));
+        assert_eq!(code, Some(130), "{args:?}: {stderr}");
+        assert!(stderr.contains("interrupted; "), "{args:?}: {stderr}");
+        no_partials(&src);
+        no_partials(&src.join("csv"));
+        // Nothing was committed while the signal was handled: every
+        // product is the one before, byte for byte.
+        assert!(snapshot(&src) == before, "{args:?} changed a product");
+    }
+    // A merge: its trace and meta.json are put in place together.
+    // A merge joins a server's run and its client's.
+    let server = temp_dir("offline-interrupt-server");
+    let client = temp_dir("offline-interrupt-client");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--exit-after", "1"])
+        .args(["--service-time", "0s", "--quiet", "--no-pcap", "--out"])
+        .arg(&server)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = support::listening_addr(&mut serve);
+    support::h2probe_ok([
+        "client",
+        "--connect",
+        &addr,
+        "--duration",
+        "1s",
+        "--rate",
+        "2000",
+        "--quiet",
+        "--no-pcap",
+        "--out",
+        client.to_str().unwrap(),
+    ]);
+    assert!(serve.wait().unwrap().success());
+    let out = temp_dir("offline-interrupt-merge");
+    let o = out.to_str().unwrap();
+    let (code, stderr) = interrupt_when(
+        &[
+            "merge",
+            "--out",
+            o,
+            server.to_str().unwrap(),
+            client.to_str().unwrap(),
+        ][..],
+        &out,
+        ".trace.jsonl.partial",
+    )
+    .expect("merge ended before its trace was seen");
+    assert_eq!(code, Some(130), "{stderr}");
+    no_partials(&out);
+    for f in ["trace.jsonl", "meta.json"] {
+        assert!(!out.join(f).exists(), "{f} of an interrupted merge");
+    }
+}

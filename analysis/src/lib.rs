@@ -4,6 +4,7 @@
 //! can be studied anywhere. The probe depends on it to *write* the schema.
 
 pub mod analyze;
+pub mod aside;
 pub mod compare;
 pub mod jsonl;
 pub mod ladder;

@@ -1,6 +1,7 @@
 //! Everything `analyze` writes into a run directory, and the human headline.
 
 use crate::analyze::{analyze_trace_with, Summary, Timeline};
+use crate::aside::Aside;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
@@ -23,89 +24,28 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ReportError + '_ {
     }
 }
 
-/// A product being written: into `.<name>.partial` beside it, renamed over
-/// it by [`Partial::commit`]. Dropped uncommitted (a trace that cannot be
-/// read, a full disk), it is removed: the previous file stays as it was, and
-/// no half-written one is left (a failed `analyze` emptied windows.csv).
-struct Partial {
-    tmp: std::path::PathBuf,
-    path: std::path::PathBuf,
-    done: bool,
+/// A product written aside (see [`crate::aside`]): an `analyze` that fails
+/// (a trace that cannot be read, a full disk) or is interrupted leaves the
+/// previous file as it was, and no half-written one (a failed `analyze`
+/// emptied windows.csv).
+fn file_aside(path: &Path) -> Result<(Aside, std::fs::File), ReportError> {
+    Aside::file(path).map_err(io_err(path))
 }
 
-impl Partial {
-    fn create(path: &Path) -> Result<(Partial, std::fs::File), ReportError> {
-        let name = path
-            .file_name()
-            .map_or_else(|| "product".into(), |n| n.to_string_lossy().into_owned());
-        let tmp = path.with_file_name(format!(".{name}.partial"));
-        let file = std::fs::File::create(&tmp).map_err(io_err(path))?;
-        let partial = Partial {
-            tmp,
-            path: path.to_path_buf(),
-            done: false,
-        };
-        Ok((partial, file))
-    }
-
-    fn commit(mut self) -> Result<(), ReportError> {
-        std::fs::rename(&self.tmp, &self.path).map_err(io_err(&self.path))?;
-        self.done = true;
-        Ok(())
-    }
-}
-
-impl Drop for Partial {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
-}
-
-/// The run's plots, written into `.plots.partial/` beside the products and
-/// moved in by [`PlotsAside::commit`]; removed when dropped.
-struct PlotsAside {
-    dir: std::path::PathBuf,
-}
-
-impl PlotsAside {
-    fn create(run: &Path) -> Result<PlotsAside, ReportError> {
-        let dir = run.join(".plots.partial");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-        Ok(PlotsAside { dir })
-    }
-
-    /// Moves the plots `made` into `run`; a stacked-streams plot of an
-    /// earlier analysis that this one did not draw (one stream) goes.
-    fn commit(self, run: &Path, made: &[String]) -> Result<(), ReportError> {
-        for name in made {
-            let to = run.join(name);
-            std::fs::rename(self.dir.join(name), &to).map_err(io_err(&to))?;
-        }
-        if !made.iter().any(|n| n == "streams.svg") {
-            let _ = std::fs::remove_file(run.join("streams.svg"));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for PlotsAside {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// Commits `products` together, their error said with the run's directory.
+fn commit(dir: &Path, products: Vec<Aside>) -> Result<(), ReportError> {
+    crate::aside::commit_together(products).map_err(io_err(dir))
 }
 
 /// Writes `bytes` to `path` whole or not at all (see [`Partial`]).
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    written_aside(path, bytes)?.commit()
+    written_aside(path, bytes)?.commit().map_err(io_err(path))
 }
 
 /// `bytes` written beside `path`, to be committed over it.
-fn written_aside(path: &Path, bytes: &[u8]) -> Result<Partial, ReportError> {
+fn written_aside(path: &Path, bytes: &[u8]) -> Result<Aside, ReportError> {
     use std::io::Write as _;
-    let (partial, mut file) = Partial::create(path)?;
+    let (partial, mut file) = file_aside(path)?;
     file.write_all(bytes).map_err(io_err(path))?;
     Ok(partial)
 }
@@ -135,7 +75,7 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     let trace =
         crate::reader::trace_path(dir).ok_or_else(|| crate::reader::OpenError::no_trace_in(dir))?;
     let wpath = dir.join("windows.csv");
-    let (windows, wfile) = Partial::create(&wpath)?;
+    let (windows, wfile) = file_aside(&wpath)?;
     let a = analyze_trace_with(&trace, Some(wfile))?;
     if let Some(e) = a.window_log_error {
         return Err(io_err(&wpath)(e));
@@ -147,8 +87,8 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
     // (a full disk) leaves the previous ones, which agree with each other
     // (a new summary.json beside an old report.html did not). The plots go
     // into a directory aside, which the report reads them from.
-    let plots = PlotsAside::create(dir)?;
-    let made = crate::plots::run_plots(&plots.dir, &a.timeline)?;
+    let plots = Aside::dir(&dir.join("plots")).map_err(io_err(dir))?;
+    let made = crate::plots::run_plots(plots.tmp(), &a.timeline)?;
     summary.plots = made.clone();
     let path = dir.join("summary.json");
     let mut json = serde_json::to_string_pretty(&summary).expect("summary serializes");
@@ -159,13 +99,17 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
         found: Some(a.slice),
         ..Default::default()
     };
-    let page = crate::page::RunPage::read_with_plots(dir, &plots.dir, &summary, &ladder).html();
+    let page = crate::page::RunPage::read_with_plots(dir, plots.tmp(), &summary, &ladder).html();
     let report = written_aside(&dir.join("report.html"), page.as_bytes())?;
-    windows.commit()?;
-    timeline.commit()?;
-    plots.commit(dir, &made)?;
-    report.commit()?;
-    summary_file.commit()?;
+    // A stacked-streams plot of an earlier analysis that this one did
+    // not draw (one stream) goes.
+    let stale = if made.iter().any(|n| n == "streams.svg") {
+        vec![]
+    } else {
+        vec![dir.join("streams.svg")]
+    };
+    let plots = plots.move_files(made, stale);
+    commit(dir, vec![windows, timeline, plots, report, summary_file])?;
     Ok((summary, warnings))
 }
 
@@ -199,14 +143,14 @@ fn kind_of(m: crate::series::Merge) -> (&'static str, &'static str) {
 /// end of the trace, so a pivot on `t_s` lines them up. Columns and units
 /// are documented in docs/outputs.md.
 pub fn write_timeline_csv(path: &Path, tl: &Timeline) -> Result<(), ReportError> {
-    timeline_aside(path, tl)?.commit()
+    timeline_aside(path, tl)?.commit().map_err(io_err(path))
 }
 
 /// timeline.csv written beside `path`, to be committed over it.
-fn timeline_aside(path: &Path, tl: &Timeline) -> Result<Partial, ReportError> {
+fn timeline_aside(path: &Path, tl: &Timeline) -> Result<Aside, ReportError> {
     use crate::schema::Endpoint;
     use crate::series::Series;
-    let (partial, f) = Partial::create(path)?;
+    let (partial, f) = file_aside(path)?;
     let mut w = std::io::BufWriter::new(f);
     let rows: [(&str, &Series, &str); 19] = [
         ("credit_conn_client", &tl.credit_conn_client, "bytes"),

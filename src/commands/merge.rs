@@ -61,7 +61,10 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     let out_existed = opts.out.exists();
     super::prepare_dir(&opts.out, opts.force)?;
     let out_path = opts.out.join("trace.jsonl");
-    let file = std::fs::File::create(&out_path)
+    // The merged trace and its meta.json are written aside and put in
+    // place together once whole (h2probe_analysis::aside): an interrupted
+    // or failed merge leaves neither, never a trace without its footer.
+    let (trace_aside, file) = h2probe_analysis::aside::Aside::file(&out_path)
         .with_context(|| format!("creating {}", out_path.display()))?;
     let mut w = std::io::BufWriter::new(file);
     let first = readers
@@ -134,7 +137,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
             let key = (e.ep as u8, o.local.clone(), o.peer.clone(), e.t);
             if let Some(&other) = openings.get(&key).filter(|&&k| k != i) {
                 drop(w);
-                let _ = std::fs::remove_file(&out_path);
+                drop(trace_aside);
                 // Nothing of the merge is left: a directory it created goes too.
                 if !out_existed {
                     let _ = std::fs::remove_dir(&opts.out);
@@ -235,7 +238,16 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         };
         meta.drops_unknown_in = cut;
     }
-    super::write_json(&opts.out.join("meta.json"), &meta)?;
+    let meta_path = opts.out.join("meta.json");
+    let (meta_aside, meta_file) = h2probe_analysis::aside::Aside::file(&meta_path)
+        .with_context(|| format!("creating {}", meta_path.display()))?;
+    let mut json = serde_json::to_string_pretty(&meta)?;
+    json.push('\n');
+    std::io::Write::write_all(&mut &meta_file, json.as_bytes())
+        .with_context(|| format!("writing {}", meta_path.display()))?;
+    drop(meta_file);
+    h2probe_analysis::aside::commit_together(vec![trace_aside, meta_aside])
+        .with_context(|| format!("writing the merged run into {}", opts.out.display()))?;
     Ok((events, warnings))
 }
 

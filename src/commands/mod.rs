@@ -642,11 +642,73 @@ impl Session {
     }
 }
 
+/// The offline commands (analyze, report, merge, export) have no run to
+/// finish: at a signal (SIGINT, SIGTERM, SIGHUP) they remove the products
+/// being written aside (h2probe_analysis::aside: each product stays whole,
+/// the previous one or the new one) and leave with an interrupt's code. The
+/// handlers are registered before this returns; a thread of their own
+/// waits, so the commands' blocking work needs no runtime.
+pub(crate) fn leave_whole_on_interrupt() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::warn!("cannot listen for signals: {e}");
+            return;
+        }
+    };
+    let signals: Vec<_> = {
+        let _in = rt.enter();
+        [
+            SignalKind::interrupt(),
+            SignalKind::terminate(),
+            SignalKind::hangup(),
+        ]
+        .into_iter()
+        .filter_map(|kind| signal(kind).ok())
+        .collect()
+    };
+    let waiting = std::thread::Builder::new()
+        .name("h2probe-signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+                for mut sig in signals {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        if sig.recv().await.is_some() {
+                            let _ = tx.try_send(());
+                        }
+                    });
+                }
+                drop(tx);
+                if rx.recv().await.is_none() {
+                    std::future::pending::<()>().await;
+                }
+            });
+            let removed = h2probe_analysis::aside::abandon();
+            crate::say!(
+                "interrupted; {removed} product{} being written removed (what was already written is whole)",
+                if removed == 1 { "" } else { "s" }
+            );
+            std::process::exit(130)
+        });
+    if let Err(e) = waiting {
+        tracing::warn!("cannot listen for signals: {e}");
+    }
+}
+
 /// Leaves at a second Ctrl-C while the products are written (see
 /// [`Session::finish`]): the trace and meta.json are whole; a product
 /// being written is left out (its `.partial` file removed), and the exit
 /// code is an interrupt's.
 fn skip_products(dir: &Path) -> ! {
+    // What the finishing thread writes is refused from now on: removing
+    // the partial files alone raced it (it created the next one after).
+    h2probe_analysis::aside::abandon();
     remove_partials(dir);
     crate::say!(
         "finishing skipped: {} holds the trace and meta.json; `h2probe analyze {}` writes the analysis, plots and report, \

@@ -82,8 +82,13 @@ pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let keys = conn_keys(dir)?;
     let (header, events) = super::run_events(dir)?;
     let origin = header.origin_mono_ns;
-    let out = dir.join("csv");
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // The directory is written aside (`.csv.partial`, see
+    // h2probe_analysis::aside) and replaces `csv/` once whole: an
+    // interrupted or failed export leaves the previous one.
+    let final_dir = dir.join("csv");
+    let aside = h2probe_analysis::aside::Aside::dir(&final_dir)
+        .with_context(|| format!("creating {}", final_dir.display()))?;
+    let out = aside.tmp().to_path_buf();
     let mut files: HashMap<&'static str, (PathBuf, std::io::BufWriter<std::fs::File>)> =
         HashMap::new();
     for name in Kind::NAMES {
@@ -127,14 +132,17 @@ pub fn export_csv(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     for (_, (path, mut w)) in files {
         w.flush()
             .with_context(|| format!("writing {}", path.display()))?;
-        paths.push(path);
+        paths.push(final_dir.join(path.file_name().expect("a file")));
     }
     let dpath = out.join("dtypes.json");
     let mut json = serde_json::to_string_pretty(&dtypes_json()).expect("a map serializes");
     json.push('\n');
     std::fs::write(&dpath, json).with_context(|| format!("writing {}", dpath.display()))?;
+    aside
+        .commit()
+        .with_context(|| format!("writing {}", final_dir.display()))?;
     paths.sort();
-    paths.push(dpath);
+    paths.push(final_dir.join("dtypes.json"));
     Ok(paths)
 }
 

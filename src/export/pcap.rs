@@ -529,18 +529,11 @@ pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
         ts_resolution: TsResolution::NanoSecond,
         endianness: Endianness::native(),
     };
-    // Each pcap is written as `.NAME.partial` and renamed once whole: a
-    // failed export (a full disk) leaves no pcap cut mid-packet, and a tap
-    // that recorded nothing leaves no empty file.
-    let partial = |tap: &str| dir.join(format!(".{}.partial", pcap_name(tap, gzip)));
-    let taps = ["server", "client", "client_leg", "server_leg"];
-    let result = write_pcaps(dir, gzip, header, to_wall, events, &partial);
-    if result.is_err() {
-        for tap in taps {
-            let _ = std::fs::remove_file(partial(tap));
-        }
-    }
-    result
+    // Each pcap is written aside (`.NAME.partial`, see
+    // h2probe_analysis::aside) and renamed once whole: a failed or
+    // interrupted export (a full disk, Ctrl-C) leaves no pcap cut
+    // mid-packet, and a tap that recorded nothing leaves no empty file.
+    write_pcaps(dir, gzip, header, to_wall, events)
 }
 
 /// [`export_pcaps`]'s work, into the partial files `partial` names.
@@ -550,12 +543,13 @@ fn write_pcaps(
     header: PcapHeader,
     to_wall: i128,
     events: impl Iterator<Item = Event>,
-    partial: &dyn Fn(&str) -> std::path::PathBuf,
 ) -> anyhow::Result<PcapCounts> {
-    let open = |tap: &str| -> anyhow::Result<TapPcap<PcapOut>> {
-        let path = partial(tap);
-        let f =
-            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let mut asides = HashMap::new();
+    let mut open = |tap: &'static str| -> anyhow::Result<TapPcap<PcapOut>> {
+        let path = dir.join(pcap_name(tap, gzip));
+        let (aside, f) = h2probe_analysis::aside::Aside::file(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        asides.insert(tap, aside);
         // A pcap as large as the upload must not pile up dirty in the
         // page cache either.
         let f = std::io::BufWriter::new(crate::trace::DropBehind::new(f));
@@ -613,6 +607,7 @@ fn write_pcaps(
         server_leg_packets: server_leg.packets,
         skipped_frames: server.skipped + client.skipped + client_leg.skipped + server_leg.skipped,
     };
+    let mut written = vec![];
     for (tap, p) in [
         ("server", server),
         ("client", client),
@@ -640,9 +635,9 @@ fn write_pcaps(
         p.w.into_writer()
             .finish()
             .with_context(|| format!("writing {name}"))?;
-        let tmp = partial(tap);
+        let aside = asides.remove(tap).expect("each tap's pcap was opened");
         if n == 0 {
-            let _ = std::fs::remove_file(tmp);
+            drop(aside);
             // A pcap of an earlier trace would not be this one's.
             if std::fs::remove_file(dir.join(&name)).is_ok() {
                 crate::say!(
@@ -651,9 +646,11 @@ fn write_pcaps(
                 );
             }
         } else {
-            std::fs::rename(&tmp, dir.join(&name)).with_context(|| format!("writing {name}"))?;
+            written.push(aside);
         }
     }
+    h2probe_analysis::aside::commit_together(written)
+        .with_context(|| format!("writing the pcaps into {}", dir.display()))?;
     Ok(counts)
 }
 

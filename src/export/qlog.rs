@@ -5,6 +5,7 @@
 
 use crate::trace::schema::{Dir, Event, FrameEv, FrameType, Kind};
 use anyhow::Context as _;
+use h2probe_analysis::aside::Aside;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -101,15 +102,17 @@ pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let origin = header.origin_mono_ns;
     let origin_unix_ms = header.origin_unix_ns as f64 / 1e6;
     // One file per tap: server, client, and a relay's two legs.
-    let mut outs: Vec<Option<(PathBuf, std::io::BufWriter<std::fs::File>)>> =
-        vec![None, None, None, None];
+    // Each written aside and renamed once whole (h2probe_analysis::aside):
+    // an interrupted or failed export leaves the previous files.
+    type Out = (PathBuf, Aside, std::io::BufWriter<std::fs::File>);
+    let mut outs: Vec<Option<Out>> = vec![None, None, None, None];
     for e in events {
         let i = e.ep as usize;
         if outs[i].is_none() {
             let name = format!("{}.sqlog", e.ep.as_str());
             let path = dir.join(name);
-            let f = std::fs::File::create(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
+            let (aside, f) =
+                Aside::file(&path).with_context(|| format!("creating {}", path.display()))?;
             let mut w = std::io::BufWriter::new(f);
             let header = json!({
                 "file_schema": "urn:ietf:params:qlog:file:sequential",
@@ -131,9 +134,9 @@ pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             w.write_all(&[RS])?;
             serde_json::to_writer(&mut w, &header)?;
             w.write_all(b"\n")?;
-            outs[i] = Some((path, w));
+            outs[i] = Some((path, aside, w));
         }
-        if let (Some(v), Some((path, w))) = (event_json(&e, origin), outs[i].as_mut()) {
+        if let (Some(v), Some((path, _, w))) = (event_json(&e, origin), outs[i].as_mut()) {
             let res = (|| -> std::io::Result<()> {
                 w.write_all(&[RS])?;
                 serde_json::to_writer(&mut *w, &v)?;
@@ -142,11 +145,14 @@ pub fn export_qlog(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
             res.with_context(|| format!("writing {}", path.display()))?;
         }
     }
-    let mut paths = vec![];
-    for (path, mut w) in outs.into_iter().flatten() {
+    let (mut paths, mut written) = (vec![], vec![]);
+    for (path, aside, mut w) in outs.into_iter().flatten() {
         w.flush()
             .with_context(|| format!("writing {}", path.display()))?;
         paths.push(path);
+        written.push(aside);
     }
+    h2probe_analysis::aside::commit_together(written)
+        .with_context(|| format!("writing the qlogs into {}", dir.display()))?;
     Ok(paths)
 }
