@@ -103,8 +103,10 @@ impl Eq for Held {}
 pub struct Reorder {
     heap: BinaryHeap<Held>,
     newest: u64,
-    /// `t` of the last event handed out.
-    released: Option<u64>,
+    /// The greatest key handed out: an event that sorts at or before it
+    /// arrived too late to be put in its place, even one of equal `t` (a
+    /// frame of the same read, whose order is its content's).
+    released: Option<Key>,
     /// Events that arrived after a later event had already been handed out
     /// (later than the window, or pushed out by [`MAX_HELD`]).
     pub late: u64,
@@ -119,14 +121,17 @@ impl Reorder {
     /// Adds `e`, read from line `line`; calls `out` with every event (and
     /// its line) that is now due, in order.
     pub fn push(&mut self, e: Event, line: u64, mut out: impl FnMut(Event, u64)) {
-        if self.released.is_some_and(|r| e.t < r) {
+        if self.released.is_some_and(|r| key(&e) <= r) {
             self.late += 1;
             self.first_late_t = Some(self.first_late_t.map_or(e.t, |f| f.min(e.t)));
         }
         self.newest = self.newest.max(e.t);
         self.heap.push(Held::new(e, line));
         while let Some(top) = self.heap.peek() {
-            let due = top.1.t.saturating_add(WINDOW_NS) <= self.newest;
+            // Held while within the window: an event exactly 250 ms behind
+            // the newest still finds its place, as the docs say ("more
+            // than 250 ms" is late).
+            let due = top.1.t.saturating_add(WINDOW_NS) < self.newest;
             let full = self.heap.len() > MAX_HELD;
             if !due && !full {
                 break;
@@ -172,8 +177,8 @@ impl Reorder {
     }
 
     fn hand_out(&mut self, out: &mut impl FnMut(Event, u64)) {
-        if let Some(Held(_, e, line)) = self.heap.pop() {
-            self.released = Some(self.released.map_or(e.t, |r| r.max(e.t)));
+        if let Some(Held(k, e, line)) = self.heap.pop() {
+            self.released = Some(self.released.map_or(k, |r| r.max(k)));
             out(*e, line);
         }
     }
@@ -243,7 +248,7 @@ mod tests {
         let (out, r) = run(vec![
             ev(5, 1),
             ev(5 + 2 * WINDOW_NS, 1),
-            ev(5 + 3 * WINDOW_NS, 1),
+            ev(5 + 4 * WINDOW_NS, 1),
             ev(6, 1),
         ]);
         assert_eq!(out.len(), 4);
@@ -255,6 +260,28 @@ mod tests {
             vec![5, 6, 5 + WINDOW_NS / 2]
         );
         assert_eq!(r.late, 0);
+    }
+
+    /// The window's edge: an event exactly 250 ms behind the newest still
+    /// finds its place, and one of a `t` already handed out that sorts
+    /// before it (a frame of the same read, written a window later) is
+    /// counted late. Both went uncounted and changed figures (helper-56).
+    #[test]
+    fn the_windows_edge_and_ties_are_judged_on_the_whole_order() {
+        let (out, r) = run(vec![frame(10, 18), ev(10 + WINDOW_NS, 1), frame(10, 9)]);
+        let offsets: Vec<u64> = out
+            .iter()
+            .filter_map(|e| match &e.kind {
+                Kind::Frame(f) => Some(f.offset),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(offsets, vec![9, 18], "exactly 250 ms behind: in its place");
+        assert_eq!(r.late, 0);
+        let (out, r) = run(vec![frame(10, 18), ev(11 + WINDOW_NS, 1), frame(10, 9)]);
+        assert_eq!(out.len(), 3);
+        assert_eq!(r.late, 1, "its partner at t=10 was handed out before it");
+        assert_eq!(r.first_late_t, Some(10));
     }
 
     /// A buffer filled by events in order hands them out early and loses
