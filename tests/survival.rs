@@ -1077,6 +1077,58 @@ fn an_interrupt_at_any_moment_of_the_start_ends_as_interrupted() {
     eprintln!("interrupts in the first milliseconds: {seen:?}");
 }
 
+/// `serve` stopped by its trace's limit (with and without
+/// `--shutdown-drain`): the client's every RPC gets the server's answer,
+/// UNAVAILABLE, and no connection error. The server closed its connections
+/// at once: the client read "broken pipe" on 7 of 8 runs, and the server's
+/// trace called the stop a second interrupt (helper-57).
+#[test]
+fn serve_stopped_by_its_trace_limit_answers_every_rpc() {
+    for drain in [false, true] {
+        let root = temp_dir(&format!("serve-limit-{drain}"));
+        let mut serve = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--exit-after", "4"])
+            .args(["--trace-limit", "1MiB", "--quiet", "--no-pcap"])
+            .args(if drain {
+                &["--shutdown-drain"][..]
+            } else {
+                &[][..]
+            })
+            .arg("--out")
+            .arg(root.join("server"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let addr = support::listening_addr(&mut serve);
+        let client = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["client", "--connect", &addr, "--streams", "4"])
+            .args(["--duration", "5s", "--quiet", "--no-pcap", "--out"])
+            .arg(root.join("client"))
+            .output()
+            .unwrap();
+        let served = serve.wait_with_output().unwrap();
+        assert_eq!(served.status.code(), Some(1), "drain {drain}");
+        let stdout = String::from_utf8_lossy(&client.stdout);
+        let rpcs: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with("rpc conn"))
+            .collect();
+        assert_eq!(rpcs.len(), 4, "drain {drain}: {stdout}");
+        for rpc in rpcs {
+            assert!(
+                rpc.contains(": UNAVAILABLE server shutting down"),
+                "drain {drain}: {rpc}"
+            );
+        }
+        let trace = std::fs::read_to_string(root.join("server/trace.jsonl")).unwrap();
+        assert!(!trace.contains("second interrupt"), "drain {drain}");
+        if drain {
+            assert!(trace.contains("it stopped for a failure (the trace reached --trace-limit"));
+        }
+    }
+}
+
 /// Ctrl-C to an offline command (analyze, export csv/qlog, merge) while it
 /// writes: exit 130, no `.partial` left, and every product either the
 /// previous one, byte for byte, or whole. `export` wrote straight to its

@@ -356,7 +356,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         )
         .with_abandon(abandon_rx),
     );
-    let server_task = tokio::spawn(server::serve(listener, sctx));
+    let server_task = tokio::spawn(server::serve(listener, sctx.clone()));
     let cctx = Arc::new(ClientCtx {
         // --shutdown-drain: Ctrl-C lets the server finish what it holds and
         // answer, a second one abandons that.
@@ -420,8 +420,10 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             // abandoned at the same moment, the server could close a
             // connection before the client's reset (its RPC then read
             // UNAVAILABLE: seen once, on a loaded machine).
-            let failed = session.interrupts.failure().is_some();
-            if failed {
+            let failure = session.interrupts.failure();
+            let failed = failure.is_some();
+            if let Some(f) = failure {
+                let _ = sctx.failure.set(f);
                 let _ = client_abandon_tx.send(true);
             }
             let _ = interrupt_tx.send(true);

@@ -72,7 +72,7 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
     // directory on a line of its own keeps the first within 80 columns.
     println!("h2probe: listening on {addr}");
     println!("h2probe: run directory {}", session.dir.display());
-    let server_task = tokio::spawn(server::serve(listener, sctx));
+    let server_task = tokio::spawn(server::serve(listener, sctx.clone()));
     let status = super::wait_for_stop(
         &mut session.interrupts,
         opts.exit_after,
@@ -87,10 +87,11 @@ pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
         ));
     }
     let _ = shutdown_tx.send(true);
-    if session.interrupts.failure().is_some() {
+    if let Some(failure) = session.interrupts.failure() {
         // The trace's limit or a full disk: no drain (a flooding peer would
         // go on filling the trace for --drain-timeout); what is open ends
-        // now, its ends recorded.
+        // now, answered UNAVAILABLE, its ends recorded.
+        let _ = sctx.failure.set(failure);
         let _ = abandon_tx.send(true);
     }
     let served = super::finish_or_abandon(server_task, &mut session.interrupts, &abandon_tx).await;

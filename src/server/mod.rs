@@ -493,6 +493,11 @@ pub struct ServerCtx {
     /// still draining discards its queue (reason `shutdown`) and ends at
     /// once, connections are closed without waiting for --drain-timeout.
     pub abandon: watch::Receiver<bool>,
+    /// Set before `abandon` when the stop is for a failure (the trace's
+    /// limit, a full disk), not a second interrupt: what the RPCs and the
+    /// connections' closes then say, and connections get a moment to carry
+    /// the RPCs' answers before they are closed.
+    pub failure: Arc<std::sync::OnceLock<String>>,
     /// Exchange's server-wide admission boundary and the service schedule's origin.
     pub admission: exchange::Admission,
     /// `rpc_start`'s `framing` field, formatted once (it was formatted for
@@ -520,6 +525,7 @@ impl ServerCtx {
             shutdown,
             // Never set unless `with_abandon` gives a sender's receiver.
             abandon: watch::channel(false).1,
+            failure: Default::default(),
             admission: Default::default(),
             framing_label,
         }
@@ -529,6 +535,15 @@ impl ServerCtx {
     pub fn with_abandon(mut self, abandon: watch::Receiver<bool>) -> ServerCtx {
         self.abandon = abandon;
         self
+    }
+
+    /// Why shutdown was cut short: a failure (see [`ServerCtx::failure`])
+    /// or a second interrupt.
+    pub fn abandoned_why(&self) -> String {
+        match self.failure.get() {
+            Some(f) => format!("it stopped for a failure ({f})"),
+            None => "its shutdown was cut short (a second interrupt)".into(),
+        }
     }
 
     /// Lists an RPC among the open ones (what `sample` events and a stall's
@@ -675,10 +690,21 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
         }) => r.is_ok(),
         _ = crate::live::flag_set(&mut abandon) => conns.is_empty(),
     };
+    // A stop for a failure abandons at once (no drain): the RPCs end and
+    // answer UNAVAILABLE, and their connections get a second to carry
+    // that and close on their own. Closed at once, a client read a broken
+    // pipe instead of its RPC's status.
+    let drained = drained
+        || (ctx.failure.get().is_some()
+            && tokio::time::timeout(std::time::Duration::from_secs(1), async {
+                while conns.join_next().await.is_some() {}
+            })
+            .await
+            .is_ok());
     if !drained {
         let left = conns.len();
         let why = if *ctx.abandon.borrow() {
-            "closed by the server when its shutdown was cut short (a second interrupt)".to_string()
+            format!("closed by the server when {}", ctx.abandoned_why())
         } else {
             format!(
                 "closed by the server {:?} after shutdown began (--drain-timeout)",
