@@ -221,3 +221,40 @@ fn run_with_shutdown_drain_drains_at_ctrl_c() {
     assert_eq!(s.checks["accounting"].ok, Some(true), "{s:#?}");
     assert!(!s.server_rpc_status.contains_key("CANCELLED"), "{s:#?}");
 }
+
+/// `run --shutdown-drain` whose drain outlasts `--drain-timeout`: the
+/// server closes the connection, and the queue it throws away is discarded
+/// as `shutdown`, the server's doing. It read `cancelled`, which the docs
+/// keep for a client's reset (helper-57).
+#[test]
+fn a_drain_cut_by_the_drain_timeout_discards_as_shutdown() {
+    let dir = temp_dir("run-drain-timeout");
+    support::run_interrupted(
+        &[
+            "run",
+            "--duration",
+            "20s",
+            "--shutdown-drain",
+            "--drain-timeout",
+            "1s",
+            "--quiet",
+            "--no-pcap",
+        ],
+        &dir,
+        "decode",
+        300,
+    );
+    let s = support::read_summary(&dir);
+    // ≈ 200 messages queued by then, 100 drained in the second.
+    assert!(
+        s.discarded_by_reason.get("shutdown").copied().unwrap_or(0) > 0,
+        "{:?}",
+        s.discarded_by_reason
+    );
+    assert_eq!(
+        s.discarded_by_reason.get("cancelled"),
+        None,
+        "{:?}",
+        s.discarded_by_reason
+    );
+}

@@ -498,6 +498,10 @@ pub struct ServerCtx {
     /// connections' closes then say, and connections get a moment to carry
     /// the RPCs' answers before they are closed.
     pub failure: Arc<std::sync::OnceLock<String>>,
+    /// Set when the server closes the connections still open at the end of
+    /// shutdown (--drain-timeout, an abandon): a stream failing after it
+    /// is the server's doing, not a client's reset.
+    pub conns_closed: std::sync::atomic::AtomicBool,
     /// Exchange's server-wide admission boundary and the service schedule's origin.
     pub admission: exchange::Admission,
     /// `rpc_start`'s `framing` field, formatted once (it was formatted for
@@ -526,6 +530,7 @@ impl ServerCtx {
             // Never set unless `with_abandon` gives a sender's receiver.
             abandon: watch::channel(false).1,
             failure: Default::default(),
+            conns_closed: Default::default(),
             admission: Default::default(),
             framing_label,
         }
@@ -543,6 +548,18 @@ impl ServerCtx {
         match self.failure.get() {
             Some(f) => format!("it stopped for a failure ({f})"),
             None => "its shutdown was cut short (a second interrupt)".into(),
+        }
+    }
+
+    /// The reason of a message discarded because its stream failed: the
+    /// client's reset (`cancelled`), or the server's own closing of the
+    /// connection at the end of shutdown (`shutdown`).
+    pub fn gone_reason(&self) -> crate::trace::schema::DiscardReason {
+        use crate::trace::schema::DiscardReason;
+        if self.conns_closed.load(std::sync::atomic::Ordering::Relaxed) {
+            DiscardReason::Shutdown
+        } else {
+            DiscardReason::Cancelled
         }
     }
 
@@ -714,6 +731,8 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
         for (reason, _) in reasons.values() {
             reason.set(why.clone());
         }
+        ctx.conns_closed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         conns.abort_all();
         while conns.join_next().await.is_some() {}
         // Their h2 connections are gone, so each RPC still running fails its

@@ -393,7 +393,7 @@ pub(super) async fn handle(
             )
         }
         Some(Ended::Cancelled(why)) => {
-            rpc.discard(&rpc.queue.take_all(), DiscardReason::Cancelled);
+            rpc.discard(&rpc.queue.take_all(), ctx.gone_reason());
             Outcome::Gone(why)
         }
         Some(Ended::Limit(msg)) => {
@@ -454,7 +454,7 @@ pub(super) async fn handle(
                 };
                 Outcome::Status(status::UNAVAILABLE, format!("server shutting down: {why}"))
             } else if let Some(why) = reset {
-                rpc.discard(&rpc.queue.take_all(), DiscardReason::Cancelled);
+                rpc.discard(&rpc.queue.take_all(), ctx.gone_reason());
                 Outcome::Gone(why)
             } else if drained {
                 match ended {
