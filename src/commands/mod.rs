@@ -614,6 +614,9 @@ impl Session {
                 _ = interrupts.next() => {
                     presses += 1;
                     if presses == 1 {
+                        // Read again: the trace may have become whole
+                        // while this waited.
+                        let whole = meta_written.load(std::sync::atomic::Ordering::Acquire);
                         crate::say!(
                             "finishing: {}; again to skip the analysis, plots, report and pcaps \
                              (`h2probe analyze {}` writes them later, `h2probe export --format pcap` the pcaps)",
