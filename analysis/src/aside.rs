@@ -167,6 +167,14 @@ impl Drop for Aside {
     }
 }
 
+/// Writes `bytes` to `path` whole or not at all.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let (aside, mut file) = Aside::file(path)?;
+    io::Write::write_all(&mut file, bytes)?;
+    drop(file);
+    aside.commit()
+}
+
 /// Creates the partial `tmp` by `create` unless the process is leaving,
 /// and remembers it.
 fn begin<T>(tmp: &Path, create: impl FnOnce() -> io::Result<T>) -> io::Result<T> {

@@ -37,9 +37,9 @@ fn commit(dir: &Path, products: Vec<Aside>) -> Result<(), ReportError> {
     crate::aside::commit_together(products).map_err(io_err(dir))
 }
 
-/// Writes `bytes` to `path` whole or not at all (see [`Partial`]).
+/// Writes `bytes` to `path` whole or not at all (see [`crate::aside`]).
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    written_aside(path, bytes)?.commit().map_err(io_err(path))
+    crate::aside::write_whole(path, bytes).map_err(io_err(path))
 }
 
 /// `bytes` written beside `path`, to be committed over it.

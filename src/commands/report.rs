@@ -169,8 +169,11 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
             summary,
         })
         .collect();
-    std::fs::write(&out, h2probe_analysis::page::compare_html(&runs))
-        .with_context(|| format!("writing {}", out.display()))?;
+    h2probe_analysis::aside::write_whole(
+        &out,
+        h2probe_analysis::page::compare_html(&runs).as_bytes(),
+    )
+    .with_context(|| format!("writing {}", out.display()))?;
     Ok(Written {
         pages,
         comparison: Some(out),
