@@ -257,4 +257,11 @@ fn a_drain_cut_by_the_drain_timeout_discards_as_shutdown() {
         "{:?}",
         s.discarded_by_reason
     );
+    // Its RPC ended by the server's close: UNAVAILABLE on both sides.
+    assert_eq!(
+        s.server_rpc_status.get("UNAVAILABLE"),
+        Some(&1),
+        "{:?}",
+        s.server_rpc_status
+    );
 }

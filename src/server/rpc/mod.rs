@@ -512,7 +512,16 @@ pub(super) async fn handle(
             send_status(&mut respond, code, &msg);
             end(code, msg);
         }
-        Outcome::Gone(why) => end(status::CANCELLED, why),
+        // Gone by the client's doing (CANCELLED), or by the server's own
+        // closing of the connection at the end of shutdown (UNAVAILABLE,
+        // what its client read).
+        Outcome::Gone(why) => end(
+            match ctx.gone_reason() {
+                DiscardReason::Shutdown => status::UNAVAILABLE,
+                _ => status::CANCELLED,
+            },
+            why,
+        ),
     }
     drop(body);
     // (The RPC leaves the open-RPC list as `rpc` drops: its workers, the
