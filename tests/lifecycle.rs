@@ -228,40 +228,41 @@ fn run_with_shutdown_drain_drains_at_ctrl_c() {
 /// keep for a client's reset (helper-57).
 #[test]
 fn a_drain_cut_by_the_drain_timeout_discards_as_shutdown() {
-    let dir = temp_dir("run-drain-timeout");
-    support::run_interrupted(
-        &[
-            "run",
-            "--duration",
-            "20s",
-            "--shutdown-drain",
-            "--drain-timeout",
-            "1s",
-            "--quiet",
-            "--no-pcap",
-        ],
-        &dir,
-        "decode",
-        300,
-    );
-    let s = support::read_summary(&dir);
-    // ≈ 200 messages queued by then, 100 drained in the second.
-    assert!(
-        s.discarded_by_reason.get("shutdown").copied().unwrap_or(0) > 0,
-        "{:?}",
-        s.discarded_by_reason
-    );
-    assert_eq!(
-        s.discarded_by_reason.get("cancelled"),
-        None,
-        "{:?}",
-        s.discarded_by_reason
-    );
-    // Its RPC ended by the server's close: UNAVAILABLE on both sides.
-    assert_eq!(
-        s.server_rpc_status.get("UNAVAILABLE"),
-        Some(&1),
-        "{:?}",
-        s.server_rpc_status
-    );
+    // Both stacks: hyper's dropped handler read as a client's reset too
+    // (helper-58).
+    for stack in ["h2", "hyper"] {
+        let dir = temp_dir(&format!("run-drain-timeout-{stack}"));
+        support::run_interrupted(
+            &[
+                "run",
+                "--duration",
+                "20s",
+                "--stack",
+                stack,
+                "--shutdown-drain",
+                "--drain-timeout",
+                "1s",
+                "--quiet",
+                "--no-pcap",
+            ],
+            &dir,
+            "decode",
+            300,
+        );
+        let s = support::read_summary(&dir);
+        // ≈ 200 messages queued by then, 100 drained in the second.
+        let by_reason = &s.discarded_by_reason;
+        assert!(
+            by_reason.get("shutdown").copied().unwrap_or(0) > 0,
+            "{stack}: {by_reason:?}"
+        );
+        assert_eq!(by_reason.get("cancelled"), None, "{stack}: {by_reason:?}");
+        // Its RPC ended by the server's close: UNAVAILABLE on both sides.
+        assert_eq!(
+            s.server_rpc_status.get("UNAVAILABLE"),
+            Some(&1),
+            "{stack}: {:?}",
+            s.server_rpc_status
+        );
+    }
 }

@@ -287,8 +287,11 @@ struct EndOnDrop(Arc<Rpc>);
 impl Drop for EndOnDrop {
     fn drop(&mut self) {
         if !self.0.ended.load(Relaxed) {
-            self.0
-                .discard(&self.0.queue.take_all(), DiscardReason::Cancelled);
+            // The client's reset, or the server's own closing of the
+            // connection at the end of shutdown (then UNAVAILABLE, what
+            // its client reads).
+            let reason = self.0.ctx.gone_reason();
+            self.0.discard(&self.0.queue.take_all(), reason);
             // Hyper drops it for a client's reset and for a connection
             // that closed (the server's --idle-timeout, say): `end` adds
             // the connection's reason when there is one.
@@ -296,7 +299,11 @@ impl Drop for EndOnDrop {
                 Some(_) => "hyper dropped the handler",
                 None => "client reset the stream before the response (hyper dropped the handler)",
             };
-            self.0.end(status::CANCELLED, why.into());
+            let code = match reason {
+                DiscardReason::Shutdown => status::UNAVAILABLE,
+                _ => status::CANCELLED,
+            };
+            self.0.end(code, why.into());
         }
     }
 }
@@ -412,12 +419,22 @@ async fn handle(
             // workers before answering. A client reset meanwhile makes hyper
             // drop this future: `EndOnDrop` records it.
             rpc.queue.close();
+            let mut abandon = ctx.abandon.clone();
             let drained = tokio::select! {
                 _ = async { while workers.join_next().await.is_some() {} } => true,
                 _ = &mut sleep_deadline => false,
                 _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
+                _ = crate::live::flag_set(&mut abandon) => false,
             };
-            if drained {
+            if !drained && *ctx.abandon.borrow() {
+                // Cut short (a second interrupt, or a stop for a failure):
+                // answered now, while the connection can still carry it.
+                rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
+                (
+                    status::UNAVAILABLE,
+                    format!("server shutting down: {}", ctx.abandoned_why()),
+                )
+            } else if drained {
                 match ended {
                     Ended::Status(code, msg) => (code, msg),
                     _ => (status::OK, String::new()),

@@ -448,11 +448,10 @@ pub(super) async fn handle(
                 // First: a reset seen after the drain was cut short is the
                 // server's own closing of the connection, not the client's.
                 rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
-                let why = match ctx.failure.get() {
-                    Some(f) => format!("it stopped for a failure ({f})"),
-                    None => "its drain was cut short (a second interrupt)".into(),
-                };
-                Outcome::Status(status::UNAVAILABLE, format!("server shutting down: {why}"))
+                Outcome::Status(
+                    status::UNAVAILABLE,
+                    format!("server shutting down: {}", ctx.abandoned_why()),
+                )
             } else if let Some(why) = reset {
                 rpc.discard(&rpc.queue.take_all(), ctx.gone_reason());
                 Outcome::Gone(why)
