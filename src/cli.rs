@@ -323,7 +323,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             write!(out, "{}", c.table)?;
             writeln!(
                 out,
-                "comparison written to {}/ (report.html, comparison.md, .json, plots)",
+                // Two lines: a default directory's name alone is 60
+                // columns, and the line must fit 80.
+                "comparison written to {}/\n  report.html, comparison.md, comparison.json, plots",
                 c.dir.display()
             )?;
             Ok(c.exit_code)
