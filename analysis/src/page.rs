@@ -801,7 +801,7 @@ fn ladder_section(
     }
     if l.capped() {
         notes.push(format!(
-            "Capped: the slice holds {} arrows and ticks; the first {} are drawn (up to {:.4} s of the {:.4} s asked for). Use a shorter --span to see the rest.",
+            "Capped: the slice holds {} arrows and ticks; the first {} are drawn (up to {:.4} s of a slice that ends at {:.4} s). Use a shorter --span to see the rest.",
             l.items_in_slice,
             l.arrows.len() + l.ticks.len(),
             l.secs(l.end),
