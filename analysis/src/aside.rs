@@ -48,7 +48,7 @@ fn interrupted() -> io::Error {
 }
 
 /// `.NAME.partial` beside `path`.
-pub fn partial_path(path: &Path) -> PathBuf {
+fn partial_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map_or_else(|| "product".into(), |n| n.to_string_lossy().into_owned());
@@ -98,11 +98,6 @@ impl Aside {
     /// Where the product is being written.
     pub fn tmp(&self) -> &Path {
         &self.tmp
-    }
-
-    /// The product's final path.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// A directory committed by moving its files `names` into the

@@ -241,9 +241,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     let meta_path = opts.out.join("meta.json");
     let (meta_aside, meta_file) = h2probe_analysis::aside::Aside::file(&meta_path)
         .with_context(|| format!("creating {}", meta_path.display()))?;
-    let mut json = serde_json::to_string_pretty(&meta)?;
-    json.push('\n');
-    std::io::Write::write_all(&mut &meta_file, json.as_bytes())
+    std::io::Write::write_all(&mut &meta_file, super::json_text(&meta)?.as_bytes())
         .with_context(|| format!("writing {}", meta_path.display()))?;
     drop(meta_file);
     h2probe_analysis::aside::commit_together(vec![trace_aside, meta_aside])

@@ -907,9 +907,14 @@ pub(crate) fn config_part<T: serde::Serialize>(
 
 /// Writes `v` as pretty JSON with a final newline.
 pub fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
+    std::fs::write(path, json_text(v)?).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `v` as the run directory's JSON files hold it: pretty, one final newline.
+pub fn json_text<T: serde::Serialize>(v: &T) -> anyhow::Result<String> {
     let mut s = serde_json::to_string_pretty(v)?;
     s.push('\n');
-    std::fs::write(path, s).with_context(|| format!("writing {}", path.display()))
+    Ok(s)
 }
 
 /// Reads a run's analysis results (used by `analyze` and `compare`).

@@ -290,7 +290,7 @@ impl Drop for EndOnDrop {
             // The client's reset, or the server's own closing of the
             // connection at the end of shutdown (then UNAVAILABLE, what
             // its client reads).
-            let reason = self.0.ctx.gone_reason();
+            let (reason, code) = self.0.ctx.gone();
             self.0.discard(&self.0.queue.take_all(), reason);
             // Hyper drops it for a client's reset and for a connection
             // that closed (the server's --idle-timeout, say): `end` adds
@@ -298,10 +298,6 @@ impl Drop for EndOnDrop {
             let why = match self.0.closed.peek() {
                 Some(_) => "hyper dropped the handler",
                 None => "client reset the stream before the response (hyper dropped the handler)",
-            };
-            let code = match reason {
-                DiscardReason::Shutdown => status::UNAVAILABLE,
-                _ => status::CANCELLED,
             };
             self.0.end(code, why.into());
         }

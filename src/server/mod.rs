@@ -551,15 +551,16 @@ impl ServerCtx {
         }
     }
 
-    /// The reason of a message discarded because its stream failed: the
-    /// client's reset (`cancelled`), or the server's own closing of the
-    /// connection at the end of shutdown (`shutdown`).
-    pub fn gone_reason(&self) -> crate::trace::schema::DiscardReason {
+    /// How an RPC whose stream failed ends, discard reason and status:
+    /// the client's reset (`cancelled`, CANCELLED), or the server's own
+    /// closing of the connection at the end of shutdown (`shutdown`,
+    /// UNAVAILABLE: what its client reads).
+    pub fn gone(&self) -> (crate::trace::schema::DiscardReason, u32) {
         use crate::trace::schema::DiscardReason;
         if self.conns_closed.load(std::sync::atomic::Ordering::Relaxed) {
-            DiscardReason::Shutdown
+            (DiscardReason::Shutdown, crate::grpc::status::UNAVAILABLE)
         } else {
-            DiscardReason::Cancelled
+            (DiscardReason::Cancelled, crate::grpc::status::CANCELLED)
         }
     }
 

@@ -393,7 +393,7 @@ pub(super) async fn handle(
             )
         }
         Some(Ended::Cancelled(why)) => {
-            rpc.discard(&rpc.queue.take_all(), ctx.gone_reason());
+            rpc.discard(&rpc.queue.take_all(), ctx.gone().0);
             Outcome::Gone(why)
         }
         Some(Ended::Limit(msg)) => {
@@ -453,7 +453,7 @@ pub(super) async fn handle(
                     format!("server shutting down: {}", ctx.abandoned_why()),
                 )
             } else if let Some(why) = reset {
-                rpc.discard(&rpc.queue.take_all(), ctx.gone_reason());
+                rpc.discard(&rpc.queue.take_all(), ctx.gone().0);
                 Outcome::Gone(why)
             } else if drained {
                 match ended {
@@ -511,16 +511,7 @@ pub(super) async fn handle(
             send_status(&mut respond, code, &msg);
             end(code, msg);
         }
-        // Gone by the client's doing (CANCELLED), or by the server's own
-        // closing of the connection at the end of shutdown (UNAVAILABLE,
-        // what its client read).
-        Outcome::Gone(why) => end(
-            match ctx.gone_reason() {
-                DiscardReason::Shutdown => status::UNAVAILABLE,
-                _ => status::CANCELLED,
-            },
-            why,
-        ),
+        Outcome::Gone(why) => end(ctx.gone().1, why),
     }
     drop(body);
     // (The RPC leaves the open-RPC list as `rpc` drops: its workers, the
