@@ -1,5 +1,5 @@
 //! Drawing one chart: the data area, the legend strip right of it, marks,
-//! bands and the note for a line hidden under another.
+//! bands and the note for a line hidden under another or along the x axis.
 
 use super::*;
 use plotters::prelude::*;
@@ -74,6 +74,19 @@ fn coincide(a: &[(f64, f64)], b: &[(f64, f64)], x_max: f64, range: f64) -> bool 
         }
     }
     both > 200
+}
+
+/// The highest value of a line that never rises more than two pixels off
+/// the x axis at `y_lo` (the axis hides it), as [`coincide`] judges a line
+/// hidden under another.
+fn along_axis(l: &Line<'_>, y_lo: f64, range: f64) -> Option<f64> {
+    let values = l
+        .points
+        .iter()
+        .map(|p| p.1)
+        .chain(l.band.iter().flat_map(|b| [b.1, b.2]));
+    let high = values.fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
+    (high - y_lo <= range / 150.0).then_some(high)
 }
 
 /// Groups of consecutive buckets, at most [`DATA_PX`]: (t, min, max) each.
@@ -285,6 +298,12 @@ fn draw_panel<DB: DrawingBackend>(
                 " — hidden under \"{}\" (within 2 px)",
                 panel.lines[j].label
             ));
+        } else if let Some(high) = along_axis(l, y_lo, range) {
+            label.push_str(&if high == y_lo {
+                format!(" — along the x axis ({} throughout)", tick(high))
+            } else {
+                format!(" — along the x axis (never above {})", tick(high))
+            });
         }
         entries.push(LegendEntry::Line(COLORS[i % COLORS.len()], label));
     }

@@ -241,6 +241,29 @@ mod tests {
     }
 
     #[test]
+    fn a_line_the_x_axis_hides_is_named_and_one_off_it_is_not() {
+        // A relay's client leg: a 5-byte reply in KiB, beside 32 KiB.
+        let high: Vec<(f64, f64)> = (0..100).map(|i| (i as f64 / 10.0, 32.0)).collect();
+        let l = legend_of(&Panel {
+            title: "axis".into(),
+            lines: vec![
+                Line::new("high", high),
+                Line::new("tiny", vec![(3.0, 0.0), (3.4, 5.0 / 1024.0), (3.5, 0.0)]),
+                Line::new("zero", vec![(10.0, 0.0)]),
+                Line::new("rises", vec![(1.0, 0.0), (2.0, 1.0)]),
+            ],
+            ..Panel::default()
+        });
+        assert!(
+            l.contains("tiny — along the x axis (never above 0.005)"),
+            "{l}"
+        );
+        assert!(l.contains("zero — along the x axis (0 throughout)"), "{l}");
+        assert!(!l.contains("rises — along"), "{l}");
+        assert!(!l.contains("high — along"), "{l}");
+    }
+
+    #[test]
     fn dense_oscillation_becomes_a_band_and_counts_get_integer_ticks() {
         // Per-frame credit: 2,000 buckets alternating 32 and 64 KiB.
         let band: Vec<(f64, f64, f64)> =
