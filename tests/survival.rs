@@ -306,6 +306,16 @@ fn a_trace_limit_stops_the_run_with_a_whole_trace() {
         );
         assert!(s.checks.values().all(|c| c.ok != Some(false)), "{stdout}");
         assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
+        // The client's RPC says why it stopped: nobody interrupted it.
+        let client_ends: Vec<_> = events_of(&dir, "rpc_end")
+            .into_iter()
+            .filter(|e| e["ep"] == "client")
+            .collect();
+        assert_eq!(client_ends.len(), 1, "{client_ends:?}");
+        assert_eq!(
+            client_ends[0]["message"], "client stopped: --trace-limit reached",
+            "{client_ends:?}"
+        );
     }
 }
 

@@ -537,7 +537,7 @@ pub(super) async fn rpc(
                 break;
             }
             _ = crate::live::flag_set(&mut interrupt) => {
-                stop = Some(("interrupted", status::CANCELLED, "client stopped: interrupted".into()));
+                stop = Some(("interrupted", status::CANCELLED, format!("client stopped: {}", ctx.interrupted_why())));
                 break;
             }
         }

@@ -437,6 +437,17 @@ pub struct ClientCtx {
     /// drains, until `abandon` flips (a second Ctrl-C). A stall still
     /// cancels.
     pub graceful: Option<watch::Receiver<bool>>,
+    /// Set before `interrupt` flips when the run stops for a failure
+    /// (`--trace-limit`, a full disk): its few words, which the RPCs it
+    /// stops give as their `rpc_end` message instead of "interrupted".
+    pub stopped_for: Arc<std::sync::OnceLock<&'static str>>,
+}
+
+impl ClientCtx {
+    /// Why `interrupt` flipped, as an RPC's `rpc_end` says it.
+    fn interrupted_why(&self) -> &'static str {
+        self.stopped_for.get().copied().unwrap_or("interrupted")
+    }
 }
 
 /// A message of h2's about a failed connection (`no response: …`,
@@ -866,7 +877,13 @@ async fn rpc(
             } else {
                 status::CANCELLED
             };
-            outcome.message = format!("client stopped: {}", reason.as_str());
+            outcome.message = format!(
+                "client stopped: {}",
+                match reason {
+                    NeverSentReason::Interrupted => ctx.interrupted_why(),
+                    other => other.as_str(),
+                }
+            );
             emit!(
                 stream,
                 t,
@@ -900,7 +917,7 @@ async fn rpc(
             crate::live::flag_set(abandon).await;
             return "abandoned at a second interrupt while the server drained".to_string();
         }
-        "interrupted".to_string()
+        ctx.interrupted_why().to_string()
     };
     let answer = tokio::select! {
         r = reading => r,

@@ -62,8 +62,9 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         live: session.live.clone(),
         conn_ids: Default::default(),
         interrupt: interrupt_rx,
+        stopped_for: Default::default(),
     });
-    let run = client::run(cctx);
+    let run = client::run(cctx.clone());
     tokio::pin!(run);
     // Exchange against a server that WAITs for a slot: it stops reading a
     // stream for up to an original's deadline; that is its policy, not a
@@ -107,6 +108,9 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         _ = session.interrupts.next() => {
             status = Status::Interrupted;
             session.interrupts.announce("stopping the client, then finishing the trace");
+            if let Some(f) = session.interrupts.writer_failure() {
+                let _ = cctx.stopped_for.set(f.cause);
+            }
             let _ = interrupt_tx.send(true);
             tokio::select! {
                 r = &mut run => r,

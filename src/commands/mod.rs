@@ -197,7 +197,7 @@ pub(crate) struct Interrupts {
     signals: watch::Receiver<u64>,
     /// The trace writer's failure, once the session has a writer: a full
     /// disk stops the run like a signal does.
-    failure: Option<watch::Receiver<Option<String>>>,
+    failure: Option<watch::Receiver<Option<crate::trace::WriterFailure>>>,
 }
 
 impl Interrupts {
@@ -254,6 +254,11 @@ impl Interrupts {
 
     /// Why the run is stopping: the write failure, if that is what it was.
     pub(crate) fn failure(&self) -> Option<String> {
+        self.writer_failure().map(|f| f.message)
+    }
+
+    /// The same, with its few words for the client's `rpc_end`.
+    pub(crate) fn writer_failure(&self) -> Option<crate::trace::WriterFailure> {
         self.failure.as_ref().and_then(|f| f.borrow().clone())
     }
 

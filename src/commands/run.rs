@@ -374,6 +374,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         live: live.clone(),
         conn_ids: crate::tap::ConnIds::new(1, 2),
         interrupt: interrupt_rx,
+        stopped_for: Default::default(),
     });
 
     let slowest = slowest_service(&opts);
@@ -391,7 +392,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         },
         opts.server.max_frame_size.0,
     ));
-    let client_run = client::run(cctx);
+    let client_run = client::run(cctx.clone());
     tokio::pin!(client_run);
     let mut stall = Box::pin(watch_for_stall(
         live.clone(),
@@ -420,10 +421,11 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
             // abandoned at the same moment, the server could close a
             // connection before the client's reset (its RPC then read
             // UNAVAILABLE: seen once, on a loaded machine).
-            let failure = session.interrupts.failure();
+            let failure = session.interrupts.writer_failure();
             let failed = failure.is_some();
             if let Some(f) = failure {
-                let _ = sctx.failure.set(f);
+                let _ = sctx.failure.set(f.message);
+                let _ = cctx.stopped_for.set(f.cause);
                 let _ = client_abandon_tx.send(true);
             }
             let _ = interrupt_tx.send(true);

@@ -14,4 +14,6 @@ mod recorder;
 pub(crate) use drop_behind::DropBehind;
 pub use frame_event::frame_event;
 pub use h2probe_analysis::schema;
-pub use recorder::{Recorder, RecorderStats, TraceWriter, DEFAULT_CAPACITY, PAYLOAD_BUDGET};
+pub use recorder::{
+    Recorder, RecorderStats, TraceWriter, WriterFailure, DEFAULT_CAPACITY, PAYLOAD_BUDGET,
+};

@@ -615,7 +615,7 @@ pub struct TraceWriter {
     done: std::sync::mpsc::Receiver<()>,
     path: PathBuf,
     anchor: h2probe_analysis::meta::ClockAnchor,
-    failed: tokio::sync::watch::Receiver<Option<String>>,
+    failed: tokio::sync::watch::Receiver<Option<WriterFailure>>,
 }
 
 /// The trace file could not be written.
@@ -724,18 +724,24 @@ impl TraceWriter {
                 };
                 // Said once, as a write error is; the writer goes on.
                 let limit_reached = |size: u64| {
-                    let _ = fail_tx.send(Some(format!(
-                        "the trace reached --trace-limit {} ({size} bytes written), so the run was stopped; \
-                         {path_s} holds every event up to the stop, and its footer",
-                        indicatif::HumanBytes(stop_at.unwrap_or(size))
-                    )));
+                    let _ = fail_tx.send(Some(WriterFailure {
+                        cause: "--trace-limit reached",
+                        message: format!(
+                            "the trace reached --trace-limit {} ({size} bytes written), so the run was stopped; \
+                             {path_s} holds every event up to the stop, and its footer",
+                            indicatif::HumanBytes(stop_at.unwrap_or(size))
+                        ),
+                    }));
                 };
                 let stop_at = stop_at.map(|at| (at, &limit_reached as &dyn Fn(u64)));
                 write_loop(out, header, &thread_shared, stop_at).map_err(|(cause, stats)| {
-                    let _ = fail_tx.send(Some(format!(
-                        "writing {path_s}: {cause} after {} events were written whole (the file holds them, then part of the block being written when it failed, up to its last complete line: `analyze` counts them)",
-                        stats.written
-                    )));
+                    let _ = fail_tx.send(Some(WriterFailure {
+                        cause: "the trace could not be written",
+                        message: format!(
+                            "writing {path_s}: {cause} after {} events were written whole (the file holds them, then part of the block being written when it failed, up to its last complete line: `analyze` counts them)",
+                            stats.written
+                        ),
+                    }));
                     WriteError {
                         path: path_s,
                         cause,
@@ -765,10 +771,10 @@ impl TraceWriter {
         &self.path
     }
 
-    /// Becomes `Some(message)` when writing the trace fails (disk full, I/O
-    /// error): the commands stop the run within a moment instead of
-    /// recording into the void.
-    pub fn failures(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+    /// Becomes `Some` when writing the trace fails (disk full, I/O error)
+    /// or reaches `--trace-limit`: the commands stop the run within a
+    /// moment instead of recording into the void.
+    pub fn failures(&self) -> tokio::sync::watch::Receiver<Option<WriterFailure>> {
         self.failed.clone()
     }
 
@@ -1100,11 +1106,22 @@ fn shed_payload(e: &mut Event, shared: &Shared) {
     }
 }
 
+/// Why the writer asked for the run to stop.
+#[derive(Clone, Debug)]
+pub struct WriterFailure {
+    /// A few words, for where the stop is recorded per RPC (the client's
+    /// `rpc_end`): `--trace-limit reached`, `the trace could not be
+    /// written`, `the trace writer failed`.
+    pub cause: &'static str,
+    /// The whole story, for stderr and meta.json.
+    pub message: String,
+}
+
 /// Says so when the writer thread dies of a panic (a bug), as a write
 /// error does: the commands stop the run instead of recording into slots
 /// nobody sweeps, and later events count as dropped.
 struct PanicAlarm<'a> {
-    fail_tx: &'a tokio::sync::watch::Sender<Option<String>>,
+    fail_tx: &'a tokio::sync::watch::Sender<Option<WriterFailure>>,
     shared: &'a Shared,
     path: &'a str,
 }
@@ -1113,10 +1130,13 @@ impl Drop for PanicAlarm<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.shared.account_for_a_dead_writer();
-            let _ = self.fail_tx.send(Some(format!(
-                "writing {}: the trace writer thread panicked (a bug); the file holds the events up to its last complete line",
-                self.path
-            )));
+            let _ = self.fail_tx.send(Some(WriterFailure {
+                cause: "the trace writer failed",
+                message: format!(
+                    "writing {}: the trace writer thread panicked (a bug); the file holds the events up to its last complete line",
+                    self.path
+                ),
+            }));
         }
     }
 }
@@ -1425,8 +1445,10 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "no failure reported");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        let msg = failures.borrow().clone().unwrap();
+        let failure = failures.borrow().clone().unwrap();
+        let msg = failure.message;
         assert!(msg.contains("bomb") && msg.contains("panicked"), "{msg}");
+        assert_eq!(failure.cause, "the trace writer failed");
         chunk(&rec, Endpoint::Server, 1, 1, 1);
         let err = writer.finish().unwrap_err();
         assert!(err.to_string().contains("panicked"), "{err}");
@@ -1795,11 +1817,13 @@ mod tests {
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-        let said = failures.borrow().clone().unwrap();
+        let failure = failures.borrow().clone().unwrap();
+        let said = failure.message;
         assert!(
             said.starts_with("the trace reached --trace-limit "),
             "{said}"
         );
+        assert_eq!(failure.cause, "--trace-limit reached");
         // The stop's own events are still written.
         for _ in 0..1_000 {
             chunk(&rec, Endpoint::Server, 1, sent, 16_384);

@@ -366,6 +366,7 @@ pub fn client_ctx(
         live: Default::default(),
         conn_ids: Default::default(),
         interrupt: tokio::sync::watch::channel(false).1,
+        stopped_for: Default::default(),
     })
 }
 
