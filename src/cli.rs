@@ -150,12 +150,29 @@ pub fn main() -> i32 {
         m.try_contains_id(id).unwrap_or(false)
             && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
     };
+    let all_given = |m: &clap::ArgMatches| -> Vec<String> {
+        m.ids()
+            .map(|id| id.as_str())
+            .filter(|id| given(m, id))
+            .map(str::to_string)
+            .collect()
+    };
     match &mut cli.command {
         Some(Command::Run(o)) => {
             let m = matches.subcommand_matches("run").expect("run was parsed");
             o.apply_preset(|id| given(m, id));
+            o.given = all_given(m);
         }
-        None => cli.run.apply_preset(|id| given(&matches, id)),
+        Some(Command::Client(o)) => {
+            let m = matches
+                .subcommand_matches("client")
+                .expect("client was parsed");
+            o.given = all_given(m);
+        }
+        None => {
+            cli.run.apply_preset(|id| given(&matches, id));
+            cli.run.given = all_given(&matches);
+        }
         _ => {}
     }
     tracing_subscriber::fmt()

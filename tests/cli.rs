@@ -157,9 +157,50 @@ fn refusals_name_the_flag_and_the_stack_that_cannot_honour_it() {
             &["--retry", "fixed:100", "--max-attempts", "5"],
             "--retry, --max-attempts apply to --rpc exchange (Part 3) only",
         ),
+        // Given at its default value, it would do nothing all the same.
+        (
+            &["--admission", "32"],
+            "--admission applies to --rpc exchange (Part 3) only",
+        ),
+        (
+            &["--when-full", "wait", "--max-outstanding", "1"],
+            "--when-full, --max-outstanding apply to --rpc exchange (Part 3) only",
+        ),
     ] {
         refused(&[&["run"][..], args].concat(), said);
     }
+    refused(
+        &["client", "--max-attempts", "1"],
+        "--max-attempts applies to --rpc exchange (Part 3) only",
+    );
+    // Under --preset part3 (Exchange), the same flags given are its own.
+    let dir = support::temp_dir("preset-given");
+    let out = h2probe()
+        .args([
+            "run",
+            "--preset",
+            "part3",
+            "--admission",
+            "32",
+            "--duration",
+            "300ms",
+        ])
+        .args([
+            "--service-schedule",
+            "10ms",
+            "--quiet",
+            "--no-pcap",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Flags that were accepted and did nothing (each ran, exit 0, or served

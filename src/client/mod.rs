@@ -334,7 +334,7 @@ impl ClientOpts {
     /// Exchange's own flags given (not at their defaults) while the RPC is
     /// Ingest, where they do nothing; `--seed` is not among them (compare
     /// pairs every repeat by it).
-    pub fn exchange_flags_given(&self) -> Vec<String> {
+    pub fn exchange_flags_given(&self, on_command_line: &[String]) -> Vec<String> {
         if self.rpc != crate::overload::RpcKind::Ingest {
             return vec![];
         }
@@ -348,7 +348,7 @@ impl ClientOpts {
             "max_attempts",
         ]
         .iter()
-        .filter(|k| ours.get(**k) != default.get(**k))
+        .filter(|k| ours.get(**k) != default.get(**k) || on_command_line.iter().any(|g| g == *k))
         .map(|k| format!("--{}", k.replace('_', "-")))
         .collect()
     }

@@ -19,13 +19,16 @@ pub struct ClientCmdOpts {
     pub message: MessageOpts,
     #[command(flatten, next_help_heading = "Output")]
     pub output: OutputOpts,
+    /// The argument ids the command line gave (as `RunOpts::given`).
+    #[arg(skip)]
+    pub given: Vec<String>,
 }
 
 pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<RpcOutcome>)> {
     let interrupts = Interrupts::listen();
     opts.client.validate()?;
     opts.output.validate()?;
-    super::refuse_exchange_only(&opts.client.exchange_flags_given())?;
+    super::refuse_exchange_only(&opts.client.exchange_flags_given(&opts.given))?;
     let metadata = client::target::parse_metadata(&opts.target.headers)?;
     crate::refuse_unless!(
         opts.client.rpc != crate::overload::RpcKind::Exchange || opts.message.proto.is_none(),

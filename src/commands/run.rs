@@ -30,6 +30,11 @@ pub struct RunOpts {
     /// --stall-timeout 10s. Choose the policy with --when-full and --retry.
     #[arg(long, value_enum, help_heading = "Experiment")]
     pub preset: Option<Preset>,
+    /// The argument ids the command line gave (clap's value source, filled
+    /// by `cli::main`): a flag that would do nothing is refused even when
+    /// its value is the default.
+    #[arg(skip)]
+    pub given: Vec<String>,
 }
 
 /// `--preset`.
@@ -259,7 +264,7 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
                      keys: &[&str]| {
             let (part, default) = (part.unwrap_or_default(), default.unwrap_or_default());
             keys.iter()
-                .filter(|k| part.get(**k) != default.get(**k))
+                .filter(|k| part.get(**k) != default.get(**k) || opts.given.iter().any(|g| g == *k))
                 .map(|k| format!("--{}", k.replace('_', "-")))
                 .collect::<Vec<_>>()
         };
@@ -268,7 +273,7 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
             config_part(&server::ServerOpts::default()),
             &["admission", "when_full"],
         );
-        exchange_only.extend(opts.client.exchange_flags_given());
+        exchange_only.extend(opts.client.exchange_flags_given(&opts.given));
         super::refuse_exchange_only(&exchange_only)?;
     }
     // The client opens streams 1, 3, …, 2 × --streams − 1 on each connection.
