@@ -332,7 +332,7 @@ fn cards(s: &Summary) -> String {
         &mut o,
         "",
         "completed",
-        &na(sv, || format!("{:.1}/s", s.completion_rate)),
+        &na(sv, || crate::report::completed_text(s)),
         &na(sv, || format!("{} of {} decoded", s.completed, s.decoded)),
     );
     // Under Part 3's admission bound the queue cannot outgrow its slots:
