@@ -138,8 +138,9 @@ pub struct ClientOpts {
     pub original_deadline: Dur,
 
     /// Exchange: attempts a client may have outstanding (initiated and
-    /// unanswered, or rejected and waiting for a retry); originals wait in
-    /// the --max-pending backlog for a credit.
+    /// unanswered; a rejected original waiting for its retry gives its
+    /// credit back, unless --retry-holds-credit); originals wait in the
+    /// --max-pending backlog for a credit.
     #[arg(long, default_value_t = 33, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_outstanding: u32,
 
