@@ -248,10 +248,11 @@ fn timeline_aside(path: &Path, tl: &Timeline) -> Result<Aside, ReportError> {
     Ok(partial)
 }
 
-/// Milliseconds to one decimal, or three below 0.05 ms, where one decimal
-/// would print 0.0 (a sender that keeps up: `--rpc exchange` lateness).
+/// Milliseconds to one decimal, or to the µs below 0.95 ms, where one
+/// decimal would print 0.0 (a sender that keeps up: `--rpc exchange`
+/// lateness) or mix "0.004ms" with a 0.098 ms rounded to "0.1ms" on one line.
 fn short_ms(v: f64) -> String {
-    if v > 0.0 && v < 0.05 {
+    if v > 0.0 && v < 0.95 {
         format!("{v:.3}ms")
     } else {
         format!("{v:.1}ms")
@@ -1172,6 +1173,8 @@ mod tests {
     fn lateness_below_a_tenth_of_a_millisecond_is_not_printed_as_zero() {
         assert_eq!(short_ms(0.005668), "0.006ms");
         assert_eq!(short_ms(0.980459), "1.0ms");
+        assert_eq!(short_ms(0.098396), "0.098ms");
+        assert_eq!(short_ms(0.7), "0.700ms");
         assert_eq!(short_ms(835.2), "835.2ms");
         assert_eq!(short_ms(0.0), "0.0ms");
     }
