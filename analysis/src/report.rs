@@ -307,7 +307,7 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
     let _ = writeln!(o, "latency   completed cohorts: {}", phases.join("; "));
     let _ = writeln!(
         o,
-        "cost      server-owned {:.3} MiB·s (peak {:.2} MiB)  client pending ≤ {} outstanding ≤ {}  retry collision {}  wire {} B/useful",
+        "cost      admitted payload {:.3} MiB·s (peak {:.2} MiB)  client pending ≤ {} outstanding ≤ {}  retry collision {}  wire {} B/useful",
         ov.owned_mib_s,
         ov.owned_peak_bytes as f64 / 1048576.0,
         ov.pending_peak,
