@@ -1798,3 +1798,49 @@ fn a_compressed_trace_failing_its_checksum_is_not_judged() {
         );
     }
 }
+
+/// `report --out` names an HTML file: a page written over the run's trace
+/// or meta.json lost the run (exit 0); both stay as they were.
+#[test]
+fn report_refuses_to_write_its_page_over_anything_but_html() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
+    let dir = support::temp_dir("report-out-over-trace");
+    for f in ["trace.jsonl.gz", "meta.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    for f in ["trace.jsonl.gz", "meta.json"] {
+        let before = std::fs::read(dir.join(f)).unwrap();
+        let out = h2probe()
+            .arg("report")
+            .arg(&dir)
+            .arg("--out")
+            .arg(dir.join(f))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{f}: {err}");
+        assert!(err.contains("give a file name ending in .html"), "{err}");
+        assert_eq!(
+            std::fs::read(dir.join(f)).unwrap(),
+            before,
+            "{f} was written over"
+        );
+    }
+    // An .html name is written.
+    let page = dir.join("Page.HTML");
+    let out = h2probe()
+        .arg("report")
+        .arg(&dir)
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read_to_string(&page)
+        .unwrap()
+        .starts_with("<!DOCTYPE html>"));
+}

@@ -113,6 +113,19 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
         sort_whole: false,
     };
     let single = opts.dirs.len() == 1;
+    // A page written over a run's trace or meta.json loses the run (it did,
+    // exit 0): --out names an HTML file.
+    if let Some(out) = &opts.out {
+        let html = out
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+        crate::refuse_unless!(
+            html,
+            "--out {}: the page is HTML; give a file name ending in .html (nothing else is written over)",
+            out.display()
+        );
+    }
     // Where --out goes exists before any page is written (it failed only
     // after every run's report.html had been rewritten).
     if let Some(parent) = opts.out.as_deref().and_then(Path::parent) {
