@@ -36,7 +36,7 @@ pub struct ReportOpts {
     #[arg(required = true, value_name = "RUN_DIR")]
     pub dirs: Vec<PathBuf>,
 
-    /// Where to write the page. One run: default RUN_DIR/report.html. Several
+    /// Where to write the page (a name ending in .html). One run: default RUN_DIR/report.html. Several
     /// runs: the comparison page (default compare.html in the current
     /// directory); each run's own RUN_DIR/report.html is (re)written too.
     #[arg(long, value_name = "FILE")]
