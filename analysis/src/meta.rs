@@ -180,15 +180,32 @@ pub enum MetaError {
         path: String,
         cause: serde_json::Error,
     },
+    /// Larger than any meta.json is (a few KB): not read at all.
+    #[error("{path}: not a meta.json: {bytes} bytes, where one is a few KB ({} MiB at most)", MAX_META >> 20)]
+    TooLarge { path: String, bytes: u64 },
 }
+
+/// The largest meta.json read (h2probe's are a few KB, a merge's a little
+/// more): a file of gigabytes was read whole before it was refused.
+pub const MAX_META: u64 = 16 << 20;
 
 impl Meta {
     /// Reads `dir/meta.json`.
     pub fn read(dir: &Path) -> Result<Meta, MetaError> {
         let path = dir.join("meta.json");
         let p = || path.display().to_string();
-        let text =
-            std::fs::read_to_string(&path).map_err(|cause| MetaError::Io { path: p(), cause })?;
+        let file =
+            std::fs::File::open(&path).map_err(|cause| MetaError::Io { path: p(), cause })?;
+        let mut text = String::new();
+        use std::io::Read;
+        let read = file
+            .take(MAX_META + 1)
+            .read_to_string(&mut text)
+            .map_err(|cause| MetaError::Io { path: p(), cause })?;
+        if read as u64 > MAX_META {
+            let bytes = std::fs::metadata(&path).map_or(read as u64, |m| m.len());
+            return Err(MetaError::TooLarge { path: p(), bytes });
+        }
         serde_json::from_str(&text).map_err(|cause| {
             if cause.is_eof() {
                 MetaError::Truncated {
@@ -246,6 +263,26 @@ mod tests {
         assert_eq!(m.config_label().unwrap(), "release=frame queue=direct");
         assert_eq!(m.recorder.written, m.recorder.accepted);
         assert!(m.clock.is_some());
+    }
+
+    /// A meta.json of gigabytes is refused from its size, not read whole.
+    #[test]
+    fn a_meta_json_larger_than_any_is_refused_unread() {
+        let dir = temp("large");
+        let f = std::fs::File::create(dir.join("meta.json")).unwrap();
+        f.set_len(1 << 30).unwrap();
+        let e = Meta::read(&dir).unwrap_err();
+        assert!(
+            matches!(e, MetaError::TooLarge { bytes, .. } if bytes == 1 << 30),
+            "{e}"
+        );
+        assert!(
+            e.to_string().ends_with(
+                "not a meta.json: 1073741824 bytes, where one is a few KB (16 MiB at most)"
+            ),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -34,6 +34,12 @@ pub enum ReadError {
     /// A line that is not UTF-8: skipped like a corrupt one.
     #[error("line {line}: not UTF-8 text")]
     NotText { line: u64 },
+    /// A line longer than any the writer produces: read to its end without
+    /// being held (a tail of zeros a crash left read as one line of
+    /// gigabytes, and the analysis ran out of memory), skipped like a
+    /// corrupt one.
+    #[error("line {line}: {bytes} bytes without a line end, longer than any trace line ({} MiB at most)", MAX_LINE >> 20)]
+    TooLong { line: u64, bytes: u64 },
     /// The input's own error (a damaged compressed stream): the reading
     /// ends there.
     #[error("line {line}: {cause}")]
@@ -54,8 +60,56 @@ impl ReadError {
     pub fn is_one_line(&self) -> bool {
         matches!(
             self,
-            ReadError::Corrupt { .. } | ReadError::NotText { .. } | ReadError::Impossible { .. }
+            ReadError::Corrupt { .. }
+                | ReadError::NotText { .. }
+                | ReadError::Impossible { .. }
+                | ReadError::TooLong { .. }
         )
+    }
+}
+
+/// The longest line the reader holds: longer than any the writer produces
+/// (a 16 MiB DATA frame's payload is 22.4 MB of base64; a SETTINGS frame of
+/// 16 MiB lists 2.8 M settings in ≈ 45 MB).
+pub const MAX_LINE: usize = 64 << 20;
+
+/// The longest header line the reader looks at (the writer's is ≈ 150 B).
+const MAX_HEADER: usize = 64 << 10;
+
+/// `read_until(b'\n')` holding at most `cap` bytes in `out`: a longer line
+/// is read to its end, or with `stop_at_cap` only to the cap, and its bytes
+/// dropped. Returns the bytes read and whether `out` holds the whole line.
+fn read_line_capped<R: BufRead>(
+    input: &mut R,
+    out: &mut Vec<u8>,
+    cap: usize,
+    stop_at_cap: bool,
+) -> std::io::Result<(u64, bool)> {
+    let (mut n, mut whole) = (0u64, true);
+    loop {
+        let (done, used) = {
+            let buf = match input.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let (done, used) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (true, i + 1),
+                None => (buf.is_empty(), buf.len()),
+            };
+            if whole && out.len() + used <= cap {
+                out.extend_from_slice(&buf[..used]);
+            } else if whole {
+                whole = false;
+                *out = Vec::new();
+            }
+            (done, used)
+        };
+        input.consume(used);
+        n += used as u64;
+        if done || (!whole && stop_at_cap) {
+            return Ok((n, whole));
+        }
     }
 }
 
@@ -271,13 +325,16 @@ pub enum OpenError {
 
 impl<R: BufRead> TraceReader<R> {
     pub fn new(mut input: R) -> Result<Self, ReadError> {
-        let mut buf = String::new();
-        let n = input
-            .read_line(&mut buf)
+        let mut raw = Vec::new();
+        let (n, whole) = read_line_capped(&mut input, &mut raw, MAX_HEADER, true)
             .map_err(|cause| ReadError::Io { line: 1, cause })?;
         if n == 0 {
             return Err(ReadError::Empty);
         }
+        if !whole {
+            return Err(ReadError::NoHeader);
+        }
+        let buf = String::from_utf8_lossy(&raw).into_owned();
         let (header, damaged_header, pending) = match Line::parse(buf.trim_end()) {
             Ok(Line::Header(h)) => (h, None, None),
             Ok(_) => return Err(ReadError::NoHeader),
@@ -286,10 +343,10 @@ impl<R: BufRead> TraceReader<R> {
                 // only the origin the figures count from (a single flipped
                 // byte made the whole trace unreadable).
                 let why = within_line(&e);
-                let mut second = String::new();
-                input
-                    .read_line(&mut second)
+                let mut raw = Vec::new();
+                read_line_capped(&mut input, &mut raw, MAX_LINE, true)
                     .map_err(|cause| ReadError::Io { line: 2, cause })?;
+                let second = String::from_utf8_lossy(&raw).into_owned();
                 let Ok(Line::Event(first)) = Line::parse(second.trim_end()) else {
                     return Err(ReadError::NoHeader);
                 };
@@ -372,12 +429,18 @@ impl<R: BufRead> TraceReader<R> {
             let read = match self.pending.take() {
                 Some(line) => {
                     raw.extend_from_slice(line.as_bytes());
-                    Ok(line.len())
+                    Ok((line.len() as u64, true))
                 }
-                None => self.input.read_until(b'\n', &mut raw),
+                None => read_line_capped(&mut self.input, &mut raw, MAX_LINE, false),
             };
             let n = match read {
-                Ok(n) => n,
+                Ok((n, true)) => n,
+                Ok((bytes, false)) => {
+                    return Some(Err(ReadError::TooLong {
+                        line: self.line,
+                        bytes,
+                    }))
+                }
                 // A compressed trace cut short: the same as a cut last line.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                     self.ending = Ending::Truncated { line: self.line };
@@ -494,13 +557,14 @@ impl<R: BufRead> TraceReader<R> {
     /// After the footer: the number of the next line with content, if any
     /// (read line by line, so a second trace's bulk is not held).
     fn next_content_line(&mut self) -> Option<u64> {
-        let mut line = self.line;
-        let mut raw = Vec::new();
+        // Byte by byte, nothing held: a tail of gigabytes without a line
+        // end (zeros a crash left) is one line with content at its first.
+        let mut line = self.line + 1;
         loop {
-            raw.clear();
-            line += 1;
-            match self.input.read_until(b'\n', &mut raw) {
-                Ok(0) => return None,
+            let buf = match self.input.fill_buf() {
+                Ok([]) => return None,
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 // A gzip member's checksum is read at its end, past the
                 // footer: a flipped bit anywhere shows only here.
                 Err(e) if e.kind() != std::io::ErrorKind::UnexpectedEof => {
@@ -508,9 +572,16 @@ impl<R: BufRead> TraceReader<R> {
                     return None;
                 }
                 Err(_) => return None,
-                Ok(_) if raw.iter().all(u8::is_ascii_whitespace) => continue,
-                Ok(_) => return Some(line),
+            };
+            for &b in buf {
+                if b == b'\n' {
+                    line += 1;
+                } else if !b.is_ascii_whitespace() {
+                    return Some(line);
+                }
             }
+            let used = buf.len();
+            self.input.consume(used);
         }
     }
 }
@@ -625,6 +696,48 @@ mod tests {
         assert_eq!(r.by_ref().count(), 1);
         assert!(matches!(r.ending(), Ending::Clean(_)));
         assert_eq!(r.after_footer, Some(5));
+    }
+
+    /// A line longer than any the writer produces is skipped without being
+    /// held, the reading going on after it; a header or a tail after the
+    /// footer of gigabytes without a line end is judged on its first bytes
+    /// (a 3 MB gzip of zeros ran `analyze` out of memory).
+    #[test]
+    fn lines_longer_than_any_trace_line_are_never_held() {
+        use std::io::Read;
+        let long = MAX_LINE + (16 << 20);
+        let text = std::io::Cursor::new(format!("{HEADER}\n{EV}\n"))
+            .chain(std::io::repeat(b'x').take(long as u64))
+            .chain(std::io::Cursor::new(format!(
+                "\n{EV}\n{{\"type\":\"footer\",\"events\":3,\"dropped\":{{}}}}\n"
+            )));
+        let mut r = TraceReader::new(std::io::BufReader::new(text)).unwrap();
+        let got: Vec<_> = r.by_ref().collect();
+        assert_eq!(got.len(), 3);
+        assert!(got[0].is_ok() && got[2].is_ok());
+        let e = got[1].as_ref().unwrap_err();
+        assert!(e.is_one_line());
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "line 3: {} bytes without a line end, longer than any trace line (64 MiB at most)",
+                long + 1
+            )
+        );
+        assert!(matches!(r.ending(), Ending::Clean(_)));
+        // A header of zeros: not a trace, from its first 64 KiB (the rest,
+        // a terabyte here, is never read).
+        let zeros = std::io::BufReader::new(std::io::repeat(0).take(1 << 40));
+        assert!(matches!(TraceReader::new(zeros), Err(ReadError::NoHeader)));
+        // Zeros after the footer: content on the line after it, found at
+        // its first byte.
+        let tail = std::io::Cursor::new(format!(
+            "{HEADER}\n{EV}\n{{\"type\":\"footer\",\"events\":1,\"dropped\":{{}}}}\n"
+        ))
+        .chain(std::io::repeat(0).take(1 << 40));
+        let mut r = TraceReader::new(std::io::BufReader::new(tail)).unwrap();
+        assert_eq!(r.by_ref().count(), 1);
+        assert_eq!(r.after_footer, Some(4));
     }
 
     /// A frame longer than HTTP/2's 24-bit length is a damaged line: skipped
