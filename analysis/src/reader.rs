@@ -93,7 +93,7 @@ fn read_line_capped<R: BufRead>(
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
-            let (done, used) = match buf.iter().position(|&b| b == b'\n') {
+            let (done, used) = match memchr::memchr(b'\n', buf) {
                 Some(i) => (true, i + 1),
                 None => (buf.is_empty(), buf.len()),
             };
