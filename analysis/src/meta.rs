@@ -163,7 +163,7 @@ pub struct RecorderStats {
 
 impl RecorderStats {
     pub fn dropped_total(&self) -> u64 {
-        self.dropped.values().sum()
+        crate::schema::saturating_sum(self.dropped.values())
     }
 }
 

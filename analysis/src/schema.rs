@@ -179,7 +179,19 @@ impl Header {
     }
 }
 
+/// A sum of the trace's counts that saturates: a count no recorder wrote
+/// (2^64 − 1 and 1 summed to 0 dropped, and the check held) stays as large
+/// as it can be, and fails what it should.
+pub fn saturating_sum<'a>(counts: impl IntoIterator<Item = &'a u64>) -> u64 {
+    counts.into_iter().fold(0, |a, b| a.saturating_add(*b))
+}
+
 impl Footer {
+    /// Events dropped, all kinds (saturating).
+    pub fn dropped_total(&self) -> u64 {
+        saturating_sum(self.dropped.values())
+    }
+
     /// The footer's trace line (no newline): its fields behind `"type":"footer"`.
     pub fn to_line(&self) -> String {
         tagged_line("footer", self)

@@ -748,3 +748,37 @@ fn a_failed_accounting_says_which_equation_does_not_hold() {
         c.detail
     );
 }
+
+/// Counts the trace gives are summed saturating: a footer's 2^64 − 1 and 1
+/// dropped summed to 0 (the check held, exit 0), two `never_sent` of 2^63
+/// to 0 (accounting held). Now they stay at the most a u64 holds, and the
+/// checks they feed fail.
+#[test]
+fn the_traces_counts_saturate_instead_of_wrapping() {
+    let dir = std::env::temp_dir().join(format!("h2probe-wrap-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.jsonl");
+    let header = r#"{"type":"header","schema":1,"tool":"h2probe test","clock":"CLOCK_MONOTONIC","origin_mono_ns":1,"origin_unix_ns":2}"#;
+    let never = |t: u64| {
+        format!(
+            r#"{{"t":{t},"ep":"client","conn":1,"stream":1,"type":"never_sent","seq":0,"reason":"backlog","count":{}}}"#,
+            1u64 << 63
+        )
+    };
+    let footer = format!(
+        r#"{{"type":"footer","events":2,"dropped":{{"frame":{},"release":1}}}}"#,
+        u64::MAX
+    );
+    std::fs::write(
+        &path,
+        format!("{header}\n{}\n{}\n{footer}\n", never(5), never(6)),
+    )
+    .unwrap();
+    let a = h2probe_analysis::analyze::analyze_trace(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let s = a.summary;
+    assert_eq!(s.dropped_events, u64::MAX);
+    assert_eq!(s.checks["no_dropped_events"].ok, Some(false));
+    assert_eq!(s.never_sent, u64::MAX);
+    assert_eq!(s.never_sent_by_reason["backlog"], u64::MAX);
+}

@@ -187,10 +187,10 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
             warnings.push(format!("{}: {w}", path.display()));
         }
         let (ok, corrupt) = read[i];
-        footer.events += match r.ending() {
+        footer.events = footer.events.saturating_add(match r.ending() {
             Ending::Clean(f) => f.events.saturating_sub(r.unknown),
             _ => ok,
-        };
+        });
         match r.ending() {
             Ending::Clean(f) => {
                 let lines = ok + corrupt + r.unknown;
@@ -202,7 +202,8 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
                     ));
                 }
                 for (k, v) in &f.dropped {
-                    *footer.dropped.entry(k.clone()).or_default() += v;
+                    let d = footer.dropped.entry(k.clone()).or_default();
+                    *d = d.saturating_add(*v);
                 }
             }
             other => {
@@ -454,7 +455,7 @@ fn merged_meta(
             // The merged trace is written by merge, not by a recorder.
             file_io: None,
         },
-        dropped_events: footer.dropped.values().sum(),
+        dropped_events: footer.dropped_total(),
         drops_unknown_in: vec![],
         listen: first.and_then(|m| m.listen.clone()),
         merged_from: opts.dirs.iter().map(|d| d.display().to_string()).collect(),

@@ -529,13 +529,17 @@ impl Analyzer {
             }
             Kind::WindowBlocked(w) => self.client_wait(e, w, t),
             Kind::NeverSent(n) => {
-                self.s.never_sent += n.count;
-                self.client_stream(e).never_sent += n.count;
-                *self
+                // Counts are the trace's: an absurd one saturates (two of
+                // 2^63 wrapped to 0, and accounting held).
+                self.s.never_sent = self.s.never_sent.saturating_add(n.count);
+                let stream = self.client_stream(e);
+                stream.never_sent = stream.never_sent.saturating_add(n.count);
+                let by_reason = self
                     .s
                     .never_sent_by_reason
                     .entry(n.reason.as_str().into())
-                    .or_default() += n.count;
+                    .or_default();
+                *by_reason = by_reason.saturating_add(n.count);
             }
         }
     }
@@ -1287,7 +1291,7 @@ fn analysis_pass(
     const CUT_WAITS: &str = "blocked times count only the waits that ended before the cut (a wait is written when it ends)";
     let ending = r.ending().clone();
     let dropped = match &ending {
-        Ending::Clean(f) => f.dropped.values().sum(),
+        Ending::Clean(f) => f.dropped_total(),
         Ending::Truncated { line } => {
             // A file that failed as read was not cut by its writer (said
             // above, with what it means).
