@@ -391,3 +391,48 @@ fn an_export_says_what_it_did_not_write() {
         assert!(err.contains(said), "{said}: {err}");
     }
 }
+
+/// A damaged trace exports what it can: a frame whose `t` is past what a
+/// pcap holds (2^63 ns: the year 2262) is left out and said (it failed the
+/// whole export, naming no file), and corrupt lines are named five at a
+/// time, then counted (every one was said, once per format).
+#[test]
+fn an_export_of_a_damaged_trace_leaves_out_what_it_cannot_write_and_counts_it() {
+    let (dir, trace, text) = short_trace("export-damaged");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let frame = lines
+        .iter()
+        .position(|l| l.contains("\"ep\":\"client\"") && l.contains("\"frame\":\"DATA\""))
+        .unwrap();
+    let t_end = lines[frame].find(",\"ep\"").unwrap();
+    lines[frame] = format!("{{\"t\":{}{}", 1u64 << 63, &lines[frame][t_end..]);
+    for l in lines
+        .iter_mut()
+        .skip(frame + 1)
+        .filter(|l| l.contains("\"type\":\"release\""))
+        .take(12)
+    {
+        *l = "{\"t\":".to_string();
+    }
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let err = export_ok(&dir, "pcap,csv,qlog");
+    assert!(
+        err.contains("client.pcap: 1 packet left out: its time is past what a pcap holds"),
+        "{err}"
+    );
+    assert_eq!(err.matches("skipped line").count(), 5, "{err}");
+    assert_eq!(
+        err.matches("12 corrupt lines skipped in all (the first 5 named above)")
+            .count(),
+        1,
+        "{err}"
+    );
+    for f in [
+        "client.pcap",
+        "server.pcap",
+        "client.sqlog",
+        "csv/frame.csv",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+}

@@ -25,6 +25,9 @@ pub struct MergeOpts {
     pub force: bool,
 }
 
+/// Corrupt lines an input's warnings name one by one; past them, a count.
+const NAMED_SKIPS: u64 = 5;
+
 /// Connection ids of the k-th input are offset by k × this, so ids of
 /// different processes never collide.
 pub const CONN_OFFSET: u32 = 1 << 20;
@@ -107,7 +110,11 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
                 if err.is_one_line() {
                     read[i].1 += 1;
                 }
-                warnings.push(format!("{}: skipped {err}", readers[i].0.display()))
+                // The first few by line, then a count (below): one per
+                // line filled stderr and memory for a trace all damaged.
+                if !err.is_one_line() || read[i].1 <= NAMED_SKIPS {
+                    warnings.push(format!("{}: skipped {err}", readers[i].0.display()))
+                }
             }
             None => return None,
         }
@@ -187,6 +194,12 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
             warnings.push(format!("{}: {w}", path.display()));
         }
         let (ok, corrupt) = read[i];
+        if corrupt > NAMED_SKIPS {
+            warnings.push(format!(
+                "{}: {corrupt} corrupt lines skipped in all (the first {NAMED_SKIPS} named above)",
+                path.display()
+            ));
+        }
         footer.events = footer.events.saturating_add(match r.ending() {
             Ending::Clean(f) => f.events.saturating_sub(r.unknown),
             _ => ok,

@@ -19,6 +19,9 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
     let mut ended = false;
     // Lines of events read (corrupt ones too): against the footer's count.
     let mut lines = 0u64;
+    // Corrupt lines: the first few named, then a count (one warning a line,
+    // and again for each format, filled stderr for a trace all damaged).
+    let mut skipped = 0u64;
     let events = std::iter::from_fn(move || loop {
         match r.next() {
             Some(Ok(e)) => {
@@ -27,10 +30,19 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
             }
             Some(Err(err)) => {
                 lines += u64::from(err.is_one_line());
-                warn_once(format!("warning: {}: skipped {err}", trace.display()))
+                skipped += u64::from(err.is_one_line());
+                if !err.is_one_line() || skipped <= NAMED_SKIPS {
+                    warn_once(format!("warning: {}: skipped {err}", trace.display()))
+                }
             }
             None => {
                 if !std::mem::replace(&mut ended, true) {
+                    if skipped > NAMED_SKIPS {
+                        warn_once(format!(
+                            "warning: {}: {skipped} corrupt lines skipped in all (the first {NAMED_SKIPS} named above)",
+                            trace.display()
+                        ));
+                    }
                     if let Some(w) = r.bad_payload_warning() {
                         warn_once(format!(
                             "warning: {}: {w} (zeros in a pcap)",
@@ -82,6 +94,9 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
     });
     Ok((header, events))
 }
+
+/// Corrupt lines the warnings name one by one; past them, a count.
+const NAMED_SKIPS: u64 = 5;
 
 /// Says a warning about a trace once per process: each export format (and
 /// each qlog tap) reads the trace again, and said it again.

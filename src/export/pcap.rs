@@ -212,6 +212,10 @@ struct TapPcap<W: std::io::Write> {
     /// Bytes the tap read or wrote that no frame covers (after a wire
     /// error it could not frame them): left as a gap before the FIN.
     unframed: u64,
+    /// Packets whose time a pcap cannot hold (past 2106, its 32-bit
+    /// seconds: a damaged `t`), left out (one such `t` failed the whole
+    /// export).
+    out_of_range: u64,
 }
 
 /// Frames a tap's pcap holds for connections whose `conn_open` is still to
@@ -223,6 +227,10 @@ const MAX_HELD_PAYLOAD: usize = 64 << 20;
 impl<W: std::io::Write> TapPcap<W> {
     fn write(&mut self, t: u64, data: &[u8]) -> anyhow::Result<()> {
         let wall = (t as i128 + self.to_wall).max(0) as u128;
+        if wall / 1_000_000_000 > u32::MAX as u128 {
+            self.out_of_range += 1;
+            return Ok(());
+        }
         let ts =
             std::time::Duration::new((wall / 1_000_000_000) as u64, (wall % 1_000_000_000) as u32);
         self.w
@@ -573,6 +581,7 @@ fn write_pcaps(
             skipped: 0,
             made_up_conns: 0,
             unframed: 0,
+            out_of_range: 0,
         })
     };
     let mut server = open("server")?;
@@ -623,6 +632,14 @@ fn write_pcaps(
                 p.made_up_conns,
                 if p.made_up_conns == 1 { "" } else { "s" },
                 if p.made_up_conns == 1 { "its" } else { "their" },
+            );
+        }
+        if p.out_of_range > 0 {
+            crate::say!(
+                "warning: {name}: {} packet{} left out: {} time is past what a pcap holds (2106; a damaged `t` in the trace)",
+                p.out_of_range,
+                if p.out_of_range == 1 { "" } else { "s" },
+                if p.out_of_range == 1 { "its" } else { "their" },
             );
         }
         if p.unframed > 0 {
