@@ -315,10 +315,35 @@ impl OpenError {
             OpenError::Missing { dir: d }
         } else if dir.join("comparison.json").is_file() {
             OpenError::Comparison { dir: d }
+        } else if let Some(odd) = ["trace.jsonl", "trace.jsonl.gz"]
+            .iter()
+            .find_map(|n| not_a_file(&dir.join(n)))
+        {
+            // There, but not a file one can read (it was "no trace.jsonl
+            // here" for a directory, a FIFO or a broken link).
+            odd
         } else {
             OpenError::NotARun { dir: d }
         }
     }
+}
+
+/// What stands at `path` when it is there but not a regular file (a
+/// directory, a FIFO, a dangling or looping symbolic link).
+fn not_a_file(path: &Path) -> Option<OpenError> {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).ok()?;
+    let what = match std::fs::metadata(path) {
+        Err(e) => format!("a symbolic link that leads nowhere readable ({e})"),
+        Ok(m) if m.is_dir() => "a directory".to_string(),
+        Ok(m) if m.file_type().is_fifo() => "a FIFO".to_string(),
+        Ok(m) if !m.is_file() => "not a regular file".to_string(),
+        Ok(_) => return None,
+    };
+    Some(OpenError::NotAFile {
+        path: path.display().to_string(),
+        what,
+    })
 }
 
 /// Opening a trace file failed.
@@ -328,6 +353,8 @@ pub enum OpenError {
     NotARun { dir: String },
     #[error("{dir}: no such directory")]
     Missing { dir: String },
+    #[error("{path} is {what}, not a trace file")]
+    NotAFile { path: String, what: String },
     /// What `compare` writes (beside the runs, under `captures/`).
     #[error("{dir} is a comparison (`compare` wrote it), not a run directory")]
     Comparison { dir: String },
@@ -735,6 +762,30 @@ mod tests {
                 "ok",
             ]
         );
+    }
+
+    /// A trace.jsonl that is there but no file is named for what it is (it
+    /// was "no trace.jsonl here; is this a run directory?").
+    #[test]
+    fn a_trace_that_is_not_a_file_is_named_for_what_it_is() {
+        let dir = std::env::temp_dir().join(format!("h2probe-notafile-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("trace.jsonl")).unwrap();
+        let said = |d: &Path| open_run(d).err().unwrap().to_string();
+        let t = dir.join("trace.jsonl").display().to_string();
+        assert_eq!(said(&dir), format!("{t} is a directory, not a trace file"));
+        std::fs::remove_dir(dir.join("trace.jsonl")).unwrap();
+        std::os::unix::fs::symlink(dir.join("gone"), dir.join("trace.jsonl")).unwrap();
+        assert!(
+            said(&dir).starts_with(&format!(
+                "{t} is a symbolic link that leads nowhere readable ("
+            )),
+            "{}",
+            said(&dir)
+        );
+        std::fs::remove_file(dir.join("trace.jsonl")).unwrap();
+        assert!(said(&dir).ends_with("no trace.jsonl here; is this a run directory?"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The footer ends the reading; content after it (a second trace
