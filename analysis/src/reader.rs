@@ -151,6 +151,14 @@ impl std::fmt::Display for DamagedHeader {
     }
 }
 
+/// The line after the header, read ahead (see [`TraceReader::new`]).
+#[derive(Debug)]
+enum Pending {
+    Line(String),
+    TooLong(u64),
+    NotText,
+}
+
 /// How the trace ended, known once the reader is exhausted.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Ending {
@@ -195,12 +203,13 @@ pub struct TraceReader<R> {
     /// wrong anywhere before the error (deflate cannot tell), so nothing
     /// read can be trusted as the writer wrote it.
     pub read_error: Option<String>,
-    /// The header line was damaged and line 2 is an event: the trace is
-    /// read all the same (see [`DamagedHeader`]).
+    /// The header line was damaged, or its origin comes after the first
+    /// event, and line 2 is an event: the trace is read all the same (see
+    /// [`DamagedHeader`]).
     pub damaged_header: Option<DamagedHeader>,
     /// Line 2, read on open to tell a damaged header from a file that is
-    /// not a trace: handed out first.
-    pending: Option<String>,
+    /// not a trace and to judge the header's origin: handed out first.
+    pending: Option<Pending>,
 }
 
 /// Why an event that parses cannot be real, if so: a frame longer than
@@ -378,19 +387,56 @@ impl<R: BufRead> TraceReader<R> {
             return Err(ReadError::NoHeader);
         }
         let buf = String::from_utf8_lossy(&raw).into_owned();
+        // The line after the header, read ahead: the first event's `t`
+        // judges the header's origin (and stands in for it when the header
+        // is damaged). Given back to `next_event` as it was read.
+        let peek = |input: &mut R| -> Result<(Pending, Option<Event>), ReadError> {
+            let mut raw = Vec::new();
+            let (n, whole) = read_line_capped(input, &mut raw, MAX_LINE, false)
+                .map_err(|cause| ReadError::Io { line: 2, cause })?;
+            if !whole {
+                return Ok((Pending::TooLong(n), None));
+            }
+            let Ok(second) = String::from_utf8(raw) else {
+                return Ok((Pending::NotText, None));
+            };
+            let first = match Line::parse(second.trim_end()) {
+                Ok(Line::Event(e)) => Some(e),
+                _ => None,
+            };
+            Ok((Pending::Line(second), first))
+        };
         let (header, damaged_header, pending) = match Line::parse(buf.trim_end()) {
-            Ok(Line::Header(h)) => (h, None, None),
+            Ok(Line::Header(mut h)) => {
+                let (pending, first) = peek(&mut input)?;
+                // An origin after the first event is damage in the header
+                // (every event read as before the origin, the header
+                // believed): read as a damaged header's.
+                let damaged = match first {
+                    Some(first) if first.t < h.origin_mono_ns => {
+                        let why = format!(
+                            "its origin_mono_ns {} comes after the first event's t {}",
+                            h.origin_mono_ns, first.t
+                        );
+                        h.origin_mono_ns = first.t;
+                        h.origin_unix_ns = 0;
+                        Some(DamagedHeader {
+                            why,
+                            origin_from_meta: false,
+                        })
+                    }
+                    _ => None,
+                };
+                (h, damaged, Some(pending))
+            }
             Ok(_) => return Err(ReadError::NoHeader),
             Err(e) => {
                 // A damaged header line with events after it loses no event:
                 // only the origin the figures count from (a single flipped
                 // byte made the whole trace unreadable).
                 let why = within_line(&e);
-                let mut raw = Vec::new();
-                read_line_capped(&mut input, &mut raw, MAX_LINE, true)
-                    .map_err(|cause| ReadError::Io { line: 2, cause })?;
-                let second = String::from_utf8_lossy(&raw).into_owned();
-                let Ok(Line::Event(first)) = Line::parse(second.trim_end()) else {
+                let (second, first) = peek(&mut input)?;
+                let Some(first) = first else {
                     return Err(ReadError::NoHeader);
                 };
                 let header = Header {
@@ -470,10 +516,12 @@ impl<R: BufRead> TraceReader<R> {
             let mut raw = std::mem::take(&mut self.buf).into_bytes();
             raw.clear();
             let read = match self.pending.take() {
-                Some(line) => {
+                Some(Pending::Line(line)) => {
                     raw.extend_from_slice(line.as_bytes());
                     Ok((line.len() as u64, true))
                 }
+                Some(Pending::TooLong(n)) => Ok((n, false)),
+                Some(Pending::NotText) => return Some(Err(ReadError::NotText { line: self.line })),
                 None => read_line_capped(&mut self.input, &mut raw, MAX_LINE, false),
             };
             let n = match read {
@@ -1127,6 +1175,33 @@ mod tests {
                 Err(ReadError::NoHeader)
             ));
         }
+    }
+
+    /// A header that parses but whose origin comes after the first event
+    /// is damaged too: read from the first event's time (every event was
+    /// "before the trace's origin", the header believed, exit 0).
+    #[test]
+    fn a_header_whose_origin_follows_the_first_event_is_damaged() {
+        let late = HEADER.replace(
+            "\"origin_mono_ns\":1",
+            "\"origin_mono_ns\":18446744073709551615",
+        );
+        let text = format!("{late}\n{EV}\n{EV}\n");
+        let mut r = TraceReader::new(text.as_bytes()).unwrap();
+        assert_eq!(r.header().origin_mono_ns, 5);
+        let said = r.damaged_header.clone().unwrap().to_string();
+        assert!(
+            said.starts_with("line 1: the header is damaged (its origin_mono_ns 18446744073709551615 comes after the first event's t 5)"),
+            "{said}"
+        );
+        let events: Vec<u64> = r.by_ref().map(|e| e.unwrap().t).collect();
+        assert_eq!(events, [5, 5]);
+        assert_eq!(r.line(), 4);
+        // A sound header is left alone, and line 2 read as usual.
+        let sound = format!("{HEADER}\n{EV}\n");
+        let mut r = TraceReader::new(sound.as_bytes()).unwrap();
+        assert!(r.damaged_header.is_none());
+        assert_eq!(r.by_ref().count(), 1);
     }
 
     #[test]
