@@ -370,11 +370,11 @@ impl Analyzer {
                     .wire_errors_by_writer
                     .entry(writer.into())
                     .or_default() += 1;
-                *self
-                    .s
-                    .protocol_errors
-                    .entry(wire_view::wire_error_key(&w.error))
-                    .or_default() += 1;
+                summary::count_capped(
+                    &mut self.s.protocol_errors,
+                    wire_view::wire_error_key(&w.error),
+                    1,
+                );
             }
             Kind::SocketBlocked(b) => {
                 let d = t.saturating_sub(b.start);
@@ -482,7 +482,7 @@ impl Analyzer {
                     Endpoint::Client => &mut self.s.rpc_status,
                     _ => &mut self.s.server_rpc_status,
                 };
-                *map.entry(name).or_default() += 1;
+                summary::count_capped(map, name, 1);
             }
             Kind::Chunk(c) => {
                 self.progressed(0, t);
@@ -899,7 +899,7 @@ impl Analyzer {
         // trace has no server side (a client against a foreign server).
         let side = usize::from(!self.has_server);
         for (k, n) in std::mem::take(&mut self.server_answers[side]) {
-            *s.protocol_errors.entry(k).or_default() += n;
+            summary::count_capped(&mut s.protocol_errors, k, n);
         }
         // The client's from its own tap; from the server's when the trace
         // has no client side (`serve` alone).

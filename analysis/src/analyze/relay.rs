@@ -333,10 +333,11 @@ impl RelayView {
                         Some(leg @ ("client leg" | "server leg")) => format!("{head}: {leg}"),
                         _ => head.to_string(),
                     };
-                    *self
-                        .close_reasons
-                        .entry(format!("{}: {key}", e.ep.as_str()))
-                        .or_default() += 1;
+                    super::summary::count_capped(
+                        &mut self.close_reasons,
+                        format!("{}: {key}", e.ep.as_str()),
+                        1,
+                    );
                     self.pairs.entry(e.conn).or_default().closed_with_reason = true;
                 }
                 // Both legs gone: the pair's streams are final.

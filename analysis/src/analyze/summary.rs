@@ -794,3 +794,24 @@ impl Timeline {
         }
     }
 }
+
+/// Keys a count map keyed by what the trace says (statuses, error kinds,
+/// close reasons) holds at most: past them, the rest count under
+/// [`OTHERS`], in time order (200,000 distinct status codes made a 4 MB
+/// summary and a headline of 40,000 lines).
+pub const MAX_KEYS: usize = 64;
+
+/// The key the kinds past [`MAX_KEYS`] count under.
+pub const OTHERS: &str = "(others)";
+
+/// Adds `n` to `map[key]`, or to `map[OTHERS]` once the map holds
+/// [`MAX_KEYS`] − 1 other keys.
+pub fn count_capped(map: &mut BTreeMap<String, u64>, key: String, n: u64) {
+    let key = if map.contains_key(&key) || map.len() < MAX_KEYS - 1 {
+        key
+    } else {
+        OTHERS.to_string()
+    };
+    let c = map.entry(key).or_default();
+    *c = c.saturating_add(n);
+}

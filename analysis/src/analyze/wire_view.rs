@@ -495,17 +495,17 @@ impl Analyzer {
         match (e.ep, f.dir, f.error_code) {
             (_, _, None | Some(0)) => {}
             (Endpoint::Server, Dir::Out, Some(code)) => {
-                *self.server_answers[0].entry(key(code)).or_default() += 1;
+                super::summary::count_capped(&mut self.server_answers[0], key(code), 1);
             }
             (Endpoint::Client, Dir::In, Some(code)) => {
-                *self.server_answers[1].entry(key(code)).or_default() += 1;
+                super::summary::count_capped(&mut self.server_answers[1], key(code), 1);
             }
             // 0x8: CANCEL.
             (Endpoint::Client, Dir::Out, Some(code)) if code != 0x8 => {
-                *self.client_answers[0].entry(key(code)).or_default() += 1;
+                super::summary::count_capped(&mut self.client_answers[0], key(code), 1);
             }
             (Endpoint::Server, Dir::In, Some(code)) if code != 0x8 => {
-                *self.client_answers[1].entry(key(code)).or_default() += 1;
+                super::summary::count_capped(&mut self.client_answers[1], key(code), 1);
             }
             _ => {}
         }
