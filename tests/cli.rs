@@ -1844,3 +1844,38 @@ fn report_refuses_to_write_its_page_over_anything_but_html() {
         .unwrap()
         .starts_with("<!DOCTYPE html>"));
 }
+
+/// A meta.json whose clock anchor is not the trace header's, or whose
+/// schema is newer, is said (both were believed without a word); a sound
+/// one says nothing.
+#[test]
+fn a_meta_json_that_contradicts_its_trace_is_said() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
+    let dir = support::temp_dir("meta-contradicts");
+    for f in ["trace.jsonl.gz", "meta.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let warned = |dir: &std::path::Path| {
+        let out = support::analyze(dir);
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(!warned(&dir).contains("meta.json"), "{}", warned(&dir));
+    let text = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&text).unwrap();
+    m["clock"]["origin_mono_ns"] = 5.into();
+    std::fs::write(dir.join("meta.json"), m.to_string()).unwrap();
+    let err = warned(&dir);
+    assert!(
+        err.contains("meta.json: its clock anchor (5 ns monotonic"),
+        "{err}"
+    );
+    assert!(err.contains("is not the trace header's"), "{err}");
+    m["schema"] = 99.into();
+    std::fs::write(dir.join("meta.json"), m.to_string()).unwrap();
+    let err = warned(&dir);
+    assert!(
+        err.contains("meta.json: schema 99 is newer than this reader's 1"),
+        "{err}"
+    );
+}

@@ -1074,6 +1074,34 @@ pub struct Analysis {
     pub slice: slice::SliceFinder,
 }
 
+/// What the run's meta.json says that the trace contradicts (it was
+/// believed without a word): a clock anchor other than the sound header's
+/// (the same recording's are equal, a merge's too), or a schema newer than
+/// this reader's.
+fn meta_disagrees(dir: &Path, header: &crate::schema::Header, damaged: bool) -> Option<String> {
+    let m = crate::meta::Meta::read(dir).ok()?;
+    let path = dir.join("meta.json");
+    if m.schema > crate::meta::META_VERSION {
+        return Some(format!(
+            "{}: schema {} is newer than this reader's {}: its fields may be read wrong (upgrade h2probe)",
+            path.display(),
+            m.schema,
+            crate::meta::META_VERSION
+        ));
+    }
+    let c = m.clock.filter(|_| !damaged)?;
+    (c.origin_mono_ns != header.origin_mono_ns || c.origin_unix_ns != header.origin_unix_ns).then(|| {
+        format!(
+            "{}: its clock anchor ({} ns monotonic, {} ns Unix) is not the trace header's ({}, {}): it is another run's, or damaged; the figures count from the header's",
+            path.display(),
+            c.origin_mono_ns,
+            c.origin_unix_ns,
+            header.origin_mono_ns,
+            header.origin_unix_ns
+        )
+    })
+}
+
 /// Analyses a trace file in one streaming pass. A corrupt line in the middle
 /// is skipped with a warning; a cut last line ends the pass with a warning.
 pub fn analyze_trace(path: &Path) -> Result<Analysis, crate::reader::OpenError> {
@@ -1266,6 +1294,10 @@ fn analysis_pass(
     if let Some(said) = &r.damaged_header {
         warnings.push(format!("{}: {said}", path.display()));
     }
+    warnings.extend(
+        path.parent()
+            .and_then(|d| meta_disagrees(d, r.header(), r.damaged_header.is_some())),
+    );
     if let Some(e) = &r.read_error {
         warnings.push(format!(
             "{}: the file failed as it was read ({e}): a compressed trace's bytes may be wrong anywhere before that (its checksum is checked at its end), so the figures may be wrong and the checks cannot be judged",
