@@ -1846,8 +1846,8 @@ fn report_refuses_to_write_its_page_over_anything_but_html() {
 }
 
 /// A meta.json whose clock anchor is not the trace header's, or whose
-/// schema is newer, is said (both were believed without a word); a sound
-/// one says nothing.
+/// schema is newer, is said (both were believed without a word), and so is
+/// a second trace file beside the one read; a sound run says nothing.
 #[test]
 fn a_meta_json_that_contradicts_its_trace_is_said() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("captures/reference/frame-direct");
@@ -1876,6 +1876,14 @@ fn a_meta_json_that_contradicts_its_trace_is_said() {
     let err = warned(&dir);
     assert!(
         err.contains("meta.json: schema 99 is newer than this reader's 1"),
+        "{err}"
+    );
+    // trace.jsonl beside trace.jsonl.gz: the one not read is said (a
+    // gzip stream under the plain name reads the same).
+    std::fs::copy(dir.join("trace.jsonl.gz"), dir.join("trace.jsonl")).unwrap();
+    let err = warned(&dir);
+    assert!(
+        err.contains("trace.jsonl.gz is here too and was not read"),
         "{err}"
     );
 }

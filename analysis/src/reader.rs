@@ -628,7 +628,15 @@ impl<R: BufRead> TraceReader<R> {
                     self.after_footer = self.next_content_line();
                     return None;
                 }
-                Ok(Line::Header(_)) => continue,
+                // A header past line 1 (two traces joined, an edit): not
+                // an event, counted as a damaged line (it was skipped
+                // without a word).
+                Ok(Line::Header(_)) => {
+                    return Some(Err(ReadError::Impossible {
+                        line: self.line,
+                        what: "a second header line: not an event of this trace".into(),
+                    }))
+                }
                 Err(cause) => {
                     if !complete {
                         self.ending = Ending::Truncated { line: self.line };
@@ -810,6 +818,21 @@ mod tests {
                 "ok",
             ]
         );
+    }
+
+    /// A header past line 1 is a damaged line, said (it was skipped
+    /// without a word).
+    #[test]
+    fn a_second_header_is_a_damaged_line() {
+        let (evs, end) = read_all(&format!("{HEADER}\n{EV}\n{HEADER}\n{EV}\n"));
+        assert_eq!(evs.len(), 3);
+        let e = evs[1].as_ref().unwrap_err();
+        assert!(e.is_one_line());
+        assert_eq!(
+            e.to_string(),
+            "line 3: a second header line: not an event of this trace"
+        );
+        assert_eq!(end, Ending::NoFooter);
     }
 
     /// A trace.jsonl that is there but no file is named for what it is (it

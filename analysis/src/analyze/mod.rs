@@ -1141,8 +1141,9 @@ pub fn analyze_trace_with(
     // The sort failed: the window's analysis again (the log was rewritten).
     let (mut a, _) = analysis_pass(path, window_log.as_ref(), TimeOrder::window())?;
     a.warn(format!(
-        "{}: sorting the trace to put those events in their place failed ({failed}); the figures are those of the reorder window's order",
-        path.display()
+        "{}: sorting the trace to put those events in their place failed ({failed}; its runs are written to temporary files in {}, $TMPDIR); the figures are those of the reorder window's order",
+        path.display(),
+        std::env::temp_dir().display()
     ));
     Ok(a)
 }
@@ -1298,6 +1299,15 @@ fn analysis_pass(
         path.parent()
             .and_then(|d| meta_disagrees(d, r.header(), r.damaged_header.is_some())),
     );
+    // trace.jsonl is read before trace.jsonl.gz: the other one is said.
+    let gz = path.with_file_name("trace.jsonl.gz");
+    if path.file_name() == Some("trace.jsonl".as_ref()) && gz.is_file() {
+        warnings.push(format!(
+            "{}: {} is here too and was not read (two traces of one run? remove the one that is not)",
+            path.display(),
+            gz.display()
+        ));
+    }
     if let Some(e) = &r.read_error {
         warnings.push(format!(
             "{}: the file failed as it was read ({e}): a compressed trace's bytes may be wrong anywhere before that (its checksum is checked at its end), so the figures may be wrong and the checks cannot be judged",
