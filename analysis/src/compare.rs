@@ -159,6 +159,9 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
                 |s: &Summary| s.has_server,
                 |s: &Summary| s.has_client && s.has_server,
             );
+            // Under Part 3's admission bound the queue cannot outgrow its
+            // slots: no growth figure (as its headline leaves it out).
+            let growing = |s: &Summary| both(s) && s.overload.is_none();
             let measured = |side: &dyn Fn(&Summary) -> bool, f: &dyn Fn(&Summary) -> f64| {
                 Stat::of_measured(
                     &group
@@ -197,7 +200,7 @@ pub fn rows(runs: &[RunRef]) -> Vec<Row> {
                 dirs: group.iter().map(|r| r.dir.display().to_string()).collect(),
                 send_rate: measured(&client, &|s| s.send_rate_steady),
                 completion_rate: measured(&server, &|s| s.completion_rate),
-                queue_growth_rate: measured(&both, &|s| s.queue_growth_rate),
+                queue_growth_rate: measured(&growing, &|s| s.queue_growth_rate),
                 max_queue_depth: measured(&server, &|s| s.max_queue_depth as f64),
                 max_owned_mib: measured(&server, &|s| s.max_owned_bytes as f64 / 1048576.0),
                 window_blocked_s: measured(&client, &|s| s.client_window_blocked_s),
@@ -541,6 +544,17 @@ mod tests {
         assert!(back.max_queue_depth.median.is_nan());
         let mixed = rows_of(&[run("m", 300.0, 12), client_only(290.0)]);
         assert_eq!(mixed[0].max_queue_depth.show(0), "12");
+        // A Part 3 run's queue cannot outgrow its slots: no growth figure
+        // (it showed one, which its own headline leaves out).
+        let part3 = RunRef {
+            summary: Summary {
+                queue_growth_rate: 0.8,
+                overload: Some(Default::default()),
+                ..run("p", 80.0, 31).summary
+            },
+            ..run("p", 80.0, 31)
+        };
+        assert_eq!(rows(&[part3])[0].queue_growth_rate.show(1), "n/a");
     }
 
     fn rows_of(runs: &[RunRef]) -> Vec<Row> {
