@@ -554,7 +554,7 @@ mod tests {
             },
             ..run("p", 80.0, 31)
         };
-        assert_eq!(rows(&[part3])[0].queue_growth_rate.show(1), "n/a");
+        assert_eq!(rows_of(&[part3])[0].queue_growth_rate.show(1), "n/a");
     }
 
     fn rows_of(runs: &[RunRef]) -> Vec<Row> {
