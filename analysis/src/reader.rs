@@ -245,6 +245,22 @@ fn impossible(e: &Event, origin: u64) -> Option<String> {
             "a {} frame of {} bytes: an HTTP/2 frame holds at most {MAX_FRAME} (RFC 9113 §4.1)",
             f.frame, f.len
         )),
+        // The window figures count the typed increment: one its own frame
+        // bytes contradict is damage (an edited 0 failed a check 23 lines
+        // later, on a DATA frame that was sound).
+        Kind::Frame(f) if f.frame == crate::schema::FrameType::WINDOW_UPDATE => {
+            let bytes = f
+                .payload
+                .as_ref()
+                .and_then(|p| <[u8; 4]>::try_from(&p.0[..]).ok());
+            match (f.increment, bytes) {
+                (Some(i), Some(b)) if u32::from_be_bytes(b) & 0x7fff_ffff != i => Some(format!(
+                    "a WINDOW_UPDATE whose increment {i} is not its own bytes' {}",
+                    u32::from_be_bytes(b) & 0x7fff_ffff
+                )),
+                _ => None,
+            }
+        }
         Kind::SocketBlocked(i) => within("start", i.start),
         Kind::WindowBlocked(w) => within("start", w.start),
         Kind::Send(s) => within("begin", s.begin).or_else(|| within("scheduled", s.scheduled)),
@@ -740,7 +756,9 @@ fn frame_without_payload(text: &str, scratch: &mut String) -> Option<(Event, boo
     let crate::schema::Kind::Frame(f) = &e.kind else {
         return None;
     };
-    if f.payload.is_some() {
+    // A WINDOW_UPDATE's 4 bytes are checked against its increment (see
+    // `impossible`): the full parse's, whose payload it keeps that long.
+    if f.payload.is_some() || f.frame == crate::schema::FrameType::WINDOW_UPDATE {
         return None;
     }
     let sound = base64_simd::STANDARD.decoded_length(b64).ok() == Some(f.len as usize);
@@ -779,6 +797,36 @@ mod tests {
             said(&evs[2]),
             "line 4: t 0 is before the trace's origin (1): not a time of this recording"
         );
+    }
+
+    /// A WINDOW_UPDATE whose increment its own bytes contradict is a
+    /// damaged line, with and without payloads (an edited increment 0
+    /// failed a check on a sound DATA frame 23 lines later).
+    #[test]
+    fn a_window_update_whose_increment_its_bytes_contradict_is_damaged() {
+        // AABAEQ== is 0x00004011: 16401.
+        let wu = |inc: u32| {
+            format!(
+                r#"{{"t":6,"ep":"server","conn":1,"stream":0,"type":"frame","dir":"out","offset":9,"frame":"WINDOW_UPDATE","flags":0,"len":4,"increment":{inc},"payload":"AABAEQ=="}}"#
+            )
+        };
+        let text = format!("{HEADER}\n{}\n{}\n", wu(16401), wu(0));
+        for drop_payloads in [false, true] {
+            let mut r = TraceReader::new(text.as_bytes()).unwrap();
+            if drop_payloads {
+                r = r.without_payloads();
+            }
+            let got: Vec<_> = r.by_ref().collect();
+            let sound = got[0].as_ref().unwrap();
+            let crate::schema::Kind::Frame(f) = &sound.kind else {
+                panic!()
+            };
+            assert_eq!(f.payload.is_none(), drop_payloads);
+            assert_eq!(
+                got[1].as_ref().unwrap_err().to_string(),
+                "line 3: a WINDOW_UPDATE whose increment 0 is not its own bytes' 16401"
+            );
+        }
     }
 
     /// A time inside an event (an interval's `start`, a send's `begin` and
