@@ -197,6 +197,10 @@ pub struct TraceReader<R> {
     /// ends the reading, and what follows (a second trace joined on, a
     /// damaged file) is not read.
     pub after_footer: Option<u64>,
+    /// The last damaged line that reads as a footer (`"type":"footer"`):
+    /// without a sound one after it, the trace has a footer whose counts
+    /// are lost, not a writer that did not finish.
+    pub damaged_footer: Option<u64>,
     /// The input's own read error (not a cut), if reading met one, even
     /// past the footer: a compressed trace whose checksum, checked at its
     /// end, fails, or whose stream breaks in the middle. Its bytes may be
@@ -488,6 +492,7 @@ impl<R: BufRead> TraceReader<R> {
             drop_payloads: false,
             scratch: String::new(),
             after_footer: None,
+            damaged_footer: None,
             read_error: None,
             damaged_header,
             pending,
@@ -657,6 +662,9 @@ impl<R: BufRead> TraceReader<R> {
                     if !complete {
                         self.ending = Ending::Truncated { line: self.line };
                         return None;
+                    }
+                    if self.buf.contains("\"type\":\"footer\"") {
+                        self.damaged_footer = Some(self.line);
                     }
                     return Some(Err(ReadError::Corrupt {
                         line: self.line,
@@ -866,6 +874,18 @@ mod tests {
                 "ok",
             ]
         );
+    }
+
+    /// A footer that does not parse is named as a damaged footer, not as
+    /// none (it read "the writer did not finish").
+    #[test]
+    fn a_damaged_footer_is_named() {
+        let text =
+            format!("{HEADER}\n{EV}\n{{\"type\":\"footer\",\"events\":-5,\"dropped\":{{}}}}\n");
+        let mut r = TraceReader::new(text.as_bytes()).unwrap();
+        assert_eq!(r.by_ref().filter(|e| e.is_err()).count(), 1);
+        assert_eq!(r.ending(), &Ending::NoFooter);
+        assert_eq!(r.damaged_footer, Some(3));
     }
 
     /// A header past line 1 is a damaged line, said (it was skipped

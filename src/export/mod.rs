@@ -52,9 +52,10 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
                     use h2probe_analysis::reader::Ending;
                     let cut = match r.ending() {
                         Ending::Truncated { line } => Some(format!("truncated at line {line}")),
-                        Ending::NoFooter => {
-                            Some("without its footer (the writer did not finish)".into())
-                        }
+                        Ending::NoFooter => Some(match r.damaged_footer {
+                            Some(line) => format!("with a damaged footer (line {line})"),
+                            None => "without its footer (the writer did not finish)".into(),
+                        }),
                         Ending::Clean(_) | Ending::Open => None,
                     };
                     if let Some(cut) = cut {

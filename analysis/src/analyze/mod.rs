@@ -1348,10 +1348,16 @@ fn analysis_pass(
             0
         }
         Ending::NoFooter => {
-            warnings.push(format!(
-                "{}: the trace has no footer (the writer did not finish); drop counts unknown; {CUT_WAITS}",
-                path.display()
-            ));
+            warnings.push(match r.damaged_footer {
+                Some(line) => format!(
+                    "{}: its footer (line {line}) is damaged, so the counts it held are lost; drop counts unknown; {CUT_WAITS}",
+                    path.display()
+                ),
+                None => format!(
+                    "{}: the trace has no footer (the writer did not finish); drop counts unknown; {CUT_WAITS}",
+                    path.display()
+                ),
+            });
             0
         }
         Ending::Open => 0,
