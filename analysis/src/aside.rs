@@ -115,6 +115,13 @@ impl Aside {
     /// The file renamed over the previous one; a directory replacing the
     /// previous one, or its files moved (see [`Aside::move_files`]).
     fn put(&self) -> io::Result<()> {
+        // Named by the product: "Is a directory" alone, beside the run
+        // directory, did not say which file stood in the way.
+        self.put_unnamed()
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))
+    }
+
+    fn put_unnamed(&self) -> io::Result<()> {
         match &self.moves {
             Some((names, stale)) => {
                 let into = self.path.parent().unwrap_or(Path::new("."));
@@ -143,6 +150,20 @@ pub fn commit_together(mut products: Vec<Aside>) -> io::Result<()> {
     let mut r = registry();
     if r.closed {
         return Err(interrupted());
+    }
+    // A file that cannot replace what stands at its name (a directory)
+    // fails before any product is put in place: the set stays the previous
+    // one (the page was replaced and the summary refused, a mixed set).
+    for a in &products {
+        if a.moves.is_none() && a.path.is_dir() && !a.tmp.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                format!(
+                    "{}: a directory stands at this product's name",
+                    a.path.display()
+                ),
+            ));
+        }
     }
     for a in &mut products {
         a.put()?;
@@ -242,6 +263,20 @@ mod tests {
         std::fs::write(d.tmp().join("frame.csv"), "t").unwrap();
         d.commit().unwrap();
         assert!(csv.join("frame.csv").exists() && !csv.join("stale.csv").exists());
+        // A file whose name a directory holds fails the set before any of
+        // it is put in place, naming it.
+        let page = dir.join("report.html");
+        std::fs::write(&page, "old page").unwrap();
+        std::fs::create_dir_all(dir.join("timeline.csv")).unwrap();
+        let (a, _f) = Aside::file(&page).unwrap();
+        let (b, _g) = Aside::file(&dir.join("timeline.csv")).unwrap();
+        let e = commit_together(vec![a, b]).unwrap_err();
+        assert!(
+            e.to_string().contains("timeline.csv: a directory stands"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&page).unwrap(), "old page");
+        std::fs::remove_dir(dir.join("timeline.csv")).unwrap();
         // Abandoned: what is being written goes, nothing new starts, and
         // what is committed stays.
         let (open_file, _f) = Aside::file(&dir.join("windows.csv")).unwrap();
