@@ -38,7 +38,7 @@ pub enum ReadError {
     /// being held (a tail of zeros a crash left read as one line of
     /// gigabytes, and the analysis ran out of memory), skipped like a
     /// corrupt one.
-    #[error("line {line}: {bytes} bytes without a line end, longer than any trace line ({} MiB at most)", MAX_LINE >> 20)]
+    #[error("line {line}: {bytes} bytes (its line end included), longer than any trace line ({} MiB at most)", MAX_LINE >> 20)]
     TooLong { line: u64, bytes: u64 },
     /// The input's own error (a damaged compressed stream): the reading
     /// ends there.
@@ -133,6 +133,10 @@ pub struct DamagedHeader {
     /// The JSON parser's complaint about line 1.
     pub why: String,
     pub origin_from_meta: bool,
+    /// The origin a header that parses gave (mono, unix ns), when it is
+    /// judged damaged for coming after the first event: meta.json agreeing
+    /// with it vouches for the header, and the first event is the damage.
+    pub stated_origin: Option<(u64, u64)>,
 }
 
 impl std::fmt::Display for DamagedHeader {
@@ -314,12 +318,25 @@ impl TraceReader<Box<dyn BufRead + Send>> {
             cause: e,
         })?;
         // A damaged header: the run's own origin, as its meta.json has it.
-        let anchor = path
+        let clock = path
             .parent()
             .filter(|_| r.damaged_header.is_some())
             .and_then(|dir| crate::meta::Meta::read(dir).ok())
-            .and_then(|m| m.clock)
-            .filter(|c| c.origin_mono_ns <= r.header.origin_mono_ns);
+            .and_then(|m| m.clock);
+        // A header that parses, judged damaged only for an origin after the
+        // first event, with meta.json's anchor the same: the header stands,
+        // and that first event is the damage (a corrupt line; one edited
+        // line 2 made a 3 s run span 48,825 s).
+        let stated = r.damaged_header.as_ref().and_then(|d| d.stated_origin);
+        if let (Some(c), Some((mono, unix))) = (&clock, stated) {
+            if (c.origin_mono_ns, c.origin_unix_ns) == (mono, unix) {
+                r.header.origin_mono_ns = mono;
+                r.header.origin_unix_ns = unix;
+                r.damaged_header = None;
+                return Ok(r);
+            }
+        }
+        let anchor = clock.filter(|c| c.origin_mono_ns <= r.header.origin_mono_ns);
         if let (Some(c), Some(damaged)) = (anchor, r.damaged_header.as_mut()) {
             r.header.origin_mono_ns = c.origin_mono_ns;
             r.header.origin_unix_ns = c.origin_unix_ns;
@@ -412,7 +429,7 @@ impl<R: BufRead> TraceReader<R> {
         // is damaged). Given back to `next_event` as it was read.
         let peek = |input: &mut R| -> Result<(Pending, Option<Event>), ReadError> {
             let mut raw = Vec::new();
-            let (n, whole) = read_line_capped(input, &mut raw, MAX_LINE, false)
+            let (n, whole) = read_line_capped(input, &mut raw, MAX_LINE + 1, false)
                 .map_err(|cause| ReadError::Io { line: 2, cause })?;
             if !whole {
                 return Ok((Pending::TooLong(n), None));
@@ -438,11 +455,13 @@ impl<R: BufRead> TraceReader<R> {
                             "its origin_mono_ns {} comes after the first event's t {}",
                             h.origin_mono_ns, first.t
                         );
+                        let stated = (h.origin_mono_ns, h.origin_unix_ns);
                         h.origin_mono_ns = first.t;
                         h.origin_unix_ns = 0;
                         Some(DamagedHeader {
                             why,
                             origin_from_meta: false,
+                            stated_origin: Some(stated),
                         })
                     }
                     _ => None,
@@ -469,6 +488,7 @@ impl<R: BufRead> TraceReader<R> {
                 let damaged = DamagedHeader {
                     why,
                     origin_from_meta: false,
+                    stated_origin: None,
                 };
                 (header, Some(damaged), Some(second))
             }
@@ -543,7 +563,8 @@ impl<R: BufRead> TraceReader<R> {
                 }
                 Some(Pending::TooLong(n)) => Ok((n, false)),
                 Some(Pending::NotText) => return Some(Err(ReadError::NotText { line: self.line })),
-                None => read_line_capped(&mut self.input, &mut raw, MAX_LINE, false),
+                // The line end is not the line's.
+                None => read_line_capped(&mut self.input, &mut raw, MAX_LINE + 1, false),
             };
             let n = match read {
                 Ok((n, true)) => n,
@@ -965,11 +986,25 @@ mod tests {
         assert_eq!(
             e.to_string(),
             format!(
-                "line 3: {} bytes without a line end, longer than any trace line (64 MiB at most)",
+                "line 3: {} bytes (its line end included), longer than any trace line (64 MiB at most)",
                 long + 1
             )
         );
         assert!(matches!(r.ending(), Ending::Clean(_)));
+        // 64 MiB is held (and judged as JSON); a byte more is not.
+        for (len, too_long) in [(MAX_LINE, false), (MAX_LINE + 1, true)] {
+            let text = std::io::Cursor::new(format!("{HEADER}\n{EV}\n"))
+                .chain(std::io::repeat(b'x').take(len as u64))
+                .chain(std::io::Cursor::new("\n"));
+            let mut r = TraceReader::new(std::io::BufReader::new(text)).unwrap();
+            let got: Vec<_> = r.by_ref().collect();
+            let e = got[1].as_ref().unwrap_err();
+            assert_eq!(
+                matches!(e, ReadError::TooLong { .. }),
+                too_long,
+                "{len}: {e}"
+            );
+        }
         // A header of zeros: not a trace, from its first 64 KiB (the rest,
         // a terabyte here, is never read).
         let zeros = std::io::BufReader::new(std::io::repeat(0).take(1 << 40));
@@ -1288,6 +1323,39 @@ mod tests {
         let events: Vec<u64> = r.by_ref().map(|e| e.unwrap().t).collect();
         assert_eq!(events, [5, 5]);
         assert_eq!(r.line(), 4);
+        // meta.json's anchor the header's own: the header stands, and line
+        // 2 is the damage (one edited line made a 3 s run span 48,825 s).
+        let dir = std::env::temp_dir().join(format!("h2probe-vouched-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let early = r#"{"t":3,"ep":"server","conn":1,"stream":1,"type":"chunk","len":10}"#;
+        let late_origin = HEADER.replace("\"origin_mono_ns\":1", "\"origin_mono_ns\":4");
+        std::fs::write(
+            dir.join("trace.jsonl"),
+            format!("{late_origin}\n{early}\n{EV}\n"),
+        )
+        .unwrap();
+        let meta = |mono: u64| {
+            format!(
+                r#"{{"schema":1,"tool":"t","command":"run","clock":{{"clock":"CLOCK_MONOTONIC","origin_mono_ns":{mono},"origin_unix_ns":2}}}}"#
+            )
+        };
+        std::fs::write(dir.join("meta.json"), meta(4)).unwrap();
+        let (_, mut r) = open_run(&dir).unwrap();
+        assert!(r.damaged_header.is_none());
+        assert_eq!(r.header().origin_mono_ns, 4);
+        let got: Vec<_> = r.by_ref().collect();
+        assert!(got[0]
+            .as_ref()
+            .unwrap_err()
+            .to_string()
+            .starts_with("line 2: t 3 is before the trace's origin (4)"));
+        assert_eq!(got[1].as_ref().unwrap().t, 5);
+        // meta.json's anchor another: the header is the damage.
+        std::fs::write(dir.join("meta.json"), meta(1)).unwrap();
+        let (_, r) = open_run(&dir).unwrap();
+        assert!(r.damaged_header.as_ref().unwrap().origin_from_meta);
+        assert_eq!(r.header().origin_mono_ns, 1);
+        std::fs::remove_dir_all(&dir).unwrap();
         // A sound header is left alone, and line 2 read as usual.
         let sound = format!("{HEADER}\n{EV}\n");
         let mut r = TraceReader::new(sound.as_bytes()).unwrap();

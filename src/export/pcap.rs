@@ -636,7 +636,7 @@ fn write_pcaps(
         }
         if p.out_of_range > 0 {
             crate::say!(
-                "warning: {name}: {} packet{} left out: {} time is past what a pcap holds (2106; a damaged `t` in the trace)",
+                "warning: {name}: {} packet{} left out: {} time is past what a pcap holds (2106: a damaged `t` in the trace, or the header's origin_unix_ns)",
                 p.out_of_range,
                 if p.out_of_range == 1 { "" } else { "s" },
                 if p.out_of_range == 1 { "its" } else { "their" },
