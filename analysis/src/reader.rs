@@ -217,7 +217,7 @@ pub struct TraceReader<R> {
     pub damaged_header: Option<DamagedHeader>,
     /// Line 2, read on open to tell a damaged header from a file that is
     /// not a trace and to judge the header's origin: handed out first.
-    pending: Option<Pending>,
+    pending: std::collections::VecDeque<Pending>,
 }
 
 /// Why an event that parses cannot be real, if so: a frame longer than
@@ -427,10 +427,10 @@ impl<R: BufRead> TraceReader<R> {
         // The line after the header, read ahead: the first event's `t`
         // judges the header's origin (and stands in for it when the header
         // is damaged). Given back to `next_event` as it was read.
-        let peek = |input: &mut R| -> Result<(Pending, Option<Event>), ReadError> {
+        let peek = |input: &mut R, line: u64| -> Result<(Pending, Option<Event>), ReadError> {
             let mut raw = Vec::new();
             let (n, whole) = read_line_capped(input, &mut raw, MAX_LINE + 1, false)
-                .map_err(|cause| ReadError::Io { line: 2, cause })?;
+                .map_err(|cause| ReadError::Io { line, cause })?;
             if !whole {
                 return Ok((Pending::TooLong(n), None));
             }
@@ -445,12 +445,24 @@ impl<R: BufRead> TraceReader<R> {
         };
         let (header, damaged_header, pending) = match Line::parse(buf.trim_end()) {
             Ok(Line::Header(mut h)) => {
-                let (pending, first) = peek(&mut input)?;
+                let (p2, first) = peek(&mut input, 2)?;
+                let mut pending = std::collections::VecDeque::from([p2]);
                 // An origin after the first event is damage in the header
                 // (every event read as before the origin, the header
-                // believed): read as a damaged header's.
-                let damaged = match first {
-                    Some(first) if first.t < h.origin_mono_ns => {
+                // believed): read as a damaged header's, unless the next
+                // event is within it (then the first is the damaged line:
+                // one edited line 2 made a 3 s run span 48,825 s).
+                let suspect = first.filter(|f| f.t < h.origin_mono_ns);
+                let second_within = match suspect {
+                    Some(_) => {
+                        let (p3, second) = peek(&mut input, 3)?;
+                        pending.push_back(p3);
+                        second.is_some_and(|s| s.t >= h.origin_mono_ns)
+                    }
+                    None => false,
+                };
+                let damaged = match suspect {
+                    Some(first) if !second_within => {
                         let why = format!(
                             "its origin_mono_ns {} comes after the first event's t {}",
                             h.origin_mono_ns, first.t
@@ -466,7 +478,7 @@ impl<R: BufRead> TraceReader<R> {
                     }
                     _ => None,
                 };
-                (h, damaged, Some(pending))
+                (h, damaged, pending)
             }
             Ok(_) => return Err(ReadError::NoHeader),
             Err(e) => {
@@ -474,7 +486,7 @@ impl<R: BufRead> TraceReader<R> {
                 // only the origin the figures count from (a single flipped
                 // byte made the whole trace unreadable).
                 let why = within_line(&e);
-                let (second, first) = peek(&mut input)?;
+                let (second, first) = peek(&mut input, 2)?;
                 let Some(first) = first else {
                     return Err(ReadError::NoHeader);
                 };
@@ -490,7 +502,11 @@ impl<R: BufRead> TraceReader<R> {
                     origin_from_meta: false,
                     stated_origin: None,
                 };
-                (header, Some(damaged), Some(second))
+                (
+                    header,
+                    Some(damaged),
+                    std::collections::VecDeque::from([second]),
+                )
             }
         };
         if header.schema > crate::schema::SCHEMA_VERSION {
@@ -556,7 +572,7 @@ impl<R: BufRead> TraceReader<R> {
             // back at every call, and no later line can be reached.
             let mut raw = std::mem::take(&mut self.buf).into_bytes();
             raw.clear();
-            let read = match self.pending.take() {
+            let read = match self.pending.pop_front() {
                 Some(Pending::Line(line)) => {
                     raw.extend_from_slice(line.as_bytes());
                     Ok((line.len() as u64, true))
@@ -1323,34 +1339,49 @@ mod tests {
         let events: Vec<u64> = r.by_ref().map(|e| e.unwrap().t).collect();
         assert_eq!(events, [5, 5]);
         assert_eq!(r.line(), 4);
-        // meta.json's anchor the header's own: the header stands, and line
-        // 2 is the damage (one edited line made a 3 s run span 48,825 s).
+        // One event before the origin, the next within it: the header
+        // stands and that event is the damage (one edited line 2 made a 3 s
+        // run span 48,825 s); both before it, with meta.json's anchor the
+        // header's own, likewise; with another anchor, the header is damaged.
         let dir = std::env::temp_dir().join(format!("h2probe-vouched-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let early = r#"{"t":3,"ep":"server","conn":1,"stream":1,"type":"chunk","len":10}"#;
+        let at = |t: u64| {
+            format!(r#"{{"t":{t},"ep":"server","conn":1,"stream":1,"type":"chunk","len":10}}"#)
+        };
         let late_origin = HEADER.replace("\"origin_mono_ns\":1", "\"origin_mono_ns\":4");
-        std::fs::write(
-            dir.join("trace.jsonl"),
-            format!("{late_origin}\n{early}\n{EV}\n"),
-        )
-        .unwrap();
         let meta = |mono: u64| {
             format!(
                 r#"{{"schema":1,"tool":"t","command":"run","clock":{{"clock":"CLOCK_MONOTONIC","origin_mono_ns":{mono},"origin_unix_ns":2}}}}"#
             )
         };
+        let trace = |ts: [u64; 3]| {
+            let lines: Vec<String> = ts.iter().map(|t| at(*t)).collect();
+            std::fs::write(
+                dir.join("trace.jsonl"),
+                format!("{late_origin}\n{}\n", lines.join("\n")),
+            )
+            .unwrap();
+        };
+        let stands = |dir: &Path| {
+            let (_, mut r) = open_run(dir).unwrap();
+            assert!(r.damaged_header.is_none());
+            assert_eq!(r.header().origin_mono_ns, 4);
+            let got: Vec<_> = r.by_ref().collect();
+            assert!(got[0]
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .starts_with("line 2: t 3 is before the trace's origin (4)"));
+            got.len()
+        };
+        trace([3, 5, 6]);
+        assert_eq!(stands(&dir), 3);
+        trace([3, 3, 6]);
+        let (_, r) = open_run(&dir).unwrap();
+        assert!(!r.damaged_header.as_ref().unwrap().origin_from_meta);
+        assert_eq!(r.header().origin_mono_ns, 3);
         std::fs::write(dir.join("meta.json"), meta(4)).unwrap();
-        let (_, mut r) = open_run(&dir).unwrap();
-        assert!(r.damaged_header.is_none());
-        assert_eq!(r.header().origin_mono_ns, 4);
-        let got: Vec<_> = r.by_ref().collect();
-        assert!(got[0]
-            .as_ref()
-            .unwrap_err()
-            .to_string()
-            .starts_with("line 2: t 3 is before the trace's origin (4)"));
-        assert_eq!(got[1].as_ref().unwrap().t, 5);
-        // meta.json's anchor another: the header is the damage.
+        assert_eq!(stands(&dir), 3);
         std::fs::write(dir.join("meta.json"), meta(1)).unwrap();
         let (_, r) = open_run(&dir).unwrap();
         assert!(r.damaged_header.as_ref().unwrap().origin_from_meta);
