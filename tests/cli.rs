@@ -1828,18 +1828,12 @@ fn report_refuses_to_write_its_page_over_anything_but_html() {
     }
     // An .html name is written.
     let page = dir.join("Page.HTML");
-    let out = h2probe()
-        .arg("report")
-        .arg(&dir)
-        .arg("--out")
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::h2probe_ok([
+        "report".as_ref(),
+        dir.as_os_str(),
+        "--out".as_ref(),
+        page.as_os_str(),
+    ]);
     assert!(std::fs::read_to_string(&page)
         .unwrap()
         .starts_with("<!DOCTYPE html>"));
