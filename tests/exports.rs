@@ -436,3 +436,28 @@ fn an_export_of_a_damaged_trace_leaves_out_what_it_cannot_write_and_counts_it() 
         assert!(dir.join(f).is_file(), "{f}");
     }
 }
+
+/// An event moved far past the run's end stretches the span, and the
+/// analysis says so from meta.json's start and finish (a 300 ms run spanned
+/// 11 days without a word); the run itself says nothing.
+#[test]
+fn analyze_says_when_the_events_span_longer_than_the_run_lasted() {
+    let (dir, trace, text) = short_trace("span-longer-than-run");
+    let said = |dir: &std::path::Path| {
+        let out = support::analyze(dir);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(!said(&dir).contains("the events span"), "{}", said(&dir));
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let last = lines.len() - 2;
+    let t: u64 = lines[last][5..lines[last].find(',').unwrap()]
+        .parse()
+        .unwrap();
+    lines[last] = lines[last].replacen(&t.to_string(), &(t + 1_000_000_000_000_000).to_string(), 1);
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let err = said(&dir);
+    assert!(
+        err.contains("the events span 1000000.") && err.contains("an event's time is damaged"),
+        "{err}"
+    );
+}

@@ -1120,6 +1120,37 @@ pub fn analyze_trace_with(
     path: &Path,
     window_log: Option<std::fs::File>,
 ) -> Result<Analysis, crate::reader::OpenError> {
+    let mut a = analyze_in_time_order(path, window_log)?;
+    if let Some(w) = span_disagrees(path, a.summary.span_s) {
+        a.warn(w);
+    }
+    Ok(a)
+}
+
+/// A trace that spans longer than its run did by meta.json's wall clock
+/// (start to finish, with 2 s and 1 % of slack): an event's `t` is
+/// damaged, and every figure over time is stretched (one event moved 10^15
+/// ns later made a 3 s run span 11 days, without a word).
+fn span_disagrees(path: &Path, span_s: f64) -> Option<String> {
+    let m = crate::meta::Meta::read(path.parent()?).ok()?;
+    if m.finished_unix_ns <= m.started_unix_ns || m.started_unix_ns == 0 {
+        return None;
+    }
+    let ran_s = (m.finished_unix_ns - m.started_unix_ns) as f64 / 1e9;
+    (span_s > ran_s * 1.01 + 2.0).then(|| {
+        format!(
+            "{}: the events span {span_s:.1} s, but the run lasted {ran_s:.1} s by meta.json's start and finish: an event's time is damaged, and the figures over time are stretched by it",
+            path.display()
+        )
+    })
+}
+
+/// [`analyze_trace_with`]'s passes: through the reorder window, and sorted
+/// whole if an event came too late for it.
+fn analyze_in_time_order(
+    path: &Path,
+    window_log: Option<std::fs::File>,
+) -> Result<Analysis, crate::reader::OpenError> {
     let (first, _) = analysis_pass(path, window_log.as_ref(), TimeOrder::window())?;
     let late = first.summary.out_of_order_events;
     if late == 0 {
