@@ -873,6 +873,18 @@ fn merge_refuses_copies_runs_and_other_times_and_names_unpaired_clients() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(!err.contains("shares no connection"), "{err}");
+    assert!(!err.contains("no readable meta.json"), "{err}");
+    // A side without its meta.json: merged, and said that its host and
+    // times could not be checked (it passed without a word).
+    let bare = support::temp_dir("merge-no-meta");
+    std::fs::copy(sides[1].join("trace.jsonl"), bare.join("trace.jsonl")).unwrap();
+    let o = merge(&[&sides[0], &bare], "merge-no-meta-out");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("no readable meta.json: whether it ran on this host and boot, and when, could not be checked"),
+        "{err}"
+    );
     // The merged run with one of its own inputs: every event of it twice.
     // Found mid-merge, after --out was made: nothing of it is left (an
     // empty directory was).

@@ -88,6 +88,16 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     // k-way merge by time; each input is (nearly) in time order already.
     let mut heads: Vec<Option<Event>> = vec![None; readers.len()];
     let mut warnings = vec![];
+    // Without its meta.json a run's host, boot and times are unknown: the
+    // refusals above could not judge it (they passed it without a word).
+    for (d, m) in opts.dirs.iter().zip(&metas) {
+        if m.is_none() {
+            warnings.push(format!(
+                "{}: no readable meta.json: whether it ran on this host and boot, and when, could not be checked",
+                d.display()
+            ));
+        }
+    }
     // The merged trace has a header of its own: an input's damage is said.
     for (path, r) in &readers {
         if let Some(said) = &r.damaged_header {
