@@ -76,6 +76,10 @@ pub const MAX_LINE: usize = 64 << 20;
 /// The longest header line the reader looks at (the writer's is ≈ 150 B).
 const MAX_HEADER: usize = 64 << 10;
 
+/// Lines after a damaged header searched for the first event, whose `t`
+/// stands in for the origin.
+const HEADER_SEARCH: u64 = 16;
+
 /// `read_until(b'\n')` holding at most `cap` bytes in `out`: a longer line
 /// is read to its end, or with `stop_at_cap` only to the cap, and its bytes
 /// dropped. Returns the bytes read and whether `out` holds the whole line.
@@ -486,7 +490,20 @@ impl<R: BufRead> TraceReader<R> {
                 // only the origin the figures count from (a single flipped
                 // byte made the whole trace unreadable).
                 let why = within_line(&e);
-                let (second, first) = peek(&mut input, 2)?;
+                // The first event within a few lines stands in for the
+                // origin (a blank or damaged line 2 refused the whole
+                // trace); the lines before it are read as usual.
+                let mut pending = std::collections::VecDeque::new();
+                let mut first = None;
+                for line in 2..2 + HEADER_SEARCH {
+                    let (p, e) = peek(&mut input, line)?;
+                    let end = matches!(&p, Pending::Line(l) if l.is_empty());
+                    pending.push_back(p);
+                    if e.is_some() || end {
+                        first = e;
+                        break;
+                    }
+                }
                 let Some(first) = first else {
                     return Err(ReadError::NoHeader);
                 };
@@ -502,11 +519,7 @@ impl<R: BufRead> TraceReader<R> {
                     origin_from_meta: false,
                     stated_origin: None,
                 };
-                (
-                    header,
-                    Some(damaged),
-                    std::collections::VecDeque::from([second]),
-                )
+                (header, Some(damaged), pending)
             }
         };
         if header.schema > crate::schema::SCHEMA_VERSION {
@@ -1311,6 +1324,20 @@ mod tests {
         let events: Vec<u64> = r.by_ref().map(|e| e.unwrap().t).collect();
         assert_eq!(events, [5, 5]);
         assert_eq!(r.line(), 4);
+        // A blank and a damaged line before the first event: it still
+        // stands in for the origin, and those lines are read as usual.
+        let mut text = format!("{damaged}\n\n").into_bytes();
+        text.extend_from_slice(b"\xff\xfe\n");
+        text.extend_from_slice(format!("{EV}\n").as_bytes());
+        let mut r = TraceReader::new(&text[..]).unwrap();
+        assert_eq!(r.header().origin_mono_ns, 5);
+        let got: Vec<_> = r.by_ref().collect();
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            got[0].as_ref().unwrap_err().to_string(),
+            "line 3: not UTF-8 text"
+        );
+        assert_eq!(got[1].as_ref().unwrap().t, 5);
         for text in [format!("{damaged}\nhello\n"), format!("{damaged}\n")] {
             assert!(matches!(
                 TraceReader::new(text.as_bytes()),
