@@ -916,7 +916,11 @@ async fn rpc(
         }
         if let Some(abandon) = abandon.as_mut() {
             crate::live::flag_set(abandon).await;
-            return "abandoned at a second interrupt while the server drained".to_string();
+            // A stop for a failure abandons too, without a second interrupt.
+            return match ctx.stopped_for.get() {
+                Some(cause) => cause.to_string(),
+                None => "abandoned at a second interrupt while the server drained".to_string(),
+            };
         }
         ctx.interrupted_why().to_string()
     };
