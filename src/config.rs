@@ -63,6 +63,22 @@ macro_rules! refuse_unless {
     };
 }
 
+/// Of `keys` (argument ids), the flags (`--max-attempts`) a command line
+/// gave (`on_command_line`, clap's value source) or that `part` (a config
+/// part, as meta.json records it) sets away from `default`'s.
+pub(crate) fn flags_given(
+    part: Option<serde_json::Map<String, serde_json::Value>>,
+    default: Option<serde_json::Map<String, serde_json::Value>>,
+    keys: &[&str],
+    on_command_line: &[String],
+) -> Vec<String> {
+    let (part, default) = (part.unwrap_or_default(), default.unwrap_or_default());
+    keys.iter()
+        .filter(|k| part.get(**k) != default.get(**k) || on_command_line.iter().any(|g| g == *k))
+        .map(|k| format!("--{}", k.replace('_', "-")))
+        .collect()
+}
+
 /// The longest duration any flag accepts (a day): beyond it, nanosecond
 /// arithmetic on the clock would overflow long before it mattered.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);

@@ -68,6 +68,10 @@ impl ReadError {
     }
 }
 
+/// Corrupt lines a command's warnings name one by one (`analyze`, `export`,
+/// `merge`); past them, a count.
+pub const NAMED_SKIPS: u64 = 5;
+
 /// The longest line the reader holds: longer than any the writer produces
 /// (a 16 MiB DATA frame's payload is 22.4 MB of base64; a SETTINGS frame of
 /// 16 MiB lists 2.8 M settings in ≈ 45 MB).

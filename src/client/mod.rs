@@ -339,19 +339,18 @@ impl ClientOpts {
         if self.rpc != crate::overload::RpcKind::Ingest {
             return vec![];
         }
-        let (ours, default) = (self.config_part(), ClientOpts::default().config_part());
-        let (ours, default) = (ours.unwrap_or_default(), default.unwrap_or_default());
-        [
-            "original_deadline",
-            "max_outstanding",
-            "retry",
-            "retry_holds_credit",
-            "max_attempts",
-        ]
-        .iter()
-        .filter(|k| ours.get(**k) != default.get(**k) || on_command_line.iter().any(|g| g == *k))
-        .map(|k| format!("--{}", k.replace('_', "-")))
-        .collect()
+        crate::config::flags_given(
+            self.config_part(),
+            ClientOpts::default().config_part(),
+            &[
+                "original_deadline",
+                "max_outstanding",
+                "retry",
+                "retry_holds_credit",
+                "max_attempts",
+            ],
+            on_command_line,
+        )
     }
 
     /// meta.json's record of these options: the method as called.

@@ -5,7 +5,7 @@
 use crate::trace::schema::{Event, Footer, Header, SCHEMA_VERSION};
 use anyhow::Context as _;
 use h2probe_analysis::meta::{ClockAnchor, Meta, RecorderStats, RunConfig, META_VERSION};
-use h2probe_analysis::reader::{Ending, TraceReader};
+use h2probe_analysis::reader::{Ending, TraceReader, NAMED_SKIPS};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -24,9 +24,6 @@ pub struct MergeOpts {
     #[arg(long)]
     pub force: bool,
 }
-
-/// Corrupt lines an input's warnings name one by one; past them, a count.
-const NAMED_SKIPS: u64 = 5;
 
 /// Connection ids of the k-th input are offset by k × this, so ids of
 /// different processes never collide.

@@ -259,19 +259,11 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
     if opts.client.rpc == crate::overload::RpcKind::Ingest {
         // Exchange's knobs: under Ingest they were accepted and did nothing.
         // (--seed is not among them: compare pairs every repeat by it.)
-        let given = |part: Option<serde_json::Map<String, serde_json::Value>>,
-                     default: Option<serde_json::Map<String, serde_json::Value>>,
-                     keys: &[&str]| {
-            let (part, default) = (part.unwrap_or_default(), default.unwrap_or_default());
-            keys.iter()
-                .filter(|k| part.get(**k) != default.get(**k) || opts.given.iter().any(|g| g == *k))
-                .map(|k| format!("--{}", k.replace('_', "-")))
-                .collect::<Vec<_>>()
-        };
-        let mut exchange_only = given(
+        let mut exchange_only = crate::config::flags_given(
             config_part(&opts.server),
             config_part(&server::ServerOpts::default()),
             &["admission", "when_full"],
+            &opts.given,
         );
         exchange_only.extend(opts.client.exchange_flags_given(&opts.given));
         super::refuse_exchange_only(&exchange_only)?;

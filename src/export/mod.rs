@@ -6,6 +6,7 @@ pub mod pcap;
 pub mod qlog;
 
 use crate::trace::schema::{Event, Header};
+use h2probe_analysis::reader::NAMED_SKIPS;
 use std::path::{Path, PathBuf};
 
 /// The header and events of a run's trace, streaming; a corrupt line is
@@ -95,9 +96,6 @@ pub(crate) fn run_events(dir: &Path) -> anyhow::Result<(Header, impl Iterator<It
     });
     Ok((header, events))
 }
-
-/// Corrupt lines the warnings name one by one; past them, a count.
-const NAMED_SKIPS: u64 = 5;
 
 /// Says a warning about a trace once per process: each export format (and
 /// each qlog tap) reads the trace again, and said it again.

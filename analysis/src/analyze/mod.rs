@@ -1280,7 +1280,7 @@ fn analysis_pass(
                 // read before it were all there (see `Analyzer::finish`).
                 a.damage_at.get_or_insert(last_read_t);
                 a.s.first_corrupt_line.get_or_insert(r.line());
-                if corrupt <= 5 {
+                if corrupt <= crate::reader::NAMED_SKIPS {
                     warnings.push(format!("{}: skipped {e}", path.display()));
                 }
             }
