@@ -553,6 +553,9 @@ struct Case {
     want: Want,
     /// The offending frame, as the server's tap must show it: (type, stream).
     offending: (FrameType, u32),
+    /// The rule of RFC 9113 the server's tap must say the frame broke, when
+    /// the frame alone breaks one (`wire::rules`).
+    rule: Option<&'static str>,
 }
 
 fn one_frame_cases() -> Vec<Case> {
@@ -564,15 +567,23 @@ fn one_frame_cases() -> Vec<Case> {
         bytes,
         want,
         offending,
+        rule: None,
+    };
+    let breaking = |rule, c: Case| Case {
+        rule: Some(rule),
+        ..c
     };
     let hpack = |block: &[u8]| encode::headers(1, END_HEADERS | END_STREAM, None, None, block);
     vec![
-        case(
-            "DATA on stream 0",
-            false,
-            encode::data(0, 0, None, b"hello"),
-            GoAway(PROTOCOL_ERROR),
-            (F::DATA, 0),
+        breaking(
+            "DATA frame on stream 0",
+            case(
+                "DATA on stream 0",
+                false,
+                encode::data(0, 0, None, b"hello"),
+                GoAway(PROTOCOL_ERROR),
+                (F::DATA, 0),
+            ),
         ),
         case(
             "DATA on an idle stream",
@@ -612,22 +623,28 @@ fn one_frame_cases() -> Vec<Case> {
             GoAway(PROTOCOL_ERROR),
             (F::HEADERS, 1),
         ),
-        case(
-            "WINDOW_UPDATE increment 0, connection",
-            false,
-            encode::window_update(0, 0),
-            GoAway(PROTOCOL_ERROR),
-            (F::WINDOW_UPDATE, 0),
+        breaking(
+            "WINDOW_UPDATE of 0 on the connection",
+            case(
+                "WINDOW_UPDATE increment 0, connection",
+                false,
+                encode::window_update(0, 0),
+                GoAway(PROTOCOL_ERROR),
+                (F::WINDOW_UPDATE, 0),
+            ),
         ),
         // RFC 9113 §6.9: on a stream this is a *stream* error (RST_STREAM
         // PROTOCOL_ERROR). h2 0.4.20 rejects the frame while decoding it,
         // before it looks at the stream, and ends the whole connection.
-        case(
-            "WINDOW_UPDATE increment 0, stream",
-            true,
-            encode::window_update(1, 0),
-            GoAway(PROTOCOL_ERROR),
-            (F::WINDOW_UPDATE, 1),
+        breaking(
+            "WINDOW_UPDATE of 0 on a stream",
+            case(
+                "WINDOW_UPDATE increment 0, stream",
+                true,
+                encode::window_update(1, 0),
+                GoAway(PROTOCOL_ERROR),
+                (F::WINDOW_UPDATE, 1),
+            ),
         ),
         case(
             "window past 2^31-1, connection",
@@ -646,12 +663,15 @@ fn one_frame_cases() -> Vec<Case> {
         // RFC 9113 §6.5.2: an INITIAL_WINDOW_SIZE above 2^31-1 is a
         // connection error of type FLOW_CONTROL_ERROR. h2 0.4.20 rejects the
         // SETTINGS frame while decoding it: PROTOCOL_ERROR.
-        case(
-            "SETTINGS_INITIAL_WINDOW_SIZE 2^31",
-            false,
-            encode::settings(false, &[(INITIAL_WINDOW_SIZE, 1 << 31)]),
-            GoAway(PROTOCOL_ERROR),
-            (F::SETTINGS, 0),
+        breaking(
+            "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1",
+            case(
+                "SETTINGS_INITIAL_WINDOW_SIZE 2^31",
+                false,
+                encode::settings(false, &[(INITIAL_WINDOW_SIZE, 1 << 31)]),
+                GoAway(PROTOCOL_ERROR),
+                (F::SETTINGS, 0),
+            ),
         ),
     ]
 }
@@ -706,6 +726,7 @@ async fn one_bad_frame_gets_the_answer_h2_gives_and_the_server_keeps_serving() {
     }
     let (summary, dir) = server.stop().await;
     let mut want_errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut want_rules: BTreeMap<String, u64> = BTreeMap::new();
     for (c, peer) in cases.iter().zip(&peers) {
         let v = ServerView::of(&dir, *peer);
         let (ty, stream) = c.offending;
@@ -731,10 +752,38 @@ async fn one_bad_frame_gets_the_answer_h2_gives_and_the_server_keeps_serving() {
             c.name
         );
         *want_errors.entry(key).or_default() += 1;
+        // The rule the frame broke, named by the tap (and nothing else).
+        let rules: Vec<&str> = v
+            .wire_errors
+            .iter()
+            .filter_map(|w| w.split_once(": rule broken: ").map(|(_, r)| r))
+            .collect();
+        match c.rule {
+            Some(rule) => {
+                assert_eq!(rules.len(), 1, "{}: {:?}", c.name, v.wire_errors);
+                assert!(
+                    rules[0].starts_with(&format!("{rule} (RFC 9113 §")),
+                    "{}: {rules:?}",
+                    c.name
+                );
+                *want_errors
+                    .entry(format!("wire_error: rule broken: {rule}"))
+                    .or_default() += 1;
+                *want_rules.entry(format!("client: {rule}")).or_default() += 1;
+            }
+            None => assert!(rules.is_empty(), "{}: {rules:?}", c.name),
+        }
         v.row(c.name, &answer);
     }
-    // summary.json names each answer (and nothing else went wrong).
+    // summary.json names each answer and each rule broken (and nothing else
+    // went wrong).
     assert_eq!(summary.protocol_errors, want_errors);
+    assert_eq!(summary.rules_broken, want_rules);
+    assert!(
+        summary.wire_errors_by_writer.is_empty(),
+        "{:?}",
+        summary.wire_errors_by_writer
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -134,6 +134,13 @@ async fn a_tonic_client_drives_our_server() {
     let (s, _) = server.stop().await;
     assert_eq!(s.completed, 2 * n);
     assert_eq!(s.checks["credit"].ok, Some(true));
+    assert_eq!(
+        s.checks["release_point"].ok,
+        Some(true),
+        "{:?}",
+        s.checks["release_point"]
+    );
+    assert!(s.rules_broken.is_empty(), "{:?}", s.rules_broken);
     // Release on complete: the application never owned more than the window.
     assert!(s.max_owned_bytes <= 65_535, "{}", s.max_owned_bytes);
 }
@@ -181,6 +188,11 @@ async fn our_client_drives_a_tonic_server() {
     assert_eq!(a.summary.sent, total);
     assert_eq!(a.summary.scheduled, a.summary.sent + a.summary.never_sent);
     assert_eq!(a.summary.checks["no_data_beyond_credit"].ok, Some(true));
+    assert!(
+        a.summary.rules_broken.is_empty(),
+        "{:?}",
+        a.summary.rules_broken
+    );
     assert_eq!(a.summary.rpc_status.get("OK"), Some(&2));
 }
 

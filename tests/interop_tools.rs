@@ -191,6 +191,14 @@ async fn h2load_posts_bodies_of_several_sizes_to_the_raw_server() {
     assert_eq!(s.completed, units);
     assert_eq!(s.checks["credit"].ok, Some(true));
     assert_eq!(s.checks["no_data_beyond_credit"].ok, Some(true));
+    assert_eq!(
+        s.checks["release_point"].ok,
+        Some(true),
+        "{:?}",
+        s.checks["release_point"]
+    );
+    // h2load breaks none of the rules the taps judge.
+    assert!(s.rules_broken.is_empty(), "{:?}", s.rules_broken);
 }
 
 /// Frames from `nghttp -v` output: (send?, type, length, flags, stream).
@@ -405,6 +413,8 @@ async fn our_client_drives_nghttpd() {
     assert!(s.sent >= 90, "{}", s.sent);
     assert_eq!(s.scheduled, s.sent + s.never_sent);
     assert_eq!(s.checks["no_data_beyond_credit"].ok, Some(true));
+    // nghttpd breaks none of the rules the client's tap judges.
+    assert!(s.rules_broken.is_empty(), "{:?}", s.rules_broken);
     // The echo came back whole: DATA in at the client = DATA out.
     let frames = support::tap_frames(&dir, Endpoint::Client);
     let sum = |d: Dir| -> u64 {

@@ -65,6 +65,9 @@ proptest! {
         for part in [&bytes[..split], &bytes[split..]] {
             p.feed(part, |r| match r {
                 Ok(Parsed::Frame(f)) => got.push((f.offset, f.head.ty().0, f.head.len())),
+                // Random frames may interrupt a header block: a rule
+                // broken, said, and the frame still parsed.
+                Err(h2probe::wire::Error::RuleBroken { .. }) => {}
                 other => panic!("{other:?}"),
             });
         }

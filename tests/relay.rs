@@ -585,6 +585,8 @@ async fn frames_that_break_a_rule_are_still_relayed_and_said() {
     // A WINDOW_UPDATE of 5 bytes (RFC 9113 §6.9: 4), then a good one.
     from_client.extend([0, 0, 5, 8, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0]);
     from_client.extend(encode::settings(false, &[]));
+    // DATA on stream 0 (RFC 9113 §6.1): framed, relayed, the rule named.
+    from_client.extend(encode::data(0, 0, None, b"x"));
     let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let up_addr = upstream.local_addr().unwrap();
     let (want_at_server, to_send) = (from_client.clone(), from_server.clone());
@@ -624,6 +626,7 @@ async fn frames_that_break_a_rule_are_still_relayed_and_said() {
         "byte 0: the server's first frame is WINDOW_UPDATE, not SETTINGS (RFC 9113 §3.4)",
         "byte 24: the client's first frame is PING, not SETTINGS (RFC 9113 §3.4)",
         "byte 41: malformed WINDOW_UPDATE frame: length is not 4",
+        "byte 64: rule broken: DATA frame on stream 0 (RFC 9113 §6.1: a connection error of type PROTOCOL_ERROR)",
     ];
     let expected: Vec<(Endpoint, String)> = [Endpoint::ClientLeg, Endpoint::ServerLeg]
         .into_iter()
@@ -637,6 +640,8 @@ async fn frames_that_break_a_rule_are_still_relayed_and_said() {
             .any(|k| k.contains("malformed HTTP/2")),
         "{r:?}"
     );
+    // The rule broken is not among the legs' errors (the pair stays open).
+    assert_eq!(r.wire_errors, 6, "{r:?}");
 }
 
 /// The command: writes a run directory (trace, meta, summary, one pcap per

@@ -332,9 +332,9 @@ fn open_at_end(s: &Summary, on: &str) -> String {
 }
 
 /// What each side sent or wrote wrong, by who: the server's GOAWAY and
-/// RST_STREAM error codes, the client's, a server that is not HTTP/2, and
-/// bytes a tap could not frame by who wrote them. `None` when there were
-/// none.
+/// RST_STREAM error codes, the client's, a server that is not HTTP/2,
+/// bytes a tap could not frame by who wrote them, and the rules frames
+/// broke by who sent them. `None` when there were none.
 fn errors_line(s: &Summary) -> Option<String> {
     // Each error its own field, the group named before its first.
     let list = |m: &mut dyn Iterator<Item = (&String, &u64)>| -> String {
@@ -368,9 +368,10 @@ fn errors_line(s: &Summary) -> Option<String> {
     if not_http2 > 0 {
         fields.push(format!("not an HTTP/2 server×{not_http2}"));
     }
-    if s.wire_errors_by_writer.is_empty() && s.wire_errors > not_http2 {
+    let rules: u64 = s.rules_broken.values().sum();
+    if s.wire_errors_by_writer.is_empty() && s.wire_errors > not_http2.saturating_add(rules) {
         // A summary from before the split by writer.
-        fields.push(format!("wire_error×{}", s.wire_errors - not_http2));
+        fields.push(format!("wire_error×{}", s.wire_errors - not_http2 - rules));
     }
     for (writer, &n) in &s.wire_errors_by_writer {
         let n = if writer == "server" {
@@ -381,6 +382,14 @@ fn errors_line(s: &Summary) -> Option<String> {
         if n > 0 {
             fields.push(format!("wire_error×{n} in the {writer}'s bytes"));
         }
+    }
+    // Who broke which rule: `client: DATA frame on stream 0` → `client
+    // broke: DATA frame on stream 0×1`.
+    for (key, n) in &s.rules_broken {
+        fields.push(match key.split_once(": ") {
+            Some((writer, rule)) => format!("{writer} broke: {rule}×{n}"),
+            None => format!("rule broken: {key}×{n}"),
+        });
     }
     // Two spaces apart: a long line breaks between fields, not inside one.
     (!fields.is_empty()).then(|| fields.join("  "))

@@ -213,6 +213,26 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
             0,
             wire_error("byte 0: bad client connection preface"),
         ),
+        // Frames that broke a rule: framed, so not bytes nobody could
+        // frame; keyed by who sent them and the rule.
+        (
+            16,
+            s,
+            0,
+            wire_error(
+                "byte 24: rule broken: DATA frame on stream 0 \
+                 (RFC 9113 §6.1: a connection error of type PROTOCOL_ERROR)",
+            ),
+        ),
+        (
+            17,
+            c,
+            0,
+            wire_error(
+                "byte 9: rule broken: WINDOW_UPDATE of 0 on a stream \
+                 (RFC 9113 §6.9: a stream error of type PROTOCOL_ERROR)",
+            ),
+        ),
     ] {
         a.feed(&ev(t, ep, stream, k));
     }
@@ -229,12 +249,14 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
         ),
         ("wire_error: malformed WINDOW_UPDATE frame", 1),
         ("wire_error: bad client connection preface", 1),
+        ("wire_error: rule broken: DATA frame on stream 0", 1),
+        ("wire_error: rule broken: WINDOW_UPDATE of 0 on a stream", 1),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(sum.protocol_errors, want);
-    assert_eq!(sum.wire_errors, 4);
+    assert_eq!(sum.wire_errors, 6);
     let pairs = |m: &std::collections::BTreeMap<String, u64>| -> Vec<(String, u64)> {
         m.iter().map(|(k, v)| (k.clone(), *v)).collect()
     };
@@ -247,6 +269,13 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
         pairs(&sum.wire_errors_by_writer),
         [("client".to_string(), 4)]
     );
+    assert_eq!(
+        pairs(&sum.rules_broken),
+        [
+            ("client: DATA frame on stream 0".to_string(), 1),
+            ("server: WINDOW_UPDATE of 0 on a stream".to_string(), 1)
+        ]
+    );
     // The flow-control count is unchanged by any of it.
     assert_eq!(sum.protocol_violations, 0);
     let head = h2probe_analysis::report::headline(&sum);
@@ -258,7 +287,9 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
              GOAWAY PROTOCOL_ERROR×1  RST_STREAM CANCEL×1\n          \
              RST_STREAM FLOW_CONTROL_ERROR×2\n          \
              client sent RST_STREAM PROTOCOL_ERROR×1\n          \
-             wire_error×4 in the client's bytes\n"
+             wire_error×4 in the client's bytes\n          \
+             client broke: DATA frame on stream 0×1\n          \
+             server broke: WINDOW_UPDATE of 0 on a stream×1\n"
         ),
         "{head}"
     );
@@ -801,4 +832,114 @@ fn maps_keyed_by_the_traces_values_are_capped() {
     assert_eq!(sum.rpc_status["(others)"], 37);
     assert_eq!(sum.rpc_status["CODE_1000"], 1);
     assert_eq!(sum.rpc_status.values().sum::<u64>(), 100);
+}
+
+/// `release_point`: each timed release at its stream's point (its
+/// `rpc_start`'s `release`) and never before its trigger, judged on `t`.
+#[test]
+fn the_release_point_check_judges_each_release_against_its_streams_point() {
+    let s = Endpoint::Server;
+    let start = |point| {
+        Kind::RpcStart(RpcStartEv {
+            path: "/p".into(),
+            deadline_ns: None,
+            framing: None,
+            release: Some(point),
+        })
+    };
+    let rel = |bytes, at, seq| Kind::Release(ReleaseEv { bytes, at, seq });
+    let chunk = |len| Kind::Chunk(ChunkEv { len });
+    let decode = |seq| {
+        Kind::Decode(MsgEv {
+            seq,
+            size: 95,
+            framed: 100,
+        })
+    };
+    let complete = |seq| {
+        Kind::Complete(CompleteEv {
+            seq,
+            worker: 0,
+            service_ns: 1,
+        })
+    };
+    let judge = |events: Vec<(u64, u32, Kind)>| {
+        let mut a = Analyzer::new(0);
+        for (t, stream, k) in events {
+            a.feed(&ev(t, s, stream, k));
+        }
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        sum.checks["release_point"].clone()
+    };
+    use ReleasePoint::{Complete, Decode, End, Frame};
+    // Holds: stream 1 at complete (a release stamped in its complete's
+    // nanosecond but written first, and one for a message discarded);
+    // stream 3 at frame, released as received; stream 5 at decode.
+    let sound = vec![
+        (1, 1, start(Complete)),
+        (1, 3, start(Frame)),
+        (1, 5, start(Decode)),
+        (2, 1, chunk(200)),
+        (2, 1, decode(0)),
+        (2, 1, decode(1)),
+        (3, 1, rel(100, Complete, Some(0))),
+        (3, 1, complete(0)),
+        (
+            4,
+            1,
+            Kind::Discard(DiscardEv {
+                seq: 1,
+                reason: DiscardReason::QueueLimit,
+            }),
+        ),
+        (4, 1, rel(100, Complete, Some(1))),
+        (5, 3, rel(60, Frame, None)),
+        (5, 3, chunk(60)),
+        (6, 5, chunk(100)),
+        (6, 5, decode(0)),
+        (6, 5, rel(100, Decode, Some(0))),
+        (7, 1, rel(3, End, None)),
+    ];
+    let c = judge(sound.clone());
+    assert_eq!(c.ok, Some(true), "{c:?}");
+    assert!(c.detail.starts_with("4 releases"), "{c:?}");
+
+    // A release at complete a nanosecond before its complete.
+    let mut early = sound.clone();
+    early[7].0 = 2;
+    let c = judge(early);
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(
+        c.detail
+            .contains("stream 1/1 released message 0 at complete before its complete event"),
+        "{c:?}"
+    );
+    // Bytes released at frame before they were received.
+    let mut ahead = sound.clone();
+    ahead[10].0 = 4;
+    let c = judge(ahead);
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(
+        c.detail
+            .contains("released 60 bytes at frame, more than the 0"),
+        "{c:?}"
+    );
+    // A release at another point than the stream's.
+    let mut other = sound.clone();
+    other[14] = (6, 5, rel(100, Frame, None));
+    let c = judge(other);
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(
+        c.detail
+            .contains("stream 1/5 released 100 bytes at frame, but its rpc_start says decode"),
+        "{c:?}"
+    );
+    // No rpc_start naming a point: nothing to judge against.
+    let unnamed: Vec<_> = sound
+        .into_iter()
+        .filter(|(_, _, k)| !matches!(k, Kind::RpcStart(_)))
+        .collect();
+    let c = judge(unnamed);
+    assert_eq!(c.ok, None, "{c:?}");
+    assert!(c.detail.contains("no rpc_start names"), "{c:?}");
 }

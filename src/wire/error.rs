@@ -47,6 +47,21 @@ pub enum Error {
         who: &'static str,
         first: String,
     },
+    /// A frame that breaks a rule of RFC 9113 judged from the frame alone
+    /// ([`super::rules`]). Still a frame: it is parsed and handed on after
+    /// this error, and so is what follows.
+    #[error(
+        "byte {offset}: rule broken: {} (RFC 9113 §{}: a {} error of type {})",
+        rule.what,
+        rule.section,
+        if rule.connection { "connection" } else { "stream" },
+        rule.error
+    )]
+    RuleBroken {
+        offset: u64,
+        stream: u32,
+        rule: super::rules::Rule,
+    },
 }
 
 /// Printable ASCII as is, anything else as `\xNN`.
@@ -93,7 +108,8 @@ impl Error {
             | Error::FrameTooLarge { offset, .. }
             | Error::Malformed { offset, .. }
             | Error::Truncated { offset, .. }
-            | Error::FirstFrameNotSettings { offset, .. } => offset,
+            | Error::FirstFrameNotSettings { offset, .. }
+            | Error::RuleBroken { offset, .. } => offset,
             Error::NotHttp2Server { .. } => 0,
         }
     }
@@ -101,8 +117,8 @@ impl Error {
     /// Whether the bytes from here on cannot be trusted as frames: no
     /// preface, not HTTP/2 at all, or a length past the max frame size
     /// (garbage, most likely: its length is no guide to the next frame).
-    /// A malformed frame or a first frame that is not SETTINGS is still a
-    /// frame, and its length finds the next one.
+    /// A malformed frame, a first frame that is not SETTINGS or one that
+    /// breaks a rule is still a frame, and its length finds the next one.
     pub fn loses_framing(&self) -> bool {
         matches!(
             self,

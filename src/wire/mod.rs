@@ -10,6 +10,7 @@ mod error;
 mod frame;
 mod head;
 mod parser;
+pub mod rules;
 pub mod sniff;
 
 pub use error::Error;

@@ -13,6 +13,7 @@
 //! the last one was taken.
 
 use super::frame::PayloadRef;
+use super::rules::{self, HeaderBlock, Rule};
 use super::{Body, Error, FrameRef, Head, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN};
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -78,6 +79,8 @@ pub struct Parser {
     keep_data: bool,
     /// Whose first frame, still to come, must be a SETTINGS.
     first_frame: FirstFrame,
+    /// A header block still open, for the rule that nothing interrupts it.
+    block: HeaderBlock,
 }
 
 impl Parser {
@@ -95,6 +98,7 @@ impl Parser {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             keep_data: false,
             first_frame: FirstFrame::Any,
+            block: HeaderBlock::default(),
         }
     }
 
@@ -313,18 +317,34 @@ impl Parser {
     fn emit(&mut self, on: &mut impl FnMut(Result<Parsed<'_>, Error>)) {
         self.state = State::Header;
         let is_data = self.head.ty() == super::FrameType::DATA;
+        // A rule broken comes before its frame, as a first frame that is
+        // not SETTINGS does.
+        let (offset, stream) = (self.frame_offset, self.head.stream());
+        let mut say = |rule: Option<Rule>| {
+            if let Some(rule) = rule {
+                on(Err(Error::RuleBroken {
+                    offset,
+                    stream,
+                    rule,
+                }))
+            }
+        };
+        say(self.block.next(&self.head));
         if !is_data || !self.keep_data {
             match Body::load(&self.head, self.frame_offset, &self.buf) {
-                Ok(body) => on(Ok(Parsed::Frame(FrameRef {
-                    offset: self.frame_offset,
-                    head: self.head,
-                    body,
-                    payload: if is_data {
-                        PayloadRef::Skipped
-                    } else {
-                        PayloadRef::Borrowed(&self.buf[..])
-                    },
-                }))),
+                Ok(body) => {
+                    say(rules::broken(&self.head, &body));
+                    on(Ok(Parsed::Frame(FrameRef {
+                        offset: self.frame_offset,
+                        head: self.head,
+                        body,
+                        payload: if is_data {
+                            PayloadRef::Skipped
+                        } else {
+                            PayloadRef::Borrowed(&self.buf[..])
+                        },
+                    })))
+                }
                 Err(e) => on(Err(e)),
             }
             return;
@@ -333,12 +353,15 @@ impl Parser {
         // consumer may take; if it does not, it is reused.
         let mut data = std::mem::take(&mut self.buf);
         match Body::load(&self.head, self.frame_offset, &data) {
-            Ok(Body::Data { pad }) => on(Ok(Parsed::Frame(FrameRef {
-                offset: self.frame_offset,
-                head: self.head,
-                body: Body::Data { pad },
-                payload: PayloadRef::Owned(&mut data),
-            }))),
+            Ok(Body::Data { pad }) => {
+                say(rules::broken(&self.head, &Body::Data { pad }));
+                on(Ok(Parsed::Frame(FrameRef {
+                    offset: self.frame_offset,
+                    head: self.head,
+                    body: Body::Data { pad },
+                    payload: PayloadRef::Owned(&mut data),
+                })))
+            }
             Ok(_) => unreachable!("a DATA header loads as DATA"),
             Err(e) => on(Err(e)),
         }

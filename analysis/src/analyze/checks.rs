@@ -206,6 +206,8 @@ pub(super) struct Evidence<'a> {
     pub agree: Check,
     /// The first `stall` event: (t, line).
     pub stall: Option<(u64, u64)>,
+    /// Releases against their stream's release point, settled.
+    pub release: &'a super::release_audit::ReleaseAudit,
     /// The run ended stuck (see [`Stuck`]), if it did.
     pub stuck: Option<Stuck>,
 }
@@ -250,13 +252,25 @@ impl Evidence<'_> {
     /// explain (a server's flood of 1-byte WINDOW_UPDATEs, half of them
     /// dropped, read as DATA beyond credit): it cannot be judged either.
     fn violations(&self, count: u64, first: &str, at: Option<(u64, u64)>, holds: String) -> Check {
+        self.violations_of(count, " (one per window passed)", first, at, holds)
+    }
+
+    /// As [`Evidence::violations`], `counted` saying what one is.
+    fn violations_of(
+        &self,
+        count: u64,
+        counted: &str,
+        first: &str,
+        at: Option<(u64, u64)>,
+        holds: String,
+    ) -> Check {
         if count > 0 {
             let (t, line) = at.unwrap_or((self.end_t, 0));
             let settled = self.dropped.unwrap_or(0) == 0
                 && t.saturating_add(super::reorder::WINDOW_NS) < self.end_t;
             if self.incomplete().is_none() || settled {
                 return Check::failed_at(
-                    format!("{count} violations (one per window passed); first: {first}"),
+                    format!("{count} violations{counted}; first: {first}"),
                     self.secs(t),
                     line,
                 );
@@ -384,6 +398,34 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
             )
         } else {
             Check::na("no server events")
+        },
+    );
+    let r = ev.release;
+    checks.insert(
+        "release_point".into(),
+        if !ev.has_server {
+            Check::na("no server events")
+        } else if r.judged == 0 {
+            // A damaged trace says why first: the lines lost may be these.
+            Check::na(ev.incomplete().unwrap_or_else(|| {
+                if r.unjudged > 0 {
+                    "no rpc_start names its stream's release point (a trace from before it did)"
+                } else {
+                    "the server released no bytes at a release point (no body reached one)"
+                }
+                .into()
+            }))
+        } else {
+            ev.violations_of(
+                r.violations,
+                "",
+                &r.first,
+                r.first_at,
+                format!(
+                    "{} releases, each at its stream's release point and none before what triggers it",
+                    r.judged
+                ),
+            )
         },
     );
     let (n, first, at) = &ev.windows;

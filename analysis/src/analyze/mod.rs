@@ -13,6 +13,7 @@ mod latency;
 mod messages;
 pub mod overload;
 pub mod relay;
+mod release_audit;
 pub mod reorder;
 mod retire;
 pub mod slice;
@@ -196,6 +197,8 @@ pub struct Analyzer {
     relay: relay::RelayView,
     /// Part 3 (Exchange) accounting.
     ov: overload::Tracker,
+    /// The `release_point` check's state.
+    release_audit: release_audit::ReleaseAudit,
 }
 
 impl Analyzer {
@@ -270,6 +273,7 @@ impl Analyzer {
             window_log_error: None,
             relay: relay::RelayView::new(origin),
             ov: overload::Tracker::default(),
+            release_audit: Default::default(),
         }
     }
 
@@ -341,6 +345,7 @@ impl Analyzer {
             return;
         }
         self.ov.feed(e, self.line, &mut self.tl);
+        self.release_audit.feed(e, self.line);
         match &e.kind {
             Kind::Frame(f) => {
                 let upload = matches!(
@@ -365,11 +370,20 @@ impl Analyzer {
                 } else {
                     "server"
                 };
-                *self
-                    .s
-                    .wire_errors_by_writer
-                    .entry(writer.into())
-                    .or_default() += 1;
+                match wire_view::rule_broken(&w.error) {
+                    Some(rule) => summary::count_capped(
+                        &mut self.s.rules_broken,
+                        format!("{writer}: {rule}"),
+                        1,
+                    ),
+                    None => {
+                        *self
+                            .s
+                            .wire_errors_by_writer
+                            .entry(writer.into())
+                            .or_default() += 1
+                    }
+                }
                 summary::count_capped(
                     &mut self.s.protocol_errors,
                     wire_view::wire_error_key(&w.error),
@@ -947,6 +961,10 @@ impl Analyzer {
             ),
             windows: (violations, first_violation, self.first_violation),
             stall: self.first_stall,
+            release: {
+                self.release_audit.settle();
+                &self.release_audit
+            },
             stuck,
             bytes: bytes_check,
             agree: agree_check,

@@ -321,7 +321,10 @@ impl RelayView {
                 self.pairs.entry(e.conn).or_default().opened_legs |= leg_bit(e.ep);
             }
             Kind::ConnRefused(_) => self.refused += 1,
-            Kind::WireError(_) => self.wire_errors += 1,
+            // A frame that broke a rule is forwarded: its pair stays open.
+            Kind::WireError(w) if super::wire_view::rule_broken(&w.error).is_none() => {
+                self.wire_errors += 1
+            }
             Kind::ConnClose(c) => {
                 if !c.error.is_empty() {
                     // The reason's first words, and the leg it names when

@@ -232,7 +232,8 @@ pub struct Summary {
     pub data_past_lowered_window: u64,
     /// DATA sent beyond credit, windows pushed past 2^31-1.
     pub protocol_violations: u64,
-    /// `wire_error` events: bytes a tap could not frame.
+    /// `wire_error` events: bytes a tap could not frame, and frames that
+    /// broke a rule of RFC 9113 the tap judges (`rules_broken`).
     pub wire_errors: u64,
     /// Server: failed `accept` calls (descriptors exhausted, …), retried.
     pub accept_errors: u64,
@@ -248,10 +249,11 @@ pub struct Summary {
     /// - each `wire_error` event of either tap, keyed `"wire_error: <first
     ///   words>"` (the byte offset and the specifics dropped, numbers as `N`).
     ///
-    /// The trace has no "rule the peer broke": these are what the server
-    /// answered and what the tap could not parse. h2 answers several
-    /// violations with one code, and some with another code than RFC 9113
-    /// names (HPACK garbage → PROTOCOL_ERROR, not COMPRESSION_ERROR).
+    /// These are what the server answered and what the tap could not parse
+    /// or saw break a rule (`"wire_error: rule broken: DATA frame on stream
+    /// 0"`, see `rules_broken`). h2 answers several violations with one
+    /// code, and some with another code than RFC 9113 names (HPACK garbage
+    /// → PROTOCOL_ERROR, not COMPRESSION_ERROR).
     /// NO_ERROR is left out: it is not an error (RFC 9113 §7), and h2 sends
     /// it on every graceful shutdown (GOAWAY) and when it answers before the
     /// request body ended (RST_STREAM, §8.1). CANCEL is kept: a server never
@@ -272,6 +274,16 @@ pub struct Summary {
     /// not HTTP/2 counts here; the headline names it apart.
     #[serde(default)]
     pub wire_errors_by_writer: BTreeMap<String, u64>,
+    /// Frames that broke a rule of RFC 9113 the taps judge from the frame
+    /// alone (its stream, a WINDOW_UPDATE of 0, a SETTINGS value out of
+    /// range, a header block interrupted), keyed `"<writer>: <rule>"`
+    /// (`"client: DATA frame on stream 0"`): who broke which. Counted in
+    /// `wire_errors`, not in `wire_errors_by_writer` (the frame was framed).
+    /// Rules that need the connection's state (an idle stream, a window
+    /// overrun, HPACK) are not judged: the receiver's answer is in
+    /// `protocol_errors`.
+    #[serde(default)]
+    pub rules_broken: BTreeMap<String, u64>,
     pub peak_rss_bytes: u64,
     pub dropped_events: u64,
     /// Frames recorded without the payload their capture mode keeps
@@ -421,7 +433,8 @@ pub struct RelaySummary {
     pub refused: u64,
     /// Legs closed with a reason, by `leg: reason` (its text before the first `:`).
     pub close_reasons: BTreeMap<String, u64>,
-    /// `wire_error` events on either leg.
+    /// `wire_error` events on either leg, but a frame that broke a rule
+    /// (it was framed, and is forwarded).
     pub wire_errors: u64,
     /// Frames read on one leg and written unchanged on the other.
     pub frames_forwarded: u64,

@@ -530,12 +530,25 @@ impl Analyzer {
     }
 }
 
+/// The rule of RFC 9113 a `wire_error` says a frame broke, as the tap's
+/// parser words it (`byte 0: rule broken: DATA frame on stream 0 (RFC 9113
+/// §6.1: …)` → `DATA frame on stream 0`); `None` for bytes it could not
+/// frame.
+pub(crate) fn rule_broken(msg: &str) -> Option<&str> {
+    let (_, rest) = msg.strip_prefix("byte ")?.split_once(": ")?;
+    let rule = rest.strip_prefix("rule broken: ")?;
+    Some(rule.split_once(" (RFC").map_or(rule, |(r, _)| r))
+}
+
 /// The `protocol_errors` key of a tap's parse error: `wire_error: ` and the
 /// message's first words, without the `byte N: ` prefix, cut before the
 /// first `:` or `(` (the specifics), numbers as `N`, so that errors of one
 /// kind count together (`wire_error: DATA frame of N bytes exceeds the max
 /// frame size N`, `wire_error: malformed WINDOW_UPDATE frame`).
 pub(super) fn wire_error_key(msg: &str) -> String {
+    if let Some(rule) = rule_broken(msg) {
+        return format!("wire_error: rule broken: {rule}");
+    }
     let rest = msg
         .strip_prefix("byte ")
         .and_then(|r| r.split_once(": "))
