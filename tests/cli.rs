@@ -1892,6 +1892,25 @@ fn report_refuses_to_write_its_page_over_anything_but_html() {
     assert!(std::fs::read_to_string(&page)
         .unwrap()
         .starts_with("<!DOCTYPE html>"));
+    // Into a directory that does not exist yet: made, and said.
+    let page = dir.join("new/deeper/page.html");
+    let o = h2probe()
+        .arg("report")
+        .arg(&dir)
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(page.is_file());
+    assert!(
+        err.contains(&format!(
+            "created the directory {} for --out",
+            dir.join("new/deeper").display()
+        )),
+        "{err}"
+    );
 }
 
 /// A meta.json whose clock anchor is not the trace header's, or whose

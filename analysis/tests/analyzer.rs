@@ -233,6 +233,20 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
                  (RFC 9113 §6.9: a stream error of type PROTOCOL_ERROR)",
             ),
         ),
+        // The client's tap wrote the DATA on stream 0 its server read: one
+        // frame, counted once among the rules broken.
+        (
+            18,
+            c,
+            0,
+            Kind::WireError(WireErrorEv {
+                dir: Dir::Out,
+                offset: 24,
+                error: "byte 24: rule broken: DATA frame on stream 0 \
+                        (RFC 9113 §6.1: a connection error of type PROTOCOL_ERROR)"
+                    .into(),
+            }),
+        ),
     ] {
         a.feed(&ev(t, ep, stream, k));
     }
@@ -249,14 +263,14 @@ fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_par
         ),
         ("wire_error: malformed WINDOW_UPDATE frame", 1),
         ("wire_error: bad client connection preface", 1),
-        ("wire_error: rule broken: DATA frame on stream 0", 1),
+        ("wire_error: rule broken: DATA frame on stream 0", 2),
         ("wire_error: rule broken: WINDOW_UPDATE of 0 on a stream", 1),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     assert_eq!(sum.protocol_errors, want);
-    assert_eq!(sum.wire_errors, 6);
+    assert_eq!(sum.wire_errors, 7);
     let pairs = |m: &std::collections::BTreeMap<String, u64>| -> Vec<(String, u64)> {
         m.iter().map(|(k, v)| (k.clone(), *v)).collect()
     };

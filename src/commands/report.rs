@@ -39,6 +39,7 @@ pub struct ReportOpts {
     /// Where to write the page (a name ending in .html). One run: default RUN_DIR/report.html. Several
     /// runs: the comparison page (default compare.html in the current
     /// directory); each run's own RUN_DIR/report.html is (re)written too.
+    /// Missing directories on its path are created (and said).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 
@@ -129,9 +130,11 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
     // Where --out goes exists before any page is written (it failed only
     // after every run's report.html had been rewritten).
     if let Some(parent) = opts.out.as_deref().and_then(Path::parent) {
-        if !parent.as_os_str().is_empty() {
+        if !parent.as_os_str().is_empty() && !parent.is_dir() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
+            // A typo in a path makes a directory: said, not silent.
+            crate::say!("created the directory {} for --out", parent.display());
         }
     }
     // Every summary first: an --at past a trace's end is refused before

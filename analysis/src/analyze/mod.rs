@@ -199,6 +199,10 @@ pub struct Analyzer {
     ov: overload::Tracker,
     /// The `release_point` check's state.
     release_audit: release_audit::ReleaseAudit,
+    /// Rules broken, by `writer: rule`, as the receiving taps read them
+    /// ([0]) and the sending taps wrote them ([1]): one frame seen by both
+    /// counts once (see `Summary::rules_broken`).
+    rules_seen: [BTreeMap<String, u64>; 2],
 }
 
 impl Analyzer {
@@ -274,6 +278,7 @@ impl Analyzer {
             relay: relay::RelayView::new(origin),
             ov: overload::Tracker::default(),
             release_audit: Default::default(),
+            rules_seen: Default::default(),
         }
     }
 
@@ -372,7 +377,7 @@ impl Analyzer {
                 };
                 match wire_view::rule_broken(&w.error) {
                     Some(rule) => summary::count_capped(
-                        &mut self.s.rules_broken,
+                        &mut self.rules_seen[usize::from(w.dir == Dir::Out)],
                         format!("{writer}: {rule}"),
                         1,
                     ),
@@ -946,6 +951,15 @@ impl Analyzer {
             s.sent as i64 - s.decoded as i64
         };
         let cut_why = cut.clone();
+        // A frame both its sender's and its receiver's taps saw is one
+        // frame: per rule the larger count (the receiver's, unless the
+        // trace lacks the receiver).
+        for seen in std::mem::take(&mut self.rules_seen) {
+            for (k, n) in seen {
+                let c = s.rules_broken.entry(k).or_default();
+                *c = (*c).max(n);
+            }
+        }
         s.checks = invariant_checks(Evidence {
             s,
             has_client: self.has_client,

@@ -277,8 +277,11 @@ pub struct Summary {
     /// Frames that broke a rule of RFC 9113 the taps judge from the frame
     /// alone (its stream, a WINDOW_UPDATE of 0, a SETTINGS value out of
     /// range, a header block interrupted), keyed `"<writer>: <rule>"`
-    /// (`"client: DATA frame on stream 0"`): who broke which. Counted in
-    /// `wire_errors`, not in `wire_errors_by_writer` (the frame was framed).
+    /// (`"client: DATA frame on stream 0"`): who broke which, once per
+    /// frame (a frame both taps saw counts once: the receiver's count, or
+    /// the sender's when the trace lacks the receiver). Its `wire_error`s
+    /// are in `wire_errors` (one per tap), not in `wire_errors_by_writer`
+    /// (the frame was framed).
     /// Rules that need the connection's state (an idle stream, a window
     /// overrun, HPACK) are not judged: the receiver's answer is in
     /// `protocol_errors`.
