@@ -19,7 +19,7 @@ use crate::trace::schema::{
     self, ConnCloseEv, ConnOpenEv, Dir, Endpoint, IntervalEv, Kind, KindId, WireErrorEv,
 };
 use crate::trace::Recorder;
-use crate::wire::{Body, Error, Parsed, Parser};
+use crate::wire::{Body, Error, Parsed, Parser, DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE};
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -240,7 +240,11 @@ impl<S> Tap<S> {
             Ok(Parsed::Frame(mut f)) => {
                 if let Body::Settings { ack: false, .. } = f.body {
                     for s in f.body.settings() {
-                        if s.id == schema::settings::MAX_FRAME_SIZE {
+                        // A value RFC 9113 forbids is refused by the
+                        // receiver (a rule broken, said): it bounds nothing.
+                        if s.id == schema::settings::MAX_FRAME_SIZE
+                            && (DEFAULT_MAX_FRAME_SIZE..=MAX_MAX_FRAME_SIZE).contains(&s.value)
+                        {
                             new_max = Some(s.value);
                         }
                     }

@@ -29,6 +29,7 @@ const FLOW_CONTROL_ERROR: u32 = 0x3;
 const CANCEL: u32 = 0x8;
 const ENHANCE_YOUR_CALM: u32 = 0xb;
 const INITIAL_WINDOW_SIZE: u16 = 0x4;
+const MAX_FRAME_SIZE: u16 = 0x5;
 const MAX_WINDOW: u32 = (1 << 31) - 1;
 /// How long any single wait for the server may take.
 const PATIENCE: Duration = Duration::from_secs(5);
@@ -659,6 +660,19 @@ fn one_frame_cases() -> Vec<Case> {
             encode::window_update(1, MAX_WINDOW),
             Reset(1, FLOW_CONTROL_ERROR),
             (F::WINDOW_UPDATE, 1),
+        ),
+        // RFC 9113 §6.5.2: a MAX_FRAME_SIZE below 16,384 is refused; the
+        // taps must not hold the server's answer to it (the GOAWAY's 8
+        // bytes read as a frame over a max frame size of 1).
+        breaking(
+            "SETTINGS_MAX_FRAME_SIZE outside 16384 to 16777215",
+            case(
+                "SETTINGS_MAX_FRAME_SIZE 1",
+                false,
+                encode::settings(false, &[(MAX_FRAME_SIZE, 1)]),
+                GoAway(PROTOCOL_ERROR),
+                (F::SETTINGS, 0),
+            ),
         ),
         // RFC 9113 §6.5.2: an INITIAL_WINDOW_SIZE above 2^31-1 is a
         // connection error of type FLOW_CONTROL_ERROR. h2 0.4.20 rejects the

@@ -640,8 +640,18 @@ async fn frames_that_break_a_rule_are_still_relayed_and_said() {
             .any(|k| k.contains("malformed HTTP/2")),
         "{r:?}"
     );
-    // The rule broken is not among the legs' errors (the pair stays open).
+    // The rule broken is not among the legs' errors (the pair stays open),
+    // but counted once (as the client leg read it) and named.
     assert_eq!(r.wire_errors, 6, "{r:?}");
+    assert_eq!(
+        r.rules_broken.iter().collect::<Vec<_>>(),
+        [(&"client: DATA frame on stream 0".to_string(), &1)]
+    );
+    let head = h2probe_analysis::report::headline(&s);
+    assert!(
+        head.contains("\nerrors    client broke: DATA frame on stream 0×1\n"),
+        "{head}"
+    );
 }
 
 /// The command: writes a run directory (trace, meta, summary, one pcap per

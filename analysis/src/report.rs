@@ -383,16 +383,21 @@ fn errors_line(s: &Summary) -> Option<String> {
             fields.push(format!("wire_error×{n} in the {writer}'s bytes"));
         }
     }
-    // Who broke which rule: `client: DATA frame on stream 0` → `client
-    // broke: DATA frame on stream 0×1`.
-    for (key, n) in &s.rules_broken {
-        fields.push(match key.split_once(": ") {
-            Some((writer, rule)) => format!("{writer} broke: {rule}×{n}"),
-            None => format!("rule broken: {key}×{n}"),
-        });
-    }
+    fields.extend(broke(&s.rules_broken));
     // Two spaces apart: a long line breaks between fields, not inside one.
     (!fields.is_empty()).then(|| fields.join("  "))
+}
+
+/// Who broke which rule, a field each: `client: DATA frame on stream 0`
+/// → `client broke: DATA frame on stream 0×1`.
+fn broke(rules: &std::collections::BTreeMap<String, u64>) -> Vec<String> {
+    rules
+        .iter()
+        .map(|(key, n)| match key.split_once(": ") {
+            Some((writer, rule)) => format!("{writer} broke: {rule}×{n}"),
+            None => format!("rule broken: {key}×{n}"),
+        })
+        .collect()
 }
 
 /// A figure, or `n/a` when the trace lacks the side that measures it.
@@ -585,7 +590,11 @@ fn headline_lines(s: &Summary) -> String {
         let client_streams: u64 = s.rpc_status.values().sum();
         relay_lines(&mut o, r, own, client_streams);
         if !c && !sv {
-            // A relay alone: the probe endpoints' figures do not exist.
+            // A relay alone: the probe endpoints' figures do not exist, and
+            // the rules broken are the legs' to name.
+            if !r.rules_broken.is_empty() {
+                let _ = writeln!(o, "errors    {}", broke(&r.rules_broken).join("  "));
+            }
             let _ = write!(o, "{}", checks_lines(&s.checks));
             return o;
         }

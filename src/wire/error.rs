@@ -51,17 +51,28 @@ pub enum Error {
     /// ([`super::rules`]). Still a frame: it is parsed and handed on after
     /// this error, and so is what follows.
     #[error(
-        "byte {offset}: rule broken: {} (RFC 9113 §{}: a {} error of type {})",
+        "byte {offset}: rule broken: {} (RFC 9113 §{}: a {} error of type {}){}",
         rule.what,
         rule.section,
         if rule.connection { "connection" } else { "stream" },
-        rule.error
+        rule.error,
+        on_stream(*stream)
     )]
     RuleBroken {
         offset: u64,
         stream: u32,
         rule: super::rules::Rule,
     },
+}
+
+/// Which stream a frame was on, unless 0 (a `wire_error` event is the
+/// connection's: its own `stream` is 0).
+fn on_stream(stream: u32) -> String {
+    if stream == 0 {
+        String::new()
+    } else {
+        format!(", stream {stream}")
+    }
 }
 
 /// Printable ASCII as is, anything else as `\xNN`.

@@ -13,7 +13,7 @@
 //! the last one was taken.
 
 use super::frame::PayloadRef;
-use super::rules::{self, HeaderBlock, Rule};
+use super::rules::{self, HeaderBlock, Writer};
 use super::{Body, Error, FrameRef, Head, DEFAULT_MAX_FRAME_SIZE, HEADER_LEN};
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -81,6 +81,8 @@ pub struct Parser {
     first_frame: FirstFrame,
     /// A header block still open, for the rule that nothing interrupts it.
     block: HeaderBlock,
+    /// Who writes these bytes, once known: some rules are one side's.
+    writer: Option<Writer>,
 }
 
 impl Parser {
@@ -99,17 +101,24 @@ impl Parser {
             keep_data: false,
             first_frame: FirstFrame::Any,
             block: HeaderBlock::default(),
+            writer: None,
         }
     }
 
     /// Client → server bytes: the preface must come first.
     pub fn client_to_server() -> Parser {
-        Parser::with_state(State::Preface)
+        Parser {
+            writer: Some(Writer::Client),
+            ..Parser::with_state(State::Preface)
+        }
     }
 
     /// Server → client bytes: frames from the first byte.
     pub fn server_to_client() -> Parser {
-        Parser::with_state(State::Header)
+        Parser {
+            writer: Some(Writer::Server),
+            ..Parser::with_state(State::Header)
+        }
     }
 
     /// Server → client bytes of a whole connection: the first frame must be
@@ -120,6 +129,7 @@ impl Parser {
     pub fn from_server() -> Parser {
         Parser {
             first_frame: FirstFrame::Server,
+            writer: Some(Writer::Server),
             ..Parser::with_state(State::Header)
         }
     }
@@ -183,6 +193,7 @@ impl Parser {
                     if b != PREFACE[self.got] {
                         self.state = State::Header;
                         self.first_frame = FirstFrame::Said("server");
+                        self.writer = Some(Writer::Server);
                         continue;
                     }
                     self.hdr[self.got] = b;
@@ -210,6 +221,7 @@ impl Parser {
                         self.got = 0;
                         self.state = State::Header;
                         self.first_frame = FirstFrame::Said("client");
+                        self.writer.get_or_insert(Writer::Client);
                         on(Ok(Parsed::Preface { offset: 0 }));
                     }
                 }
@@ -318,10 +330,11 @@ impl Parser {
         self.state = State::Header;
         let is_data = self.head.ty() == super::FrameType::DATA;
         // A rule broken comes before its frame, as a first frame that is
-        // not SETTINGS does.
-        let (offset, stream) = (self.frame_offset, self.head.stream());
-        let mut say = |rule: Option<Rule>| {
-            if let Some(rule) = rule {
+        // not SETTINGS does: the first one it breaks.
+        let (offset, stream, writer) = (self.frame_offset, self.head.stream(), self.writer);
+        let block = self.block.next(&self.head);
+        let mut say = |body: &Body<'_>| {
+            if let Some(rule) = block.or_else(|| rules::broken(&self.head, body, writer)) {
                 on(Err(Error::RuleBroken {
                     offset,
                     stream,
@@ -329,11 +342,10 @@ impl Parser {
                 }))
             }
         };
-        say(self.block.next(&self.head));
         if !is_data || !self.keep_data {
             match Body::load(&self.head, self.frame_offset, &self.buf) {
                 Ok(body) => {
-                    say(rules::broken(&self.head, &body));
+                    say(&body);
                     on(Ok(Parsed::Frame(FrameRef {
                         offset: self.frame_offset,
                         head: self.head,
@@ -354,7 +366,7 @@ impl Parser {
         let mut data = std::mem::take(&mut self.buf);
         match Body::load(&self.head, self.frame_offset, &data) {
             Ok(Body::Data { pad }) => {
-                say(rules::broken(&self.head, &Body::Data { pad }));
+                say(&Body::Data { pad });
                 on(Ok(Parsed::Frame(FrameRef {
                     offset: self.frame_offset,
                     head: self.head,

@@ -34,9 +34,34 @@ const fn conn(what: &'static str, section: &'static str, error: &'static str) ->
 
 const PROTOCOL: &str = "PROTOCOL_ERROR";
 
-/// The rule a frame breaks by its stream, its increment or its settings
-/// alone, if any.
-pub fn broken(head: &Head, body: &Body<'_>) -> Option<Rule> {
+/// Who wrote a frame: a few rules are one side's (a client cannot push).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Writer {
+    Client,
+    Server,
+}
+
+/// The first rule a frame breaks by its stream, its increment or its
+/// settings alone (and, when `writer` is known, by who sent it), if any.
+pub fn broken(head: &Head, body: &Body<'_>, writer: Option<Writer>) -> Option<Rule> {
+    let on_zero = head.stream() == 0;
+    let rule = match (head.ty(), writer) {
+        // RFC 9113 §5.1.1: a client opens odd streams; §8.4: it cannot push.
+        (FrameType::HEADERS, Some(Writer::Client)) if !on_zero && head.stream() % 2 == 0 => conn(
+            "HEADERS frame from a client on an even stream",
+            "5.1.1",
+            PROTOCOL,
+        ),
+        (FrameType::PUSH_PROMISE, Some(Writer::Client)) => {
+            conn("PUSH_PROMISE frame from a client", "8.4", PROTOCOL)
+        }
+        _ => return stream_rule(head, body, writer),
+    };
+    Some(rule)
+}
+
+/// What a frame's stream, increment or settings break.
+fn stream_rule(head: &Head, body: &Body<'_>, writer: Option<Writer>) -> Option<Rule> {
     let on_zero = head.stream() == 0;
     let rule = match head.ty() {
         FrameType::DATA if on_zero => conn("DATA frame on stream 0", "6.1", PROTOCOL),
@@ -66,15 +91,25 @@ pub fn broken(head: &Head, body: &Body<'_>) -> Option<Rule> {
             },
             _ => return None,
         },
-        FrameType::SETTINGS => return body.settings().find_map(setting_out_of_range),
+        FrameType::SETTINGS => {
+            return body
+                .settings()
+                .find_map(|v| setting_out_of_range(v, writer))
+        }
         _ => return None,
     };
     Some(rule)
 }
 
-/// A SETTINGS value RFC 9113 §6.5.2 does not allow.
-fn setting_out_of_range(s: super::Setting) -> Option<Rule> {
+/// A SETTINGS value RFC 9113 §6.5.2 does not allow (from `writer`).
+fn setting_out_of_range(s: super::Setting, writer: Option<Writer>) -> Option<Rule> {
     match (s.id, s.value) {
+        // "A server MUST NOT send a value of 1."
+        (0x2, 1) if writer == Some(Writer::Server) => Some(conn(
+            "SETTINGS_ENABLE_PUSH of 1 from a server",
+            "6.5.2",
+            PROTOCOL,
+        )),
         (0x2, 2..) => Some(conn(
             "SETTINGS_ENABLE_PUSH other than 0 or 1",
             "6.5.2",
@@ -246,6 +281,73 @@ mod tests {
         for (bytes, want) in cases {
             assert_eq!(rules(&bytes), vec![want], "{want}");
         }
+    }
+
+    #[test]
+    fn some_rules_are_one_sides() {
+        // The client's bytes (after its preface): an even stream, a push.
+        let client = |frames: Vec<u8>| {
+            let mut b = encode::preface();
+            b.extend(encode::settings(false, &[]));
+            b.extend(frames);
+            let mut out = vec![];
+            Parser::client_to_server().feed(&b, |r| {
+                if let Err(super::super::Error::RuleBroken { rule, .. }) = r {
+                    out.push(rule.what);
+                }
+            });
+            out
+        };
+        let headers = |stream| frame(FrameType::HEADERS, Flags::END_HEADERS, stream, &[0x82]);
+        assert_eq!(client(headers(1)), Vec::<&str>::new());
+        assert_eq!(
+            client(headers(2)),
+            ["HEADERS frame from a client on an even stream"]
+        );
+        let push = frame(
+            FrameType::PUSH_PROMISE,
+            Flags::END_HEADERS,
+            1,
+            &[0, 0, 0, 2],
+        );
+        assert_eq!(client(push.clone()), ["PUSH_PROMISE frame from a client"]);
+        // The server's: a push is its own, an even stream's HEADERS too
+        // (a pushed response); ENABLE_PUSH 1 is not.
+        assert_eq!(rules(&push), Vec::<&str>::new());
+        assert_eq!(rules(&headers(2)), Vec::<&str>::new());
+        assert_eq!(
+            rules(&encode::settings(false, &[(0x2, 1)])),
+            ["SETTINGS_ENABLE_PUSH of 1 from a server"]
+        );
+        assert_eq!(
+            client(encode::settings(false, &[(0x2, 1)])),
+            Vec::<&str>::new()
+        );
+        // Undecided (`auto` before its first byte) judges neither side's.
+        assert_eq!(
+            broken(
+                &Head::new(0, FrameType::PUSH_PROMISE, 4, 1),
+                &Body::PushPromise {
+                    pad: None,
+                    promised: 2
+                },
+                None
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_frame_is_said_to_break_its_first_rule_only() {
+        // A CONTINUATION on stream 0 outside a block; three bad SETTINGS.
+        assert_eq!(
+            rules(&frame(FrameType::CONTINUATION, 0, 0, &[])),
+            ["CONTINUATION frame outside a header block"]
+        );
+        assert_eq!(
+            rules(&encode::settings(false, &[(0x4, 1 << 31), (0x5, 1)])),
+            ["SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1"]
+        );
     }
 
     #[test]

@@ -245,6 +245,7 @@ pub struct RelayView {
     refused: u64,
     close_reasons: BTreeMap<String, u64>,
     wire_errors: u64,
+    rules_broken: BTreeMap<String, u64>,
     matched: u64,
     differing: u64,
     first_difference: Option<(u64, u64, String)>,
@@ -284,6 +285,7 @@ impl RelayView {
             refused: 0,
             close_reasons: BTreeMap::new(),
             wire_errors: 0,
+            rules_broken: BTreeMap::new(),
             matched: 0,
             differing: 0,
             first_difference: None,
@@ -322,9 +324,23 @@ impl RelayView {
             }
             Kind::ConnRefused(_) => self.refused += 1,
             // A frame that broke a rule is forwarded: its pair stays open.
-            Kind::WireError(w) if super::wire_view::rule_broken(&w.error).is_none() => {
-                self.wire_errors += 1
-            }
+            // Counted once, as the leg that read it saw it.
+            Kind::WireError(w) => match super::wire_view::rule_broken(&w.error) {
+                None => self.wire_errors += 1,
+                Some(rule) if w.dir == crate::schema::Dir::In => {
+                    let writer = if e.ep == Endpoint::ClientLeg {
+                        "client"
+                    } else {
+                        "server"
+                    };
+                    super::summary::count_capped(
+                        &mut self.rules_broken,
+                        format!("{writer}: {rule}"),
+                        1,
+                    );
+                }
+                Some(_) => {}
+            },
             Kind::ConnClose(c) => {
                 if !c.error.is_empty() {
                     // The reason's first words, and the leg it names when
@@ -787,6 +803,7 @@ impl RelayView {
                 refused: self.refused,
                 close_reasons: self.close_reasons,
                 wire_errors: self.wire_errors,
+                rules_broken: self.rules_broken,
                 frames_forwarded: self.matched,
                 frames_differing: self.differing,
                 frames_unforwarded: unforwarded,

@@ -439,6 +439,12 @@ pub struct RelaySummary {
     /// `wire_error` events on either leg, but a frame that broke a rule
     /// (it was framed, and is forwarded).
     pub wire_errors: u64,
+    /// Frames that broke a rule of RFC 9113 (see the top level's
+    /// `rules_broken`), keyed `"<writer>: <rule>"`, once per frame: as the
+    /// leg that read it saw it. The headline names them for a relay's
+    /// trace alone (merged with an endpoint's, the endpoint's taps do).
+    #[serde(default)]
+    pub rules_broken: BTreeMap<String, u64>,
     /// Frames read on one leg and written unchanged on the other.
     pub frames_forwarded: u64,
     /// Frames whose twin on the other leg (same direction, same offset) differs.
