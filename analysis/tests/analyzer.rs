@@ -924,8 +924,32 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     let c = judge(early);
     assert_eq!(c.ok, Some(false), "{c:?}");
     assert!(
+        c.detail.contains(
+            "1 violation; first: stream 1/1 released message 0 at complete with no complete \
+             (or discard) of it at or before that t"
+        ),
+        "{c:?}"
+    );
+    // A message released twice, both after its decode.
+    let mut twice = sound.clone();
+    twice.push((8, 5, rel(100, Decode, Some(0))));
+    let c = judge(twice);
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(
         c.detail
-            .contains("stream 1/1 released message 0 at complete before its complete event"),
+            .contains("stream 1/5 released message 0 at decode a second time"),
+        "{c:?}"
+    );
+    // A release on a stream whose rpc_start names no point is not judged,
+    // and said.
+    let mut unnamed_one = sound.clone();
+    unnamed_one.push((8, 7, rel(50, Frame, None)));
+    let c = judge(unnamed_one);
+    assert_eq!(c.ok, Some(true), "{c:?}");
+    assert!(
+        c.detail.starts_with("4 releases")
+            && c.detail
+                .ends_with("; 1 not judged (their stream's rpc_start names no release point)"),
         "{c:?}"
     );
     // Bytes released at frame before they were received.

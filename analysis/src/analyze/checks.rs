@@ -270,7 +270,10 @@ impl Evidence<'_> {
                 && t.saturating_add(super::reorder::WINDOW_NS) < self.end_t;
             if self.incomplete().is_none() || settled {
                 return Check::failed_at(
-                    format!("{count} violations{counted}; first: {first}"),
+                    format!(
+                        "{count} violation{}{counted}; first: {first}",
+                        if count == 1 { "" } else { "s" }
+                    ),
                     self.secs(t),
                     line,
                 );
@@ -416,16 +419,17 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 .into()
             }))
         } else {
-            ev.violations_of(
-                r.violations,
-                "",
-                &r.first,
-                r.first_at,
-                format!(
-                    "{} releases, each at its stream's release point and none before what triggers it",
-                    r.judged
-                ),
-            )
+            let mut holds = format!(
+                "{} releases, each at its stream's release point, once per message and none before what triggers it",
+                r.judged
+            );
+            if r.unjudged > 0 {
+                holds.push_str(&format!(
+                    "; {} not judged (their stream's rpc_start names no release point)",
+                    r.unjudged
+                ));
+            }
+            ev.violations_of(r.violations, "", &r.first, r.first_at, holds)
         },
     );
     let (n, first, at) = &ev.windows;

@@ -20,6 +20,9 @@ struct Stream {
     /// Messages that reached the stream's point (or were discarded, which
     /// gives their bytes back at it) and whose release has not come: seq.
     reached: HashSet<u64>,
+    /// Messages released at their point: one release each (as ranges:
+    /// seqs run in order, so a long stream keeps a few).
+    released_seqs: super::wire_view::RetiredIds<1>,
 }
 
 /// A release of `seq` on a stream, waiting in its instant for its trigger.
@@ -66,6 +69,7 @@ impl ReleaseAudit {
                             chunks: 0,
                             released: 0,
                             reached: HashSet::new(),
+                            released_seqs: Default::default(),
                         },
                     );
                 }
@@ -88,6 +92,8 @@ impl ReleaseAudit {
             }
             Kind::Release(r) if r.at != ReleasePoint::End => {
                 let Some(s) = self.streams.get_mut(&key) else {
+                    // No rpc_start names this stream's point: said beside
+                    // the verdict, never judged.
                     self.unjudged += 1;
                     return;
                 };
@@ -123,6 +129,19 @@ impl ReleaseAudit {
                         )
                     }),
                     (_, Some(seq)) => {
+                        if s.released_seqs.contains(seq) {
+                            let point = s.point;
+                            self.add(e.t, line, || {
+                                format!(
+                                    "stream {}/{} released message {seq} at {} a second time",
+                                    e.conn,
+                                    e.stream,
+                                    point.as_str()
+                                )
+                            });
+                            return;
+                        }
+                        s.released_seqs.insert(seq);
                         if !s.reached.remove(&seq) {
                             self.waiting.push(Waiting { key, seq, line });
                         }
@@ -173,7 +192,7 @@ impl ReleaseAudit {
             let point = self.streams.get(&w.key).map_or("?", |s| s.point.as_str());
             self.add(t, w.line, || {
                 format!(
-                    "stream {}/{} released message {} at {point} before its {point} event",
+                    "stream {}/{} released message {} at {point} with no {point} (or discard) of it at or before that t",
                     w.key.0, w.key.1, w.seq
                 )
             });
