@@ -1843,11 +1843,8 @@ fn a_compressed_trace_failing_its_checksum_is_not_judged() {
     assert!(!s.checks.is_empty());
     for (name, c) in &s.checks {
         assert_eq!(c.ok, None, "{name}: {}", c.detail);
-        // A check that could not be judged anyway keeps its own reason: the
-        // reference traces predate rpc_start's `release`.
-        let own = name == "release_point" && c.detail.starts_with("no rpc_start names");
         assert!(
-            own || c.detail.contains("the file failed as it was read"),
+            c.detail.contains("the file failed as it was read"),
             "{name}: {}",
             c.detail
         );
