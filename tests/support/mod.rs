@@ -415,6 +415,14 @@ pub fn read_summary(dir: &std::path::Path) -> h2probe_analysis::analyze::Summary
     serde_json::from_str(&text).unwrap()
 }
 
+/// A real peer against the probe's server: the server released where it
+/// was told to, and the peer broke none of the rules the taps judge.
+pub fn assert_released_as_told_by_a_sound_peer(s: &h2probe_analysis::analyze::Summary) {
+    let c = &s.checks["release_point"];
+    assert_eq!(c.ok, Some(true), "{c:?}");
+    assert!(s.rules_broken.is_empty(), "{:?}", s.rules_broken);
+}
+
 /// Runs the h2probe binary with `args`, asserting it succeeded; returns its output.
 pub fn h2probe_ok<I, S>(args: I) -> std::process::Output
 where
