@@ -24,6 +24,21 @@ pub struct DecodeOpts {
     /// Payload bytes to include: none, headers (all but DATA) or full.
     #[arg(long, value_enum, default_value = "none", value_name = "MODE")]
     pub payload: CapturePayload,
+
+    /// Who wrote the bytes: the client (its preface may be missing, in a
+    /// file cut from a connection's middle) or the server. By default a
+    /// leading preface says the client, its absence the server. Decides
+    /// `ep` and the rules that are one side's (a client's PUSH_PROMISE, a
+    /// server's SETTINGS_ENABLE_PUSH 1).
+    #[arg(long, value_enum, value_name = "WHO")]
+    pub from: Option<Writer>,
+}
+
+/// Who wrote the bytes (`--from`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writer {
+    Client,
+    Server,
 }
 
 /// Counts of a decode.
@@ -96,6 +111,14 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
     parser.keep_data_payloads(opts.payload == CapturePayload::Full);
     let mut buf = vec![0u8; 1 << 16];
     let mut ep: Option<Endpoint> = None;
+    if let Some(from) = opts.from {
+        let (writer, endpoint) = match from {
+            Writer::Client => (crate::wire::Writer::Client, Endpoint::Client),
+            Writer::Server => (crate::wire::Writer::Server, Endpoint::Server),
+        };
+        parser.set_writer(writer);
+        ep = Some(endpoint);
+    }
     let (mut frames, mut errors) = (0u64, 0u64);
     let mut io_err: Option<std::io::Error> = None;
     let emit =
@@ -134,7 +157,7 @@ pub fn decode(opts: &DecodeOpts, out: &mut dyn Write) -> anyhow::Result<Decoded>
             }
             let res = match r {
                 Ok(Parsed::Preface { .. }) => {
-                    ep = Some(Endpoint::Client);
+                    ep.get_or_insert(Endpoint::Client);
                     Ok(())
                 }
                 Ok(Parsed::Frame(mut f)) => {

@@ -19,7 +19,7 @@ use crate::trace::schema::{
     self, ConnCloseEv, ConnOpenEv, Dir, Endpoint, IntervalEv, Kind, KindId, WireErrorEv,
 };
 use crate::trace::Recorder;
-use crate::wire::{Body, Error, Parsed, Parser, DEFAULT_MAX_FRAME_SIZE, MAX_MAX_FRAME_SIZE};
+use crate::wire::{Body, Error, Parsed, Parser};
 use std::io::IoSlice;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -234,17 +234,20 @@ impl<S> Tap<S> {
         }
         let (cfg, rec) = (self.cfg, &self.rec);
         let mut new_max = None;
+        // The frame a rule broken was said of (it comes next).
+        let mut broken_at = None;
         let failed = &self.wire_failed;
         let close = &self.close_reason;
         side.parser.feed(bytes, |r| match r {
             Ok(Parsed::Frame(mut f)) => {
-                if let Body::Settings { ack: false, .. } = f.body {
+                // A SETTINGS frame that breaks a rule (a value out of range,
+                // its stream, a header block it interrupts) is refused by
+                // its receiver: it bounds nothing.
+                if let (Body::Settings { ack: false, .. }, false) =
+                    (f.body, broken_at == Some(f.offset))
+                {
                     for s in f.body.settings() {
-                        // A value RFC 9113 forbids is refused by the
-                        // receiver (a rule broken, said): it bounds nothing.
-                        if s.id == schema::settings::MAX_FRAME_SIZE
-                            && (DEFAULT_MAX_FRAME_SIZE..=MAX_MAX_FRAME_SIZE).contains(&s.value)
-                        {
+                        if s.id == schema::settings::MAX_FRAME_SIZE {
                             new_max = Some(s.value);
                         }
                     }
@@ -267,6 +270,9 @@ impl<S> Tap<S> {
             }
             Ok(Parsed::Preface { .. }) => {}
             Err(e) => {
+                if let Error::RuleBroken { offset, .. } = e {
+                    broken_at = Some(offset);
+                }
                 // A malformed frame, or a first frame that is not SETTINGS,
                 // is still framed: a relay forwards it and lets the peer
                 // answer it.

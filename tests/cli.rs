@@ -140,6 +140,11 @@ fn refusals_name_the_flag_and_the_stack_that_cannot_honour_it() {
             &["--conn-window", "2GiB"],
             "--conn-window must be at most 2147483647 bytes",
         ),
+        // h2 panicked on it (an assertion, exit 1 with a backtrace).
+        (
+            &["--client-stream-window", "2GiB"],
+            "--client-stream-window must be at most 2147483647 bytes",
+        ),
         (
             &["--stack", "hyper", "--stall-stream", "1"],
             "--stack hyper serves through hyper",
@@ -564,6 +569,42 @@ fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
             "frame PING"
         ]
     );
+
+    // A client's bytes cut from a connection's middle (no preface): read
+    // as the server's unless --from says; then its PUSH_PROMISE is one.
+    let middle = dir.join("client-middle.bin");
+    std::fs::write(
+        &middle,
+        h2probe::wire::encode::raw(5, 4, 1, &[0, 0, 0, 2, 0x82]),
+    )
+    .unwrap();
+    let guessed = h2probe().arg("decode").arg(&middle).output().unwrap();
+    let err = String::from_utf8_lossy(&guessed.stderr);
+    assert!(
+        err.contains("the server's first frame is PUSH_PROMISE") && !err.contains("rule broken"),
+        "{err}"
+    );
+    let told = h2probe()
+        .args(["decode", "--from", "client"])
+        .arg(&middle)
+        .output()
+        .unwrap();
+    assert_eq!(told.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&told.stderr);
+    assert!(
+        err.contains("byte 0: rule broken: PUSH_PROMISE frame from a client (RFC 9113 §8.4")
+            && err.contains("1 frame, 1 error")
+            && !err.contains("first frame"),
+        "{err}"
+    );
+    let first: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&told.stdout)
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["ep"], "client");
 }
 
 #[test]

@@ -654,6 +654,68 @@ async fn frames_that_break_a_rule_are_still_relayed_and_said() {
     );
 }
 
+/// A SETTINGS frame its receiver must refuse changes no frame size: after a
+/// client's legal raise to 1 MiB, its SETTINGS on stream 1 (lowering to
+/// 16,384) left the server's legal 40,000-byte DATA read as oversized: the
+/// relay blamed the server and closed the pair unforwarded (helper-67).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_settings_frame_bounds_no_frame_size() {
+    use h2probe::wire::encode;
+    let mut from_client = encode::preface();
+    from_client.extend(encode::settings(false, &[(5, 1 << 20)]));
+    from_client.extend(encode::raw(4, 0, 1, &[0, 5, 0, 0, 0x40, 0]));
+    let mut from_server = encode::settings(false, &[]);
+    from_server.extend(encode::settings(true, &[]));
+    from_server.extend(encode::data(1, 0, None, &vec![7; 40_000]));
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let up_addr = upstream.local_addr().unwrap();
+    let (want_at_server, to_send) = (from_client.clone(), from_server.clone());
+    let upstream_task = tokio::spawn(async move {
+        let (mut s, _) = upstream.accept().await.unwrap();
+        let mut got = vec![0; want_at_server.len()];
+        s.read_exact(&mut got).await.unwrap();
+        s.write_all(&to_send).await.unwrap();
+        let mut rest = vec![];
+        let _ = s.read_to_end(&mut rest).await;
+        got
+    });
+    let relay =
+        TestRelay::start("relay-refused-settings", relay_config(&up_addr.to_string())).await;
+    let mut c = tokio::net::TcpStream::connect(relay.addr).await.unwrap();
+    c.write_all(&from_client).await.unwrap();
+    let mut back = vec![0; from_server.len()];
+    tokio::time::timeout(std::time::Duration::from_secs(5), c.read_exact(&mut back))
+        .await
+        .expect("the server's frames are relayed, its DATA too")
+        .unwrap();
+    assert_eq!(back, from_server);
+    drop(c);
+    let at_server = tokio::time::timeout(std::time::Duration::from_secs(5), upstream_task)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(at_server, from_client);
+    let (s, dir) = relay.stop().await;
+    let said: Vec<String> = events(&dir)
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            Kind::WireError(w) => Some(w.error),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter()
+            .all(|w| w.contains("rule broken: SETTINGS frame on a stream other than 0")),
+        "{said:?}"
+    );
+    let r = s.relay.as_ref().unwrap();
+    assert_eq!(r.wire_errors, 0, "{r:?}");
+    assert!(
+        !r.close_reasons.keys().any(|k| k.contains("malformed")),
+        "{r:?}"
+    );
+}
+
 /// The command: writes a run directory (trace, meta, summary, one pcap per
 /// leg) and finishes it on Ctrl-C with exit 130.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

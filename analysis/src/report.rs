@@ -368,10 +368,10 @@ fn errors_line(s: &Summary) -> Option<String> {
     if not_http2 > 0 {
         fields.push(format!("not an HTTP/2 server×{not_http2}"));
     }
-    let rules: u64 = s.rules_broken.values().sum();
-    if s.wire_errors_by_writer.is_empty() && s.wire_errors > not_http2.saturating_add(rules) {
-        // A summary from before the split by writer.
-        fields.push(format!("wire_error×{}", s.wire_errors - not_http2 - rules));
+    if s.wire_errors_by_writer.is_empty() && s.rules_broken.is_empty() && s.wire_errors > not_http2
+    {
+        // A summary from before the split by writer (and before rules).
+        fields.push(format!("wire_error×{}", s.wire_errors - not_http2));
     }
     for (writer, &n) in &s.wire_errors_by_writer {
         let n = if writer == "server" {

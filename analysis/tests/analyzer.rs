@@ -981,3 +981,54 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     assert_eq!(c.ok, None, "{c:?}");
     assert!(c.detail.contains("no rpc_start names"), "{c:?}");
 }
+
+/// `rules_broken` counts a frame once: as its receiver's tap read it, or
+/// as its sender's wrote it when the trace has no receiver's tap; and a
+/// frame both taps saw adds no phantom `wire_error` to the headline.
+#[test]
+fn a_rule_broken_counts_once_per_frame_by_who_could_see_it() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let broke = |dir, rule: &str| {
+        Kind::WireError(WireErrorEv {
+            dir,
+            offset: 24,
+            error: format!(
+                "byte 24: rule broken: {rule} (RFC 9113 §6.7: a connection error of type PROTOCOL_ERROR), stream 3"
+            ),
+        })
+    };
+    let judge = |events: Vec<(Endpoint, Kind)>| {
+        let mut a = Analyzer::new(0);
+        for (t, (ep, k)) in events.into_iter().enumerate() {
+            a.feed(&ev(t as u64 + 1, ep, 0, k));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0
+    };
+    let ping = "PING frame on a stream other than 0";
+    // Both taps saw the client's frame (a `run`): once, and the headline
+    // names the rule and nothing else.
+    let both = judge(vec![(c, broke(Dir::Out, ping)), (s, broke(Dir::In, ping))]);
+    assert_eq!(both.rules_broken[&format!("client: {ping}")], 1);
+    assert_eq!(both.wire_errors, 2);
+    let head = h2probe_analysis::report::headline(&both);
+    assert!(head.contains(&format!("client broke: {ping}×1")), "{head}");
+    assert!(!head.contains("wire_error×"), "{head}");
+    // Two frames of one client in a trace with a server: the server's tap
+    // read one; the other its tap never saw (another connection's server,
+    // not in the trace) is not counted: the receiver's count stands.
+    let merged = judge(vec![
+        (c, broke(Dir::Out, ping)),
+        (s, broke(Dir::In, ping)),
+        (c, broke(Dir::Out, ping)),
+    ]);
+    assert_eq!(merged.rules_broken[&format!("client: {ping}")], 1);
+    // A client alone against a foreign server: as its own tap wrote them,
+    // and the server's as its tap read them.
+    let alone = judge(vec![
+        (c, broke(Dir::Out, ping)),
+        (c, broke(Dir::Out, ping)),
+        (c, broke(Dir::In, ping)),
+    ]);
+    assert_eq!(alone.rules_broken[&format!("client: {ping}")], 2);
+    assert_eq!(alone.rules_broken[&format!("server: {ping}")], 1);
+}

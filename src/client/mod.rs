@@ -274,6 +274,11 @@ impl ClientOpts {
             w > 0,
             "--client-stream-window must be positive (0 would never let the answer in)"
         );
+        // h2 asserts on a larger one (a panic, not an error).
+        crate::refuse_unless!(
+            w < (1 << 31),
+            "--client-stream-window must be at most 2147483647 bytes (RFC 9113 §6.9.1), got {w}"
+        );
         crate::refuse_unless!(
             self.link_delay.0 <= std::time::Duration::from_secs(60),
             "--link-delay is limited to 60s"

@@ -18,6 +18,7 @@ pub use frame::{Body, FrameRef, Setting};
 pub use h2probe_analysis::schema::{FrameType, Priority};
 pub use head::{Flags, Head, HEADER_LEN};
 pub use parser::{Parsed, Parser, PREFACE};
+pub use rules::Writer;
 
 /// The initial SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
 pub const DEFAULT_MAX_FRAME_SIZE: u32 = 16_384;

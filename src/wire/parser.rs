@@ -142,6 +142,13 @@ impl Parser {
         Parser::with_state(State::Auto)
     }
 
+    /// Who writes these bytes, for the rules that are one side's: for
+    /// [`Parser::auto`], whose guess (a preface: the client; none: the
+    /// server) a file cut from a connection's middle would get wrong.
+    pub fn set_writer(&mut self, writer: Writer) {
+        self.writer = Some(writer);
+    }
+
     /// The largest payload accepted before [`Error::FrameTooLarge`]: the
     /// receiver's SETTINGS_MAX_FRAME_SIZE (16,384 until it says otherwise).
     pub fn set_max_frame_size(&mut self, max: u32) {
@@ -192,8 +199,13 @@ impl Parser {
                     let b = input[0];
                     if b != PREFACE[self.got] {
                         self.state = State::Header;
-                        self.first_frame = FirstFrame::Said("server");
-                        self.writer = Some(Writer::Server);
+                        // A client's bytes without their preface were cut
+                        // from a connection's middle: no first frame then.
+                        self.first_frame = match self.writer {
+                            Some(Writer::Client) => FirstFrame::Any,
+                            _ => FirstFrame::Said("server"),
+                        };
+                        self.writer.get_or_insert(Writer::Server);
                         continue;
                     }
                     self.hdr[self.got] = b;

@@ -200,8 +200,8 @@ pub struct Analyzer {
     /// The `release_point` check's state.
     release_audit: release_audit::ReleaseAudit,
     /// Rules broken, by `writer: rule`, as the receiving taps read them
-    /// ([0]) and the sending taps wrote them ([1]): one frame seen by both
-    /// counts once (see `Summary::rules_broken`).
+    /// ([0]) and the sending taps wrote them ([1]): the written count only
+    /// when the trace has no receiver's tap (see `Summary::rules_broken`).
     rules_seen: [BTreeMap<String, u64>; 2],
 }
 
@@ -952,13 +952,22 @@ impl Analyzer {
         };
         let cut_why = cut.clone();
         // A frame both its sender's and its receiver's taps saw is one
-        // frame: per rule the larger count (the receiver's, unless the
-        // trace lacks the receiver).
-        for seen in std::mem::take(&mut self.rules_seen) {
-            for (k, n) in seen {
-                let c = s.rules_broken.entry(k).or_default();
-                *c = (*c).max(n);
+        // frame: counted as its receiver read it, or as its sender wrote it
+        // when the trace has no tap of the receiving side.
+        let [read, written] = std::mem::take(&mut self.rules_seen);
+        let receiver_absent = |key: &str| {
+            if key.starts_with("client: ") {
+                !self.has_server
+            } else {
+                !self.has_client
             }
+        };
+        for (k, n) in read
+            .into_iter()
+            .chain(written.into_iter().filter(|(k, _)| receiver_absent(k)))
+        {
+            let c = s.rules_broken.entry(k).or_default();
+            *c = c.saturating_add(n);
         }
         s.checks = invariant_checks(Evidence {
             s,

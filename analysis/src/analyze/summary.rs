@@ -278,8 +278,8 @@ pub struct Summary {
     /// alone (its stream, a WINDOW_UPDATE of 0, a SETTINGS value out of
     /// range, a header block interrupted), keyed `"<writer>: <rule>"`
     /// (`"client: DATA frame on stream 0"`): who broke which, once per
-    /// frame (a frame both taps saw counts once: the receiver's count, or
-    /// the sender's when the trace lacks the receiver). Its `wire_error`s
+    /// frame: as the receiver's taps read them, or as the sender's wrote
+    /// them when the trace has no tap of the receiving side. Its `wire_error`s
     /// are in `wire_errors` (one per tap), not in `wire_errors_by_writer`
     /// (the frame was framed).
     /// Rules that need the connection's state (an idle stream, a window
@@ -440,8 +440,8 @@ pub struct RelaySummary {
     /// (it was framed, and is forwarded).
     pub wire_errors: u64,
     /// Frames that broke a rule of RFC 9113 (see the top level's
-    /// `rules_broken`), keyed `"<writer>: <rule>"`, once per frame: as the
-    /// leg that read it saw it. The headline names them for a relay's
+    /// `rules_broken`), keyed `"<writer>: <rule>"`, once per frame and
+    /// relay: as the leg that read it saw it. The headline names them for a relay's
     /// trace alone (merged with an endpoint's, the endpoint's taps do).
     #[serde(default)]
     pub rules_broken: BTreeMap<String, u64>,
