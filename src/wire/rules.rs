@@ -1,6 +1,8 @@
 //! RFC 9113's rules that one frame can break on its own: the frame's
 //! stream (DATA on stream 0, PING on stream 3), a WINDOW_UPDATE of 0, a
-//! SETTINGS value out of range, and a header block interrupted.
+//! SETTINGS value out of range, a header block interrupted, and the few
+//! that are one side's once the parser knows who writes (a client cannot
+//! push).
 //!
 //! A frame that breaks one is still a frame: the parser reports the rule
 //! ([`super::Error::RuleBroken`]) and hands the frame on, as it does for a
@@ -55,13 +57,13 @@ pub fn broken(head: &Head, body: &Body<'_>, writer: Option<Writer>) -> Option<Ru
         (FrameType::PUSH_PROMISE, Some(Writer::Client)) => {
             conn("PUSH_PROMISE frame from a client", "8.4", PROTOCOL)
         }
-        _ => return stream_rule(head, body, writer),
+        _ => return either_sides(head, body, writer),
     };
     Some(rule)
 }
 
-/// What a frame's stream, increment or settings break.
-fn stream_rule(head: &Head, body: &Body<'_>, writer: Option<Writer>) -> Option<Rule> {
+/// What a frame's stream, increment or settings break, whoever sent it.
+fn either_sides(head: &Head, body: &Body<'_>, writer: Option<Writer>) -> Option<Rule> {
     let on_zero = head.stream() == 0;
     let rule = match head.ty() {
         FrameType::DATA if on_zero => conn("DATA frame on stream 0", "6.1", PROTOCOL),

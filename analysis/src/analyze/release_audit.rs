@@ -8,7 +8,7 @@
 //! that finds no trigger yet waits for the end of its instant.
 
 use crate::schema::{Endpoint, Event, Kind, ReleasePoint};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One server stream whose release point is known.
 struct Stream {
@@ -25,20 +25,17 @@ struct Stream {
     released_seqs: super::wire_view::RetiredIds<1>,
 }
 
-/// A release of `seq` on a stream, waiting in its instant for its trigger.
-struct Waiting {
-    key: (u32, u32),
-    seq: u64,
-    line: u64,
-}
-
 #[derive(Default)]
 pub(super) struct ReleaseAudit {
     instant: u64,
     streams: HashMap<(u32, u32), Stream>,
-    waiting: Vec<Waiting>,
-    /// Streams whose `frame` releases passed their chunks in this instant.
-    over: Vec<((u32, u32), u64)>,
+    /// Releases waiting in their instant for their trigger (which may come
+    /// later in the same `t`): (stream, seq) → line. Ordered: the first
+    /// violation named does not depend on a hash's order.
+    waiting: BTreeMap<((u32, u32), u64), u64>,
+    /// Streams whose `frame` releases passed their chunks in this instant,
+    /// with the line where they first did.
+    over: BTreeMap<(u32, u32), u64>,
     /// Streams whose RPC ended in this instant: forgotten once it settles.
     ended: Vec<(u32, u32)>,
     /// Timed releases judged, and those on streams with no known point.
@@ -115,8 +112,8 @@ impl ReleaseAudit {
                 match (r.at, r.seq) {
                     (ReleasePoint::Frame, _) => {
                         s.released += u64::from(r.bytes);
-                        if s.released > s.chunks && !self.over.iter().any(|(k, _)| *k == key) {
-                            self.over.push((key, line));
+                        if s.released > s.chunks {
+                            self.over.entry(key).or_insert(line);
                         }
                     }
                     (_, None) => self.add(e.t, line, || {
@@ -143,7 +140,7 @@ impl ReleaseAudit {
                         }
                         s.released_seqs.insert(seq);
                         if !s.reached.remove(&seq) {
-                            self.waiting.push(Waiting { key, seq, line });
+                            self.waiting.insert((key, seq), line);
                         }
                     }
                 }
@@ -161,17 +158,8 @@ impl ReleaseAudit {
         if s.point != point {
             return;
         }
-        match self
-            .waiting
-            .iter()
-            .position(|w| w.key == key && w.seq == seq)
-        {
-            Some(i) => {
-                self.waiting.swap_remove(i);
-            }
-            None => {
-                s.reached.insert(seq);
-            }
+        if self.waiting.remove(&(key, seq)).is_none() {
+            s.reached.insert(seq);
         }
     }
 
@@ -188,12 +176,12 @@ impl ReleaseAudit {
     /// received.
     pub(super) fn settle(&mut self) {
         let t = self.instant;
-        for w in std::mem::take(&mut self.waiting) {
-            let point = self.streams.get(&w.key).map_or("?", |s| s.point.as_str());
-            self.add(t, w.line, || {
+        for ((key, seq), line) in std::mem::take(&mut self.waiting) {
+            let point = self.streams.get(&key).map_or("?", |s| s.point.as_str());
+            self.add(t, line, || {
                 format!(
-                    "stream {}/{} released message {} at {point} with no {point} (or discard) of it at or before that t",
-                    w.key.0, w.key.1, w.seq
+                    "stream {}/{} released message {seq} at {point} with no {point} (or discard) of it at or before that t",
+                    key.0, key.1
                 )
             });
         }
