@@ -580,6 +580,8 @@ async fn frames_that_break_a_rule_are_still_relayed_and_said() {
     use h2probe::wire::encode;
     let mut from_server = encode::window_update(0, 1_000);
     from_server.extend(encode::settings(false, &[]));
+    // An answer with an error code: the relay's summary says who sent it.
+    from_server.extend(encode::rst_stream(1, 0x1));
     let mut from_client = encode::preface();
     from_client.extend(encode::ping(false, [1; 8]));
     // A WINDOW_UPDATE of 5 bytes (RFC 9113 §6.9: 4), then a good one.
@@ -647,9 +649,16 @@ async fn frames_that_break_a_rule_are_still_relayed_and_said() {
         r.rules_broken.iter().collect::<Vec<_>>(),
         [(&"client: DATA frame on stream 0".to_string(), &1)]
     );
+    assert_eq!(
+        r.answers.iter().collect::<Vec<_>>(),
+        [(&"server: RST_STREAM PROTOCOL_ERROR".to_string(), &1)]
+    );
     let head = h2probe_analysis::report::headline(&s);
     assert!(
-        head.contains("\nerrors    client broke: DATA frame on stream 0×1\n"),
+        head.contains(
+            "\nerrors    server sent RST_STREAM PROTOCOL_ERROR×1\n          \
+             client broke: DATA frame on stream 0×1\n"
+        ),
         "{head}"
     );
 }

@@ -592,8 +592,17 @@ fn headline_lines(s: &Summary) -> String {
         if !c && !sv {
             // A relay alone: the probe endpoints' figures do not exist, and
             // the rules broken are the legs' to name.
-            if !r.rules_broken.is_empty() {
-                let _ = writeln!(o, "errors    {}", broke(&r.rules_broken).join("  "));
+            let mut fields: Vec<String> = r
+                .answers
+                .iter()
+                .map(|(key, n)| match key.split_once(": ") {
+                    Some((who, answer)) => format!("{who} sent {answer}×{n}"),
+                    None => format!("{key}×{n}"),
+                })
+                .collect();
+            fields.extend(broke(&r.rules_broken));
+            if !fields.is_empty() {
+                let _ = writeln!(o, "errors    {}", fields.join("  "));
             }
             let _ = write!(o, "{}", checks_lines(&s.checks));
             return o;

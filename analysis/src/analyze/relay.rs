@@ -246,6 +246,7 @@ pub struct RelayView {
     close_reasons: BTreeMap<String, u64>,
     wire_errors: u64,
     rules_broken: BTreeMap<String, u64>,
+    answers: BTreeMap<String, u64>,
     matched: u64,
     differing: u64,
     first_difference: Option<(u64, u64, String)>,
@@ -286,6 +287,7 @@ impl RelayView {
             close_reasons: BTreeMap::new(),
             wire_errors: 0,
             rules_broken: BTreeMap::new(),
+            answers: BTreeMap::new(),
             matched: 0,
             differing: 0,
             first_difference: None,
@@ -415,6 +417,25 @@ impl RelayView {
     }
 
     fn frame(&mut self, e: &Event, f: &FrameEv, line: u64) {
+        // A GOAWAY or RST_STREAM with an error code, as the leg that read
+        // it saw it (once per frame): what each side answered. NO_ERROR is
+        // none; a client's CANCEL is how clients end calls, left out as in
+        // the top level's `client_answers`.
+        if let (Dir::In, Some(code)) = (f.dir, f.error_code) {
+            let client = e.ep == Endpoint::ClientLeg;
+            if code != 0 && !(client && code == 0x8) {
+                super::summary::count_capped(
+                    &mut self.answers,
+                    format!(
+                        "{}: {} {}",
+                        if client { "client" } else { "server" },
+                        f.frame,
+                        crate::schema::h2_error_name(code)
+                    ),
+                    1,
+                );
+            }
+        }
         let travel = Flow::of(e.ep, f.dir);
         let twin = Twin {
             offset: f.offset,
@@ -804,6 +825,7 @@ impl RelayView {
                 close_reasons: self.close_reasons,
                 wire_errors: self.wire_errors,
                 rules_broken: self.rules_broken,
+                answers: self.answers,
                 frames_forwarded: self.matched,
                 frames_differing: self.differing,
                 frames_unforwarded: unforwarded,

@@ -445,6 +445,13 @@ pub struct RelaySummary {
     /// trace alone (merged with an endpoint's, the endpoint's taps do).
     #[serde(default)]
     pub rules_broken: BTreeMap<String, u64>,
+    /// GOAWAY and RST_STREAM frames with an error code, keyed `"<sender>:
+    /// <frame> <code name>"` (`"server: GOAWAY PROTOCOL_ERROR"`), once per
+    /// frame and relay: as the leg that read it saw it. NO_ERROR is left
+    /// out, and a client's CANCEL (how clients end calls). Named in the
+    /// headline for a relay's trace alone.
+    #[serde(default)]
+    pub answers: BTreeMap<String, u64>,
     /// Frames read on one leg and written unchanged on the other.
     pub frames_forwarded: u64,
     /// Frames whose twin on the other leg (same direction, same offset) differs.
