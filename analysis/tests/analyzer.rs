@@ -1031,4 +1031,13 @@ fn a_rule_broken_counts_once_per_frame_by_who_could_see_it() {
     ]);
     assert_eq!(alone.rules_broken[&format!("client: {ping}")], 2);
     assert_eq!(alone.rules_broken[&format!("server: {ping}")], 1);
+    // Keys come from the trace's text: an edited one names a hundred rules,
+    // of which 63 are kept and the rest counted under `(others)`.
+    let many = judge(
+        (0..100)
+            .map(|i| (s, broke(Dir::In, &format!("made-up rule {i}"))))
+            .collect(),
+    );
+    assert_eq!(many.rules_broken.len(), 64);
+    assert_eq!(many.rules_broken["(others)"], 37);
 }

@@ -189,7 +189,9 @@ impl Parser {
 
     /// Feeds the next bytes of this direction. Each recognised preface or
     /// frame, and each error, is passed to `on` in order. Errors other than
-    /// [`Error::BadPreface`] skip the bad frame and parsing continues.
+    /// [`Error::BadPreface`] skip the bad frame and parsing continues; a
+    /// rule broken ([`Error::RuleBroken`]) comes just before its frame,
+    /// which is passed on as ever.
     pub fn feed(&mut self, mut input: &[u8], mut on: impl FnMut(Result<Parsed<'_>, Error>)) {
         while !input.is_empty() {
             match self.state {

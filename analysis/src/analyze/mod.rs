@@ -199,10 +199,10 @@ pub struct Analyzer {
     ov: overload::Tracker,
     /// The `release_point` check's state.
     release_audit: release_audit::ReleaseAudit,
-    /// Rules broken, by `writer: rule`, as the receiving taps read them
-    /// ([0]) and the sending taps wrote them ([1]): the written count only
-    /// when the trace has no receiver's tap (see `Summary::rules_broken`).
-    rules_seen: [BTreeMap<String, u64>; 2],
+    /// Rules broken, by `writer: rule`, as the sending taps wrote them:
+    /// counted only when the trace has no receiver's tap (see
+    /// `Summary::rules_broken`, which counts them as the receivers read).
+    rules_written: BTreeMap<String, u64>,
 }
 
 impl Analyzer {
@@ -278,7 +278,7 @@ impl Analyzer {
             relay: relay::RelayView::new(origin),
             ov: overload::Tracker::default(),
             release_audit: Default::default(),
-            rules_seen: Default::default(),
+            rules_written: Default::default(),
         }
     }
 
@@ -375,9 +375,15 @@ impl Analyzer {
                 } else {
                     "server"
                 };
+                // As the receiver read it; as the sender wrote it aside, for
+                // a trace with no receiver's tap.
                 match wire_view::rule_broken(&w.error) {
                     Some(rule) => summary::count_capped(
-                        &mut self.rules_seen[usize::from(w.dir == Dir::Out)],
+                        if w.dir == Dir::In {
+                            &mut self.s.rules_broken
+                        } else {
+                            &mut self.rules_written
+                        },
                         format!("{writer}: {rule}"),
                         1,
                     ),
@@ -953,8 +959,8 @@ impl Analyzer {
         let cut_why = cut.clone();
         // A frame both its sender's and its receiver's taps saw is one
         // frame: counted as its receiver read it, or as its sender wrote it
-        // when the trace has no tap of the receiving side.
-        let [read, written] = std::mem::take(&mut self.rules_seen);
+        // when the trace has no tap of the receiving side (`(others)` last,
+        // as it came last).
         let receiver_absent = |key: &str| {
             if key.starts_with("client: ") {
                 !self.has_server
@@ -962,12 +968,18 @@ impl Analyzer {
                 !self.has_client
             }
         };
-        for (k, n) in read
+        let (others, named): (Vec<_>, Vec<_>) = std::mem::take(&mut self.rules_written)
             .into_iter()
-            .chain(written.into_iter().filter(|(k, _)| receiver_absent(k)))
-        {
-            let c = s.rules_broken.entry(k).or_default();
-            *c = c.saturating_add(n);
+            .filter(|(k, _)| {
+                if k == summary::OTHERS {
+                    !self.has_server || !self.has_client
+                } else {
+                    receiver_absent(k)
+                }
+            })
+            .partition(|(k, _)| k == summary::OTHERS);
+        for (k, n) in named.into_iter().chain(others) {
+            summary::count_capped(&mut s.rules_broken, k, n);
         }
         s.checks = invariant_checks(Evidence {
             s,
