@@ -542,7 +542,7 @@ fn decode_reads_corpus_bytes_and_reports_garbage_with_offsets() {
     let err = String::from_utf8_lossy(&out.stderr);
     for said in [
         "byte 9: rule broken: WINDOW_UPDATE of 0 on the connection (RFC 9113 §6.9: a connection error of type PROTOCOL_ERROR)",
-        "byte 22: rule broken: PING frame on a stream other than 0 (RFC 9113 §6.7: a connection error of type PROTOCOL_ERROR), stream 3",
+        "byte 22: rule broken: PING frame on a stream other than 0 (RFC 9113 §6.7: a connection error of type PROTOCOL_ERROR; stream 3)",
         "3 frames, 2 errors",
     ] {
         assert!(err.contains(said), "{said}: {err}");

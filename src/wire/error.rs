@@ -51,7 +51,7 @@ pub enum Error {
     /// ([`super::rules`]). Still a frame: it is parsed and handed on after
     /// this error, and so is what follows.
     #[error(
-        "byte {offset}: rule broken: {} (RFC 9113 §{}: a {} error of type {}){}",
+        "byte {offset}: rule broken: {} (RFC 9113 §{}: a {} error of type {}{})",
         rule.what,
         rule.section,
         if rule.connection { "connection" } else { "stream" },
@@ -71,7 +71,7 @@ fn on_stream(stream: u32) -> String {
     if stream == 0 {
         String::new()
     } else {
-        format!(", stream {stream}")
+        format!("; stream {stream}")
     }
 }
 

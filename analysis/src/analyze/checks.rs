@@ -420,7 +420,7 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
             }))
         } else {
             let mut holds = format!(
-                "{} releases, each at its stream's release point, once per message and none before what triggers it",
+                "{} releases at their stream's release point, none early (a message's once, after its trigger; at frame, within the bytes received)",
                 r.judged
             );
             if r.unjudged > 0 {
