@@ -993,7 +993,7 @@ fn a_rule_broken_counts_once_per_frame_by_who_could_see_it() {
             dir,
             offset: 24,
             error: format!(
-                "byte 24: rule broken: {rule} (RFC 9113 §6.7: a connection error of type PROTOCOL_ERROR), stream 3"
+                "byte 24: rule broken: {rule} (RFC 9113 §6.7: a connection error of type PROTOCOL_ERROR; stream 3)"
             ),
         })
     };
