@@ -383,19 +383,20 @@ fn errors_line(s: &Summary) -> Option<String> {
             fields.push(format!("wire_error×{n} in the {writer}'s bytes"));
         }
     }
-    fields.extend(broke(&s.rules_broken));
+    fields.extend(by_who(&s.rules_broken, "broke: "));
     // Two spaces apart: a long line breaks between fields, not inside one.
     (!fields.is_empty()).then(|| fields.join("  "))
 }
 
-/// Who broke which rule, a field each: `client: DATA frame on stream 0`
-/// → `client broke: DATA frame on stream 0×1`.
-fn broke(rules: &std::collections::BTreeMap<String, u64>) -> Vec<String> {
-    rules
+/// Counts keyed `"<who>: <what>"`, a field each, `did` between: `client:
+/// DATA frame on stream 0` with `broke: ` → `client broke: DATA frame on
+/// stream 0×1` (a key without a who, as it is).
+fn by_who(counts: &std::collections::BTreeMap<String, u64>, did: &str) -> Vec<String> {
+    counts
         .iter()
         .map(|(key, n)| match key.split_once(": ") {
-            Some((writer, rule)) => format!("{writer} broke: {rule}×{n}"),
-            None => format!("rule broken: {key}×{n}"),
+            Some((who, what)) => format!("{who} {did}{what}×{n}"),
+            None => format!("{key}×{n}"),
         })
         .collect()
 }
@@ -592,15 +593,8 @@ fn headline_lines(s: &Summary) -> String {
         if !c && !sv {
             // A relay alone: the probe endpoints' figures do not exist, and
             // the rules broken are the legs' to name.
-            let mut fields: Vec<String> = r
-                .answers
-                .iter()
-                .map(|(key, n)| match key.split_once(": ") {
-                    Some((who, answer)) => format!("{who} sent {answer}×{n}"),
-                    None => format!("{key}×{n}"),
-                })
-                .collect();
-            fields.extend(broke(&r.rules_broken));
+            let mut fields = by_who(&r.answers, "sent ");
+            fields.extend(by_who(&r.rules_broken, "broke: "));
             if !fields.is_empty() {
                 let _ = writeln!(o, "errors    {}", fields.join("  "));
             }

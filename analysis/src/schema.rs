@@ -550,6 +550,11 @@ impl FrameEv {
     }
 }
 
+/// What a `wire_error` says after its `byte N: ` when a frame broke a rule
+/// of RFC 9113 (the tap's parser writes it, the analysis reads it: one
+/// contract, here).
+pub const RULE_BROKEN: &str = "rule broken: ";
+
 /// Flag bits (RFC 9113 §6).
 pub mod flags {
     pub const END_STREAM: u8 = 0x1;

@@ -51,7 +51,8 @@ pub enum Error {
     /// ([`super::rules`]). Still a frame: it is parsed and handed on after
     /// this error, and so is what follows.
     #[error(
-        "byte {offset}: rule broken: {} (RFC 9113 §{}: a {} error of type {}{})",
+        "byte {offset}: {}{} (RFC 9113 §{}: a {} error of type {}{})",
+        h2probe_analysis::schema::RULE_BROKEN,
         rule.what,
         rule.section,
         if rule.connection { "connection" } else { "stream" },

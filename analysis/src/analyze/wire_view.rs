@@ -536,7 +536,7 @@ impl Analyzer {
 /// frame.
 pub(crate) fn rule_broken(msg: &str) -> Option<&str> {
     let (_, rest) = msg.strip_prefix("byte ")?.split_once(": ")?;
-    let rule = rest.strip_prefix("rule broken: ")?;
+    let rule = rest.strip_prefix(crate::schema::RULE_BROKEN)?;
     Some(rule.split_once(" (RFC").map_or(rule, |(r, _)| r))
 }
 
