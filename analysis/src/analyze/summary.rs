@@ -279,7 +279,7 @@ pub struct Summary {
     /// range, a header block interrupted), keyed `"<writer>: <rule>"`
     /// (`"client: DATA frame on stream 0"`): who broke which, once per
     /// frame: as the receiver's taps read them, or as the sender's wrote
-    /// them when the trace has no tap of the receiving side. Its `wire_error`s
+    /// them when the trace as a whole has no tap of the receiving side. Its `wire_error`s
     /// are in `wire_errors` (one per tap), not in `wire_errors_by_writer`
     /// (the frame was framed).
     /// Rules that need the connection's state (an idle stream, a window
