@@ -78,12 +78,20 @@ fn a_client_deadline_during_sending_records_never_sent_and_the_server_discards_c
     o.server.service_time = dur("20ms");
     let r = run(o);
     let s = &r.summary;
-    assert!(
-        s.never_sent_by_reason.get("deadline").copied().unwrap_or(0) > 0,
-        "{s:#?}"
-    );
-    // Both sides reach the deadline at about the same time; the server either
-    // saw the client's RST (cancelled) or its own deadline first.
+    // Both sides reach the deadline at about the same time. The client's
+    // unsent messages are never_sent at its deadline, or, when the server's
+    // own deadline reset the stream first (it happened under CI load), at
+    // that reset (`stream_error`), and then the server said deadline.
+    let reason = |r: &str| s.never_sent_by_reason.get(r).copied().unwrap_or(0);
+    assert!(reason("deadline") + reason("stream_error") > 0, "{s:#?}");
+    if reason("deadline") == 0 {
+        assert!(
+            s.discarded_by_reason.get("deadline").copied().unwrap_or(0) > 0,
+            "{s:#?}"
+        );
+    }
+    // The server either saw the client's RST (cancelled) or its own
+    // deadline first.
     let server_side = s.discarded_by_reason.get("cancelled").copied().unwrap_or(0)
         + s.discarded_by_reason.get("deadline").copied().unwrap_or(0);
     assert_eq!(server_side, s.discarded, "{s:#?}");
