@@ -14,7 +14,10 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The ALPN protocol id of HTTP/2 over TLS (RFC 9113 §3.2).
 pub const ALPN_H2: &[u8] = b"h2";
@@ -41,27 +44,64 @@ pub fn read_certs(path: &Path, flag: &str) -> anyhow::Result<Vec<CertificateDer<
     Ok(certs)
 }
 
-/// The client's TLS configuration: ALPN h2, the key log, and either the
-/// system's roots, the roots of `ca`, or no verification at all.
-pub fn client_config(ca: Option<&Path>, insecure: bool) -> anyhow::Result<rustls::ClientConfig> {
+/// The roots of a PEM file of CA certificates (`flag` names it in errors).
+fn read_roots(path: &Path, flag: &str) -> anyhow::Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in read_certs(path, flag)? {
+        roots
+            .add(c)
+            .map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
+    }
+    Ok(roots)
+}
+
+/// A certificate and its private key, from PEM files: the flags that
+/// named them are said in errors.
+pub struct Identity<'a> {
+    pub cert: (&'a Path, &'a str),
+    pub key: (&'a Path, &'a str),
+}
+
+impl Identity<'_> {
+    fn read(&self) -> anyhow::Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
+        let (path, flag) = self.key;
+        let chain = read_certs(self.cert.0, self.cert.1)?;
+        let key = PrivateKeyDer::from_pem_file(path)
+            .map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
+        Ok((chain, key))
+    }
+
+    /// rustls refused the pair (a key that is not the certificate's, most
+    /// often): both flags are named.
+    fn refused(&self, e: rustls::Error) -> anyhow::Error {
+        let what = match e {
+            rustls::Error::InconsistentKeys(_) => format!("the key is not the certificate's ({e})"),
+            e => e.to_string(),
+        };
+        usage(format!("{}/{}: {what}", self.cert.1, self.key.1))
+    }
+}
+
+/// The client's TLS configuration: ALPN h2, the key log, either the
+/// system's roots, the roots of `ca`, or no verification at all, and the
+/// certificate the client shows when the server asks for one (`--cert`,
+/// `--key`: mutual TLS).
+pub fn client_config(
+    ca: Option<&Path>,
+    insecure: bool,
+    identity: Option<Identity<'_>>,
+) -> anyhow::Result<rustls::ClientConfig> {
     let builder = rustls::ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()?;
-    let mut cfg = if insecure {
+    let builder = if insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(NoVerification(provider())))
-            .with_no_client_auth()
     } else {
-        let mut roots = rustls::RootCertStore::empty();
-        match ca {
-            Some(path) => {
-                for c in read_certs(path, "--ca")? {
-                    roots
-                        .add(c)
-                        .map_err(|e| usage(format!("--ca {}: {e}", path.display())))?;
-                }
-            }
+        let roots = match ca {
+            Some(path) => read_roots(path, "--ca")?,
             None => {
+                let mut roots = rustls::RootCertStore::empty();
                 let found = rustls_native_certs::load_native_certs();
                 let (added, _) = roots.add_parsable_certificates(found.certs);
                 crate::refuse_unless!(
@@ -72,9 +112,19 @@ pub fn client_config(ca: Option<&Path>, insecure: bool) -> anyhow::Result<rustls
                         .first()
                         .map_or("it is empty".to_string(), |e| e.to_string())
                 );
+                roots
             }
+        };
+        builder.with_root_certificates(roots)
+    };
+    let mut cfg = match identity {
+        Some(id) => {
+            let (chain, key) = id.read()?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| id.refused(e))?
         }
-        builder.with_root_certificates(roots).with_no_client_auth()
+        None => builder.with_no_client_auth(),
     };
     cfg.alpn_protocols = vec![ALPN_H2.to_vec()];
     cfg.key_log = key_log();
@@ -100,16 +150,35 @@ fn key_log() -> Arc<dyn rustls::KeyLog> {
     Arc::new(rustls::KeyLogFile::new())
 }
 
-/// The server's TLS configuration from a PEM certificate chain and its key.
-pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<rustls::ServerConfig> {
-    let chain = read_certs(cert, "--tls-cert")?;
-    let key = PrivateKeyDer::from_pem_file(key)
-        .map_err(|e| usage(format!("--tls-key {}: {e}", key.display())))?;
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
+/// The server's TLS configuration from a PEM certificate chain and its key;
+/// with `client_ca` (`--client-ca`), every client must show a certificate
+/// issued by one of its CAs (mutual TLS), or its handshake fails.
+pub fn server_config(
+    cert: &Path,
+    key: &Path,
+    client_ca: Option<&Path>,
+) -> anyhow::Result<rustls::ServerConfig> {
+    let id = Identity {
+        cert: (cert, "--tls-cert"),
+        key: (key, "--tls-key"),
+    };
+    let (chain, key) = id.read()?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_ca {
+        Some(path) => {
+            let roots = Arc::new(read_roots(path, "--client-ca")?);
+            let verifier =
+                rustls::server::WebPkiClientVerifier::builder_with_provider(roots, provider())
+                    .build()
+                    .map_err(|e| usage(format!("--client-ca {}: {e}", path.display())))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut cfg = builder
         .with_single_cert(chain, key)
-        .map_err(|e| usage(format!("--tls-cert/--tls-key: {e}")))?;
+        .map_err(|e| id.refused(e))?;
     cfg.alpn_protocols = vec![ALPN_H2.to_vec()];
     cfg.key_log = key_log();
     Ok(cfg)
@@ -123,11 +192,43 @@ pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
         .map_err(|e| usage(format!("{host:?} is not a valid TLS server name: {e}")))
 }
 
+/// What to do about a fatal alert the server sent the client about the
+/// client's certificate (mutual TLS). Under TLS 1.3 the server judges the
+/// client's certificate after the client's handshake is done, so the alert
+/// arrives on the connection's first read, not in the handshake.
+pub fn client_cert_hint(e: &std::io::Error) -> &'static str {
+    use rustls::AlertDescription as A;
+    let alert = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    match alert {
+        Some(rustls::Error::AlertReceived(A::CertificateRequired)) => {
+            " (the server asks for a client certificate (mutual TLS): give --cert and --key)"
+        }
+        Some(rustls::Error::AlertReceived(
+            A::BadCertificate
+            | A::UnknownCA
+            | A::CertificateUnknown
+            | A::CertificateExpired
+            | A::CertificateRevoked
+            | A::UnsupportedCertificate
+            | A::AccessDenied,
+        )) => {
+            " (the server refused the client certificate of --cert: is it issued by a CA the server trusts, \
+             and valid now?)"
+        }
+        _ => "",
+    }
+}
+
 /// What to do about a failed handshake, for the common certificate
 /// mistakes (appended to the error; empty when there is nothing to add).
 pub fn hint(e: &std::io::Error) -> &'static str {
     let text = format!("{e:?}");
-    if text.contains("CaUsedAsEndEntity") {
+    let client_cert = client_cert_hint(e);
+    if !client_cert.is_empty() {
+        client_cert
+    } else if text.contains("CaUsedAsEndEntity") {
         " (the server's certificate is a CA certificate, basicConstraints CA:TRUE, which TLS refuses as a \
          server certificate: issue the server a leaf certificate signed by that CA, and give the CA to --ca)"
     } else if text.contains("UnknownIssuer") {
@@ -194,5 +295,83 @@ impl ServerCertVerifier for NoVerification {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// After a refused handshake the server's alert is on its way. Closing
+/// with the client's bytes unread would reset the connection, and a reset
+/// can overtake the alert: the client, which under TLS 1.3 has finished its
+/// handshake and written its first frames, then reads "connection reset",
+/// not why. So: half-close, then read and discard until the client closes,
+/// for at most a second and 64 KiB.
+pub async fn linger<S: AsyncRead + AsyncWrite + Unpin>(mut io: S) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let _ = io.shutdown().await;
+    let mut buf = [0u8; 4096];
+    let mut left = 64 * 1024usize;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+        while left > 0 {
+            match io.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    })
+    .await;
+}
+
+/// A client's TLS stream whose errors say what to do about an alert the
+/// server sent about the client's certificate ([`client_cert_hint`]): the
+/// alert surfaces on a read after the handshake, as HTTP/2's error.
+pub struct ExplainAlerts<S>(pub S);
+
+impl<S> ExplainAlerts<S> {
+    fn explain<T>(r: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+        match r {
+            Poll::Ready(Err(e)) if !client_cert_hint(&e).is_empty() => Poll::Ready(Err(
+                std::io::Error::new(e.kind(), format!("{e}{}", client_cert_hint(&e))),
+            )),
+            r => r,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for ExplainAlerts<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Self::explain(Pin::new(&mut self.0).poll_read(cx, buf))
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for ExplainAlerts<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Self::explain(Pin::new(&mut self.0).poll_write(cx, buf))
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Self::explain(Pin::new(&mut self.0).poll_write_vectored(cx, bufs))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Self::explain(Pin::new(&mut self.0).poll_flush(cx))
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Self::explain(Pin::new(&mut self.0).poll_shutdown(cx))
     }
 }

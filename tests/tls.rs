@@ -10,30 +10,49 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// A CA named `name`: its issuer and its certificate's PEM.
+fn ca(name: &str) -> (rcgen::Issuer<'static, rcgen::KeyPair>, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let pem = params.self_signed(&key).unwrap().pem();
+    (rcgen::Issuer::new(params, key), pem)
+}
+
+/// A leaf certificate for `names` signed by `issuer`, written to
+/// `dir/{stem}.pem` and its key to `dir/{stem}-key.pem`.
+fn leaf(
+    dir: &Path,
+    stem: &str,
+    issuer: &rcgen::Issuer<'static, rcgen::KeyPair>,
+    names: &[&str],
+) -> (PathBuf, PathBuf) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert =
+        rcgen::CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap()
+            .signed_by(&key, issuer)
+            .unwrap();
+    let paths = (
+        dir.join(format!("{stem}.pem")),
+        dir.join(format!("{stem}-key.pem")),
+    );
+    std::fs::write(&paths.0, cert.pem()).unwrap();
+    std::fs::write(&paths.1, key.serialize_pem()).unwrap();
+    paths
+}
+
 /// A CA and a leaf certificate for localhost / 127.0.0.1 signed by it:
 /// (ca.pem, cert.pem, key.pem).
 fn pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(rcgen::DnType::CommonName, "h2probe test CA");
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = rcgen::Issuer::new(ca, ca_key);
-    let key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    let paths = (
-        dir.join("ca.pem"),
-        dir.join("cert.pem"),
-        dir.join("key.pem"),
-    );
-    std::fs::write(&paths.0, ca_cert.pem()).unwrap();
-    std::fs::write(&paths.1, leaf.pem()).unwrap();
-    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
-    paths
+    let (issuer, pem) = ca("h2probe test CA");
+    let ca_path = dir.join("ca.pem");
+    std::fs::write(&ca_path, pem).unwrap();
+    let (cert, key) = leaf(dir, "cert", &issuer, &["localhost", "127.0.0.1"]);
+    (ca_path, cert, key)
 }
 
 /// `h2probe serve --tls-cert --tls-key` on an ephemeral port; returns the
@@ -391,4 +410,154 @@ fn a_cleartext_client_against_tls_is_told_so_every_time() {
     }
     let _ = server.kill();
     let _ = server.wait();
+}
+
+/// `serve --client-ca` (mutual TLS) admits a client that shows a
+/// certificate of that CA, and refuses, in the handshake, one that shows
+/// none or another CA's; the client is told which, and the server records
+/// both refusals with rustls' reason.
+#[test]
+fn mutual_tls_admits_only_a_client_certificate_of_the_clients_ca() {
+    let dir = support::temp_dir("tls-mutual");
+    let (ca_path, cert, key) = pki(&dir);
+    let (clients, clients_pem) = ca("h2probe test clients' CA");
+    let client_ca = dir.join("client-ca.pem");
+    std::fs::write(&client_ca, clients_pem).unwrap();
+    let (good, good_key) = leaf(&dir, "client", &clients, &["client.test"]);
+    let (stranger, _) = ca("another CA");
+    let (bad, bad_key) = leaf(&dir, "stranger", &stranger, &["client.test"]);
+    let (mut server, port) = serve_tls(
+        &dir.join("srv"),
+        &cert,
+        &key,
+        &[
+            "--exit-after",
+            "1",
+            "--client-ca",
+            client_ca.to_str().unwrap(),
+        ],
+    );
+    let connect = format!("localhost:{port}");
+    let run = |extra: &[&Path], name: &str| {
+        let out_dir = dir.join(name);
+        let mut a: Vec<String> = [
+            "--connect",
+            &connect,
+            "--tls",
+            "--ca",
+            ca_path.to_str().unwrap(),
+            "--duration",
+            "300ms",
+            "--rate",
+            "20",
+            "--no-pcap",
+            "-q",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec();
+        for (flag, path) in ["--cert", "--key"].iter().zip(extra) {
+            a.push(flag.to_string());
+            a.push(path.to_str().unwrap().to_string());
+        }
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        (client(&a, &[]), out_dir)
+    };
+    // Under TLS 1.3 the server judges the client's certificate after the
+    // client's handshake is done: its alert ends the connection's first
+    // RPC (UNAVAILABLE, exit 4); under TLS 1.2 it would end the handshake
+    // (exit 1). Either way the client is told what to do.
+    let failed = |out: &std::process::Output| matches!(out.status.code(), Some(1 | 4));
+    let (out, _) = run(&[], "none");
+    assert!(failed(&out), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "the server asks for a client certificate (mutual TLS): give --cert and --key"
+        ),
+        "{}",
+        text(&out)
+    );
+    let (out, _) = run(&[&bad, &bad_key], "stranger");
+    assert!(failed(&out), "{}", text(&out));
+    assert!(
+        text(&out).contains("the server refused the client certificate of --cert"),
+        "{}",
+        text(&out)
+    );
+    let (out, cli) = run(&[&good, &good_key], "good");
+    assert!(out.status.success(), "{}", text(&out));
+    let s = support::read_summary(&cli);
+    assert!(s.sent >= 5, "{}", text(&out));
+    assert_eq!(s.sent, s.scheduled);
+    assert!(server.wait().unwrap().success());
+    let srv = support::read_summary(&dir.join("srv"));
+    assert_eq!(srv.conns_refused, 2);
+    assert_eq!(srv.completed, s.sent);
+    let meta = std::fs::read_to_string(dir.join("srv/meta.json")).unwrap();
+    assert!(meta.contains("client-ca.pem"), "{meta}");
+    let trace = std::fs::read_to_string(dir.join("srv/trace.jsonl")).unwrap();
+    let reasons: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("\"conn_refused\""))
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons.iter().any(|l| l.contains("no certificates")),
+        "{reasons:?}"
+    );
+}
+
+/// The mutual-TLS flags are refused, with the flag named and exit 2, before
+/// anything starts: one without its pair or without TLS, a file that holds
+/// no certificate, a key that is not the certificate's.
+#[test]
+fn mutual_tls_mistakes_are_refused_before_anything_starts() {
+    let dir = support::temp_dir("tls-mutual-usage");
+    let (ca_path, cert, key) = pki(&dir);
+    let (_, other_key) = leaf(&dir, "other", &ca("another CA").0, &["localhost"]);
+    let h2probe = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(args)
+            .arg("--out")
+            .arg(dir.join("never"))
+            .output()
+            .unwrap()
+    };
+    let (ca_s, cert_s, key_s, other_s) = (
+        ca_path.to_str().unwrap(),
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+        other_key.to_str().unwrap(),
+    );
+    for (args, says) in [
+        (vec!["serve", "--client-ca", ca_s], "--tls-cert"),
+        (vec!["client", "--tls", "--cert", cert_s], "--key"),
+        (vec!["client", "--cert", cert_s, "--key", key_s], "--tls"),
+        (
+            vec!["client", "--tls", "--cert", key_s, "--key", key_s],
+            "--cert",
+        ),
+        (
+            vec!["client", "--tls", "--cert", cert_s, "--key", other_s],
+            "--cert/--key: the key is not the certificate's",
+        ),
+        (
+            vec![
+                "serve",
+                "--tls-cert",
+                cert_s,
+                "--tls-key",
+                key_s,
+                "--client-ca",
+                key_s,
+            ],
+            "--client-ca",
+        ),
+    ] {
+        let out = h2probe(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
+    }
+    assert!(!dir.join("never").exists());
 }

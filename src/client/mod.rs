@@ -478,7 +478,13 @@ pub(crate) fn with_connection_cause(
         .peek()
         .filter(|_| from_h2 && !peer_said && outcome.status != status::OK)
     {
-        outcome.message = format!("{} (the connection: {why})", outcome.message);
+        // h2 passed the socket's error on as its own: said once.
+        let socket_said = why
+            .split_once(" error: ")
+            .is_some_and(|(_, e)| outcome.message.ends_with(e));
+        if !socket_said {
+            outcome.message = format!("{} (the connection: {why})", outcome.message);
+        }
     }
 }
 
@@ -648,6 +654,7 @@ where
             String::from_utf8_lossy(&a)
         ))
     );
+    let stream = crate::tls::ExplainAlerts(stream);
     let tap = Tap::with_addrs(stream, local, peer, cfg, ctx.rec.clone()).above_tls();
     drive(ctx, tap, conn_id, index, start).await
 }
@@ -1000,5 +1007,9 @@ mod tests {
                 .ends_with("(the connection: read error: Connection reset by peer)");
             assert_eq!(carried, carries, "{message}: {}", o.message);
         }
+        // h2 passing the socket's own error on: said once, not twice.
+        let mut o = ended("no response: Connection reset by peer");
+        with_connection_cause(&mut o, &cause, false);
+        assert_eq!(o.message, "no response: Connection reset by peer");
     }
 }

@@ -38,6 +38,15 @@ pub struct TargetOpts {
     #[arg(long, requires = "tls", conflicts_with = "ca")]
     pub insecure: bool,
 
+    /// With --tls: show the server this PEM certificate chain when it asks
+    /// for one (mutual TLS; and --key).
+    #[arg(long, value_name = "FILE", requires_all = ["tls", "key"])]
+    pub cert: Option<PathBuf>,
+
+    /// The PEM private key of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+
     /// Request metadata, 'name: value' (repeatable). Names are lowercased;
     /// pseudo-headers and the headers the client sets itself (content-type,
     /// te, grpc-timeout: use --deadline) are refused, as are
@@ -87,6 +96,8 @@ impl Default for TargetOpts {
             tls: false,
             ca: None,
             insecure: false,
+            cert: None,
+            key: None,
             headers: vec![],
         }
     }
@@ -245,7 +256,7 @@ impl Target {
         name: &str,
         ca: Option<&std::path::Path>,
     ) -> anyhow::Result<Target> {
-        let cfg = crate::tls::client_config(ca, ca.is_none())?;
+        let cfg = crate::tls::client_config(ca, ca.is_none(), None)?;
         Ok(Target {
             addrs: vec![addr],
             authority: format!("{name}:{}", addr.port()),
@@ -280,7 +291,14 @@ impl Target {
             .clone()
             .unwrap_or_else(|| opts.connect.clone());
         let tls = if opts.tls {
-            let cfg = crate::tls::client_config(opts.ca.as_deref(), opts.insecure)?;
+            let identity = match (&opts.cert, &opts.key) {
+                (Some(cert), Some(key)) => Some(crate::tls::Identity {
+                    cert: (cert, "--cert"),
+                    key: (key, "--key"),
+                }),
+                _ => None,
+            };
+            let cfg = crate::tls::client_config(opts.ca.as_deref(), opts.insecure, identity)?;
             let host: http::uri::Authority = authority.parse().expect("validated by clap");
             Some(Tls {
                 connector: Arc::new(cfg).into(),

@@ -31,12 +31,26 @@ pub struct ServeOpts {
 
     #[command(flatten, next_help_heading = "Server")]
     pub server: ServerOpts,
+
+    /// With --tls-cert: require a client certificate issued by a CA of
+    /// this PEM file (mutual TLS). A client that shows none, or another, is
+    /// refused in its handshake (recorded as `conn_refused`, with the
+    /// reason).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "tls_cert",
+        help_heading = "Server"
+    )]
+    pub client_ca: Option<std::path::PathBuf>,
+
     #[command(flatten, next_help_heading = "Output")]
     pub output: OutputOpts,
 }
 
-pub async fn serve(opts: ServeOpts) -> anyhow::Result<Finished> {
+pub async fn serve(mut opts: ServeOpts) -> anyhow::Result<Finished> {
     let interrupts = Interrupts::listen();
+    opts.server.client_ca = opts.client_ca.clone();
     opts.output.validate()?;
     let cfg = opts
         .server

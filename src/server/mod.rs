@@ -169,6 +169,12 @@ pub struct ServerOpts {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+
+    /// `serve --client-ca` (mutual TLS): `run`'s own client shows no
+    /// certificate, so the flag is serve's, handed over here.
+    #[arg(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_ca: Option<std::path::PathBuf>,
     /// Exchange (Part 3): admission slots over all RPCs of the server; an
     /// admitted attempt holds one while queued or in service.
     #[arg(long, default_value_t = 32, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -431,7 +437,11 @@ impl ServerOpts {
             self.max_owned_bytes.0
         );
         let tls = match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => Some(Arc::new(crate::tls::server_config(cert, key)?)),
+            (Some(cert), Some(key)) => Some(Arc::new(crate::tls::server_config(
+                cert,
+                key,
+                self.client_ca.as_deref(),
+            )?)),
             _ => None,
         };
         if self.stack == Stack::Hyper {
@@ -780,15 +790,17 @@ async fn connection(
     let watched = crate::tap::SocketWatch::new(sock, tap_cfg, ctx.rec.clone());
     let accepted = tokio::time::timeout(
         ctx.cfg.handshake_timeout,
-        tokio_rustls::TlsAcceptor::from(tls).accept(watched),
+        tokio_rustls::TlsAcceptor::from(tls)
+            .accept(watched)
+            .into_fallible(),
     )
     .await;
     let stream = match accepted {
         Ok(Ok(s)) if s.get_ref().1.alpn_protocol() == Some(crate::tls::ALPN_H2) => s,
         outcome => {
-            let reason = match outcome {
+            let reason = match &outcome {
                 Ok(Ok(_)) => "TLS: the client did not offer HTTP/2 (ALPN h2)".to_string(),
-                Ok(Err(e)) => format!("TLS handshake failed: {e}"),
+                Ok(Err((e, _))) => format!("TLS handshake failed: {e}"),
                 Err(_) => format!(
                     "no TLS handshake within --handshake-timeout {}",
                     Dur(ctx.cfg.handshake_timeout)
@@ -808,6 +820,9 @@ async fn connection(
                     })
                 },
             );
+            if let Ok(Err((_, io))) = outcome {
+                crate::tls::linger(io).await;
+            }
             anyhow::bail!("{reason}");
         }
     };
