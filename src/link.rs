@@ -49,9 +49,23 @@ impl Shape {
 /// Wraps `sock` in a link shaped by `shape` in both directions; returns the
 /// stream the endpoint should use instead of the socket.
 pub fn shaped(sock: TcpStream, shape: Shape) -> DuplexStream {
+    let (sock_r, sock_w) = sock.into_split();
+    line(sock_r, sock_w, shape)
+}
+
+/// [`shaped`] for a Unix domain socket (`client --connect unix:PATH`).
+pub fn shaped_unix(sock: tokio::net::UnixStream, shape: Shape) -> DuplexStream {
+    let (sock_r, sock_w) = sock.into_split();
+    line(sock_r, sock_w, shape)
+}
+
+fn line<R, W>(sock_r: R, sock_w: W, shape: Shape) -> DuplexStream
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (near, far) = tokio::io::duplex(CHUNK);
     let (far_r, far_w) = tokio::io::split(far);
-    let (sock_r, sock_w) = sock.into_split();
     tokio::spawn(pump(far_r, sock_w, shape));
     tokio::spawn(pump(sock_r, far_w, shape));
     near

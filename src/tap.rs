@@ -308,8 +308,8 @@ impl<S> Tap<S> {
     /// (e.g. a delay line in front of the socket), recording its `conn_open`.
     pub fn with_addrs(
         io: S,
-        local: std::net::SocketAddr,
-        peer: std::net::SocketAddr,
+        local: impl std::fmt::Display,
+        peer: impl std::fmt::Display,
         cfg: TapConfig,
         rec: Recorder,
     ) -> Self {

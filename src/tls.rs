@@ -66,8 +66,20 @@ impl Identity<'_> {
     fn read(&self) -> anyhow::Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
         let (path, flag) = self.key;
         let chain = read_certs(self.cert.0, self.cert.1)?;
-        let key = PrivateKeyDer::from_pem_file(path)
-            .map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
+        let key = PrivateKeyDer::from_pem_file(path).map_err(|e| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            let why = if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
+                "the key is encrypted, which h2probe cannot read: decrypt it \
+                 (openssl pkey -in KEY -out plain-key.pem)"
+                    .to_string()
+            } else if matches!(e, rustls::pki_types::pem::Error::NoItemsFound) {
+                "no PEM private key (-----BEGIN PRIVATE KEY-----, or its RSA or EC form) in it"
+                    .to_string()
+            } else {
+                e.to_string()
+            };
+            usage(format!("{flag} {}: {why}", path.display()))
+        })?;
         Ok((chain, key))
     }
 
@@ -192,40 +204,64 @@ pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
         .map_err(|e| usage(format!("{host:?} is not a valid TLS server name: {e}")))
 }
 
-/// What to do about a fatal alert the server sent the client about the
-/// client's certificate (mutual TLS). Under TLS 1.3 the server judges the
-/// client's certificate after the client's handshake is done, so the alert
-/// arrives on the connection's first read, not in the handshake.
-pub fn client_cert_hint(e: &std::io::Error) -> &'static str {
+/// What to do about an alert the server sent about the client's
+/// certificate (mutual TLS), given whether the client showed one
+/// (`--cert`). Under TLS 1.3 the server judges the client's certificate
+/// after the client's handshake is done, so the alert arrives on the
+/// connection's first read, not in the handshake.
+pub fn client_cert_hint(e: &std::io::Error, showed_cert: bool) -> &'static str {
     use rustls::AlertDescription as A;
-    let alert = e
+    let Some(rustls::Error::AlertReceived(alert)) = e
         .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
-    match alert {
-        Some(rustls::Error::AlertReceived(A::CertificateRequired)) => {
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    else {
+        return "";
+    };
+    match (alert, showed_cert) {
+        (A::CertificateRequired, _) => {
             " (the server asks for a client certificate (mutual TLS): give --cert and --key)"
         }
-        Some(rustls::Error::AlertReceived(
-            A::BadCertificate
-            | A::UnknownCA
-            | A::CertificateUnknown
-            | A::CertificateExpired
-            | A::CertificateRevoked
-            | A::UnsupportedCertificate
-            | A::AccessDenied,
-        )) => {
-            " (the server refused the client certificate of --cert: is it issued by a CA the server trusts, \
-             and valid now?)"
+        // TLS 1.2 servers say a missing certificate in these words too.
+        (A::BadCertificate | A::UnknownCA | A::CertificateUnknown | A::HandshakeFailure, false) => {
+            " (if the server asks for a client certificate (mutual TLS), give --cert and --key)"
+        }
+        (A::UnknownCA, true) => {
+            " (the server refused the client certificate of --cert: its issuer is not among the CAs \
+             the server trusts for clients)"
+        }
+        (A::CertificateExpired, true) => {
+            " (the server refused the client certificate of --cert: it has expired, or is not valid yet)"
+        }
+        (A::UnsupportedCertificate, true) => {
+            " (the server refused the client certificate of --cert: its extendedKeyUsage must \
+             allow clientAuth)"
+        }
+        (A::BadCertificate | A::CertificateUnknown | A::CertificateRevoked | A::AccessDenied, true) => {
+            " (the server refused the client certificate of --cert: check its issuer, dates and \
+             extendedKeyUsage (clientAuth))"
         }
         _ => "",
     }
 }
 
+/// What to say when a TLS server closes the connection before any byte
+/// of HTTP/2 reached the client: some servers (gRPC's C core) refuse a
+/// client certificate, or its absence, by closing without an alert.
+fn closed_before_http2_hint(showed_cert: bool) -> &'static str {
+    if showed_cert {
+        " (the server closed the connection before its first frame: it may have refused the \
+         client certificate of --cert)"
+    } else {
+        " (the server closed the connection before its first frame: if it asks for a client \
+         certificate (mutual TLS), give --cert and --key)"
+    }
+}
+
 /// What to do about a failed handshake, for the common certificate
 /// mistakes (appended to the error; empty when there is nothing to add).
-pub fn hint(e: &std::io::Error) -> &'static str {
+pub fn hint(e: &std::io::Error, showed_cert: bool) -> &'static str {
     let text = format!("{e:?}");
-    let client_cert = client_cert_hint(e);
+    let client_cert = client_cert_hint(e, showed_cert);
     if !client_cert.is_empty() {
         client_cert
     } else if text.contains("CaUsedAsEndEntity") {
@@ -320,20 +356,48 @@ pub async fn linger<S: AsyncRead + AsyncWrite + Unpin>(mut io: S) {
     .await;
 }
 
-/// A client's TLS stream whose errors say what to do about an alert the
-/// server sent about the client's certificate ([`client_cert_hint`]): the
-/// alert surfaces on a read after the handshake, as HTTP/2's error.
-pub struct ExplainAlerts<S>(pub S);
+/// A client's TLS stream whose errors say what to do about the server's
+/// refusal of the client's certificate ([`client_cert_hint`]), which
+/// surfaces as HTTP/2's error after the handshake: an alert, or a close
+/// before the server's first byte.
+pub struct ExplainAlerts<S> {
+    inner: S,
+    showed_cert: bool,
+    /// Whether any plaintext arrived (after it, a close is not a refusal).
+    heard: bool,
+}
 
 impl<S> ExplainAlerts<S> {
-    fn explain<T>(r: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
-        match r {
-            Poll::Ready(Err(e)) if !client_cert_hint(&e).is_empty() => Poll::Ready(Err(
-                std::io::Error::new(e.kind(), format!("{e}{}", client_cert_hint(&e))),
-            )),
-            r => r,
+    pub fn new(inner: S, showed_cert: bool) -> Self {
+        ExplainAlerts {
+            inner,
+            showed_cert,
+            heard: false,
         }
     }
+
+    fn explain<T>(&self, r: Poll<std::io::Result<T>>) -> Poll<std::io::Result<T>> {
+        let Poll::Ready(Err(e)) = r else {
+            return r;
+        };
+        let mut hint = client_cert_hint(&e, self.showed_cert);
+        if hint.is_empty() && !self.heard && is_a_close(&e) {
+            hint = closed_before_http2_hint(self.showed_cert);
+        }
+        if hint.is_empty() {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Err(std::io::Error::new(e.kind(), format!("{e}{hint}"))))
+    }
+}
+
+/// The peer went away: an end without close_notify, a reset, a broken pipe.
+fn is_a_close(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::UnexpectedEof | K::ConnectionReset | K::BrokenPipe | K::ConnectionAborted
+    )
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for ExplainAlerts<S> {
@@ -342,7 +406,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for ExplainAlerts<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Self::explain(Pin::new(&mut self.0).poll_read(cx, buf))
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.heard = true;
+        }
+        self.explain(r)
     }
 }
 
@@ -352,7 +421,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ExplainAlerts<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Self::explain(Pin::new(&mut self.0).poll_write(cx, buf))
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.explain(r)
     }
 
     fn poll_write_vectored(
@@ -360,18 +430,111 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for ExplainAlerts<S> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Self::explain(Pin::new(&mut self.0).poll_write_vectored(cx, bufs))
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.explain(r)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        self.inner.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Self::explain(Pin::new(&mut self.0).poll_flush(cx))
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        self.explain(r)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Self::explain(Pin::new(&mut self.0).poll_shutdown(cx))
+        let r = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.explain(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::AlertDescription as A;
+    use tokio::io::AsyncReadExt as _;
+
+    fn alert(a: A) -> std::io::Error {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::AlertReceived(a),
+        )
+    }
+
+    /// Each alert about a client certificate says what to do, and names
+    /// --cert only when one was shown.
+    #[test]
+    fn alerts_about_the_client_certificate_say_what_to_do() {
+        for (a, showed, says) in [
+            (A::CertificateRequired, false, "give --cert and --key"),
+            (A::CertificateRequired, true, "give --cert and --key"),
+            (
+                A::BadCertificate,
+                false,
+                "if the server asks for a client certificate",
+            ),
+            (
+                A::HandshakeFailure,
+                false,
+                "if the server asks for a client certificate",
+            ),
+            (A::UnknownCA, true, "its issuer is not among the CAs"),
+            (A::CertificateExpired, true, "it has expired"),
+            (
+                A::UnsupportedCertificate,
+                true,
+                "extendedKeyUsage must allow clientAuth",
+            ),
+            (
+                A::BadCertificate,
+                true,
+                "check its issuer, dates and extendedKeyUsage",
+            ),
+        ] {
+            let hint = client_cert_hint(&alert(a), showed);
+            assert!(hint.contains(says), "{a:?} {showed}: {hint}");
+            assert_eq!(
+                hint.contains("of --cert"),
+                showed && a != A::CertificateRequired
+            );
+        }
+        // Not about the client's certificate: nothing to add.
+        assert_eq!(client_cert_hint(&alert(A::DecodeError), true), "");
+        assert_eq!(client_cert_hint(&alert(A::HandshakeFailure), true), "");
+    }
+
+    /// A stream that returns `bytes` and then fails with `kind`.
+    struct Then(&'static [u8], std::io::ErrorKind);
+
+    impl AsyncRead for Then {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            if self.0.is_empty() {
+                return Poll::Ready(Err(self.1.into()));
+            }
+            buf.put_slice(self.0);
+            self.0 = &[];
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// A close before the server's first byte may be a refused (or
+    /// wanted) certificate; after it, it is said as it is.
+    #[tokio::test]
+    async fn a_close_before_the_first_byte_may_be_about_the_certificate() {
+        let mut buf = [0u8; 16];
+        for (showed, says) in [(false, "give --cert and --key"), (true, "may have refused")] {
+            let mut s = ExplainAlerts::new(Then(b"", std::io::ErrorKind::UnexpectedEof), showed);
+            let e = s.read(&mut buf).await.unwrap_err();
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        let mut s = ExplainAlerts::new(Then(b"frame", std::io::ErrorKind::ConnectionReset), false);
+        assert_eq!(s.read(&mut buf).await.unwrap(), 5);
+        let e = s.read(&mut buf).await.unwrap_err();
+        assert!(!e.to_string().contains("--cert"), "{e}");
     }
 }

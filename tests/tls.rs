@@ -8,7 +8,7 @@ mod support;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 /// A CA named `name`: its issuer and its certificate's PEM.
 fn ca(name: &str) -> (rcgen::Issuer<'static, rcgen::KeyPair>, String) {
@@ -57,7 +57,7 @@ fn pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 
 /// `h2probe serve --tls-cert --tls-key` on an ephemeral port; returns the
 /// child and its port (read from the "listening on" line).
-fn serve_tls(dir: &Path, cert: &Path, key: &Path, extra: &[&str]) -> (Child, u16) {
+fn serve_tls(dir: &Path, cert: &Path, key: &Path, extra: &[&str]) -> (support::Reaped, u16) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_h2probe"))
         .args([
             "serve",
@@ -86,7 +86,7 @@ fn serve_tls(dir: &Path, cert: &Path, key: &Path, extra: &[&str]) -> (Child, u16
         .and_then(|r| r.split_whitespace().next())
         .unwrap_or_else(|| panic!("{line:?}"));
     let port = addr.rsplit(':').next().unwrap().parse().unwrap();
-    (child, port)
+    (support::Reaped(child), port)
 }
 
 fn client(args: &[&str], envs: &[(&str, &Path)]) -> std::process::Output {
@@ -496,6 +496,17 @@ fn mutual_tls_admits_only_a_client_certificate_of_the_clients_ca() {
     assert_eq!(srv.completed, s.sent);
     let meta = std::fs::read_to_string(dir.join("srv/meta.json")).unwrap();
     assert!(meta.contains("client-ca.pem"), "{meta}");
+    // The headline says the server refused them.
+    let analyzed = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .arg("analyze")
+        .arg(dir.join("srv"))
+        .output()
+        .unwrap();
+    assert!(
+        text(&analyzed).contains("server refused connections×2"),
+        "{}",
+        text(&analyzed)
+    );
     let trace = std::fs::read_to_string(dir.join("srv/trace.jsonl")).unwrap();
     let reasons: Vec<&str> = trace
         .lines()

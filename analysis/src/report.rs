@@ -368,6 +368,11 @@ fn errors_line(s: &Summary) -> Option<String> {
     if not_http2 > 0 {
         fields.push(format!("not an HTTP/2 server×{not_http2}"));
     }
+    // Connections the server closed unserved: each `conn_refused` event
+    // says why (a failed TLS handshake, --max-connections).
+    if s.conns_refused > 0 {
+        fields.push(format!("server refused connections×{}", s.conns_refused));
+    }
     if s.wire_errors_by_writer.is_empty() && s.rules_broken.is_empty() && s.wire_errors > not_http2
     {
         // A summary from before the split by writer (and before rules).

@@ -593,11 +593,7 @@ async fn connection(
     index: u32,
     start: u64,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
-    let sock = ctx.target.connect().await?;
-    let _ = sock.set_nodelay(true);
-    // The tap must name the real socket's addresses (they pair the client's
-    // connection with the server's in the analysis), whatever is between.
-    let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
+    let connected = ctx.target.connect().await?;
     let conn_id = ctx.conn_ids.next_id();
     let cfg = TapConfig {
         endpoint: Endpoint::Client,
@@ -608,12 +604,19 @@ async fn connection(
         delay: ctx.opts.link_delay.0,
         rate: ctx.opts.link_rate.map(|r| r.0),
     };
-    let addrs = (local, peer);
-    if shape.is_transparent() {
-        secured(ctx, sock, addrs, cfg, index, start).await
-    } else {
-        let line = crate::link::shaped(sock, shape);
-        secured(ctx, line, addrs, cfg, index, start).await
+    use target::Transport;
+    let addrs = (connected.local, connected.peer);
+    match (connected.io, shape.is_transparent()) {
+        (Transport::Tcp(s), true) => secured(ctx, s, addrs, cfg, index, start).await,
+        (Transport::Tcp(s), false) => {
+            let line = crate::link::shaped(s, shape);
+            secured(ctx, line, addrs, cfg, index, start).await
+        }
+        (Transport::Unix(s), true) => secured(ctx, s, addrs, cfg, index, start).await,
+        (Transport::Unix(s), false) => {
+            let line = crate::link::shaped_unix(s, shape);
+            secured(ctx, line, addrs, cfg, index, start).await
+        }
     }
 }
 
@@ -623,7 +626,7 @@ async fn connection(
 async fn secured<T>(
     ctx: Arc<ClientCtx>,
     io: T,
-    (local, peer): (std::net::SocketAddr, std::net::SocketAddr),
+    (local, peer): (String, String),
     cfg: TapConfig,
     index: u32,
     start: u64,
@@ -642,7 +645,7 @@ where
         Err(e) => anyhow::bail!(
             "TLS handshake with {peer} (as {}): {e}{}",
             tls.name.to_str(),
-            crate::tls::hint(&e)
+            crate::tls::hint(&e, tls.showed_cert)
         ),
     };
     let alpn = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
@@ -654,7 +657,7 @@ where
             String::from_utf8_lossy(&a)
         ))
     );
-    let stream = crate::tls::ExplainAlerts(stream);
+    let stream = crate::tls::ExplainAlerts::new(stream, tls.showed_cert);
     let tap = Tap::with_addrs(stream, local, peer, cfg, ctx.rec.clone()).above_tls();
     drive(ctx, tap, conn_id, index, start).await
 }

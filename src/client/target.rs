@@ -14,11 +14,14 @@ pub struct TargetOpts {
     /// Server to connect to: HOST:PORT, where HOST is a DNS name
     /// (localhost), an IPv4 address or an IPv6 address in brackets
     /// ([::1]:50051). Every address the name resolves to is tried in order.
-    #[arg(long, default_value = "127.0.0.1:50051", value_name = "HOST:PORT", value_parser = parse_host_port)]
+    /// Or a Unix domain socket, as gRPC names one: unix:PATH or
+    /// unix:///ABSOLUTE/PATH.
+    #[arg(long, default_value = "127.0.0.1:50051", value_name = "HOST:PORT", value_parser = parse_connect)]
     pub connect: String,
 
     /// The :authority of every request (and, with --tls, the name the
-    /// certificate must carry). [default: --connect as given]
+    /// certificate must carry). [default: --connect as given; localhost
+    /// for a Unix domain socket]
     #[arg(long, value_name = "HOST[:PORT]", value_parser = parse_authority)]
     pub authority: Option<String>,
 
@@ -129,7 +132,29 @@ fn parse_authority(s: &str) -> Result<String, String> {
     Ok(a.as_str().to_string())
 }
 
-/// `--connect`: an authority with a port.
+/// The path of a `unix:PATH` or `unix:///ABSOLUTE/PATH` target (gRPC's
+/// names for a Unix domain socket), `None` for any other.
+fn unix_path(s: &str) -> Option<Result<PathBuf, String>> {
+    let rest = s.strip_prefix("unix:")?;
+    Some(match rest.strip_prefix("//") {
+        Some(abs) if abs.starts_with('/') => Ok(abs.into()),
+        Some(_) => Err(format!(
+            "{s:?}: unix:// takes an absolute path (unix:///run/app.sock), or write unix:relative/app.sock"
+        )),
+        None if rest.is_empty() => Err(format!("{s:?}: no path after unix:")),
+        None => Ok(rest.into()),
+    })
+}
+
+/// `--connect`: an authority with a port, or a Unix domain socket.
+fn parse_connect(s: &str) -> Result<String, String> {
+    match unix_path(s) {
+        Some(path) => path.map(|_| s.to_string()),
+        None => parse_host_port(s),
+    }
+}
+
+/// An authority with a port.
 fn parse_host_port(s: &str) -> Result<String, String> {
     let a = parse_authority(s)?;
     let parsed: http::uri::Authority = a.parse().expect("parsed above");
@@ -227,13 +252,36 @@ pub fn parse_metadata(headers: &[String]) -> anyhow::Result<http::HeaderMap> {
 pub struct Tls {
     pub connector: tokio_rustls::TlsConnector,
     pub name: rustls::pki_types::ServerName<'static>,
+    /// `--cert`: the client shows a certificate when asked for one.
+    pub showed_cert: bool,
+}
+
+/// Where the server listens.
+#[derive(Clone)]
+pub enum Place {
+    /// Addresses tried in order for each connection.
+    Tcp(Vec<SocketAddr>),
+    /// A Unix domain socket (`unix:PATH`).
+    Unix(PathBuf),
+}
+
+/// A connected socket, before TLS and the tap.
+pub enum Transport {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// A connection and the addresses its tap names in `conn_open`.
+pub struct Connected {
+    pub io: Transport,
+    pub local: String,
+    pub peer: String,
 }
 
 /// The server, resolved, and how requests address it.
 #[derive(Clone)]
 pub struct Target {
-    /// Tried in order for each connection.
-    pub addrs: Vec<SocketAddr>,
+    pub place: Place,
     /// `:authority` of every request.
     pub authority: String,
     pub tls: Option<Tls>,
@@ -243,7 +291,7 @@ impl Target {
     /// Cleartext to one address, the authority being that address.
     pub fn plain(addr: SocketAddr) -> Target {
         Target {
-            addrs: vec![addr],
+            place: Place::Tcp(vec![addr]),
             authority: addr.to_string(),
             tls: None,
         }
@@ -258,11 +306,12 @@ impl Target {
     ) -> anyhow::Result<Target> {
         let cfg = crate::tls::client_config(ca, ca.is_none(), None)?;
         Ok(Target {
-            addrs: vec![addr],
+            place: Place::Tcp(vec![addr]),
             authority: format!("{name}:{}", addr.port()),
             tls: Some(Tls {
                 connector: Arc::new(cfg).into(),
                 name: crate::tls::server_name(name)?,
+                showed_cert: false,
             }),
         })
     }
@@ -277,19 +326,26 @@ impl Target {
 
     /// Resolves `--connect` and prepares TLS.
     pub async fn resolve(opts: &TargetOpts) -> anyhow::Result<Target> {
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(opts.connect.as_str())
-            .await
-            .with_context(|| format!("resolving --connect {}", opts.connect))?
-            .collect();
-        anyhow::ensure!(
-            !addrs.is_empty(),
-            "--connect {}: the name resolves to no address",
-            opts.connect
-        );
-        let authority = opts
-            .authority
-            .clone()
-            .unwrap_or_else(|| opts.connect.clone());
+        let (place, default_authority) = match unix_path(&opts.connect) {
+            // gRPC's own clients call a Unix domain socket's server localhost.
+            Some(path) => (
+                Place::Unix(path.map_err(|e| anyhow::Error::new(UsageError(e)))?),
+                "localhost".to_string(),
+            ),
+            None => {
+                let addrs: Vec<SocketAddr> = tokio::net::lookup_host(opts.connect.as_str())
+                    .await
+                    .with_context(|| format!("resolving --connect {}", opts.connect))?
+                    .collect();
+                anyhow::ensure!(
+                    !addrs.is_empty(),
+                    "--connect {}: the name resolves to no address",
+                    opts.connect
+                );
+                (Place::Tcp(addrs), opts.connect.clone())
+            }
+        };
+        let authority = opts.authority.clone().unwrap_or(default_authority);
         let tls = if opts.tls {
             let identity = match (&opts.cert, &opts.key) {
                 (Some(cert), Some(key)) => Some(crate::tls::Identity {
@@ -298,28 +354,55 @@ impl Target {
                 }),
                 _ => None,
             };
+            let showed_cert = identity.is_some();
             let cfg = crate::tls::client_config(opts.ca.as_deref(), opts.insecure, identity)?;
             let host: http::uri::Authority = authority.parse().expect("validated by clap");
             Some(Tls {
                 connector: Arc::new(cfg).into(),
                 name: crate::tls::server_name(host.host())?,
+                showed_cert,
             })
         } else {
             None
         };
         Ok(Target {
-            addrs,
+            place,
             authority,
             tls,
         })
     }
 
-    /// Connects to the first address that accepts.
-    pub async fn connect(&self) -> anyhow::Result<tokio::net::TcpStream> {
+    /// Connects to the first address that accepts (or to the Unix domain
+    /// socket). The tap names the real socket's addresses: they pair the
+    /// client's connection with the server's in the analysis. A Unix
+    /// domain socket's client end has no name, and its connections pair
+    /// with none.
+    pub async fn connect(&self) -> anyhow::Result<Connected> {
+        let addrs = match &self.place {
+            Place::Unix(path) => {
+                let s = tokio::net::UnixStream::connect(path)
+                    .await
+                    .with_context(|| format!("connecting to unix:{}", path.display()))?;
+                return Ok(Connected {
+                    io: Transport::Unix(s),
+                    local: "unix:(unnamed)".into(),
+                    peer: format!("unix:{}", path.display()),
+                });
+            }
+            Place::Tcp(addrs) => addrs,
+        };
         let mut last = None;
-        for a in &self.addrs {
+        for a in addrs {
             match tokio::net::TcpStream::connect(a).await {
-                Ok(s) => return Ok(s),
+                Ok(s) => {
+                    let _ = s.set_nodelay(true);
+                    let (local, peer) = (s.local_addr()?, s.peer_addr()?);
+                    return Ok(Connected {
+                        io: Transport::Tcp(s),
+                        local: local.to_string(),
+                        peer: peer.to_string(),
+                    });
+                }
                 Err(e) => last = Some(anyhow::Error::new(e).context(format!("connecting to {a}"))),
             }
         }
@@ -354,6 +437,41 @@ mod tests {
         ] {
             let e = parse_host_port(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    /// gRPC's names for a Unix domain socket; its server is called
+    /// localhost unless --authority says otherwise.
+    #[tokio::test]
+    async fn a_unix_domain_socket_is_reached_by_path_and_called_localhost() {
+        for (connect, path) in [
+            ("unix:/run/app.sock", "/run/app.sock"),
+            ("unix:///run/app.sock", "/run/app.sock"),
+            ("unix:relative/app.sock", "relative/app.sock"),
+        ] {
+            assert_eq!(parse_connect(connect).unwrap(), connect);
+            let opts = TargetOpts {
+                connect: connect.into(),
+                ..Default::default()
+            };
+            let t = Target::resolve(&opts).await.unwrap();
+            assert_eq!(t.authority, "localhost");
+            assert!(
+                matches!(&t.place, Place::Unix(p) if p == std::path::Path::new(path)),
+                "{connect}"
+            );
+        }
+        let opts = TargetOpts {
+            connect: "unix:/run/app.sock".into(),
+            authority: Some("agent.local".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            Target::resolve(&opts).await.unwrap().authority,
+            "agent.local"
+        );
+        for bad in ["unix:", "unix://run/app.sock"] {
+            assert!(parse_connect(bad).is_err(), "{bad}");
         }
     }
 

@@ -556,3 +556,27 @@ pub fn ingest_request_block() -> Vec<u8> {
     .flat_map(|(n, v)| hpack_literal(n, v))
     .collect()
 }
+
+/// A child process killed when the test ends before it does (a failed
+/// assertion would leave a `serve` running).
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
