@@ -572,3 +572,34 @@ fn mutual_tls_mistakes_are_refused_before_anything_starts() {
     }
     assert!(!dir.join("never").exists());
 }
+
+/// A TLS handshake still under way when the server's shutdown closes it
+/// (after --drain-timeout) is recorded as a refused connection, with why:
+/// it left no event at all.
+#[test]
+fn a_handshake_cut_short_by_shutdown_is_a_refused_connection() {
+    let dir = support::temp_dir("tls-cut-short");
+    let (_, cert, key) = pki(&dir);
+    let (mut server, port) = serve_tls(
+        &dir.join("srv"),
+        &cert,
+        &key,
+        &["--for", "500ms", "--drain-timeout", "200ms"],
+    );
+    // Connects and says nothing: no ClientHello.
+    let silent = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert!(server.wait().unwrap().success());
+    drop(silent);
+    let trace = std::fs::read_to_string(dir.join("srv/trace.jsonl")).unwrap();
+    let refused: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("\"conn_refused\""))
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].contains("TLS handshake not finished: closed by the server")
+            && refused[0].contains("--drain-timeout"),
+        "{refused:?}"
+    );
+    assert_eq!(support::read_summary(&dir.join("srv")).conns_refused, 1);
+}

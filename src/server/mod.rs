@@ -788,6 +788,12 @@ async fn connection(
     // it (socket_blocked). A failed handshake is a refused connection.
     let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
     let watched = crate::tap::SocketWatch::new(sock, tap_cfg, ctx.rec.clone());
+    let mut underway = HandshakeUnderway {
+        ctx: &ctx,
+        peer,
+        close_reason: &close_reason,
+        done: false,
+    };
     let accepted = tokio::time::timeout(
         ctx.cfg.handshake_timeout,
         tokio_rustls::TlsAcceptor::from(tls)
@@ -795,6 +801,8 @@ async fn connection(
             .into_fallible(),
     )
     .await;
+    underway.done = true;
+    drop(underway);
     let stream = match accepted {
         Ok(Ok(s)) if s.get_ref().1.alpn_protocol() == Some(crate::tls::ALPN_H2) => s,
         outcome => {
@@ -806,20 +814,7 @@ async fn connection(
                     Dur(ctx.cfg.handshake_timeout)
                 ),
             };
-            let why = reason.clone();
-            ctx.rec.emit(
-                Endpoint::Server,
-                0,
-                0,
-                crate::trace::clock::now_ns(),
-                KindId::ConnRefused,
-                || {
-                    Kind::ConnRefused(ConnRefusedEv {
-                        peer: peer.to_string(),
-                        reason: why,
-                    })
-                },
-            );
+            refused(&ctx, peer, reason.clone());
             if let Ok(Err((_, io))) = outcome {
                 crate::tls::linger(io).await;
             }
@@ -997,6 +992,49 @@ impl IdleWatch {
                     Dur(std::time::Duration::from_nanos(quiet))
                 ));
             }
+        }
+    }
+}
+
+/// Records a connection the server closed unserved.
+fn refused(ctx: &ServerCtx, peer: std::net::SocketAddr, reason: String) {
+    ctx.rec.emit(
+        Endpoint::Server,
+        0,
+        0,
+        crate::trace::clock::now_ns(),
+        KindId::ConnRefused,
+        || {
+            Kind::ConnRefused(ConnRefusedEv {
+                peer: peer.to_string(),
+                reason,
+            })
+        },
+    );
+}
+
+/// A TLS handshake still under way when its task is dropped (the server's
+/// shutdown closed it after --drain-timeout) is a refused connection, like
+/// a failed one: without this it left no event at all.
+struct HandshakeUnderway<'a> {
+    ctx: &'a ServerCtx,
+    peer: std::net::SocketAddr,
+    close_reason: &'a CloseReason,
+    done: bool,
+}
+
+impl Drop for HandshakeUnderway<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let why = self
+                .close_reason
+                .peek()
+                .unwrap_or_else(|| "its task ended".to_string());
+            refused(
+                self.ctx,
+                self.peer,
+                format!("TLS handshake not finished: {why}"),
+            );
         }
     }
 }
