@@ -354,3 +354,120 @@ async fn mistakes_are_refused_with_exit_2_before_connecting() {
         );
     }
 }
+
+/// `--reflect`: the method and its messages described by the server's own
+/// reflection service, not a .proto file. The schema served imports a
+/// well-known type, so the client asks for that file too; every message
+/// arrives with its fields. A server without the service is explained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reflect_describes_the_method_from_the_servers_reflection_service() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let dir = support::temp_dir("reflect");
+    let text = std::fs::read_to_string(proto())
+        .unwrap()
+        .replacen(
+            "package sensors.v3;",
+            "package sensors.v3;\n\nimport \"google/protobuf/timestamp.proto\";",
+            1,
+        )
+        .replacen(
+            "  repeated string tags = 5;\n",
+            "  repeated string tags = 5;\n  google.protobuf.Timestamp taken = 6;\n",
+            1,
+        );
+    assert!(text.contains("Timestamp taken"));
+    std::fs::write(dir.join("sensors.proto"), text).unwrap();
+    let mut compiler = protox::Compiler::new([&dir]).unwrap();
+    compiler.include_imports(true);
+    compiler.open_file("sensors.proto").unwrap();
+    let descriptors = prost::Message::encode_to_vec(&compiler.file_descriptor_set());
+    let server = TonicServer::start_reflecting(Duration::from_millis(1), &descriptors).await;
+    let out = dir.join("run");
+    let connect = format!("localhost:{}", server.port);
+    let (code, stdout, stderr) = h2probe(args(&[
+        "client",
+        "--connect",
+        &connect,
+        "--method",
+        "/sensors.v3.Telemetry/Upload",
+        "--reflect",
+        "--message-json",
+        r#"{"device": "probe-8", "taken": "2026-12-04T12:00:00Z"}"#,
+        "--payload-field",
+        "blob",
+        "--seq-field",
+        "n",
+        "--rate",
+        "100",
+        "--duration",
+        "1s",
+        "--no-pcap",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let s = support::read_summary(&out);
+    let log = server.seen.log.lock().unwrap().clone();
+    assert!(s.sent >= 95, "{stdout}");
+    assert_eq!(log.len() as u64, s.sent);
+    for (i, (r, blob)) in log.iter().enumerate() {
+        assert_eq!(
+            (r.n, r.device.as_str(), *blob),
+            (i as u64, "probe-8", 16 * 1024)
+        );
+    }
+    // meta.json names the service that answered and the files it sent.
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    for said in [
+        "grpc.reflection.v1.ServerReflection",
+        "google/protobuf/timestamp.proto",
+        "sensors.proto",
+    ] {
+        assert!(meta.contains(said), "{said}: {meta}");
+    }
+    // The reflection connection is not in the trace: one connection.
+    let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+    assert_eq!(trace.matches("\"conn_open\"").count(), 1);
+
+    // A server with no reflection service: said, with what to do instead.
+    let plain = TonicServer::start(0, Duration::from_millis(1)).await;
+    let (code, stdout, stderr) = h2probe(args(&[
+        "client",
+        "--connect",
+        &format!("localhost:{}", plain.port),
+        "--method",
+        "/sensors.v3.Telemetry/Upload",
+        "--reflect",
+        "--duration",
+        "300ms",
+        "--no-pcap",
+        "-q",
+        "--out",
+        dir.join("plain").to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("has no reflection service") && stderr.contains("--proto FILE"),
+        "{stderr}"
+    );
+    // A method the served schema does not have: named, with those it has.
+    let (code, _, stderr) = h2probe(args(&[
+        "client",
+        "--connect",
+        &connect,
+        "--method",
+        "/sensors.v3.Telemetry/Download",
+        "--reflect",
+        "--out",
+        dir.join("nomethod").to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("has no method Download") && stderr.contains("Upload"),
+        "{stderr}"
+    );
+}

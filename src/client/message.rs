@@ -14,12 +14,21 @@ use std::sync::Arc;
 
 /// `client --proto …`: which message the client sends.
 #[derive(clap::Args, Clone, Debug, Default, serde::Serialize)]
+#[command(group(clap::ArgGroup::new("described").args(["proto", "reflect"])))]
 pub struct MessageOpts {
     /// A .proto file describing the request message (and, if it defines the
     /// --method's service, the method), compiled at start; no protoc needed.
-    /// Without it the client sends the built-in h2probe.v1.Item.
+    /// Without it (or --reflect) the client sends the built-in
+    /// h2probe.v1.Item.
     #[arg(long, value_name = "FILE")]
     pub proto: Option<PathBuf>,
+
+    /// Describe the --method and its messages by asking the server's
+    /// reflection service (grpc.reflection.v1, or v1alpha), instead of
+    /// --proto. Asked before the run on a connection of its own, which the
+    /// trace does not hold; meta.json names the files received.
+    #[arg(long, conflicts_with_all = ["proto", "import_path", "message"])]
+    pub reflect: bool,
 
     /// A directory searched for the --proto file and its imports
     /// (repeatable). [default: the --proto file's own directory]
@@ -33,22 +42,22 @@ pub struct MessageOpts {
 
     /// The request as protobuf JSON: every message sent is this template
     /// with --payload-field, --seq-field and --time-field filled in.
-    #[arg(long, value_name = "JSON", requires = "proto")]
+    #[arg(long, value_name = "JSON", requires = "described")]
     pub message_json: Option<String>,
 
     /// A `bytes` field of the message, set to --payload bytes in every
     /// message (without it, --payload is not used: messages are the template).
-    #[arg(long, value_name = "NAME", requires = "proto")]
+    #[arg(long, value_name = "NAME", requires = "described")]
     pub payload_field: Option<String>,
 
     /// An integer field set to each message's sequence number (0, 1, 2, …
     /// per RPC; a 32-bit field wraps).
-    #[arg(long, value_name = "NAME", requires = "proto")]
+    #[arg(long, value_name = "NAME", requires = "described")]
     pub seq_field: Option<String>,
 
     /// A 64-bit integer field set to each message's scheduled send time
     /// (CLOCK_MONOTONIC nanoseconds, the trace's clock).
-    #[arg(long, value_name = "NAME", requires = "proto")]
+    #[arg(long, value_name = "NAME", requires = "described")]
     pub time_field: Option<String>,
 }
 
@@ -214,6 +223,20 @@ impl MessageOpts {
             return Ok((Codec::Ingest, Streaming::default()));
         };
         let pool = compile(proto, &self.import_path)?;
+        let file = proto.display().to_string();
+        self.codec_of(&pool, method, (&file, &format!("--proto {file}")))
+    }
+
+    /// The codec for `method` from a schema already in hand: `source` names
+    /// it in errors, as a place ("svc.proto") and as a subject ("--proto
+    /// svc.proto", "the server's reflection").
+    pub fn codec_of(
+        &self,
+        pool: &DescriptorPool,
+        method: &str,
+        source: (&str, &str),
+    ) -> anyhow::Result<(Codec, Streaming)> {
+        let (within, subject) = source;
         let mut reply = None;
         let mut streaming = Streaming::default();
         let mut message = self.message.clone();
@@ -225,8 +248,7 @@ impl MessageOpts {
         if let Some(svc) = pool.get_service_by_name(service) {
             let m = svc.methods().find(|m| m.name() == name).ok_or_else(|| {
                 usage(format!(
-                    "--method {method}: service {service} in {} has no method {name} (its methods: {})",
-                    proto.display(),
+                    "--method {method}: service {service} in {within} has no method {name} (its methods: {})",
                     listing(svc.methods().map(|m| m.name().to_string()))
                 ))
             })?;
@@ -249,16 +271,14 @@ impl MessageOpts {
         }
         let message = message.ok_or_else(|| {
             usage(format!(
-                "--proto {} does not define service {service}: give the request type with --message \
+                "{subject} does not define service {service}: give the request type with --message \
                  (services it defines: {})",
-                proto.display(),
                 listing(pool.services().map(|s| s.full_name().to_string()))
             ))
         })?;
         let desc = pool.get_message_by_name(&message).ok_or_else(|| {
             usage(format!(
-                "--message {message}: no such message in {} (messages: {})",
-                proto.display(),
+                "--message {message}: no such message in {within} (messages: {})",
                 listing(pool.all_messages().map(|m| m.full_name().to_string()))
             ))
         })?;

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch};
 mod answer;
 mod exchange;
 pub mod message;
+pub mod reflect;
 mod schedule;
 mod send;
 pub mod target;

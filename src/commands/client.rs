@@ -31,11 +31,22 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     super::refuse_exchange_only(&opts.client.exchange_flags_given(&opts.given))?;
     let metadata = client::target::parse_metadata(&opts.target.headers)?;
     crate::refuse_unless!(
-        opts.client.rpc != crate::overload::RpcKind::Exchange || opts.message.proto.is_none(),
+        opts.client.rpc != crate::overload::RpcKind::Exchange
+            || (opts.message.proto.is_none() && !opts.message.reflect),
         "--rpc exchange calls h2probe's own Exchange method (its attempts carry ids and deadlines); \
-         --proto describes a method of yours: use one or the other"
+         --proto and --reflect describe a method of yours: use one or the other"
     );
-    let (codec, streaming) = opts.message.codec(opts.client.call_path())?;
+    let method = opts.client.call_path();
+    // With --reflect the schema comes from the server, once it is reached.
+    let from_proto = if opts.message.reflect {
+        crate::refuse_unless!(
+            client::message::split_method(method).is_some(),
+            "--method {method:?} is not a gRPC method path: it must be /package.Service/Method"
+        );
+        None
+    } else {
+        Some(opts.message.codec(method)?)
+    };
     if opts.target.insecure {
         crate::say!(
             "WARNING: --insecure: the server's TLS certificate is NOT verified \
@@ -44,6 +55,19 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         );
     }
     let target = Target::resolve(&opts.target).await?;
+    let (codec, streaming, reflected) = match from_proto {
+        Some((codec, streaming)) => (codec, streaming, None),
+        None => {
+            let (service, _) = client::message::split_method(method).expect("checked above");
+            let described = client::reflect::describe(&target, service).await?;
+            let (codec, streaming) = opts.message.codec_of(
+                &described.pool,
+                method,
+                ("the server's reflection", "the server's reflection"),
+            )?;
+            (codec, streaming, Some(described))
+        }
+    };
     let label = opts.output.label.clone().unwrap_or_else(|| "client".into());
     let plan = super::progress::Plan {
         messages: (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64,
@@ -133,6 +157,12 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
             (None, false) => "against the system's roots".to_string(),
         };
         client.insert("tls_verification".into(), verification.into());
+    }
+    if let Some(d) = &reflected {
+        client.insert(
+            "reflection".into(),
+            serde_json::json!({ "service": d.service, "files": d.files }),
+        );
     }
     let config = RunConfig {
         client: Some(client),

@@ -198,6 +198,23 @@ impl TonicServer {
         addr: impl tokio::net::ToSocketAddrs,
         service_time: Duration,
     ) -> TonicServer {
+        Self::start_with(addr, service_time, None).await
+    }
+
+    /// Serves on 127.0.0.1 (an ephemeral port), with gRPC's reflection
+    /// service (v1 and v1alpha) describing the files of `descriptors` (an
+    /// encoded FileDescriptorSet).
+    pub async fn start_reflecting(service_time: Duration, descriptors: &[u8]) -> TonicServer {
+        Self::start_with(("127.0.0.1", 0), service_time, Some(descriptors)).await
+    }
+
+    /// Serves on `addr`, with the reflection service when `descriptors`
+    /// (an encoded FileDescriptorSet) are given.
+    pub async fn start_with(
+        addr: impl tokio::net::ToSocketAddrs,
+        service_time: Duration,
+        descriptors: Option<&[u8]>,
+    ) -> TonicServer {
         let seen = Arc::new(Seen::default());
         let svc = Telemetry {
             seen: seen.clone(),
@@ -206,14 +223,26 @@ impl TonicServer {
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let reflection = descriptors.map(|d| {
+            let builder = || {
+                tonic_reflection::server::Builder::configure()
+                    .register_encoded_file_descriptor_set(d)
+            };
+            (
+                builder().build_v1().unwrap(),
+                builder().build_v1alpha().unwrap(),
+            )
+        });
         let task = tokio::spawn(async move {
             // Part 1's windows: 65,535 bytes (tonic's default is 1 MiB).
-            let _ = tonic::transport::Server::builder()
+            let mut router = tonic::transport::Server::builder()
                 .initial_stream_window_size(65_535)
                 .initial_connection_window_size(65_535)
-                .add_service(svc)
-                .serve_with_incoming(incoming)
-                .await;
+                .add_service(svc);
+            if let Some((v1, v1alpha)) = reflection {
+                router = router.add_service(v1).add_service(v1alpha);
+            }
+            let _ = router.serve_with_incoming(incoming).await;
         });
         TonicServer { port, seen, task }
     }
