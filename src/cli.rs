@@ -69,7 +69,7 @@ pub enum Command {
     /// Run the probe server alone (h2c on 127.0.0.1:50051 by default) until Ctrl-C.
     #[command(after_long_help = EXIT_CODES)]
     Serve(Box<ServeOpts>),
-    /// Run the probe client alone against any gRPC server (h2c or TLS), any client-streaming method.
+    /// Run the probe client alone against any gRPC server, any client-streaming or bidi method.
     #[command(after_long_help = EXIT_CODES)]
     Client(Box<ClientCmdOpts>),
     /// Relay h2c connections to a real server unchanged, tapping both legs (a real client and server, observed).

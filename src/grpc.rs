@@ -17,7 +17,7 @@ pub const EXCHANGE_PATH: &str = "/h2probe.v1.Probe/Exchange";
 pub const PREFIX_LEN: usize = 5;
 
 /// gRPC status codes used here (grpc/doc/statuscodes.md); names for
-/// display are `h2probe_analysis::analyze::status_name`.
+/// display are `h2probe_analysis::schema::status_name`.
 pub mod status {
     pub const OK: u32 = 0;
     pub const CANCELLED: u32 = 1;

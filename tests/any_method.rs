@@ -391,6 +391,8 @@ async fn reflect_describes_the_method_from_the_servers_reflection_service() {
         "--method",
         "/sensors.v3.Telemetry/Upload",
         "--reflect",
+        "-H",
+        "x-tenant: blue",
         "--message-json",
         r#"{"device": "probe-8", "taken": "2026-12-04T12:00:00Z"}"#,
         "--payload-field",
@@ -427,6 +429,9 @@ async fn reflect_describes_the_method_from_the_servers_reflection_service() {
     ] {
         assert!(meta.contains(said), "{said}: {meta}");
     }
+    // The reflection request carried the metadata too (a server may put
+    // reflection behind the same credentials).
+    assert_eq!(*server.seen.reflection_tenants.lock().unwrap(), ["blue"]);
     // The reflection connection is not in the trace: one connection.
     let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
     assert_eq!(trace.matches("\"conn_open\"").count(), 1);
@@ -451,6 +456,24 @@ async fn reflect_describes_the_method_from_the_servers_reflection_service() {
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(
         stderr.contains("has no reflection service") && stderr.contains("--proto FILE"),
+        "{stderr}"
+    );
+    // A service the server does not have: named, with those it serves.
+    let (code, _, stderr) = h2probe(args(&[
+        "client",
+        "--connect",
+        &connect,
+        "--method",
+        "/sensors.v4.Telemetry/Upload",
+        "--reflect",
+        "--out",
+        dir.join("noservice").to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("does not serve sensors.v4.Telemetry")
+            && stderr.contains("sensors.v3.Telemetry"),
         "{stderr}"
     );
     // A method the served schema does not have: named, with those it has.

@@ -1100,6 +1100,8 @@ impl Ladder {
             (SERVER_X, "server", &self.server),
         ] {
             let sub = match side {
+                // A Unix domain socket's client end has no name: its path.
+                Some(s) if s.local.starts_with("unix:(") => format!("conn {} · {}", s.conn, s.peer),
                 Some(s) => format!("conn {} · {}", s.conn, s.local),
                 None => "not in this trace".into(),
             };

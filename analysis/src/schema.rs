@@ -1169,10 +1169,17 @@ pub fn status_name(code: u32) -> String {
         3 => "INVALID_ARGUMENT",
         4 => "DEADLINE_EXCEEDED",
         5 => "NOT_FOUND",
+        6 => "ALREADY_EXISTS",
+        7 => "PERMISSION_DENIED",
         8 => "RESOURCE_EXHAUSTED",
+        9 => "FAILED_PRECONDITION",
+        10 => "ABORTED",
+        11 => "OUT_OF_RANGE",
         12 => "UNIMPLEMENTED",
         13 => "INTERNAL",
         14 => "UNAVAILABLE",
+        15 => "DATA_LOSS",
+        16 => "UNAUTHENTICATED",
         _ => return format!("CODE_{code}"),
     };
     n.to_string()
@@ -1204,6 +1211,24 @@ pub fn h2_error_name(code: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every code gRPC defines has its name (16 read "CODE_16").
+    #[test]
+    fn every_grpc_status_code_is_named() {
+        for (code, name) in [
+            (6, "ALREADY_EXISTS"),
+            (7, "PERMISSION_DENIED"),
+            (9, "FAILED_PRECONDITION"),
+            (10, "ABORTED"),
+            (11, "OUT_OF_RANGE"),
+            (15, "DATA_LOSS"),
+            (16, "UNAUTHENTICATED"),
+            (17, "CODE_17"),
+        ] {
+            assert_eq!(status_name(code), name);
+        }
+        assert!((0..=16).all(|c| !status_name(c).starts_with("CODE_")));
+    }
 
     #[test]
     fn both_taps_give_one_connection_the_same_key() {

@@ -121,7 +121,8 @@ pub struct ClientOpts {
 
     /// The gRPC method to call, /package.Service/Method (any path: a
     /// different one tests a server's UNIMPLEMENTED answer). Its messages
-    /// are h2probe.v1.Item unless `client --proto` describes them. With
+    /// are h2probe.v1.Item unless `client --proto` or `--reflect` describes
+    /// them. With
     /// --rpc exchange the default is /h2probe.v1.Probe/Exchange
     ///
     /// [default: /h2probe.v1.Probe/Ingest]
@@ -512,15 +513,27 @@ pub(crate) fn record_rpc_end(ctx: &ClientCtx, stream: u32, outcome: &RpcOutcome)
 /// The request headers of one gRPC call to `path` on the target: ours
 /// first, then `-H` metadata (a user-agent given with -H replaces ours).
 pub(crate) fn grpc_request(ctx: &ClientCtx, path: &str) -> http::Request<()> {
+    grpc_request_to(&ctx.target, path, ctx.opts.deadline(), &ctx.call.metadata)
+}
+
+/// [`grpc_request`] to `target` with `deadline` and `metadata` (the
+/// reflection request, before the run, carries them too: a server may
+/// put reflection behind the same credentials).
+pub(crate) fn grpc_request_to(
+    target: &Target,
+    path: &str,
+    deadline: std::time::Duration,
+    metadata: &http::HeaderMap,
+) -> http::Request<()> {
     let mut req = http::Request::post(format!(
         "{}://{}{}",
-        ctx.target.scheme(),
-        ctx.target.authority,
+        target.scheme(),
+        target.authority,
         path
     ))
     .header(http::header::CONTENT_TYPE, "application/grpc")
     .header("te", "trailers")
-    .header("grpc-timeout", grpc::format_timeout(ctx.opts.deadline()))
+    .header("grpc-timeout", grpc::format_timeout(deadline))
     .header(
         http::header::USER_AGENT,
         concat!("h2probe/", env!("CARGO_PKG_VERSION")),
@@ -528,7 +541,7 @@ pub(crate) fn grpc_request(ctx: &ClientCtx, path: &str) -> http::Request<()> {
     .body(())
     .expect("static request");
     let mut last = None;
-    for (name, value) in &ctx.call.metadata {
+    for (name, value) in metadata {
         if last.as_ref() != Some(name) {
             req.headers_mut().remove(name);
             last = Some(name.clone());

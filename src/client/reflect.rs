@@ -20,8 +20,16 @@ const SERVICES: [&str; 2] = [
 /// server naming new imports forever is stopped here.
 const MAX_FILES: usize = 1000;
 
+/// gRPC's NOT_FOUND, the reflection service's word for an unknown symbol.
+const NOT_FOUND: u32 = 5;
+
 /// A reflection reply's size at most (descriptors are kilobytes).
 const MAX_MESSAGE: u32 = 16 << 20;
+
+/// How long the reflection service has to describe the method, connection
+/// included (a server that accepts and says nothing would hold the client
+/// forever).
+pub const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// `ServerReflectionRequest`, the two questions asked.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -32,6 +40,8 @@ struct Request {
     file_by_filename: Option<String>,
     #[prost(string, optional, tag = "4")]
     file_containing_symbol: Option<String>,
+    #[prost(string, optional, tag = "7")]
+    list_services: Option<String>,
 }
 
 /// `ServerReflectionResponse`, the two answers read.
@@ -39,8 +49,22 @@ struct Request {
 struct Response {
     #[prost(message, optional, tag = "4")]
     file_descriptor_response: Option<FileDescriptorResponse>,
+    #[prost(message, optional, tag = "6")]
+    list_services_response: Option<ListServiceResponse>,
     #[prost(message, optional, tag = "7")]
     error_response: Option<ErrorResponse>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ListServiceResponse {
+    #[prost(message, repeated, tag = "1")]
+    service: Vec<ServiceResponse>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ServiceResponse {
+    #[prost(string, tag = "1")]
+    name: String,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -86,6 +110,9 @@ pub struct Described {
 enum Failure {
     /// This version of the service is not there: try the next.
     Unimplemented,
+    /// Something asked for is not found: the method's service, when it
+    /// was the first question.
+    NotFound,
     Other(anyhow::Error),
 }
 
@@ -97,21 +124,39 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 
 /// Asks the server for the file defining `symbol` (the method's service)
 /// and every file it imports.
-pub async fn describe(target: &Target, symbol: &str) -> anyhow::Result<Described> {
-    let connected = target.connect().await?;
-    match connected.io {
-        Transport::Tcp(s) => secured(s, target, symbol).await,
-        Transport::Unix(s) => secured(s, target, symbol).await,
+pub async fn describe(
+    target: &Target,
+    symbol: &str,
+    metadata: &http::HeaderMap,
+) -> anyhow::Result<Described> {
+    let asked = async {
+        let connected = target.connect().await?;
+        match connected.io {
+            Transport::Tcp(s) => secured(s, target, symbol, metadata).await,
+            Transport::Unix(s) => secured(s, target, symbol, metadata).await,
+        }
+    };
+    match tokio::time::timeout(ANSWER_WITHIN, asked).await {
+        Ok(r) => r,
+        Err(_) => Err(anyhow::anyhow!(
+            "no description of {symbol} within {} s",
+            ANSWER_WITHIN.as_secs()
+        )),
     }
     .context("--reflect: asking the server's reflection service")
 }
 
-async fn secured<T>(io: T, target: &Target, symbol: &str) -> anyhow::Result<Described>
+async fn secured<T>(
+    io: T,
+    target: &Target,
+    symbol: &str,
+    metadata: &http::HeaderMap,
+) -> anyhow::Result<Described>
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     match &target.tls {
-        None => over(io, target, symbol).await,
+        None => over(io, target, symbol, metadata).await,
         Some(tls) => {
             let s = tls
                 .connector
@@ -128,13 +173,19 @@ where
                 crate::tls::ExplainAlerts::new(s, tls.showed_cert),
                 target,
                 symbol,
+                metadata,
             )
             .await
         }
     }
 }
 
-async fn over<T>(io: T, target: &Target, symbol: &str) -> anyhow::Result<Described>
+async fn over<T>(
+    io: T,
+    target: &Target,
+    symbol: &str,
+    metadata: &http::HeaderMap,
+) -> anyhow::Result<Described>
 where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -146,12 +197,26 @@ where
     });
     let mut answered = None;
     for service in SERVICES {
-        match ask(send.clone(), target, service, symbol).await {
+        match ask(send.clone(), target, service, symbol, metadata).await {
             Ok(files) => {
                 answered = Some((service, files));
                 break;
             }
             Err(Failure::Unimplemented) => continue,
+            Err(Failure::NotFound) => {
+                let served = list_services(send.clone(), target, service, metadata)
+                    .await
+                    .unwrap_or_default();
+                driver.abort();
+                return Err(anyhow::Error::new(crate::config::UsageError(format!(
+                    "--method: the server does not serve {symbol}, by its reflection service (it serves: {})",
+                    if served.is_empty() {
+                        "none it names".to_string()
+                    } else {
+                        served.join(", ")
+                    }
+                ))));
+            }
             Err(Failure::Other(e)) => {
                 driver.abort();
                 return Err(e.context(format!("{service}/ServerReflectionInfo")));
@@ -191,22 +256,20 @@ async fn ask(
     target: &Target,
     service: &str,
     symbol: &str,
+    metadata: &http::HeaderMap,
 ) -> Result<BTreeMap<String, Bytes>, Failure> {
     let mut send = send.ready().await?;
-    let uri = format!(
-        "{}://{}/{service}/ServerReflectionInfo",
-        target.scheme(),
-        target.authority
+    let request = super::grpc_request_to(
+        target,
+        &format!("/{service}/ServerReflectionInfo"),
+        ANSWER_WITHIN,
+        metadata,
     );
-    let request = http::Request::post(uri)
-        .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(())?;
     let (response, mut stream) = send.send_request(request, false)?;
     let question = |file: Option<String>| Request {
-        host: String::new(),
         file_containing_symbol: file.is_none().then(|| symbol.to_string()),
         file_by_filename: file,
+        ..Default::default()
     };
     stream.send_data(grpc::encode(&question(None)), false)?;
     let response = response.await?;
@@ -225,41 +288,31 @@ async fn ask(
     let mut files: BTreeMap<String, Bytes> = BTreeMap::new();
     let mut asked: BTreeSet<String> = BTreeSet::new();
     let mut outstanding = 1usize;
+    let mut first = true;
     while outstanding > 0 {
-        let framed = loop {
-            if let Some(m) = deframer
-                .next_message()
-                .map_err(|e| anyhow::anyhow!("a reply: {e}"))?
-            {
-                break m;
+        // The service itself unknown (the first answer is to the first
+        // question, as an error reply or as the stream's status): which
+        // ones the server does know says what to fix.
+        let reply = match read_reply(&mut body, &mut deframer, outstanding).await {
+            Err(Failure::NotFound) if !first => {
+                return Err(Failure::Other(anyhow::anyhow!(
+                    "the server could not describe an import of {symbol}: NOT_FOUND"
+                )))
             }
-            match body.data().await {
-                Some(chunk) => {
-                    let chunk = chunk?;
-                    let _ = body.flow_control().release_capacity(chunk.len());
-                    deframer.push_bytes(chunk);
-                }
-                None => {
-                    let trailers = body.trailers().await?.unwrap_or_default();
-                    return Err(match grpc_status(&trailers) {
-                        Some(code) if code != 0 => refusal(code, &trailers),
-                        _ => Failure::Other(anyhow::anyhow!(
-                            "the stream ended with {outstanding} question(s) unanswered"
-                        )),
-                    });
-                }
-            }
+            r => r?,
         };
         outstanding -= 1;
-        let reply: Response = prost::Message::decode(framed.data())
-            .map_err(|e| anyhow::anyhow!("a reply is not a ServerReflectionResponse: {e}"))?;
         if let Some(e) = reply.error_response {
+            if first && e.error_code == NOT_FOUND as i32 {
+                return Err(Failure::NotFound);
+            }
             return Err(Failure::Other(anyhow::anyhow!(
                 "the server could not describe {symbol} (or one of its imports): {} (code {})",
                 e.error_message,
                 e.error_code
             )));
         }
+        first = false;
         let received = reply
             .file_descriptor_response
             .map(|r| r.file_descriptor_proto)
@@ -289,6 +342,72 @@ async fn ask(
     Ok(files)
 }
 
+/// The services the server names, on a reflection stream of their own.
+async fn list_services(
+    send: h2::client::SendRequest<Bytes>,
+    target: &Target,
+    service: &str,
+    metadata: &http::HeaderMap,
+) -> Result<Vec<String>, Failure> {
+    let mut send = send.ready().await?;
+    let request = super::grpc_request_to(
+        target,
+        &format!("/{service}/ServerReflectionInfo"),
+        ANSWER_WITHIN,
+        metadata,
+    );
+    let (response, mut stream) = send.send_request(request, false)?;
+    let list = Request {
+        list_services: Some(String::new()),
+        ..Default::default()
+    };
+    stream.send_data(grpc::encode(&list), true)?;
+    let mut body = response.await?.into_body();
+    let reply = read_reply(&mut body, &mut Deframer::new(MAX_MESSAGE), 1).await?;
+    Ok(reply
+        .list_services_response
+        .map(|l| l.service.into_iter().map(|s| s.name).collect())
+        .unwrap_or_default())
+}
+
+/// The next reply on the reflection stream (`outstanding` questions wait
+/// for one).
+async fn read_reply(
+    body: &mut h2::RecvStream,
+    deframer: &mut Deframer,
+    outstanding: usize,
+) -> Result<Response, Failure> {
+    let framed = loop {
+        if let Some(m) = deframer
+            .next_message()
+            .map_err(|e| anyhow::anyhow!("a reply: {e}"))?
+        {
+            break m;
+        }
+        match body.data().await {
+            Some(chunk) => {
+                let chunk = chunk?;
+                let _ = body.flow_control().release_capacity(chunk.len());
+                deframer.push_bytes(chunk);
+            }
+            None => {
+                let trailers = body.trailers().await?.unwrap_or_default();
+                return Err(match grpc_status(&trailers) {
+                    Some(code) if code != 0 => refusal(code, &trailers),
+                    _ => Failure::Other(anyhow::anyhow!(
+                        "the stream ended with {outstanding} question(s) unanswered"
+                    )),
+                });
+            }
+        }
+    };
+    prost::Message::decode(framed.data()).map_err(|e| {
+        Failure::Other(anyhow::anyhow!(
+            "a reply is not a ServerReflectionResponse: {e}"
+        ))
+    })
+}
+
 fn grpc_status(headers: &http::HeaderMap) -> Option<u32> {
     headers.get("grpc-status")?.to_str().ok()?.parse().ok()
 }
@@ -296,8 +415,10 @@ fn grpc_status(headers: &http::HeaderMap) -> Option<u32> {
 /// A gRPC status other than OK: UNIMPLEMENTED means this service is not
 /// there.
 fn refusal(code: u32, headers: &http::HeaderMap) -> Failure {
-    if code == grpc::status::UNIMPLEMENTED {
-        return Failure::Unimplemented;
+    match code {
+        grpc::status::UNIMPLEMENTED => return Failure::Unimplemented,
+        NOT_FOUND => return Failure::NotFound,
+        _ => {}
     }
     let message = headers
         .get("grpc-message")

@@ -16,7 +16,7 @@ pub struct TargetOpts {
     /// ([::1]:50051). Every address the name resolves to is tried in order.
     /// Or a Unix domain socket, as gRPC names one: unix:PATH or
     /// unix:///ABSOLUTE/PATH.
-    #[arg(long, default_value = "127.0.0.1:50051", value_name = "HOST:PORT", value_parser = parse_connect)]
+    #[arg(long, default_value = "127.0.0.1:50051", value_name = "HOST:PORT|unix:PATH", value_parser = parse_connect)]
     pub connect: String,
 
     /// The :authority of every request (and, with --tls, the name the

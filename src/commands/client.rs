@@ -25,7 +25,7 @@ pub struct ClientCmdOpts {
 }
 
 pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<RpcOutcome>)> {
-    let interrupts = Interrupts::listen();
+    let mut interrupts = Interrupts::listen();
     opts.client.validate()?;
     opts.output.validate()?;
     super::refuse_exchange_only(&opts.client.exchange_flags_given(&opts.given))?;
@@ -39,6 +39,11 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
     let method = opts.client.call_path();
     // With --reflect the schema comes from the server, once it is reached.
     let from_proto = if opts.message.reflect {
+        crate::refuse_unless!(
+            opts.client.path.is_some(),
+            "--reflect describes the --method you call: give --method /package.Service/Method \
+             (h2probe's own Ingest needs no description)"
+        );
         crate::refuse_unless!(
             client::message::split_method(method).is_some(),
             "--method {method:?} is not a gRPC method path: it must be /package.Service/Method"
@@ -59,7 +64,14 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         Some((codec, streaming)) => (codec, streaming, None),
         None => {
             let (service, _) = client::message::split_method(method).expect("checked above");
-            let described = client::reflect::describe(&target, service).await?;
+            // Before the session: an interrupt has nothing to finish yet.
+            let described = tokio::select! {
+                r = client::reflect::describe(&target, service, &metadata) => r?,
+                _ = interrupts.next() => {
+                    crate::say!("interrupted while asking the server's reflection service");
+                    std::process::exit(130)
+                }
+            };
             let (codec, streaming) = opts.message.codec_of(
                 &described.pool,
                 method,

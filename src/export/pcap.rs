@@ -203,6 +203,8 @@ struct TapPcap<W: std::io::Write> {
     skipped: u64,
     /// Connections written on made-up addresses.
     made_up_conns: u64,
+    /// Connections over a Unix domain socket (written on made-up addresses).
+    unix_conns: u64,
     /// Frames (and the close) of connections whose `conn_open` has not come
     /// yet, held for it (the file is not in time order), at most
     /// [`MAX_HELD_FRAMES`] and [`MAX_HELD_PAYLOAD`] over all connections.
@@ -285,6 +287,13 @@ impl<W: std::io::Write> TapPcap<W> {
     /// client's port from its id: its frames are kept, not lost (one bad
     /// line cost a tap's whole pcap).
     fn made_up(&mut self, e: &Event) -> anyhow::Result<()> {
+        self.made_up_conns += 1;
+        self.on_made_up_addresses(e)
+    }
+
+    /// Opens `e`'s connection on addresses of the documentation range and
+    /// writes what was held for it.
+    fn on_made_up_addresses(&mut self, e: &Event) -> anyhow::Result<()> {
         let client: SocketAddr = ([192, 0, 2, 1], 10_000 + (e.conn % 50_000) as u16).into();
         let server: SocketAddr = ([192, 0, 2, 2], 50051).into();
         let (local, peer) = if e.ep.is_client_end() {
@@ -292,7 +301,6 @@ impl<W: std::io::Write> TapPcap<W> {
         } else {
             (server, client)
         };
-        self.made_up_conns += 1;
         self.open(e, local, peer)?;
         self.replay(e.conn)
     }
@@ -371,6 +379,12 @@ impl<W: std::io::Write> TapPcap<W> {
                 let (Ok(local), Ok(peer)) =
                     (o.local.parse::<SocketAddr>(), o.peer.parse::<SocketAddr>())
                 else {
+                    // A Unix domain socket has no IP address: its frames go
+                    // on made-up ones at once (said as such, not as damage).
+                    if o.peer.starts_with("unix:") && !self.conns.contains_key(&e.conn) {
+                        self.unix_conns += 1;
+                        self.on_made_up_addresses(e)?;
+                    }
                     return Ok(());
                 };
                 if self.conns.contains_key(&e.conn) {
@@ -580,6 +594,7 @@ fn write_pcaps(
             packets: 0,
             skipped: 0,
             made_up_conns: 0,
+            unix_conns: 0,
             unframed: 0,
             out_of_range: 0,
         })
@@ -632,6 +647,14 @@ fn write_pcaps(
                 p.made_up_conns,
                 if p.made_up_conns == 1 { "" } else { "s" },
                 if p.made_up_conns == 1 { "its" } else { "their" },
+            );
+        }
+        if p.unix_conns > 0 {
+            crate::say!(
+                "note: {name}: {} connection{} over a Unix domain socket, which has no IP address: \
+                 written on made-up addresses 192.0.2.1:(10000 + id) → 192.0.2.2:50051",
+                p.unix_conns,
+                if p.unix_conns == 1 { "" } else { "s" },
             );
         }
         if p.out_of_range > 0 {

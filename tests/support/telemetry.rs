@@ -53,6 +53,8 @@ pub struct Seen {
     pub tenants: Mutex<Vec<String>>,
     /// The `:authority` of every request.
     pub authorities: Mutex<Vec<String>>,
+    /// The `x-tenant` of every reflection request (none: "").
+    pub reflection_tenants: Mutex<Vec<String>>,
 }
 
 /// `sensors.v3.Telemetry` on tonic: the Part 1 replica's shape (tonic
@@ -233,6 +235,7 @@ impl TonicServer {
                 builder().build_v1alpha().unwrap(),
             )
         });
+        let noted = seen.clone();
         let task = tokio::spawn(async move {
             // Part 1's windows: 65,535 bytes (tonic's default is 1 MiB).
             let mut router = tonic::transport::Server::builder()
@@ -240,7 +243,25 @@ impl TonicServer {
                 .initial_connection_window_size(65_535)
                 .add_service(svc);
             if let Some((v1, v1alpha)) = reflection {
-                router = router.add_service(v1).add_service(v1alpha);
+                // Each reflection request's metadata is noted.
+                let note = move |req: tonic::Request<()>| {
+                    let tenant = req
+                        .metadata()
+                        .get("x-tenant")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string();
+                    noted.reflection_tenants.lock().unwrap().push(tenant);
+                    Ok(req)
+                };
+                router = router
+                    .add_service(tonic::service::interceptor::InterceptedService::new(
+                        v1,
+                        note.clone(),
+                    ))
+                    .add_service(tonic::service::interceptor::InterceptedService::new(
+                        v1alpha, note,
+                    ));
             }
             let _ = router.serve_with_incoming(incoming).await;
         });
