@@ -169,6 +169,10 @@ where
                         crate::tls::hint(&e, tls.showed_cert)
                     )
                 })?;
+            anyhow::ensure!(
+                s.get_ref().1.alpn_protocol() == Some(crate::tls::ALPN_H2),
+                "TLS: the server did not agree to HTTP/2 (ALPN h2)"
+            );
             over(
                 crate::tls::ExplainAlerts::new(s, tls.showed_cert),
                 target,
