@@ -26,12 +26,15 @@ const NOT_FOUND: u32 = 5;
 /// A reflection reply's size at most (descriptors are kilobytes).
 const MAX_MESSAGE: u32 = 16 << 20;
 
+/// The descriptors' bytes kept at most, over all files.
+const MAX_SCHEMA_BYTES: usize = 64 << 20;
+
 /// How long the reflection service has to describe the method, connection
 /// included (a server that accepts and says nothing would hold the client
 /// forever).
 pub const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// `ServerReflectionRequest`, the two questions asked.
+/// `ServerReflectionRequest`, the three questions asked.
 #[derive(Clone, PartialEq, prost::Message)]
 struct Request {
     #[prost(string, tag = "1")]
@@ -44,7 +47,7 @@ struct Request {
     list_services: Option<String>,
 }
 
-/// `ServerReflectionResponse`, the two answers read.
+/// `ServerReflectionResponse`, the three answers read.
 #[derive(Clone, PartialEq, prost::Message)]
 struct Response {
     #[prost(message, optional, tag = "4")]
@@ -293,6 +296,7 @@ async fn ask(
     let mut asked: BTreeSet<String> = BTreeSet::new();
     let mut outstanding = 1usize;
     let mut first = true;
+    let mut kept = 0usize;
     while outstanding > 0 {
         // The service itself unknown (the first answer is to the first
         // question, as an error reply or as the stream's status): which
@@ -322,6 +326,13 @@ async fn ask(
             .map(|r| r.file_descriptor_proto)
             .unwrap_or_default();
         let mut imports = vec![];
+        kept += received.iter().map(Bytes::len).sum::<usize>();
+        if kept > MAX_SCHEMA_BYTES {
+            return Err(Failure::Other(anyhow::anyhow!(
+                "more than {} MiB of descriptors: stopped asking",
+                MAX_SCHEMA_BYTES >> 20
+            )));
+        }
         for bytes in received {
             let head: FileHead = prost::Message::decode(bytes.clone())
                 .map_err(|e| anyhow::anyhow!("a file descriptor does not decode: {e}"))?;
