@@ -654,7 +654,15 @@ where
         return drive(ctx, tap, conn_id, index, start).await;
     };
     let watched = crate::tap::SocketWatch::new(io, cfg, ctx.rec.clone());
-    let stream = match tls.connector.connect(tls.name.clone(), watched).await {
+    let handshake = tls.connector.connect(tls.name.clone(), watched);
+    let Ok(handshake) = tokio::time::timeout(ctx.target.connect_timeout, handshake).await else {
+        anyhow::bail!(
+            "TLS handshake with {peer} (as {}): {}",
+            tls.name.to_str(),
+            ctx.target.timed_out()
+        );
+    };
+    let stream = match handshake {
         Ok(s) => s,
         Err(e) => anyhow::bail!(
             "TLS handshake with {peer} (as {}): {e}{}",

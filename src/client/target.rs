@@ -8,6 +8,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// `--connect-timeout`'s default (and `run`'s, to its own server).
+pub const DEFAULT_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// `client`: the server and how to reach it.
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 pub struct TargetOpts {
@@ -24,6 +27,13 @@ pub struct TargetOpts {
     /// for a Unix domain socket]
     #[arg(long, value_name = "HOST[:PORT]", value_parser = parse_authority)]
     pub authority: Option<String>,
+
+    /// How long a connection may take to open: TCP's connect (each address
+    /// the name resolves to) and, with --tls, the handshake. An address
+    /// that drops the client's SYN would otherwise hold it for the kernel's
+    /// retries, about two minutes.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub connect_timeout: crate::config::Dur,
 
     /// Speak TLS (ALPN h2), verifying the server against the system's roots
     /// (or --ca). The tap still records every frame (it sits above TLS);
@@ -96,6 +106,7 @@ impl Default for TargetOpts {
         TargetOpts {
             connect: "127.0.0.1:50051".into(),
             authority: None,
+            connect_timeout: crate::config::Dur(DEFAULT_CONNECT_TIMEOUT),
             tls: false,
             ca: None,
             insecure: false,
@@ -282,6 +293,8 @@ pub struct Connected {
 #[derive(Clone)]
 pub struct Target {
     pub place: Place,
+    /// `--connect-timeout`: for TCP's connect, and TLS's handshake.
+    pub connect_timeout: std::time::Duration,
     /// `:authority` of every request.
     pub authority: String,
     pub tls: Option<Tls>,
@@ -292,6 +305,7 @@ impl Target {
     pub fn plain(addr: SocketAddr) -> Target {
         Target {
             place: Place::Tcp(vec![addr]),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             authority: addr.to_string(),
             tls: None,
         }
@@ -307,6 +321,7 @@ impl Target {
         let cfg = crate::tls::client_config(ca, ca.is_none(), None)?;
         Ok(Target {
             place: Place::Tcp(vec![addr]),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             authority: format!("{name}:{}", addr.port()),
             tls: Some(Tls {
                 connector: Arc::new(cfg).into(),
@@ -367,9 +382,18 @@ impl Target {
         };
         Ok(Target {
             place,
+            connect_timeout: opts.connect_timeout.0,
             authority,
             tls,
         })
+    }
+
+    /// The error of a connection that did not open within the timeout.
+    pub fn timed_out(&self) -> anyhow::Error {
+        anyhow::anyhow!(
+            "no answer within {} (--connect-timeout)",
+            crate::config::Dur(self.connect_timeout)
+        )
     }
 
     /// Connects to the first address that accepts (or to the Unix domain
@@ -380,9 +404,14 @@ impl Target {
     pub async fn connect(&self) -> anyhow::Result<Connected> {
         let addrs = match &self.place {
             Place::Unix(path) => {
-                let s = tokio::net::UnixStream::connect(path)
-                    .await
-                    .with_context(|| format!("connecting to unix:{}", path.display()))?;
+                let s = tokio::time::timeout(
+                    self.connect_timeout,
+                    tokio::net::UnixStream::connect(path),
+                )
+                .await
+                .map_err(|_| self.timed_out())
+                .and_then(|r| r.map_err(anyhow::Error::new))
+                .with_context(|| format!("connecting to unix:{}", path.display()))?;
                 return Ok(Connected {
                     io: Transport::Unix(s),
                     local: "unix:(unnamed)".into(),
@@ -393,7 +422,12 @@ impl Target {
         };
         let mut last = None;
         for a in addrs {
-            match tokio::net::TcpStream::connect(a).await {
+            let connected =
+                tokio::time::timeout(self.connect_timeout, tokio::net::TcpStream::connect(a))
+                    .await
+                    .map_err(|_| self.timed_out())
+                    .and_then(|r| r.map_err(anyhow::Error::new));
+            match connected {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
                     let (local, peer) = (s.local_addr()?, s.peer_addr()?);
@@ -403,7 +437,7 @@ impl Target {
                         peer: peer.to_string(),
                     });
                 }
-                Err(e) => last = Some(anyhow::Error::new(e).context(format!("connecting to {a}"))),
+                Err(e) => last = Some(e.context(format!("connecting to {a}"))),
             }
         }
         Err(last.unwrap_or_else(|| anyhow::anyhow!("no address to connect to")))
