@@ -199,9 +199,11 @@ where
     let (send, conn) = h2::client::handshake(io)
         .await
         .context("HTTP/2 handshake")?;
-    let driver = tokio::spawn(async move {
+    // The connection ends with this function, however it ends (an error,
+    // the time limit dropping it).
+    let _driver = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
         let _ = conn.await;
-    });
+    }));
     let mut answered = None;
     for service in SERVICES {
         match ask(send.clone(), target, service, symbol, metadata).await {
@@ -214,7 +216,6 @@ where
                 let served = list_services(send.clone(), target, service, metadata)
                     .await
                     .unwrap_or_default();
-                driver.abort();
                 return Err(anyhow::Error::new(crate::config::UsageError(format!(
                     "--method: the server does not serve {symbol}, by its reflection service (it serves: {})",
                     if served.is_empty() {
@@ -225,12 +226,10 @@ where
                 ))));
             }
             Err(Failure::Other(e)) => {
-                driver.abort();
                 return Err(e.context(format!("{service}/ServerReflectionInfo")));
             }
         }
     }
-    driver.abort();
     let Some((service, files)) = answered else {
         anyhow::bail!(
             "{} has no reflection service ({} and {} answered UNIMPLEMENTED): describe the method \
