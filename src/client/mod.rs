@@ -654,32 +654,7 @@ where
         return drive(ctx, tap, conn_id, index, start).await;
     };
     let watched = crate::tap::SocketWatch::new(io, cfg, ctx.rec.clone());
-    let handshake = tls.connector.connect(tls.name.clone(), watched);
-    let Ok(handshake) = tokio::time::timeout(ctx.target.connect_timeout, handshake).await else {
-        anyhow::bail!(
-            "TLS handshake with {peer} (as {}): {}",
-            tls.name.to_str(),
-            ctx.target.timed_out()
-        );
-    };
-    let stream = match handshake {
-        Ok(s) => s,
-        Err(e) => anyhow::bail!(
-            "TLS handshake with {peer} (as {}): {e}{}",
-            tls.name.to_str(),
-            crate::tls::hint(&e, tls.showed_cert)
-        ),
-    };
-    let alpn = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
-    anyhow::ensure!(
-        alpn.as_deref() == Some(crate::tls::ALPN_H2),
-        "TLS with {peer}: the server did not agree to HTTP/2 (ALPN h2; it chose {})",
-        alpn.map_or("nothing".to_string(), |a| format!(
-            "{:?}",
-            String::from_utf8_lossy(&a)
-        ))
-    );
-    let stream = crate::tls::ExplainAlerts::new(stream, tls.showed_cert);
+    let stream = ctx.target.handshake(&tls, watched, &peer).await?;
     let tap = Tap::with_addrs(stream, local, peer, cfg, ctx.rec.clone()).above_tls();
     drive(ctx, tap, conn_id, index, start).await
 }

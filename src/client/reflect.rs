@@ -161,28 +161,8 @@ where
     match &target.tls {
         None => over(io, target, symbol, metadata).await,
         Some(tls) => {
-            let s = tls
-                .connector
-                .connect(tls.name.clone(), io)
-                .await
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "TLS handshake (as {}): {e}{}",
-                        tls.name.to_str(),
-                        crate::tls::hint(&e, tls.showed_cert)
-                    )
-                })?;
-            anyhow::ensure!(
-                s.get_ref().1.alpn_protocol() == Some(crate::tls::ALPN_H2),
-                "TLS: the server did not agree to HTTP/2 (ALPN h2)"
-            );
-            over(
-                crate::tls::ExplainAlerts::new(s, tls.showed_cert),
-                target,
-                symbol,
-                metadata,
-            )
-            .await
+            let s = target.handshake(tls, io, &target.authority).await?;
+            over(s, target, symbol, metadata).await
         }
     }
 }

@@ -388,6 +388,43 @@ impl Target {
         })
     }
 
+    /// TLS's handshake over `io` with `tls` (to `peer`, as said in errors),
+    /// within --connect-timeout, HTTP/2 agreed by ALPN; the stream explains
+    /// the server's refusal of a client certificate.
+    pub async fn handshake<T>(
+        &self,
+        tls: &Tls,
+        io: T,
+        peer: &str,
+    ) -> anyhow::Result<crate::tls::ExplainAlerts<tokio_rustls::client::TlsStream<T>>>
+    where
+        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
+        let name = tls.name.to_str();
+        let handshake = tls.connector.connect(tls.name.clone(), io);
+        let stream = match tokio::time::timeout(self.connect_timeout, handshake).await {
+            Err(_) => anyhow::bail!(
+                "TLS handshake with {peer} (as {name}): {}",
+                self.timed_out()
+            ),
+            Ok(Err(e)) => anyhow::bail!(
+                "TLS handshake with {peer} (as {name}): {e}{}",
+                crate::tls::hint(&e, tls.showed_cert)
+            ),
+            Ok(Ok(s)) => s,
+        };
+        let alpn = stream.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+        anyhow::ensure!(
+            alpn.as_deref() == Some(crate::tls::ALPN_H2),
+            "TLS with {peer}: the server did not agree to HTTP/2 (ALPN h2; it chose {})",
+            alpn.map_or("nothing".to_string(), |a| format!(
+                "{:?}",
+                String::from_utf8_lossy(&a)
+            ))
+        );
+        Ok(crate::tls::ExplainAlerts::new(stream, tls.showed_cert))
+    }
+
     /// The error of a connection that did not open within the timeout.
     pub fn timed_out(&self) -> anyhow::Error {
         anyhow::anyhow!(
