@@ -218,8 +218,14 @@ pub fn client_cert_hint(e: &std::io::Error, showed_cert: bool) -> &'static str {
         return "";
     };
     match (alert, showed_cert) {
-        (A::CertificateRequired, _) => {
+        (A::CertificateRequired, false) => {
             " (the server asks for a client certificate (mutual TLS): give --cert and --key)"
+        }
+        // rustls sends none when the key's type suits none of the
+        // signature schemes the server accepts.
+        (A::CertificateRequired, true) => {
+            " (the server asks for a client certificate and took none from --cert: is its key's type \
+             one the server accepts?)"
         }
         // TLS 1.2 servers say a missing certificate in these words too.
         (A::BadCertificate | A::UnknownCA | A::CertificateUnknown | A::HandshakeFailure, false) => {
@@ -468,7 +474,7 @@ mod tests {
     fn alerts_about_the_client_certificate_say_what_to_do() {
         for (a, showed, says) in [
             (A::CertificateRequired, false, "give --cert and --key"),
-            (A::CertificateRequired, true, "give --cert and --key"),
+            (A::CertificateRequired, true, "took none from --cert"),
             (
                 A::BadCertificate,
                 false,
@@ -495,8 +501,8 @@ mod tests {
             let hint = client_cert_hint(&alert(a), showed);
             assert!(hint.contains(says), "{a:?} {showed}: {hint}");
             assert_eq!(
-                hint.contains("of --cert"),
-                showed && a != A::CertificateRequired
+                hint.contains(" --cert:") || hint.contains("from --cert"),
+                showed
             );
         }
         // Not about the client's certificate: nothing to add.

@@ -270,9 +270,14 @@ impl MessageOpts {
             reply = Some(m.output());
         }
         let message = message.ok_or_else(|| {
+            // --message cannot stand in for a reflection's missing service.
+            let instead = if self.reflect {
+                "describe the method with --proto FILE"
+            } else {
+                "give the request type with --message"
+            };
             usage(format!(
-                "{subject} does not define service {service}: give the request type with --message \
-                 (services it defines: {})",
+                "{subject} does not define service {service}: {instead} (services it defines: {})",
                 listing(pool.services().map(|s| s.full_name().to_string()))
             ))
         })?;
@@ -421,6 +426,24 @@ mod tests {
             time_field: Some("at".into()),
             ..Default::default()
         }
+    }
+
+    /// A reflection that does not describe the method's service: the
+    /// advice is --proto, not --message (which --reflect refuses).
+    #[test]
+    fn a_reflection_lacking_the_service_advises_proto() {
+        let pool = compile(&write_proto("reflect", PROTO), &[]).unwrap();
+        let opts = MessageOpts {
+            reflect: true,
+            ..Default::default()
+        };
+        let reflection = ("the server's reflection", "the server's reflection");
+        let e = opts
+            .codec_of(&pool, "/demo.v2.Missing/Put", reflection)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("describe the method with --proto FILE"), "{e}");
+        assert!(!e.contains("--message"), "{e}");
     }
 
     #[test]

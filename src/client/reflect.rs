@@ -139,11 +139,13 @@ pub async fn describe(
             Transport::Unix(s) => secured(s, target, symbol, metadata).await,
         }
     };
-    match tokio::time::timeout(ANSWER_WITHIN, asked).await {
+    // A --connect-timeout longer than the answer's time is honoured.
+    let limit = ANSWER_WITHIN.max(target.connect_timeout);
+    match tokio::time::timeout(limit, asked).await {
         Ok(r) => r,
         Err(_) => Err(anyhow::anyhow!(
-            "no description of {symbol} within {} s",
-            ANSWER_WITHIN.as_secs()
+            "no description of {symbol} within {}",
+            crate::config::Dur(limit)
         )),
     }
     .context("--reflect: asking the server's reflection service")
