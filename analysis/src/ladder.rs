@@ -1101,7 +1101,9 @@ impl Ladder {
         ] {
             let sub = match side {
                 // A Unix domain socket's client end has no name: its path.
-                Some(s) if s.local.starts_with("unix:(") => format!("conn {} · {}", s.conn, s.peer),
+                Some(s) if s.local == crate::schema::UNIX_UNNAMED => {
+                    format!("conn {} · {}", s.conn, s.peer)
+                }
                 Some(s) => format!("conn {} · {}", s.conn, s.local),
                 None => "not in this trace".into(),
             };

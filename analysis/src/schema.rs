@@ -550,6 +550,13 @@ impl FrameEv {
     }
 }
 
+/// A Unix domain socket's addresses in `conn_open`: the peer is
+/// `unix:PATH`, and a client's end, which has no name, is `unix:(unnamed)`
+/// (the probe writes them, the analysis and exports read them).
+pub const UNIX_PREFIX: &str = "unix:";
+/// The client's end of a Unix domain socket (it has no name).
+pub const UNIX_UNNAMED: &str = "unix:(unnamed)";
+
 /// What a `wire_error` says after its `byte N: ` when a frame broke a rule
 /// of RFC 9113 (the tap's parser writes it, the analysis reads it: one
 /// contract, here).

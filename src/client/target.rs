@@ -425,6 +425,16 @@ impl Target {
         Ok(crate::tls::ExplainAlerts::new(stream, tls.showed_cert))
     }
 
+    /// A socket's connect, within --connect-timeout.
+    async fn within<T>(
+        &self,
+        connect: impl std::future::Future<Output = std::io::Result<T>>,
+    ) -> anyhow::Result<T> {
+        Ok(tokio::time::timeout(self.connect_timeout, connect)
+            .await
+            .map_err(|_| self.timed_out())??)
+    }
+
     /// The error of a connection that did not open within the timeout.
     pub fn timed_out(&self) -> anyhow::Error {
         anyhow::anyhow!(
@@ -441,30 +451,22 @@ impl Target {
     pub async fn connect(&self) -> anyhow::Result<Connected> {
         let addrs = match &self.place {
             Place::Unix(path) => {
-                let s = tokio::time::timeout(
-                    self.connect_timeout,
-                    tokio::net::UnixStream::connect(path),
-                )
-                .await
-                .map_err(|_| self.timed_out())
-                .and_then(|r| r.map_err(anyhow::Error::new))
-                .with_context(|| format!("connecting to unix:{}", path.display()))?;
+                let s = self
+                    .within(tokio::net::UnixStream::connect(path))
+                    .await
+                    .with_context(|| format!("connecting to unix:{}", path.display()))?;
+                use h2probe_analysis::schema::{UNIX_PREFIX, UNIX_UNNAMED};
                 return Ok(Connected {
                     io: Transport::Unix(s),
-                    local: "unix:(unnamed)".into(),
-                    peer: format!("unix:{}", path.display()),
+                    local: UNIX_UNNAMED.into(),
+                    peer: format!("{UNIX_PREFIX}{}", path.display()),
                 });
             }
             Place::Tcp(addrs) => addrs,
         };
         let mut last = None;
         for a in addrs {
-            let connected =
-                tokio::time::timeout(self.connect_timeout, tokio::net::TcpStream::connect(a))
-                    .await
-                    .map_err(|_| self.timed_out())
-                    .and_then(|r| r.map_err(anyhow::Error::new));
-            match connected {
+            match self.within(tokio::net::TcpStream::connect(a)).await {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
                     let (local, peer) = (s.local_addr()?, s.peer_addr()?);

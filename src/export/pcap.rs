@@ -381,7 +381,8 @@ impl<W: std::io::Write> TapPcap<W> {
                 else {
                     // A Unix domain socket has no IP address: its frames go
                     // on made-up ones at once (said as such, not as damage).
-                    if o.peer.starts_with("unix:") && !self.conns.contains_key(&e.conn) {
+                    let unix = o.peer.starts_with(h2probe_analysis::schema::UNIX_PREFIX);
+                    if unix && !self.conns.contains_key(&e.conn) {
                         self.unix_conns += 1;
                         self.on_made_up_addresses(e)?;
                     }

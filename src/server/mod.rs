@@ -667,10 +667,7 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
                     pause = std::time::Duration::ZERO;
                     if conns.len() >= ctx.cfg.max_connections as usize {
                         let max = ctx.cfg.max_connections;
-                        server_event(KindId::ConnRefused, Box::new(move || Kind::ConnRefused(ConnRefusedEv {
-                            peer: peer.to_string(),
-                            reason: format!("--max-connections {max} reached"),
-                        })));
+                        refused(&ctx, peer, format!("--max-connections {max} reached"));
                         drop(sock);
                         continue;
                     }
