@@ -1171,7 +1171,7 @@ fn a_violation_just_before_a_corrupt_line_is_set_aside_and_said() {
     // The next line after it (within the reorder window) turned into garbage.
     let near = early + 1;
     assert!(t_of(&lines[near]) < early_t + 100_000_000);
-    lines[near] = "{\"t\":garbage".into();
+    let restored = std::mem::replace(&mut lines[near], "{\"t\":garbage".into());
     std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
     let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -1206,6 +1206,24 @@ fn a_violation_just_before_a_corrupt_line_is_set_aside_and_said() {
     let credit = &s.checks["credit"];
     assert_eq!(credit.ok, None);
     assert!(!credit.detail.contains("violation was seen"), "{credit:?}");
+
+    // The line before the violation damaged instead: the violation lies
+    // after the corrupt line, and is said to (not "within the reorder
+    // window before" it).
+    let before_it = early - 1;
+    assert!(lines[1..before_it].iter().all(|l| t_of(l) < early_t));
+    lines[before_it] = "{\"t\":garbage".into();
+    lines[near] = restored;
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    let out = h2probe().arg("analyze").arg(&dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let c = &support::read_summary(&dir).checks["no_data_beyond_credit"];
+    assert_eq!(c.ok, None, "{c:?}");
+    assert!(
+        c.detail.contains("but it lies after the corrupt line")
+            && !c.detail.contains("within the reorder window"),
+        "{c:?}"
+    );
 }
 
 /// An analysis that fails (a trace of a newer schema, here) changes no

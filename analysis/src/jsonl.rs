@@ -119,6 +119,7 @@ impl Obj<'_> {
                 deadline_ns,
                 framing,
                 release,
+                withhold_after,
             }) => {
                 self.str(k!("path"), path);
                 self.opt(k!("deadline_ns"), *deadline_ns);
@@ -128,6 +129,7 @@ impl Obj<'_> {
                 if let Some(r) = release {
                     self.name(kq!("release"), r.as_str());
                 }
+                self.opt(k!("withhold_after"), *withhold_after);
             }
             Kind::RpcEnd(RpcEndEv { status, message }) => {
                 self.u(k!("status"), *status);
@@ -397,6 +399,7 @@ mod tests {
                     deadline_ns: some.then_some(n),
                     framing: (!some).then(|| s.clone()),
                     release: some.then_some(crate::schema::ReleasePoint::ALL[i % 4]),
+                    withhold_after: some.then_some(n),
                 }),
                 Kind::RpcEnd(RpcEndEv {
                     status: n as u32,

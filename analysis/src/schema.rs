@@ -311,7 +311,7 @@ event_kinds! {
     /// A connection ended.
     ConnClose(ConnCloseEv) = "conn_close" ["error": Text, "bytes_in": Int, "bytes_out": Int],
     /// An RPC began (server: request headers received; client: request sent).
-    RpcStart(RpcStartEv) = "rpc_start" ["path": Text, "deadline_ns": IntOpt, "framing": Text, "release": Text],
+    RpcStart(RpcStartEv) = "rpc_start" ["path": Text, "deadline_ns": IntOpt, "framing": Text, "release": Text, "withhold_after": IntOpt],
     /// An RPC ended with a gRPC status.
     RpcEnd(RpcEndEv) = "rpc_end" ["status": Int, "message": Text],
     /// Server: h2 handed `len` body bytes to the application.
@@ -679,6 +679,12 @@ pub struct RpcStartEv {
     /// side and in older traces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release: Option<ReleasePoint>,
+    /// Server, `--stall-stream`: the stream's releases at its point stop
+    /// once this many body bytes arrived (an application that stops taking
+    /// data; the end-of-RPC release still returns them), so that the
+    /// `release_point` check does not call the withheld bytes a fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withhold_after: Option<u64>,
 }
 
 /// `body_drop` has no fields: what the stream held then is in its `chunk`

@@ -705,6 +705,7 @@ fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
             deadline_ns: None,
             framing: None,
             release: None,
+            withhold_after: None,
         })
     };
     let headers = || Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10));
@@ -859,6 +860,7 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
             deadline_ns: None,
             framing: None,
             release: Some(point),
+            withhold_after: None,
         })
     };
     let rel = |bytes, at, seq| Kind::Release(ReleaseEv { bytes, at, seq });
@@ -917,6 +919,121 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     let c = judge(sound.clone());
     assert_eq!(c.ok, Some(true), "{c:?}");
     assert!(c.detail.starts_with("4 releases"), "{c:?}");
+    let ok_end = || {
+        Kind::RpcEnd(RpcEndEv {
+            status: 0,
+            message: String::new(),
+        })
+    };
+    // Each RPC ends OK, having released what it received.
+    let mut ended = sound.clone();
+    ended.extend([(8, 1, ok_end()), (8, 3, ok_end()), (8, 5, ok_end())]);
+    let c = judge(ended.clone());
+    assert_eq!(c.ok, Some(true), "{c:?}");
+    // A message whose release never came: left to the end release.
+    let mut forgot = ended.clone();
+    forgot.remove(9);
+    let c = judge(forgot.clone());
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(
+        c.detail.contains(
+            "1 violation; first: stream 1/1 ended OK with 1 decoded message(s) never released \
+             at complete (message 1 first)"
+        ),
+        "{c:?}"
+    );
+    // ... which an RPC that did not end OK may have (its stream gone), and
+    // so may one whose rpc_start says --stall-stream withholds it.
+    let mut cancelled = forgot.clone();
+    let end_of_1 = cancelled.len() - 3;
+    cancelled[end_of_1] = (
+        8,
+        1,
+        Kind::RpcEnd(RpcEndEv {
+            status: 1,
+            message: "cancelled".into(),
+        }),
+    );
+    assert_eq!(judge(cancelled).ok, Some(true));
+    let mut withheld = forgot.clone();
+    withheld[0] = (
+        1,
+        1,
+        Kind::RpcStart(RpcStartEv {
+            path: "/p".into(),
+            deadline_ns: None,
+            framing: None,
+            release: Some(Complete),
+            withhold_after: Some(100),
+        }),
+    );
+    assert_eq!(judge(withheld).ok, Some(true));
+    // At frame: bytes received and never released.
+    let mut short = ended.clone();
+    short[10].2 = rel(50, Frame, None);
+    let c = judge(short);
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(
+        c.detail.contains(
+            "stream 1/3 ended OK having released 50 of the 60 bytes it received at frame"
+        ),
+        "{c:?}"
+    );
+    // A release after its RPC ended, or before it began (a nanosecond
+    // before its rpc_start), is judged, and wrong; one in its rpc_start's
+    // nanosecond, written before it, is sound.
+    let mut after = ended.clone();
+    after.push((9, 3, rel(10, Frame, None)));
+    let c = judge(after);
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(
+        c.detail
+            .contains("first: stream 1/3 released 10 bytes at frame after its rpc_end"),
+        "{c:?}"
+    );
+    let mut before = ended.clone();
+    before.insert(0, (0, 3, rel(10, Frame, None)));
+    let c = judge(before);
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(
+        c.detail.contains(
+            "first: stream 1/3 released 10 bytes at frame with no rpc_start of it before"
+        ),
+        "{c:?}"
+    );
+    let mut same_instant = ended.clone();
+    assert!(matches!(same_instant[1], (1, 3, Kind::RpcStart(_))));
+    same_instant.insert(1, (1, 3, rel(0, Frame, None)));
+    let c = judge(same_instant);
+    assert_eq!(c.ok, Some(true), "{c:?}");
+    assert!(c.detail.starts_with("5 releases"), "{c:?}");
+    // A handler that forgot every release of an RPC that ended OK: no
+    // release to judge, and yet a fault.
+    let forgot_all: Vec<_> = ended
+        .iter()
+        .filter(|(_, stream, k)| *stream == 5 || !matches!(k, Kind::Release(_)))
+        .cloned()
+        .collect();
+    let c = judge(forgot_all);
+    assert_eq!(c.ok, Some(false), "{c:?}");
+    assert!(c.detail.contains("2 violations"), "{c:?}");
+    // A release smaller than its message, whichever of the release and
+    // the decode of one nanosecond the file holds first.
+    for release_first in [false, true] {
+        let mut part = ended.clone();
+        part[14] = (6, 5, rel(95, Decode, Some(0)));
+        if release_first {
+            part.swap(13, 14);
+        }
+        let c = judge(part);
+        assert_eq!(c.ok, Some(false), "{c:?}");
+        assert!(
+            c.detail.contains(
+                "1 violation; first: stream 1/5 released 95 bytes for message 0, whose decode framed 100"
+            ),
+            "{c:?}"
+        );
+    }
 
     // A release at complete a nanosecond before its complete.
     let mut early = sound.clone();
@@ -942,7 +1059,17 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     );
     // A release on a stream whose rpc_start names no point is not judged,
     // and said.
+    let unnamed_start = || {
+        Kind::RpcStart(RpcStartEv {
+            path: "/p".into(),
+            deadline_ns: None,
+            framing: None,
+            release: None,
+            withhold_after: None,
+        })
+    };
     let mut unnamed_one = sound.clone();
+    unnamed_one.push((8, 7, unnamed_start()));
     unnamed_one.push((8, 7, rel(50, Frame, None)));
     let c = judge(unnamed_one);
     assert_eq!(c.ok, Some(true), "{c:?}");
@@ -975,7 +1102,10 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     // No rpc_start naming a point: nothing to judge against.
     let unnamed: Vec<_> = sound
         .into_iter()
-        .filter(|(_, _, k)| !matches!(k, Kind::RpcStart(_)))
+        .map(|(t, stream, k)| match k {
+            Kind::RpcStart(_) => (t, stream, unnamed_start()),
+            k => (t, stream, k),
+        })
         .collect();
     let c = judge(unnamed);
     assert_eq!(c.ok, None, "{c:?}");

@@ -423,6 +423,7 @@ pub(super) async fn rpc(
                 deadline_ns: Some(opts.deadline().as_nanos() as u64),
                 framing: None,
                 release: None,
+                withhold_after: None,
             })
         },
     );

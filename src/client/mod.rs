@@ -799,6 +799,7 @@ async fn rpc(
             deadline_ns: Some(opts.deadline().as_nanos() as u64),
             framing: None,
             release: None,
+            withhold_after: None,
         }),
     );
 

@@ -221,6 +221,7 @@ mod tests {
                 deadline_ns: Some(1),
                 framing: Some("raw:4".into()),
                 release: Some(crate::config::ReleasePoint::Decode),
+                withhold_after: Some(1),
             }),
             Kind::RpcEnd(RpcEndEv {
                 status: 0,

@@ -345,6 +345,7 @@ async fn handle(
             framing: None,
             // hyper releases each body frame as it is polled.
             release: Some(ReleasePoint::Frame),
+            withhold_after: None,
         })
     });
     let _end_on_drop = EndOnDrop(rpc.clone());

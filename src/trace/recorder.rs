@@ -1647,6 +1647,7 @@ mod tests {
                 deadline_ns: None,
                 framing: None,
                 release: None,
+                withhold_after: None,
             })
         });
         let st = rec.stats();

@@ -408,19 +408,19 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         "release_point".into(),
         if !ev.has_server {
             Check::na("no server events")
-        } else if r.judged == 0 {
+        } else if r.judged == 0 && r.violations == 0 {
             // A damaged trace says why first: the lines lost may be these.
             Check::na(ev.incomplete().unwrap_or_else(|| {
                 if r.unjudged > 0 {
                     "no rpc_start names its stream's release point (a trace from before it did)"
                 } else {
-                    "the server released no bytes at a release point (no body reached one)"
+                    "the server released no bytes at a release point, and no RPC that ended OK had received any it owed"
                 }
                 .into()
             }))
         } else {
             let mut holds = format!(
-                "{} releases at their stream's release point, none early (a message's once, after its trigger; at frame, within the bytes received)",
+                "{} releases at their stream's release point, none early (a message's once, whole, after its trigger; at frame, within the bytes received), and every RPC that ended OK released what it received",
                 r.judged
             );
             if r.unjudged > 0 {

@@ -309,6 +309,7 @@ mod tests {
             deadline_ns: None,
             framing: None,
             release: None,
+            withhold_after: None,
         })
     }
     fn end() -> Kind {

@@ -1086,16 +1086,30 @@ impl Analyzer {
                             let line = check
                                 .first_line
                                 .map_or(String::new(), |l| format!(", line {l}"));
+                            // Where it lies against the damage: after it,
+                            // or close enough before it to be explained.
+                            // (`at` is the latest event read before the
+                            // damage: one at that `t` lies before it.)
+                            let place = |at: f64| {
+                                if t <= at {
+                                    format!(
+                                        "within the reorder window ({} ms) before",
+                                        reorder::WINDOW_NS / 1_000_000
+                                    )
+                                } else {
+                                    "after".into()
+                                }
+                            };
                             let because = match damage_s {
                                 Some(at) if !altered && self.damage_is_late => format!(
-                                    "it lies within the reorder window ({} ms) before an event analysed out of \
-                                     time order (which belongs at {at:.3} s), which may explain it",
-                                    reorder::WINDOW_NS / 1_000_000
+                                    "it lies {} an event analysed out of time order (which belongs at \
+                                     {at:.3} s), which may explain it",
+                                    place(at)
                                 ),
                                 Some(at) if !altered => format!(
-                                    "it lies within the reorder window ({} ms) before the corrupt line \
-                                     (read after events up to {at:.3} s), which may have held what explains it",
-                                    reorder::WINDOW_NS / 1_000_000
+                                    "it lies {} the corrupt line (read after events up to {at:.3} s), \
+                                     which may have held what explains it",
+                                    place(at)
                                 ),
                                 _ if unreadable => "the file's bytes may be wrong anywhere before its read error, so it may be made up".into(),
                                 _ => "lines lost or added may be anywhere, so it may be made up or explained by one".into(),

@@ -216,6 +216,11 @@ pub(super) async fn handle(
                 deadline_ns: deadline.map(|d| d.as_nanos() as u64),
                 framing: ctx.framing_label.clone(),
                 release: Some(ctx.cfg.release.for_stream(stream)),
+                withhold_after: ctx
+                    .cfg
+                    .stall_stream
+                    .filter(|s| s.stream == stream)
+                    .map(|s| s.after),
             })
         });
     let end = |code: u32, message: String| {
