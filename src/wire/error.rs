@@ -47,13 +47,14 @@ pub enum Error {
         who: &'static str,
         first: String,
     },
-    /// A frame that breaks a rule of RFC 9113 judged from the frame alone
+    /// A frame that breaks a rule of RFC 9113 (or 9218) judged from the frame alone
     /// ([`super::rules`]). Still a frame: it is parsed and handed on after
     /// this error, and so is what follows.
     #[error(
-        "byte {offset}: {}{} (RFC 9113 §{}: a {} error of type {}{})",
+        "byte {offset}: {}{} (RFC {} §{}: a {} error of type {}{})",
         h2probe_analysis::schema::RULE_BROKEN,
         rule.what,
+        rule.rfc,
         rule.section,
         if rule.connection { "connection" } else { "stream" },
         rule.error,

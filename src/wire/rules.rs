@@ -1,6 +1,6 @@
 //! RFC 9113's rules that one frame can break on its own: the frame's
 //! stream (DATA on stream 0, PING on stream 3), a WINDOW_UPDATE of 0, a
-//! SETTINGS value out of range, a header block interrupted, and the few
+//! SETTINGS value out of range (and RFC 9218's one setting), a header block interrupted, and the few
 //! that are one side's once the parser knows who writes (a client cannot
 //! push).
 //!
@@ -12,12 +12,14 @@
 
 use super::{Body, Flags, FrameType, Head};
 
-/// One rule, as RFC 9113 words it.
+/// One rule, as its RFC words it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Rule {
     /// What the frame did: "DATA frame on stream 0".
     pub what: &'static str,
-    /// The section that forbids it.
+    /// The RFC (9113, or 9218 for its one setting) and its section that
+    /// forbid it.
+    pub rfc: u16,
     pub section: &'static str,
     /// The error the receiver must treat it as.
     pub error: &'static str,
@@ -28,6 +30,7 @@ pub struct Rule {
 const fn conn(what: &'static str, section: &'static str, error: &'static str) -> Rule {
     Rule {
         what,
+        rfc: 9113,
         section,
         error,
         connection: true,
@@ -103,7 +106,8 @@ fn either_sides(head: &Head, body: &Body<'_>, writer: Option<Writer>) -> Option<
     Some(rule)
 }
 
-/// A SETTINGS value RFC 9113 §6.5.2 does not allow (from `writer`).
+/// A SETTINGS value RFC 9113 §6.5.2 (or RFC 9218 §2.1) does not allow
+/// (from `writer`).
 fn setting_out_of_range(s: super::Setting, writer: Option<Writer>) -> Option<Rule> {
     match (s.id, s.value) {
         // "A server MUST NOT send a value of 1."
@@ -129,6 +133,17 @@ fn setting_out_of_range(s: super::Setting, writer: Option<Writer>) -> Option<Rul
                 PROTOCOL,
             ))
         }
+        // RFC 9218's one setting: "any value other than 0 or 1 MUST be
+        // treated as a connection error ... of type PROTOCOL_ERROR" (h2
+        // ignores it, as an id it does not know).
+        (0x9, 2..) => Some(Rule {
+            rfc: 9218,
+            ..conn(
+                "SETTINGS_NO_RFC7540_PRIORITIES other than 0 or 1",
+                "2.1",
+                PROTOCOL,
+            )
+        }),
         _ => None,
     }
 }
@@ -278,6 +293,10 @@ mod tests {
             (
                 encode::settings(false, &[(0x5, 16_777_216)]),
                 "SETTINGS_MAX_FRAME_SIZE outside 16384 to 16777215",
+            ),
+            (
+                encode::settings(false, &[(0x9, 1), (0x9, 2)]),
+                "SETTINGS_NO_RFC7540_PRIORITIES other than 0 or 1",
             ),
         ];
         for (bytes, want) in cases {

@@ -530,7 +530,7 @@ impl Analyzer {
     }
 }
 
-/// The rule of RFC 9113 a `wire_error` says a frame broke, as the tap's
+/// The rule (of RFC 9113, or 9218) a `wire_error` says a frame broke, as the tap's
 /// parser words it (`byte 0: rule broken: DATA frame on stream 0 (RFC 9113
 /// §6.1: …)` → `DATA frame on stream 0`); `None` for bytes it could not
 /// frame.
