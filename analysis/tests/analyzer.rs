@@ -854,15 +854,16 @@ fn maps_keyed_by_the_traces_values_are_capped() {
 #[test]
 fn the_release_point_check_judges_each_release_against_its_streams_point() {
     let s = Endpoint::Server;
-    let start = |point| {
+    let start_with = |release, withhold_after| {
         Kind::RpcStart(RpcStartEv {
             path: "/p".into(),
             deadline_ns: None,
             framing: None,
-            release: Some(point),
-            withhold_after: None,
+            release,
+            withhold_after,
         })
     };
+    let start = |point| start_with(Some(point), None);
     let rel = |bytes, at, seq| Kind::Release(ReleaseEv { bytes, at, seq });
     let chunk = |len| Kind::Chunk(ChunkEv { len });
     let decode = |seq| {
@@ -886,6 +887,12 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
         }
         let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
         sum.checks["release_point"].clone()
+    };
+    // The check fails, saying `what`.
+    let fails = |events: Vec<(u64, u32, Kind)>, what: &str| {
+        let c = judge(events);
+        assert_eq!(c.ok, Some(false), "{what}: {c:?}");
+        assert!(c.detail.contains(what), "{what}: {c:?}");
     };
     use ReleasePoint::{Complete, Decode, End, Frame};
     // Holds: stream 1 at complete (a release stamped in its complete's
@@ -933,14 +940,10 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     // A message whose release never came: left to the end release.
     let mut forgot = ended.clone();
     forgot.remove(9);
-    let c = judge(forgot.clone());
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(
-        c.detail.contains(
-            "1 violation; first: stream 1/1 ended OK with 1 decoded message(s) never released \
-             at complete (message 1 first)"
-        ),
-        "{c:?}"
+    fails(
+        forgot.clone(),
+        "1 violation; first: stream 1/1 ended OK with 1 decoded message(s) never released \
+         at complete (message 1 first)",
     );
     // ... which an RPC that did not end OK may have (its stream gone), and
     // so may one whose rpc_start says --stall-stream withholds it.
@@ -956,50 +959,29 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     );
     assert_eq!(judge(cancelled).ok, Some(true));
     let mut withheld = forgot.clone();
-    withheld[0] = (
-        1,
-        1,
-        Kind::RpcStart(RpcStartEv {
-            path: "/p".into(),
-            deadline_ns: None,
-            framing: None,
-            release: Some(Complete),
-            withhold_after: Some(100),
-        }),
-    );
+    withheld[0] = (1, 1, start_with(Some(Complete), Some(100)));
     assert_eq!(judge(withheld).ok, Some(true));
     // At frame: bytes received and never released.
     let mut short = ended.clone();
     short[10].2 = rel(50, Frame, None);
-    let c = judge(short);
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(
-        c.detail.contains(
-            "stream 1/3 ended OK having released 50 of the 60 bytes it received at frame"
-        ),
-        "{c:?}"
+    fails(
+        short,
+        "stream 1/3 ended OK having released 50 of the 60 bytes it received at frame",
     );
     // A release after its RPC ended, or before it began (a nanosecond
     // before its rpc_start), is judged, and wrong; one in its rpc_start's
     // nanosecond, written before it, is sound.
     let mut after = ended.clone();
     after.push((9, 3, rel(10, Frame, None)));
-    let c = judge(after);
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(
-        c.detail
-            .contains("first: stream 1/3 released 10 bytes at frame after its rpc_end"),
-        "{c:?}"
+    fails(
+        after,
+        "first: stream 1/3 released 10 bytes at frame after its rpc_end",
     );
     let mut before = ended.clone();
     before.insert(0, (0, 3, rel(10, Frame, None)));
-    let c = judge(before);
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(
-        c.detail.contains(
-            "first: stream 1/3 released 10 bytes at frame with no rpc_start of it before"
-        ),
-        "{c:?}"
+    fails(
+        before,
+        "first: stream 1/3 released 10 bytes at frame with no rpc_start of it before",
     );
     let mut same_instant = ended.clone();
     assert!(matches!(same_instant[1], (1, 3, Kind::RpcStart(_))));
@@ -1014,9 +996,7 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
         .filter(|(_, stream, k)| *stream == 5 || !matches!(k, Kind::Release(_)))
         .cloned()
         .collect();
-    let c = judge(forgot_all);
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(c.detail.contains("2 violations"), "{c:?}");
+    fails(forgot_all, "2 violations");
     // A release smaller than its message, whichever of the release and
     // the decode of one nanosecond the file holds first.
     for release_first in [false, true] {
@@ -1025,51 +1005,32 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
         if release_first {
             part.swap(13, 14);
         }
-        let c = judge(part);
-        assert_eq!(c.ok, Some(false), "{c:?}");
-        assert!(
-            c.detail.contains(
-                "1 violation; first: stream 1/5 released 95 bytes for message 0, whose decode framed 100"
-            ),
-            "{c:?}"
+        fails(
+            part,
+            "1 violation; first: stream 1/5 released 95 bytes for message 0, \
+             whose decode framed 100",
         );
     }
 
     // A release at complete a nanosecond before its complete.
     let mut early = sound.clone();
     early[7].0 = 2;
-    let c = judge(early);
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(
-        c.detail.contains(
-            "1 violation; first: stream 1/1 released message 0 at complete with no complete \
-             (or discard) of it at or before that t"
-        ),
-        "{c:?}"
+    fails(
+        early,
+        "1 violation; first: stream 1/1 released message 0 at complete with no complete \
+         (or discard) of it at or before that t",
     );
     // A message released twice, both after its decode.
     let mut twice = sound.clone();
     twice.push((8, 5, rel(100, Decode, Some(0))));
-    let c = judge(twice);
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(
-        c.detail
-            .contains("stream 1/5 released message 0 at decode a second time"),
-        "{c:?}"
+    fails(
+        twice,
+        "stream 1/5 released message 0 at decode a second time",
     );
     // A release on a stream whose rpc_start names no point is not judged,
     // and said.
-    let unnamed_start = || {
-        Kind::RpcStart(RpcStartEv {
-            path: "/p".into(),
-            deadline_ns: None,
-            framing: None,
-            release: None,
-            withhold_after: None,
-        })
-    };
     let mut unnamed_one = sound.clone();
-    unnamed_one.push((8, 7, unnamed_start()));
+    unnamed_one.push((8, 7, start_with(None, None)));
     unnamed_one.push((8, 7, rel(50, Frame, None)));
     let c = judge(unnamed_one);
     assert_eq!(c.ok, Some(true), "{c:?}");
@@ -1082,28 +1043,19 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     // Bytes released at frame before they were received.
     let mut ahead = sound.clone();
     ahead[10].0 = 4;
-    let c = judge(ahead);
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(
-        c.detail
-            .contains("released 60 bytes at frame, more than the 0"),
-        "{c:?}"
-    );
+    fails(ahead, "released 60 bytes at frame, more than the 0");
     // A release at another point than the stream's.
     let mut other = sound.clone();
     other[14] = (6, 5, rel(100, Frame, None));
-    let c = judge(other);
-    assert_eq!(c.ok, Some(false), "{c:?}");
-    assert!(
-        c.detail
-            .contains("stream 1/5 released 100 bytes at frame, but its rpc_start says decode"),
-        "{c:?}"
+    fails(
+        other,
+        "stream 1/5 released 100 bytes at frame, but its rpc_start says decode",
     );
     // No rpc_start naming a point: nothing to judge against.
     let unnamed: Vec<_> = sound
         .into_iter()
         .map(|(t, stream, k)| match k {
-            Kind::RpcStart(_) => (t, stream, unnamed_start()),
+            Kind::RpcStart(_) => (t, stream, start_with(None, None)),
             k => (t, stream, k),
         })
         .collect();
