@@ -325,6 +325,25 @@ async fn mistakes_are_refused_with_exit_2_before_connecting() {
             "--message-json is not a valid sensors.v3.Reading",
         ),
         (&["--payload-field", "blob"], "--proto"),
+        // --payload without the field to carry it did nothing, silently.
+        (
+            &[
+                "--proto",
+                p,
+                "--method",
+                "/sensors.v3.Telemetry/Upload",
+                "--payload",
+                "32KiB",
+            ],
+            "--payload has nowhere to go",
+        ),
+        // No --method: the default (h2probe's own Ingest) is not in the
+        // .proto, and --method is what to give.
+        (
+            &["--proto", p],
+            "does not define service h2probe.v1.Probe (the default --method's): give the method \
+             to call with --method /package.Service/Method",
+        ),
         (&["--ca", "ca.pem"], "--tls"),
         (
             &["--tls", "--ca", "/nonexistent.pem"],

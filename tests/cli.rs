@@ -311,7 +311,7 @@ fn a_taken_port_is_refused_before_anything_is_written() {
             "{err}"
         );
         assert!(
-            err.contains("another process listens there. No run directory was written: pick another port, or port 0 for a free one"),
+            err.contains("another process listens there. No run directory was written: give --listen another port, or port 0 for a free one"),
             "{err}"
         );
         assert!(!dir.exists(), "{args:?} left {}", dir.display());

@@ -960,7 +960,22 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     assert_eq!(judge(cancelled).ok, Some(true));
     let mut withheld = forgot.clone();
     withheld[0] = (1, 1, start_with(Some(Complete), Some(100)));
-    assert_eq!(judge(withheld).ok, Some(true));
+    let c = judge(withheld.clone());
+    assert_eq!(c.ok, Some(true), "{c:?}");
+    assert!(
+        c.detail.ends_with(
+            "; 2 RPCs that ended OK released all they received; 1 that ended OK not asked to \
+             (releases withheld by --stall-stream, or a body dropped)"
+        ),
+        "{c:?}"
+    );
+    // ... but only once its body got that far: 200 bytes of a stream the
+    // server would withhold from 1,000 on were all owed.
+    withheld[0] = (1, 1, start_with(Some(Complete), Some(1_000)));
+    fails(
+        withheld,
+        "stream 1/1 ended OK with 1 decoded message(s) never released",
+    );
     // At frame: bytes received and never released.
     let mut short = ended.clone();
     short[10].2 = rel(50, Frame, None);
@@ -975,20 +990,53 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     after.push((9, 3, rel(10, Frame, None)));
     fails(
         after,
-        "first: stream 1/3 released 10 bytes at frame after its rpc_end",
+        "first: stream 1/3 released 10 bytes at frame outside its RPC (no rpc_start of it under way)",
     );
     let mut before = ended.clone();
     before.insert(0, (0, 3, rel(10, Frame, None)));
     fails(
         before,
-        "first: stream 1/3 released 10 bytes at frame with no rpc_start of it before",
+        "first: stream 1/3 released 10 bytes at frame outside its RPC (no rpc_start of it under way)",
     );
-    let mut same_instant = ended.clone();
-    assert!(matches!(same_instant[1], (1, 3, Kind::RpcStart(_))));
-    same_instant.insert(1, (1, 3, rel(0, Frame, None)));
-    let c = judge(same_instant);
-    assert_eq!(c.ok, Some(true), "{c:?}");
-    assert!(c.detail.starts_with("5 releases"), "{c:?}");
+    // Everything of one nanosecond, written in any order, is read in one:
+    // a stream's rpc_start, its chunk, its release; a message's decode and
+    // its release.
+    let instant = [
+        (1, 3, start(Frame)),
+        (1, 3, chunk(60)),
+        (1, 3, rel(60, Frame, None)),
+        (1, 5, start(Decode)),
+        (1, 5, chunk(100)),
+        (1, 5, decode(0)),
+        (1, 5, rel(100, Decode, Some(0))),
+    ];
+    for order in [
+        [0, 1, 2, 3, 4, 5, 6],
+        [2, 1, 0, 6, 5, 4, 3],
+        [1, 2, 0, 4, 6, 3, 5],
+    ] {
+        let events = order.iter().map(|&i| instant[i].clone()).collect();
+        let c = judge(events);
+        assert_eq!(c.ok, Some(true), "{order:?}: {c:?}");
+        assert!(c.detail.starts_with("2 releases"), "{order:?}: {c:?}");
+    }
+    // Two faults of one nanosecond: the first named does not follow the
+    // file.
+    let two = vec![
+        (1, 1, start(Complete)),
+        (1, 3, start(Complete)),
+        (2, 3, rel(10, Frame, None)),
+        (2, 1, rel(10, Frame, None)),
+    ];
+    for events in [
+        two.clone(),
+        [&two[..2], &[two[3].clone(), two[2].clone()]].concat(),
+    ] {
+        fails(
+            events,
+            "2 violations; first: stream 1/1 released 10 bytes at frame, but its rpc_start says complete",
+        );
+    }
     // A handler that forgot every release of an RPC that ended OK: no
     // release to judge, and yet a fault.
     let forgot_all: Vec<_> = ended
@@ -996,7 +1044,11 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
         .filter(|(_, stream, k)| *stream == 5 || !matches!(k, Kind::Release(_)))
         .cloned()
         .collect();
-    fails(forgot_all, "2 violations");
+    fails(
+        forgot_all,
+        "2 violations; first: stream 1/1 ended OK with 2 decoded message(s) never released \
+         at complete (message 0 first)",
+    );
     // A release smaller than its message, whichever of the release and
     // the decode of one nanosecond the file holds first.
     for release_first in [false, true] {

@@ -273,11 +273,20 @@ impl MessageOpts {
             // --message cannot stand in for a reflection's missing service.
             let instead = if self.reflect {
                 "describe the method with --proto FILE"
+            } else if method == crate::grpc::INGEST_PATH {
+                // No --method: the default is h2probe's own.
+                "give the method to call with --method /package.Service/Method, \
+                 or the request type with --message"
             } else {
                 "give the request type with --message"
             };
+            let default = if method == crate::grpc::INGEST_PATH {
+                " (the default --method's)"
+            } else {
+                ""
+            };
             usage(format!(
-                "{subject} does not define service {service}: {instead} (services it defines: {})",
+                "{subject} does not define service {service}{default}: {instead} (services it defines: {})",
                 listing(pool.services().map(|s| s.full_name().to_string()))
             ))
         })?;

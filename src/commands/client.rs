@@ -36,6 +36,17 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         "--rpc exchange calls h2probe's own Exchange method (its attempts carry ids and deadlines); \
          --proto and --reflect describe a method of yours: use one or the other"
     );
+    // A described message carries --payload's bytes only in the field
+    // --payload-field names: without it the flag did nothing, silently.
+    crate::refuse_unless!(
+        (opts.message.proto.is_none() && !opts.message.reflect)
+            || opts.message.payload_field.is_some()
+            || !opts.given.iter().any(|g| g == "payload"),
+        "--payload has nowhere to go: with --proto or --reflect each message is the \
+         --message-json template, and --payload-field NAME (a bytes field) is what carries \
+         --payload's {} bytes; give it, or leave --payload out",
+        opts.client.payload
+    );
     let method = opts.client.call_path();
     // With --reflect the schema comes from the server, once it is reached.
     let from_proto = if opts.message.reflect {

@@ -38,7 +38,7 @@ pub(crate) async fn bind_listener(
 ) -> anyhow::Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr).await.map_err(|e| match e.kind() {
         std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
-            "binding {addr}: {e}; another process listens there. No run directory was written: pick another port, or port 0 for a free one"
+            "binding {addr}: {e}; another process listens there. No run directory was written: give --listen another port, or port 0 for a free one"
         ),
         _ => anyhow::Error::new(e).context(format!("binding {addr} (no run directory was written)")),
     })

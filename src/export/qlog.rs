@@ -265,8 +265,9 @@ mod tests {
     }
 
     /// The frame objects as qlog files had them when they were built as
-    /// `serde_json::Value` maps: the same keys, in sorted order, and `null`
-    /// for a reset's missing code.
+    /// `serde_json::Value` maps (the expected lines are what that build
+    /// wrote for each frame kind): the same keys, in sorted order, and
+    /// `null` for a reset's missing code.
     #[test]
     fn frames_are_written_as_the_value_maps_wrote_them() {
         let cases = [
@@ -334,6 +335,46 @@ mod tests {
                     ..Default::default()
                 },
                 r#"{"data":{"conn":2,"frame":{"flags":0,"frame_type":"window_update","window_size_increment":null},"length":0,"stream_id":5},"name":"http2:frame_parsed","time":2.5}"#,
+            ),
+            (
+                FrameEv {
+                    frame: FrameType::DATA,
+                    flags: 0x9,
+                    pad: 3,
+                    len: 100,
+                    ..Default::default()
+                },
+                r#"{"data":{"conn":2,"frame":{"end_stream":true,"flags":9,"frame_type":"data","pad_length":3},"length":100,"stream_id":5},"name":"http2:frame_parsed","time":2.5}"#,
+            ),
+            (
+                FrameEv {
+                    frame: FrameType::PRIORITY,
+                    priority: Some(Priority {
+                        dependency: 0,
+                        exclusive: false,
+                        weight: 256,
+                    }),
+                    len: 5,
+                    ..Default::default()
+                },
+                r#"{"data":{"conn":2,"frame":{"flags":0,"frame_type":"priority","priority":{"exclusive":false,"stream_dependency":0,"weight":256}},"length":5,"stream_id":5},"name":"http2:frame_parsed","time":2.5}"#,
+            ),
+            (
+                FrameEv {
+                    frame: FrameType::PUSH_PROMISE,
+                    flags: 0x4,
+                    promised: Some(2),
+                    ..Default::default()
+                },
+                r#"{"data":{"conn":2,"frame":{"flags":4,"frame_type":"push_promise"},"length":0,"stream_id":5},"name":"http2:frame_parsed","time":2.5}"#,
+            ),
+            (
+                FrameEv {
+                    frame: FrameType::CONTINUATION,
+                    flags: 0x4,
+                    ..Default::default()
+                },
+                r#"{"data":{"conn":2,"frame":{"flags":4,"frame_type":"continuation"},"length":0,"stream_id":5},"name":"http2:frame_parsed","time":2.5}"#,
             ),
             (
                 FrameEv {

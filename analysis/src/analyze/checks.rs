@@ -420,9 +420,24 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
             }))
         } else {
             let mut holds = format!(
-                "{} releases at their stream's release point, none early (a message's once, whole, after its trigger; at frame, within the bytes received), and every RPC that ended OK released what it received",
-                r.judged
+                "{} release{} at their stream's release point, none early (a message's once, whole, after its trigger; at frame, within the bytes received)",
+                r.judged,
+                if r.judged == 1 { "" } else { "s" }
             );
+            if r.owed > 0 {
+                holds.push_str(&format!(
+                    "; {} RPC{} that ended OK released all {} received",
+                    r.owed,
+                    if r.owed == 1 { "" } else { "s" },
+                    if r.owed == 1 { "it" } else { "they" }
+                ));
+            }
+            if r.exempt > 0 {
+                holds.push_str(&format!(
+                    "; {} that ended OK not asked to (releases withheld by --stall-stream, or a body dropped)",
+                    r.exempt
+                ));
+            }
             if r.unjudged > 0 {
                 holds.push_str(&format!(
                     "; {} not judged (their stream's rpc_start names no release point)",

@@ -1089,7 +1089,8 @@ impl Analyzer {
                             // Where it lies against the damage: after it,
                             // or close enough before it to be explained.
                             // (`at` is the latest event read before the
-                            // damage: one at that `t` lies before it.)
+                            // corrupt line, or the `t` where the late event
+                            // belongs: one at that `t` lies before it.)
                             let place = |at: f64| {
                                 if t <= at {
                                     format!(

@@ -209,6 +209,7 @@ pub(super) async fn handle(
         .get(&grpc::TIMEOUT_HEADER)
         .and_then(|v| v.to_str().ok())
         .and_then(grpc::parse_timeout);
+    let is_exchange = ctx.cfg.framing == Framing::Grpc && path == grpc::EXCHANGE_PATH;
     ctx.rec
         .emit(Endpoint::Server, conn, stream, t0, KindId::RpcStart, || {
             Kind::RpcStart(RpcStartEv {
@@ -216,10 +217,12 @@ pub(super) async fn handle(
                 deadline_ns: deadline.map(|d| d.as_nanos() as u64),
                 framing: ctx.framing_label.clone(),
                 release: Some(ctx.cfg.release.for_stream(stream)),
+                // Exchange's releases do not withhold (`run` refuses the
+                // pair; `serve` takes both).
                 withhold_after: ctx
                     .cfg
                     .stall_stream
-                    .filter(|s| s.stream == stream)
+                    .filter(|s| s.stream == stream && !is_exchange)
                     .map(|s| s.after),
             })
         });
@@ -265,7 +268,7 @@ pub(super) async fn handle(
         return;
     }
 
-    if ctx.cfg.framing == Framing::Grpc && path == grpc::EXCHANGE_PATH {
+    if is_exchange {
         // Boxed: its state would otherwise swell every Ingest RPC's task.
         Box::pin(super::exchange::handle(
             req,
