@@ -237,20 +237,21 @@ impl ReleaseAudit {
                 )
             });
         }
-        let Some(seq) = r.seq else {
-            if r.at == ReleasePoint::Frame {
-                s.released += u64::from(r.bytes);
-                if s.released > s.chunks {
-                    let (released, chunks) = (s.released, s.chunks);
-                    self.add(t, line, || {
-                        format!(
-                            "stream {}/{} had released {released} bytes at frame, more than the {chunks} it had received",
-                            key.0, key.1
-                        )
-                    });
-                }
-                return;
+        if r.at == ReleasePoint::Frame {
+            // Bytes as they arrive, whatever message they belong to.
+            s.released += u64::from(r.bytes);
+            if s.released > s.chunks {
+                let (released, chunks) = (s.released, s.chunks);
+                self.add(t, line, || {
+                    format!(
+                        "stream {}/{} had released {released} bytes at frame, more than the {chunks} it had received",
+                        key.0, key.1
+                    )
+                });
             }
+            return;
+        }
+        let Some(seq) = r.seq else {
             return self.add(t, line, || {
                 format!(
                     "stream {}/{} released {} bytes at {} naming no message",
