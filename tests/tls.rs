@@ -404,6 +404,10 @@ fn a_cleartext_client_against_tls_is_told_so_every_time() {
             "try {i}: {said}"
         );
         assert!(
+            said.contains("; add --tls (with --ca FILE"),
+            "try {i}: {said}"
+        );
+        assert!(
             !said.contains("Broken pipe") && !said.contains("reset by peer"),
             "try {i}: {said}"
         );

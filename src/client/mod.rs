@@ -487,6 +487,12 @@ pub(crate) fn with_connection_cause(
         if !socket_said {
             outcome.message = format!("{} (the connection: {why})", outcome.message);
         }
+        // The tap reads TLS records only where the client spoke cleartext.
+        if why.contains(crate::wire::TLS_RECORD) {
+            outcome.message.push_str(
+                "; add --tls (with --ca FILE, or --insecure, for a certificate no public CA signed)",
+            );
+        }
     }
 }
 

@@ -92,11 +92,15 @@ fn escaped(bytes: &[u8]) -> String {
     out
 }
 
+/// What a server's first bytes are said to be when they are a TLS record
+/// (the client spoke cleartext to a TLS server).
+pub const TLS_RECORD: &str = " (a TLS record: the server expects TLS)";
+
 /// What a server's non-HTTP/2 first bytes most likely are, if recognisable.
 fn what_it_looks_like(first: &[u8]) -> &'static str {
     use super::sniff::{foreign, Foreign};
     match foreign(first) {
-        Some(Foreign::Tls) => " (a TLS record: the server expects TLS)",
+        Some(Foreign::Tls) => TLS_RECORD,
         Some(Foreign::Http1) => {
             " (an HTTP/1.x response: the server does not speak HTTP/2 in cleartext)"
         }

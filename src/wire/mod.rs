@@ -13,7 +13,7 @@ mod parser;
 pub mod rules;
 pub mod sniff;
 
-pub use error::Error;
+pub use error::{Error, TLS_RECORD};
 pub use frame::{Body, FrameRef, Setting};
 pub use h2probe_analysis::schema::{FrameType, Priority};
 pub use head::{Flags, Head, HEADER_LEN};
