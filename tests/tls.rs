@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -77,14 +76,7 @@ fn serve_tls(dir: &Path, cert: &Path, key: &Path, extra: &[&str]) -> (support::R
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .strip_prefix("h2probe: listening on ")
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("{line:?}"));
+    let addr = support::listening_addr(&mut child);
     let port = addr.rsplit(':').next().unwrap().parse().unwrap();
     (support::Reaped(child), port)
 }

@@ -6,7 +6,6 @@
 
 mod support;
 
-use std::io::BufRead;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -83,14 +82,7 @@ fn a_server_behind_a_unix_domain_socket_receives_every_message() {
             .spawn()
             .unwrap(),
     );
-    let mut line = String::new();
-    std::io::BufReader::new(server.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .strip_prefix("h2probe: listening on ")
-        .map(|r| r.trim().to_string())
-        .unwrap_or_else(|| panic!("{line:?}"));
+    let addr = support::listening_addr(&mut server.0);
     let sock = dir.join("app.sock");
     let forwarder = forward_once(&sock, addr);
     let connect = format!("unix:{}", sock.display());
