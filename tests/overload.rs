@@ -857,3 +857,94 @@ async fn a_reset_cancels_a_wait_for_a_slot() {
         s.checks["admission"].detail
     );
 }
+
+/// An Exchange whose client half-closed with attempts still queued and in
+/// service, cut short by shutdown's --drain-timeout: the attempts left end
+/// as `shutdown` discards before the RPC's end, and the RPC answers
+/// UNAVAILABLE. It answered OK with attempts unanswered and still owned,
+/// so `release_point` called their credit forgotten (helper-75).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exchange_drain_cut_short_discards_its_attempts_and_is_not_ok() {
+    use h2probe::grpc::{self, pb};
+    use std::time::Duration;
+    let opts = h2probe::server::ServerOpts {
+        service_time: "3s".parse().unwrap(),
+        workers: 1,
+        drain_timeout: dur("300ms"),
+        release: h2probe::config::ReleaseSpec::uniform(h2probe::config::ReleasePoint::Complete),
+        ..Default::default()
+    };
+    let server = support::TestServer::start("exchange-drain-cut", opts).await;
+    let sock = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(sock).await.unwrap();
+    let conn = tokio::spawn(conn);
+    let mut client = client.ready().await.unwrap();
+    let req = http::Request::post(format!("http://{}{}", server.addr, grpc::EXCHANGE_PATH))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .unwrap();
+    let (response, mut send) = client.send_request(req, false).unwrap();
+    // Three attempts and the half-close: one goes into service (3 s), two
+    // wait in the queue.
+    let mut body = Vec::new();
+    for id in 1..=3u64 {
+        let a = pb::Attempt {
+            id,
+            attempt: 1,
+            ..Default::default()
+        };
+        body.extend_from_slice(&grpc::encode(&a));
+    }
+    send.send_data(bytes::Bytes::from(body), true).unwrap();
+    let response = response.await.unwrap();
+    let mut outcomes = response.into_body();
+    // Let the server decode all three before it is told to stop.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stopping = tokio::spawn(server.stop());
+    // The client reads no outcome; what it reads at the end depends on
+    // which comes first, the RPC's own cut (trailers) or the connection's
+    // close at the same --drain-timeout (a broken stream).
+    let mut answered = 0;
+    let mut broken = None;
+    while let Some(d) = outcomes.data().await {
+        match d {
+            Ok(d) => answered += d.len(),
+            Err(e) => {
+                broken = Some(e);
+                break;
+            }
+        }
+    }
+    if broken.is_none() {
+        if let Ok(Some(trailers)) = outcomes.trailers().await {
+            assert_eq!(trailers["grpc-status"], "14", "{trailers:?}");
+        }
+    }
+    let (s, dir) = stopping.await.unwrap();
+    conn.abort();
+    assert_eq!(answered, 0, "no attempt was finished");
+    let evs = events(&dir);
+    let end = evs
+        .iter()
+        .position(|e| e["type"] == "rpc_end" && e["ep"] == "server")
+        .expect("rpc_end");
+    let message = evs[end]["message"].as_str().unwrap();
+    assert!(
+        message.contains("3 attempts unanswered after --drain-timeout"),
+        "{message}"
+    );
+    assert_eq!(s.server_rpc_status.get("UNAVAILABLE"), Some(&1), "{s:#?}");
+    assert_eq!(s.discarded_by_reason.get("shutdown"), Some(&3), "{s:#?}");
+    assert_eq!(s.completed, 0, "{s:#?}");
+    let release = &s.checks["release_point"];
+    assert_ne!(release.ok, Some(false), "{release:?}");
+    // Every event of the RPC lies before its end, none after.
+    assert!(
+        evs[end + 1..]
+            .iter()
+            .all(|e| e["ep"] != "server" || e["stream"] != 1 || e["type"] == "frame"),
+        "{:?}",
+        &evs[end + 1..]
+    );
+}

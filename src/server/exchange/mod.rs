@@ -45,11 +45,22 @@ pub(super) struct ExRpc {
     /// Attempts admitted and not yet ended (queued or in service).
     open: AtomicU64,
     idle: Notify,
-    /// Set when the RPC ends before its jobs: how they are discarded.
-    ended: Mutex<Option<DiscardReason>>,
+    /// Whether the RPC has ended before its jobs, and which are in service.
+    jobs: Mutex<JobsState>,
     /// Outcome bytes answered since h2 last had room to send them (see
     /// [`ExRpc::answer`]): what h2 holds beyond the client's window.
     unsent_outcomes: AtomicU64,
+}
+
+/// An RPC's jobs as its handler and the workers both see them (one lock,
+/// so a job is never taken into service after the RPC ended).
+#[derive(Default)]
+struct JobsState {
+    /// Set when the RPC ends before its jobs: how they are discarded.
+    ended: Option<DiscardReason>,
+    /// The seqs of this RPC's attempts a worker is serving: each entry is
+    /// its attempt's ownership token (whoever removes it ends the attempt).
+    in_service: Vec<u64>,
 }
 
 /// Send room kept requested beyond the outcomes h2 holds, so that
@@ -69,7 +80,50 @@ impl ExRpc {
     }
 
     fn ended_reason(&self) -> Option<DiscardReason> {
-        *self.ended.lock().unwrap_or_else(|p| p.into_inner())
+        self.jobs().ended
+    }
+
+    fn jobs(&self) -> std::sync::MutexGuard<'_, JobsState> {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A worker takes `seq` into service, unless the RPC has ended: then
+    /// the reason its jobs are discarded with.
+    fn begin_service(&self, seq: u64) -> Result<(), DiscardReason> {
+        let mut jobs = self.jobs();
+        match jobs.ended {
+            Some(reason) => Err(reason),
+            None => {
+                jobs.in_service.push(seq);
+                Ok(())
+            }
+        }
+    }
+
+    /// Ends service of `seq`. False when the handler discarded it meanwhile
+    /// (its drain was cut short): the worker must then not complete it, so
+    /// every attempt ends exactly once.
+    fn end_service(&self, seq: u64) -> bool {
+        let mut jobs = self.jobs();
+        let Some(i) = jobs.in_service.iter().position(|s| *s == seq) else {
+            return false;
+        };
+        jobs.in_service.swap_remove(i);
+        true
+    }
+
+    /// Ends the RPC before its jobs: workers discard what they pop from
+    /// now on with `reason`; returns the jobs in service, when `cut`, with
+    /// their ownership (their workers will find [`ExRpc::end_service`]
+    /// refused).
+    fn end_jobs(&self, reason: DiscardReason, cut: bool) -> Vec<u64> {
+        let mut jobs = self.jobs();
+        jobs.ended = Some(reason);
+        if cut {
+            std::mem::take(&mut jobs.in_service)
+        } else {
+            Vec::new()
+        }
     }
 
     fn release(&self, bytes: u32, at: ReleasePoint, seq: Option<u64>) {
@@ -163,6 +217,17 @@ impl ExRpc {
         self.idle.notify_waiters();
     }
 
+    /// Discards this RPC's jobs still in the admission queue; returns how many.
+    fn discard_queued(self: &Arc<Self>, reason: DiscardReason) -> usize {
+        let jobs = self.ctx.admission.take_rpc(self);
+        let n = jobs.len();
+        for job in jobs {
+            self.ctx.live.depth.fetch_sub(1, Relaxed);
+            self.discard_job(job, reason);
+        }
+        n
+    }
+
     fn discard_job(&self, job: Job, reason: DiscardReason) {
         self.discard(job.seq, reason, now_ns());
         self.release_unstarted(job.framed, job.seq);
@@ -178,6 +243,10 @@ impl ExRpc {
 
     async fn serve(&self, job: Job, worker: u32, depth: u32, started: u64) {
         let seq = job.seq;
+        if let Err(reason) = self.begin_service(seq) {
+            self.discard_job(job, reason);
+            return;
+        }
         self.emit(started, KindId::Start, || {
             Kind::Start(StartEv {
                 seq,
@@ -198,6 +267,10 @@ impl ExRpc {
             tokio::task::consume_budget().await;
         } else {
             tokio::time::sleep(service).await;
+        }
+        if !self.end_service(seq) {
+            self.job_done(job);
+            return;
         }
         let t = now_ns();
         self.emit(t, KindId::Complete, || {
@@ -253,7 +326,7 @@ pub(super) async fn handle(
         release_at: ctx.cfg.release.for_stream(stream),
         open: AtomicU64::new(0),
         idle: Notify::new(),
-        ended: Mutex::new(None),
+        jobs: Mutex::new(JobsState::default()),
         unsent_outcomes: AtomicU64::new(0),
     });
     let listed = ctx.list_open_rpc((conn, stream), || crate::live::OpenRpc {
@@ -279,21 +352,26 @@ pub(super) async fn handle(
         Ended::Status(code, msg) => (Some(DiscardReason::RpcError), Err((code, msg))),
     };
     if let Some(reason) = reason {
-        *rpc.ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
-        for job in ctx.admission.take_rpc(&rpc) {
-            ctx.live.depth.fetch_sub(1, Relaxed);
-            rpc.discard_job(job, reason);
-        }
+        rpc.end_jobs(reason, false);
+        rpc.discard_queued(reason);
     }
     // Wait for the admitted attempts still queued or in service (a
     // half-closed client still reads their outcomes), at most
-    // --drain-timeout once the server shuts down.
+    // --drain-timeout once the server shuts down, or until a stop for a
+    // failure abandons the drain.
     let mut shutdown = ctx.shutdown.clone();
+    let mut abandon = ctx.abandon.clone();
     let drain = async {
-        crate::live::flag_set(&mut shutdown).await;
-        tokio::time::sleep(ctx.cfg.drain_timeout).await;
+        tokio::select! {
+            _ = async {
+                crate::live::flag_set(&mut shutdown).await;
+                tokio::time::sleep(ctx.cfg.drain_timeout).await;
+            } => {}
+            _ = crate::live::flag_set(&mut abandon) => {}
+        }
     };
     tokio::pin!(drain);
+    let mut outcome = outcome;
     loop {
         let idle = rpc.idle.notified();
         tokio::pin!(idle);
@@ -303,7 +381,31 @@ pub(super) async fn handle(
         }
         tokio::select! {
             _ = idle => {}
-            _ = &mut drain => break,
+            _ = &mut drain => {
+                // Cut short: what is still queued or in service ends here
+                // (discarded, unanswered), before the RPC's end, and an RPC
+                // that left attempts unanswered does not answer OK.
+                let cut = rpc.end_jobs(DiscardReason::Shutdown, true);
+                let t = now_ns();
+                for &seq in &cut {
+                    rpc.discard(seq, DiscardReason::Shutdown, t);
+                }
+                let queued = rpc.discard_queued(DiscardReason::Shutdown);
+                let left = cut.len() + queued;
+                if outcome.is_ok() && left > 0 {
+                    let why = if *ctx.abandon.borrow() {
+                        ctx.abandoned_why()
+                    } else {
+                        format!(
+                            "{left} {} unanswered after --drain-timeout ({:?})",
+                            if left == 1 { "attempt" } else { "attempts" },
+                            ctx.cfg.drain_timeout
+                        )
+                    };
+                    outcome = Err((status::UNAVAILABLE, format!("server shutting down: {why}")));
+                }
+                break;
+            }
         }
     }
     let rest = rpc.unreleased.load(Relaxed) as u32;
