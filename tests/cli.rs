@@ -254,7 +254,7 @@ fn refusals_say_what_to_write_instead() {
     for (args, said) in [
         (
             &["serve", "--listen", "localhost:50051"][..],
-            "is not IP:PORT (e.g. 127.0.0.1:50051, or [::1]:50051 for IPv6); a host name is not accepted here",
+            "is not IP:PORT (e.g. 127.0.0.1:50051, or [::1]:50051 for IPv6) or unix:PATH; a host name is not accepted here",
         ),
         (
             &["relay", "--listen", "localhost:50052"],

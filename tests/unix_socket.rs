@@ -164,3 +164,130 @@ fn unix_socket_mistakes_are_explained() {
         text(&out)
     );
 }
+
+/// `serve --listen unix:PATH`, called by `client --connect unix:PATH` over
+/// three connections. The client names its ends (`unix:@h2probe-…`, Linux's
+/// abstract namespace) so that merging the two traces pairs each client
+/// connection with the very server connection that accepted it, whatever
+/// the order of the accepts: every check is judged, and holds. The socket
+/// file goes when the server ends.
+#[test]
+fn serve_listens_on_a_unix_domain_socket_and_both_traces_pair() {
+    let dir = support::temp_dir("unix-serve");
+    let sock = dir.join("probe.sock");
+    let listen = format!("unix:{}", sock.display());
+    let mut server = support::Reaped(
+        Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["serve", "--listen", &listen, "--exit-after", "6"])
+            .args(["--service-time", "1ms", "--no-pcap", "-q", "--out"])
+            .arg(dir.join("srv"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.0.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim_end(), format!("h2probe: listening on {listen}"));
+    let cli = dir.join("cli");
+    let out = h2probe(&[
+        "client",
+        "--connect",
+        &listen,
+        "--connections",
+        "3",
+        "--streams",
+        "2",
+        "--rate",
+        "300",
+        "--duration",
+        "1s",
+        "-q",
+        "--no-pcap",
+        "--out",
+        cli.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(server.wait().unwrap().success());
+    assert!(!sock.exists(), "the socket file is removed at exit");
+
+    // Each server connection's peer is one client connection's own end.
+    let opens = |d: &Path| -> Vec<(String, String)> {
+        std::fs::read_to_string(d.join("trace.jsonl"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("\"conn_open\""))
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (v["local"].to_string(), v["peer"].to_string())
+            })
+            .collect()
+    };
+    let (c, s) = (opens(&cli), opens(&dir.join("srv")));
+    assert_eq!((c.len(), s.len()), (3, 3), "{c:?} {s:?}");
+    for (local, peer) in &c {
+        assert!(local.starts_with("\"unix:@h2probe-"), "{local}");
+        assert_eq!(peer, &format!("{listen:?}"));
+        assert_eq!(s.iter().filter(|(l, p)| (p, l) == (local, peer)).count(), 1);
+    }
+    let merged = dir.join("merged");
+    support::h2probe_ok([
+        "merge",
+        cli.to_str().unwrap(),
+        dir.join("srv").to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    let m = support::read_summary(&merged);
+    for (name, check) in &m.checks {
+        assert_eq!(check.ok, Some(true), "{name}: {check:?}");
+    }
+    let agree = &m.checks["windows_agree"].detail;
+    assert!(agree.starts_with("3 connections"), "{agree}");
+    let bytes = &m.checks["bytes"].detail;
+    assert!(bytes.starts_with("6 streams"), "{bytes}");
+}
+
+/// What `serve --listen unix:PATH` finds at PATH: a stale socket (its
+/// server gone) is replaced; a live one, or a file that is not a socket,
+/// is refused and left as it is.
+#[test]
+fn serve_replaces_only_a_stale_socket() {
+    let dir = support::temp_dir("unix-serve-path");
+    let serve = |path: &Path, out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["serve", "--listen", &format!("unix:{}", path.display())])
+            .args(["--for", "200ms", "--no-pcap", "-q", "--out"])
+            .arg(dir.join(out))
+            .output()
+            .unwrap()
+    };
+    // Stale: bound, then its listener gone (the file stays).
+    let stale = dir.join("stale.sock");
+    drop(UnixListener::bind(&stale).unwrap());
+    assert!(stale.exists());
+    let out = serve(&stale, "a");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!stale.exists());
+    // Live: someone accepts there.
+    let live = dir.join("live.sock");
+    let _held = UnixListener::bind(&live).unwrap();
+    let out = serve(&live, "b");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("another process listens there"),
+        "{}",
+        text(&out)
+    );
+    assert!(live.exists() && !dir.join("b").exists());
+    // Not a socket: never removed.
+    let file = dir.join("notes.txt");
+    std::fs::write(&file, "keep me").unwrap();
+    let out = serve(&file, "c");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("is not a socket"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+}

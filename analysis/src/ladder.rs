@@ -1100,8 +1100,12 @@ impl Ladder {
             (SERVER_X, "server", &self.server),
         ] {
             let sub = match side {
-                // A Unix domain socket's client end has no name: its path.
-                Some(s) if s.local == crate::schema::UNIX_UNNAMED => {
+                // A Unix domain socket's client end: the socket's path
+                // (the end itself has no name, or one made up to pair it).
+                Some(s)
+                    if s.local == crate::schema::UNIX_UNNAMED
+                        || s.local.starts_with(crate::schema::UNIX_ABSTRACT) =>
+                {
                     format!("conn {} · {}", s.conn, s.peer)
                 }
                 Some(s) => format!("conn {} · {}", s.conn, s.local),

@@ -550,11 +550,16 @@ impl FrameEv {
     }
 }
 
-/// A Unix domain socket's addresses in `conn_open`: the peer is
-/// `unix:PATH`, and a client's end, which has no name, is `unix:(unnamed)`
-/// (the probe writes them, the analysis and exports read them).
+/// A Unix domain socket's addresses in `conn_open`: a listening socket's
+/// end is `unix:PATH`; a client's end is `unix:@NAME` when bound to an
+/// abstract name (h2probe's client binds `h2probe-<pid>-<n>`), or
+/// `unix:(unnamed)` (the probe writes them, the analysis and exports read
+/// them).
 pub const UNIX_PREFIX: &str = "unix:";
-/// The client's end of a Unix domain socket (it has no name).
+/// An end bound to a name in Linux's abstract namespace: `unix:@NAME`.
+pub const UNIX_ABSTRACT: &str = "unix:@";
+/// An end with no name (another client's, usually): such connections are
+/// paired with none, as every one of them looks alike.
 pub const UNIX_UNNAMED: &str = "unix:(unnamed)";
 
 /// What a `wire_error` says after its `byte N: ` when a frame broke a rule

@@ -5,7 +5,7 @@
 use crate::config::UsageError;
 use anyhow::Context as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// `--connect-timeout`'s default (and `run`'s, to its own server).
@@ -276,6 +276,31 @@ pub enum Place {
     Unix(PathBuf),
 }
 
+/// Connects to a Unix domain socket from an end bound to an abstract name
+/// of its own (Linux), `h2probe-<pid>-<n>`: a server sees it as its peer
+/// (`unix:@h2probe-…`), so the analysis pairs each client connection with
+/// the server's exactly, as TCP's ports do. An unnamed end (what a client
+/// usually is) pairs with none: every client connection would look alike.
+/// Where the name cannot be bound the end stays unnamed.
+async fn unix_connect(path: &Path) -> std::io::Result<(tokio::net::UnixStream, String)> {
+    use h2probe_analysis::schema::{UNIX_ABSTRACT, UNIX_UNNAMED};
+    use std::os::unix::ffi::OsStrExt;
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("h2probe-{}-{n}", std::process::id());
+    let sock = tokio::net::UnixSocket::new_stream()?;
+    let mut abstract_path = vec![0u8];
+    abstract_path.extend_from_slice(name.as_bytes());
+    let local = match sock.bind(std::ffi::OsStr::from_bytes(&abstract_path)) {
+        Ok(()) => format!("{UNIX_ABSTRACT}{name}"),
+        Err(e) => {
+            tracing::debug!("binding unix:@{name}: {e}; the client's end stays unnamed");
+            UNIX_UNNAMED.to_string()
+        }
+    };
+    Ok((sock.connect(path).await?, local))
+}
+
 /// A connected socket, before TLS and the tap.
 pub enum Transport {
     Tcp(tokio::net::TcpStream),
@@ -446,20 +471,23 @@ impl Target {
     /// Connects to the first address that accepts (or to the Unix domain
     /// socket). The tap names the real socket's addresses: they pair the
     /// client's connection with the server's in the analysis. A Unix
-    /// domain socket's client end has no name, and its connections pair
-    /// with none.
+    /// domain socket's client end is given a name of its own (see
+    /// [`unix_connect`]) for that.
     pub async fn connect(&self) -> anyhow::Result<Connected> {
         let addrs = match &self.place {
             Place::Unix(path) => {
-                let s = self
-                    .within(tokio::net::UnixStream::connect(path))
+                let (s, local) = self
+                    .within(unix_connect(path))
                     .await
                     .with_context(|| format!("connecting to unix:{}", path.display()))?;
-                use h2probe_analysis::schema::{UNIX_PREFIX, UNIX_UNNAMED};
                 return Ok(Connected {
                     io: Transport::Unix(s),
-                    local: UNIX_UNNAMED.into(),
-                    peer: format!("{UNIX_PREFIX}{}", path.display()),
+                    local,
+                    peer: format!(
+                        "{}{}",
+                        h2probe_analysis::schema::UNIX_PREFIX,
+                        path.display()
+                    ),
                 });
             }
             Place::Tcp(addrs) => addrs,

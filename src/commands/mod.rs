@@ -22,6 +22,7 @@ pub mod sweep;
 
 use crate::config::CapturePayload;
 use crate::live::Live;
+use crate::server::listen::{ListenAddr, Listener};
 use crate::trace::{clock, Recorder, RecorderStats, TraceWriter};
 use anyhow::Context as _;
 use h2probe_analysis::analyze::{analyze_trace, Summary};
@@ -36,12 +37,30 @@ use tokio::sync::watch;
 pub(crate) async fn bind_listener(
     addr: std::net::SocketAddr,
 ) -> anyhow::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr).await.map_err(|e| match e.kind() {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| bind_error(&ListenAddr::Tcp(addr), e))
+}
+
+/// Binds `serve --listen`: a TCP address or a Unix domain socket.
+pub(crate) async fn bind_server(addr: &ListenAddr) -> anyhow::Result<Listener> {
+    Listener::bind(addr).await.map_err(|e| bind_error(addr, e))
+}
+
+fn bind_error(addr: &ListenAddr, e: std::io::Error) -> anyhow::Error {
+    let other = match addr {
+        ListenAddr::Tcp(_) => "another port, or port 0 for a free one",
+        ListenAddr::Unix(_) => "another path",
+    };
+    match e.kind() {
         std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
-            "binding {addr}: {e}; another process listens there. No run directory was written: give --listen another port, or port 0 for a free one"
+            "binding {addr}: {e}; another process listens there. No run directory was written: give --listen {other}"
+        ),
+        std::io::ErrorKind::AlreadyExists => anyhow::anyhow!(
+            "binding {addr}: {e} (h2probe replaces only a stale socket). No run directory was written: give --listen {other}"
         ),
         _ => anyhow::Error::new(e).context(format!("binding {addr} (no run directory was written)")),
-    })
+    }
 }
 
 /// Where and how a run is written.

@@ -13,9 +13,11 @@ use tokio::sync::watch;
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServeOpts {
     /// Address to listen on, IP:PORT (loopback by default; [::1]:50051 for
-    /// IPv6; a host name is not accepted: it could name several addresses).
-    #[arg(long, default_value = "127.0.0.1:50051", value_name = "ADDR", value_parser = super::parse_listen)]
-    pub listen: std::net::SocketAddr,
+    /// IPv6; a host name is not accepted: it could name several addresses),
+    /// or a Unix domain socket, unix:PATH or unix:///ABSOLUTE/PATH (a stale
+    /// socket file there is replaced; the file is removed at exit)
+    #[arg(long, default_value = "127.0.0.1:50051", value_name = "ADDR|unix:PATH", value_parser = crate::server::listen::parse_listen)]
+    pub listen: crate::server::listen::ListenAddr,
 
     /// Stop after this many RPCs have ended (count every stream of every
     /// client); RPCs still open then end as with --for.
@@ -60,8 +62,8 @@ pub async fn serve(mut opts: ServeOpts) -> anyhow::Result<Finished> {
         .label
         .clone()
         .unwrap_or_else(|| format!("serve-{}", label_of(&opts.server)));
-    let listener = super::bind_listener(opts.listen).await?;
-    let addr = listener.local_addr()?;
+    let listener = super::bind_server(&opts.listen).await?;
+    let addr = listener.local()?;
     let mut session = Session::open(
         "serve",
         interrupts,

@@ -3,6 +3,7 @@
 
 pub mod exchange;
 mod hyper_stack;
+pub mod listen;
 mod queue;
 mod rpc;
 
@@ -17,7 +18,6 @@ use anyhow::Context as _;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
@@ -635,7 +635,11 @@ impl Drop for OpenRpcListing {
 /// connection aborted before it was accepted) is recorded and retried after
 /// a growing pause (5 ms to 1 s); past `--max-connections` a connection is
 /// closed at once and recorded.
-pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result<()> {
+pub async fn serve(
+    listener: impl Into<listen::Listener>,
+    ctx: Arc<ServerCtx>,
+) -> anyhow::Result<()> {
+    let listener = listener.into();
     let mut shutdown = ctx.shutdown.clone();
     // Aborted when this function returns (the guard drops).
     // Samples are events: without a recorder there is nothing to sample.
@@ -663,15 +667,15 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
     loop {
         tokio::select! {
             r = listener.accept(), if resume.is_none() => match r {
-                Ok((sock, peer)) => {
+                Ok(sock) => {
                     pause = std::time::Duration::ZERO;
+                    let peer = sock.peer.clone();
                     if conns.len() >= ctx.cfg.max_connections as usize {
                         let max = ctx.cfg.max_connections;
-                        refused(&ctx, peer, format!("--max-connections {max} reached"));
+                        refused(&ctx, &peer, format!("--max-connections {max} reached"));
                         drop(sock);
                         continue;
                     }
-                    let _ = sock.set_nodelay(true);
                     let ctx = ctx.clone();
                     let reason = CloseReason::default();
                     let rpcs = TaskTracker::new();
@@ -759,11 +763,31 @@ pub async fn serve(listener: TcpListener, ctx: Arc<ServerCtx>) -> anyhow::Result
 }
 
 async fn connection(
-    sock: tokio::net::TcpStream,
+    sock: listen::Accepted,
     ctx: Arc<ServerCtx>,
     close_reason: CloseReason,
     rpcs: TaskTracker,
 ) -> anyhow::Result<()> {
+    let listen::Accepted { io, local, peer } = sock;
+    match io {
+        listen::Socket::Tcp(s) => connection_over(s, local, peer, ctx, close_reason, rpcs).await,
+        listen::Socket::Unix(s) => connection_over(s, local, peer, ctx, close_reason, rpcs).await,
+    }
+}
+
+/// Serves one accepted connection: TLS first if configured, then HTTP/2
+/// through the tap.
+async fn connection_over<T>(
+    sock: T,
+    local: String,
+    peer: String,
+    ctx: Arc<ServerCtx>,
+    close_reason: CloseReason,
+    rpcs: TaskTracker,
+) -> anyhow::Result<()>
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let conn_id = ctx.conn_ids.next_id();
     let tap_cfg = TapConfig {
         endpoint: Endpoint::Server,
@@ -771,7 +795,7 @@ async fn connection(
         capture: ctx.cfg.capture,
     };
     let Some(tls) = ctx.cfg.tls.clone() else {
-        let tap = Tap::open(sock, tap_cfg, ctx.rec.clone())?;
+        let tap = Tap::with_addrs(sock, local, peer, tap_cfg, ctx.rec.clone());
         return tapped(
             tap.with_close_reason(close_reason.clone()),
             conn_id,
@@ -783,11 +807,10 @@ async fn connection(
     };
     // TLS: the tap above it (plaintext frames), a watch on the socket below
     // it (socket_blocked). A failed handshake is a refused connection.
-    let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
     let watched = crate::tap::SocketWatch::new(sock, tap_cfg, ctx.rec.clone());
     let mut underway = HandshakeUnderway {
         ctx: &ctx,
-        peer,
+        peer: &peer,
         close_reason: &close_reason,
         done: false,
     };
@@ -811,7 +834,7 @@ async fn connection(
                     Dur(ctx.cfg.handshake_timeout)
                 ),
             };
-            refused(&ctx, peer, reason.clone());
+            refused(&ctx, &peer, reason.clone());
             if let Ok(Err((_, io))) = outcome {
                 crate::tls::linger(io).await;
             }
@@ -994,7 +1017,7 @@ impl IdleWatch {
 }
 
 /// Records a connection the server closed unserved.
-fn refused(ctx: &ServerCtx, peer: std::net::SocketAddr, reason: String) {
+fn refused(ctx: &ServerCtx, peer: &str, reason: String) {
     ctx.rec.emit(
         Endpoint::Server,
         0,
@@ -1015,7 +1038,7 @@ fn refused(ctx: &ServerCtx, peer: std::net::SocketAddr, reason: String) {
 /// a failed one: without this it left no event at all.
 struct HandshakeUnderway<'a> {
     ctx: &'a ServerCtx,
-    peer: std::net::SocketAddr,
+    peer: &'a str,
     close_reason: &'a CloseReason,
     done: bool,
 }

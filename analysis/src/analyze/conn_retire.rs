@@ -492,6 +492,60 @@ mod tests {
         assert_eq!(sum.checks["bytes"].ok, Some(true));
     }
 
+    /// Unix domain socket connections pair by the client end's own name
+    /// (`unix:@…`, which h2probe's client binds), whatever order the server
+    /// accepted them in; unnamed ends (most clients') look alike and pair
+    /// with none, so the two-sided checks cannot be judged. They paired in
+    /// the order they opened, and judged one client against another's
+    /// server connection.
+    #[test]
+    fn unix_socket_connections_pair_by_the_clients_name_or_not_at_all() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let path = "unix:/run/app.sock";
+        for named in [true, false] {
+            let mut a = super::Analyzer::new(0);
+            let name = |i: u32| {
+                if named {
+                    format!("unix:@h2probe-7-{i}")
+                } else {
+                    crate::schema::UNIX_UNNAMED.to_string()
+                }
+            };
+            // Client connections 1 and 2; the server accepts 2 first. Only
+            // connection 2 gets its window back (the server's WINDOW_UPDATE
+            // reaches it): paired crosswise, both would disagree.
+            for cid in [1u32, 2] {
+                a.feed(&ev(cid as u64, c, cid, 0, open(&name(cid), path)));
+            }
+            for (t, sid, cid) in [(10u64, 1u32, 2u32), (11, 2, 1)] {
+                a.feed(&ev(t, s, sid, 0, open(path, &name(cid))));
+            }
+            let update = |dir| frame(dir, FrameType::WINDOW_UPDATE, 4, Some(100));
+            a.feed(&ev(
+                20,
+                c,
+                2,
+                0,
+                frame(Dir::Out, FrameType::DATA, 100, None),
+            ));
+            a.feed(&ev(21, s, 1, 0, frame(Dir::In, FrameType::DATA, 100, None)));
+            a.feed(&ev(22, s, 1, 0, update(Dir::Out)));
+            a.feed(&ev(23, c, 2, 0, update(Dir::In)));
+            let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+            let agree = &sum.checks["windows_agree"];
+            if named {
+                assert_eq!(agree.ok, Some(true), "{}", agree.detail);
+                assert!(
+                    agree.detail.starts_with("2 connections"),
+                    "{}",
+                    agree.detail
+                );
+            } else {
+                assert_eq!(agree.ok, None, "{}", agree.detail);
+            }
+        }
+    }
+
     /// `windows_agree` names the first mismatches by client connection,
     /// retired or not: here those of connections 1–20, where 1–10 stay open
     /// to the end and 11–40 were folded in long before. It named the

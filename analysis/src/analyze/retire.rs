@@ -110,7 +110,9 @@ impl Retirement {
     /// A connection's addresses (`conn_open`): pairs it with the other
     /// tap's connection on the same socket, or through a relay's pair.
     pub(super) fn conn_open(&mut self, side: Side, conn: u32, local: &str, peer: &str) {
-        if local.is_empty() {
+        // An unnamed Unix end names no connection: every one looks alike.
+        let unnamed = crate::schema::UNIX_UNNAMED;
+        if local.is_empty() || local == unnamed || peer == unnamed {
             return;
         }
         let client = side == Side::Client;

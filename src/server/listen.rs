@@ -1,0 +1,194 @@
+//! Where the server listens: a TCP address, or a Unix domain socket (a
+//! sidecar's or node agent's clients reach their server by path).
+
+use h2probe_analysis::schema::{UNIX_ABSTRACT, UNIX_PREFIX, UNIX_UNNAMED};
+use std::path::{Path, PathBuf};
+
+/// `--listen`: `IP:PORT`, or `unix:PATH` (`unix:///ABSOLUTE/PATH`, as gRPC
+/// names one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListenAddr {
+    Tcp(std::net::SocketAddr),
+    Unix(PathBuf),
+}
+
+impl std::fmt::Display for ListenAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenAddr::Tcp(a) => a.fmt(f),
+            ListenAddr::Unix(p) => write!(f, "{UNIX_PREFIX}{}", p.display()),
+        }
+    }
+}
+
+impl serde::Serialize for ListenAddr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// `--listen`'s parser.
+pub fn parse_listen(s: &str) -> Result<ListenAddr, String> {
+    if let Some(rest) = s.strip_prefix(UNIX_PREFIX) {
+        let path = match rest.strip_prefix("//") {
+            Some(abs) if abs.starts_with('/') => abs,
+            Some(_) => {
+                return Err(format!(
+                    "{s:?}: unix:// takes an absolute path (unix:///run/app.sock), or write unix:relative/app.sock"
+                ))
+            }
+            None => rest,
+        };
+        if path.is_empty() {
+            return Err(format!("{s:?}: no path after unix:"));
+        }
+        return Ok(ListenAddr::Unix(PathBuf::from(path)));
+    }
+    s.parse().map(ListenAddr::Tcp).map_err(|_| {
+        format!("{s:?} is not IP:PORT (e.g. 127.0.0.1:50051, or [::1]:50051 for IPv6) or unix:PATH; a host name is not accepted here")
+    })
+}
+
+/// A bound listener. A Unix domain socket's file is removed when it drops.
+pub enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener, SocketFile),
+}
+
+/// The socket file a Unix listener made, removed when the server ends.
+pub struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+impl From<tokio::net::TcpListener> for Listener {
+    fn from(l: tokio::net::TcpListener) -> Listener {
+        Listener::Tcp(l)
+    }
+}
+
+/// An accepted connection and the names its tap records.
+pub struct Accepted {
+    pub io: Socket,
+    pub local: String,
+    pub peer: String,
+}
+
+pub enum Socket {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+impl Listener {
+    /// Binds `addr`. A Unix socket's path may hold a stale socket (its
+    /// server gone: nothing accepts on it), which is replaced; anything
+    /// else there is refused, never removed.
+    pub async fn bind(addr: &ListenAddr) -> std::io::Result<Listener> {
+        match addr {
+            ListenAddr::Tcp(a) => tokio::net::TcpListener::bind(a).await.map(Listener::Tcp),
+            ListenAddr::Unix(path) => {
+                remove_stale_socket(path).await?;
+                let l = tokio::net::UnixListener::bind(path)?;
+                Ok(Listener::Unix(l, SocketFile(path.clone())))
+            }
+        }
+    }
+
+    /// The address it listens on (a TCP port 0 resolved).
+    pub fn local(&self) -> std::io::Result<ListenAddr> {
+        match self {
+            Listener::Tcp(l) => l.local_addr().map(ListenAddr::Tcp),
+            Listener::Unix(_, f) => Ok(ListenAddr::Unix(f.0.clone())),
+        }
+    }
+
+    pub async fn accept(&self) -> std::io::Result<Accepted> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, peer) = l.accept().await?;
+                let _ = s.set_nodelay(true);
+                Ok(Accepted {
+                    local: s.local_addr()?.to_string(),
+                    peer: peer.to_string(),
+                    io: Socket::Tcp(s),
+                })
+            }
+            Listener::Unix(l, f) => {
+                // getpeername(2): accept's own address reads unnamed here
+                // even for a named peer.
+                let (s, _) = l.accept().await?;
+                let peer = s
+                    .peer_addr()
+                    .map_or_else(|_| UNIX_UNNAMED.to_string(), |a| unix_name(&a));
+                Ok(Accepted {
+                    io: Socket::Unix(s),
+                    local: format!("{UNIX_PREFIX}{}", f.0.display()),
+                    peer,
+                })
+            }
+        }
+    }
+}
+
+/// A Unix peer's name as `conn_open` writes it: `unix:@NAME` (an abstract
+/// name, h2probe's client binds one), `unix:PATH`, or `unix:(unnamed)`
+/// (most clients).
+fn unix_name(addr: &tokio::net::unix::SocketAddr) -> String {
+    if let Some(name) = addr.as_abstract_name() {
+        return format!("{UNIX_ABSTRACT}{}", String::from_utf8_lossy(name));
+    }
+    match addr.as_pathname() {
+        Some(p) => format!("{UNIX_PREFIX}{}", p.display()),
+        None => UNIX_UNNAMED.to_string(),
+    }
+}
+
+/// Removes `path` when it is a socket nobody accepts on.
+async fn remove_stale_socket(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !meta.file_type().is_socket() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "the path exists and is not a socket",
+        ));
+    }
+    match tokio::net::UnixStream::connect(path).await {
+        Ok(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            "another process listens there",
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => std::fs::remove_file(path),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_takes_an_ip_and_port_or_a_unix_path() {
+        assert_eq!(
+            parse_listen("127.0.0.1:50051"),
+            Ok(ListenAddr::Tcp("127.0.0.1:50051".parse().unwrap()))
+        );
+        for (given, path) in [
+            ("unix:/run/app.sock", "/run/app.sock"),
+            ("unix:///run/app.sock", "/run/app.sock"),
+            ("unix:relative/app.sock", "relative/app.sock"),
+        ] {
+            let addr = parse_listen(given).unwrap();
+            assert_eq!(addr, ListenAddr::Unix(path.into()));
+            assert_eq!(addr.to_string(), format!("unix:{path}"));
+        }
+        for bad in ["unix:", "unix://run/app.sock", "localhost:50051"] {
+            assert!(parse_listen(bad).is_err(), "{bad}");
+        }
+    }
+}
