@@ -861,8 +861,11 @@ async fn a_reset_cancels_a_wait_for_a_slot() {
 /// An Exchange whose client half-closed with attempts still queued and in
 /// service, cut short by shutdown's --drain-timeout: the attempts left end
 /// as `shutdown` discards before the RPC's end, and the RPC answers
-/// UNAVAILABLE. It answered OK with attempts unanswered and still owned,
-/// so `release_point` called their credit forgotten (helper-75).
+/// UNAVAILABLE, which its client reads before the connection closes. It
+/// answered OK with attempts unanswered and still owned, so
+/// `release_point` called their credit forgotten (helper-75). (The races
+/// of a worker's own steps with the cut are not provoked here: helper-78
+/// showed them with delays injected into a build.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exchange_drain_cut_short_discards_its_attempts_and_is_not_ok() {
     use h2probe::grpc::{self, pb};
@@ -902,38 +905,26 @@ async fn an_exchange_drain_cut_short_discards_its_attempts_and_is_not_ok() {
     // Let the server decode all three before it is told to stop.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let stopping = tokio::spawn(server.stop());
-    // The client reads no outcome; what it reads at the end depends on
-    // which comes first, the RPC's own cut (trailers) or the connection's
-    // close at the same --drain-timeout (a broken stream).
+    // The drain is cut before the connection is closed: the client reads
+    // the RPC's status, not a broken stream.
     let mut answered = 0;
-    let mut broken = None;
     while let Some(d) = outcomes.data().await {
-        match d {
-            Ok(d) => answered += d.len(),
-            Err(e) => {
-                broken = Some(e);
-                break;
-            }
-        }
+        answered += d.expect("the stream ends with trailers").len();
     }
-    if broken.is_none() {
-        if let Ok(Some(trailers)) = outcomes.trailers().await {
-            assert_eq!(trailers["grpc-status"], "14", "{trailers:?}");
-        }
-    }
+    let trailers = outcomes.trailers().await.unwrap().expect("trailers");
     let (s, dir) = stopping.await.unwrap();
     conn.abort();
     assert_eq!(answered, 0, "no attempt was finished");
+    assert_eq!(trailers["grpc-status"], "14", "{trailers:?}");
+    let said = "3 attempts unanswered when --drain-timeout 300ms passed";
+    let message = trailers["grpc-message"].to_str().unwrap();
+    assert!(message.contains(said), "{message}");
     let evs = events(&dir);
     let end = evs
         .iter()
         .position(|e| e["type"] == "rpc_end" && e["ep"] == "server")
         .expect("rpc_end");
-    let message = evs[end]["message"].as_str().unwrap();
-    assert!(
-        message.contains("3 attempts unanswered after --drain-timeout"),
-        "{message}"
-    );
+    assert_eq!(evs[end]["message"].as_str().unwrap(), message);
     assert_eq!(s.server_rpc_status.get("UNAVAILABLE"), Some(&1), "{s:#?}");
     assert_eq!(s.discarded_by_reason.get("shutdown"), Some(&3), "{s:#?}");
     assert_eq!(s.completed, 0, "{s:#?}");

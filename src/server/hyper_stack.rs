@@ -417,19 +417,22 @@ async fn handle(
             // drop this future: `EndOnDrop` records it.
             rpc.queue.close();
             let mut abandon = ctx.abandon.clone();
+            let mut drain_over = ctx.drain_over.subscribe();
             let drained = tokio::select! {
                 _ = async { while workers.join_next().await.is_some() {} } => true,
                 _ = &mut sleep_deadline => false,
                 _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
                 _ = crate::live::flag_set(&mut abandon) => false,
+                _ = crate::live::flag_set(&mut drain_over) => false,
             };
-            if !drained && *ctx.abandon.borrow() {
-                // Cut short (a second interrupt, or a stop for a failure):
-                // answered now, while the connection can still carry it.
+            if !drained && (*ctx.abandon.borrow() || *ctx.drain_over.borrow()) {
+                // Cut short (a second interrupt, a stop for a failure, or
+                // --drain-timeout): answered now, while the connection can
+                // still carry it.
                 rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
                 (
                     status::UNAVAILABLE,
-                    format!("server shutting down: {}", ctx.abandoned_why()),
+                    format!("server shutting down: {}", ctx.drain_cut_why()),
                 )
             } else if drained {
                 match ended {

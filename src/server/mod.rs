@@ -113,8 +113,9 @@ pub struct ServerOpts {
     pub idle_timeout: Dur,
 
     /// On shutdown (Ctrl-C; with `serve`, --for and --exit-after too), how long connections may
-    /// take to finish; then the rest are closed and recorded as such, so the
-    /// server always ends whatever its peers do.
+    /// take to finish; then the RPCs still draining end UNAVAILABLE, their
+    /// connections get a second more to carry that, and the rest are closed
+    /// and recorded as such, so the server always ends whatever its peers do.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub drain_timeout: Dur,
 
@@ -512,6 +513,12 @@ pub struct ServerCtx {
     /// shutdown (--drain-timeout, an abandon): a stream failing after it
     /// is the server's doing, not a client's reset.
     pub conns_closed: std::sync::atomic::AtomicBool,
+    /// Flips to true when shutdown's --drain-timeout passes with connections
+    /// still open: an RPC still draining discards what it holds (reason
+    /// `shutdown`) and answers UNAVAILABLE now, and the connections get a
+    /// moment to carry that before they are closed (closed at once, its
+    /// client read a broken stream instead).
+    pub drain_over: watch::Sender<bool>,
     /// Exchange's server-wide admission boundary and the service schedule's origin.
     pub admission: exchange::Admission,
     /// `rpc_start`'s `framing` field, formatted once (it was formatted for
@@ -541,6 +548,7 @@ impl ServerCtx {
             abandon: watch::channel(false).1,
             failure: Default::default(),
             conns_closed: Default::default(),
+            drain_over: watch::channel(false).0,
             admission: Default::default(),
             framing_label,
         }
@@ -558,6 +566,16 @@ impl ServerCtx {
         match self.failure.get() {
             Some(f) => format!("it stopped for a failure ({f})"),
             None => "its shutdown was cut short (a second interrupt)".into(),
+        }
+    }
+
+    /// Why an RPC's drain was cut short: an abandon (see
+    /// [`ServerCtx::abandoned_why`]) or --drain-timeout.
+    pub fn drain_cut_why(&self) -> String {
+        if *self.abandon.borrow() {
+            self.abandoned_why()
+        } else {
+            format!("--drain-timeout {} passed", Dur(self.cfg.drain_timeout))
         }
     }
 
@@ -719,12 +737,17 @@ pub async fn serve(
         }) => r.is_ok(),
         _ = crate::live::flag_set(&mut abandon) => conns.is_empty(),
     };
-    // A stop for a failure abandons at once (no drain): the RPCs end and
-    // answer UNAVAILABLE, and their connections get a second to carry
-    // that and close on their own. Closed at once, a client read a broken
-    // pipe instead of its RPC's status.
+    // A stop for a failure abandons at once (no drain), and a drain that
+    // outlasts --drain-timeout is cut: the RPCs still draining end and
+    // answer UNAVAILABLE, and their connections get a second to carry that
+    // and close on their own. Closed at once, a client read a broken pipe
+    // instead of its RPC's status. A second interrupt closes them at once.
+    let second_interrupt = *ctx.abandon.borrow() && ctx.failure.get().is_none();
+    if !drained && !*ctx.abandon.borrow() {
+        ctx.drain_over.send_replace(true);
+    }
     let drained = drained
-        || (ctx.failure.get().is_some()
+        || (!second_interrupt
             && tokio::time::timeout(std::time::Duration::from_secs(1), async {
                 while conns.join_next().await.is_some() {}
             })

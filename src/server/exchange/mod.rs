@@ -42,18 +42,23 @@ pub(super) struct ExRpc {
     unreleased: Arc<AtomicU64>,
     /// When this stream's credit is released (`--release`, per stream).
     release_at: ReleasePoint,
-    /// Attempts admitted and not yet ended (queued or in service).
+    /// Attempts admitted whose terminal event is not recorded yet (queued,
+    /// in a worker's hands, or in service). The handler waits for none
+    /// before the RPC's end.
     open: AtomicU64,
     idle: Notify,
     /// Whether the RPC has ended before its jobs, and which are in service.
     jobs: Mutex<JobsState>,
+    /// Attempts discarded without an outcome because the RPC ended first.
+    unanswered: AtomicU64,
     /// Outcome bytes answered since h2 last had room to send them (see
     /// [`ExRpc::answer`]): what h2 holds beyond the client's window.
     unsent_outcomes: AtomicU64,
 }
 
-/// An RPC's jobs as its handler and the workers both see them (one lock,
-/// so a job is never taken into service after the RPC ended).
+/// An RPC's jobs as its handler and the workers both see them. One lock:
+/// a worker's start of an attempt and the handler's cut (see [`ExRpc::cut`])
+/// each happen whole, one before the other.
 #[derive(Default)]
 struct JobsState {
     /// Set when the RPC ends before its jobs: how they are discarded.
@@ -87,17 +92,34 @@ impl ExRpc {
         self.jobs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A worker takes `seq` into service, unless the RPC has ended: then
-    /// the reason its jobs are discarded with.
-    fn begin_service(&self, seq: u64) -> Result<(), DiscardReason> {
+    /// A worker takes `job` into service and records its start (and its
+    /// release at start), unless the RPC has ended: then the reason its
+    /// jobs are discarded with.
+    fn begin_service(
+        &self,
+        job: &Job,
+        worker: u32,
+        depth: u32,
+        started: u64,
+    ) -> Result<(), DiscardReason> {
         let mut jobs = self.jobs();
-        match jobs.ended {
-            Some(reason) => Err(reason),
-            None => {
-                jobs.in_service.push(seq);
-                Ok(())
-            }
+        if let Some(reason) = jobs.ended {
+            return Err(reason);
         }
+        let seq = job.seq;
+        jobs.in_service.push(seq);
+        self.emit(started, KindId::Start, || {
+            Kind::Start(StartEv {
+                seq,
+                worker,
+                wait_ns: started.saturating_sub(job.decoded_at),
+                depth,
+            })
+        });
+        if self.release_at == ReleasePoint::Start {
+            self.release(job.framed, ReleasePoint::Start, Some(seq));
+        }
+        Ok(())
     }
 
     /// Ends service of `seq`. False when the handler discarded it meanwhile
@@ -112,18 +134,28 @@ impl ExRpc {
         true
     }
 
-    /// Ends the RPC before its jobs: workers discard what they pop from
-    /// now on with `reason`; returns the jobs in service, when `cut`, with
-    /// their ownership (their workers will find [`ExRpc::end_service`]
-    /// refused).
-    fn end_jobs(&self, reason: DiscardReason, cut: bool) -> Vec<u64> {
+    /// Ends the RPC before its jobs: workers discard what they take from
+    /// now on with `reason` (what is in service is still served).
+    fn end_jobs(&self, reason: DiscardReason) {
+        self.jobs().ended = Some(reason);
+    }
+
+    /// Cuts the RPC's jobs short: as [`ExRpc::end_jobs`], and the attempts
+    /// in service are discarded now, their ownership taken (their workers
+    /// find [`ExRpc::end_service`] refused and only return the slot).
+    fn cut(&self, reason: DiscardReason) {
         let mut jobs = self.jobs();
         jobs.ended = Some(reason);
-        if cut {
-            std::mem::take(&mut jobs.in_service)
-        } else {
-            Vec::new()
+        let t = now_ns();
+        let cut = std::mem::take(&mut jobs.in_service);
+        for &seq in &cut {
+            self.discard(seq, reason, t);
         }
+        drop(jobs);
+        let n = cut.len() as u64;
+        self.unanswered.fetch_add(n, Relaxed);
+        self.open.fetch_sub(n, Relaxed);
+        self.idle.notify_waiters();
     }
 
     fn release(&self, bytes: u32, at: ReleasePoint, seq: Option<u64>) {
@@ -228,8 +260,10 @@ impl ExRpc {
         n
     }
 
+    /// An attempt its RPC's end leaves unanswered.
     fn discard_job(&self, job: Job, reason: DiscardReason) {
         self.discard(job.seq, reason, now_ns());
+        self.unanswered.fetch_add(1, Relaxed);
         self.release_unstarted(job.framed, job.seq);
         self.job_done(job);
     }
@@ -243,20 +277,9 @@ impl ExRpc {
 
     async fn serve(&self, job: Job, worker: u32, depth: u32, started: u64) {
         let seq = job.seq;
-        if let Err(reason) = self.begin_service(seq) {
+        if let Err(reason) = self.begin_service(&job, worker, depth, started) {
             self.discard_job(job, reason);
             return;
-        }
-        self.emit(started, KindId::Start, || {
-            Kind::Start(StartEv {
-                seq,
-                worker,
-                wait_ns: started.saturating_sub(job.decoded_at),
-                depth,
-            })
-        });
-        if self.release_at == ReleasePoint::Start {
-            self.release(job.framed, ReleasePoint::Start, Some(seq));
         }
         let service = self
             .ctx
@@ -269,7 +292,9 @@ impl ExRpc {
             tokio::time::sleep(service).await;
         }
         if !self.end_service(seq) {
-            self.job_done(job);
+            // Discarded by the cut, which counted it out of `open`: only
+            // its slot is returned, after that terminal event.
+            drop(job.permit);
             return;
         }
         let t = now_ns();
@@ -325,6 +350,7 @@ pub(super) async fn handle(
         unreleased: Arc::new(AtomicU64::new(0)),
         release_at: ctx.cfg.release.for_stream(stream),
         open: AtomicU64::new(0),
+        unanswered: AtomicU64::new(0),
         idle: Notify::new(),
         jobs: Mutex::new(JobsState::default()),
         unsent_outcomes: AtomicU64::new(0),
@@ -352,26 +378,22 @@ pub(super) async fn handle(
         Ended::Status(code, msg) => (Some(DiscardReason::RpcError), Err((code, msg))),
     };
     if let Some(reason) = reason {
-        rpc.end_jobs(reason, false);
+        rpc.end_jobs(reason);
         rpc.discard_queued(reason);
     }
     // Wait for the admitted attempts still queued or in service (a
-    // half-closed client still reads their outcomes), at most
-    // --drain-timeout once the server shuts down, or until a stop for a
-    // failure abandons the drain.
-    let mut shutdown = ctx.shutdown.clone();
+    // half-closed client still reads their outcomes), until the server's
+    // shutdown cuts the drain (--drain-timeout, or an abandon).
     let mut abandon = ctx.abandon.clone();
-    let drain = async {
+    let mut drain_over = ctx.drain_over.subscribe();
+    let cut_signal = async {
         tokio::select! {
-            _ = async {
-                crate::live::flag_set(&mut shutdown).await;
-                tokio::time::sleep(ctx.cfg.drain_timeout).await;
-            } => {}
             _ = crate::live::flag_set(&mut abandon) => {}
+            _ = crate::live::flag_set(&mut drain_over) => {}
         }
     };
-    tokio::pin!(drain);
-    let mut outcome = outcome;
+    tokio::pin!(cut_signal);
+    let mut cut = false;
     loop {
         let idle = rpc.idle.notified();
         tokio::pin!(idle);
@@ -381,33 +403,31 @@ pub(super) async fn handle(
         }
         tokio::select! {
             _ = idle => {}
-            _ = &mut drain => {
-                // Cut short: what is still queued or in service ends here
-                // (discarded, unanswered), before the RPC's end, and an RPC
-                // that left attempts unanswered does not answer OK.
-                let cut = rpc.end_jobs(DiscardReason::Shutdown, true);
-                let t = now_ns();
-                for &seq in &cut {
-                    rpc.discard(seq, DiscardReason::Shutdown, t);
-                }
-                let queued = rpc.discard_queued(DiscardReason::Shutdown);
-                let left = cut.len() + queued;
-                if outcome.is_ok() && left > 0 {
-                    let why = if *ctx.abandon.borrow() {
-                        ctx.abandoned_why()
-                    } else {
-                        format!(
-                            "{left} {} unanswered after --drain-timeout ({:?})",
-                            if left == 1 { "attempt" } else { "attempts" },
-                            ctx.cfg.drain_timeout
-                        )
-                    };
-                    outcome = Err((status::UNAVAILABLE, format!("server shutting down: {why}")));
-                }
-                break;
+            _ = &mut cut_signal, if !cut => {
+                // What is queued or in service ends here, discarded and
+                // unanswered. What is left is in a worker's hands between
+                // the queue and service, or between its completion and its
+                // end: steps with no wait in them, which end before the
+                // RPC does (and before its `end` release, which a
+                // worker's own release would otherwise race).
+                cut = true;
+                rpc.cut(DiscardReason::Shutdown);
+                rpc.discard_queued(DiscardReason::Shutdown);
             }
         }
     }
+    let left = rpc.unanswered.load(Relaxed);
+    let outcome = match outcome {
+        Ok(()) if cut && left > 0 => Err((
+            status::UNAVAILABLE,
+            format!(
+                "server shutting down: {left} {} unanswered when {}",
+                if left == 1 { "attempt" } else { "attempts" },
+                ctx.drain_cut_why()
+            ),
+        )),
+        other => other,
+    };
     let rest = rpc.unreleased.load(Relaxed) as u32;
     rpc.release(rest, ReleasePoint::End, None);
     {

@@ -422,6 +422,7 @@ pub(super) async fn handle(
         Some(ended) => {
             // Phase 2: drain the queue (half-close, or shutdown with --shutdown-drain).
             rpc.queue.close();
+            let mut drain_over = ctx.drain_over.subscribe();
             // The client may give up while we drain: watch for its RST_STREAM.
             let mut reset: Option<String> = None;
             // Waiting for workers lists the RPC, as other waits do.
@@ -444,6 +445,7 @@ pub(super) async fn handle(
                 _ = &mut sleep_deadline => false,
                 _ = crate::live::flag_set(&mut shutdown), if !shutting_down && !ctx.cfg.shutdown_drain => false,
                 _ = crate::live::flag_set(&mut abandon) => false,
+                _ = crate::live::flag_set(&mut drain_over) => false,
                 r = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
                     reset = Some(match r {
                         Ok(reason) => format!("client reset the stream ({reason:?}) while the server drained"),
@@ -452,13 +454,13 @@ pub(super) async fn handle(
                     false
                 }
             };
-            if !drained && *ctx.abandon.borrow() {
+            if !drained && (*ctx.abandon.borrow() || *ctx.drain_over.borrow()) {
                 // First: a reset seen after the drain was cut short is the
                 // server's own closing of the connection, not the client's.
                 rpc.discard(&rpc.queue.take_all(), DiscardReason::Shutdown);
                 Outcome::Status(
                     status::UNAVAILABLE,
-                    format!("server shutting down: {}", ctx.abandoned_why()),
+                    format!("server shutting down: {}", ctx.drain_cut_why()),
                 )
             } else if let Some(why) = reset {
                 rpc.discard(&rpc.queue.take_all(), ctx.gone().0);
