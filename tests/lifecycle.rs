@@ -265,12 +265,28 @@ fn a_drain_cut_by_the_drain_timeout_discards_as_shutdown() {
             "{stack}: {by_reason:?}"
         );
         assert_eq!(by_reason.get("cancelled"), None, "{stack}: {by_reason:?}");
-        // Its RPC ended by the server's close: UNAVAILABLE on both sides.
+        // Its RPC ended by the server's cut: UNAVAILABLE on both sides,
+        // and the client read the server's own words (the connection is
+        // closed only after they had time to cross it; closed at once, the
+        // client read a broken stream).
         assert_eq!(
             s.server_rpc_status.get("UNAVAILABLE"),
             Some(&1),
             "{stack}: {:?}",
             s.server_rpc_status
         );
+        let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+        let ends: Vec<&str> = trace
+            .lines()
+            .filter(|l| l.contains("\"type\":\"rpc_end\""))
+            .collect();
+        assert_eq!(ends.len(), 2, "{stack}: {ends:?}");
+        for end in ends {
+            assert!(
+                end.contains("\"status\":14")
+                    && end.contains("server shutting down: --drain-timeout 1s passed"),
+                "{stack}: {end}"
+            );
+        }
     }
 }

@@ -749,10 +749,22 @@ pub async fn serve(
     let drained = drained
         || (!second_interrupt
             && tokio::time::timeout(std::time::Duration::from_secs(1), async {
-                while conns.join_next().await.is_some() {}
+                // The RPCs first, each answering as it ends; then their
+                // connections, which close on their own once their last
+                // stream is done, unless their peer stopped reading (a
+                // connection without RPCs waits no more than that).
+                for (_, rpcs) in reasons.values() {
+                    rpcs.close();
+                    rpcs.wait().await;
+                }
+                tokio::time::timeout(std::time::Duration::from_millis(100), async {
+                    while conns.join_next().await.is_some() {}
+                })
+                .await
+                .is_ok()
             })
             .await
-            .is_ok());
+                == Ok(true));
     if !drained {
         let left = conns.len();
         let why = if *ctx.abandon.borrow() {
