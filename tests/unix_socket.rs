@@ -253,7 +253,7 @@ fn serve_listens_on_a_unix_domain_socket_and_both_traces_pair() {
 
 /// What `serve --listen unix:PATH` finds at PATH: a stale socket (its
 /// server gone) is replaced; a live one, or a file that is not a socket,
-/// is refused and left as it is.
+/// is refused and left as it is; a path too long for a socket is refused.
 #[test]
 fn serve_replaces_only_a_stale_socket() {
     let dir = support::temp_dir("unix-serve-path");
@@ -290,4 +290,9 @@ fn serve_replaces_only_a_stale_socket() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("is not a socket"), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    // Too long for sun_path: said in bytes, not as "SUN_LEN".
+    let long = dir.join("s".repeat(120));
+    let out = serve(&long, "d");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("holds at most 107"), "{}", text(&out));
 }

@@ -49,6 +49,10 @@ pub fn parse_listen(s: &str) -> Result<ListenAddr, String> {
     })
 }
 
+/// The longest path a Unix domain socket takes (`sun_path`'s 108 bytes,
+/// with its terminating NUL).
+const MAX_UNIX_PATH: usize = 107;
+
 /// A bound listener. A Unix domain socket's file is removed when it drops.
 pub enum Listener {
     Tcp(tokio::net::TcpListener),
@@ -90,6 +94,14 @@ impl Listener {
         match addr {
             ListenAddr::Tcp(a) => tokio::net::TcpListener::bind(a).await.map(Listener::Tcp),
             ListenAddr::Unix(path) => {
+                use std::os::unix::ffi::OsStrExt;
+                let len = path.as_os_str().as_bytes().len();
+                if len > MAX_UNIX_PATH {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("the path is {len} bytes; a Unix socket's holds at most {MAX_UNIX_PATH} (a shorter directory, or a relative path)"),
+                    ));
+                }
                 remove_stale_socket(path).await?;
                 let l = tokio::net::UnixListener::bind(path)?;
                 Ok(Listener::Unix(l, SocketFile(path.clone())))
