@@ -1,5 +1,6 @@
-//! The transparent relay: accepts h2c (prior-knowledge) connections, opens
-//! one to the upstream for each, and copies bytes both ways unchanged. A tap
+//! The transparent relay: accepts h2c (prior-knowledge) connections (on
+//! TCP or a Unix domain socket), opens one to the upstream for each (the
+//! same), and copies bytes both ways unchanged. A tap
 //! on each leg (`client_leg`, `server_leg`; the same `conn` id for one
 //! pair) records every frame with the same parser and recorder as the
 //! probe's own endpoints, so a real client and a real server can be
@@ -14,6 +15,7 @@
 
 use crate::config::CapturePayload;
 use crate::link::Shape;
+use crate::server::listen::{Accepted, Listener, Socket};
 use crate::tap::{CloseReason, Tap, TapConfig};
 use crate::trace::clock::now_ns;
 use crate::trace::schema::{AcceptErrorEv, ConnRefusedEv, Endpoint, Kind, KindId};
@@ -22,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 /// Bytes read per call, per direction: the relay's whole buffer.
@@ -43,7 +45,8 @@ pub enum LinkSide {
 /// What a relay needs, fixed for its lifetime.
 #[derive(Clone, Debug)]
 pub struct RelayConfig {
-    /// `host:port` of the server, resolved for each new pair.
+    /// `host:port` of the server, resolved for each new pair, or
+    /// `unix:PATH`.
     pub upstream: String,
     pub shape: Shape,
     pub link_side: LinkSide,
@@ -67,7 +70,8 @@ pub struct RelayCtx {
 /// (reason `relay stopped`) and waits for their taps to finish. The
 /// listener never dies: an accept error is recorded and retried after a
 /// pause growing from 5 ms to 1 s.
-pub async fn serve(listener: TcpListener, ctx: Arc<RelayCtx>) -> anyhow::Result<()> {
+pub async fn serve(listener: impl Into<Listener>, ctx: Arc<RelayCtx>) -> anyhow::Result<()> {
+    let listener = listener.into();
     let mut shutdown = ctx.shutdown.clone();
     let mut pairs = tokio::task::JoinSet::new();
     let ids = AtomicU32::new(0);
@@ -80,12 +84,13 @@ pub async fn serve(listener: TcpListener, ctx: Arc<RelayCtx>) -> anyhow::Result<
     loop {
         tokio::select! {
             r = listener.accept(), if resume.is_none() => match r {
-                Ok((sock, peer)) => {
+                Ok(sock) => {
                     pause = Duration::ZERO;
                     if pairs.len() >= ctx.cfg.max_connections as usize {
                         let max = ctx.cfg.max_connections;
+                        let peer = sock.peer;
                         event(KindId::ConnRefused, Box::new(move || Kind::ConnRefused(ConnRefusedEv {
-                            peer: peer.to_string(),
+                            peer,
                             reason: format!("--max-connections {max} reached"),
                         })));
                         continue;
@@ -124,17 +129,19 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Taps `sock` as `endpoint`, behind a shaped line when `shape` applies.
 fn tap_leg(
-    sock: TcpStream,
+    sock: Accepted,
     endpoint: Endpoint,
     conn: u32,
     shape: Option<Shape>,
     ctx: &RelayCtx,
 ) -> std::io::Result<Tap<Box<dyn Io>>> {
-    let _ = sock.set_nodelay(true);
-    let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
-    let io: Box<dyn Io> = match shape {
-        Some(s) if !s.is_transparent() => Box::new(crate::link::shaped(sock, s)),
-        _ => Box::new(sock),
+    let Accepted { io, local, peer } = sock;
+    let shape = shape.filter(|s| !s.is_transparent());
+    let io: Box<dyn Io> = match (io, shape) {
+        (Socket::Tcp(s), Some(shape)) => Box::new(crate::link::shaped(s, shape)),
+        (Socket::Tcp(s), None) => Box::new(s),
+        (Socket::Unix(s), Some(shape)) => Box::new(crate::link::shaped_unix(s, shape)),
+        (Socket::Unix(s), None) => Box::new(s),
     };
     let cfg = TapConfig {
         endpoint,
@@ -145,7 +152,7 @@ fn tap_leg(
 }
 
 /// One relayed connection pair, from accept to both legs closed.
-async fn relay_pair(down: TcpStream, id: u32, ctx: &RelayCtx) {
+async fn relay_pair(down: Accepted, id: u32, ctx: &RelayCtx) {
     let shape_for = |side: LinkSide| {
         (ctx.cfg.link_side == side || ctx.cfg.link_side == LinkSide::Both).then_some(ctx.cfg.shape)
     };
@@ -163,11 +170,8 @@ async fn relay_pair(down: TcpStream, id: u32, ctx: &RelayCtx) {
             return;
         }
     };
-    let up = tokio::time::timeout(
-        ctx.cfg.connect_timeout,
-        TcpStream::connect(ctx.cfg.upstream.as_str()),
-    )
-    .await;
+    let up =
+        tokio::time::timeout(ctx.cfg.connect_timeout, connect_upstream(&ctx.cfg.upstream)).await;
     let up = match up {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
@@ -206,6 +210,28 @@ async fn relay_pair(down: TcpStream, id: u32, ctx: &RelayCtx) {
         activity: [client.activity(), server.activity()],
     };
     pump(client, server, &legs, [client_reason, server_reason], ctx).await;
+}
+
+/// Connects to the upstream: `HOST:PORT` (resolved now), or `unix:PATH`
+/// from an end named as the client's are (so a server's trace pairs
+/// with this leg).
+async fn connect_upstream(upstream: &str) -> std::io::Result<Accepted> {
+    use crate::server::listen::ListenAddr;
+    if let Ok(ListenAddr::Unix(path)) = crate::server::listen::parse_listen(upstream) {
+        let (s, local, peer) = crate::client::target::unix_connect(&path).await?;
+        return Ok(Accepted {
+            io: Socket::Unix(s),
+            local,
+            peer,
+        });
+    }
+    let s = TcpStream::connect(upstream).await?;
+    let _ = s.set_nodelay(true);
+    Ok(Accepted {
+        local: s.local_addr()?.to_string(),
+        peer: s.peer_addr()?.to_string(),
+        io: Socket::Tcp(s),
+    })
 }
 
 /// Says on stderr that a client's connection was closed because the

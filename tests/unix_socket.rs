@@ -296,3 +296,109 @@ fn serve_replaces_only_a_stale_socket() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("holds at most 107"), "{}", text(&out));
 }
+
+/// `relay` between a client and a server that both speak over Unix domain
+/// sockets (a sidecar's setup): `serve --listen unix:`, `relay --listen
+/// unix: --upstream unix:`, `client --connect unix:`, each spelling the
+/// paths its own way (relative, absolute, `unix:///`). The merge of the
+/// three traces pairs every connection through the relay and every check
+/// holds; a relay to its own socket, or to `unix:` alone, is refused.
+#[test]
+fn relay_between_unix_domain_sockets_pairs_every_leg() {
+    let dir = support::temp_dir("unix-relay");
+    let spawn = |args: &[&str]| {
+        support::Reaped(
+            Command::new(env!("CARGO_BIN_EXE_h2probe"))
+                .current_dir(&dir)
+                .args(args)
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let first_line = |child: &mut std::process::Child| {
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        line
+    };
+    let mut server = spawn(&[
+        "serve",
+        "--listen",
+        "unix:srv.sock",
+        "--exit-after",
+        "4",
+        "-q",
+        "--no-pcap",
+        "--out",
+        "srv",
+    ]);
+    first_line(&mut server.0);
+    let upstream = format!("unix://{}", dir.join("srv.sock").display());
+    let relay_sock = format!("unix:{}", dir.join("relay.sock").display());
+    let mut relay = spawn(&[
+        "relay",
+        "--listen",
+        &relay_sock,
+        "--upstream",
+        &upstream,
+        "--exit-after",
+        "2",
+        "--no-pcap",
+        "--out",
+        "rel",
+    ]);
+    assert!(first_line(&mut relay.0).contains("relaying unix:"));
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .current_dir(&dir)
+        .args([
+            "client",
+            "--connect",
+            "unix:relay.sock",
+            "--connections",
+            "2",
+        ])
+        .args([
+            "--streams",
+            "2",
+            "--duration",
+            "1s",
+            "-q",
+            "--no-pcap",
+            "--out",
+            "cli",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(server.wait().unwrap().success());
+    assert!(relay.wait().unwrap().success());
+    let merged = dir.join("merged");
+    support::h2probe_ok([
+        "merge",
+        dir.join("cli").to_str().unwrap(),
+        dir.join("rel").to_str().unwrap(),
+        dir.join("srv").to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    let m = support::read_summary(&merged);
+    for (name, check) in &m.checks {
+        assert_eq!(check.ok, Some(true), "{name}: {check:?}");
+    }
+    assert!(m.checks.contains_key("relay_forwarded_unchanged"));
+    let agree = &m.checks["windows_agree"].detail;
+    assert!(agree.starts_with("2 connections"), "{agree}");
+    assert_eq!(m.decoded, m.sent);
+
+    let refused = |upstream: &str, said: &str| {
+        let out = h2probe(&["relay", "--listen", &relay_sock, "--upstream", upstream]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(said), "{}", text(&out));
+    };
+    refused(&relay_sock, "it would relay to itself");
+    refused("unix:", "no path after unix:");
+}

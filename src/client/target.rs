@@ -281,8 +281,12 @@ pub enum Place {
 /// (`unix:@h2probe-…`), so the analysis pairs each client connection with
 /// the server's exactly, as TCP's ports do. An unnamed end (what a client
 /// usually is) pairs with none: every client connection would look alike.
-/// Where the name cannot be bound the end stays unnamed.
-async fn unix_connect(path: &Path) -> std::io::Result<(tokio::net::UnixStream, String)> {
+/// Where the name cannot be bound the end stays unnamed. Returns the
+/// stream and the names of its two ends (the server's as
+/// [`unix_path_name`] spells it).
+pub(crate) async fn unix_connect(
+    path: &Path,
+) -> std::io::Result<(tokio::net::UnixStream, String, String)> {
     use h2probe_analysis::schema::{UNIX_ABSTRACT, UNIX_UNNAMED};
     use std::os::unix::ffi::OsStrExt;
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -298,7 +302,22 @@ async fn unix_connect(path: &Path) -> std::io::Result<(tokio::net::UnixStream, S
             UNIX_UNNAMED.to_string()
         }
     };
-    Ok((sock.connect(path).await?, local))
+    let s = sock.connect(path).await?;
+    Ok((s, local, unix_path_name(path)))
+}
+
+/// A socket path as both ends write it in `conn_open` (`unix:` and the
+/// path made absolute, symbolic links resolved), so that the names pair
+/// however each side spelled the path.
+pub(crate) fn unix_path_name(path: &Path) -> String {
+    let path = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    format!(
+        "{}{}",
+        h2probe_analysis::schema::UNIX_PREFIX,
+        path.display()
+    )
 }
 
 /// A connected socket, before TLS and the tap.
@@ -476,18 +495,14 @@ impl Target {
     pub async fn connect(&self) -> anyhow::Result<Connected> {
         let addrs = match &self.place {
             Place::Unix(path) => {
-                let (s, local) = self
+                let (s, local, peer) = self
                     .within(unix_connect(path))
                     .await
                     .with_context(|| format!("connecting to unix:{}", path.display()))?;
                 return Ok(Connected {
                     io: Transport::Unix(s),
                     local,
-                    peer: format!(
-                        "{}{}",
-                        h2probe_analysis::schema::UNIX_PREFIX,
-                        path.display()
-                    ),
+                    peer,
                 });
             }
             Place::Tcp(addrs) => addrs,

@@ -32,17 +32,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::watch;
 
-/// Binds `serve`'s or `relay`'s listening socket before anything is
-/// written; a port in use says what to do about it.
-pub(crate) async fn bind_listener(
-    addr: std::net::SocketAddr,
-) -> anyhow::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| bind_error(&ListenAddr::Tcp(addr), e))
-}
-
-/// Binds `serve --listen`: a TCP address or a Unix domain socket.
+/// Binds `serve`'s or `relay`'s listening socket (a TCP address or a Unix
+/// domain socket) before anything is written; a port in use says what to
+/// do about it.
 pub(crate) async fn bind_server(addr: &ListenAddr) -> anyhow::Result<Listener> {
     Listener::bind(addr).await.map_err(|e| bind_error(addr, e))
 }
@@ -360,14 +352,6 @@ pub(crate) fn refuse_exchange_only(flags: &[String]) -> anyhow::Result<()> {
         if flags.len() == 1 { "it" } else { "them" }
     );
     Ok(())
-}
-
-/// `--listen`'s parser: an IP address and port, said with an example when
-/// not (a host name is refused: it could name several addresses).
-pub(crate) fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
-    s.parse().map_err(|_| {
-        format!("{s:?} is not IP:PORT (e.g. 127.0.0.1:50051, or [::1]:50051 for IPv6); a host name is not accepted here")
-    })
 }
 
 /// `--exit-after`'s parser: a count of at least 1 (0 would stop before

@@ -5,6 +5,7 @@ use super::{config_part, Finished, Interrupts, OutputOpts, Session, Status};
 use crate::config::{Dur, Size};
 use crate::link::Shape;
 use crate::relay::{self, LinkSide, RelayConfig, RelayCtx};
+use crate::server::listen::ListenAddr;
 use anyhow::Context as _;
 use h2probe_analysis::meta::RunConfig;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -15,13 +16,15 @@ use tokio::sync::watch;
 /// `h2probe relay`.
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
 pub struct RelayOpts {
-    /// Address to accept h2c (prior-knowledge) connections on.
-    #[arg(long, default_value = "127.0.0.1:50052", value_name = "ADDR", value_parser = super::parse_listen)]
-    pub listen: std::net::SocketAddr,
+    /// Address to accept h2c (prior-knowledge) connections on: IP:PORT, or
+    /// a Unix domain socket, unix:PATH (as `serve --listen`).
+    #[arg(long, default_value = "127.0.0.1:50052", value_name = "ADDR|unix:PATH", value_parser = crate::server::listen::parse_listen)]
+    pub listen: ListenAddr,
 
     /// The server every accepted connection is relayed to, HOST:PORT (a
-    /// name is resolved for each new connection; h2c, no TLS).
-    #[arg(long, value_name = "HOST:PORT")]
+    /// name is resolved for each new connection; h2c, no TLS), or a Unix
+    /// domain socket, unix:PATH.
+    #[arg(long, value_name = "HOST:PORT|unix:PATH")]
     pub upstream: String,
 
     /// One-way delay added each way on the leg(s) chosen by --link-side
@@ -73,14 +76,28 @@ pub struct RelayOpts {
 impl RelayOpts {
     /// Refuses what cannot run (exit 2), before anything starts.
     fn validate(&self) -> anyhow::Result<RelayConfig> {
+        let unix = match crate::server::listen::parse_listen(&self.upstream) {
+            Ok(ListenAddr::Unix(path)) => Some(path),
+            Err(e) if self.upstream.starts_with("unix:") => {
+                return Err(crate::config::UsageError(format!("--upstream {e}")).into())
+            }
+            _ => None,
+        };
+        if let Some(path) = &unix {
+            crate::refuse_unless!(
+                self.listen != ListenAddr::Unix(path.clone()),
+                "--upstream {} is this relay's own --listen address: it would relay to itself",
+                self.upstream
+            );
+        }
         let port = self
             .upstream
             .rsplit_once(':')
             .and_then(|(h, p)| (!h.is_empty()).then_some(p))
             .and_then(|p| p.parse::<u16>().ok());
         crate::refuse_unless!(
-            port.is_some_and(|p| p > 0),
-            "--upstream must be HOST:PORT (e.g. 127.0.0.1:50051 or localhost:50051), got {:?}",
+            unix.is_some() || port.is_some_and(|p| p > 0),
+            "--upstream must be HOST:PORT or unix:PATH (e.g. 127.0.0.1:50051 or localhost:50051), got {:?}",
             self.upstream
         );
         crate::refuse_unless!(
@@ -133,11 +150,19 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
     opts.output.validate()?;
     let cfg = opts.validate()?;
     let label = opts.output.label.clone().unwrap_or_else(|| "relay".into());
-    let listener = super::bind_listener(opts.listen).await?;
-    let addr = listener.local_addr()?;
+    let listener = super::bind_server(&opts.listen).await?;
+    let addr = listener.local()?;
     // An upstream that is this relay would relay to itself until
     // --max-connections: refused before anything starts.
-    if let Ok(upstream) = tokio::net::lookup_host(&opts.upstream).await {
+    let tcp = match &addr {
+        ListenAddr::Tcp(a) => Some(*a),
+        ListenAddr::Unix(_) => None,
+    };
+    let upstream = match tcp {
+        Some(_) => tokio::net::lookup_host(&opts.upstream).await.ok(),
+        None => None,
+    };
+    if let (Some(addr), Some(upstream)) = (tcp, upstream) {
         for u in upstream {
             let same_host =
                 u.ip() == addr.ip() || (addr.ip().is_unspecified() && u.ip().is_loopback());

@@ -56,7 +56,8 @@ const MAX_UNIX_PATH: usize = 107;
 /// A bound listener. A Unix domain socket's file is removed when it drops.
 pub enum Listener {
     Tcp(tokio::net::TcpListener),
-    Unix(tokio::net::UnixListener, SocketFile),
+    /// With its name in `conn_open` (see `unix_path_name`).
+    Unix(tokio::net::UnixListener, SocketFile, String),
 }
 
 /// The socket file a Unix listener made, removed when the server ends.
@@ -104,7 +105,8 @@ impl Listener {
                 }
                 remove_stale_socket(path).await?;
                 let l = tokio::net::UnixListener::bind(path)?;
-                Ok(Listener::Unix(l, SocketFile(path.clone())))
+                let name = crate::client::target::unix_path_name(path);
+                Ok(Listener::Unix(l, SocketFile(path.clone()), name))
             }
         }
     }
@@ -113,7 +115,7 @@ impl Listener {
     pub fn local(&self) -> std::io::Result<ListenAddr> {
         match self {
             Listener::Tcp(l) => l.local_addr().map(ListenAddr::Tcp),
-            Listener::Unix(_, f) => Ok(ListenAddr::Unix(f.0.clone())),
+            Listener::Unix(_, f, _) => Ok(ListenAddr::Unix(f.0.clone())),
         }
     }
 
@@ -128,7 +130,7 @@ impl Listener {
                     io: Socket::Tcp(s),
                 })
             }
-            Listener::Unix(l, f) => {
+            Listener::Unix(l, _, name) => {
                 // getpeername(2): accept's own address reads unnamed here
                 // even for a named peer.
                 let (s, _) = l.accept().await?;
@@ -137,7 +139,7 @@ impl Listener {
                     .map_or_else(|_| UNIX_UNNAMED.to_string(), |a| unix_name(&a));
                 Ok(Accepted {
                     io: Socket::Unix(s),
-                    local: format!("{UNIX_PREFIX}{}", f.0.display()),
+                    local: name.clone(),
                     peer,
                 })
             }
