@@ -864,20 +864,31 @@ async fn a_reset_cancels_a_wait_for_a_slot() {
 /// UNAVAILABLE, which its client reads before the connection closes. It
 /// answered OK with attempts unanswered and still owned, so
 /// `release_point` called their credit forgotten (helper-75). (The races
-/// of a worker's own steps with the cut are not provoked here: helper-78
-/// showed them with delays injected into a build.)
+/// of a worker's steps between the queue and service with the cut are not
+/// provoked here: helper-78 showed them with delays injected into a build.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_exchange_drain_cut_short_discards_its_attempts_and_is_not_ok() {
     use h2probe::grpc::{self, pb};
     use std::time::Duration;
     let opts = h2probe::server::ServerOpts {
-        service_time: "3s".parse().unwrap(),
+        service_time: "800ms".parse().unwrap(),
         workers: 1,
         drain_timeout: dur("300ms"),
         release: h2probe::config::ReleaseSpec::uniform(h2probe::config::ReleasePoint::Complete),
         ..Default::default()
     };
     let server = support::TestServer::start("exchange-drain-cut", opts).await;
+    // A peer that never reads holds the server through its second of
+    // grace after the cut (≈ 600 ms to 1.6 s), so the trace is still open
+    // when the worker wakes (800 ms) and finds its attempt taken: were it
+    // to complete it too, the trace would show it.
+    let mut silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(
+        &mut silent,
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00",
+    )
+    .await
+    .unwrap();
     let sock = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let (client, conn) = h2::client::handshake(sock).await.unwrap();
     let conn = tokio::spawn(conn);
@@ -888,8 +899,8 @@ async fn an_exchange_drain_cut_short_discards_its_attempts_and_is_not_ok() {
         .body(())
         .unwrap();
     let (response, mut send) = client.send_request(req, false).unwrap();
-    // Three attempts and the half-close: one goes into service (3 s), two
-    // wait in the queue.
+    // Three attempts and the half-close: one goes into service (800 ms),
+    // two wait in the queue.
     let mut body = Vec::new();
     for id in 1..=3u64 {
         let a = pb::Attempt {
@@ -938,4 +949,9 @@ async fn an_exchange_drain_cut_short_discards_its_attempts_and_is_not_ok() {
         "{:?}",
         &evs[end + 1..]
     );
+    // And the trace was still open when the worker woke.
+    let t = |e: &Value| e["t"].as_u64().unwrap();
+    let started = evs.iter().find(|e| e["type"] == "start").map(t).unwrap();
+    let last = evs.iter().map(t).max().unwrap();
+    assert!(last > started + 800_000_000, "{}", last - started);
 }

@@ -418,6 +418,7 @@ async fn handle(
             rpc.queue.close();
             let mut abandon = ctx.abandon.clone();
             let mut drain_over = ctx.drain_over.subscribe();
+            let _draining = ctx.drain_guard();
             let drained = tokio::select! {
                 _ = async { while workers.join_next().await.is_some() {} } => true,
                 _ = &mut sleep_deadline => false,

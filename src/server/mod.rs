@@ -519,6 +519,9 @@ pub struct ServerCtx {
     /// moment to carry that before they are closed (closed at once, its
     /// client read a broken stream instead).
     pub drain_over: watch::Sender<bool>,
+    /// RPCs waiting for their queued work (a drain): when --drain-timeout
+    /// passes with none, there is no answer to wait for.
+    pub draining: std::sync::atomic::AtomicU64,
     /// Exchange's server-wide admission boundary and the service schedule's origin.
     pub admission: exchange::Admission,
     /// `rpc_start`'s `framing` field, formatted once (it was formatted for
@@ -549,6 +552,7 @@ impl ServerCtx {
             failure: Default::default(),
             conns_closed: Default::default(),
             drain_over: watch::channel(false).0,
+            draining: Default::default(),
             admission: Default::default(),
             framing_label,
         }
@@ -567,6 +571,14 @@ impl ServerCtx {
             Some(f) => format!("it stopped for a failure ({f})"),
             None => "its shutdown was cut short (a second interrupt)".into(),
         }
+    }
+
+    /// Counts the caller as draining (see [`ServerCtx::draining`]) until
+    /// the guard drops.
+    pub(crate) fn drain_guard(&self) -> DrainGuard<'_> {
+        self.draining
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        DrainGuard(&self.draining)
     }
 
     /// Why an RPC's drain was cut short: an abandon (see
@@ -740,39 +752,38 @@ pub async fn serve(
     // A stop for a failure abandons at once (no drain), and a drain that
     // outlasts --drain-timeout is cut: the RPCs still draining end and
     // answer UNAVAILABLE, and their connections get a second to carry that
-    // and close on their own. Closed at once, a client read a broken pipe
-    // instead of its RPC's status. A second interrupt closes them at once.
-    let second_interrupt = *ctx.abandon.borrow() && ctx.failure.get().is_none();
-    if !drained && !*ctx.abandon.borrow() {
-        ctx.drain_over.send_replace(true);
-    }
-    let drained = drained
-        || (!second_interrupt
-            && tokio::time::timeout(std::time::Duration::from_secs(1), async {
-                // The RPCs first, each answering as it ends; then their
-                // connections, which close on their own once their last
-                // stream is done, unless their peer stopped reading (a
-                // connection without RPCs waits no more than that).
-                for (_, rpcs) in reasons.values() {
-                    rpcs.close();
-                    rpcs.wait().await;
-                }
-                tokio::time::timeout(std::time::Duration::from_millis(100), async {
+    // and close on their own (only when an RPC was draining: a silent peer
+    // alone is closed at once). Closed at once, a client read a broken
+    // pipe instead of its RPC's status. A second interrupt closes them at
+    // once, during that second too.
+    let failure = ctx.failure.get().is_some();
+    let mut graced = false;
+    let drained = drained || {
+        if !*ctx.abandon.borrow() {
+            ctx.drain_over.send_replace(true);
+            graced = ctx.draining.load(std::sync::atomic::Ordering::Acquire) > 0;
+        }
+        (failure || graced)
+            && tokio::select! {
+                r = tokio::time::timeout(std::time::Duration::from_secs(1), async {
                     while conns.join_next().await.is_some() {}
-                })
-                .await
-                .is_ok()
-            })
-            .await
-                == Ok(true));
+                }) => r.is_ok(),
+                _ = crate::live::flag_set(&mut abandon), if !failure => false,
+            }
+    };
     if !drained {
         let left = conns.len();
         let why = if *ctx.abandon.borrow() {
             format!("closed by the server when {}", ctx.abandoned_why())
         } else {
             format!(
-                "closed by the server {:?} after shutdown began (--drain-timeout)",
-                ctx.cfg.drain_timeout
+                "closed by the server {:?} after shutdown began (--drain-timeout{})",
+                ctx.cfg.drain_timeout,
+                if graced {
+                    ", and a second for its RPCs to answer"
+                } else {
+                    ""
+                }
             )
         };
         for (reason, _) in reasons.values() {
@@ -1091,6 +1102,15 @@ impl Drop for HandshakeUnderway<'_> {
                 format!("TLS handshake not finished: {why}"),
             );
         }
+    }
+}
+
+/// An RPC counted in [`ServerCtx::draining`].
+pub(crate) struct DrainGuard<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl Drop for DrainGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 

@@ -28,7 +28,10 @@ use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{FlowControl, RecvStream, SendStream};
 use http::Request;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{AcqRel, Acquire, Relaxed},
+};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
@@ -154,7 +157,7 @@ impl ExRpc {
         drop(jobs);
         let n = cut.len() as u64;
         self.unanswered.fetch_add(n, Relaxed);
-        self.open.fetch_sub(n, Relaxed);
+        self.open.fetch_sub(n, AcqRel);
         self.idle.notify_waiters();
     }
 
@@ -245,7 +248,7 @@ impl ExRpc {
     /// A job's end: its slot is returned after its terminal event.
     fn job_done(&self, job: Job) {
         drop(job.permit);
-        self.open.fetch_sub(1, Relaxed);
+        self.open.fetch_sub(1, AcqRel);
         self.idle.notify_waiters();
     }
 
@@ -393,12 +396,13 @@ pub(super) async fn handle(
         }
     };
     tokio::pin!(cut_signal);
+    let _draining = ctx.drain_guard();
     let mut cut = false;
     loop {
         let idle = rpc.idle.notified();
         tokio::pin!(idle);
         idle.as_mut().enable();
-        if rpc.open.load(Relaxed) == 0 {
+        if rpc.open.load(Acquire) == 0 {
             break;
         }
         tokio::select! {

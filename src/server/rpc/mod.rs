@@ -423,6 +423,7 @@ pub(super) async fn handle(
             // Phase 2: drain the queue (half-close, or shutdown with --shutdown-drain).
             rpc.queue.close();
             let mut drain_over = ctx.drain_over.subscribe();
+            let _draining = ctx.drain_guard();
             // The client may give up while we drain: watch for its RST_STREAM.
             let mut reset: Option<String> = None;
             // Waiting for workers lists the RPC, as other waits do.
