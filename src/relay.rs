@@ -218,7 +218,7 @@ async fn relay_pair(down: Accepted, id: u32, ctx: &RelayCtx) {
 async fn connect_upstream(upstream: &str) -> std::io::Result<Accepted> {
     use crate::server::listen::ListenAddr;
     if let Ok(ListenAddr::Unix(path)) = crate::server::listen::parse_listen(upstream) {
-        let (s, local, peer) = crate::client::target::unix_connect(&path).await?;
+        let (s, local, peer) = crate::unix_socket::connect(&path).await?;
         return Ok(Accepted {
             io: Socket::Unix(s),
             local,

@@ -5,7 +5,7 @@
 use crate::config::UsageError;
 use anyhow::Context as _;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// `--connect-timeout`'s default (and `run`'s, to its own server).
@@ -276,50 +276,6 @@ pub enum Place {
     Unix(PathBuf),
 }
 
-/// Connects to a Unix domain socket from an end bound to an abstract name
-/// of its own (Linux), `h2probe-<pid>-<n>`: a server sees it as its peer
-/// (`unix:@h2probe-…`), so the analysis pairs each client connection with
-/// the server's exactly, as TCP's ports do. An unnamed end (what a client
-/// usually is) pairs with none: every client connection would look alike.
-/// Where the name cannot be bound the end stays unnamed. Returns the
-/// stream and the names of its two ends (the server's as
-/// [`unix_path_name`] spells it).
-pub(crate) async fn unix_connect(
-    path: &Path,
-) -> std::io::Result<(tokio::net::UnixStream, String, String)> {
-    use h2probe_analysis::schema::{UNIX_ABSTRACT, UNIX_UNNAMED};
-    use std::os::unix::ffi::OsStrExt;
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let name = format!("h2probe-{}-{n}", std::process::id());
-    let sock = tokio::net::UnixSocket::new_stream()?;
-    let mut abstract_path = vec![0u8];
-    abstract_path.extend_from_slice(name.as_bytes());
-    let local = match sock.bind(std::ffi::OsStr::from_bytes(&abstract_path)) {
-        Ok(()) => format!("{UNIX_ABSTRACT}{name}"),
-        Err(e) => {
-            tracing::debug!("binding unix:@{name}: {e}; the client's end stays unnamed");
-            UNIX_UNNAMED.to_string()
-        }
-    };
-    let s = sock.connect(path).await?;
-    Ok((s, local, unix_path_name(path)))
-}
-
-/// A socket path as both ends write it in `conn_open` (`unix:` and the
-/// path made absolute, symbolic links resolved), so that the names pair
-/// however each side spelled the path.
-pub(crate) fn unix_path_name(path: &Path) -> String {
-    let path = std::fs::canonicalize(path)
-        .or_else(|_| std::path::absolute(path))
-        .unwrap_or_else(|_| path.to_path_buf());
-    format!(
-        "{}{}",
-        h2probe_analysis::schema::UNIX_PREFIX,
-        path.display()
-    )
-}
-
 /// A connected socket, before TLS and the tap.
 pub enum Transport {
     Tcp(tokio::net::TcpStream),
@@ -491,12 +447,12 @@ impl Target {
     /// socket). The tap names the real socket's addresses: they pair the
     /// client's connection with the server's in the analysis. A Unix
     /// domain socket's client end is given a name of its own (see
-    /// [`unix_connect`]) for that.
+    /// [`crate::unix_socket::connect`]) for that.
     pub async fn connect(&self) -> anyhow::Result<Connected> {
         let addrs = match &self.place {
             Place::Unix(path) => {
                 let (s, local, peer) = self
-                    .within(unix_connect(path))
+                    .within(crate::unix_socket::connect(path))
                     .await
                     .with_context(|| format!("connecting to unix:{}", path.display()))?;
                 return Ok(Connected {

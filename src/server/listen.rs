@@ -1,7 +1,7 @@
 //! Where the server listens: a TCP address, or a Unix domain socket (a
 //! sidecar's or node agent's clients reach their server by path).
 
-use h2probe_analysis::schema::{UNIX_ABSTRACT, UNIX_PREFIX, UNIX_UNNAMED};
+use h2probe_analysis::schema::{UNIX_PREFIX, UNIX_UNNAMED};
 use std::path::{Path, PathBuf};
 
 /// `--listen`: `IP:PORT`, or `unix:PATH` (`unix:///ABSOLUTE/PATH`, as gRPC
@@ -56,16 +56,33 @@ const MAX_UNIX_PATH: usize = 107;
 /// A bound listener. A Unix domain socket's file is removed when it drops.
 pub enum Listener {
     Tcp(tokio::net::TcpListener),
-    /// With its name in `conn_open` (see `unix_path_name`).
+    /// With its name in `conn_open` (see [`crate::unix_socket::path_name`]).
     Unix(tokio::net::UnixListener, SocketFile, String),
 }
 
-/// The socket file a Unix listener made, removed when the server ends.
-pub struct SocketFile(PathBuf);
+/// The socket file a Unix listener made, removed when the server ends
+/// unless another has taken the path meanwhile (its device and inode).
+pub struct SocketFile(PathBuf, Option<(u64, u64)>);
+
+impl SocketFile {
+    fn made(path: &Path) -> SocketFile {
+        SocketFile(path.to_path_buf(), file_id(path))
+    }
+}
+
+/// A file's (device, inode), not following a symbolic link.
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        if self.1.is_some() && file_id(&self.0) == self.1 {
+            let _ = std::fs::remove_file(&self.0);
+        }
     }
 }
 
@@ -105,8 +122,8 @@ impl Listener {
                 }
                 remove_stale_socket(path).await?;
                 let l = tokio::net::UnixListener::bind(path)?;
-                let name = crate::client::target::unix_path_name(path);
-                Ok(Listener::Unix(l, SocketFile(path.clone()), name))
+                let name = crate::unix_socket::path_name(path);
+                Ok(Listener::Unix(l, SocketFile::made(path), name))
             }
         }
     }
@@ -134,9 +151,10 @@ impl Listener {
                 // getpeername(2): accept's own address reads unnamed here
                 // even for a named peer.
                 let (s, _) = l.accept().await?;
-                let peer = s
-                    .peer_addr()
-                    .map_or_else(|_| UNIX_UNNAMED.to_string(), |a| unix_name(&a));
+                let peer = s.peer_addr().map_or_else(
+                    |_| UNIX_UNNAMED.to_string(),
+                    |a| crate::unix_socket::peer_name(&a),
+                );
                 Ok(Accepted {
                     io: Socket::Unix(s),
                     local: name.clone(),
@@ -144,19 +162,6 @@ impl Listener {
                 })
             }
         }
-    }
-}
-
-/// A Unix peer's name as `conn_open` writes it: `unix:@NAME` (an abstract
-/// name, h2probe's client binds one), `unix:PATH`, or `unix:(unnamed)`
-/// (most clients).
-fn unix_name(addr: &tokio::net::unix::SocketAddr) -> String {
-    if let Some(name) = addr.as_abstract_name() {
-        return format!("{UNIX_ABSTRACT}{}", String::from_utf8_lossy(name));
-    }
-    match addr.as_pathname() {
-        Some(p) => format!("{UNIX_PREFIX}{}", p.display()),
-        None => UNIX_UNNAMED.to_string(),
     }
 }
 

@@ -252,15 +252,12 @@ impl ExRpc {
         self.idle.notify_waiters();
     }
 
-    /// Discards this RPC's jobs still in the admission queue; returns how many.
-    fn discard_queued(self: &Arc<Self>, reason: DiscardReason) -> usize {
-        let jobs = self.ctx.admission.take_rpc(self);
-        let n = jobs.len();
-        for job in jobs {
+    /// Discards this RPC's jobs still in the admission queue.
+    fn discard_queued(self: &Arc<Self>, reason: DiscardReason) {
+        for job in self.ctx.admission.take_rpc(self) {
             self.ctx.live.depth.fetch_sub(1, Relaxed);
             self.discard_job(job, reason);
         }
-        n
     }
 
     /// An attempt its RPC's end leaves unanswered.
