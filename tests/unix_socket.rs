@@ -25,6 +25,18 @@ fn text(out: &std::process::Output) -> String {
     )
 }
 
+/// A child's first stdout line (where `serve` and `relay` say where they
+/// listen: a Unix path may pass 80 columns, which `support` asserts).
+fn first_line(child: &mut std::process::Child) -> String {
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    line
+}
+
 /// Accepts one connection on `sock` and copies it both ways to `tcp`.
 fn forward_once(sock: &Path, tcp: String) -> std::thread::JoinHandle<()> {
     let listener = UnixListener::bind(sock).unwrap();
@@ -185,12 +197,7 @@ fn serve_listens_on_a_unix_domain_socket_and_both_traces_pair() {
             .spawn()
             .unwrap(),
     );
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.0.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let line = first_line(&mut server.0);
     assert_eq!(line.trim_end(), format!("h2probe: listening on {listen}"));
     let cli = dir.join("cli");
     let out = h2probe(&[
@@ -315,15 +322,6 @@ fn relay_between_unix_domain_sockets_pairs_every_leg() {
                 .spawn()
                 .unwrap(),
         )
-    };
-    let first_line = |child: &mut std::process::Child| {
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-            &mut line,
-        )
-        .unwrap();
-        line
     };
     let mut server = spawn(&[
         "serve",
