@@ -16,7 +16,7 @@ pub mod say;
 pub mod tap;
 pub mod tls;
 pub mod trace;
-mod unix_socket;
+pub(crate) mod unix_socket;
 pub mod wire;
 
 // The endpoints' internals: public so that the integration tests can drive

@@ -398,5 +398,25 @@ fn relay_between_unix_domain_sockets_pairs_every_leg() {
         assert!(text(&out).contains(said), "{}", text(&out));
     };
     refused(&relay_sock, "it would relay to itself");
+    // The same socket spelled another way (relative): refused once bound,
+    // and the socket file it made is gone.
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .current_dir(&dir)
+        .args([
+            "relay",
+            "--listen",
+            &relay_sock,
+            "--upstream",
+            "unix:relay.sock",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("it would relay to itself"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dir.join("relay.sock").exists());
     refused("unix:", "no path after unix:");
 }

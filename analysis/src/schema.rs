@@ -552,7 +552,7 @@ impl FrameEv {
 
 /// A Unix domain socket's addresses in `conn_open`: a listening socket's
 /// end is `unix:PATH`; a client's end is `unix:@NAME` when bound to an
-/// abstract name (h2probe's client binds `h2probe-<pid>-<n>`), or
+/// abstract name (h2probe's client binds `h2probe-<pid>-<nonce>-<n>`), or
 /// `unix:(unnamed)` (the probe writes them, the analysis and exports read
 /// them).
 pub const UNIX_PREFIX: &str = "unix:";

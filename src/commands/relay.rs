@@ -152,6 +152,18 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
     let label = opts.output.label.clone().unwrap_or_else(|| "relay".into());
     let listener = super::bind_server(&opts.listen).await?;
     let addr = listener.local()?;
+    // The same socket spelled another way (relative, through a symbolic
+    // link): its path as the taps write it is the same.
+    if let (ListenAddr::Unix(ours), Ok(ListenAddr::Unix(up))) =
+        (&addr, crate::server::listen::parse_listen(&opts.upstream))
+    {
+        use crate::unix_socket::path_name;
+        crate::refuse_unless!(
+            path_name(ours) != path_name(&up),
+            "--upstream {} is this relay's own --listen socket: it would relay to itself",
+            opts.upstream
+        );
+    }
     // An upstream that is this relay would relay to itself until
     // --max-connections: refused before anything starts.
     let tcp = match &addr {

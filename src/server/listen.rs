@@ -49,10 +49,6 @@ pub fn parse_listen(s: &str) -> Result<ListenAddr, String> {
     })
 }
 
-/// The longest path a Unix domain socket takes (`sun_path`'s 108 bytes,
-/// with its terminating NUL).
-const MAX_UNIX_PATH: usize = 107;
-
 /// A bound listener. A Unix domain socket's file is removed when it drops.
 pub enum Listener {
     Tcp(tokio::net::TcpListener),
@@ -114,11 +110,8 @@ impl Listener {
             ListenAddr::Unix(path) => {
                 use std::os::unix::ffi::OsStrExt;
                 let len = path.as_os_str().as_bytes().len();
-                if len > MAX_UNIX_PATH {
-                    return Err(std::io::Error::new(
-                        std::io::ErrorKind::InvalidInput,
-                        format!("the path is {len} bytes; a Unix socket's holds at most {MAX_UNIX_PATH} (a shorter directory, or a relative path)"),
-                    ));
+                if len > crate::unix_socket::MAX_PATH {
+                    return Err(crate::unix_socket::too_long(len));
                 }
                 remove_stale_socket(path).await?;
                 let l = tokio::net::UnixListener::bind(path)?;
@@ -180,7 +173,7 @@ async fn remove_stale_socket(path: &Path) -> std::io::Result<()> {
     match tokio::net::UnixStream::connect(path).await {
         Ok(_) => Err(std::io::Error::new(
             std::io::ErrorKind::AddrInUse,
-            "another process listens there",
+            "a socket that accepts connections",
         )),
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => std::fs::remove_file(path),
         Err(e) => Err(e),
