@@ -290,19 +290,6 @@ impl<S> Tap<S> {
     }
 }
 
-impl Tap<tokio::net::TcpStream> {
-    /// Taps a fresh TCP connection: records its `conn_open` (the addresses
-    /// that pair a client's connection with the server's) and wraps it.
-    pub fn open(
-        sock: tokio::net::TcpStream,
-        cfg: TapConfig,
-        rec: Recorder,
-    ) -> std::io::Result<Self> {
-        let (local, peer) = (sock.local_addr()?, sock.peer_addr()?);
-        Ok(Tap::with_addrs(sock, local, peer, cfg, rec))
-    }
-}
-
 impl<S> Tap<S> {
     /// Taps a transport that carries the TCP connection `local`–`peer`
     /// (e.g. a delay line in front of the socket), recording its `conn_open`.

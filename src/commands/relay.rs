@@ -77,26 +77,19 @@ impl RelayOpts {
     /// Refuses what cannot run (exit 2), before anything starts.
     fn validate(&self) -> anyhow::Result<RelayConfig> {
         let unix = match crate::server::listen::parse_listen(&self.upstream) {
-            Ok(ListenAddr::Unix(path)) => Some(path),
+            Ok(ListenAddr::Unix(_)) => true,
             Err(e) if self.upstream.starts_with("unix:") => {
                 return Err(crate::config::UsageError(format!("--upstream {e}")).into())
             }
-            _ => None,
+            _ => false,
         };
-        if let Some(path) = &unix {
-            crate::refuse_unless!(
-                self.listen != ListenAddr::Unix(path.clone()),
-                "--upstream {} is this relay's own --listen address: it would relay to itself",
-                self.upstream
-            );
-        }
         let port = self
             .upstream
             .rsplit_once(':')
             .and_then(|(h, p)| (!h.is_empty()).then_some(p))
             .and_then(|p| p.parse::<u16>().ok());
         crate::refuse_unless!(
-            unix.is_some() || port.is_some_and(|p| p > 0),
+            unix || port.is_some_and(|p| p > 0),
             "--upstream must be HOST:PORT or unix:PATH (e.g. 127.0.0.1:50051 or localhost:50051), got {:?}",
             self.upstream
         );
@@ -152,8 +145,8 @@ pub async fn relay(opts: RelayOpts) -> anyhow::Result<Finished> {
     let label = opts.output.label.clone().unwrap_or_else(|| "relay".into());
     let listener = super::bind_server(&opts.listen).await?;
     let addr = listener.local()?;
-    // The same socket spelled another way (relative, through a symbolic
-    // link): its path as the taps write it is the same.
+    // The same socket, however spelled (relative, `unix:///`, through a
+    // symbolic link): its path as the taps write it is the same.
     if let (ListenAddr::Unix(ours), Ok(ListenAddr::Unix(up))) =
         (&addr, crate::server::listen::parse_listen(&opts.upstream))
     {
