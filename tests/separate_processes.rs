@@ -337,6 +337,29 @@ fn a_merge_of_two_clients_keeps_both_configurations() {
     assert!(serve.wait().unwrap().success());
     let out = succeeded(&merge(&root, &["server", "fast", "slow"], "merged"));
     assert!(out.contains("all invariants hold"), "{out}");
+    assert!(support::read_summary(&root.join("merged"))
+        .unpaired
+        .is_none());
+
+    // A client left out of the merge, as a foreign client's run would be:
+    // its server connection pairs with none, and its messages stay out of
+    // the accounting across sides, judged on the other client's. (It
+    // failed: "more messages decoded than sent", exit 3.)
+    let out = succeeded(&merge(&root, &["server", "fast"], "without-slow"));
+    assert!(out.contains("all invariants hold"), "{out}");
+    assert!(
+        out.contains("unpaired  1 server connection with no client in the trace"),
+        "{out}"
+    );
+    let s = support::read_summary(&root.join("without-slow"));
+    let slow = support::read_summary(&root.join("slow"));
+    let u = s.unpaired.as_ref().expect("the slow client's connection");
+    assert_eq!((u.server_connections, u.decoded), (1, slow.sent), "{u:?}");
+    assert_eq!(s.decoded, s.sent + slow.sent, "{s:?}");
+    assert_eq!(s.lost_in_flight, 0);
+    let c = &s.checks["accounting"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+    assert!(c.detail.contains("left out across sides"), "{}", c.detail);
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("merged/meta.json")).unwrap())
             .unwrap();

@@ -633,6 +633,28 @@ fn headline_lines(s: &Summary) -> String {
         or_na(sv, || s.discarded.to_string()),
         or_na(c, || never_sent_text(s)),
     );
+    if let Some(u) = &s.unpaired {
+        let mut parts = vec![];
+        if u.server_connections > 0 {
+            parts.push(format!(
+                "{} with no client in the trace (decoded {})",
+                counted(u.server_connections, "server connection"),
+                u.decoded
+            ));
+        }
+        if u.client_connections > 0 {
+            parts.push(format!(
+                "{} with no server in the trace (sent {})",
+                counted(u.client_connections, "client connection"),
+                u.sent
+            ));
+        }
+        let _ = writeln!(
+            o,
+            "unpaired  {}: counted above, left out of the accounting across sides",
+            parts.join(", ")
+        );
+    }
     // Part 3: attempts initiated (the originals' rate is on `attempts`), and
     // no queue growth: under an admission bound the queue cannot grow past
     // its slots, so its slope says nothing about held work.

@@ -1,7 +1,7 @@
 //! The invariant checks: each says true, false (a violation, with the first
 //! offender) or null (the trace cannot tell, and why).
 
-use super::summary::{Check, Summary};
+use super::summary::{Check, Summary, Unpaired};
 use super::wire_view::Flow;
 use super::Analyzer;
 use crate::schema::Endpoint;
@@ -297,6 +297,50 @@ fn equals(holds: bool) -> &'static str {
     }
 }
 
+/// The unpaired connections and their messages, as the accounting check's
+/// detail names them.
+fn unpaired_text(u: &Unpaired) -> String {
+    let mut parts = vec![];
+    if u.server_connections > 0 {
+        parts.push(format!(
+            "{} with no client in this trace (a client not traced, or whose trace was not merged): \
+             decoded {}, completed {}, discarded {}",
+            crate::report::counted(u.server_connections, "server connection"),
+            u.decoded,
+            u.completed,
+            u.discarded
+        ));
+    }
+    if u.client_connections > 0 {
+        parts.push(format!(
+            "{} with no server in this trace (a server not traced, or whose trace was not merged): \
+             scheduled {}, sent {}, never_sent {}",
+            crate::report::counted(u.client_connections, "client connection"),
+            u.scheduled,
+            u.sent,
+            u.never_sent
+        ));
+    }
+    format!("{}; the first: {}", parts.join("; "), u.first)
+}
+
+/// Why the accounting across sides cannot be judged when no connection that
+/// carried messages pairs with one of the other side (a relay between them
+/// whose trace was not merged, or two runs that never met), if so.
+fn nothing_pairs(s: &Summary, u: &Unpaired) -> Option<String> {
+    let client_paired = s.scheduled.saturating_sub(u.scheduled) > 0
+        || s.never_sent.saturating_sub(u.never_sent) > 0;
+    let server_paired =
+        s.decoded.saturating_sub(u.decoded) > 0 || s.discarded.saturating_sub(u.discarded) > 0;
+    (!client_paired && !server_paired).then(|| {
+        format!(
+            "no connection that carried messages pairs with one of the other side's tap, so no message can be matched across sides \
+             (a relay between them whose trace was not merged, or runs that never met): {}",
+            unpaired_text(u)
+        )
+    })
+}
+
 pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
     let s = ev.s;
     let both = ev.has_client && ev.has_server;
@@ -340,25 +384,39 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                     s.discarded
                 ),
             )
+        } else if let Some(why) = s.unpaired.as_ref().and_then(|u| nothing_pairs(s, u)) {
+            Check::na(why)
         } else {
             let all_ok = s.rpc_status.keys().all(|k| k == "OK");
             let client = s.scheduled == s.sent + s.never_sent;
             let server = s.decoded == s.completed + s.discarded;
             let lost_explained = s.lost_in_flight >= 0 && (s.lost_in_flight == 0 || !all_ok);
             let whole = s.unaccounted == s.lost_in_flight;
+            // Across sides only what pairs (`unaccounted` and
+            // `lost_in_flight` are): each side's own equation on all it did.
+            let u = s.unpaired.clone().unwrap_or_default();
             let mut detail = format!(
-                "scheduled {} {} completed {} + discarded {} + never_sent {} + lost in flight {}; \
-                 client: scheduled {} sent {} + never_sent; server: decoded {} {} completed + discarded",
-                s.scheduled,
+                "scheduled {} {} completed {} + discarded {} + never_sent {} + lost in flight {}{}; \
+                 client: scheduled {} {} sent {} + never_sent {}; server: decoded {} {} completed {} + discarded {}",
+                s.scheduled.saturating_sub(u.scheduled),
                 equals(whole),
-                s.completed,
-                s.discarded,
-                s.never_sent,
+                s.completed.saturating_sub(u.completed),
+                s.discarded.saturating_sub(u.discarded),
+                s.never_sent.saturating_sub(u.never_sent),
                 s.lost_in_flight,
+                if s.unpaired.is_some() {
+                    " over the connections paired across the taps"
+                } else {
+                    ""
+                },
+                s.scheduled,
                 equals(client),
                 s.sent,
+                s.never_sent,
                 s.decoded,
-                equals(server)
+                equals(server),
+                s.completed,
+                s.discarded,
             );
             if !lost_explained {
                 detail.push_str(if s.lost_in_flight < 0 {
@@ -368,6 +426,9 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 });
             } else if s.lost_in_flight > 0 {
                 detail.push_str(" (lost at a reset: an RPC ended other than OK)");
+            }
+            if let Some(u) = &s.unpaired {
+                detail.push_str(&format!("; left out across sides: {}", unpaired_text(u)));
             }
             Check::new(client && server && lost_explained && whole, detail)
         },

@@ -12,6 +12,7 @@
 //! (`events_after_conn_retirement`); a frame of it is left out of every
 //! window.
 
+use super::summary::Unpaired;
 use super::wire_view::{Conn, Flow, RetiredIds};
 use super::Analyzer;
 use crate::schema::Endpoint;
@@ -131,6 +132,15 @@ fn ep_of(server: bool) -> Endpoint {
     }
 }
 
+/// Counts a connection no tap pairs with, if it carried messages and its
+/// tap named its addresses (without them nothing pairs: a trace from
+/// before they were recorded).
+pub(super) fn count_unpaired(u: &mut Unpaired, ep: Endpoint, id: u32, c: &Conn) {
+    if c.messages != [0; 3] && !c.local.is_empty() {
+        u.add(ep == Endpoint::Client, id, &c.peer, c.messages);
+    }
+}
+
 impl Closing {
     /// A tap recorded the close of `conn` at `t`.
     pub(super) fn closed(&mut self, t: u64, ep: Endpoint, conn: u32) {
@@ -240,6 +250,9 @@ impl Analyzer {
                 continue;
             };
             self.conn_tally.add_windows(ep, &c);
+            if cid.is_none() || sid.is_none() {
+                count_unpaired(&mut self.unpaired, ep, id, &c);
+            }
             if plotted && !c.key.is_empty() {
                 self.tl.conn_keys.insert((ep, id), c.key.clone());
             }

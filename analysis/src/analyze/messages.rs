@@ -108,6 +108,7 @@ impl Analyzer {
     pub(super) fn decode(&mut self, e: &Event, m: &schema::MsgEv) {
         let t = e.t;
         self.s.decoded += 1;
+        self.count_message(e, false, 0, 1);
         self.first_decode.get_or_insert(t);
         self.last_decode = t;
         let rpc = self.rpcs.entry((e.conn, e.stream)).or_default();
@@ -146,6 +147,7 @@ impl Analyzer {
     pub(super) fn complete(&mut self, e: &Event, c: &schema::CompleteEv) {
         let t = e.t;
         self.s.completed += 1;
+        self.count_message(e, false, 1, 1);
         if let Some(rpc) = self.rpcs.get_mut(&(e.conn, e.stream)) {
             rpc.completed += 1;
         }
@@ -157,6 +159,7 @@ impl Analyzer {
     pub(super) fn discard(&mut self, e: &Event, d: &schema::DiscardEv) {
         let t = e.t;
         self.s.discarded += 1;
+        self.count_message(e, false, 2, 1);
         if let Some(rpc) = self.rpcs.get_mut(&(e.conn, e.stream)) {
             rpc.discarded += 1;
         }

@@ -133,6 +133,9 @@ pub struct Analyzer {
     /// retired ones came to.
     closing: conn_retire::Closing,
     conn_tally: conn_retire::ConnTally,
+    /// Connections with messages that nothing on the other tap paired
+    /// with, retired or at the end (see `summary::Unpaired`).
+    unpaired: summary::Unpaired,
     bytes_tally: retire::ByteTally,
     agree_tally: retire::AgreeTally,
     stream_tally: retire::StreamTally,
@@ -245,6 +248,7 @@ impl Analyzer {
             due: vec![],
             closing: Default::default(),
             conn_tally: Default::default(),
+            unpaired: Default::default(),
             bytes_tally: Default::default(),
             agree_tally: Default::default(),
             stream_tally: Default::default(),
@@ -540,6 +544,7 @@ impl Analyzer {
                 }
                 self.s.scheduled += 1;
                 self.client_stream(e).scheduled += 1;
+                self.count_message(e, true, 0, 1);
                 self.first_schedule.get_or_insert(t);
                 self.last_schedule = self.last_schedule.max(t);
                 self.tl.scheduled.push(t, self.s.scheduled as f64);
@@ -548,6 +553,7 @@ impl Analyzer {
             Kind::Send(sd) => {
                 self.s.sent += 1;
                 self.client_stream(e).sent += 1;
+                self.count_message(e, true, 1, 1);
                 self.last_send = self.last_send.max(t);
                 self.lateness.record(sd.begin.saturating_sub(sd.scheduled));
                 self.tl.sent.push(t, self.s.sent as f64);
@@ -559,6 +565,7 @@ impl Analyzer {
                 self.s.never_sent = self.s.never_sent.saturating_add(n.count);
                 let stream = self.client_stream(e);
                 stream.never_sent = stream.never_sent.saturating_add(n.count);
+                self.count_message(e, true, 2, n.count);
                 let by_reason = self
                     .s
                     .never_sent_by_reason
@@ -636,6 +643,23 @@ impl Analyzer {
     /// nanosecond, whichever way the sort put it, is not).
     pub(super) fn after_first_stall(&self, t: u64) -> bool {
         self.first_stall.is_some_and(|(stall, _)| t > stall)
+    }
+
+    /// One of `e`'s connection's message counts (see `Conn::messages`), of
+    /// the side (client or server) whose events these are: the other
+    /// side's (an edited trace) counts nowhere here.
+    pub(super) fn count_message(&mut self, e: &Event, client: bool, which: usize, n: u64) {
+        if e.ep
+            != (if client {
+                Endpoint::Client
+            } else {
+                Endpoint::Server
+            })
+        {
+            return;
+        }
+        let m = &mut self.conns.entry((e.ep, e.conn)).or_default().messages[which];
+        *m = m.saturating_add(n);
     }
 
     /// The client's message counts of `e`'s stream.
@@ -756,6 +780,13 @@ impl Analyzer {
         let agree_check = self.agreement_check(both);
         self.tl.end_s = self.secs(self.last_t);
         for ((ep, id), c) in &self.conns {
+            let paired = match ep {
+                Endpoint::Client => self.retirement.server_of(*id).is_some(),
+                _ => self.retirement.client_of(*id).is_some(),
+            };
+            if !paired {
+                conn_retire::count_unpaired(&mut self.unpaired, *ep, *id, c);
+            }
             if !c.key.is_empty() {
                 self.tl.conn_keys.insert((*ep, *id), c.key.clone());
             }
@@ -956,6 +987,26 @@ impl Analyzer {
         } else {
             s.sent as i64 - s.decoded as i64
         };
+        // Across sides, only what pairs: a foreign client's messages were
+        // never scheduled here, a client's to another server never decoded.
+        let unpaired = std::mem::take(&mut self.unpaired);
+        if both && !unpaired.is_empty() {
+            if !s.raw_units {
+                let u = &unpaired;
+                let i = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                s.lost_in_flight = s
+                    .lost_in_flight
+                    .saturating_sub(i(u.sent))
+                    .saturating_add(i(u.decoded));
+                s.unaccounted = s
+                    .unaccounted
+                    .saturating_sub(i(u.scheduled))
+                    .saturating_add(i(u.completed))
+                    .saturating_add(i(u.discarded))
+                    .saturating_add(i(u.never_sent));
+            }
+            s.unpaired = Some(unpaired);
+        }
         let cut_why = cut.clone();
         // A frame both its sender's and its receiver's taps saw is one
         // frame: counted as its receiver read it, or as its sender wrote it

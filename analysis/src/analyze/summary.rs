@@ -82,13 +82,24 @@ pub struct Summary {
     pub completed: u64,
     pub discarded: u64,
     pub discarded_by_reason: BTreeMap<String, u64>,
-    /// scheduled − completed − discarded − never_sent. Non-zero only when
+    /// scheduled − completed − discarded − never_sent, over the connections
+    /// paired across the taps (see `unpaired`). Non-zero only when
     /// messages were lost in flight (see `lost_in_flight`) or events are missing.
     pub unaccounted: i64,
-    /// Messages handed to h2 that the server never decoded: sent − decoded.
+    /// Messages handed to h2 that the server never decoded: sent − decoded,
+    /// over the connections paired across the taps (see `unpaired`).
     /// They were in h2's buffers or on the wire when a stream was reset, so
     /// only RPCs that did not end OK can have them.
     pub lost_in_flight: i64,
+    /// In a trace with both sides, the connections that carried messages
+    /// and that no connection of the other side's tap pairs with (a client
+    /// the trace does not hold, such as a foreign gRPC client of `serve`, or
+    /// a client's connection to another server), and their messages: they
+    /// count in every figure above but `unaccounted` and `lost_in_flight`,
+    /// and the accounting check matches only the paired ones across sides.
+    /// Absent when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpaired: Option<Unpaired>,
     /// The server cut bodies into raw work units (`--framing raw`: its
     /// `rpc_start` says `framing: raw:N`, or its `decode` events have no
     /// gRPC prefix, framed = size), so its counts
@@ -425,6 +436,59 @@ pub struct Summary {
     /// Part 3 accounting, when the trace has `Exchange` events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overload: Option<super::overload::Overload>,
+}
+
+/// Connections with messages and no partner on the other side's tap (see
+/// `Summary::unpaired`). A connection pairs with the other tap's on the
+/// same socket (its addresses swapped) or through a relay's pair; one
+/// whose tap recorded no addresses (a trace from before it did) is left
+/// in, as every connection was then.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Unpaired {
+    pub client_connections: u64,
+    pub server_connections: u64,
+    /// The client's messages on its unpaired connections.
+    pub scheduled: u64,
+    pub sent: u64,
+    pub never_sent: u64,
+    /// The server's messages on its unpaired connections.
+    pub decoded: u64,
+    pub completed: u64,
+    pub discarded: u64,
+    /// The lowest-numbered such connection (server side first: the one a
+    /// foreign client opened first), as `"server conn 3 (peer ADDR)"`.
+    pub first: String,
+    #[serde(skip)]
+    first_key: Option<(bool, u32)>,
+}
+
+impl Unpaired {
+    /// Counts connection `id` of the client's tap (`client`) or the
+    /// server's, with its `messages` (see `Conn::messages`).
+    pub(super) fn add(&mut self, client: bool, id: u32, peer: &str, messages: [u64; 3]) {
+        let [a, b, c] = messages;
+        if client {
+            self.client_connections += 1;
+            self.scheduled = self.scheduled.saturating_add(a);
+            self.sent = self.sent.saturating_add(b);
+            self.never_sent = self.never_sent.saturating_add(c);
+        } else {
+            self.server_connections += 1;
+            self.decoded = self.decoded.saturating_add(a);
+            self.completed = self.completed.saturating_add(b);
+            self.discarded = self.discarded.saturating_add(c);
+        }
+        let key = (client, id);
+        if self.first_key.is_none_or(|k| key < k) {
+            self.first_key = Some(key);
+            let side = if client { "client" } else { "server" };
+            self.first = format!("{side} conn {id} (peer {peer})");
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.first_key.is_none() && self.first.is_empty()
+    }
 }
 
 /// What a relay's two legs saw (see docs/summary-json.md, `relay`).

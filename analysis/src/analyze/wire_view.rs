@@ -55,6 +55,11 @@ pub(super) struct Conn {
     /// the connection is kept while one is (its end may come after the
     /// close).
     pub(super) open_rpcs: std::collections::BTreeSet<u32>,
+    /// This tap's message events on the connection: a client's (scheduled,
+    /// sent, never sent), a server's (decoded, completed, discarded). A
+    /// connection no other tap pairs with leaves them out of the accounting
+    /// across sides (see `summary::Unpaired`).
+    pub(super) messages: [u64; 3],
 }
 
 impl Conn {
