@@ -243,9 +243,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             Ok(recorded(&f.error).unwrap_or_else(|| exit_code(&f.summary, true)))
         }
         Command::Client(opts) => {
+            let unary = opts.client.rpc == crate::overload::RpcKind::Unary;
             let (f, outcomes) = runtime()?.block_on(commands::client::client_cmd(*opts))?;
             let mut out = std::io::stdout().lock();
             writeln!(out, "run directory: {}", f.dir.display())?;
+            if unary && !outcomes.is_empty() {
+                writeln!(
+                    out,
+                    "(unary: each connection's first {} failed calls and its last; rpcs counts all)",
+                    crate::client::UNARY_KEPT_FAILED
+                )?;
+            }
             for o in &outcomes {
                 let reply = o
                     .reply_json

@@ -18,6 +18,21 @@ pub enum RpcKind {
     /// Bidirectional `Exchange`: one outcome per attempt, originals with
     /// immutable deadlines, retries (Part 3).
     Exchange,
+    /// Unary calls: one message per RPC, each on a stream of its own (any
+    /// unary method, or a client-streaming one such as `Ingest`); --streams
+    /// calls per connection at once take its messages in turn.
+    Unary,
+}
+
+impl RpcKind {
+    /// As `--rpc` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RpcKind::Ingest => "ingest",
+            RpcKind::Exchange => "exchange",
+            RpcKind::Unary => "unary",
+        }
+    }
 }
 
 /// What the server does with an attempt that arrives when all `--admission`

@@ -257,6 +257,92 @@ async fn a_bidirectional_method_is_read_while_sending() {
     assert!(s.client_window_blocked_s < 0.5, "{stdout}");
 }
 
+/// A unary method, called once per message (`--rpc unary`, 3 calls at
+/// once): every message the schedule offered reaches the server as a call
+/// of its own, with its fields and sequence number, each call's one DATA
+/// frame carries END_STREAM (as a unary client's), every call ended OK,
+/// and the client prints the last call's reply. (A unary method was
+/// refused: the client could only send a stream.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unary_method_is_called_once_per_message() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let server = TonicServer::start(0, Duration::from_millis(5)).await;
+    let dir = support::temp_dir("any-method-unary");
+    let out = dir.join("run");
+    let (code, stdout, stderr) = h2probe(args(&[
+        "client",
+        "--connect",
+        &format!("localhost:{}", server.port),
+        "--rpc",
+        "unary",
+        "--streams",
+        "3",
+        "--method",
+        "/sensors.v3.Telemetry/Latest",
+        "--proto",
+        proto().to_str().unwrap(),
+        "--message-json",
+        r#"{"device": "probe-9"}"#,
+        "--payload-field",
+        "blob",
+        "--payload",
+        "1KiB",
+        "--seq-field",
+        "n",
+        "--rate",
+        "200",
+        "--duration",
+        "1s",
+        "--no-pcap",
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let s = support::read_summary(&out);
+    assert!(s.unary, "{s:?}");
+    assert!(s.scheduled >= 195, "{stdout}");
+    assert_eq!((s.sent, s.never_sent), (s.scheduled, 0), "{stdout}");
+    assert_eq!(s.rpc_status.get("OK"), Some(&s.sent), "{stdout}");
+    let mut seqs: Vec<u64> = {
+        let log = server.seen.log.lock().unwrap();
+        assert!(log
+            .iter()
+            .all(|(r, blob)| r.device == "probe-9" && *blob == 1024));
+        log.iter().map(|(r, _)| r.n).collect()
+    };
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..s.sent).collect::<Vec<_>>());
+    // One call per message: each stream's DATA is the message, the last
+    // frame carrying END_STREAM, and no empty frame after it.
+    let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+    let data: Vec<serde_json::Value> = trace
+        .lines()
+        .filter(|l| l.contains(r#""dir":"out""#) && l.contains(r#""frame":"DATA""#))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ends = data
+        .iter()
+        .filter(|f| f["flags"].as_u64().unwrap() & 1 == 1);
+    assert_eq!(ends.count() as u64, s.sent);
+    assert!(data.iter().all(|f| f["len"].as_u64().unwrap() > 0));
+    let c = &s.checks["accounting"];
+    assert_eq!(c.ok, None, "one side only: {}", c.detail);
+    assert!(
+        stdout.contains("(unary: each connection's first 4 failed calls and its last"),
+        "{stdout}"
+    );
+    // The last call's reply, decoded with the .proto's Ack.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("rpc conn 1 stream ") && l.contains(r#": OK reply {"n":""#)),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mistakes_are_refused_with_exit_2_before_connecting() {
     let _one = ONE_AT_A_TIME.lock().await;
@@ -311,7 +397,7 @@ async fn mistakes_are_refused_with_exit_2_before_connecting() {
         ),
         (
             &["--proto", p, "--method", "/sensors.v3.Telemetry/Latest"],
-            "is unary",
+            "is unary: it takes one message per call, and --rpc ingest sends a stream of them on one; give --rpc unary",
         ),
         (
             &[

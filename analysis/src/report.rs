@@ -702,7 +702,7 @@ fn headline_lines(s: &Summary) -> String {
     );
     let _ = writeln!(
         o,
-        "client    blocked: window {}{}  h2 buffer {}{}{}  socket {}{}  lateness p50 {} p99 {}  frame c2s latency p50 {}",
+        "client    blocked: window {}{}  h2 buffer {}{}{}  socket {}{}  lateness p50 {} p99 {}{}  frame c2s latency p50 {}",
         or_na(c, || format!("{:.2}s", s.client_window_blocked_s)),
         open_at_end(s, "window"),
         or_na(c, || format!("{:.2}s", s.client_h2_buffer_blocked_s)),
@@ -721,6 +721,16 @@ fn headline_lines(s: &Summary) -> String {
         open_at_end(s, "socket"),
         or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p50)),
         or_na(c && s.lateness_ms.count > 0, || short_ms(s.lateness_ms.p99)),
+        // A unary call's latency, as its caller sees it.
+        if c && s.unary && s.call_ms.count > 0 {
+            format!(
+                "  calls p50 {} p99 {}",
+                short_ms(s.call_ms.p50),
+                short_ms(s.call_ms.p99)
+            )
+        } else {
+            String::new()
+        },
         if c && sv && s.c2s_frame_latency_ms.count == 0 && s.relay.is_some() {
             // Merged through a relay: each tap is on its own socket, so no
             // frame is seen leaving one tap and reaching the other.
@@ -835,7 +845,11 @@ fn headline_lines(s: &Summary) -> String {
                 ""
             }
         );
-        if of == "bytes" {
+        if s.unary {
+            line.push_str(
+                "; starvation not judged: unary calls, one message each, offered per connection",
+            );
+        } else if of == "bytes" {
             line.push_str("; starvation not judged: not every stream's demand (the client's schedule) is in the trace");
         }
         if !s.starved_streams.is_empty() {

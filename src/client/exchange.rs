@@ -302,7 +302,7 @@ async fn sender(
             payload: payload.clone(),
         });
         let bytes = data.len() as u32;
-        super::send::send_message(ctx, conn, stream, send, a.seq, data).await?;
+        super::send::send_message(ctx, conn, stream, send, a.seq, data, false).await?;
         in_progress.store(-1, Relaxed);
         super::send::record_sent(
             ctx,

@@ -88,6 +88,20 @@ pub struct Streaming {
     /// The server streams replies (bidi): they are read while sending, so a
     /// server that answers each message never waits on the client's window.
     pub replies: bool,
+    /// The method takes one request message (unary or server-streaming):
+    /// only `--rpc unary` calls it.
+    pub one_request: bool,
+}
+
+impl Streaming {
+    /// What kind of method takes one request, as an error names it.
+    pub fn one_request_kind(self) -> &'static str {
+        if self.replies {
+            "server-streaming"
+        } else {
+            "unary"
+        }
+    }
 }
 
 /// A reply as the client understood it.
@@ -252,13 +266,8 @@ impl MessageOpts {
                     listing(svc.methods().map(|m| m.name().to_string()))
                 ))
             })?;
-            crate::refuse_unless!(
-                m.is_client_streaming(),
-                "--method {method} is {}: h2probe sends a stream of messages, so only client-streaming \
-                 and bidirectional methods can take it",
-                if m.is_server_streaming() { "server-streaming" } else { "unary" }
-            );
             streaming.replies = m.is_server_streaming();
+            streaming.one_request = !m.is_client_streaming();
             let input = m.input().full_name().to_string();
             if let Some(given) = &message {
                 crate::refuse_unless!(
@@ -470,8 +479,12 @@ mod tests {
         want.extend(&body);
         assert_eq!(&framed[..], &want[..]);
         assert_eq!(codec.message_len(7, 1234, &payload), body.len());
+        assert!(!streaming.one_request);
         let (_, bidi) = opts(&p).codec("/demo.v2.Sink/Echo").unwrap();
-        assert!(bidi.replies);
+        assert!(bidi.replies && !bidi.one_request);
+        let (_, unary) = opts(&p).codec("/demo.v2.Sink/One").unwrap();
+        assert!(unary.one_request && !unary.replies);
+        assert_eq!(unary.one_request_kind(), "unary");
         std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
     }
 
@@ -491,7 +504,6 @@ mod tests {
         let p = write_proto("bad", PROTO);
         let cases: Vec<(MessageOpts, &str, &str)> = vec![
             (opts(&p), "/demo.v2.Sink/Nope", "has no method Nope"),
-            (opts(&p), "/demo.v2.Sink/One", "is unary"),
             (opts(&p), "not-a-path", "not a gRPC method path"),
             (
                 MessageOpts { payload_field: Some("tag".into()), ..opts(&p) },

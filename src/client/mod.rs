@@ -27,11 +27,13 @@ pub mod reflect;
 mod schedule;
 mod send;
 pub mod target;
+mod unary;
 
 use answer::read_answer;
 pub use message::{Codec, MessageOpts, Streaming};
 use send::{payload_bytes, send_all};
 pub use target::{Target, TargetOpts};
+pub use unary::KEPT_FAILED as UNARY_KEPT_FAILED;
 
 /// Client knobs (shared by `client` and `run`).
 #[derive(clap::Args, Clone, Debug, serde::Serialize)]
@@ -42,7 +44,8 @@ pub struct ClientOpts {
     #[arg(long, visible_alias = "clients", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub connections: u32,
 
-    /// Concurrent client-streaming RPCs per connection.
+    /// Concurrent client-streaming RPCs per connection (with --rpc unary:
+    /// calls in flight at once per connection).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub streams: u32,
 
@@ -71,15 +74,18 @@ pub struct ClientOpts {
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub duration: Dur,
 
-    /// Deadline of each whole RPC, sent as grpc-timeout; at expiry the client
-    /// resets the stream and records unsent messages as never_sent.
-    /// [default: 120s; a --duration longer than that needs --deadline]
+    /// Deadline of each whole RPC (with --rpc unary: of each call), sent as
+    /// grpc-timeout; at expiry the client resets the stream and records
+    /// unsent messages as never_sent.
+    /// [default: 120s; a --duration longer than that needs --deadline, but
+    /// with --rpc unary]
     #[arg(long, value_name = "DURATION")]
     #[serde(serialize_with = "effective_deadline")]
     pub deadline: Option<Dur>,
 
-    /// Messages that may wait to be sent per stream; a message scheduled
-    /// while the backlog is full is recorded as never_sent (reason backlog).
+    /// Messages that may wait to be sent per stream (with --rpc unary: per
+    /// connection, for a free call); a message scheduled while the backlog
+    /// is full is recorded as never_sent (reason backlog).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending: u32,
 
@@ -129,8 +135,9 @@ pub struct ClientOpts {
     #[arg(long = "method", visible_alias = "path", value_name = "PATH")]
     pub path: Option<String>,
 
-    /// Which method to call: ingest (client-streaming, one answer per RPC)
-    /// or exchange (Part 3: originals with deadlines, one outcome per attempt).
+    /// Which method to call: ingest (client-streaming, one answer per RPC),
+    /// exchange (Part 3: originals with deadlines, one outcome per attempt)
+    /// or unary (one message per call, --streams calls at once).
     #[arg(long, value_enum, default_value_t = crate::overload::RpcKind::Ingest)]
     pub rpc: crate::overload::RpcKind,
 
@@ -245,7 +252,8 @@ impl ClientOpts {
                 "--deadline is limited to {}",
                 Dur(MAX_DURATION)
             );
-        } else {
+        } else if self.rpc != crate::overload::RpcKind::Unary {
+            // (A unary call's deadline is its own, not the run's.)
             crate::refuse_unless!(
                 self.duration.0 <= DEFAULT_DEADLINE,
                 "--duration {} is longer than the default --deadline {}: the RPC would be cut by DEADLINE_EXCEEDED; \
@@ -307,6 +315,24 @@ impl ClientOpts {
                 self.duration
             );
         }
+        if self.rpc == crate::overload::RpcKind::Unary {
+            crate::refuse_unless!(
+                self.stream_rates.is_none(),
+                "--stream-rates applies to --rpc ingest; unary calls take their connection's messages \
+                 in turn, offered at --rate over all connections"
+            );
+            // Connection k's schedule starts k/--rate after the first.
+            let last_start = f64::from(self.connections - 1) / self.total_rate();
+            crate::refuse_unless!(
+                last_start < self.duration.0.as_secs_f64(),
+                "{} connections start one message apart at {}/s, so the last would start at {:.3}s, \
+                 past --duration {}, and offer nothing; raise --rate or --duration, or open fewer connections",
+                self.connections,
+                self.total_rate(),
+                last_start,
+                self.duration
+            );
+        }
         if self.rpc == crate::overload::RpcKind::Exchange {
             crate::refuse_unless!(
                 self.stream_rates.is_none(),
@@ -335,7 +361,7 @@ impl ClientOpts {
     pub fn call_path(&self) -> &str {
         self.path.as_deref().unwrap_or(match self.rpc {
             crate::overload::RpcKind::Exchange => grpc::EXCHANGE_PATH,
-            crate::overload::RpcKind::Ingest => grpc::INGEST_PATH,
+            crate::overload::RpcKind::Ingest | crate::overload::RpcKind::Unary => grpc::INGEST_PATH,
         })
     }
 
@@ -343,7 +369,7 @@ impl ClientOpts {
     /// Ingest, where they do nothing; `--seed` is not among them (compare
     /// pairs every repeat by it).
     pub fn exchange_flags_given(&self, on_command_line: &[String]) -> Vec<String> {
-        if self.rpc != crate::overload::RpcKind::Ingest {
+        if self.rpc == crate::overload::RpcKind::Exchange {
             return vec![];
         }
         crate::config::flags_given(
@@ -409,9 +435,13 @@ impl ClientOpts {
         }
     }
 
-    /// Messages per second offered on HTTP/2 stream `stream` of a
-    /// connection (ids 1, 3, 5, … in the order h2 opened them).
+    /// Messages per second one schedule offers: HTTP/2 stream `stream`'s
+    /// of a connection (ids 1, 3, 5, … in the order h2 opened them), or
+    /// with --rpc unary a whole connection's (its calls take them in turn).
     pub fn rate_of(&self, stream: u32) -> f64 {
+        if self.rpc == crate::overload::RpcKind::Unary {
+            return self.total_rate() / f64::from(self.connections);
+        }
         match &self.stream_rates {
             Some(r) => r[((stream.saturating_sub(1) / 2) as usize).min(r.len() - 1)],
             None => self.rate / self.total_streams() as f64,
@@ -494,6 +524,34 @@ pub(crate) fn with_connection_cause(
             );
         }
     }
+}
+
+/// Records messages never handed to h2 (`never_sent`, for `reason`) on
+/// `stream` at `t`, one event per run of consecutive sequence numbers, and
+/// counts them.
+fn record_unsent(
+    ctx: &ClientCtx,
+    conn: u32,
+    stream: u32,
+    t: u64,
+    reason: NeverSentReason,
+    mut unsent: Vec<u64>,
+) {
+    unsent.sort_unstable();
+    let mut i = 0;
+    while i < unsent.len() {
+        let seq = unsent[i];
+        let mut count = 1;
+        while i + (count as usize) < unsent.len() && unsent[i + count as usize] == seq + count {
+            count += 1;
+        }
+        ctx.rec
+            .emit(Endpoint::Client, conn, stream, t, KindId::NeverSent, || {
+                Kind::NeverSent(NeverSentEv { seq, reason, count })
+            });
+        i += count as usize;
+    }
+    Live::add(&ctx.live.never_sent, unsent.len() as u64);
 }
 
 /// The client's `rpc_end` of `outcome` on `stream`. An RPC h2 never gave a
@@ -699,23 +757,28 @@ where
             tracing::debug!("client connection {conn_id}: {e}");
         }
     });
-    let mut streams = tokio::task::JoinSet::new();
-    for s in 0..ctx.opts.streams {
-        let ctx = ctx.clone();
-        let sr = send_req.clone();
-        let k = index * ctx.opts.streams + s;
-        if ctx.opts.rpc == crate::overload::RpcKind::Exchange {
-            let cause = cause.clone();
-            streams.spawn(async move { exchange::rpc(ctx, sr, conn_id, k, start, cause).await });
-        } else {
-            let cause = cause.clone();
-            streams.spawn(async move { rpc(ctx, sr, conn_id, k, start, cause).await });
-        }
-    }
-    drop(send_req);
     let mut out = vec![];
-    while let Some(r) = streams.join_next().await {
-        out.push(r.context("client stream task")?);
+    if ctx.opts.rpc == crate::overload::RpcKind::Unary {
+        out = unary::calls(&ctx, send_req, conn_id, index, start, &cause).await?;
+    } else {
+        let mut streams = tokio::task::JoinSet::new();
+        for s in 0..ctx.opts.streams {
+            let ctx = ctx.clone();
+            let sr = send_req.clone();
+            let k = index * ctx.opts.streams + s;
+            let cause = cause.clone();
+            if ctx.opts.rpc == crate::overload::RpcKind::Exchange {
+                streams
+                    .spawn(async move { exchange::rpc(ctx, sr, conn_id, k, start, cause).await });
+            } else {
+                let messages = Messages::Scheduled { k, start };
+                streams.spawn(async move { rpc(ctx, sr, conn_id, messages, cause).await });
+            }
+        }
+        drop(send_req);
+        while let Some(r) = streams.join_next().await {
+            out.push(r.context("client stream task")?);
+        }
     }
     // Every RPC has ended: the connection closes (its last frames, GOAWAY,
     // then EOF) within CLOSE_GRACE or is dropped, so a server that stopped
@@ -745,13 +808,22 @@ struct Pending {
     scheduled: u64,
 }
 
-/// One client-streaming RPC: schedule, send, half-close, read the answer.
+/// What an RPC sends.
+enum Messages {
+    /// Its own open-loop schedule (Ingest): the `k`-th of all streams,
+    /// from the common `start`.
+    Scheduled { k: u32, start: u64 },
+    /// One message its connection's schedule offered (a unary call).
+    One(Pending),
+}
+
+/// One RPC: schedule (or take its one message), send, half-close, read
+/// the answer.
 async fn rpc(
     ctx: Arc<ClientCtx>,
     sr: SendRequest<Bytes>,
     conn: u32,
-    k: u32,
-    start: u64,
+    messages: Messages,
     cause: crate::tap::CloseReason,
 ) -> RpcOutcome {
     let opts = &ctx.opts;
@@ -780,6 +852,18 @@ async fn rpc(
         Err(e) => {
             outcome.message = format!("could not open the stream: {e}");
             with_connection_cause(&mut outcome, &cause, false);
+            if let Messages::One(p) = &messages {
+                // Its message was offered (scheduled on the connection) and
+                // never sent: said, as the connection's.
+                record_unsent(
+                    &ctx,
+                    conn,
+                    0,
+                    now_ns(),
+                    NeverSentReason::StreamError,
+                    vec![p.seq],
+                );
+            }
             record_rpc_end(&ctx, 0, &outcome);
             return outcome;
         }
@@ -812,18 +896,29 @@ async fn rpc(
     // The open-loop schedule runs in its own task and never waits for the sender.
     let (tx, mut rx) = mpsc::channel::<Pending>(opts.max_pending as usize);
     let payload = payload_bytes(opts.payload.0 as usize);
-    let scheduler = schedule::spawn(
-        &ctx,
-        schedule::Slot {
-            conn,
-            stream,
-            k,
-            start,
-            deadline,
-        },
-        tx,
-        &payload,
-    );
+    let one = matches!(messages, Messages::One(_));
+    let scheduler = match messages {
+        Messages::Scheduled { k, start } => Some(schedule::spawn(
+            &ctx,
+            schedule::Slot {
+                conn,
+                stream,
+                k,
+                start,
+                deadline,
+                rate: opts.rate_of(stream),
+            },
+            tx,
+            &payload,
+        )),
+        Messages::One(p) => {
+            // The channel has room for it; closed behind it, so the send
+            // half-closes after it.
+            let _ = tx.try_send(p);
+            drop(tx);
+            None
+        }
+    };
 
     let in_progress = AtomicI64::new(-1);
     let mut interrupt = ctx.interrupt.clone();
@@ -835,6 +930,7 @@ async fn rpc(
         &mut send,
         &in_progress,
         &payload,
+        one,
     );
     let until_deadline = tokio::time::sleep_until(to_instant(deadline));
     tokio::pin!(until_deadline);
@@ -853,8 +949,10 @@ async fn rpc(
             NeverSentReason::Interrupted
         }),
     };
-    scheduler.abort();
-    let _ = scheduler.await;
+    if let Some(scheduler) = scheduler {
+        scheduler.abort();
+        let _ = scheduler.await;
+    }
     if let Some(reason) = stopped {
         // Everything not fully handed to h2 is recorded, never skipped.
         let t = now_ns();
@@ -864,19 +962,7 @@ async fn rpc(
         while let Ok(p) = rx.try_recv() {
             unsent.push(p.seq);
         }
-        // One event per contiguous run of sequence numbers.
-        unsent.sort_unstable();
-        let mut i = 0;
-        while i < unsent.len() {
-            let seq = unsent[i];
-            let mut count = 1;
-            while i + (count as usize) < unsent.len() && unsent[i + count as usize] == seq + count {
-                count += 1;
-            }
-            emit!(stream, t, NeverSent(NeverSentEv { seq, reason, count }),);
-            i += count as usize;
-        }
-        Live::add(&ctx.live.never_sent, unsent.len() as u64);
+        record_unsent(&ctx, conn, stream, t, reason, unsent);
         let drains = ctx
             .graceful
             .as_ref()

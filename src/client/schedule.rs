@@ -11,18 +11,20 @@ use bytes::Bytes;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// Where one RPC's schedule sits: its connection and stream, its index `k`
-/// among all streams (offsets interleave them), its start and deadline (ns).
+/// Where one schedule sits: its connection and stream (0: the connection's,
+/// for unary calls), its index `k` among all schedules (offsets interleave
+/// them), its start and deadline (ns), and its messages per second.
 pub(super) struct Slot {
     pub conn: u32,
     pub stream: u32,
     pub k: u32,
     pub start: u64,
     pub deadline: u64,
+    pub rate: f64,
 }
 
-/// Spawns the schedule task of one RPC; it ends at `--duration`, the
-/// deadline or an interrupt.
+/// Spawns the schedule task of one RPC (or of a connection's unary calls);
+/// it ends at `--duration`, the deadline or an interrupt.
 pub(super) fn spawn(
     ctx: &Arc<ClientCtx>,
     slot: Slot,
@@ -35,6 +37,7 @@ pub(super) fn spawn(
         k,
         start,
         deadline,
+        rate,
     } = slot;
     let ctx = ctx.clone();
     // Streams interleave: the k-th starts k/total-rate after the first,
@@ -44,7 +47,7 @@ pub(super) fn spawn(
     // rate × --duration in all within --duration. (Each stream offered for
     // --duration from its own start: 1,000 streams at 300/s for 1 s
     // offered 1,000 messages over 3.3 s.)
-    let period = 1e9 / ctx.opts.rate_of(stream);
+    let period = 1e9 / rate;
     // Within the stream's own period, so that each stream offers its rate
     // × --duration whatever place it draws (h2 numbers the streams in a
     // race): with --stream-rates 50,50,200 the 200/s stream drawing the

@@ -11,7 +11,10 @@ pub(super) fn payload_bytes(n: usize) -> Bytes {
         .into()
 }
 
-/// Sends queued messages until the schedule ends, then half-closes.
+/// Sends queued messages until the schedule ends, then half-closes. With
+/// `one` (a unary call) the only message's last DATA frame carries
+/// END_STREAM, as a unary client's does.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn send_all(
     ctx: &ClientCtx,
     conn: u32,
@@ -20,13 +23,14 @@ pub(super) async fn send_all(
     send: &mut SendStream<Bytes>,
     in_progress: &AtomicI64,
     payload: &Bytes,
+    one: bool,
 ) -> Result<(), h2::Error> {
     while let Some(p) = rx.recv().await {
         in_progress.store(p.seq as i64, Relaxed);
         let begin = now_ns();
         let data = ctx.call.codec.framed(p.seq, p.scheduled, payload);
         let bytes = data.len() as u32;
-        send_message(ctx, conn, stream, send, p.seq, data).await?;
+        send_message(ctx, conn, stream, send, p.seq, data, one).await?;
         in_progress.store(-1, Relaxed);
         record_sent(
             ctx,
@@ -39,6 +43,9 @@ pub(super) async fn send_all(
                 bytes,
             },
         );
+        if one {
+            return Ok(());
+        }
     }
     send.send_data(Bytes::new(), true)
 }
@@ -58,7 +65,8 @@ pub(super) fn record_sent(ctx: &ClientCtx, conn: u32, stream: u32, ev: SendEv) {
 }
 
 /// Hands one framed message to h2, waiting for capacity as needed and
-/// recording each wait as a `window_blocked` interval.
+/// recording each wait as a `window_blocked` interval; `end`: its last
+/// bytes end the stream.
 pub(super) async fn send_message(
     ctx: &ClientCtx,
     conn: u32,
@@ -66,6 +74,7 @@ pub(super) async fn send_message(
     send: &mut SendStream<Bytes>,
     seq: u64,
     mut data: Bytes,
+    end: bool,
 ) -> Result<(), h2::Error> {
     while !data.is_empty() {
         send.reserve_capacity(data.len());
@@ -104,7 +113,8 @@ pub(super) async fn send_message(
             wait.open = false;
         }
         let n = cap.min(data.len());
-        send.send_data(data.split_to(n), false)?;
+        let chunk = data.split_to(n);
+        send.send_data(chunk, end && data.is_empty())?;
         Live::add(&ctx.live.client_bytes, n as u64);
     }
     Ok(())

@@ -91,6 +91,13 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
             (codec, streaming, Some(described))
         }
     };
+    crate::refuse_unless!(
+        !streaming.one_request || opts.client.rpc == crate::overload::RpcKind::Unary,
+        "--method {method} is {}: it takes one message per call, and --rpc {} sends a stream of them \
+         on one; give --rpc unary (one call per message, --streams calls at once)",
+        streaming.one_request_kind(),
+        opts.client.rpc.as_str()
+    );
     let label = opts.output.label.clone().unwrap_or_else(|| "client".into());
     let plan = super::progress::Plan {
         messages: (opts.client.total_rate() * opts.client.duration.0.as_secs_f64()) as u64,

@@ -149,6 +149,26 @@ impl tonic::server::StreamingService<Reading> for Mirror {
     }
 }
 
+struct Latest(Telemetry);
+
+/// Unary: one reading per call, answered after the service time.
+impl tonic::server::UnaryService<Reading> for Latest {
+    type Response = Ack;
+    type Future = BoxFuture<tonic::Response<Ack>, tonic::Status>;
+    fn call(&mut self, req: tonic::Request<Reading>) -> Self::Future {
+        let svc = self.0.clone();
+        Box::pin(async move {
+            let mut r = req.into_inner();
+            svc.seen.readings.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(svc.service_time).await;
+            let n = r.n;
+            let blob = std::mem::take(&mut r.blob).len();
+            svc.seen.log.lock().unwrap().push((r, blob));
+            Ok(tonic::Response::new(Ack { n, pad: vec![] }))
+        })
+    }
+}
+
 impl<B> Service<http::Request<B>> for Telemetry
 where
     B: tonic::codegen::Body + Send + 'static,
@@ -175,6 +195,10 @@ where
                     let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default());
                     grpc.streaming(Mirror(svc), req).await
                 }
+                "/sensors.v3.Telemetry/Latest" => {
+                    let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default());
+                    grpc.unary(Latest(svc), req).await
+                }
                 _ => tonic::Status::unimplemented("no such method").into_http(),
             })
         })
@@ -200,22 +224,25 @@ impl TonicServer {
         addr: impl tokio::net::ToSocketAddrs,
         service_time: Duration,
     ) -> TonicServer {
-        Self::start_with(addr, service_time, None).await
+        Self::start_with(addr, service_time, None, false).await
     }
 
     /// Serves on 127.0.0.1 (an ephemeral port), with gRPC's reflection
     /// service (v1 and v1alpha) describing the files of `descriptors` (an
     /// encoded FileDescriptorSet).
     pub async fn start_reflecting(service_time: Duration, descriptors: &[u8]) -> TonicServer {
-        Self::start_with(("127.0.0.1", 0), service_time, Some(descriptors)).await
+        Self::start_with(("127.0.0.1", 0), service_time, Some(descriptors), false).await
     }
 
     /// Serves on `addr`, with the reflection service when `descriptors`
-    /// (an encoded FileDescriptorSet) are given.
+    /// (an encoded FileDescriptorSet) are given. Its sockets keep Nagle's
+    /// algorithm on, as tonic leaves a listener it is handed
+    /// (`serve_with_incoming`), unless `nodelay`.
     pub async fn start_with(
         addr: impl tokio::net::ToSocketAddrs,
         service_time: Duration,
         descriptors: Option<&[u8]>,
+        nodelay: bool,
     ) -> TonicServer {
         let seen = Arc::new(Seen::default());
         let svc = Telemetry {
@@ -224,7 +251,10 @@ impl TonicServer {
         };
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let incoming = tokio_stream::StreamExt::map(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            move |s| s.inspect(|s| s.set_nodelay(nodelay).unwrap_or(())),
+        );
         let reflection = descriptors.map(|d| {
             let builder = || {
                 tonic_reflection::server::Builder::configure()

@@ -120,6 +120,10 @@ pub struct Analyzer {
     socket_blocked: Histo,
     server_socket_ns: u64,
     lateness: Histo,
+    /// Client RPCs started and not ended: (conn, stream) → `rpc_start`'s t.
+    call_start: HashMap<(u32, u32), u64>,
+    /// Client RPCs' durations, `rpc_start` → `rpc_end` (ns).
+    call: Histo,
     wu_increment: Histo,
     wu_in_increment: Histo,
     rel_lat: Histo,
@@ -239,6 +243,8 @@ impl Analyzer {
             socket_blocked: Histo::new(1e-6),
             server_socket_ns: 0,
             lateness: Histo::new(1e-6),
+            call_start: HashMap::new(),
+            call: Histo::new(1e-6),
             wu_increment: Histo::new(1.0),
             wu_in_increment: Histo::new(1.0),
             rel_lat: Histo::new(1e-6),
@@ -436,6 +442,7 @@ impl Analyzer {
                     }
                 }
                 if e.ep == Endpoint::Client && e.stream != 0 {
+                    self.call_start.insert((e.conn, e.stream), t);
                     let opened = self
                         .exhausted
                         .get(&(e.conn, e.stream))
@@ -491,6 +498,9 @@ impl Analyzer {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
                 } else {
+                    if let Some(start) = self.call_start.remove(&(e.conn, e.stream)) {
+                        self.call.record(t.saturating_sub(start));
+                    }
                     // A connection folded in was judged: an RPC that never
                     // had a stream on it, failing later, changes nothing
                     // of its windows.
@@ -534,16 +544,22 @@ impl Analyzer {
                 self.tl.rss.push(t, smp.rss_bytes as f64);
             }
             Kind::Schedule(m) => {
-                *self.offered.entry((e.conn, e.stream)).or_default() += m.framed as u64;
-                if self.after_first_stall(t) {
-                    *self
-                        .after_stall
-                        .offered
-                        .entry((e.conn, e.stream))
-                        .or_default() += m.framed as u64;
+                // On stream 0 a message is the connection's (a unary call's,
+                // offered before its stream exists): no stream's demand.
+                if e.stream != 0 {
+                    *self.offered.entry((e.conn, e.stream)).or_default() += m.framed as u64;
+                    if self.after_first_stall(t) {
+                        *self
+                            .after_stall
+                            .offered
+                            .entry((e.conn, e.stream))
+                            .or_default() += m.framed as u64;
+                    }
+                    self.client_stream(e).scheduled += 1;
+                } else {
+                    self.s.unary = true;
                 }
                 self.s.scheduled += 1;
-                self.client_stream(e).scheduled += 1;
                 self.count_message(e, true, 0, 1);
                 self.first_schedule.get_or_insert(t);
                 self.last_schedule = self.last_schedule.max(t);
@@ -563,8 +579,10 @@ impl Analyzer {
                 // Counts are the trace's: an absurd one saturates (two of
                 // 2^63 wrapped to 0, and accounting held).
                 self.s.never_sent = self.s.never_sent.saturating_add(n.count);
-                let stream = self.client_stream(e);
-                stream.never_sent = stream.never_sent.saturating_add(n.count);
+                if e.stream != 0 {
+                    let stream = self.client_stream(e);
+                    stream.never_sent = stream.never_sent.saturating_add(n.count);
+                }
                 self.count_message(e, true, 2, n.count);
                 let by_reason = self
                     .s
@@ -846,6 +864,7 @@ impl Analyzer {
         s.client_socket_blocked_s = s.socket_blocked_ms.sum / 1e3;
         s.server_socket_blocked_s = self.server_socket_ns as f64 / 1e9;
         s.lateness_ms = self.lateness.summary();
+        s.call_ms = self.call.summary();
         s.window_update_increment = self.wu_increment.summary();
         s.window_update_in_increment = self.wu_in_increment.summary();
         s.release_to_update_ms = self.rel_lat.summary();

@@ -86,7 +86,10 @@ impl Analyzer {
             stream,
             bytes,
             messages: rpc.map_or(0, |r| r.decoded),
-            scheduled: sent.map(|m| m.scheduled),
+            // A unary call's message was scheduled on its connection.
+            scheduled: sent.and_then(|m| {
+                (m.scheduled > 0 || m.sent.saturating_add(m.never_sent) == 0).then_some(m.scheduled)
+            }),
             sent: sent.map(|m| m.sent),
             never_sent: sent.map(|m| m.never_sent),
             completed: rpc.map_or(0, |r| r.completed),

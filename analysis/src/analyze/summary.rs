@@ -107,6 +107,11 @@ pub struct Summary {
     /// `lost_in_flight` are then 0 and the accounting check judges each
     /// side on its own.
     pub raw_units: bool,
+    /// The client offered messages per connection (`schedule` on stream 0:
+    /// `--rpc unary`), each call carrying one: streams have no demand of
+    /// their own, so starvation is not a question.
+    #[serde(default)]
+    pub unary: bool,
     /// Messages per second over the offered period (first to last `schedule`).
     pub offered_rate: f64,
     /// `send` events per second, (n − 1) over first schedule → the later
@@ -177,6 +182,11 @@ pub struct Summary {
     pub socket_blocked_ms: Distribution,
     /// Scheduled → handed to h2 (start of `send_data`), ms.
     pub lateness_ms: Distribution,
+    /// Client: each RPC's duration, its `rpc_start` to its `rpc_end`
+    /// (whatever its status), ms: a unary call's latency as its caller
+    /// sees it.
+    #[serde(default)]
+    pub call_ms: Distribution,
     /// DATA frames / payload bytes read by the server's tap.
     pub data_frames_in: u64,
     pub data_bytes_in: u64,
@@ -614,7 +624,8 @@ pub struct StreamFigures {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_before_stall: Option<u64>,
     /// The client's messages on it (null without the client's side):
-    /// scheduled, sent (wholly handed to h2) and never sent.
+    /// scheduled (null too on a unary call's stream: its connection
+    /// scheduled its message), sent (wholly handed to h2) and never sent.
     #[serde(default)]
     pub scheduled: Option<u64>,
     #[serde(default)]
