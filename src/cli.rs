@@ -106,6 +106,26 @@ pub struct AnalyzeOpts {
     pub dirs: Vec<PathBuf>,
 }
 
+/// The `rpc` lines a unary client prints at most (one per connection
+/// would grow with --connections).
+const MAX_UNARY_LINES: usize = 8;
+
+/// Unary outcomes with alike ones (same status and message) folded into
+/// the first, counting them, in the order given.
+fn fold_alike(outcomes: &[crate::client::RpcOutcome]) -> Vec<(&crate::client::RpcOutcome, usize)> {
+    let mut out: Vec<(&crate::client::RpcOutcome, usize)> = vec![];
+    for o in outcomes {
+        match out
+            .iter_mut()
+            .find(|(f, _)| f.status == o.status && f.message == o.message)
+        {
+            Some((_, n)) => *n += 1,
+            None => out.push((o, 1)),
+        }
+    }
+    out
+}
+
 /// `s` cut to at most `max` characters, marked when cut.
 fn shorten(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
@@ -250,11 +270,17 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             if unary && !outcomes.is_empty() {
                 writeln!(
                     out,
-                    "(unary: each connection's first {} failed calls and its last; rpcs counts all)",
+                    "(unary: each connection's first {} failed calls and its last, alike ones",
                     crate::client::UNARY_KEPT_FAILED
                 )?;
+                writeln!(out, "once; the rpcs line below counts every call)")?;
             }
-            for o in &outcomes {
+            let shown = if unary {
+                fold_alike(&outcomes)
+            } else {
+                outcomes.iter().map(|o| (o, 1)).collect()
+            };
+            for (o, alike) in shown.iter().take(MAX_UNARY_LINES) {
                 let reply = o
                     .reply_json
                     .as_ref()
@@ -264,12 +290,23 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 } else {
                     format!(" {}", o.message)
                 };
+                let alike = match alike {
+                    1 => String::new(),
+                    n => format!(" (and {} like it)", n - 1),
+                };
                 writeln!(
                     out,
-                    "rpc conn {} stream {}: {}{message}{reply}",
+                    "rpc conn {} stream {}: {}{message}{reply}{alike}",
                     o.conn,
                     o.stream,
                     h2probe_analysis::schema::status_name(o.status),
+                )?;
+            }
+            if shown.len() > MAX_UNARY_LINES {
+                writeln!(
+                    out,
+                    "… and {} more kinds of outcome",
+                    shown.len() - MAX_UNARY_LINES
                 )?;
             }
             write!(out, "{}", h2probe_analysis::report::headline(&f.summary))?;

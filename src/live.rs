@@ -34,6 +34,9 @@ pub struct Live {
     /// Body bytes the client handed to h2 within its send credit, all RPCs:
     /// the client's progress, for stall detection in `h2probe client`.
     pub client_bytes: Counter,
+    /// Messages a call is handing to h2 right now (bytes left to send,
+    /// capacity or not): what a unary client's stall watcher waits on.
+    pub in_send: AtomicU64,
     /// The stall watcher ended the run (so an interrupt is not a Ctrl-C).
     pub stalled: std::sync::atomic::AtomicBool,
     /// The server's open RPCs: their windows, for a `stall` event, and what

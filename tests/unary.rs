@@ -47,8 +47,11 @@ fn one_call_at_a_time_fills_the_backlog_and_every_message_is_accounted() {
     assert_eq!(s.call_ms.count, s.sent);
     assert!(s.call_ms.p50 >= 10.0 && s.call_ms.p50 < 100.0, "{stdout}");
     assert!(stdout.contains("  calls p50 "), "{stdout}");
+    // The schedule's view: the backlog's wait, then the call.
+    assert_eq!(s.response_ms.count, s.sent);
+    assert!(s.response_ms.p50 > s.call_ms.p50, "{stdout}");
     assert!(
-        stdout.contains("starvation not judged: unary calls"),
+        stdout.contains("carried DATA: unary calls, one message each (fairness and"),
         "{stdout}"
     );
 
@@ -198,5 +201,92 @@ fn serve_and_a_unary_client_merge_with_every_check_holding() {
     }
     assert!(s.sent >= 190 && s.sent == s.decoded, "{out}");
     assert_eq!(s.stream_count, s.sent, "one stream per call: {out}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The server goes away mid-run (`serve --exit-after 3`: a GOAWAY after
+/// its third call): the calls that find the connection gone end
+/// UNAVAILABLE on stream 0 without a request, their messages and the
+/// backlog's are `never_sent` `stream_error`, every message ends once, the
+/// client stops at once (it does not run out its --duration) and exits 4.
+#[test]
+fn a_server_that_goes_away_leaves_every_message_accounted() {
+    let root = support::temp_dir("unary-goaway");
+    let bin = env!("CARGO_BIN_EXE_h2probe");
+    let mut serve = Command::new(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--exit-after", "3"])
+        .args(["--service-time", "1ms", "--quiet", "--no-pcap", "--out"])
+        .arg(root.join("server"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = support::listening_addr(&mut serve);
+    let began = std::time::Instant::now();
+    let client = Command::new(bin)
+        .args(["client", "--connect", &addr, "--rpc", "unary"])
+        .args(["--streams", "3", "--rate", "200", "--duration", "20s"])
+        .args(["--no-pcap", "--out"])
+        .arg(root.join("client"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&client.stdout);
+    assert_eq!(client.status.code(), Some(4), "{stdout}");
+    assert!(began.elapsed().as_secs() < 15, "{stdout}");
+    assert!(serve.wait().unwrap().success());
+    let s = support::read_summary(&root.join("client"));
+    assert_eq!(s.scheduled, s.sent + s.never_sent, "{stdout}");
+    assert!(
+        s.never_sent_by_reason
+            .get("stream_error")
+            .copied()
+            .unwrap_or(0)
+            > 0,
+        "{stdout}"
+    );
+    assert!(s.rpc_status.contains_key("UNAVAILABLE"), "{stdout}");
+    let lines = stdout
+        .lines()
+        .filter(|l| l.starts_with("rpc conn "))
+        .count();
+    assert!((1..=5).contains(&lines), "{stdout}");
+    assert!(
+        stdout.contains("rpc conn 1 stream 0: UNAVAILABLE could not open the stream"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A unary client alone whose calls all wait on a slow handler (2.5 s,
+/// above the 2 s --stall-timeout) is not stalled: its calls have nothing
+/// left to send, they wait on the server, not on credit. (The client's
+/// stall watcher ended such a run, `no_stall` failed, exit 3.)
+#[test]
+fn calls_waiting_on_a_slow_handler_are_not_a_stall() {
+    let root = support::temp_dir("unary-slow");
+    let bin = env!("CARGO_BIN_EXE_h2probe");
+    let mut serve = Command::new(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--for", "6s"])
+        .args(["--service-time", "2500ms", "--quiet", "--no-pcap", "--out"])
+        .arg(root.join("server"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = support::listening_addr(&mut serve);
+    let client = Command::new(bin)
+        .args(["client", "--connect", &addr, "--rpc", "unary"])
+        .args(["--streams", "2", "--rate", "2", "--duration", "2s"])
+        .args(["--no-pcap", "--out"])
+        .arg(root.join("client"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&client.stdout);
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stderr.contains("stalled"), "{stderr}");
+    let s = support::read_summary(&root.join("client"));
+    assert_ne!(s.checks["no_stall"].ok, Some(false), "{stdout}");
+    assert_eq!(s.rpc_status.get("OK"), Some(&s.sent), "{stdout}");
+    assert!(s.call_ms.p50 >= 2500.0, "{stdout}");
+    let _ = serve.wait();
     std::fs::remove_dir_all(&root).unwrap();
 }

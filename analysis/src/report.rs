@@ -637,14 +637,14 @@ fn headline_lines(s: &Summary) -> String {
         let mut parts = vec![];
         if u.server_connections > 0 {
             parts.push(format!(
-                "{} with no client in the trace (decoded {})",
+                "{} no client connection pairs with (decoded {})",
                 counted(u.server_connections, "server connection"),
                 u.decoded
             ));
         }
         if u.client_connections > 0 {
             parts.push(format!(
-                "{} with no server in the trace (sent {})",
+                "{} no server connection pairs with (sent {})",
                 counted(u.client_connections, "client connection"),
                 u.sent
             ));
@@ -724,9 +724,11 @@ fn headline_lines(s: &Summary) -> String {
         // A unary call's latency, as its caller sees it.
         if c && s.unary && s.call_ms.count > 0 {
             format!(
-                "  calls p50 {} p99 {}",
+                "  calls p50 {} p99 {}  response p50 {} p99 {}",
                 short_ms(s.call_ms.p50),
-                short_ms(s.call_ms.p99)
+                short_ms(s.call_ms.p99),
+                short_ms(s.response_ms.p50),
+                short_ms(s.response_ms.p99)
             )
         } else {
             String::new()
@@ -814,11 +816,11 @@ fn headline_lines(s: &Summary) -> String {
     if s.queue_grows_on_credit() {
         let _ = writeln!(
             o,
-            "growth    from {:.1}s to {:.1}s the queue grew by {:.0} msgs while the server sent {} stream WINDOW_UPDATEs returning {:.2} MiB of credit",
+            "growth    from {:.1}s to {:.1}s the queue grew by {} while the server sent {} returning {:.2} MiB of credit",
             s.queue_growth_window_s.0,
             s.queue_growth_window_s.1,
-            s.queue_growth_in_window,
-            s.window_updates_in_growth_window,
+            counted(s.queue_growth_in_window.round() as u64, "msg"),
+            counted(s.window_updates_in_growth_window, "stream WINDOW_UPDATE"),
             s.credit_returned_in_growth_window as f64 / 1048576.0
         );
     }
@@ -835,21 +837,23 @@ fn headline_lines(s: &Summary) -> String {
             0 => "carried DATA".to_string(),
             n => format!("offered DATA, {n} of them carried none"),
         };
-        let mut line = format!(
-            "streams   {count} {carried}; fairness {} (Jain's index of {of}; 1 = equal{})",
-            s.stream_fairness
-                .map_or("n/a".to_string(), |f| format!("{f:.2}")),
-            if s.stall_cause.is_some() {
-                ", up to the first stall"
-            } else {
-                ""
-            }
-        );
-        if s.unary {
-            line.push_str(
-                "; starvation not judged: unary calls, one message each, offered per connection",
-            );
-        } else if of == "bytes" {
+        let mut line = if s.unary {
+            // One message a stream, offered per connection: no stream has a
+            // share or a demand of its own.
+            format!("streams   {count} {carried}: unary calls, one message each (fairness and starvation not judged)")
+        } else {
+            format!(
+                "streams   {count} {carried}; fairness {} (Jain's index of {of}; 1 = equal{})",
+                s.stream_fairness
+                    .map_or("n/a".to_string(), |f| format!("{f:.2}")),
+                if s.stall_cause.is_some() {
+                    ", up to the first stall"
+                } else {
+                    ""
+                }
+            )
+        };
+        if of == "bytes" && !s.unary {
             line.push_str("; starvation not judged: not every stream's demand (the client's schedule) is in the trace");
         }
         if !s.starved_streams.is_empty() {

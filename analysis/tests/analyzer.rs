@@ -767,7 +767,10 @@ fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
 /// paired ones still fails; with nothing paired the check cannot judge.
 #[test]
 fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
-    let judge = |paired_decoded: u64, pairs: bool| {
+    // `failed`: an RPC that ended UNAVAILABLE, on the paired client
+    // connection (1) or on a client connection to a server the trace
+    // lacks (3, which sent one message).
+    let judge_with = |paired_decoded: u64, pairs: bool, failed: Option<u32>| {
         let mut a = Analyzer::new(0);
         let on = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
             t,
@@ -792,6 +795,37 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
         a.feed(&on(2, s, 1, 0, open("127.0.0.1:80", peer)));
         a.feed(&on(3, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:6000")));
         schedule_and_send(&mut a, 3, 1_000_000, |_| Some((0, 0)));
+        // A client connection to another server: one message sent, and a
+        // connection refused here (nothing sent: not listed as unpaired).
+        a.feed(&on(4, c, 3, 0, open("127.0.0.1:7000", "127.0.0.1:443")));
+        a.feed(&on(4, c, 4, 0, open("127.0.0.1:7001", "127.0.0.1:443")));
+        let one = MsgEv {
+            seq: 0,
+            size: 10,
+            framed: 15,
+        };
+        let sent = SendEv {
+            seq: 0,
+            scheduled: 5,
+            begin: 5,
+            bytes: 15,
+        };
+        a.feed(&on(5, c, 3, 1, Kind::Schedule(one.clone())));
+        a.feed(&on(6, c, 3, 1, Kind::Send(sent)));
+        a.feed(&on(5, c, 4, 1, Kind::Schedule(one)));
+        let never = NeverSentEv {
+            seq: 0,
+            reason: NeverSentReason::StreamError,
+            count: 1,
+        };
+        a.feed(&on(6, c, 4, 1, Kind::NeverSent(never)));
+        if let Some(conn) = failed {
+            let end = Kind::RpcEnd(RpcEndEv {
+                status: 14,
+                message: "gone".into(),
+            });
+            a.feed(&on(7, c, conn, 1, end));
+        }
         let msg = |seq| MsgEv {
             seq,
             size: 10,
@@ -822,33 +856,29 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
         a.feed(&on(10_000_000_000, s, 1, 0, ping));
         a.finish(0, &Ending::Clean(Footer::default())).0
     };
+    let judge = |paired_decoded, pairs| judge_with(paired_decoded, pairs, None);
 
     let s = judge(3, true);
     let c = &s.checks["accounting"];
     assert_eq!(c.ok, Some(true), "{}", c.detail);
     assert!(
         c.detail.starts_with(
-            "scheduled 3 = completed 3 + discarded 0 + never_sent 0 + lost in flight 0 over the connections paired"
+            "scheduled 4 = completed 3 + discarded 0 + never_sent 1 + lost in flight 0 over the connections paired"
         ) && c.detail.contains("server: decoded 5 = completed 5 + discarded 0")
-            && c.detail.contains("left out across sides: 1 server connection with no client")
-            && c.detail.ends_with("the first: server conn 2 (peer 127.0.0.1:6000)"),
+            && c.detail.contains("left out across sides: 1 server connection no client connection of this trace pairs with")
+            && c.detail.contains("the first: server conn 2 (peer 127.0.0.1:6000)"),
         "{}",
         c.detail
     );
     let u = s.unpaired.as_ref().unwrap();
-    assert_eq!(
-        (
-            u.server_connections,
-            u.decoded,
-            u.completed,
-            u.client_connections
-        ),
-        (1, 2, 2, 0)
-    );
+    assert_eq!((u.server_connections, u.decoded, u.completed), (1, 2, 2));
+    // The connection to another server is listed; the refused one, which
+    // sent nothing, is not (its never-sent message weighs on both sides).
+    assert_eq!((u.client_connections, u.scheduled, u.sent), (1, 1, 1));
     assert_eq!((s.lost_in_flight, s.unaccounted), (0, 0));
     let head = h2probe_analysis::report::headline(&s);
     assert!(
-        head.contains("unpaired  1 server connection with no client in the trace (decoded 2)"),
+        head.contains("unpaired  1 server connection no client connection pairs with (decoded 2)"),
         "{head}"
     );
 
@@ -856,6 +886,13 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
     let c = &judge(2, true).checks["accounting"];
     assert_eq!(c.ok, Some(false), "{}", c.detail);
     assert!(c.detail.contains("lost in flight 1 over"), "{}", c.detail);
+    // A failed RPC excuses the loss only on a connection in the equation
+    // (a foreign connection's failure excused it).
+    let c = &judge_with(2, true, Some(3)).checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    let c = &judge_with(2, true, Some(1)).checks["accounting"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+    assert!(c.detail.contains("(lost at a reset"), "{}", c.detail);
 
     // Nothing pairs: every message is some other side's.
     let s = judge(3, false);
@@ -863,9 +900,11 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
     assert_eq!(c.ok, None, "{}", c.detail);
     assert!(
         c.detail
-            .starts_with("no connection that carried messages pairs")
-            && c.detail.contains("2 server connections with no client")
-            && c.detail.contains("1 client connection with no server"),
+            .starts_with("no connection a message crossed pairs")
+            && c.detail
+                .contains("2 server connections no client connection of this trace pairs with")
+            && c.detail
+                .contains("2 client connections no server connection of this trace pairs with"),
         "{}",
         c.detail
     );

@@ -110,7 +110,10 @@ pub struct ClientOpts {
     /// If no byte reaches the server application on any stream, and none
     /// is released, for this
     /// long while the client still has messages to send (`run`; with
-    /// `client` alone: the client could send no byte within its credit), the
+    /// `client` alone: the client could send no byte within its credit;
+    /// with --rpc unary, while a call still had bytes of its message to
+    /// send: calls waiting for their answers wait on the handler, not on
+    /// credit), the
     /// run is stuck (a stalled stream starving the shared connection window,
     /// or a deadlock): it is recorded as a `stall` event and ended, and the
     /// `no_stall` check fails. `run` refuses one not above --service-time;
@@ -768,8 +771,9 @@ where
             let k = index * ctx.opts.streams + s;
             let cause = cause.clone();
             if ctx.opts.rpc == crate::overload::RpcKind::Exchange {
-                streams
-                    .spawn(async move { exchange::rpc(ctx, sr, conn_id, k, start, cause).await });
+                streams.spawn(async move {
+                    Some(exchange::rpc(ctx, sr, conn_id, k, start, cause).await)
+                });
             } else {
                 let messages = Messages::Scheduled { k, start };
                 streams.spawn(async move { rpc(ctx, sr, conn_id, messages, cause).await });
@@ -777,7 +781,7 @@ where
         }
         drop(send_req);
         while let Some(r) = streams.join_next().await {
-            out.push(r.context("client stream task")?);
+            out.extend(r.context("client stream task")?);
         }
     }
     // Every RPC has ended: the connection closes (its last frames, GOAWAY,
@@ -817,15 +821,28 @@ enum Messages {
     One(Pending),
 }
 
+/// What h2 says when a stream cannot open: a GOAWAY without an error
+/// (the server shutting down) read "connection error received: not a
+/// result of an error".
+fn open_error_text(e: &h2::Error) -> String {
+    match e.reason() {
+        Some(h2::Reason::NO_ERROR) if e.is_go_away() => {
+            "the server sent GOAWAY (NO_ERROR: it is closing the connection)".into()
+        }
+        _ => e.to_string(),
+    }
+}
+
 /// One RPC: schedule (or take its one message), send, half-close, read
-/// the answer.
+/// the answer. `None`: a unary call the run's stop caught before its
+/// stream opened (its message is recorded as never sent).
 async fn rpc(
     ctx: Arc<ClientCtx>,
     sr: SendRequest<Bytes>,
     conn: u32,
     messages: Messages,
     cause: crate::tap::CloseReason,
-) -> RpcOutcome {
+) -> Option<RpcOutcome> {
     let opts = &ctx.opts;
     let mut outcome = RpcOutcome::unopened(conn);
     // An event of this RPC, built only once the recorder has a slot for it.
@@ -847,10 +864,33 @@ async fn rpc(
         let mut sr = sr.ready().await?;
         sr.send_request(req, false)
     };
-    let (resp, mut send) = match sent.await {
+    let opened = match &messages {
+        // A call h2 has not taken yet when the run stops never begins: its
+        // message is the connection's, never sent. (One h2 took and holds
+        // pending open, for a stream the server allows, is reset below;
+        // h2 still writes its HEADERS first.)
+        Messages::One(p) => {
+            let mut stop = ctx.interrupt.clone();
+            tokio::select! {
+                biased;
+                _ = crate::live::flag_set(&mut stop) => {
+                    let reason = if ctx.live.stalled.load(Relaxed) {
+                        NeverSentReason::Stalled
+                    } else {
+                        NeverSentReason::Interrupted
+                    };
+                    record_unsent(&ctx, conn, 0, now_ns(), reason, vec![p.seq]);
+                    return None;
+                }
+                r = sent => r,
+            }
+        }
+        Messages::Scheduled { .. } => sent.await,
+    };
+    let (resp, mut send) = match opened {
         Ok(x) => x,
         Err(e) => {
-            outcome.message = format!("could not open the stream: {e}");
+            outcome.message = format!("could not open the stream: {}", open_error_text(&e));
             with_connection_cause(&mut outcome, &cause, false);
             if let Messages::One(p) = &messages {
                 // Its message was offered (scheduled on the connection) and
@@ -865,7 +905,7 @@ async fn rpc(
                 );
             }
             record_rpc_end(&ctx, 0, &outcome);
-            return outcome;
+            return Some(outcome);
         }
     };
     let stream = send.stream_id().as_u32();
@@ -997,7 +1037,7 @@ async fn rpc(
                     message: outcome.message.clone(),
                 }),
             );
-            return outcome;
+            return Some(outcome);
         }
     }
 
@@ -1063,7 +1103,7 @@ async fn rpc(
             message: outcome.message.clone(),
         }),
     );
-    outcome
+    Some(outcome)
 }
 
 #[cfg(test)]

@@ -76,6 +76,7 @@ pub(super) async fn send_message(
     mut data: Bytes,
     end: bool,
 ) -> Result<(), h2::Error> {
+    let _sending = InSend::new(&ctx.live);
     while !data.is_empty() {
         send.reserve_capacity(data.len());
         let mut cap = send.capacity();
@@ -118,6 +119,23 @@ pub(super) async fn send_message(
         Live::add(&ctx.live.client_bytes, n as u64);
     }
     Ok(())
+}
+
+/// A message being handed to h2, counted in `Live::in_send` while it is
+/// (however the send ends).
+struct InSend<'a>(&'a Live);
+
+impl<'a> InSend<'a> {
+    fn new(live: &'a Live) -> Self {
+        live.in_send.fetch_add(1, Relaxed);
+        InSend(live)
+    }
+}
+
+impl Drop for InSend<'_> {
+    fn drop(&mut self) {
+        self.0.in_send.fetch_sub(1, Relaxed);
+    }
 }
 
 /// A wait for capacity in progress; its `window_blocked` event is written

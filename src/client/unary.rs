@@ -103,14 +103,17 @@ async fn lane(
             }
         };
         let Some(p) = next else { return };
-        let outcome = rpc(
+        let Some(outcome) = rpc(
             ctx.clone(),
             sr.clone(),
             conn,
             Messages::One(p),
             cause.clone(),
         )
-        .await;
+        .await
+        else {
+            return; // stopped before its stream opened
+        };
         let unopened = outcome.stream == 0;
         kept.lock().expect("not poisoned").add(outcome);
         if unopened {

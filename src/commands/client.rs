@@ -142,7 +142,11 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         session.rec.clone(),
         stall_timeout,
         None,
-        super::run::Progress::Client,
+        if opts.client.rpc == crate::overload::RpcKind::Unary {
+            super::run::Progress::Calls
+        } else {
+            super::run::Progress::Client
+        },
     ));
     let mut status = Status::Complete;
     let outcomes = tokio::select! {

@@ -125,6 +125,10 @@ pub(crate) enum Progress {
     /// Bytes the client could send within its credit (`client` against
     /// any server: the server's side is not visible).
     Client,
+    /// As `Client`, while a call is handing its message to h2: a unary
+    /// client whose calls all wait for their answers (and whose backlog
+    /// waits for them) waits on the server's handler, not on flow control.
+    Calls,
 }
 
 /// Resolves when the run stops progressing: no byte made progress (see
@@ -147,7 +151,7 @@ pub(crate) async fn watch_for_stall(
         // release on receipt a backlog drains while a stalled stream holds
         // the window, and nothing will let a byte in.
         Progress::Server => Live::get(&live.app_bytes) + Live::get(&live.released),
-        Progress::Client => Live::get(&live.client_bytes),
+        Progress::Client | Progress::Calls => Live::get(&live.client_bytes),
     };
     let mut last = (progress(), tokio::time::Instant::now());
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(50).min(timeout / 4));
@@ -156,7 +160,11 @@ pub(crate) async fn watch_for_stall(
         let now = tokio::time::Instant::now();
         let bytes = progress();
         let pending = live.pending();
-        if bytes != last.0 || pending == 0 {
+        let waiting = match whose {
+            Progress::Calls => live.in_send.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            _ => pending > 0,
+        };
+        if bytes != last.0 || !waiting {
             last = (bytes, now);
             continue;
         }
@@ -165,7 +173,7 @@ pub(crate) async fn watch_for_stall(
                 .store(true, std::sync::atomic::Ordering::Relaxed);
             let (ep, streams) = match whose {
                 Progress::Server => (Endpoint::Server, live.open_streams()),
-                Progress::Client => (Endpoint::Client, Vec::new()),
+                Progress::Client | Progress::Calls => (Endpoint::Client, Vec::new()),
             };
             rec.emit(
                 ep,
@@ -256,7 +264,26 @@ pub(crate) fn check_together(opts: &RunOpts) -> anyhow::Result<()> {
             );
         }
     }
-    if opts.client.rpc == crate::overload::RpcKind::Ingest {
+    if opts.client.rpc == crate::overload::RpcKind::Unary {
+        // Each stream is one call of one message: a stream id names one
+        // call among thousands, not a stream of the run.
+        let per_stream = [
+            ("--stall-stream", opts.server.stall_stream.is_some()),
+            ("--drop-stream", opts.server.drop_stream.is_some()),
+            (
+                "--release with per-stream points",
+                !opts.server.release.streams.is_empty(),
+            ),
+        ];
+        for (flag, given) in per_stream {
+            crate::refuse_unless!(
+                !given,
+                "{flag} names HTTP/2 streams; with --rpc unary each stream is one call of one message, \
+                 so it would touch one call of the run: use --rpc ingest"
+            );
+        }
+    }
+    if opts.client.rpc != crate::overload::RpcKind::Exchange {
         // Exchange's knobs: under Ingest they were accepted and did nothing.
         // (--seed is not among them: compare pairs every repeat by it.)
         let mut exchange_only = crate::config::flags_given(

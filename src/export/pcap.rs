@@ -644,7 +644,7 @@ fn write_pcaps(
         if p.made_up_conns > 0 {
             crate::say!(
                 "warning: {name}: {} connection{} without a readable conn_open before {} frames (a damaged or missing line): \
-                 written on made-up addresses 192.0.2.1:(10000 + id) → 192.0.2.2:50051",
+                 written on made-up addresses 192.0.2.1:(10000 + id mod 50000) → 192.0.2.2:50051",
                 p.made_up_conns,
                 if p.made_up_conns == 1 { "" } else { "s" },
                 if p.made_up_conns == 1 { "its" } else { "their" },
@@ -653,7 +653,7 @@ fn write_pcaps(
         if p.unix_conns > 0 {
             crate::say!(
                 "note: {name}: {} connection{} over a Unix domain socket, which has no IP address: \
-                 written on made-up addresses 192.0.2.1:(10000 + id) → 192.0.2.2:50051",
+                 written on made-up addresses 192.0.2.1:(10000 + id mod 50000) → 192.0.2.2:50051",
                 p.unix_conns,
                 if p.unix_conns == 1 { "" } else { "s" },
             );

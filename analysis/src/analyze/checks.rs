@@ -210,6 +210,9 @@ pub(super) struct Evidence<'a> {
     pub release: &'a super::release_audit::ReleaseAudit,
     /// The run ended stuck (see [`Stuck`]), if it did.
     pub stuck: Option<Stuck>,
+    /// Client RPCs that may excuse messages lost in flight (see
+    /// `Analyzer::excusing_not_ok`).
+    pub excusing_not_ok: u64,
 }
 
 /// A run that ended while the client's sends waited for capacity and
@@ -303,8 +306,7 @@ fn unpaired_text(u: &Unpaired) -> String {
     let mut parts = vec![];
     if u.server_connections > 0 {
         parts.push(format!(
-            "{} with no client in this trace (a client not traced, or whose trace was not merged): \
-             decoded {}, completed {}, discarded {}",
+            "{} no client connection of this trace pairs with: decoded {}, completed {}, discarded {}",
             crate::report::counted(u.server_connections, "server connection"),
             u.decoded,
             u.completed,
@@ -313,29 +315,31 @@ fn unpaired_text(u: &Unpaired) -> String {
     }
     if u.client_connections > 0 {
         parts.push(format!(
-            "{} with no server in this trace (a server not traced, or whose trace was not merged): \
-             scheduled {}, sent {}, never_sent {}",
+            "{} no server connection of this trace pairs with: scheduled {}, sent {}, never_sent {}",
             crate::report::counted(u.client_connections, "client connection"),
             u.scheduled,
             u.sent,
             u.never_sent
         ));
     }
-    format!("{}; the first: {}", parts.join("; "), u.first)
+    format!(
+        "{}; the first: {} (its other end not traced or not merged, a relay between them not merged, \
+         or an unnamed Unix socket end, which cannot pair)",
+        parts.join("; "),
+        u.first
+    )
 }
 
 /// Why the accounting across sides cannot be judged when no connection that
 /// carried messages pairs with one of the other side (a relay between them
 /// whose trace was not merged, or two runs that never met), if so.
 fn nothing_pairs(s: &Summary, u: &Unpaired) -> Option<String> {
-    let client_paired = s.scheduled.saturating_sub(u.scheduled) > 0
-        || s.never_sent.saturating_sub(u.never_sent) > 0;
-    let server_paired =
-        s.decoded.saturating_sub(u.decoded) > 0 || s.discarded.saturating_sub(u.discarded) > 0;
+    // A message crossed a connection in the equation.
+    let client_paired = s.sent.saturating_sub(u.sent) > 0;
+    let server_paired = s.decoded.saturating_sub(u.decoded) > 0;
     (!client_paired && !server_paired).then(|| {
         format!(
-            "no connection that carried messages pairs with one of the other side's tap, so no message can be matched across sides \
-             (a relay between them whose trace was not merged, or runs that never met): {}",
+            "no connection a message crossed pairs with one on the other side's tap, so no message can be matched across sides: {}",
             unpaired_text(u)
         )
     })
@@ -387,10 +391,13 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         } else if let Some(why) = s.unpaired.as_ref().and_then(|u| nothing_pairs(s, u)) {
             Check::na(why)
         } else {
-            let all_ok = s.rpc_status.keys().all(|k| k == "OK");
             let client = s.scheduled == s.sent + s.never_sent;
             let server = s.decoded == s.completed + s.discarded;
-            let lost_explained = s.lost_in_flight >= 0 && (s.lost_in_flight == 0 || !all_ok);
+            // Only an RPC cut short on a connection in the equation that
+            // sent messages loses any (a foreign client's failure, or a
+            // refused connection's, excuses nothing here).
+            let lost_explained = s.lost_in_flight >= 0
+                && (s.lost_in_flight == 0 || ev.excusing_not_ok > 0);
             let whole = s.unaccounted == s.lost_in_flight;
             // Across sides only what pairs (`unaccounted` and
             // `lost_in_flight` are): each side's own equation on all it did.
@@ -422,7 +429,7 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 detail.push_str(if s.lost_in_flight < 0 {
                     "; more messages decoded than sent"
                 } else {
-                    "; lost in flight ≠ 0 though every RPC ended OK: only a reset loses messages in flight"
+                    "; lost in flight ≠ 0 though every RPC that sent them ended OK: only a reset loses messages in flight"
                 });
             } else if s.lost_in_flight > 0 {
                 detail.push_str(" (lost at a reset: an RPC ended other than OK)");

@@ -132,12 +132,30 @@ fn ep_of(server: bool) -> Endpoint {
     }
 }
 
-/// Counts a connection no tap pairs with, if it carried messages and its
-/// tap named its addresses (without them nothing pairs: a trace from
-/// before they were recorded).
-pub(super) fn count_unpaired(u: &mut Unpaired, ep: Endpoint, id: u32, c: &Conn) {
-    if c.messages != [0; 3] && !c.local.is_empty() {
-        u.add(ep == Endpoint::Client, id, &c.peer, c.messages);
+/// A connection leaving the analysis (retired, or open at the end): counts
+/// it in `u` if no tap pairs with it, its tap named its addresses (without
+/// them nothing pairs: a trace from before they were recorded) and a
+/// message crossed it (sent by a client, decoded by a server: a refused
+/// connection's never-sent messages weigh the same on both sides of the
+/// equation). Returns the client RPCs on it that may excuse messages lost
+/// in flight: its not-OK ones, if it is in the equation and sent any.
+pub(super) fn count_unpaired(
+    u: &mut Unpaired,
+    ep: Endpoint,
+    id: u32,
+    c: &Conn,
+    paired: bool,
+) -> u64 {
+    let client = ep == Endpoint::Client;
+    let crossed = if client { c.messages[1] } else { c.messages[0] };
+    if !paired && !c.local.is_empty() && crossed > 0 {
+        u.add(client, id, &c.peer, c.messages);
+        return 0;
+    }
+    if client && crossed > 0 {
+        c.not_ok
+    } else {
+        0
     }
 }
 
@@ -250,9 +268,8 @@ impl Analyzer {
                 continue;
             };
             self.conn_tally.add_windows(ep, &c);
-            if cid.is_none() || sid.is_none() {
-                count_unpaired(&mut self.unpaired, ep, id, &c);
-            }
+            let paired = cid.is_some() && sid.is_some();
+            self.excusing_not_ok += count_unpaired(&mut self.unpaired, ep, id, &c, paired);
             if plotted && !c.key.is_empty() {
                 self.tl.conn_keys.insert((ep, id), c.key.clone());
             }

@@ -122,8 +122,14 @@ pub struct Analyzer {
     lateness: Histo,
     /// Client RPCs started and not ended: (conn, stream) → `rpc_start`'s t.
     call_start: HashMap<(u32, u32), u64>,
-    /// Client RPCs' durations, `rpc_start` → `rpc_end` (ns).
+    /// Client RPCs' durations, `rpc_start` → `rpc_end`, of those ended
+    /// OK (ns).
     call: Histo,
+    /// Unary calls sent and not ended: (conn, stream) → their message's
+    /// scheduled time.
+    call_due: HashMap<(u32, u32), u64>,
+    /// Unary calls ended OK: their message's scheduled time → `rpc_end` (ns).
+    response: Histo,
     wu_increment: Histo,
     wu_in_increment: Histo,
     rel_lat: Histo,
@@ -140,6 +146,10 @@ pub struct Analyzer {
     /// Connections with messages that nothing on the other tap paired
     /// with, retired or at the end (see `summary::Unpaired`).
     unpaired: summary::Unpaired,
+    /// Client RPCs that ended other than OK on connections that sent
+    /// messages and are in the accounting across sides (paired, or without
+    /// addresses): only these may have lost messages in flight.
+    excusing_not_ok: u64,
     bytes_tally: retire::ByteTally,
     agree_tally: retire::AgreeTally,
     stream_tally: retire::StreamTally,
@@ -245,6 +255,8 @@ impl Analyzer {
             lateness: Histo::new(1e-6),
             call_start: HashMap::new(),
             call: Histo::new(1e-6),
+            call_due: HashMap::new(),
+            response: Histo::new(1e-6),
             wu_increment: Histo::new(1.0),
             wu_in_increment: Histo::new(1.0),
             rel_lat: Histo::new(1e-6),
@@ -255,6 +267,7 @@ impl Analyzer {
             closing: Default::default(),
             conn_tally: Default::default(),
             unpaired: Default::default(),
+            excusing_not_ok: 0,
             bytes_tally: Default::default(),
             agree_tally: Default::default(),
             stream_tally: Default::default(),
@@ -468,6 +481,9 @@ impl Analyzer {
                     if c.closed.is_none() {
                         c.closed = Some(t);
                         self.closing.closed(t, e.ep, e.conn);
+                        if e.ep == Endpoint::Server {
+                            self.retirement.server_closed(e.conn);
+                        }
                     }
                 }
             }
@@ -498,8 +514,18 @@ impl Analyzer {
                 if e.ep == Endpoint::Server {
                     self.server_status.insert((e.conn, e.stream), r.status);
                 } else {
-                    if let Some(start) = self.call_start.remove(&(e.conn, e.stream)) {
-                        self.call.record(t.saturating_sub(start));
+                    let start = self.call_start.remove(&(e.conn, e.stream));
+                    let due = self.call_due.remove(&(e.conn, e.stream));
+                    if r.status == 0 {
+                        if let Some(start) = start {
+                            self.call.record(t.saturating_sub(start));
+                        }
+                        if let Some(due) = due {
+                            self.response.record(t.saturating_sub(due));
+                        }
+                    }
+                    if r.status != 0 && e.ep == Endpoint::Client {
+                        self.conns.entry((e.ep, e.conn)).or_default().not_ok += 1;
                     }
                     // A connection folded in was judged: an RPC that never
                     // had a stream on it, failing later, changes nothing
@@ -572,6 +598,9 @@ impl Analyzer {
                 self.count_message(e, true, 1, 1);
                 self.last_send = self.last_send.max(t);
                 self.lateness.record(sd.begin.saturating_sub(sd.scheduled));
+                if self.s.unary && e.stream != 0 {
+                    self.call_due.insert((e.conn, e.stream), sd.scheduled);
+                }
                 self.tl.sent.push(t, self.s.sent as f64);
             }
             Kind::WindowBlocked(w) => self.client_wait(e, w, t),
@@ -802,9 +831,8 @@ impl Analyzer {
                 Endpoint::Client => self.retirement.server_of(*id).is_some(),
                 _ => self.retirement.client_of(*id).is_some(),
             };
-            if !paired {
-                conn_retire::count_unpaired(&mut self.unpaired, *ep, *id, c);
-            }
+            self.excusing_not_ok +=
+                conn_retire::count_unpaired(&mut self.unpaired, *ep, *id, c, paired);
             if !c.key.is_empty() {
                 self.tl.conn_keys.insert((*ep, *id), c.key.clone());
             }
@@ -865,6 +893,7 @@ impl Analyzer {
         s.server_socket_blocked_s = self.server_socket_ns as f64 / 1e9;
         s.lateness_ms = self.lateness.summary();
         s.call_ms = self.call.summary();
+        s.response_ms = self.response.summary();
         s.window_update_increment = self.wu_increment.summary();
         s.window_update_in_increment = self.wu_in_increment.summary();
         s.release_to_update_ms = self.rel_lat.summary();
@@ -1071,6 +1100,7 @@ impl Analyzer {
                 &self.release_audit
             },
             stuck,
+            excusing_not_ok: self.excusing_not_ok,
             bytes: bytes_check,
             agree: agree_check,
         });

@@ -84,6 +84,10 @@ pub(super) struct Retirement {
     /// grace) took its address, and is forgotten when it retires.
     waiting: HashMap<u32, u32>,
     waiting_pair: HashMap<u32, u32>,
+    /// Server connections whose close the trace holds, until they retire:
+    /// a client opening later on their ports is another connection's (a
+    /// port reused within the grace, its server's conn_open still to come).
+    closed_servers: HashSet<u32>,
 }
 
 /// (due, side, conn, stream, end): a side's end of a stream, to look at
@@ -122,7 +126,7 @@ impl Retirement {
             // (a port reused while it is still held): this one's partner
             // opens next.
             let taken = if client {
-                self.client_of.contains_key(&o)
+                self.client_of.contains_key(&o) || self.closed_servers.contains(&o)
             } else {
                 self.server_of.contains_key(&o)
             };
@@ -137,6 +141,11 @@ impl Retirement {
         if let Some(id) = leg_pair {
             self.match_legs(id);
         }
+    }
+
+    /// A server connection's close is in the trace (see `closed_servers`).
+    pub(super) fn server_closed(&mut self, conn: u32) {
+        self.closed_servers.insert(conn);
     }
 
     /// A relay leg's addresses: the relay forwards every byte unchanged,
@@ -279,6 +288,9 @@ impl Retirement {
         local: &str,
         peer: &str,
     ) -> bool {
+        if !client {
+            self.closed_servers.remove(&conn);
+        }
         let key = (client, local.to_string(), peer.to_string());
         let newer = match self.addrs.get(&key) {
             Some(&c) if c == conn => {
@@ -1088,6 +1100,28 @@ mod tests {
         out.clear();
         r.due(40 + 10 * g, &mut out);
         assert!(out.is_empty(), "{out:?}");
+    }
+
+    /// A port reused within the grace in a merge that lacks the first
+    /// client: the second client, opening before its server connection
+    /// does, is not paired with the first server connection, whose close is
+    /// in (it was: its messages read as the wrong server's, "more decoded
+    /// than sent"), but with the server connection that opens next.
+    #[test]
+    fn a_client_never_pairs_with_a_server_connection_already_closed() {
+        let mut r = Retirement::default();
+        r.conn_open(Side::Server, 1, "127.0.0.1:80", "127.0.0.1:5000");
+        r.server_closed(1);
+        r.conn_open(Side::Client, 2, "127.0.0.1:5000", "127.0.0.1:80");
+        assert_eq!(r.server_of(2), None);
+        r.conn_open(Side::Server, 3, "127.0.0.1:80", "127.0.0.1:5000");
+        assert_eq!(r.pairs(), vec![(2, 3)]);
+        // A server accepting a client that closed already (its backlog)
+        // still pairs: only a closed server connection is passed over.
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "127.0.0.1:5000", "127.0.0.1:80");
+        r.conn_open(Side::Server, 2, "127.0.0.1:80", "127.0.0.1:5000");
+        assert_eq!(r.pairs(), vec![(1, 2)]);
     }
 
     /// A port reused while the earlier connection is still held (not yet

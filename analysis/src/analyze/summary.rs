@@ -91,8 +91,9 @@ pub struct Summary {
     /// They were in h2's buffers or on the wire when a stream was reset, so
     /// only RPCs that did not end OK can have them.
     pub lost_in_flight: i64,
-    /// In a trace with both sides, the connections that carried messages
-    /// and that no connection of the other side's tap pairs with (a client
+    /// In a trace with both sides, the connections a message crossed (sent
+    /// by a client, decoded by a server) that no connection of the other
+    /// side's tap pairs with (a client
     /// the trace does not hold, such as a foreign gRPC client of `serve`, or
     /// a client's connection to another server), and their messages: they
     /// count in every figure above but `unaccounted` and `lost_in_flight`,
@@ -182,11 +183,17 @@ pub struct Summary {
     pub socket_blocked_ms: Distribution,
     /// Scheduled → handed to h2 (start of `send_data`), ms.
     pub lateness_ms: Distribution,
-    /// Client: each RPC's duration, its `rpc_start` to its `rpc_end`
-    /// (whatever its status), ms: a unary call's latency as its caller
-    /// sees it.
+    /// Client: each RPC's duration, its `rpc_start` (the request handed to
+    /// h2, which may hold it for a stream the server allows: `stream not
+    /// open`) to its `rpc_end`, of those that ended OK, ms: a unary call's
+    /// latency as its caller sees it.
     #[serde(default)]
     pub call_ms: Distribution,
+    /// Client, `--rpc unary`: each call ended OK from its message's
+    /// scheduled time to its `rpc_end`, ms: the response time the offered
+    /// schedule sees (the backlog's wait, then the call).
+    #[serde(default)]
+    pub response_ms: Distribution,
     /// DATA frames / payload bytes read by the server's tap.
     pub data_frames_in: u64,
     pub data_bytes_in: u64,
@@ -448,11 +455,12 @@ pub struct Summary {
     pub overload: Option<super::overload::Overload>,
 }
 
-/// Connections with messages and no partner on the other side's tap (see
-/// `Summary::unpaired`). A connection pairs with the other tap's on the
-/// same socket (its addresses swapped) or through a relay's pair; one
-/// whose tap recorded no addresses (a trace from before it did) is left
-/// in, as every connection was then.
+/// Connections a message crossed (a client sent one, a server decoded
+/// one) with no partner on the other side's tap (see `Summary::unpaired`).
+/// A connection pairs with the other tap's on the same socket (its
+/// addresses swapped) or through a relay's pair; an unnamed Unix socket end
+/// never does; one whose tap recorded no addresses (a trace from before it
+/// did) is left in, as every connection was then.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Unpaired {
     pub client_connections: u64,

@@ -60,6 +60,8 @@ pub(super) struct Conn {
     /// connection no other tap pairs with leaves them out of the accounting
     /// across sides (see `summary::Unpaired`).
     pub(super) messages: [u64; 3],
+    /// Client tap: RPCs that ended other than OK on it.
+    pub(super) not_ok: u64,
 }
 
 impl Conn {
