@@ -261,6 +261,8 @@ fn a_server_that_goes_away_leaves_every_message_accounted() {
         stdout.contains("rpc conn 1 stream 0: UNAVAILABLE could not open the stream"),
         "{stdout}"
     );
+    // h2's words for a GOAWAY without an error are not repeated.
+    assert!(!stdout.contains("not a result of an error"), "{stdout}");
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -293,4 +295,31 @@ fn calls_waiting_on_a_slow_handler_are_not_a_stall() {
     assert!(s.call_ms.p50 >= 2500.0, "{stdout}");
     let _ = serve.wait();
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// `run --rpc unary` refuses the flags that name a stream (each stream is
+/// one call of one message), exit 2 before anything is written. (They ran,
+/// touching one call of the run.)
+#[test]
+fn flags_that_name_a_stream_are_refused() {
+    let dir = support::temp_dir("unary-refused");
+    for flag in [
+        &["--stall-stream", "1"][..],
+        &["--drop-stream", "3"],
+        &["--release", "complete,1=frame"],
+        &["--stream-rates", "10"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["run", "--rpc", "unary"])
+            .args(flag)
+            .arg("--out")
+            .arg(dir.join("run"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {stderr}");
+        assert!(stderr.contains("--rpc ingest"), "{flag:?}: {stderr}");
+        assert!(!dir.join("run").exists(), "{flag:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
