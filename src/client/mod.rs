@@ -817,8 +817,9 @@ enum Messages {
     /// Its own open-loop schedule (Ingest): the `k`-th of all streams,
     /// from the common `start`.
     Scheduled { k: u32, start: u64 },
-    /// One message its connection's schedule offered (a unary call).
-    One(Pending),
+    /// One message its connection's schedule offered (a unary call), and
+    /// the payload the connection made once for all its calls.
+    One(Pending, Bytes),
 }
 
 /// What h2 says when a stream cannot open: a GOAWAY without an error
@@ -869,7 +870,7 @@ async fn rpc(
         // message is the connection's, never sent. (One h2 took and holds
         // pending open, for a stream the server allows, is reset below;
         // h2 still writes its HEADERS first.)
-        Messages::One(p) => {
+        Messages::One(p, _) => {
             let mut stop = ctx.interrupt.clone();
             tokio::select! {
                 biased;
@@ -892,7 +893,7 @@ async fn rpc(
         Err(e) => {
             outcome.message = format!("could not open the stream: {}", open_error_text(&e));
             with_connection_cause(&mut outcome, &cause, false);
-            if let Messages::One(p) = &messages {
+            if let Messages::One(p, _) = &messages {
                 // Its message was offered (scheduled on the connection) and
                 // never sent: said, as the connection's.
                 record_unsent(
@@ -934,9 +935,15 @@ async fn rpc(
     );
 
     // The open-loop schedule runs in its own task and never waits for the sender.
-    let (tx, mut rx) = mpsc::channel::<Pending>(opts.max_pending as usize);
-    let payload = payload_bytes(opts.payload.0 as usize);
-    let one = matches!(messages, Messages::One(_));
+    let (one, backlog, payload) = match &messages {
+        Messages::One(_, payload) => (true, 1, payload.clone()),
+        Messages::Scheduled { .. } => (
+            false,
+            opts.max_pending as usize,
+            payload_bytes(opts.payload.0 as usize),
+        ),
+    };
+    let (tx, mut rx) = mpsc::channel::<Pending>(backlog);
     let scheduler = match messages {
         Messages::Scheduled { k, start } => Some(schedule::spawn(
             &ctx,
@@ -951,7 +958,7 @@ async fn rpc(
             tx,
             &payload,
         )),
-        Messages::One(p) => {
+        Messages::One(p, _) => {
             // The channel has room for it; closed behind it, so the send
             // half-closes after it.
             let _ = tx.try_send(p);

@@ -50,6 +50,7 @@ pub(super) async fn calls(
             sr.clone(),
             conn,
             backlog.clone(),
+            payload.clone(),
             cause.clone(),
             kept.clone(),
         ));
@@ -89,6 +90,7 @@ async fn lane(
     sr: SendRequest<Bytes>,
     conn: u32,
     backlog: Arc<tokio::sync::Mutex<mpsc::Receiver<Pending>>>,
+    payload: Bytes,
     cause: crate::tap::CloseReason,
     kept: Arc<Mutex<Kept>>,
 ) {
@@ -107,7 +109,7 @@ async fn lane(
             ctx.clone(),
             sr.clone(),
             conn,
-            Messages::One(p),
+            Messages::One(p, payload.clone()),
             cause.clone(),
         )
         .await

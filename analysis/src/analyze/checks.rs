@@ -303,25 +303,38 @@ fn equals(holds: bool) -> &'static str {
 /// The unpaired connections and their messages, as the accounting check's
 /// detail names them.
 fn unpaired_text(u: &Unpaired) -> String {
-    let mut parts = vec![];
-    if u.server_connections > 0 {
-        parts.push(format!(
-            "{} no client connection of this trace pairs with: decoded {}, completed {}, discarded {}",
-            crate::report::counted(u.server_connections, "server connection"),
-            u.decoded,
-            u.completed,
-            u.discarded
-        ));
-    }
-    if u.client_connections > 0 {
-        parts.push(format!(
-            "{} no server connection of this trace pairs with: scheduled {}, sent {}, never_sent {}",
-            crate::report::counted(u.client_connections, "client connection"),
-            u.scheduled,
-            u.sent,
-            u.never_sent
-        ));
-    }
+    let sides = [
+        (
+            u.server_connections,
+            ["server", "client"],
+            [
+                ("decoded", u.decoded),
+                ("completed", u.completed),
+                ("discarded", u.discarded),
+            ],
+        ),
+        (
+            u.client_connections,
+            ["client", "server"],
+            [
+                ("scheduled", u.scheduled),
+                ("sent", u.sent),
+                ("never_sent", u.never_sent),
+            ],
+        ),
+    ];
+    let parts: Vec<String> = sides
+        .iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, [side, other], counts)| {
+            let counts: Vec<String> = counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            format!(
+                "{} no {other} connection of this trace pairs with: {}",
+                crate::report::counted(*n, &format!("{side} connection")),
+                counts.join(", ")
+            )
+        })
+        .collect();
     format!(
         "{}; the first: {} (its other end not traced or not merged, a relay between them not merged, \
          or an unnamed Unix socket end, which cannot pair)",

@@ -696,13 +696,12 @@ impl Analyzer {
     /// the side (client or server) whose events these are: the other
     /// side's (an edited trace) counts nowhere here.
     pub(super) fn count_message(&mut self, e: &Event, client: bool, which: usize, n: u64) {
-        if e.ep
-            != (if client {
-                Endpoint::Client
-            } else {
-                Endpoint::Server
-            })
-        {
+        let side = if client {
+            Endpoint::Client
+        } else {
+            Endpoint::Server
+        };
+        if e.ep != side {
             return;
         }
         let m = &mut self.conns.entry((e.ep, e.conn)).or_default().messages[which];
