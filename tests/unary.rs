@@ -215,8 +215,8 @@ fn serve_and_a_unary_client_merge_with_every_check_holding() {
 }
 
 /// The server goes away mid-run (`serve --exit-after 3`: a GOAWAY after
-/// its third call): the calls that find the connection gone end
-/// UNAVAILABLE on stream 0 without a request, their messages and the
+/// its third call): the call that finds the connection gone ends
+/// UNAVAILABLE on stream 0 without a request, its message and the
 /// backlog's are `never_sent` `stream_error`, every message ends once, the
 /// client stops at once (it does not run out its --duration) and exits 4.
 #[test]
@@ -263,6 +263,14 @@ fn a_server_that_goes_away_leaves_every_message_accounted() {
     );
     // h2's words for a GOAWAY without an error are not repeated.
     assert!(!stdout.contains("not a result of an error"), "{stdout}");
+    // One call finds the connection gone; the other lanes leave their
+    // messages in the backlog (each lane spent one on it).
+    let trace = std::fs::read_to_string(root.join("client/trace.jsonl")).unwrap();
+    let unopened = trace
+        .lines()
+        .filter(|l| l.contains(r#""ep":"client","conn":1,"stream":0,"type":"rpc_end""#))
+        .count();
+    assert_eq!(unopened, 1, "{stdout}");
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -321,5 +329,77 @@ fn flags_that_name_a_stream_are_refused() {
         assert!(stderr.contains("--rpc ingest"), "{flag:?}: {stderr}");
         assert!(!dir.join("run").exists(), "{flag:?}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// More lanes than the server's SETTINGS_MAX_CONCURRENT_STREAMS: the calls
+/// past its limit wait in the backlog, not opened in h2 (which held them
+/// pending open, their wait counted in the call's time: four lanes on a
+/// server allowing one stream made a 30 ms handler's calls take ≈ 120 ms),
+/// and the client says so once.
+#[test]
+fn calls_past_the_servers_stream_limit_wait_in_the_backlog() {
+    let dir = support::temp_dir("unary-limit");
+    let out = dir.join("run");
+    let o = support::h2probe_ok([
+        "run",
+        "--rpc",
+        "unary",
+        "--streams",
+        "4",
+        "--max-concurrent-streams",
+        "1",
+        "--service-time",
+        "30ms",
+        "--duration",
+        "1500ms",
+        "--no-pcap",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let said = "the server allows 1 stream at a time on a connection";
+    assert_eq!(stderr.matches(said).count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--streams asks for 4: 1 call at a time"),
+        "{stderr}"
+    );
+    let s = support::read_summary(&out);
+    for (name, c) in &s.checks {
+        assert_ne!(c.ok, Some(false), "{name}: {}", c.detail);
+    }
+    assert_eq!(s.rpc_status.get("OK"), Some(&s.sent), "{stdout}");
+    assert!(s.sent > 10, "{stdout}");
+    // A call's time is its handler's and a round trip, not its turn's.
+    assert!(s.call_ms.p99 < 60.0, "{stdout}");
+    // Only the first call waits in h2, for the server's SETTINGS (three
+    // lanes waiting there made seconds of it).
+    assert!(s.client_not_open_blocked_s < 0.1, "{stdout}");
+    // Never two calls at once: each starts after the one before ended.
+    let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+    let mut calls: Vec<(u64, i32)> = trace
+        .lines()
+        .filter(|l| l.starts_with("{\"t\""))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["ep"] == "client" && e["stream"] != 0)
+        .filter_map(|e| {
+            let t = e["t"].as_u64().unwrap();
+            match e["type"].as_str() {
+                Some("rpc_start") => Some((t, 1)),
+                Some("rpc_end") => Some((t, -1)),
+                _ => None,
+            }
+        })
+        .collect();
+    calls.sort_unstable();
+    let most = calls
+        .iter()
+        .scan(0, |open, &(_, d)| {
+            *open += d;
+            Some(*open)
+        })
+        .max();
+    assert_eq!(most, Some(1), "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -481,6 +481,9 @@ pub struct ClientCtx {
     /// (`--trace-limit`, a full disk): its few words, which the RPCs it
     /// stops give as their `rpc_end` message instead of "interrupted".
     pub stopped_for: Arc<std::sync::OnceLock<&'static str>>,
+    /// A unary client has said that the server allows fewer concurrent
+    /// streams than --streams (said once a run, not once a connection).
+    pub stream_limit_said: std::sync::atomic::AtomicBool,
 }
 
 impl ClientCtx {
@@ -776,7 +779,9 @@ where
                 });
             } else {
                 let messages = Messages::Scheduled { k, start };
-                streams.spawn(async move { rpc(ctx, sr, conn_id, messages, cause).await });
+                streams.spawn(async move {
+                    Some(rpc(ctx, Open::With(sr), conn_id, messages, cause).await)
+                });
             }
         }
         drop(send_req);
@@ -834,16 +839,25 @@ fn open_error_text(e: &h2::Error) -> String {
     }
 }
 
-/// One RPC: schedule (or take its one message), send, half-close, read
-/// the answer. `None`: a unary call the run's stop caught before its
-/// stream opened (its message is recorded as never sent).
+/// How an RPC gets its stream.
+enum Open {
+    /// Opens it with its own handle (an Ingest RPC: one per --streams, all
+    /// opened at once).
+    With(SendRequest<Bytes>),
+    /// Opened already, in its lane's turn (a unary call; see
+    /// [`unary`]'s `Turn`).
+    Opened(Result<(h2::client::ResponseFuture, SendStream<Bytes>), h2::Error>),
+}
+
+/// One RPC: open its stream, schedule (or take its one message), send,
+/// half-close, read the answer.
 async fn rpc(
     ctx: Arc<ClientCtx>,
-    sr: SendRequest<Bytes>,
+    open: Open,
     conn: u32,
     messages: Messages,
     cause: crate::tap::CloseReason,
-) -> Option<RpcOutcome> {
+) -> RpcOutcome {
     let opts = &ctx.opts;
     let mut outcome = RpcOutcome::unopened(conn);
     // An event of this RPC, built only once the recorder has a slot for it.
@@ -859,34 +873,16 @@ async fn rpc(
             )
         };
     }
-    let req = grpc_request(&ctx, opts.call_path());
     let deadline = now_ns() + opts.deadline().as_nanos() as u64;
-    let sent = async {
-        let mut sr = sr.ready().await?;
-        sr.send_request(req, false)
-    };
-    let opened = match &messages {
-        // A call h2 has not taken yet when the run stops never begins: its
-        // message is the connection's, never sent. (One h2 took and holds
-        // pending open, for a stream the server allows, is reset below;
-        // h2 still writes its HEADERS first.)
-        Messages::One(p, _) => {
-            let mut stop = ctx.interrupt.clone();
-            tokio::select! {
-                biased;
-                _ = crate::live::flag_set(&mut stop) => {
-                    let reason = if ctx.live.stalled.load(Relaxed) {
-                        NeverSentReason::Stalled
-                    } else {
-                        NeverSentReason::Interrupted
-                    };
-                    record_unsent(&ctx, conn, 0, now_ns(), reason, vec![p.seq]);
-                    return None;
-                }
-                r = sent => r,
+    let opened = match open {
+        Open::With(sr) => {
+            async {
+                let mut sr = sr.ready().await?;
+                sr.send_request(grpc_request(&ctx, opts.call_path()), false)
             }
+            .await
         }
-        Messages::Scheduled { .. } => sent.await,
+        Open::Opened(r) => r,
     };
     let (resp, mut send) = match opened {
         Ok(x) => x,
@@ -906,7 +902,7 @@ async fn rpc(
                 );
             }
             record_rpc_end(&ctx, 0, &outcome);
-            return Some(outcome);
+            return outcome;
         }
     };
     let stream = send.stream_id().as_u32();
@@ -1044,7 +1040,7 @@ async fn rpc(
                     message: outcome.message.clone(),
                 }),
             );
-            return Some(outcome);
+            return outcome;
         }
     }
 
@@ -1110,7 +1106,7 @@ async fn rpc(
             message: outcome.message.clone(),
         }),
     );
-    Some(outcome)
+    outcome
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 use super::*;
 use std::sync::Mutex;
+use tokio::sync::watch;
 
 /// Outcomes of failed calls kept per connection (the first ones).
 pub const KEPT_FAILED: usize = 4;
@@ -41,28 +42,33 @@ pub(super) async fn calls(
         tx,
         &payload,
     );
-    let backlog = Arc::new(tokio::sync::Mutex::new(rx));
+    let turn = Arc::new(tokio::sync::Mutex::new(Turn {
+        sr,
+        backlog: rx,
+        failed: false,
+    }));
+    let open = Arc::new(watch::channel(0usize).0);
     let kept = Arc::new(Mutex::new(Kept::default()));
     let mut lanes = tokio::task::JoinSet::new();
     for _ in 0..opts.streams {
         lanes.spawn(lane(
             ctx.clone(),
-            sr.clone(),
+            turn.clone(),
+            open.clone(),
             conn,
-            backlog.clone(),
             payload.clone(),
             cause.clone(),
             kept.clone(),
         ));
     }
-    drop(sr);
     while let Some(r) = lanes.join_next().await {
         r.context("client call task")?;
     }
     // A schedule still running has lost its connection.
     scheduler.abort();
     let _ = scheduler.await;
-    let mut rx = backlog.lock().await;
+    let mut turn = turn.lock().await;
+    let rx = &mut turn.backlog;
     rx.close();
     let mut unsent = vec![];
     while let Ok(p) = rx.try_recv() {
@@ -82,40 +88,120 @@ pub(super) async fn calls(
     Ok(kept.into_vec())
 }
 
-/// One call in flight at a time: takes the next message from the backlog
-/// and calls with it, until the backlog closes, an interrupt, or a call
-/// that could not open its stream.
+/// A connection's turn to open a call, which one lane holds at a time: it
+/// waits for a stream the server allows, then takes the next message and
+/// opens its call. Past the server's SETTINGS_MAX_CONCURRENT_STREAMS h2
+/// holds a call pending open, with its stream id given and its DATA taken,
+/// and writes its HEADERS even after an interrupt reset it: lanes that each
+/// opened at once left all but the server's limit pending there, their wait
+/// counted in the call's time. Now messages beyond the limit wait in the
+/// backlog, where their wait is lateness.
+struct Turn {
+    sr: SendRequest<Bytes>,
+    backlog: mpsc::Receiver<Pending>,
+    /// A call could not open its stream: the connection failed, and no
+    /// lane spends another message on it.
+    failed: bool,
+}
+
+/// How often a lane looks for the server's first SETTINGS while a call
+/// waits for them (h2 assumes no stream allowed until then).
+const SETTINGS_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
+impl Turn {
+    /// The next message once a stream is free: fewer calls `open` than the
+    /// server allows (a limit the server raises later is seen when a call
+    /// ends). The first call goes at once: h2 holds it until the server's
+    /// SETTINGS. `None`: the backlog closed.
+    async fn next(&mut self, open: &watch::Sender<usize>, ctx: &ClientCtx) -> Option<Pending> {
+        let mut calls = open.subscribe();
+        loop {
+            let limit = self.sr.current_max_send_streams();
+            if *calls.borrow_and_update() < limit.max(1) {
+                break;
+            }
+            if limit == 0 {
+                tokio::time::sleep(SETTINGS_POLL).await;
+            } else {
+                let _ = calls.changed().await;
+            }
+        }
+        let limit = self.sr.current_max_send_streams();
+        let streams = ctx.opts.streams as usize;
+        if limit > 0 && limit < streams && !ctx.stream_limit_said.swap(true, Relaxed) {
+            crate::say!(
+                "the server allows {limit} stream{s} at a time on a connection \
+                 (SETTINGS_MAX_CONCURRENT_STREAMS) and --streams asks for {streams}: \
+                 {limit} call{s} at a time, the others wait in the backlog (--max-pending)",
+                s = if limit == 1 { "" } else { "s" }
+            );
+        }
+        self.backlog.recv().await
+    }
+}
+
+/// Ends a call's count in `open` when the call ends, however it ends.
+struct Counted(Arc<watch::Sender<usize>>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// One call in flight at a time: in the connection's turn takes the next
+/// message and opens its call, then makes the call, until the backlog
+/// closes, an interrupt, or a call that could not open its stream.
 async fn lane(
     ctx: Arc<ClientCtx>,
-    sr: SendRequest<Bytes>,
+    turn: Arc<tokio::sync::Mutex<Turn>>,
+    open: Arc<watch::Sender<usize>>,
     conn: u32,
-    backlog: Arc<tokio::sync::Mutex<mpsc::Receiver<Pending>>>,
     payload: Bytes,
     cause: crate::tap::CloseReason,
     kept: Arc<Mutex<Kept>>,
 ) {
     let mut interrupt = ctx.interrupt.clone();
     loop {
-        let next = {
-            let mut rx = backlog.lock().await;
-            tokio::select! {
+        // A message not taken when the run stops stays in the backlog,
+        // never sent; one taken is in h2's hands at once.
+        let (p, opened, counted) = {
+            let mut turn = tokio::select! {
                 biased;
-                _ = crate::live::flag_set(&mut interrupt) => None,
-                p = rx.recv() => p,
+                _ = crate::live::flag_set(&mut interrupt) => return,
+                t = turn.lock() => t,
+            };
+            if turn.failed {
+                return;
             }
+            let next = tokio::select! {
+                biased;
+                _ = crate::live::flag_set(&mut interrupt) => return,
+                p = turn.next(&open, &ctx) => p,
+            };
+            let Some(p) = next else { return };
+            // A handle of its own: h2 refuses a second call on one handle
+            // while its first is pending open.
+            let opened = turn
+                .sr
+                .clone()
+                .send_request(grpc_request(&ctx, ctx.opts.call_path()), false);
+            let counted = opened.is_ok().then(|| {
+                open.send_modify(|n| *n += 1);
+                Counted(open.clone())
+            });
+            turn.failed = opened.is_err();
+            (p, opened, counted)
         };
-        let Some(p) = next else { return };
-        let Some(outcome) = rpc(
+        let outcome = rpc(
             ctx.clone(),
-            sr.clone(),
+            Open::Opened(opened),
             conn,
             Messages::One(p, payload.clone()),
             cause.clone(),
         )
-        .await
-        else {
-            return; // stopped before its stream opened
-        };
+        .await;
+        drop(counted);
         let unopened = outcome.stream == 0;
         kept.lock().expect("not poisoned").add(outcome);
         if unopened {

@@ -120,6 +120,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         conn_ids: Default::default(),
         interrupt: interrupt_rx,
         stopped_for: Default::default(),
+        stream_limit_said: Default::default(),
     });
     let run = client::run(cctx.clone());
     tokio::pin!(run);

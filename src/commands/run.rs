@@ -399,6 +399,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         conn_ids: crate::tap::ConnIds::new(1, 2),
         interrupt: interrupt_rx,
         stopped_for: Default::default(),
+        stream_limit_said: Default::default(),
     });
 
     let slowest = slowest_service(&opts);

@@ -367,6 +367,7 @@ pub fn client_ctx(
         conn_ids: Default::default(),
         interrupt: tokio::sync::watch::channel(false).1,
         stopped_for: Default::default(),
+        stream_limit_said: Default::default(),
     })
 }
 
