@@ -403,3 +403,39 @@ fn calls_past_the_servers_stream_limit_wait_in_the_backlog() {
     assert_eq!(most, Some(1), "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A backlog of one message beside idle calls: a message an idle call
+/// takes at once never waits, so it does not fill the backlog. (The
+/// schedule counted it there: with two messages due before a call woke, it
+/// refused ≈ 10 % of 1,000 calls a second with 16 calls open to take them.)
+#[test]
+fn idle_calls_are_room_beyond_the_backlog() {
+    let dir = support::temp_dir("unary-idle");
+    let out = dir.join("run");
+    let o = support::h2probe_ok([
+        "run",
+        "--rpc",
+        "unary",
+        "--streams",
+        "16",
+        "--max-pending",
+        "1",
+        "--rate",
+        "1000",
+        "--service-time",
+        "0",
+        "--duration",
+        "2s",
+        "--no-pcap",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let s = support::read_summary(&out);
+    assert_eq!(s.scheduled, 2000, "{stdout}");
+    assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
+    // A refusal needs 17 messages due while no call took one: the client
+    // held up for 17 ms (a loaded machine), not an idle call passed by.
+    assert!(s.never_sent < 50, "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -84,8 +84,9 @@ pub struct ClientOpts {
     pub deadline: Option<Dur>,
 
     /// Messages that may wait to be sent per stream (with --rpc unary: per
-    /// connection, for a free call); a message scheduled while the backlog
-    /// is full is recorded as never_sent (reason backlog).
+    /// connection, beyond the calls free to take one at once); a message
+    /// scheduled while the backlog is full is recorded as never_sent
+    /// (reason backlog).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_pending: u32,
 
@@ -950,6 +951,7 @@ async fn rpc(
                 start,
                 deadline,
                 rate: opts.rate_of(stream),
+                idle: None,
             },
             tx,
             &payload,

@@ -21,6 +21,10 @@ pub(super) struct Slot {
     pub start: u64,
     pub deadline: u64,
     pub rate: f64,
+    /// Takers of a message at once (a unary connection's idle calls): the
+    /// backlog is full at --max-pending beyond them, its channel holding
+    /// room for both. `None`: the channel's capacity is the backlog.
+    pub idle: Option<Arc<dyn Fn() -> usize + Send + Sync>>,
 }
 
 /// Spawns the schedule task of one RPC (or of a connection's unary calls);
@@ -38,6 +42,7 @@ pub(super) fn spawn(
         start,
         deadline,
         rate,
+        idle,
     } = slot;
     let ctx = ctx.clone();
     // Streams interleave: the k-th starts k/total-rate after the first,
@@ -118,7 +123,11 @@ pub(super) fn spawn(
                 _ = crate::live::flag_set(&mut interrupt) => break,
             }
             schedule(&ctx, conn, stream, seq, at, &payload);
-            if tx.try_send(Pending { seq, scheduled: at }).is_err() {
+            let full = idle.as_ref().is_some_and(|idle| {
+                let waiting = tx.max_capacity() - tx.capacity();
+                waiting >= ctx.opts.max_pending as usize + idle()
+            });
+            if full || tx.try_send(Pending { seq, scheduled: at }).is_err() {
                 refused.add(seq, now_ns());
                 Live::add(&ctx.live.never_sent, 1);
             } else {

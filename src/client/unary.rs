@@ -7,6 +7,7 @@
 //! on its call's stream, with the same `seq` (numbered per connection).
 
 use super::*;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
 use tokio::sync::watch;
 
@@ -26,7 +27,15 @@ pub(super) async fn calls(
     cause: &crate::tap::CloseReason,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
     let opts = &ctx.opts;
-    let (tx, rx) = mpsc::channel::<Pending>(opts.max_pending as usize);
+    let streams = opts.streams as usize;
+    let lanes = Arc::new(Lanes {
+        streams,
+        open: watch::channel(0).0,
+        limit: AtomicUsize::new(usize::MAX),
+    });
+    // Room for the backlog and for a message on its way to each idle call
+    // (the schedule refuses past the backlog beyond the idle calls).
+    let (tx, rx) = mpsc::channel::<Pending>(opts.max_pending as usize + streams);
     let payload = payload_bytes(opts.payload.0 as usize);
     let scheduler = schedule::spawn(
         ctx,
@@ -38,6 +47,10 @@ pub(super) async fn calls(
             // Each call has its own --deadline; the schedule runs to --duration.
             deadline: u64::MAX,
             rate: opts.rate_of(0),
+            idle: Some({
+                let lanes = lanes.clone();
+                Arc::new(move || lanes.idle())
+            }),
         },
         tx,
         &payload,
@@ -47,21 +60,20 @@ pub(super) async fn calls(
         backlog: rx,
         failed: false,
     }));
-    let open = Arc::new(watch::channel(0usize).0);
     let kept = Arc::new(Mutex::new(Kept::default()));
-    let mut lanes = tokio::task::JoinSet::new();
+    let mut calls = tokio::task::JoinSet::new();
     for _ in 0..opts.streams {
-        lanes.spawn(lane(
+        calls.spawn(lane(
             ctx.clone(),
             turn.clone(),
-            open.clone(),
+            lanes.clone(),
             conn,
             payload.clone(),
             cause.clone(),
             kept.clone(),
         ));
     }
-    while let Some(r) = lanes.join_next().await {
+    while let Some(r) = calls.join_next().await {
         r.context("client call task")?;
     }
     // A schedule still running has lost its connection.
@@ -86,6 +98,26 @@ pub(super) async fn calls(
     }
     let kept = std::mem::take(&mut *kept.lock().expect("not poisoned"));
     Ok(kept.into_vec())
+}
+
+/// What a connection's lanes share: how many of their calls are open, and
+/// the server's stream limit as last seen.
+struct Lanes {
+    streams: usize,
+    open: watch::Sender<usize>,
+    /// `usize::MAX` until a lane has seen the server's SETTINGS.
+    limit: AtomicUsize,
+}
+
+impl Lanes {
+    /// Calls that would take a message at once: lanes not in a call, within
+    /// the server's limit. A message they take does not wait, so the
+    /// backlog holds --max-pending beyond them (with one slot the schedule
+    /// refused a message whenever two fell due before a lane woke).
+    fn idle(&self) -> usize {
+        let allowed = self.streams.min(self.limit.load(Relaxed));
+        allowed.saturating_sub(*self.open.borrow())
+    }
 }
 
 /// A connection's turn to open a call, which one lane holds at a time: it
@@ -113,8 +145,8 @@ impl Turn {
     /// server allows (a limit the server raises later is seen when a call
     /// ends). The first call goes at once: h2 holds it until the server's
     /// SETTINGS. `None`: the backlog closed.
-    async fn next(&mut self, open: &watch::Sender<usize>, ctx: &ClientCtx) -> Option<Pending> {
-        let mut calls = open.subscribe();
+    async fn next(&mut self, lanes: &Lanes, ctx: &ClientCtx) -> Option<Pending> {
+        let mut calls = lanes.open.subscribe();
         loop {
             let limit = self.sr.current_max_send_streams();
             if *calls.borrow_and_update() < limit.max(1) {
@@ -127,7 +159,10 @@ impl Turn {
             }
         }
         let limit = self.sr.current_max_send_streams();
-        let streams = ctx.opts.streams as usize;
+        if limit > 0 {
+            lanes.limit.store(limit, Relaxed);
+        }
+        let streams = lanes.streams;
         if limit > 0 && limit < streams && !ctx.stream_limit_said.swap(true, Relaxed) {
             crate::say!(
                 "the server allows {limit} stream{s} at a time on a connection \
@@ -141,11 +176,11 @@ impl Turn {
 }
 
 /// Ends a call's count in `open` when the call ends, however it ends.
-struct Counted(Arc<watch::Sender<usize>>);
+struct Counted(Arc<Lanes>);
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        self.0.send_modify(|n| *n -= 1);
+        self.0.open.send_modify(|n| *n -= 1);
     }
 }
 
@@ -155,7 +190,7 @@ impl Drop for Counted {
 async fn lane(
     ctx: Arc<ClientCtx>,
     turn: Arc<tokio::sync::Mutex<Turn>>,
-    open: Arc<watch::Sender<usize>>,
+    lanes: Arc<Lanes>,
     conn: u32,
     payload: Bytes,
     cause: crate::tap::CloseReason,
@@ -177,7 +212,7 @@ async fn lane(
             let next = tokio::select! {
                 biased;
                 _ = crate::live::flag_set(&mut interrupt) => return,
-                p = turn.next(&open, &ctx) => p,
+                p = turn.next(&lanes, &ctx) => p,
             };
             let Some(p) = next else { return };
             // A handle of its own: h2 refuses a second call on one handle
@@ -187,8 +222,8 @@ async fn lane(
                 .clone()
                 .send_request(grpc_request(&ctx, ctx.opts.call_path()), false);
             let counted = opened.is_ok().then(|| {
-                open.send_modify(|n| *n += 1);
-                Counted(open.clone())
+                lanes.open.send_modify(|n| *n += 1);
+                Counted(lanes.clone())
             });
             turn.failed = opened.is_err();
             (p, opened, counted)
