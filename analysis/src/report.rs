@@ -681,9 +681,10 @@ fn headline_lines(s: &Summary) -> String {
         or_na(c, || format!("{:.1}/s", s.send_rate_steady)),
         or_na(sv, || completed_text(s)),
     );
-    // Peaks are of the server as a whole: with several RPCs, their sum at
-    // one instant (a per-RPC reading of 2 × 65,535 B unreleased would
-    // exceed the window).
+    // Peaks are of the server as a whole: with several RPCs, the sum of
+    // those open at one instant (a per-RPC reading of 2 × 65,535 B
+    // unreleased would exceed the window). Not "of N RPCs": a run of 900
+    // unary calls one at a time read "sum of 900 RPCs".
     let rpcs: u64 = s.server_rpc_status.values().sum();
     let _ = writeln!(
         o,
@@ -695,7 +696,7 @@ fn headline_lines(s: &Summary) -> String {
         )),
         or_na(sv, || format!("{} B", s.max_unreleased_bytes)),
         if sv && rpcs > 1 {
-            format!("  (sum of {rpcs} RPCs)")
+            "  (summed over the open RPCs)".to_string()
         } else {
             String::new()
         },
@@ -1127,7 +1128,7 @@ fn checks_lines(checks: &std::collections::BTreeMap<String, crate::analyze::Chec
         }
         let why: Vec<String> = causes
             .iter()
-            .map(|(d, names)| format!("{}: {d}", names.join(", ")))
+            .map(|(d, names)| format!("{}: {}", names.join(", "), brief(d, names)))
             .collect();
         line.push_str(&format!(
             ", {} cannot be judged ({})",
@@ -1144,6 +1145,27 @@ fn checks_lines(checks: &std::collections::BTreeMap<String, crate::analyze::Chec
         let _ = writeln!(o, "CHECK FAILED  {name}: {}{at}", c.detail);
     }
     o
+}
+
+/// Longer than this, a reason a check cannot judge is given on the checks
+/// line by its lead clause only.
+const BRIEF_REASON: usize = 200;
+
+/// A check's reason for the checks line: whole, or when long its lead
+/// clause (up to its first ": ") and where the rest is. The accounting's,
+/// listing the connections nothing pairs with, took eight lines there.
+fn brief(detail: &str, names: &[&str]) -> String {
+    match detail.find(": ") {
+        Some(end) if detail.chars().count() > BRIEF_REASON => {
+            let whole = names
+                .iter()
+                .map(|n| format!("checks.{n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("{} (whole in summary.json {whole})", &detail[..end])
+        }
+        _ => detail.to_string(),
+    }
 }
 
 /// The more serious of two exit codes: a failed check (3) above an
@@ -1186,6 +1208,32 @@ pub fn exit_code(s: &Summary, live: bool) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A long reason a check cannot judge is its lead clause on the checks
+    /// line, and says where the whole is; a short one is given whole.
+    #[test]
+    fn a_long_reason_a_check_cannot_judge_is_given_briefly() {
+        let check = |detail: &str| crate::analyze::Check {
+            ok: None,
+            detail: detail.into(),
+            first_t_s: None,
+            first_line: None,
+        };
+        let long = format!(
+            "no connection a message crossed pairs with one on the other side's tap: {}",
+            "1 server connection no client connection of this trace pairs with; ".repeat(4)
+        );
+        let mut checks = std::collections::BTreeMap::new();
+        checks.insert("accounting".to_string(), check(&long));
+        checks.insert("bytes".to_string(), check("no paired streams carried DATA"));
+        let line = checks_lines(&checks);
+        assert_eq!(
+            line,
+            "checks    0 hold, 2 cannot be judged (accounting: no connection a message \
+             crossed pairs with one on the other side's tap (whole in summary.json \
+             checks.accounting); bytes: no paired streams carried DATA)\n"
+        );
+    }
 
     /// A figure of a distribution with no sample is n/a, never 0: a
     /// client that sent no stream WINDOW_UPDATE, a direction no frame
