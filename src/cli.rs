@@ -127,6 +127,25 @@ fn fold_alike(outcomes: &[crate::client::RpcOutcome]) -> Vec<(&crate::client::Rp
 }
 
 /// `s` cut to at most `max` characters, marked when cut.
+/// An RPC's outcome line within 80 columns, as the headline below it:
+/// continued on lines indented 4 (a server's message, h2's, a reply).
+fn rpc_line(line: &str) -> String {
+    const INDENT: usize = 4;
+    let width = h2probe_analysis::report::HEADLINE_WIDTH - INDENT;
+    let mut o = String::new();
+    for (i, piece) in h2probe_analysis::compare::wrap_words(line, width)
+        .iter()
+        .enumerate()
+    {
+        if i > 0 {
+            o.push_str(&" ".repeat(INDENT));
+        }
+        o.push_str(piece);
+        o.push('\n');
+    }
+    o
+}
+
 fn shorten(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
@@ -294,13 +313,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                     1 => String::new(),
                     n => format!(" (and {} like it)", n - 1),
                 };
-                writeln!(
-                    out,
+                let line = format!(
                     "rpc conn {} stream {}: {}{message}{reply}{alike}",
                     o.conn,
                     o.stream,
                     h2probe_analysis::schema::status_name(o.status),
-                )?;
+                );
+                write!(out, "{}", rpc_line(&line))?;
             }
             if shown.len() > MAX_UNARY_LINES {
                 writeln!(

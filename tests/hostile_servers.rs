@@ -228,8 +228,9 @@ fn the_servers_answer_maps_to_grpcs_status() {
         let out = client(&addr, &dir, &[]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(4), "{status}: {stdout}");
-        let line = stdout
-            .lines()
+        support::assert_fits_80(&stdout);
+        let line = support::rpc_lines(&stdout)
+            .into_iter()
             .find(|l| l.starts_with("rpc conn 1 stream 1: "))
             .unwrap_or_else(|| panic!("{stdout}"));
         assert!(
@@ -280,8 +281,12 @@ fn an_ok_status_over_a_malformed_answer_is_internal() {
         let out = client(&addr, &dir, &[]).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(4), "{message}: {stdout}");
+        support::assert_fits_80(&stdout);
+        let want = format!("rpc conn 1 stream 1: INTERNAL {message}");
         assert!(
-            stdout.contains(&format!("rpc conn 1 stream 1: INTERNAL {message}")),
+            support::rpc_lines(&stdout)
+                .iter()
+                .any(|l| l.contains(&want)),
             "want {message}: {stdout}"
         );
     }
@@ -472,8 +477,11 @@ fn an_http1_server_is_named_as_not_http2() {
     // server's bytes look like (said only in the trace before).
     let why = "the peer is not an HTTP/2 server: its first frame is not SETTINGS (an HTTP/1.x \
                response: the server does not speak HTTP/2 in cleartext)";
+    support::assert_fits_80(&stdout);
     assert!(
-        stdout.contains(&format!("(the connection: {why})")),
+        support::rpc_lines(&stdout)
+            .iter()
+            .any(|l| l.contains(&format!("(the connection: {why})"))),
         "{stdout}"
     );
     // And it is why the connection closed (the socket never failed).

@@ -90,12 +90,14 @@ fn client(args: &[&str], envs: &[(&str, &Path)]) -> std::process::Output {
     c.output().unwrap()
 }
 
+/// What a command said, stdout then stderr, with lines folded at 80
+/// columns joined back (an RPC's line continues indented).
 fn text(out: &std::process::Output) -> String {
-    format!(
+    support::unfolded(&format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
-    )
+    ))
 }
 
 #[test]

@@ -516,6 +516,43 @@ pub fn trace_header(origin: u64) -> String {
 /// "comparison written to DIR/" line, whose length is the user's path (the
 /// products' names are on the line under it, which must fit: they made it
 /// 102 columns in a default directory).
+/// `text` with each line folded at 80 columns (continued on lines
+/// indented at least 4) joined back into one, a space between the parts.
+pub fn unfolded(text: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines() {
+        if l.starts_with("    ") && !out.is_empty() {
+            out.pop();
+            out.push(' ');
+            out.push_str(l.trim_start());
+        } else {
+            out.push_str(l);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The `rpc conn …` lines of a client's stdout, each whole: its
+/// continuation lines (indented 4, within 80 columns) joined back.
+pub fn rpc_lines(stdout: &str) -> Vec<String> {
+    let mut lines: Vec<String> = vec![];
+    let mut within = false;
+    for l in stdout.lines() {
+        if l.starts_with("rpc conn ") {
+            lines.push(l.to_string());
+            within = true;
+        } else if within && l.starts_with("    ") {
+            let last = lines.last_mut().expect("an rpc line");
+            last.push(' ');
+            last.push_str(l.trim_start());
+        } else {
+            within = false;
+        }
+    }
+    lines
+}
+
 pub fn assert_fits_80(stdout: &str) {
     for l in stdout
         .lines()
