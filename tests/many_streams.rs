@@ -776,7 +776,7 @@ fn peaks_over_several_rpcs_are_labelled_as_their_sum() {
         )),
         "{detail}"
     );
-    assert!(stdout.contains("(summed over the open RPCs)"), "{stdout}");
+    assert!(stdout.contains("(open RPCs summed)"), "{stdout}");
 }
 
 /// The growth window's WINDOW_UPDATEs and credit are those whose `t` falls

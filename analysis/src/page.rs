@@ -390,16 +390,46 @@ fn cards(s: &Summary) -> String {
             )
         }),
     );
+    if c && s.unary {
+        // A unary call's latency, as its caller sees it (the headline's
+        // `calls` and `response`): the page left both out.
+        let ms = crate::report::short_ms;
+        let called = s.call_ms.count > 0;
+        card(
+            &mut o,
+            "",
+            "unary call p50",
+            &na(called, || ms(s.call_ms.p50)),
+            &na(called, || {
+                format!(
+                    "p99 {} over {} calls that ended OK · response (from the scheduled time, the backlog's wait included) p50 {} · p99 {}",
+                    ms(s.call_ms.p99),
+                    s.call_ms.count,
+                    ms(s.response_ms.p50),
+                    ms(s.response_ms.p99)
+                )
+            }),
+        );
+    }
     card(
         &mut o,
         "",
         "WINDOW_UPDATEs out",
         &na(sv, || s.window_updates_out.to_string()),
         &na(sv, || {
-            format!(
-                "stream mean +{:.0} B · release→update p50 {:.2} ms",
-                s.window_update_increment.mean, s.release_to_update_ms.p50
-            )
+            // No sample is n/a, never 0 (a unary run's updates are all the
+            // connection's: the card read "stream mean +0 B").
+            let mean = if s.window_update_increment.count > 0 {
+                format!("stream mean +{:.0} B", s.window_update_increment.mean)
+            } else {
+                "none at stream level".to_string()
+            };
+            let latency = if s.release_to_update_ms.count > 0 {
+                format!("{:.2} ms", s.release_to_update_ms.p50)
+            } else {
+                "n/a".to_string()
+            };
+            format!("{mean} · release→update p50 {latency}")
         }),
     );
     o.push_str(&checks_card(s));
@@ -1289,6 +1319,50 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// A unary run's page gives its calls' latency as the headline does,
+    /// and a run of streams has no such card.
+    #[test]
+    fn a_unary_runs_page_gives_its_calls_latency() {
+        let dist = |count: u64, p50: f64, p99: f64| crate::stats::Distribution {
+            count,
+            p50,
+            p99,
+            ..Default::default()
+        };
+        let mut s = Summary {
+            has_client: true,
+            has_server: true,
+            unary: true,
+            call_ms: dist(488, 43.3, 55.4),
+            response_ms: dist(488, 733.2, 847.7),
+            ..Summary::default()
+        };
+        let html = cards(&s);
+        assert!(
+            html.contains(r#"<div class="k">unary call p50</div><div class="v">43.3ms</div>"#),
+            "{html}"
+        );
+        assert!(
+            html.contains("p99 55.4ms over 488 calls that ended OK · response (from the scheduled time, the backlog&#39;s wait included) p50 733.2ms · p99 847.7ms"),
+            "{html}"
+        );
+        // No stream-level WINDOW_UPDATE and no release timed: not zeros.
+        assert!(
+            html.contains("none at stream level · release→update p50 n/a"),
+            "{html}"
+        );
+        s.call_ms = dist(0, 0.0, 0.0);
+        let html = cards(&s);
+        let card = &html[html.find("unary call p50").unwrap()..];
+        let card = &card[..card.find("</div></div>").unwrap_or(card.len())];
+        assert!(
+            card.ends_with(r#"<div class="v">n/a</div><div class="n">n/a"#),
+            "none ended OK: n/a, {card}"
+        );
+        s.unary = false;
+        assert!(!cards(&s).contains("unary call"));
     }
 
     /// The page's suggested `--at` lies among the events, on the origin's

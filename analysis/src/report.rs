@@ -251,7 +251,7 @@ fn timeline_aside(path: &Path, tl: &Timeline) -> Result<Aside, ReportError> {
 /// Milliseconds to one decimal, or to the µs below 0.95 ms, where one
 /// decimal would print 0.0 (a sender that keeps up: `--rpc exchange`
 /// lateness) or mix "0.004ms" with a 0.098 ms rounded to "0.1ms" on one line.
-fn short_ms(v: f64) -> String {
+pub(crate) fn short_ms(v: f64) -> String {
     if v > 0.0 && v < 0.95 {
         format!("{v:.3}ms")
     } else {
@@ -696,7 +696,7 @@ fn headline_lines(s: &Summary) -> String {
         )),
         or_na(sv, || format!("{} B", s.max_unreleased_bytes)),
         if sv && rpcs > 1 {
-            "  (summed over the open RPCs)".to_string()
+            "  (open RPCs summed)".to_string()
         } else {
             String::new()
         },
