@@ -111,29 +111,37 @@ pub struct AnalyzeOpts {
 const MAX_UNARY_LINES: usize = 8;
 
 /// Unary outcomes with alike ones (same status and message) folded into
-/// the first, counting them, in the order given.
-fn fold_alike(outcomes: &[crate::client::RpcOutcome]) -> Vec<(&crate::client::RpcOutcome, usize)> {
-    let mut out: Vec<(&crate::client::RpcOutcome, usize)> = vec![];
+/// the first, counting the calls each stands for, in the order given.
+fn fold_alike(outcomes: &[crate::client::RpcOutcome]) -> Vec<(&crate::client::RpcOutcome, u64)> {
+    let mut out: Vec<(&crate::client::RpcOutcome, u64)> = vec![];
     for o in outcomes {
         match out
             .iter_mut()
             .find(|(f, _)| f.status == o.status && f.message == o.message)
         {
-            Some((_, n)) => *n += 1,
-            None => out.push((o, 1)),
+            Some((_, n)) => *n += o.alike,
+            None => out.push((o, o.alike)),
         }
     }
     out
 }
 
-/// `s` cut to at most `max` characters, marked when cut.
 /// An RPC's outcome line within 80 columns, as the headline below it:
-/// continued on lines indented 4 (a server's message, h2's, a reply).
+/// continued on lines indented 4 (a server's message, h2's, a reply). A
+/// control character in it (a server's message may hold a newline or a
+/// tab) is shown escaped, so that it neither breaks nor widens the line.
 fn rpc_line(line: &str) -> String {
     const INDENT: usize = 4;
     let width = h2probe_analysis::report::HEADLINE_WIDTH - INDENT;
     let mut o = String::new();
-    for (i, piece) in h2probe_analysis::compare::wrap_words(line, width)
+    let shown: String = line
+        .chars()
+        .map(|c| match c {
+            c if c.is_control() => c.escape_default().to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    for (i, piece) in h2probe_analysis::compare::wrap_words(&shown, width)
         .iter()
         .enumerate()
     {
@@ -146,6 +154,7 @@ fn rpc_line(line: &str) -> String {
     o
 }
 
+/// `s` cut to at most `max` characters, marked when cut.
 fn shorten(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
@@ -289,10 +298,13 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             if unary && !outcomes.is_empty() {
                 writeln!(
                     out,
-                    "(unary: each connection's first {} failed calls and its last, alike ones",
+                    "(unary: each connection's last call and its first {} kinds of failure, each",
                     crate::client::UNARY_KEPT_FAILED
                 )?;
-                writeln!(out, "once; the rpcs line below counts every call)")?;
+                writeln!(
+                    out,
+                    "with how many calls ended so; the rpcs line below counts every call)"
+                )?;
             }
             let shown = if unary {
                 fold_alike(&outcomes)
@@ -477,5 +489,30 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             );
             Ok(if d.errors > 0 { 1 } else { 0 })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// An RPC's line folds within 80 columns under a 4-column indent, and
+    /// a server's newline or tab is shown escaped (it began a line at
+    /// column 0, and a tab widened one past 80).
+    #[test]
+    fn an_rpc_line_fits_80_columns_whatever_the_server_said() {
+        let said = "rpc conn 1 stream 1: INTERNAL first line of the failure\nsecond line:\tindented for sure, and a good deal more text than fits on one line";
+        let shown = super::rpc_line(said);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert!(lines.len() > 1, "{shown}");
+        for (i, l) in lines.iter().enumerate() {
+            assert!(l.chars().count() <= 80, "{l}");
+            assert_eq!(l.starts_with("    "), i > 0, "{shown}");
+            assert!(!l.contains('\t'), "{shown}");
+        }
+        assert!(shown.contains(r"failure\nsecond"), "{shown}");
+        assert!(shown.contains(r"line:\tindented"), "{shown}");
+        assert_eq!(
+            super::rpc_line("rpc conn 1 stream 1: OK"),
+            "rpc conn 1 stream 1: OK\n"
+        );
     }
 }

@@ -182,7 +182,8 @@ fn serve_and_a_unary_client_merge_with_every_check_holding() {
     ]);
     let stdout = String::from_utf8_lossy(&client.stdout);
     assert!(
-        stdout.contains("(unary: each connection's first 4 failed calls and its last"),
+        stdout
+            .contains("(unary: each connection's last call and its first 4 kinds of failure, each"),
         "{stdout}"
     );
     // One line for the last call, not one per call.
@@ -437,5 +438,77 @@ fn idle_calls_are_room_beyond_the_backlog() {
     // A refusal needs 17 messages due while no call took one: the client
     // held up for 17 ms (a loaded machine), not an idle call passed by.
     assert!(s.never_sent < 50, "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A server that allows no stream at all: the first call waits in h2 for
+/// a stream that never comes, a stall named `not_open`, exit 3, its text
+/// without an empty part (it read "messages pending; ; no open stream").
+#[test]
+fn a_server_allowing_no_stream_is_a_stall_said_plainly() {
+    let dir = support::temp_dir("unary-no-stream");
+    let out = dir.join("run");
+    let o = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--rpc", "unary", "--max-concurrent-streams", "0"])
+        .args([
+            "--duration",
+            "1s",
+            "--stall-timeout",
+            "1s",
+            "--no-pcap",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{stdout}");
+    let s = support::read_summary(&out);
+    assert_eq!(s.stall_cause.as_deref(), Some("not_open"), "{stdout}");
+    let stall = s.stall.unwrap_or_default();
+    assert!(stall.contains("no open stream"), "{stall}");
+    assert!(!stall.contains("; ;"), "{stall}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Before the server's SETTINGS come (30 ms away) one call may go, so
+/// the backlog holds --max-pending beyond that one only: 16 lanes counted
+/// idle took 17 messages that then waited for the server's two streams,
+/// one of them 658 ms (response p99 740 ms against calls p99 92 ms).
+#[test]
+fn before_the_servers_settings_one_call_is_room_beyond_the_backlog() {
+    let dir = support::temp_dir("unary-settings");
+    let out = dir.join("run");
+    let o = support::h2probe_ok([
+        "run",
+        "--rpc",
+        "unary",
+        "--link-delay",
+        "30ms",
+        "--streams",
+        "16",
+        "--max-concurrent-streams",
+        "2",
+        "--max-pending",
+        "1",
+        "--rate",
+        "2000",
+        "--service-time",
+        "20ms",
+        "--payload",
+        "100",
+        "--duration",
+        "1s",
+        "--no-pcap",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let s = support::read_summary(&out);
+    assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
+    assert!(s.call_ms.count > 10, "{stdout}");
+    // A message waits for one call at most (the backlog's one slot, both
+    // streams busy), then its own.
+    assert!(s.response_ms.p99 < 3.0 * s.call_ms.p99, "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

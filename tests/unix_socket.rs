@@ -259,8 +259,9 @@ fn serve_listens_on_a_unix_domain_socket_and_both_traces_pair() {
 }
 
 /// What `serve --listen unix:PATH` finds at PATH: a stale socket (its
-/// server gone) is replaced; a live one, or a file that is not a socket,
-/// is refused and left as it is; a path too long for a socket is refused.
+/// server gone) is replaced; a live one (its backlog full too), or a file
+/// or directory that is not a socket, is refused, named and left as it
+/// is; a path too long for a socket is refused.
 #[test]
 fn serve_replaces_only_a_stale_socket() {
     let dir = support::temp_dir("unix-serve-path");
@@ -295,8 +296,53 @@ fn serve_replaces_only_a_stale_socket() {
     std::fs::write(&file, "keep me").unwrap();
     let out = serve(&file, "c");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("is not a socket"), "{}", text(&out));
+    assert!(
+        text(&out).contains("the path exists and is a file, not a socket"),
+        "{}",
+        text(&out)
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    // A directory is named as one.
+    let out = serve(&dir, "e");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("is a directory, not a socket"),
+        "{}",
+        text(&out)
+    );
+    // Live with its backlog full: still live, said so (not "Resource
+    // temporarily unavailable"), and left as it is.
+    let full = dir.join("full.sock");
+    let _listening = UnixListener::bind(&full).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _queued: Vec<tokio::net::UnixStream> = rt.block_on(async {
+        let mut queued = vec![];
+        // Linux holds the backlog (128 here) plus one; a few thousand at most.
+        for _ in 0..5000 {
+            match tokio::net::UnixStream::connect(&full).await {
+                Ok(s) => queued.push(s),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return queued,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("the backlog never filled");
+    });
+    let out = serve(&full, "f");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("its backlog is full: it accepts none for now"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("another process listens there"),
+        "{}",
+        text(&out)
+    );
+    assert!(full.exists() && !dir.join("f").exists());
     // Too long for sun_path: said in bytes, not as "SUN_LEN".
     let long = dir.join("s".repeat(120));
     let out = serve(&long, "d");

@@ -632,6 +632,10 @@ pub struct RpcOutcome {
     pub reply: Option<Reply>,
     /// The last reply of a method described by `--proto`, as protobuf JSON.
     pub reply_json: Option<String>,
+    /// The calls that ended alike (same status and message) this outcome
+    /// stands for, itself included: 1 but for a unary connection's kept
+    /// failures ([`unary`]'s `Kept`).
+    pub alike: u64,
 }
 
 impl RpcOutcome {
@@ -645,6 +649,7 @@ impl RpcOutcome {
             message: String::new(),
             reply: None,
             reply_json: None,
+            alike: 1,
         }
     }
 }
@@ -1129,6 +1134,7 @@ mod tests {
             message: message.into(),
             reply: None,
             reply_json: None,
+            alike: 1,
         };
         for (message, peer_said, carries) in [
             ("no response: connection closed", false, true),

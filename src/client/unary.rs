@@ -31,7 +31,7 @@ pub(super) async fn calls(
     let lanes = Arc::new(Lanes {
         streams,
         open: watch::channel(0).0,
-        limit: AtomicUsize::new(usize::MAX),
+        limit: AtomicUsize::new(1),
     });
     // Room for the backlog and for a message on its way to each idle call
     // (the schedule refuses past the backlog beyond the idle calls).
@@ -105,7 +105,9 @@ pub(super) async fn calls(
 struct Lanes {
     streams: usize,
     open: watch::Sender<usize>,
-    /// `usize::MAX` until a lane has seen the server's SETTINGS.
+    /// 1 until a lane has seen the server's SETTINGS: the first call alone
+    /// goes before them (counted unlimited, 16 lanes took 17 messages
+    /// that then waited for two streams, one of them 658 ms).
     limit: AtomicUsize,
 }
 
@@ -149,6 +151,9 @@ impl Turn {
         let mut calls = lanes.open.subscribe();
         loop {
             let limit = self.sr.current_max_send_streams();
+            if limit > 0 {
+                lanes.limit.store(limit, Relaxed);
+            }
             if *calls.borrow_and_update() < limit.max(1) {
                 break;
             }
@@ -159,9 +164,6 @@ impl Turn {
             }
         }
         let limit = self.sr.current_max_send_streams();
-        if limit > 0 {
-            lanes.limit.store(limit, Relaxed);
-        }
         let streams = lanes.streams;
         if limit > 0 && limit < streams && !ctx.stream_limit_said.swap(true, Relaxed) {
             crate::say!(
@@ -245,19 +247,30 @@ async fn lane(
     }
 }
 
-/// What a connection's calls leave to print: the first few that did not
-/// end OK and the latest. One outcome per call would grow with the run;
-/// the trace has every call's end, and the headline counts them.
+/// What a connection's calls leave to print: the first call of each of
+/// the first few kinds of failure (status and message), counting the calls
+/// that ended so, and the latest call. One outcome per call would grow
+/// with the run; the trace has every call's end, and the headline counts
+/// them.
 #[derive(Default)]
 struct Kept {
     failed: Vec<RpcOutcome>,
     last: Option<RpcOutcome>,
 }
 
+/// Two calls that ended alike: the same status and message.
+fn alike(a: &RpcOutcome, b: &RpcOutcome) -> bool {
+    (a.status, &a.message) == (b.status, &b.message)
+}
+
 impl Kept {
     fn add(&mut self, o: RpcOutcome) {
-        if o.status != status::OK && self.failed.len() < KEPT_FAILED {
-            self.failed.push(o.clone());
+        if o.status != status::OK {
+            if let Some(kept) = self.failed.iter_mut().find(|k| alike(k, &o)) {
+                kept.alike += 1;
+            } else if self.failed.len() < KEPT_FAILED {
+                self.failed.push(o.clone());
+            } // else a kind past the first few: the rpcs line counts it
         }
         self.last = Some(o);
     }
@@ -265,13 +278,66 @@ impl Kept {
     fn into_vec(self) -> Vec<RpcOutcome> {
         let mut out = self.failed;
         if let Some(last) = self.last {
-            let listed = out.last().is_some_and(|o| {
-                (o.stream, o.status, &o.message) == (last.stream, last.status, &last.message)
-            });
-            if !listed {
+            // Counted with its kind already.
+            if !out.iter().any(|k| alike(k, &last)) {
                 out.push(last);
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(stream: u32, status: u32, message: &str) -> RpcOutcome {
+        RpcOutcome {
+            stream,
+            status,
+            message: message.into(),
+            ..RpcOutcome::unopened(1)
+        }
+    }
+
+    /// A kind of failure is kept once with how many calls ended so (its
+    /// "and N like it" counted only the calls kept: 11 for 24), the kinds
+    /// past the first few are not kept, and the last call is listed once.
+    #[test]
+    fn a_kept_failure_counts_the_calls_that_ended_alike() {
+        let mut kept = Kept::default();
+        let mut stream = 1;
+        let mut call = |kept: &mut Kept, status, message: &str| {
+            kept.add(ended(stream, status, message));
+            stream += 2;
+        };
+        for _ in 0..24 {
+            call(&mut kept, status::DEADLINE_EXCEEDED, "deadline");
+        }
+        for kind in 0..6 {
+            call(&mut kept, status::INTERNAL, &format!("kind {kind}"));
+        }
+        call(&mut kept, status::DEADLINE_EXCEEDED, "deadline");
+        let out = kept.into_vec();
+        let summary: Vec<(u32, &str, u64)> = out
+            .iter()
+            .map(|o| (o.status, o.message.as_str(), o.alike))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (status::DEADLINE_EXCEEDED, "deadline", 25),
+                (status::INTERNAL, "kind 0", 1),
+                (status::INTERNAL, "kind 1", 1),
+                (status::INTERNAL, "kind 2", 1),
+            ]
+        );
+        // The last call, OK, is listed on its own.
+        let mut kept = Kept::default();
+        kept.add(ended(1, status::INTERNAL, "kind 0"));
+        kept.add(ended(3, status::OK, ""));
+        let out = kept.into_vec();
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[1].stream, out[1].status), (3, status::OK));
     }
 }

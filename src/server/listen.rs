@@ -164,18 +164,38 @@ async fn remove_stale_socket(path: &Path) -> std::io::Result<()> {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };
-    if !meta.file_type().is_socket() {
+    let kind = meta.file_type();
+    if !kind.is_socket() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_symlink() {
+            "a symbolic link (never followed)"
+        } else if kind.is_fifo() {
+            "a named pipe"
+        } else if kind.is_block_device() || kind.is_char_device() {
+            "a device"
+        } else {
+            "a file"
+        };
         return Err(std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
-            "the path exists and is not a socket",
+            format!("the path exists and is {what}, not a socket"),
         ));
     }
-    match tokio::net::UnixStream::connect(path).await {
-        Ok(_) => Err(std::io::Error::new(
+    let live = |why: &str| {
+        Err(std::io::Error::new(
             std::io::ErrorKind::AddrInUse,
-            "a socket that accepts connections",
-        )),
+            format!("a socket that accepts connections{why}"),
+        ))
+    };
+    match tokio::net::UnixStream::connect(path).await {
+        Ok(_) => live(""),
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => std::fs::remove_file(path),
+        // A listener whose backlog is full refuses for now, not for good
+        // (EAGAIN: it read "Resource temporarily unavailable").
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            live(" (its backlog is full: it accepts none for now)")
+        }
         Err(e) => Err(e),
     }
 }

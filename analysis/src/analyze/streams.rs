@@ -213,18 +213,21 @@ impl Analyzer {
             }
             c => c.explain(),
         };
+        // No connection open reads without an empty part ("pending; ; no
+        // open stream").
+        let mut parts = conns;
+        if streams.is_empty() {
+            parts.push("no open stream".to_string());
+        } else {
+            parts.extend(streams);
+        }
         let text = format!(
-            "{}: at {:.3}s nothing reached the application for {:.1}s with {} messages pending; {}; {}",
+            "{}: at {:.3}s nothing reached the application for {:.1}s with {} messages pending; {}",
             explain,
             self.secs(t),
             st.timeout_ns as f64 / 1e9,
             st.pending,
-            conns.join("; "),
-            if streams.is_empty() {
-                "no open stream".to_string()
-            } else {
-                streams.join("; ")
-            }
+            parts.join("; "),
         );
         let text = if held.is_empty() {
             text
