@@ -131,9 +131,6 @@ fn fold_alike(outcomes: &[crate::client::RpcOutcome]) -> Vec<(&crate::client::Rp
 /// control character in it (a server's message may hold a newline or a
 /// tab) is shown escaped, so that it neither breaks nor widens the line.
 fn rpc_line(line: &str) -> String {
-    const INDENT: usize = 4;
-    let width = h2probe_analysis::report::HEADLINE_WIDTH - INDENT;
-    let mut o = String::new();
     let shown: String = line
         .chars()
         .map(|c| match c {
@@ -141,17 +138,7 @@ fn rpc_line(line: &str) -> String {
             c => c.to_string(),
         })
         .collect();
-    for (i, piece) in h2probe_analysis::compare::wrap_words(&shown, width)
-        .iter()
-        .enumerate()
-    {
-        if i > 0 {
-            o.push_str(&" ".repeat(INDENT));
-        }
-        o.push_str(piece);
-        o.push('\n');
-    }
-    o
+    format!("{}\n", crate::say::folded(&shown, 4))
 }
 
 /// `s` cut to at most `max` characters, marked when cut.

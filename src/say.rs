@@ -18,24 +18,31 @@ pub fn say(msg: &str) {
 /// (continuation lines under the text; each of `msg`'s own lines too).
 pub fn said(msg: &str, fold: bool) -> String {
     let indent = " ".repeat(PREFIX.len());
-    let mut out = String::new();
+    let mut out = String::from(PREFIX);
     for (i, line) in msg.split('\n').enumerate() {
-        let pieces = if fold && PREFIX.len() + line.chars().count() > WIDTH {
-            h2probe_analysis::compare::wrap_words(line, WIDTH - PREFIX.len())
+        if i > 0 {
+            out.push('\n');
+            out.push_str(&indent);
+        }
+        if fold {
+            out.push_str(&folded(line, PREFIX.len()));
         } else {
-            vec![line.to_string()]
-        };
-        for (j, piece) in pieces.iter().enumerate() {
-            if i + j > 0 {
-                out.push('\n');
-                out.push_str(&indent);
-            } else {
-                out.push_str(PREFIX);
-            }
-            out.push_str(piece);
+            out.push_str(line);
         }
     }
     out
+}
+
+/// `line` within [`WIDTH`] columns after an `indent` (a prefix as wide on
+/// its first line, or none, as the caller has it), continued on lines
+/// indented as much; as it is when it fits.
+pub fn folded(line: &str, indent: usize) -> String {
+    let width = WIDTH - indent;
+    if line.chars().count() <= width {
+        return line.to_string();
+    }
+    let pad = format!("\n{}", " ".repeat(indent));
+    h2probe_analysis::compare::wrap_words(line, width).join(&pad)
 }
 
 /// [`say`] with `format!`'s arguments.

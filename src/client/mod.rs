@@ -45,7 +45,8 @@ pub struct ClientOpts {
     pub connections: u32,
 
     /// Concurrent client-streaming RPCs per connection (with --rpc unary:
-    /// calls in flight at once per connection).
+    /// calls in flight at once per connection, at most what the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS allows).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub streams: u32,
 
@@ -141,7 +142,7 @@ pub struct ClientOpts {
 
     /// Which method to call: ingest (client-streaming, one answer per RPC),
     /// exchange (Part 3: originals with deadlines, one outcome per attempt)
-    /// or unary (one message per call, --streams calls at once).
+    /// or unary (one message per call, up to --streams calls at once).
     #[arg(long, value_enum, default_value_t = crate::overload::RpcKind::Ingest)]
     pub rpc: crate::overload::RpcKind,
 

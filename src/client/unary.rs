@@ -1,17 +1,20 @@
 //! Unary calls: one message per RPC. A connection's schedule offers its
 //! messages (--rate over all connections) into one backlog of
-//! --max-pending; --streams lanes each take the next one and call once with
-//! it, so at most --streams calls are in flight on a connection. No stream
-//! exists when a message is offered, so its `schedule` (and a full
-//! backlog's `never_sent`) is the connection's, on stream 0; its `send` is
-//! on its call's stream, with the same `seq` (numbered per connection).
+//! --max-pending beyond the calls idle to take one; --streams lanes take
+//! turns to take the next one and call once with it, so at most --streams
+//! calls, and never more than the server allows, are in flight on a
+//! connection. No stream exists when a message is offered, so its
+//! `schedule` (and a full backlog's `never_sent`) is the connection's, on
+//! stream 0; its `send` is on its call's stream, with the same `seq`
+//! (numbered per connection).
 
 use super::*;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Mutex;
 use tokio::sync::watch;
 
-/// Outcomes of failed calls kept per connection (the first ones).
+/// Kinds of failure kept per connection (the first ones), each with how
+/// many calls ended so.
 pub const KEPT_FAILED: usize = 4;
 
 /// Runs a connection's unary calls until its schedule ends (its backlog
@@ -59,6 +62,7 @@ pub(super) async fn calls(
         sr,
         backlog: rx,
         failed: false,
+        settings_seen: false,
     }));
     let kept = Arc::new(Mutex::new(Kept::default()));
     let mut calls = tokio::task::JoinSet::new();
@@ -136,32 +140,42 @@ struct Turn {
     /// A call could not open its stream: the connection failed, and no
     /// lane spends another message on it.
     failed: bool,
+    /// h2 has applied the server's SETTINGS (its limit read above 0 once):
+    /// a limit of 0 is the server's then, not h2's before them.
+    settings_seen: bool,
 }
 
 /// How often a lane looks for the server's first SETTINGS while a call
 /// waits for them (h2 assumes no stream allowed until then).
 const SETTINGS_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// How often a lane at the server's limit looks at it again between the
+/// ends of calls: a server may raise it (or lower it) in a SETTINGS of its
+/// own, and calls can take up to --deadline to end.
+const LIMIT_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
 impl Turn {
     /// The next message once a stream is free: fewer calls `open` than the
-    /// server allows (a limit the server raises later is seen when a call
-    /// ends). The first call goes at once: h2 holds it until the server's
-    /// SETTINGS. `None`: the backlog closed.
+    /// server allows (seen when a call ends, or within [`LIMIT_POLL`] of a
+    /// SETTINGS that changes it). The first call goes at once: h2 holds it
+    /// until the server's SETTINGS. `None`: the backlog closed.
     async fn next(&mut self, lanes: &Lanes, ctx: &ClientCtx) -> Option<Pending> {
         let mut calls = lanes.open.subscribe();
         loop {
             let limit = self.sr.current_max_send_streams();
-            if limit > 0 {
+            self.settings_seen |= limit > 0;
+            if self.settings_seen {
                 lanes.limit.store(limit, Relaxed);
             }
             if *calls.borrow_and_update() < limit.max(1) {
                 break;
             }
-            if limit == 0 {
-                tokio::time::sleep(SETTINGS_POLL).await;
+            let poll = if self.settings_seen {
+                LIMIT_POLL
             } else {
-                let _ = calls.changed().await;
-            }
+                SETTINGS_POLL
+            };
+            let _ = tokio::time::timeout(poll, calls.changed()).await;
         }
         let limit = self.sr.current_max_send_streams();
         let streams = lanes.streams;

@@ -171,7 +171,7 @@ async fn remove_stale_socket(path: &Path) -> std::io::Result<()> {
         } else if kind.is_symlink() {
             "a symbolic link (never followed)"
         } else if kind.is_fifo() {
-            "a named pipe"
+            "a FIFO"
         } else if kind.is_block_device() || kind.is_char_device() {
             "a device"
         } else {

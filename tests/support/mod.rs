@@ -511,11 +511,6 @@ pub fn trace_header(origin: u64) -> String {
     .to_line()
 }
 
-/// Asserts that what a command printed fits an 80-column terminal: every
-/// line of it, apart from run-directory names (`== DIR`) and the closing
-/// "comparison written to DIR/" line, whose length is the user's path (the
-/// products' names are on the line under it, which must fit: they made it
-/// 102 columns in a default directory).
 /// `text` with each line folded at 80 columns (continued on lines
 /// indented at least 4) joined back into one, a space between the parts.
 pub fn unfolded(text: &str) -> String {
@@ -553,6 +548,11 @@ pub fn rpc_lines(stdout: &str) -> Vec<String> {
     lines
 }
 
+/// Asserts that what a command printed fits an 80-column terminal: every
+/// line of it, apart from run-directory names (`== DIR`) and the closing
+/// "comparison written to DIR/" line, whose length is the user's path (the
+/// products' names are on the line under it, which must fit: they made it
+/// 102 columns in a default directory).
 pub fn assert_fits_80(stdout: &str) {
     for l in stdout
         .lines()
