@@ -125,6 +125,42 @@ fn a_runs_plots_keep_legends_beside_the_data_and_say_what_they_show() {
     screenshot(&dir.join("credit.svg"), "credit-two-streams.png");
 }
 
+/// Many streams (300 unary calls): the stacked bytes reach every stream's
+/// bytes, the streams past the tracked ones in the "other" layer, counted
+/// there (the plot stopped at the 64 streams with series of their own:
+/// "56 other streams" and 1 MiB of 4.7).
+#[test]
+fn the_streams_plot_stacks_every_streams_bytes() {
+    let dir = support::temp_dir("plots-many");
+    let out = dir.join("run");
+    support::h2probe_ok([
+        "run",
+        "--rpc",
+        "unary",
+        "--streams",
+        "8",
+        "--duration",
+        "1s",
+        "--no-pcap",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let s = support::read_summary(&out);
+    assert!(s.sent > 200, "{}", s.sent);
+    let svg = std::fs::read_to_string(out.join("streams.svg")).unwrap();
+    let l = legend(&svg);
+    assert!(l.contains(&format!("{} other streams", s.sent - 8)), "{l}");
+    // The y axis (MiB) reaches the messages' bytes (300: ≈ 4.7 MiB).
+    let top = texts(&svg)
+        .into_iter()
+        .filter(|(x, _)| *x < 90.0)
+        .filter_map(|(_, t)| t.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    let mib = s.sent as f64 * 16384.0 / 1048576.0;
+    assert!(top >= 0.8 * mib && top <= 1.1 * mib, "top tick {top} MiB");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Every `<text>` of the legend strip as (y, text).
 fn legend_ys(svg: &str) -> Vec<(f64, String)> {
     svg.split("<text ")

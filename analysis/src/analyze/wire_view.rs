@@ -334,7 +334,9 @@ impl Analyzer {
                     let total = conn.data_c2s.entry(e.stream).or_default();
                     *total += f.data_len() as u64;
                     let total = *total as f64;
-                    self.tl.push_stream_bytes(e.ep, e.conn, e.stream, t, total);
+                    let added = f.data_len() as f64;
+                    self.tl
+                        .push_stream_bytes(e.ep, e.conn, e.stream, t, total, added);
                     if self.after_first_stall(t) && e.ep == Endpoint::Server {
                         *self
                             .after_stall

@@ -400,9 +400,12 @@ fn stream_bytes_chart(
     };
     let series: Vec<(&(Endpoint, u32, u32), &crate::series::Series)> =
         tl.stream_bytes.iter().filter(|(k, _)| k.0 == tap).collect();
+    // The streams with no series of their own, in the "other" layer.
+    let untracked = tl.stream_bytes_untracked.get(&tap);
     let width = series
         .iter()
         .map(|s| s.1.grid_width(tl.end_s))
+        .chain(untracked.map(|u| u.series.grid_width(tl.end_s)))
         .max()
         .unwrap_or(1);
     // Layer order: most bytes first (bottom); the rest as one layer.
@@ -414,18 +417,20 @@ fn stream_bytes_chart(
             })
             .unwrap_or(usize::MAX)
     };
-    let n_layers = streams.len().min(TOP_STREAMS) + usize::from(streams.len() > TOP_STREAMS);
+    let others =
+        streams.len().saturating_sub(TOP_STREAMS) as u64 + untracked.map_or(0, |u| u.streams);
+    let n_layers = streams.len().min(TOP_STREAMS) + usize::from(others > 0);
+    let grid = |s: &crate::series::Series| -> Vec<(f64, f64)> {
+        s.coarsened(width)
+            .grid(tl.end_s)
+            .into_iter()
+            .map(|(t, b)| (t, b.map_or(0.0, |b| b.value)))
+            .collect()
+    };
     let grids: Vec<(usize, Vec<(f64, f64)>)> = series
         .iter()
-        .map(|(k, s)| {
-            let g: Vec<(f64, f64)> = s
-                .coarsened(width)
-                .grid(tl.end_s)
-                .into_iter()
-                .map(|(t, b)| (t, b.map_or(0.0, |b| b.value)))
-                .collect();
-            (rank(k).min(TOP_STREAMS), g)
-        })
+        .map(|(k, s)| (rank(k).min(TOP_STREAMS), grid(s)))
+        .chain(untracked.map(|u| (usize::MAX, grid(&u.series))))
         .collect();
     let len = grids.iter().map(|g| g.1.len()).max().unwrap_or(0);
     let mut layers = vec![vec![0.0f64; len]; n_layers];
@@ -496,7 +501,7 @@ fn stream_bytes_chart(
             Some((conn, stream, bytes)) if l < TOP_STREAMS => {
                 format!("stream {stream} (conn {conn}): {:.2} MiB", bytes / mib)
             }
-            _ => format!("{} other streams", streams.len() - TOP_STREAMS),
+            _ => format!("{others} other streams"),
         };
         legend
             .draw(&Rectangle::new(
