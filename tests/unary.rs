@@ -21,6 +21,15 @@ fn serve(args: &[&str], dir: &std::path::Path) -> (std::process::Child, String) 
     (child, addr)
 }
 
+/// `run --rpc unary` with `args` (split at spaces; and --no-pcap) into
+/// `out`, which must succeed: what it printed.
+fn run_unary(out: &std::path::Path, args: &str) -> std::process::Output {
+    let mut all = vec!["run", "--rpc", "unary"];
+    all.extend(args.split_whitespace());
+    all.extend(["--no-pcap", "--out", out.to_str().unwrap()]);
+    support::h2probe_ok(all)
+}
+
 /// One call at a time to a 10 ms worker cannot carry 300 calls a second:
 /// the connection's backlog fills and refuses the rest (`never_sent`
 /// backlog, on stream 0), and the accounting holds across both sides, each
@@ -30,18 +39,7 @@ fn serve(args: &[&str], dir: &std::path::Path) -> (std::process::Child, String) 
 fn one_call_at_a_time_fills_the_backlog_and_every_message_is_accounted() {
     let dir = support::temp_dir("unary-run");
     let out = dir.join("run");
-    let o = support::h2probe_ok([
-        "run",
-        "--rpc",
-        "unary",
-        "--duration",
-        "1500ms",
-        "--max-pending",
-        "20",
-        "--no-pcap",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_unary(&out, "--duration 1500ms --max-pending 20");
     let stdout = String::from_utf8_lossy(&o.stdout);
     support::assert_fits_80(&stdout);
     let s = support::read_summary(&out);
@@ -342,22 +340,10 @@ fn flags_that_name_a_stream_are_refused() {
 fn calls_past_the_servers_stream_limit_wait_in_the_backlog() {
     let dir = support::temp_dir("unary-limit");
     let out = dir.join("run");
-    let o = support::h2probe_ok([
-        "run",
-        "--rpc",
-        "unary",
-        "--streams",
-        "4",
-        "--max-concurrent-streams",
-        "1",
-        "--service-time",
-        "30ms",
-        "--duration",
-        "1500ms",
-        "--no-pcap",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_unary(
+        &out,
+        "--streams 4 --max-concurrent-streams 1 --service-time 30ms --duration 1500ms",
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     let said = "the server allows 1 stream at a time on a connection";
@@ -413,24 +399,10 @@ fn calls_past_the_servers_stream_limit_wait_in_the_backlog() {
 fn idle_calls_are_room_beyond_the_backlog() {
     let dir = support::temp_dir("unary-idle");
     let out = dir.join("run");
-    let o = support::h2probe_ok([
-        "run",
-        "--rpc",
-        "unary",
-        "--streams",
-        "16",
-        "--max-pending",
-        "1",
-        "--rate",
-        "1000",
-        "--service-time",
-        "0",
-        "--duration",
-        "2s",
-        "--no-pcap",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_unary(
+        &out,
+        "--streams 16 --max-pending 1 --rate 1000 --service-time 0 --duration 2s",
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     let s = support::read_summary(&out);
     assert_eq!(s.scheduled, 2000, "{stdout}");
@@ -479,30 +451,11 @@ fn a_server_allowing_no_stream_is_a_stall_said_plainly() {
 fn before_the_servers_settings_one_call_is_room_beyond_the_backlog() {
     let dir = support::temp_dir("unary-settings");
     let out = dir.join("run");
-    let o = support::h2probe_ok([
-        "run",
-        "--rpc",
-        "unary",
-        "--link-delay",
-        "30ms",
-        "--streams",
-        "16",
-        "--max-concurrent-streams",
-        "2",
-        "--max-pending",
-        "1",
-        "--rate",
-        "2000",
-        "--service-time",
-        "20ms",
-        "--payload",
-        "100",
-        "--duration",
-        "1s",
-        "--no-pcap",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = run_unary(
+        &out,
+        "--link-delay 30ms --streams 16 --max-concurrent-streams 2 --max-pending 1 \
+         --rate 2000 --service-time 20ms --payload 100 --duration 1s",
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     let s = support::read_summary(&out);
     assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
