@@ -493,6 +493,16 @@ impl ClientCtx {
     fn interrupted_why(&self) -> &'static str {
         self.stopped_for.get().copied().unwrap_or("interrupted")
     }
+
+    /// Why messages a stop left unsent were never sent: the stall watcher
+    /// ended the run, or an interrupt (Ctrl-C, a stop for a failure).
+    fn stopped_reason(&self) -> NeverSentReason {
+        if self.live.stalled.load(Relaxed) {
+            NeverSentReason::Stalled
+        } else {
+            NeverSentReason::Interrupted
+        }
+    }
 }
 
 /// A message of h2's about a failed connection (`no response: …`,
@@ -994,11 +1004,7 @@ async fn rpc(
             }
         },
         _ = &mut until_deadline => Some(NeverSentReason::Deadline),
-        _ = crate::live::flag_set(&mut interrupt) => Some(if ctx.live.stalled.load(Relaxed) {
-            NeverSentReason::Stalled
-        } else {
-            NeverSentReason::Interrupted
-        }),
+        _ = crate::live::flag_set(&mut interrupt) => Some(ctx.stopped_reason()),
     };
     if let Some(scheduler) = scheduler {
         scheduler.abort();

@@ -91,12 +91,10 @@ pub(super) async fn calls(
         unsent.push(p.seq);
     }
     if !unsent.is_empty() {
-        let reason = if !*ctx.interrupt.borrow() {
-            NeverSentReason::StreamError
-        } else if ctx.live.stalled.load(Relaxed) {
-            NeverSentReason::Stalled
+        let reason = if *ctx.interrupt.borrow() {
+            ctx.stopped_reason()
         } else {
-            NeverSentReason::Interrupted
+            NeverSentReason::StreamError
         };
         record_unsent(ctx, conn, 0, now_ns(), reason, unsent);
     }
