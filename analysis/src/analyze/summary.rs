@@ -826,7 +826,7 @@ impl Summary {
 }
 
 impl Timeline {
-    pub(super) fn new(origin: u64) -> Timeline {
+    pub(crate) fn new(origin: u64) -> Timeline {
         let s = |m| Series::new(origin, 1_000_000, SERIES_CAP, m);
         Timeline {
             credit_conn_client: s(Merge::Min),

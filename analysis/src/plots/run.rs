@@ -107,6 +107,22 @@ pub fn intervals_chart(path: &Path, tl: &Timeline) -> Result<(), PlotError> {
     Ok(())
 }
 
+/// The client tap's id of `ep`'s connection `conn`, through the shared
+/// `conn_key` (its own id when the client tap has no such connection).
+fn client_conn(tl: &Timeline, ep: Endpoint, conn: u32) -> u32 {
+    if ep == Endpoint::Client {
+        return conn;
+    }
+    tl.conn_keys
+        .get(&(ep, conn))
+        .and_then(|key| {
+            tl.conn_keys
+                .iter()
+                .find(|(k, v)| k.0 == Endpoint::Client && *v == key)
+        })
+        .map_or(conn, |(k, _)| k.1)
+}
+
 /// The streams with the most client→server bytes (server tap when the trace
 /// has it), as (client-tap connection, stream, bytes), most first. The
 /// client tap's connection ids come through the shared `conn_key`.
@@ -116,23 +132,13 @@ pub fn top_streams(tl: &Timeline) -> Vec<(u32, u32, f64)> {
     } else {
         Endpoint::Client
     };
-    let client_conn = |ep: Endpoint, conn: u32| -> Option<u32> {
-        if ep == Endpoint::Client {
-            return Some(conn);
-        }
-        let key = tl.conn_keys.get(&(ep, conn))?;
-        tl.conn_keys
-            .iter()
-            .find(|(k, v)| k.0 == Endpoint::Client && *v == key)
-            .map(|(k, _)| k.1)
-    };
     let mut v: Vec<(u32, u32, f64)> = tl
         .stream_bytes
         .iter()
         .filter(|(k, _)| k.0 == tap)
         .map(|(k, s)| {
             let bytes = s.points().last().map_or(0.0, |p| p.1);
-            (client_conn(k.0, k.1).unwrap_or(k.1), k.2, bytes)
+            (client_conn(tl, k.0, k.1), k.2, bytes)
         })
         .collect();
     v.sort_by(|a, b| b.2.total_cmp(&a.2).then((a.0, a.1).cmp(&(b.0, b.1))));
@@ -384,20 +390,15 @@ fn relay_plot(
     Ok("withheld.svg".into())
 }
 
-/// streams.svg: a stacked area of client→server bytes per stream over time
-/// (the top streams by bytes, the rest summed), from the server's tap when
-/// the trace has it.
-fn stream_bytes_chart(
-    path: &Path,
+/// streams.svg's layers over time, bottom first: the [`TOP_STREAMS`] of
+/// `streams` one each, then every other stream of `tap` (those with no
+/// series of their own too) as one; with the grid's times (s) and how many
+/// streams the last layer holds.
+fn stacked_layers(
     tl: &Timeline,
+    tap: Endpoint,
     streams: &[(u32, u32, f64)],
-) -> Result<(), PlotError> {
-    let err = plot_err(path);
-    let tap = if tl.stream_bytes.keys().any(|k| k.0 == Endpoint::Server) {
-        Endpoint::Server
-    } else {
-        Endpoint::Client
-    };
+) -> (Vec<f64>, Vec<Vec<f64>>, u64) {
     let series: Vec<(&(Endpoint, u32, u32), &crate::series::Series)> =
         tl.stream_bytes.iter().filter(|(k, _)| k.0 == tap).collect();
     // The streams with no series of their own, in the "other" layer.
@@ -408,13 +409,14 @@ fn stream_bytes_chart(
         .chain(untracked.map(|u| u.series.grid_width(tl.end_s)))
         .max()
         .unwrap_or(1);
-    // Layer order: most bytes first (bottom); the rest as one layer.
+    // Layer order: most bytes first (bottom); the rest as one layer. A
+    // stream is its connection's, named as `top_streams` names it (the
+    // server tap's stream S of every connection was drawn in one layer).
     let rank = |k: &(Endpoint, u32, u32)| -> usize {
+        let conn = client_conn(tl, k.0, k.1);
         streams
             .iter()
-            .position(|s| {
-                s.1 == k.2 && (tap == Endpoint::Client && s.0 == k.1 || tap == Endpoint::Server)
-            })
+            .position(|s| (s.0, s.1) == (conn, k.2))
             .unwrap_or(usize::MAX)
     };
     let others =
@@ -441,6 +443,24 @@ fn stream_bytes_chart(
         }
     }
     let ts: Vec<f64> = (0..len).map(|i| (i as u64 * width) as f64 / 1e9).collect();
+    (ts, layers, others)
+}
+
+/// streams.svg: a stacked area of client→server bytes per stream over time
+/// (the top streams by bytes, the rest summed), from the server's tap when
+/// the trace has it.
+fn stream_bytes_chart(
+    path: &Path,
+    tl: &Timeline,
+    streams: &[(u32, u32, f64)],
+) -> Result<(), PlotError> {
+    let err = plot_err(path);
+    let tap = if tl.stream_bytes.keys().any(|k| k.0 == Endpoint::Server) {
+        Endpoint::Server
+    } else {
+        Endpoint::Client
+    };
+    let (ts, layers, others) = stacked_layers(tl, tap, streams);
     let mib = 1048576.0;
     // Running sums: the top edge of each layer.
     let mut tops = layers.clone();
@@ -496,7 +516,7 @@ fn stream_bytes_chart(
     }
     let font: TextStyle = ("sans-serif", 13).into();
     let mut y = 40;
-    for l in (0..n_layers).rev() {
+    for l in (0..layers.len()).rev() {
         let label = match streams.get(l) {
             Some((conn, stream, bytes)) if l < TOP_STREAMS => {
                 format!("stream {stream} (conn {conn}): {:.2} MiB", bytes / mib)
@@ -515,4 +535,33 @@ fn stream_bytes_chart(
         y += 22;
     }
     root.present().map_err(|e| err(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::series::{Merge, Series};
+
+    /// The server tap's stream 1 of two connections: two layers, each its
+    /// connection's bytes, named by the client's connection ids (the
+    /// stream's number alone put both in the first layer: 400 B under a
+    /// label of 300).
+    #[test]
+    fn a_layer_is_one_connections_stream() {
+        let mut tl = Timeline::new(0);
+        tl.end_s = 0.002;
+        for (server, client, key, bytes) in [(2, 1, "a", 100.0), (4, 3, "b", 300.0)] {
+            tl.conn_keys.insert((Endpoint::Server, server), key.into());
+            tl.conn_keys.insert((Endpoint::Client, client), key.into());
+            let mut s = Series::new(0, 1_000_000, 2048, Merge::Last);
+            s.push(1_000_000, bytes);
+            tl.stream_bytes.insert((Endpoint::Server, server, 1), s);
+        }
+        let streams = top_streams(&tl);
+        assert_eq!(streams, vec![(3, 1, 300.0), (1, 1, 100.0)]);
+        let (_, layers, others) = stacked_layers(&tl, Endpoint::Server, &streams);
+        assert_eq!(others, 0);
+        let last: Vec<f64> = layers.iter().map(|l| *l.last().unwrap()).collect();
+        assert_eq!(last, vec![300.0, 100.0]);
+    }
 }
