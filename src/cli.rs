@@ -502,4 +502,19 @@ mod tests {
             "rpc conn 1 stream 1: OK\n"
         );
     }
+
+    #[test]
+    fn a_servers_wide_characters_fold_by_their_columns() {
+        // 40 CJK characters are 80 columns, not 40: the line folds, and no
+        // line is wider than the terminal.
+        let said = format!("rpc conn 1 stream 1: UNAVAILABLE {}", "服务".repeat(20));
+        let shown = super::rpc_line(&said);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert!(lines.len() > 1, "{shown}");
+        for l in &lines {
+            let cols = h2probe_analysis::compare::columns(l);
+            assert!(cols <= 80, "{cols} columns: {l}");
+        }
+        assert_eq!(shown.matches('服').count(), 20, "{shown}");
+    }
 }

@@ -33,12 +33,13 @@ pub fn said(msg: &str, fold: bool) -> String {
     out
 }
 
-/// `line` within [`WIDTH`] columns after an `indent` (a prefix as wide on
-/// its first line, or none, as the caller has it), continued on lines
-/// indented as much; as it is when it fits.
+/// `line` within [`WIDTH`] terminal columns after an `indent` (a prefix as
+/// wide on its first line, or none, as the caller has it), continued on
+/// lines indented as much; as it is when it fits. A CJK character a server
+/// sent takes two columns.
 pub fn folded(line: &str, indent: usize) -> String {
     let width = WIDTH - indent;
-    if line.chars().count() <= width {
+    if h2probe_analysis::compare::columns(line) <= width {
         return line.to_string();
     }
     let pad = format!("\n{}", " ".repeat(indent));

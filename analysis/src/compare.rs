@@ -459,20 +459,42 @@ pub fn markdown_for_terminal(md: &str, width: usize) -> String {
 /// Names' words longer than this are broken (after a `/` or `-` where one is near).
 const LONG_WORD: usize = 20;
 
-/// `text` in lines of at most `width` characters, broken at spaces; a word
-/// longer than `width` is broken too, after a `/` or a `-` where it can be
-/// (`complete-` / `unbounded`, not `complete-unbound` / `ed`).
+/// The columns `s` takes at a terminal: a CJK character two, a combining
+/// mark none (a control character, which has no width, none).
+pub fn columns(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+fn char_columns(c: char) -> usize {
+    unicode_width::UnicodeWidthChar::width(c).unwrap_or(0)
+}
+
+/// `text` in lines of at most `width` terminal columns ([`columns`]), broken
+/// at spaces; a word wider than `width` is broken too, after a `/` or a `-`
+/// where it can be (`complete-` / `unbounded`, not `complete-unbound` /
+/// `ed`), and never inside a character.
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut pieces: Vec<String> = vec![];
     for word in text.split(' ').filter(|w| !w.is_empty()) {
         let mut rest: Vec<char> = word.chars().collect();
-        while rest.len() > width {
-            let cut = rest[..width]
+        while rest.iter().map(|&c| char_columns(c)).sum::<usize>() > width {
+            // The most characters that fit in `width` columns (at least one).
+            let mut fit = 0;
+            let mut used = 0;
+            for &c in &rest {
+                if used + char_columns(c) > width {
+                    break;
+                }
+                used += char_columns(c);
+                fit += 1;
+            }
+            let fit = fit.max(1);
+            let cut = rest[..fit]
                 .iter()
                 .rposition(|&c| c == '/' || c == '-')
-                .filter(|&i| i + 1 >= width / 2)
-                .map_or(width, |i| i + 1);
+                .filter(|&i| i + 1 >= fit / 2)
+                .map_or(fit, |i| i + 1);
             pieces.push(rest.drain(..cut).collect());
         }
         pieces.push(rest.into_iter().collect());
@@ -480,7 +502,7 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = vec![];
     for word in &pieces {
         match lines.last_mut() {
-            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+            Some(l) if columns(l) + 1 + columns(word) <= width => {
                 l.push(' ');
                 l.push_str(word);
             }
@@ -506,6 +528,20 @@ mod tests {
         assert_eq!(wrap_words("runs/a-b/frame", 10), ["runs/a-b/", "frame"]);
         // None in the second half: cut at the width.
         assert_eq!(wrap_words("abcdefghijkl", 5), ["abcde", "fghij", "kl"]);
+    }
+
+    #[test]
+    fn a_wide_character_takes_two_columns_of_a_line() {
+        // Six CJK characters are 12 columns: 5 columns hold two of them.
+        let lines = wrap_words("服务器过载了 ok", 5);
+        assert_eq!(lines, ["服务", "器过", "载了", "ok"]);
+        for l in &lines {
+            assert!(columns(l) <= 5, "{l:?}");
+        }
+        // Words of wide characters share a line as far as their columns go.
+        assert_eq!(wrap_words("过载 了 ab", 7), ["过载 了", "ab"]);
+        // A combining accent takes no column of its own.
+        assert_eq!(wrap_words("cafe\u{301} ok", 7), ["cafe\u{301} ok"]);
     }
 
     fn run(config: &str, send: f64, depth: u64) -> RunRef {
