@@ -527,3 +527,87 @@ fn a_server_whose_first_frame_is_not_settings_is_still_read() {
     );
     assert_eq!(s.wire_errors, 1, "{stdout}");
 }
+
+/// A server that allows one stream, then two: while the first unary call
+/// is out, the second waits, and opens once the server's second SETTINGS
+/// raises the limit, before the first call ends (the lanes re-read h2's
+/// limit every 10 ms as they wait, since no call's end wakes them; without
+/// the re-read the second call waited for the first's deadline).
+#[test]
+fn a_limit_the_server_raises_later_lets_calls_open() {
+    let addr = one_connection(move |mut sock| {
+        let mut hello = encode::settings(false, &[(3, 1), (4, 0x7fff_ffff)]);
+        hello.extend(encode::window_update(0, 0x7fff_ffff - 65_535));
+        let _ = sock.write_all(&hello);
+        std::thread::sleep(Duration::from_millis(400));
+        let _ = sock.write_all(&encode::settings(false, &[(3, 2)]));
+        read_to_end(&mut sock);
+    });
+    let dir = support::temp_dir("limit-raised");
+    // Calls of two seconds at most, never answered.
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args([
+            "client",
+            "--connect",
+            &addr,
+            "--rpc",
+            "unary",
+            "--streams",
+            "3",
+        ])
+        .args([
+            "--rate",
+            "4",
+            "--duration",
+            "1s",
+            "--deadline",
+            "2s",
+            "--no-pcap",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let trace = events(&dir);
+    let client_frames = |frame: &str, dir: &str| -> Vec<(u64, u64)> {
+        let of_client = trace.iter().filter(|v| {
+            v["ep"] == "client" && v["type"] == "frame" && v["frame"] == frame && v["dir"] == dir
+        });
+        let at = |v: &serde_json::Value| (v["t"].as_u64().unwrap(), v["stream"].as_u64().unwrap());
+        // Not a SETTINGS ACK.
+        let not_ack = |v: &&serde_json::Value| frame != "SETTINGS" || v["flags"] == 0;
+        of_client.filter(not_ack).map(at).collect()
+    };
+    let settings = client_frames("SETTINGS", "in");
+    assert_eq!(settings.len(), 2, "{settings:?}\n{stdout}");
+    let raised = settings[1].0;
+    let opened = client_frames("HEADERS", "out");
+    let first_end = trace
+        .iter()
+        .filter(|v| v["ep"] == "client" && v["type"] == "rpc_end" && v["stream"] != 0)
+        .filter_map(|v| v["t"].as_u64())
+        .min()
+        .unwrap_or(u64::MAX);
+    let before_an_end: Vec<u64> = opened
+        .iter()
+        .filter(|(t, _)| *t < first_end)
+        .map(|(_, s)| *s)
+        .collect();
+    assert_eq!(before_an_end, [1, 3], "{opened:?}\n{stdout}");
+    assert_eq!(opened.len(), 4, "{opened:?}\n{stdout}");
+    assert!(
+        opened[0].0 < raised,
+        "{opened:?}: stream 1 waited for the raise"
+    );
+    assert!(
+        opened[1].0 > raised,
+        "{opened:?}: stream 3 opened past the limit"
+    );
+    // Within half a second of the raise (10 ms polls; a debug build is slow).
+    assert!(
+        opened[1].0 - raised < 500_000_000,
+        "{} ms after the raise",
+        (opened[1].0 - raised) / 1_000_000
+    );
+}
