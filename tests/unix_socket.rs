@@ -256,6 +256,48 @@ fn serve_listens_on_a_unix_domain_socket_and_both_traces_pair() {
     assert!(agree.starts_with("3 connections"), "{agree}");
     let bytes = &m.checks["bytes"].detail;
     assert!(bytes.starts_with("6 streams"), "{bytes}");
+
+    // Both pcaps write a connection on the same made-up addresses and
+    // sequence numbers (from the client end's name and the socket's path,
+    // which both traces hold): every segment of one is in the other, three
+    // connections apart. Each tap numbered its own, and ports differed.
+    for d in [&cli, &dir.join("srv")] {
+        let out = h2probe(&["export", "--format", "pcap", d.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("2001:db8:0:1:H"), "{}", text(&out));
+    }
+    let Some(tshark) = support::require_tool("tshark") else {
+        return;
+    };
+    let segments = |pcap: std::path::PathBuf| -> Vec<String> {
+        let out = Command::new(&tshark)
+            .arg("-r")
+            .arg(&pcap)
+            .args(["-d", "tcp.port==50051,http2", "-Y", "tcp.len > 0 && http2"])
+            .args(["-T", "fields", "-e", "ipv6.src", "-e", "tcp.srcport"])
+            .args(["-e", "ipv6.dst", "-e", "tcp.dstport", "-e", "tcp.seq_raw"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let (c, s) = (
+        segments(cli.join("client.pcap")),
+        segments(dir.join("srv").join("server.pcap")),
+    );
+    assert!(c.len() > 100, "{c:?}");
+    assert_eq!(c, s, "the two pcaps differ");
+    let clients: std::collections::BTreeSet<&str> = c
+        .iter()
+        .filter(|l| l.starts_with("2001:db8:0:1:"))
+        .map(|l| l.rsplit_once('\t').unwrap().0)
+        .collect();
+    assert_eq!(clients.len(), 3, "{clients:?}");
 }
 
 /// What `serve --listen unix:PATH` finds at PATH: a stale socket (its

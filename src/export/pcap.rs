@@ -17,8 +17,11 @@ use std::path::Path;
 
 /// Largest TCP payload per synthetic segment (IPv4 total length is 16 bits).
 const MSS: usize = 65_000;
-const ISN_LOCAL: u32 = 1_000;
-const ISN_PEER: u32 = 500_000;
+/// Initial sequence numbers of the client's and the server's bytes, the
+/// same in every tap's pcap: a segment has one `tcp.seq` in the client's
+/// pcap and in the server's, so the two files match packet for packet.
+const ISN_CLIENT: u32 = 1_000;
+const ISN_SERVER: u32 = 500_000;
 
 /// The bytes of one frame as it crossed the wire, rebuilt from its event.
 pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
@@ -108,6 +111,41 @@ const SYN: u8 = 0x02;
 const PSH: u8 = 0x08;
 const ACK: u8 = 0x10;
 
+/// Made-up addresses of the documentation range (RFC 5737) for connection
+/// `conn` of a tap: 192.0.2.1, its port from the id, → 192.0.2.2:50051.
+fn made_up_by_id(conn: u32) -> (SocketAddr, SocketAddr) {
+    let client = ([192, 0, 2, 1], 10_000 + (conn % 50_000) as u16).into();
+    (client, ([192, 0, 2, 2], 50051).into())
+}
+
+/// Made-up addresses for a Unix connection whose client end has an
+/// abstract name (`unix:@NAME`, as h2probe's client binds), from what both
+/// ends record, so that the client's pcap and the server's write it alike:
+/// the client at `[2001:db8:0:1:H]:P`, H and P from a hash of its name, the
+/// server at `[2001:db8:0:2:H']:50051`, H' from the socket's path (the
+/// IPv6 documentation range, RFC 3849: 64 bits of hash keep two
+/// connections of a file apart). `None` for an end with no name.
+fn made_up_for_unix(client: &str, server: &str) -> Option<(SocketAddr, SocketAddr)> {
+    let name = client.strip_prefix(h2probe_analysis::schema::UNIX_ABSTRACT)?;
+    let at = |net: u16, h: u64| -> std::net::Ipv6Addr {
+        let h = h.to_be_bytes();
+        let word = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
+        std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, net, word(0), word(2), word(4), word(6))
+    };
+    let c = fnv1a(name.as_bytes());
+    let client = SocketAddr::new(at(1, c).into(), 10_000 + (c % 50_000) as u16);
+    let server = SocketAddr::new(at(2, fnv1a(server.as_bytes())).into(), 50051);
+    Some((client, server))
+}
+
+/// FNV-1a, 64 bits: a hash both ends' exports compute alike, whatever
+/// build or platform wrote them (std's hashers are seeded or unspecified).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// One IP packet carrying one TCP segment.
 fn packet(
     src: SocketAddr,
@@ -182,11 +220,17 @@ struct ConnState {
     out_off: u64,
     in_off: u64,
     closed: bool,
+    /// The tap is the connection's client end (it sent the SYN).
+    client_end: bool,
 }
 
 impl ConnState {
     fn seq(&self, dir: Dir, off: u64) -> u32 {
-        let isn = if dir == Dir::Out { ISN_LOCAL } else { ISN_PEER };
+        let isn = if (dir == Dir::Out) == self.client_end {
+            ISN_CLIENT
+        } else {
+            ISN_SERVER
+        };
         isn.wrapping_add(1).wrapping_add(off as u32)
     }
 }
@@ -288,14 +332,16 @@ impl<W: std::io::Write> TapPcap<W> {
     /// line cost a tap's whole pcap).
     fn made_up(&mut self, e: &Event) -> anyhow::Result<()> {
         self.made_up_conns += 1;
-        self.on_made_up_addresses(e)
+        self.on_made_up_addresses(e, made_up_by_id(e.conn))
     }
 
-    /// Opens `e`'s connection on addresses of the documentation range and
+    /// Opens `e`'s connection on made-up `(client, server)` addresses and
     /// writes what was held for it.
-    fn on_made_up_addresses(&mut self, e: &Event) -> anyhow::Result<()> {
-        let client: SocketAddr = ([192, 0, 2, 1], 10_000 + (e.conn % 50_000) as u16).into();
-        let server: SocketAddr = ([192, 0, 2, 2], 50051).into();
+    fn on_made_up_addresses(
+        &mut self,
+        e: &Event,
+        (client, server): (SocketAddr, SocketAddr),
+    ) -> anyhow::Result<()> {
         let (local, peer) = if e.ep.is_client_end() {
             (client, server)
         } else {
@@ -355,12 +401,13 @@ impl<W: std::io::Write> TapPcap<W> {
                 out_off: 0,
                 in_off: 0,
                 closed: false,
+                client_end: e.ep.is_client_end(),
             },
         );
         let (a, b, isn_a, isn_b) = if e.ep.is_client_end() {
-            (local, peer, ISN_LOCAL, ISN_PEER)
+            (local, peer, ISN_CLIENT, ISN_SERVER)
         } else {
-            (peer, local, ISN_PEER, ISN_LOCAL)
+            (peer, local, ISN_CLIENT, ISN_SERVER)
         };
         self.write(e.t, &packet(a, b, isn_a, 0, SYN, &[]))?;
         self.write(
@@ -384,7 +431,14 @@ impl<W: std::io::Write> TapPcap<W> {
                     let unix = o.peer.starts_with(h2probe_analysis::schema::UNIX_PREFIX);
                     if unix && !self.conns.contains_key(&e.conn) {
                         self.unix_conns += 1;
-                        self.on_made_up_addresses(e)?;
+                        let (client, server) = if e.ep.is_client_end() {
+                            (&o.local, &o.peer)
+                        } else {
+                            (&o.peer, &o.local)
+                        };
+                        let addrs = made_up_for_unix(client, server)
+                            .unwrap_or_else(|| made_up_by_id(e.conn));
+                        self.on_made_up_addresses(e, addrs)?;
                     }
                     return Ok(());
                 };
@@ -653,7 +707,9 @@ fn write_pcaps(
         if p.unix_conns > 0 {
             crate::say!(
                 "note: {name}: {} connection{} over a Unix domain socket, which has no IP address: \
-                 written on made-up addresses 192.0.2.1:(10000 + id mod 50000) → 192.0.2.2:50051",
+                 written on made-up addresses [2001:db8:0:1:H]:P → [2001:db8:0:2:H']:50051 (from the client end's \
+                 name and the socket's path, as the other end's pcap writes them), or, for a client end with no \
+                 name, 192.0.2.1:(10000 + id mod 50000) → 192.0.2.2:50051",
                 p.unix_conns,
                 if p.unix_conns == 1 { "" } else { "s" },
             );
