@@ -611,3 +611,94 @@ fn a_limit_the_server_raises_later_lets_calls_open() {
         (opened[1].0 - raised) / 1_000_000
     );
 }
+
+/// A server that never answers: a unary call's deadline runs from its
+/// message's scheduled time, as a gRPC call's from its creation, so a
+/// message's wait in the backlog counts and the run ends within --duration
+/// and one --deadline. Each call ended a whole --deadline after it opened,
+/// and the backlog drained one deadline at a time: a 1 s offer took 20 s.
+#[test]
+fn a_unary_calls_deadline_runs_from_its_messages_schedule() {
+    let addr = one_connection(move |mut sock| {
+        let _ = sock.write_all(&encode::settings(false, &[]));
+        read_to_end(&mut sock);
+    });
+    let dir = support::temp_dir("unary-deadline");
+    let began = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["client", "--connect", &addr, "--rpc", "unary"])
+        .args([
+            "--rate",
+            "20",
+            "--duration",
+            "1s",
+            "--deadline",
+            "1s",
+            "--no-pcap",
+        ])
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let took = began.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    assert!(took < Duration::from_secs(8), "{took:?}\n{stdout}");
+    let s = support::read_summary(&dir);
+    assert_eq!(s.scheduled, 20, "{stdout}");
+    assert_eq!(s.sent + s.never_sent, 20, "{stdout}");
+    assert_eq!(s.checks["accounting"].ok, None, "{stdout}");
+    // Every call ends by its message's scheduled time + 1 s (and a timer's
+    // slack), and says so in its grpc-timeout: what was left of the second.
+    let trace = events(&dir);
+    let of = |ty: &'static str| {
+        trace
+            .iter()
+            .filter(move |v| v["ep"] == "client" && v["type"] == ty)
+    };
+
+    // A message's scheduled time is its `schedule`'s `t` (on stream 0);
+    // its call's stream names it by `seq` (`send`, or the `never_sent` of
+    // a call the window held, which the server never opened).
+    let due_of_seq: std::collections::HashMap<u64, u64> = of("schedule")
+        .map(|v| {
+            (
+                v["seq"].as_u64().unwrap(),
+                v["t"].as_u64().unwrap() + 1_000_000_000,
+            )
+        })
+        .collect();
+    let due: std::collections::HashMap<u64, u64> = trace
+        .iter()
+        .filter(|v| v["ep"] == "client" && v["stream"] != 0 && v["seq"].is_u64())
+        .map(|v| {
+            (
+                v["stream"].as_u64().unwrap(),
+                due_of_seq[&v["seq"].as_u64().unwrap()],
+            )
+        })
+        .collect();
+    let mut ended = 0;
+    for e in of("rpc_end").filter(|v| v["stream"] != 0) {
+        let stream = e["stream"].as_u64().unwrap();
+        let due = due[&stream];
+        let t = e["t"].as_u64().unwrap();
+        assert!(
+            t < due + 300_000_000,
+            "stream {stream} ended {} ms past its deadline",
+            (t - due) / 1_000_000
+        );
+        assert_eq!(e["status"], 4, "{e}");
+        ended += 1;
+    }
+    assert_eq!(ended, due.len(), "{stdout}");
+    for e in of("rpc_start") {
+        let stream = e["stream"].as_u64().unwrap();
+        let left = e["deadline_ns"].as_u64().unwrap();
+        let due = due[&stream];
+        assert!(
+            left <= 1_000_000_000 && e["t"].as_u64().unwrap() + left >= due - 5_000_000,
+            "{e}"
+        );
+    }
+}

@@ -75,8 +75,10 @@ pub struct ClientOpts {
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub duration: Dur,
 
-    /// Deadline of each whole RPC (with --rpc unary: of each call), sent as
-    /// grpc-timeout; at expiry the client resets the stream and records
+    /// Deadline of each whole RPC (with --rpc unary: of each call, from its
+    /// message's scheduled time, the wait in the backlog included, as a
+    /// gRPC call's runs from its creation), sent as grpc-timeout (what is
+    /// left of it); at expiry the client resets the stream and records
     /// unsent messages as never_sent.
     /// [default: 120s; a --duration longer than that needs --deadline, but
     /// with --rpc unary]
@@ -839,9 +841,10 @@ enum Messages {
     /// Its own open-loop schedule (Ingest): the `k`-th of all streams,
     /// from the common `start`.
     Scheduled { k: u32, start: u64 },
-    /// One message its connection's schedule offered (a unary call), and
-    /// the payload the connection made once for all its calls.
-    One(Pending, Bytes),
+    /// One message its connection's schedule offered (a unary call), the
+    /// payload the connection made once for all its calls, and the call's
+    /// deadline (`t`, ns: its message's scheduled time + --deadline).
+    One(Pending, Bytes, u64),
 }
 
 /// What h2 says when a stream cannot open: a GOAWAY without an error
@@ -890,7 +893,10 @@ async fn rpc(
             )
         };
     }
-    let deadline = now_ns() + opts.deadline().as_nanos() as u64;
+    let deadline = match &messages {
+        Messages::One(_, _, due) => *due,
+        Messages::Scheduled { .. } => now_ns() + opts.deadline().as_nanos() as u64,
+    };
     let opened = match open {
         Open::With(sr) => {
             async {
@@ -906,7 +912,7 @@ async fn rpc(
         Err(e) => {
             outcome.message = format!("could not open the stream: {}", open_error_text(&e));
             with_connection_cause(&mut outcome, &cause, false);
-            if let Messages::One(p, _) = &messages {
+            if let Messages::One(p, ..) = &messages {
                 // Its message was offered (scheduled on the connection) and
                 // never sent: said, as the connection's.
                 record_unsent(
@@ -940,7 +946,11 @@ async fn rpc(
         now_ns(),
         RpcStart(RpcStartEv {
             path: opts.call_path().to_string(),
-            deadline_ns: Some(opts.deadline().as_nanos() as u64),
+            deadline_ns: Some(match &messages {
+                // What its grpc-timeout said (its lane read the clock then).
+                Messages::One(..) => deadline.saturating_sub(now_ns()),
+                Messages::Scheduled { .. } => opts.deadline().as_nanos() as u64,
+            }),
             framing: None,
             release: None,
             withhold_after: None,
@@ -949,7 +959,7 @@ async fn rpc(
 
     // The open-loop schedule runs in its own task and never waits for the sender.
     let (one, backlog, payload) = match &messages {
-        Messages::One(_, payload) => (true, 1, payload.clone()),
+        Messages::One(_, payload, _) => (true, 1, payload.clone()),
         Messages::Scheduled { .. } => (
             false,
             opts.max_pending as usize,
@@ -972,7 +982,7 @@ async fn rpc(
             tx,
             &payload,
         )),
-        Messages::One(p, _) => {
+        Messages::One(p, ..) => {
             // The channel has room for it; closed behind it, so the send
             // half-closes after it.
             let _ = tx.try_send(p);

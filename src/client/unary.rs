@@ -6,7 +6,12 @@
 //! connection. No stream exists when a message is offered, so its
 //! `schedule` (and a full backlog's `never_sent`) is the connection's, on
 //! stream 0; its `send` is on its call's stream, with the same `seq`
-//! (numbered per connection).
+//! (numbered per connection). A call's deadline runs from its message's
+//! scheduled time, as a gRPC call's from its creation: a message whose
+//! deadline passed in the backlog is `never_sent` (deadline) on stream 0,
+//! and a run ends within --duration and one --deadline whatever the server
+//! does (from its open, the backlog drained one deadline at a time behind a
+//! server that never answered).
 
 use super::*;
 use std::sync::atomic::AtomicUsize;
@@ -211,10 +216,11 @@ async fn lane(
     kept: Arc<Mutex<Kept>>,
 ) {
     let mut interrupt = ctx.interrupt.clone();
+    let deadline_ns = ctx.opts.deadline().as_nanos() as u64;
     loop {
         // A message not taken when the run stops stays in the backlog,
         // never sent; one taken is in h2's hands at once.
-        let (p, opened, counted) = {
+        let (p, due, opened, counted) = {
             let mut turn = tokio::select! {
                 biased;
                 _ = crate::live::flag_set(&mut interrupt) => return,
@@ -223,30 +229,45 @@ async fn lane(
             if turn.failed {
                 return;
             }
-            let next = tokio::select! {
-                biased;
-                _ = crate::live::flag_set(&mut interrupt) => return,
-                p = turn.next(&lanes, &ctx) => p,
+            // The next message whose deadline has not passed in the backlog.
+            let (p, due, left) = loop {
+                let next = tokio::select! {
+                    biased;
+                    _ = crate::live::flag_set(&mut interrupt) => return,
+                    p = turn.next(&lanes, &ctx) => p,
+                };
+                let Some(p) = next else { return };
+                let due = p.scheduled.saturating_add(deadline_ns);
+                let now = now_ns();
+                match due.checked_sub(now).filter(|&left| left > 0) {
+                    Some(left) => break (p, due, left),
+                    None => {
+                        record_unsent(&ctx, conn, 0, now, NeverSentReason::Deadline, vec![p.seq])
+                    }
+                }
             };
-            let Some(p) = next else { return };
             // A handle of its own: h2 refuses a second call on one handle
-            // while its first is pending open.
-            let opened = turn
-                .sr
-                .clone()
-                .send_request(grpc_request(&ctx, ctx.opts.call_path()), false);
+            // while its first is pending open. Its grpc-timeout is what is
+            // left of its deadline.
+            let request = grpc_request_to(
+                &ctx.target,
+                ctx.opts.call_path(),
+                std::time::Duration::from_nanos(left),
+                &ctx.call.metadata,
+            );
+            let opened = turn.sr.clone().send_request(request, false);
             let counted = opened.is_ok().then(|| {
                 lanes.open.send_modify(|n| *n += 1);
                 Counted(lanes.clone())
             });
             turn.failed = opened.is_err();
-            (p, opened, counted)
+            (p, due, opened, counted)
         };
         let outcome = rpc(
             ctx.clone(),
             Open::Opened(opened),
             conn,
-            Messages::One(p, payload.clone()),
+            Messages::One(p, payload.clone(), due),
             cause.clone(),
         )
         .await;
