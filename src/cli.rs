@@ -111,19 +111,41 @@ pub struct AnalyzeOpts {
 const MAX_UNARY_LINES: usize = 8;
 
 /// Unary outcomes with alike ones (same status and message) folded into
-/// the first, counting the calls each stands for, in the order given.
-fn fold_alike(outcomes: &[crate::client::RpcOutcome]) -> Vec<(&crate::client::RpcOutcome, u64)> {
-    let mut out: Vec<(&crate::client::RpcOutcome, u64)> = vec![];
+/// the first, in the order given, with the calls each stands for: how
+/// many, and whether all were counted (`alike` 0: a call whose kind was
+/// not, past a connection's first few kinds of failure).
+fn fold_alike(
+    outcomes: &[crate::client::RpcOutcome],
+) -> Vec<(&crate::client::RpcOutcome, u64, bool)> {
+    let mut out: Vec<(&crate::client::RpcOutcome, u64, bool)> = vec![];
     for o in outcomes {
+        let (n, counted) = (o.alike.max(1), o.alike > 0);
         match out
             .iter_mut()
-            .find(|(f, _)| f.status == o.status && f.message == o.message)
+            .find(|(f, ..)| f.status == o.status && f.message == o.message)
         {
-            Some((_, n)) => *n += o.alike,
-            None => out.push((o, o.alike)),
+            Some((_, m, all)) => {
+                *m += n;
+                *all &= counted;
+            }
+            None => out.push((o, n, counted)),
         }
     }
     out
+}
+
+/// What an outcome line says of the calls it stands for (see
+/// [`fold_alike`]).
+fn alike_text(n: u64, counted: bool) -> String {
+    match (n, counted) {
+        (1, true) => String::new(),
+        (n, true) => format!(" (and {} like it)", n - 1),
+        (1, false) => format!(
+            " (a kind past the first {} of its connection: not counted)",
+            crate::client::UNARY_KEPT_FAILED
+        ),
+        (n, false) => format!(" (and at least {} like it)", n - 1),
+    }
 }
 
 /// An RPC's outcome line within 80 columns, as the headline below it:
@@ -296,9 +318,9 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             let shown = if unary {
                 fold_alike(&outcomes)
             } else {
-                outcomes.iter().map(|o| (o, 1)).collect()
+                outcomes.iter().map(|o| (o, 1, true)).collect()
             };
-            for (o, alike) in shown.iter().take(MAX_UNARY_LINES) {
+            for &(o, n, counted) in shown.iter().take(MAX_UNARY_LINES) {
                 let reply = o
                     .reply_json
                     .as_ref()
@@ -308,10 +330,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
                 } else {
                     format!(" {}", o.message)
                 };
-                let alike = match alike {
-                    1 => String::new(),
-                    n => format!(" (and {} like it)", n - 1),
-                };
+                let alike = alike_text(n, counted);
                 let line = format!(
                     "rpc conn {} stream {}: {}{message}{reply}{alike}",
                     o.conn,
@@ -501,6 +520,37 @@ mod tests {
             super::rpc_line("rpc conn 1 stream 1: OK"),
             "rpc conn 1 stream 1: OK\n"
         );
+    }
+
+    /// Outcomes alike across connections are one line counting all their
+    /// calls; a count that left some calls out says "at least".
+    #[test]
+    fn alike_outcomes_count_every_call_they_stand_for() {
+        let call = |conn, status, message: &str, alike| crate::client::RpcOutcome {
+            conn,
+            stream: 1,
+            status,
+            message: message.into(),
+            reply: None,
+            reply_json: None,
+            alike,
+        };
+        let outcomes = [
+            call(1, 0, "", 300),
+            call(1, 13, "kind 5", 0),
+            call(2, 0, "", 300),
+            call(2, 13, "kind 5", 4),
+            call(3, 13, "kind 6", 0),
+        ];
+        let shown: Vec<(u32, u64, bool)> = super::fold_alike(&outcomes)
+            .iter()
+            .map(|&(o, n, counted)| (o.conn, n, counted))
+            .collect();
+        assert_eq!(shown, [(1, 600, true), (1, 5, false), (3, 1, false)]);
+        assert_eq!(super::alike_text(600, true), " (and 599 like it)");
+        assert_eq!(super::alike_text(5, false), " (and at least 4 like it)");
+        assert_eq!(super::alike_text(1, true), "");
+        assert!(super::alike_text(1, false).contains("not counted"));
     }
 
     #[test]

@@ -647,7 +647,8 @@ pub struct RpcOutcome {
     pub reply_json: Option<String>,
     /// The calls that ended alike (same status and message) this outcome
     /// stands for, itself included: 1 but for a unary connection's kept
-    /// failures ([`unary`]'s `Kept`).
+    /// calls ([`unary`]'s `Kept`), where 0 is a call whose kind was not
+    /// counted.
     pub alike: u64,
 }
 

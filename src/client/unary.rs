@@ -281,13 +281,15 @@ async fn lane(
 }
 
 /// What a connection's calls leave to print: the first call of each of
-/// the first few kinds of failure (status and message), counting the calls
-/// that ended so, and the latest call. One outcome per call would grow
-/// with the run; the trace has every call's end, and the headline counts
-/// them.
+/// the first few kinds of failure (status and message) and the latest OK
+/// call, each counting the calls that ended so, and the latest call. One
+/// outcome per call would grow with the run; the trace has every call's
+/// end, and the headline counts them.
 #[derive(Default)]
 struct Kept {
     failed: Vec<RpcOutcome>,
+    /// The latest call that ended OK as the first did (its message).
+    ok: Option<RpcOutcome>,
     last: Option<RpcOutcome>,
 }
 
@@ -298,7 +300,16 @@ fn alike(a: &RpcOutcome, b: &RpcOutcome) -> bool {
 
 impl Kept {
     fn add(&mut self, o: RpcOutcome) {
-        if o.status != status::OK {
+        if o.status == status::OK {
+            match &mut self.ok {
+                Some(kept) if alike(kept, &o) => {
+                    let alike = kept.alike + 1;
+                    *kept = RpcOutcome { alike, ..o.clone() };
+                }
+                Some(_) => {} // OK with another message: the last call, if it is
+                None => self.ok = Some(o.clone()),
+            }
+        } else {
             if let Some(kept) = self.failed.iter_mut().find(|k| alike(k, &o)) {
                 kept.alike += 1;
             } else if self.failed.len() < KEPT_FAILED {
@@ -308,12 +319,14 @@ impl Kept {
         self.last = Some(o);
     }
 
+    /// The kept calls; the last call too unless it is counted with its
+    /// kind, with `alike` 0 then: the calls of its kind were not counted.
     fn into_vec(self) -> Vec<RpcOutcome> {
         let mut out = self.failed;
+        out.extend(self.ok);
         if let Some(last) = self.last {
-            // Counted with its kind already.
             if !out.iter().any(|k| alike(k, &last)) {
-                out.push(last);
+                out.push(RpcOutcome { alike: 0, ..last });
             }
         }
         out
@@ -365,12 +378,30 @@ mod tests {
                 (status::INTERNAL, "kind 2", 1),
             ]
         );
-        // The last call, OK, is listed on its own.
+        // The OK calls are counted too, listed as the latest of them
+        // (their count read as the connections' number: 3 for 900 calls).
         let mut kept = Kept::default();
-        kept.add(ended(1, status::INTERNAL, "kind 0"));
-        kept.add(ended(3, status::OK, ""));
+        kept.add(ended(1, status::OK, ""));
+        kept.add(ended(3, status::INTERNAL, "kind 0"));
+        kept.add(ended(5, status::OK, ""));
         let out = kept.into_vec();
-        assert_eq!(out.len(), 2);
-        assert_eq!((out[1].stream, out[1].status), (3, status::OK));
+        let summary: Vec<(u32, u32, u64)> =
+            out.iter().map(|o| (o.stream, o.status, o.alike)).collect();
+        assert_eq!(summary, [(3, status::INTERNAL, 1), (5, status::OK, 2)]);
+        // A last call of a kind past the first few is listed, not counted.
+        let mut kept = Kept::default();
+        for kind in 0..6 {
+            kept.add(ended(
+                1 + 2 * kind,
+                status::INTERNAL,
+                &format!("kind {kind}"),
+            ));
+        }
+        let out = kept.into_vec();
+        let last = out.last().unwrap();
+        assert_eq!(
+            (out.len(), last.message.as_str(), last.alike),
+            (5, "kind 5", 0)
+        );
     }
 }
