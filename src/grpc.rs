@@ -285,10 +285,29 @@ pub fn parse_timeout(v: &str) -> Option<Duration> {
     })
 }
 
-/// Formats a `grpc-timeout` value, in milliseconds (at most 8 digits).
+/// Formats a `grpc-timeout` value: in the finest unit whose count fits
+/// the 8 digits the header allows, rounded up, so that it is never 0 (the
+/// spec wants a positive count, and a gRPC server fails a call whose
+/// timeout is `0m` at once; milliseconds rounded down sent `0m` for a
+/// unary call with 0.5 ms left) nor shorter than `d`.
 pub fn format_timeout(d: Duration) -> String {
-    let ms = d.as_millis().min(99_999_999);
-    format!("{ms}m")
+    const MAX: u128 = 99_999_999;
+    let ns = d.as_nanos().max(1);
+    let units: [(u128, char); 6] = [
+        (1, 'n'),
+        (1_000, 'u'),
+        (1_000_000, 'm'),
+        (1_000_000_000, 'S'),
+        (60_000_000_000, 'M'),
+        (3_600_000_000_000, 'H'),
+    ];
+    for (per, unit) in units {
+        let n = ns.div_ceil(per);
+        if n <= MAX {
+            return format!("{n}{unit}");
+        }
+    }
+    format!("{MAX}H")
 }
 
 /// Percent-encodes a `grpc-message` (gRPC spec: printable ASCII except %).
@@ -418,6 +437,19 @@ mod tests {
         assert_eq!(parse_timeout("1x"), None);
         assert_eq!(parse_timeout("123456789m"), None);
         assert_eq!(format_timeout(Duration::from_secs(120)), "120000m");
+        // Below a millisecond, and never 0 nor shorter than given.
+        assert_eq!(format_timeout(Duration::from_micros(479)), "479000n");
+        assert_eq!(format_timeout(Duration::ZERO), "1n");
+        assert_eq!(format_timeout(Duration::from_nanos(100_000_001)), "100001u");
+        assert_eq!(format_timeout(Duration::from_secs(200_000_000)), "3333334M");
+        for d in [1, 999, 99_999_999, 100_000_000, 123_456_789_123] {
+            let d = Duration::from_nanos(d);
+            let t = parse_timeout(&format_timeout(d)).unwrap();
+            assert!(
+                t >= d && t - d < d / 1000 + Duration::from_nanos(1),
+                "{d:?} → {t:?}"
+            );
+        }
     }
 
     #[test]

@@ -614,8 +614,8 @@ fn a_limit_the_server_raises_later_lets_calls_open() {
 
 /// A server that never answers: a unary call's deadline runs from its
 /// message's scheduled time, as a gRPC call's from its creation, so a
-/// message's wait in the backlog counts and the run ends within --duration
-/// and one --deadline. Each call ended a whole --deadline after it opened,
+/// message's wait in the backlog counts and the calls end within
+/// --duration and one --deadline. Each call ended a whole --deadline after it opened,
 /// and the backlog drained one deadline at a time: a 1 s offer took 20 s.
 #[test]
 fn a_unary_calls_deadline_runs_from_its_messages_schedule() {

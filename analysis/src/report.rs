@@ -471,14 +471,14 @@ pub(crate) fn completed_text(s: &Summary) -> String {
     )
 }
 
-/// Lines longer than `width` continue on lines indented like their text
+/// Lines wider than `width` terminal columns continue on lines indented like their text
 /// (under the 10-column label), broken between fields (two spaces) where
 /// possible, else between words (a number and its unit count as one). A
 /// word, or a number with its unit, longer than a line stays whole.
 pub fn fit_lines(text: &str, width: usize) -> String {
     let mut o = String::new();
     for line in text.lines() {
-        if line.chars().count() <= width {
+        if crate::compare::columns(line) <= width {
             o.push_str(line);
             o.push('\n');
             continue;
@@ -498,7 +498,7 @@ pub fn fit_lines(text: &str, width: usize) -> String {
         let mut cur = head.to_string();
         let mut fresh = true; // nothing after the label or indent yet
         let mut push = |cur: &mut String, piece: &str, sep: &str, fresh: &mut bool| {
-            let room = cur.chars().count() + sep.len() + piece.chars().count();
+            let room = crate::compare::columns(cur) + sep.len() + crate::compare::columns(piece);
             if !*fresh && room > width {
                 o.push_str(cur.trim_end());
                 o.push('\n');
@@ -512,7 +512,7 @@ pub fn fit_lines(text: &str, width: usize) -> String {
             *fresh = false;
         };
         for field in body.split("  ").filter(|f| !f.is_empty()) {
-            if indent + field.chars().count() <= width {
+            if indent + crate::compare::columns(field) <= width {
                 push(&mut cur, field, "  ", &mut fresh);
             } else {
                 let mut first = true;
@@ -1324,6 +1324,21 @@ mod tests {
         );
         let growth = lines.iter().position(|l| l.starts_with("growth")).unwrap();
         assert!(lines[growth + 1].starts_with("          "), "{fitted}");
+    }
+
+    /// A wide character takes two columns: a line holding CJK text (a
+    /// server's error, a socket's name) went past 80 columns, each
+    /// character counted as one.
+    #[test]
+    fn a_headline_line_with_wide_characters_fits_80_columns() {
+        // 65 characters, 101 columns.
+        let text = format!("status    server said: {}\n", ["服务器暂不可"; 6].join(" "));
+        let fitted = fit_lines(&text, 80);
+        assert!(fitted.lines().count() > 1, "{fitted}");
+        for l in fitted.lines() {
+            assert!(crate::compare::columns(l) <= 80, "{l}\n{fitted}");
+        }
+        assert_eq!(words(&fitted), words(&text));
     }
 
     /// A number keeps its unit across a break (the audit saw "+32830" end

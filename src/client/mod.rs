@@ -844,8 +844,15 @@ enum Messages {
     Scheduled { k: u32, start: u64 },
     /// One message its connection's schedule offered (a unary call), the
     /// payload the connection made once for all its calls, and the call's
-    /// deadline (`t`, ns: its message's scheduled time + --deadline).
-    One(Pending, Bytes, u64),
+    /// deadline: `due` (`t`, ns: its message's scheduled time +
+    /// --deadline) and the time `left` to it when its request was made
+    /// (its grpc-timeout), ns.
+    One {
+        msg: Pending,
+        payload: Bytes,
+        due: u64,
+        left: u64,
+    },
 }
 
 /// What h2 says when a stream cannot open: a GOAWAY without an error
@@ -895,7 +902,7 @@ async fn rpc(
         };
     }
     let deadline = match &messages {
-        Messages::One(_, _, due) => *due,
+        Messages::One { due, .. } => *due,
         Messages::Scheduled { .. } => now_ns() + opts.deadline().as_nanos() as u64,
     };
     let opened = match open {
@@ -913,7 +920,7 @@ async fn rpc(
         Err(e) => {
             outcome.message = format!("could not open the stream: {}", open_error_text(&e));
             with_connection_cause(&mut outcome, &cause, false);
-            if let Messages::One(p, ..) = &messages {
+            if let Messages::One { msg: p, .. } = &messages {
                 // Its message was offered (scheduled on the connection) and
                 // never sent: said, as the connection's.
                 record_unsent(
@@ -948,8 +955,7 @@ async fn rpc(
         RpcStart(RpcStartEv {
             path: opts.call_path().to_string(),
             deadline_ns: Some(match &messages {
-                // What its grpc-timeout said (its lane read the clock then).
-                Messages::One(..) => deadline.saturating_sub(now_ns()),
+                Messages::One { left, .. } => *left,
                 Messages::Scheduled { .. } => opts.deadline().as_nanos() as u64,
             }),
             framing: None,
@@ -960,7 +966,7 @@ async fn rpc(
 
     // The open-loop schedule runs in its own task and never waits for the sender.
     let (one, backlog, payload) = match &messages {
-        Messages::One(_, payload, _) => (true, 1, payload.clone()),
+        Messages::One { payload, .. } => (true, 1, payload.clone()),
         Messages::Scheduled { .. } => (
             false,
             opts.max_pending as usize,
@@ -983,7 +989,7 @@ async fn rpc(
             tx,
             &payload,
         )),
-        Messages::One(p, ..) => {
+        Messages::One { msg: p, .. } => {
             // The channel has room for it; closed behind it, so the send
             // half-closes after it.
             let _ = tx.try_send(p);

@@ -9,9 +9,9 @@
 //! (numbered per connection). A call's deadline runs from its message's
 //! scheduled time, as a gRPC call's from its creation: a message whose
 //! deadline passed in the backlog is `never_sent` (deadline) on stream 0,
-//! and a run ends within --duration and one --deadline whatever the server
-//! does (from its open, the backlog drained one deadline at a time behind a
-//! server that never answered).
+//! and the calls end within --duration and one --deadline whatever the
+//! server does (from its open, the backlog drained one deadline at a time
+//! behind a server that never answered).
 
 use super::*;
 use std::sync::atomic::AtomicUsize;
@@ -220,7 +220,7 @@ async fn lane(
     loop {
         // A message not taken when the run stops stays in the backlog,
         // never sent; one taken is in h2's hands at once.
-        let (p, due, opened, counted) = {
+        let (p, due, left, opened, counted) = {
             let mut turn = tokio::select! {
                 biased;
                 _ = crate::live::flag_set(&mut interrupt) => return,
@@ -261,13 +261,18 @@ async fn lane(
                 Counted(lanes.clone())
             });
             turn.failed = opened.is_err();
-            (p, due, opened, counted)
+            (p, due, left, opened, counted)
         };
         let outcome = rpc(
             ctx.clone(),
             Open::Opened(opened),
             conn,
-            Messages::One(p, payload.clone(), due),
+            Messages::One {
+                msg: p,
+                payload: payload.clone(),
+                due,
+                left,
+            },
             cause.clone(),
         )
         .await;
