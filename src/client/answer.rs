@@ -48,9 +48,12 @@ pub(super) async fn read_answer(
     codec: Codec,
     one_reply: bool,
 ) -> Answer {
-    let resp = resp
-        .await
-        .map_err(|e| (status::of_h2_error(&e), format!("no response: {e}")))?;
+    let resp = resp.await.map_err(|e| {
+        (
+            status::of_h2_error(&e),
+            format!("no response: {}", super::h2_error_text(&e)),
+        )
+    })?;
     let encoded = resp.headers().contains_key("grpc-encoding");
     let done = |(code, message): (u32, String), reply, reply_json| Answered {
         code,

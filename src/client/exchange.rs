@@ -326,7 +326,10 @@ async fn reader(resp: h2::client::ResponseFuture, tx: mpsc::Sender<FromServer>) 
         Ok(r) => r,
         Err(e) => {
             let _ = tx
-                .send(end(status::of_h2_error(&e), format!("no response: {e}")))
+                .send(end(
+                    status::of_h2_error(&e),
+                    format!("no response: {}", super::h2_error_text(&e)),
+                ))
                 .await;
             return;
         }

@@ -855,10 +855,11 @@ enum Messages {
     },
 }
 
-/// What h2 says when a stream cannot open: a GOAWAY without an error
-/// (the server shutting down) read "connection error received: not a
-/// result of an error".
-fn open_error_text(e: &h2::Error) -> String {
+/// What h2 says when a stream cannot open or gets no response: a GOAWAY
+/// without an error (the server shutting down) read "connection error
+/// received: not a result of an error" (for a call opened after the
+/// server's GOAWAY left, before it arrived, too).
+pub(crate) fn h2_error_text(e: &h2::Error) -> String {
     match e.reason() {
         Some(h2::Reason::NO_ERROR) if e.is_go_away() => {
             "the server sent GOAWAY (NO_ERROR: it is closing the connection)".into()
@@ -918,7 +919,7 @@ async fn rpc(
     let (resp, mut send) = match opened {
         Ok(x) => x,
         Err(e) => {
-            outcome.message = format!("could not open the stream: {}", open_error_text(&e));
+            outcome.message = format!("could not open the stream: {}", h2_error_text(&e));
             with_connection_cause(&mut outcome, &cause, false);
             if let Messages::One { msg: p, .. } = &messages {
                 // Its message was offered (scheduled on the connection) and
