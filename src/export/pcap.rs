@@ -15,7 +15,8 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
-/// Largest TCP payload per synthetic segment (IPv4 total length is 16 bits).
+/// Largest TCP payload per synthetic segment (IPv4's total length and
+/// IPv6's payload length are 16 bits).
 const MSS: usize = 65_000;
 /// Initial sequence numbers of the client's and the server's bytes, the
 /// same in every tap's pcap: a segment has one `tcp.seq` in the client's
@@ -404,11 +405,12 @@ impl<W: std::io::Write> TapPcap<W> {
                 client_end: e.ep.is_client_end(),
             },
         );
-        let (a, b, isn_a, isn_b) = if e.ep.is_client_end() {
-            (local, peer, ISN_CLIENT, ISN_SERVER)
+        let (a, b) = if e.ep.is_client_end() {
+            (local, peer)
         } else {
-            (peer, local, ISN_CLIENT, ISN_SERVER)
+            (peer, local)
         };
+        let (isn_a, isn_b) = (ISN_CLIENT, ISN_SERVER);
         self.write(e.t, &packet(a, b, isn_a, 0, SYN, &[]))?;
         self.write(
             e.t,
