@@ -307,7 +307,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             if unary && !outcomes.is_empty() {
                 writeln!(
                     out,
-                    "(unary: each connection's last call and its first {} kinds of failure, each",
+                    "(unary: each connection's first {} kinds of failure and latest OK call, each",
                     crate::client::UNARY_KEPT_FAILED
                 )?;
                 writeln!(

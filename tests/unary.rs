@@ -180,8 +180,9 @@ fn serve_and_a_unary_client_merge_with_every_check_holding() {
     ]);
     let stdout = String::from_utf8_lossy(&client.stdout);
     assert!(
-        stdout
-            .contains("(unary: each connection's last call and its first 4 kinds of failure, each"),
+        stdout.contains(
+            "(unary: each connection's first 4 kinds of failure and latest OK call, each"
+        ),
         "{stdout}"
     );
     // One line for the last call, not one per call, counting every call

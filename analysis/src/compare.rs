@@ -460,33 +460,31 @@ pub fn markdown_for_terminal(md: &str, width: usize) -> String {
 const LONG_WORD: usize = 20;
 
 /// The columns `s` takes at a terminal: a CJK character two, a combining
-/// mark none (a control character, which has no width, none).
+/// mark none, an emoji sequence as one glyph (unicode-width's measure of
+/// the whole string, which split and joined pieces both use).
 pub fn columns(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
-}
-
-fn char_columns(c: char) -> usize {
-    unicode_width::UnicodeWidthChar::width(c).unwrap_or(0)
 }
 
 /// `text` in lines of at most `width` terminal columns ([`columns`]), broken
 /// at spaces; a word wider than `width` is broken too, after a `/` or a `-`
 /// where it can be (`complete-` / `unbounded`, not `complete-unbound` /
-/// `ed`), and never inside a character.
+/// `ed`), and never inside a character (one wider than `width` stands
+/// alone on its line).
 pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut pieces: Vec<String> = vec![];
     for word in text.split(' ').filter(|w| !w.is_empty()) {
         let mut rest: Vec<char> = word.chars().collect();
-        while rest.iter().map(|&c| char_columns(c)).sum::<usize>() > width {
+        while columns(&rest.iter().collect::<String>()) > width {
             // The most characters that fit in `width` columns (at least one).
+            let mut prefix = String::new();
             let mut fit = 0;
-            let mut used = 0;
             for &c in &rest {
-                if used + char_columns(c) > width {
+                prefix.push(c);
+                if columns(&prefix) > width {
                     break;
                 }
-                used += char_columns(c);
                 fit += 1;
             }
             let fit = fit.max(1);
@@ -497,7 +495,9 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
                 .map_or(fit, |i| i + 1);
             pieces.push(rest.drain(..cut).collect());
         }
-        pieces.push(rest.into_iter().collect());
+        if !rest.is_empty() {
+            pieces.push(rest.into_iter().collect());
+        }
     }
     let mut lines: Vec<String> = vec![];
     for word in &pieces {
@@ -542,6 +542,14 @@ mod tests {
         assert_eq!(wrap_words("过载 了 ab", 7), ["过载 了", "ab"]);
         // A combining accent takes no column of its own.
         assert_eq!(wrap_words("cafe\u{301} ok", 7), ["cafe\u{301} ok"]);
+        // Split and joined alike: ten emoji with their presentation
+        // selector are 20 columns, broken as such.
+        let hearts = "\u{2764}\u{FE0F}".repeat(10);
+        for l in wrap_words(&hearts, 10) {
+            assert!(columns(&l) <= 10, "{l:?}");
+        }
+        // A character wider than the line stands alone, with no empty line.
+        assert_eq!(wrap_words("服务器", 1), ["服", "务", "器"]);
     }
 
     fn run(config: &str, send: f64, depth: u64) -> RunRef {

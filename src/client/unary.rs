@@ -229,23 +229,27 @@ async fn lane(
             if turn.failed {
                 return;
             }
-            // The next message whose deadline has not passed in the backlog.
-            let (p, due, left) = loop {
+            // The next message whose deadline has not passed in the backlog;
+            // those whose deadline passed are `never_sent`, recorded
+            // together once the lane stops taking them.
+            let mut expired = vec![];
+            let taken = loop {
                 let next = tokio::select! {
                     biased;
-                    _ = crate::live::flag_set(&mut interrupt) => return,
+                    _ = crate::live::flag_set(&mut interrupt) => None,
                     p = turn.next(&lanes, &ctx) => p,
                 };
-                let Some(p) = next else { return };
+                let Some(p) = next else { break None };
                 let due = p.scheduled.saturating_add(deadline_ns);
-                let now = now_ns();
-                match due.checked_sub(now).filter(|&left| left > 0) {
-                    Some(left) => break (p, due, left),
-                    None => {
-                        record_unsent(&ctx, conn, 0, now, NeverSentReason::Deadline, vec![p.seq])
-                    }
+                match due.checked_sub(now_ns()).filter(|&left| left > 0) {
+                    Some(left) => break Some((p, due, left)),
+                    None => expired.push(p.seq),
                 }
             };
+            if !expired.is_empty() {
+                record_unsent(&ctx, conn, 0, now_ns(), NeverSentReason::Deadline, expired);
+            }
+            let Some((p, due, left)) = taken else { return };
             // A handle of its own: h2 refuses a second call on one handle
             // while its first is pending open. Its grpc-timeout is what is
             // left of its deadline.
@@ -293,7 +297,7 @@ async fn lane(
 #[derive(Default)]
 struct Kept {
     failed: Vec<RpcOutcome>,
-    /// The latest call that ended OK as the first did (its message).
+    /// The latest call that ended OK, counting all that did.
     ok: Option<RpcOutcome>,
     last: Option<RpcOutcome>,
 }
@@ -306,14 +310,10 @@ fn alike(a: &RpcOutcome, b: &RpcOutcome) -> bool {
 impl Kept {
     fn add(&mut self, o: RpcOutcome) {
         if o.status == status::OK {
-            match &mut self.ok {
-                Some(kept) if alike(kept, &o) => {
-                    let alike = kept.alike + 1;
-                    *kept = RpcOutcome { alike, ..o.clone() };
-                }
-                Some(_) => {} // OK with another message: the last call, if it is
-                None => self.ok = Some(o.clone()),
-            }
+            // The latest OK call, counting every one (whatever message a
+            // server put beside its OK).
+            let alike = self.ok.as_ref().map_or(1, |kept| kept.alike + 1);
+            self.ok = Some(RpcOutcome { alike, ..o.clone() });
         } else {
             if let Some(kept) = self.failed.iter_mut().find(|k| alike(k, &o)) {
                 kept.alike += 1;
@@ -388,11 +388,13 @@ mod tests {
         let mut kept = Kept::default();
         kept.add(ended(1, status::OK, ""));
         kept.add(ended(3, status::INTERNAL, "kind 0"));
-        kept.add(ended(5, status::OK, ""));
+        // An OK with a message of the server's counts too.
+        kept.add(ended(5, status::OK, "fine"));
+        kept.add(ended(7, status::OK, ""));
         let out = kept.into_vec();
         let summary: Vec<(u32, u32, u64)> =
             out.iter().map(|o| (o.stream, o.status, o.alike)).collect();
-        assert_eq!(summary, [(3, status::INTERNAL, 1), (5, status::OK, 2)]);
+        assert_eq!(summary, [(3, status::INTERNAL, 1), (7, status::OK, 3)]);
         // A last call of a kind past the first few is listed, not counted.
         let mut kept = Kept::default();
         for kind in 0..6 {
