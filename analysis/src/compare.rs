@@ -353,7 +353,7 @@ pub const FAILED_ROW: &str = "runs failing a check";
 pub fn transposed<H: AsRef<str>>(headers: &[H], rows: &[Vec<String>], width: usize) -> String {
     let label_w = headers
         .iter()
-        .map(|h| h.as_ref().chars().count())
+        .map(|h| columns(h.as_ref()))
         .max()
         .unwrap_or(0);
     let cell = |r: &Vec<String>, i: usize| r.get(i).map_or("", String::as_str).to_string();
@@ -363,11 +363,11 @@ pub fn transposed<H: AsRef<str>>(headers: &[H], rows: &[Vec<String>], width: usi
     let col_w: Vec<usize> = rows
         .iter()
         .map(|r| {
-            let values = (1..headers.len()).map(|i| cell(r, i).chars().count());
+            let values = (1..headers.len()).map(|i| columns(&cell(r, i)));
             // A long word (a path) is broken rather than widen its column.
             let words = cell(r, 0)
                 .split(' ')
-                .map(|w| w.chars().count().min(LONG_WORD))
+                .map(|w| columns(w).min(LONG_WORD))
                 .collect::<Vec<_>>();
             values.chain(words).max().unwrap_or(0).clamp(4, room)
         })
@@ -391,18 +391,20 @@ pub fn transposed<H: AsRef<str>>(headers: &[H], rows: &[Vec<String>], width: usi
         let name_lines = names.iter().map(Vec::len).max().unwrap_or(1);
         let head = headers.first().map_or("", |h| h.as_ref());
         for line in 0..name_lines {
-            let mut l = format!("{:<label_w$}", if line == 0 { head } else { "" });
+            let mut l = padded(if line == 0 { head } else { "" }, label_w, false);
             for (k, i) in (first..end).enumerate() {
                 let part = names[k].get(line).map_or("", String::as_str);
-                l.push_str(&format!("  {part:<w$}", w = col_w[i]));
+                l.push_str("  ");
+                l.push_str(&padded(part, col_w[i], false));
             }
             o.push_str(l.trim_end());
             o.push('\n');
         }
         for (f, name) in headers.iter().enumerate().skip(1) {
-            let mut l = format!("{:<label_w$}", name.as_ref());
+            let mut l = padded(name.as_ref(), label_w, false);
             for i in first..end {
-                l.push_str(&format!("  {:>w$}", cell(&rows[i], f), w = col_w[i]));
+                l.push_str("  ");
+                l.push_str(&padded(&cell(&rows[i], f), col_w[i], true));
             }
             o.push_str(&l);
             o.push('\n');
@@ -410,6 +412,17 @@ pub fn transposed<H: AsRef<str>>(headers: &[H], rows: &[Vec<String>], width: usi
         first = end;
     }
     o
+}
+
+/// `s` padded with spaces to `w` terminal columns, on the left when
+/// `right` (aligned right), else on the right.
+fn padded(s: &str, w: usize, right: bool) -> String {
+    let pad = " ".repeat(w.saturating_sub(columns(s)));
+    if right {
+        format!("{pad}{s}")
+    } else {
+        format!("{s}{pad}")
+    }
 }
 
 /// A Markdown report for the terminal: every table [`transposed`] to fit
@@ -528,6 +541,25 @@ mod tests {
         assert_eq!(wrap_words("runs/a-b/frame", 10), ["runs/a-b/", "frame"]);
         // None in the second half: cut at the width.
         assert_eq!(wrap_words("abcdefghijkl", 5), ["abcde", "fghij", "kl"]);
+    }
+
+    /// Columns line up by terminal columns: a CJK run name's characters
+    /// take two, so its column padded by characters came out wider than
+    /// the others and shifted what followed.
+    #[test]
+    fn a_table_with_a_wide_run_name_lines_up_in_columns() {
+        let headers = ["run", "sent", "completed"];
+        let rows = vec![
+            vec!["运行".to_string(), "3000".to_string(), "2999".to_string()],
+            vec!["ascii".to_string(), "12".to_string(), "7".to_string()],
+        ];
+        let table = transposed(&headers, &rows, 80);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "{table}");
+        // Every line ends its second column at the same terminal column.
+        let ends: Vec<usize> = lines.iter().map(|l| columns(l)).collect();
+        assert!(ends.iter().all(|&e| e == ends[1]), "{ends:?}\n{table}");
+        assert!(lines[1].ends_with("3000     12"), "{table}");
     }
 
     #[test]
