@@ -510,7 +510,7 @@ mod tests {
         let lines: Vec<&str> = shown.lines().collect();
         assert!(lines.len() > 1, "{shown}");
         for (i, l) in lines.iter().enumerate() {
-            assert!(l.chars().count() <= 80, "{l}");
+            assert!(h2probe_analysis::compare::columns(l) <= 80, "{l}");
             assert_eq!(l.starts_with("    "), i > 0, "{shown}");
             assert!(!l.contains('\t'), "{shown}");
         }

@@ -405,20 +405,27 @@ impl<W: std::io::Write> TapPcap<W> {
                 client_end: e.ep.is_client_end(),
             },
         );
-        let (a, b) = if e.ep.is_client_end() {
+        let (client, server) = if e.ep.is_client_end() {
             (local, peer)
         } else {
             (peer, local)
         };
-        let (isn_a, isn_b) = (ISN_CLIENT, ISN_SERVER);
-        self.write(e.t, &packet(a, b, isn_a, 0, SYN, &[]))?;
+        let (c, sv) = (ISN_CLIENT, ISN_SERVER);
+        self.write(e.t, &packet(client, server, c, 0, SYN, &[]))?;
         self.write(
             e.t,
-            &packet(b, a, isn_b, isn_a.wrapping_add(1), SYN | ACK, &[]),
+            &packet(server, client, sv, c.wrapping_add(1), SYN | ACK, &[]),
         )?;
         self.write(
             e.t,
-            &packet(a, b, isn_a.wrapping_add(1), isn_b.wrapping_add(1), ACK, &[]),
+            &packet(
+                client,
+                server,
+                c.wrapping_add(1),
+                sv.wrapping_add(1),
+                ACK,
+                &[],
+            ),
         )
     }
 

@@ -548,7 +548,8 @@ pub fn rpc_lines(stdout: &str) -> Vec<String> {
     lines
 }
 
-/// Asserts that what a command printed fits an 80-column terminal: every
+/// Asserts that what a command printed fits an 80-column terminal (in
+/// terminal columns: a CJK character takes two): every
 /// line of it, apart from run-directory names (`== DIR`) and the closing
 /// "comparison written to DIR/" line, whose length is the user's path (the
 /// products' names are on the line under it, which must fit: they made it
@@ -558,11 +559,8 @@ pub fn assert_fits_80(stdout: &str) {
         .lines()
         .filter(|l| !l.starts_with("comparison written to") && !l.starts_with("== "))
     {
-        assert!(
-            l.chars().count() <= 80,
-            "{} columns: {l}\n{stdout}",
-            l.chars().count()
-        );
+        let columns = h2probe_analysis::compare::columns(l);
+        assert!(columns <= 80, "{columns} columns: {l}\n{stdout}");
     }
 }
 
