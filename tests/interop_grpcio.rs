@@ -153,3 +153,73 @@ async fn python_grpcio_client_calls_exchange() {
         s.checks["admission"].detail
     );
 }
+
+/// A stock grpcio server with a maximum connection age (700 ms, gRPC's
+/// MAX_CONNECTION_AGE, as services set grpc-go's MaxConnectionAge to spread
+/// load) sends each connection GOAWAY (NO_ERROR) while a unary run goes
+/// on: the client replaces each, the schedule goes on, and every call of
+/// the 3 s run is offered, sent, answered OK and counted by the server's
+/// own handler. (The client stopped offering at the first GOAWAY, a
+/// quarter of the run.)
+#[test]
+fn a_grpcio_server_with_a_maximum_connection_age_serves_the_whole_unary_run() {
+    let Some(python) = require_tool("python3") else {
+        return;
+    };
+    let has_grpc = std::process::Command::new(&python)
+        .args(["-c", "import grpc"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_grpc {
+        support::missing("the Python package grpcio");
+        return;
+    }
+    use std::io::BufRead;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut server = std::process::Command::new(&python)
+        .arg(root.join("tests/python/aging_server.py"))
+        .args(["700", "6"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let port = first.strip_prefix("listening ").expect(&first).to_string();
+    let dir = support::temp_dir("grpcio-aging");
+    let client = std::process::Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["client", "--connect", &format!("127.0.0.1:{port}")])
+        .args(["--rpc", "unary", "--method", "/probe.Aging/Call"])
+        .args(["--streams", "2", "--rate", "100", "--duration", "3s"])
+        .args(["--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&client.stdout);
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("its calls go on over a new connection"),
+        "{stderr}"
+    );
+    let s = support::read_summary(&dir);
+    assert_eq!(
+        (s.scheduled, s.sent, s.never_sent),
+        (300, 300, 0),
+        "{stdout}"
+    );
+    assert_eq!(s.rpc_status.get("OK"), Some(&300), "{stdout}");
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let opened = trace
+        .lines()
+        .filter(|l| l.contains(r#""ep":"client""#) && l.contains(r#""type":"conn_open""#))
+        .count();
+    // 3 s of connections that live 700 ms (± grpcio's 10 % jitter).
+    assert!((4..=6).contains(&opened), "{opened} connections");
+    let last = lines.next().unwrap().unwrap();
+    assert_eq!(
+        last, "calls 300",
+        "the server's handler answered every call"
+    );
+    assert!(server.wait().unwrap().success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -488,6 +488,25 @@ pub struct ClientCtx {
     /// A unary client has said that the server allows fewer concurrent
     /// streams than --streams (said once a run, not once a connection).
     pub stream_limit_said: std::sync::atomic::AtomicBool,
+    /// Unary connections the server closed, replaced (see [`unary`]).
+    pub replaced: Replaced,
+}
+
+/// What the replacing of unary connections has to tell.
+#[derive(Default)]
+pub struct Replaced {
+    /// The first replacement has been said (once a run).
+    said: std::sync::atomic::AtomicBool,
+    /// A connection whose schedule stopped before its end, not replaced
+    /// (or whose replacement could not connect): the first one's words.
+    /// The run fails with them once every connection has ended.
+    failed: std::sync::OnceLock<String>,
+}
+
+impl Replaced {
+    fn fail(&self, why: String) {
+        let _ = self.failed.set(why);
+    }
 }
 
 impl ClientCtx {
@@ -688,15 +707,96 @@ pub async fn run(ctx: Arc<ClientCtx>) -> anyhow::Result<Vec<RpcOutcome>> {
     while let Some(r) = conns.join_next().await {
         out.extend(r.context("client connection task")??);
     }
+    if let Some(e) = ctx.replaced.failed.get() {
+        anyhow::bail!("{e}");
+    }
     out.sort_by_key(|o| (o.conn, o.stream));
     Ok(out)
 }
 
+/// The `index`-th connection, and with `--rpc unary` those that replace it
+/// when the server closes it (GOAWAY, NO_ERROR), each going on with its
+/// schedule where the one before stopped while the one before ends its
+/// calls in flight.
 async fn connection(
     ctx: Arc<ClientCtx>,
     index: u32,
     start: u64,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
+    let unary = ctx.opts.rpc == crate::overload::RpcKind::Unary;
+    let mut ending = vec![];
+    let mut first = 0;
+    let mut replacing: Option<unary::Handover> = None;
+    let last = loop {
+        let (tx, handed) = tokio::sync::oneshot::channel();
+        let handover = unary.then_some(tx);
+        let ctx2 = ctx.clone();
+        let task = tokio::spawn(async move {
+            let mut interrupt = ctx2.interrupt.clone();
+            tokio::select! {
+                r = async {
+                    if let Some(h) = replacing {
+                        tokio::time::sleep_until(to_instant(h.due)).await;
+                    }
+                    connected(ctx2, index, start, first, handover).await
+                } => r,
+                // A replacement waiting for its first message or still
+                // connecting stops at an interrupt.
+                _ = crate::live::flag_set(&mut interrupt), if replacing.is_some() => Ok(vec![]),
+            }
+        });
+        match handed.await {
+            Ok(h) => {
+                if !ctx.replaced.said.swap(true, Relaxed) {
+                    crate::say!(
+                        "connection {}: the server closed it (GOAWAY, NO_ERROR); its calls go on \
+                         over a new connection from its next message, as a gRPC channel's do \
+                         (said once a run; each new connection is a conn_open in the trace)",
+                        h.conn
+                    );
+                }
+                ending.push(task);
+                first = h.next;
+                replacing = Some(h);
+            }
+            Err(_) => break task,
+        };
+    };
+    let mut out = vec![];
+    for task in ending {
+        out.extend(task.await.context("client connection task")??);
+    }
+    match (last.await.context("client connection task")?, replacing) {
+        (Ok(o), _) => out.extend(o),
+        (Err(e), None) => return Err(e),
+        // The calls so far are accounted: the run fails once every
+        // connection has ended.
+        (Err(e), Some(h)) => {
+            ctx.replaced.fail(format!(
+                "connection {}: the server closed it (GOAWAY, NO_ERROR) and no new \
+                 connection opened in its place, so its schedule stopped before --duration: {e:#}",
+                h.conn
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Opens a connection and runs its RPCs (a unary connection's schedule
+/// from message `first` on, see [`unary::calls`]).
+async fn connected(
+    ctx: Arc<ClientCtx>,
+    index: u32,
+    start: u64,
+    first: u64,
+    handover: Option<tokio::sync::oneshot::Sender<unary::Handover>>,
+) -> anyhow::Result<Vec<RpcOutcome>> {
+    let slot = Schedule {
+        index,
+        start,
+        first,
+        handover,
+    };
     let connected = ctx.target.connect().await?;
     let conn_id = ctx.conn_ids.next_id();
     let cfg = TapConfig {
@@ -711,17 +811,27 @@ async fn connection(
     use target::Transport;
     let addrs = (connected.local, connected.peer);
     match (connected.io, shape.is_transparent()) {
-        (Transport::Tcp(s), true) => secured(ctx, s, addrs, cfg, index, start).await,
+        (Transport::Tcp(s), true) => secured(ctx, s, addrs, cfg, slot).await,
         (Transport::Tcp(s), false) => {
             let line = crate::link::shaped(s, shape);
-            secured(ctx, line, addrs, cfg, index, start).await
+            secured(ctx, line, addrs, cfg, slot).await
         }
-        (Transport::Unix(s), true) => secured(ctx, s, addrs, cfg, index, start).await,
+        (Transport::Unix(s), true) => secured(ctx, s, addrs, cfg, slot).await,
         (Transport::Unix(s), false) => {
             let line = crate::link::shaped_unix(s, shape);
-            secured(ctx, line, addrs, cfg, index, start).await
+            secured(ctx, line, addrs, cfg, slot).await
         }
     }
+}
+
+/// Where a connection's RPCs sit in the run's schedule: the connection's
+/// `index` among --connections, the common `start`, and for unary calls
+/// the first message and where to hand the rest if the server closes it.
+struct Schedule {
+    index: u32,
+    start: u64,
+    first: u64,
+    handover: Option<tokio::sync::oneshot::Sender<unary::Handover>>,
 }
 
 /// Puts TLS (if asked for) between the transport and the tap: the tap then
@@ -732,8 +842,7 @@ async fn secured<T>(
     io: T,
     (local, peer): (String, String),
     cfg: TapConfig,
-    index: u32,
-    start: u64,
+    slot: Schedule,
 ) -> anyhow::Result<Vec<RpcOutcome>>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -741,12 +850,12 @@ where
     let conn_id = cfg.conn;
     let Some(tls) = ctx.target.tls.clone() else {
         let tap = Tap::with_addrs(io, local, peer, cfg, ctx.rec.clone());
-        return drive(ctx, tap, conn_id, index, start).await;
+        return drive(ctx, tap, conn_id, slot).await;
     };
     let watched = crate::tap::SocketWatch::new(io, cfg, ctx.rec.clone());
     let stream = ctx.target.handshake(&tls, watched, &peer).await?;
     let tap = Tap::with_addrs(stream, local, peer, cfg, ctx.rec.clone()).above_tls();
-    drive(ctx, tap, conn_id, index, start).await
+    drive(ctx, tap, conn_id, slot).await
 }
 
 /// Runs the HTTP/2 connection and its streams over a tapped transport.
@@ -754,8 +863,7 @@ async fn drive<T>(
     ctx: Arc<ClientCtx>,
     tap: Tap<T>,
     conn_id: u32,
-    index: u32,
-    start: u64,
+    slot: Schedule,
 ) -> anyhow::Result<Vec<RpcOutcome>>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -785,8 +893,19 @@ where
     });
     let mut out = vec![];
     if ctx.opts.rpc == crate::overload::RpcKind::Unary {
-        out = unary::calls(&ctx, send_req, conn_id, index, start, &cause).await?;
+        out = unary::calls(
+            &ctx,
+            send_req,
+            conn_id,
+            slot.index,
+            slot.start,
+            slot.first,
+            slot.handover,
+            &cause,
+        )
+        .await?;
     } else {
+        let Schedule { index, start, .. } = slot;
         let mut streams = tokio::task::JoinSet::new();
         for s in 0..ctx.opts.streams {
             let ctx = ctx.clone();
@@ -986,6 +1105,9 @@ async fn rpc(
                 deadline,
                 rate: opts.rate_of(stream),
                 idle: None,
+                first: 0,
+                next: None,
+                gone: None,
             },
             tx,
             &payload,

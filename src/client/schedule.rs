@@ -8,6 +8,7 @@ use crate::live::Live;
 use crate::trace::clock::{now_ns, to_instant};
 use crate::trace::schema::{Endpoint, Kind, KindId, MsgEv, NeverSentEv, NeverSentReason};
 use bytes::Bytes;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
@@ -25,7 +26,22 @@ pub(super) struct Slot {
     /// backlog is full at --max-pending beyond them, its channel holding
     /// room for both. `None`: the channel's capacity is the backlog.
     pub idle: Option<Arc<dyn Fn() -> usize + Send + Sync>>,
+    /// The first message's `seq`: 0, or where the schedule of a unary
+    /// connection the server closed stopped (its replacement goes on from
+    /// there, on the same times).
+    pub first: u64,
+    /// Where the schedule is: the `seq` it offers next, [`DONE`] once it
+    /// has offered its last. Read when it is stopped, to go on elsewhere.
+    pub next: Option<Arc<AtomicU64>>,
+    /// The connection takes no more streams (a unary connection the server
+    /// closed): the schedule stops before offering its next message, which
+    /// a replacement then offers (offered here, it would be lost with the
+    /// connection).
+    pub gone: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
 }
+
+/// [`Slot::next`] of a schedule that has offered all its messages.
+pub(super) const DONE: u64 = u64::MAX;
 
 /// Spawns the schedule task of one RPC (or of a connection's unary calls);
 /// it ends at `--duration`, the deadline or an interrupt.
@@ -43,6 +59,9 @@ pub(super) fn spawn(
         deadline,
         rate,
         idle,
+        first,
+        next,
+        gone,
     } = slot;
     let ctx = ctx.clone();
     // Streams interleave: the k-th starts k/total-rate after the first,
@@ -52,13 +71,7 @@ pub(super) fn spawn(
     // rate × --duration in all within --duration. (Each stream offered for
     // --duration from its own start: 1,000 streams at 300/s for 1 s
     // offered 1,000 messages over 3.3 s.)
-    let period = 1e9 / rate;
-    // Within the stream's own period, so that each stream offers its rate
-    // × --duration whatever place it draws (h2 numbers the streams in a
-    // race): with --stream-rates 50,50,200 the 200/s stream drawing the
-    // third place started 6.7 ms in and offered 399 messages in 2 s, not
-    // 400. With equal rates the offset is always within the period.
-    let offset = offset_ns(k, ctx.opts.total_rate(), period);
+    let times = Times::of(&ctx, k, start, rate);
     let end = start + ctx.opts.duration.0.as_nanos() as u64;
     let payload = payload.clone();
     tokio::spawn(async move {
@@ -71,10 +84,20 @@ pub(super) fn spawn(
             stream,
             run: None,
         };
-        let due = |seq: u64| start + (offset + period * seq as f64) as u64;
-        for seq in 0u64.. {
+        let due = |seq: u64| times.due(seq);
+        let at_seq = |seq: u64| {
+            if let Some(next) = &next {
+                next.store(seq, Relaxed);
+            }
+        };
+        for seq in first.. {
+            at_seq(seq);
             let at = due(seq);
-            if at >= end || *interrupt.borrow() {
+            if at >= end {
+                at_seq(DONE);
+                break;
+            }
+            if *interrupt.borrow() {
                 break;
             }
             // The schedule ends at --duration on the clock too: if it ever
@@ -89,6 +112,7 @@ pub(super) fn spawn(
                     .take_while(|&s| due(s) < end.min(deadline))
                     .map(|s| schedule(&ctx, conn, stream, s, due(s), &payload))
                     .count() as u64;
+                at_seq(DONE);
                 if n > 0 {
                     ctx.rec.emit(
                         Endpoint::Client,
@@ -122,6 +146,9 @@ pub(super) fn spawn(
                 _ = tokio::time::sleep_until(to_instant(at)) => {}
                 _ = crate::live::flag_set(&mut interrupt) => break,
             }
+            if gone.as_ref().is_some_and(|gone| gone()) {
+                break;
+            }
             schedule(&ctx, conn, stream, seq, at, &payload);
             let full = idle.as_ref().is_some_and(|idle| {
                 let waiting = tx.max_capacity() - tx.capacity();
@@ -135,6 +162,37 @@ pub(super) fn spawn(
             }
         }
     })
+}
+
+/// When a schedule's messages are due.
+#[derive(Clone, Copy)]
+pub(super) struct Times {
+    start: u64,
+    offset: f64,
+    period: f64,
+}
+
+impl Times {
+    /// The times of the `k`-th schedule, at `rate` messages a second from
+    /// the common `start`.
+    pub(super) fn of(ctx: &ClientCtx, k: u32, start: u64, rate: f64) -> Times {
+        let period = 1e9 / rate;
+        // Within the stream's own period, so that each stream offers its
+        // rate × --duration whatever place it draws (h2 numbers the streams
+        // in a race): with --stream-rates 50,50,200 the 200/s stream drawing
+        // the third place started 6.7 ms in and offered 399 messages in 2 s,
+        // not 400. With equal rates the offset is always within the period.
+        Times {
+            start,
+            offset: offset_ns(k, ctx.opts.total_rate(), period),
+            period,
+        }
+    }
+
+    /// When message `seq` is due (ns, on the trace's clock).
+    pub(super) fn due(&self, seq: u64) -> u64 {
+        self.start + (self.offset + self.period * seq as f64) as u64
+    }
 }
 
 /// Records message `seq` as offered at `at` (its `schedule` event, whose

@@ -12,26 +12,53 @@
 //! and the calls end within --duration and one --deadline whatever the
 //! server does (from its open, the backlog drained one deadline at a time
 //! behind a server that never answered).
+//!
+//! A connection the server closes with GOAWAY (NO_ERROR: a maximum
+//! connection age, a drain, a shutdown) is replaced, as a gRPC channel
+//! replaces one: its schedule stops at once, and a new connection goes on
+//! from the next message on the same times, while the calls in flight end
+//! on the old one. The messages then waiting in the old backlog are
+//! `never_sent` (`stream_error`) on the old connection, whose accounting
+//! stays its own.
 
 use super::*;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Mutex;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 /// Kinds of failure kept per connection (the first ones), each with how
 /// many calls ended so.
 pub const KEPT_FAILED: usize = 4;
 
+/// Where a replaced connection's schedule stopped: the next connection
+/// offers from message `next` on, on the same times, and opens when it is
+/// `due` (as a gRPC channel left idle connects for its next call: one
+/// opened at once sat idle, and a server closing idle connections closed
+/// it before its first call).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Handover {
+    /// The connection replaced.
+    pub conn: u32,
+    pub next: u64,
+    pub due: u64,
+}
+
 /// Runs a connection's unary calls until its schedule ends (its backlog
 /// empty), an interrupt or a call that could not open its stream (the
 /// connection failed); messages left in the backlog are recorded as
-/// `never_sent`. Returns the outcomes worth printing (see [`Kept`]).
+/// `never_sent`. The schedule offers from message `first` on; `handover`
+/// hears where it stopped if the server closed the connection (GOAWAY,
+/// NO_ERROR) before it ended, once a call of it had opened. Returns the
+/// outcomes worth printing (see [`Kept`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn calls(
     ctx: &Arc<ClientCtx>,
     sr: SendRequest<Bytes>,
     conn: u32,
     index: u32,
     start: u64,
+    first: u64,
+    handover: Option<oneshot::Sender<Handover>>,
     cause: &crate::tap::CloseReason,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
     let opts = &ctx.opts;
@@ -45,6 +72,8 @@ pub(super) async fn calls(
     // (the schedule refuses past the backlog beyond the idle calls).
     let (tx, rx) = mpsc::channel::<Pending>(opts.max_pending as usize + streams);
     let payload = payload_bytes(opts.payload.0 as usize);
+    let next = Arc::new(AtomicU64::new(first));
+    let times = schedule::Times::of(ctx, index, start, opts.rate_of(0));
     let scheduler = schedule::spawn(
         ctx,
         schedule::Slot {
@@ -59,6 +88,12 @@ pub(super) async fn calls(
                 let lanes = lanes.clone();
                 Arc::new(move || lanes.idle())
             }),
+            first,
+            next: Some(next.clone()),
+            gone: Some({
+                let sr = Mutex::new(sr.clone());
+                Arc::new(move || refusal(&sr.lock().expect("not poisoned")).is_some())
+            }),
         },
         tx,
         &payload,
@@ -68,6 +103,15 @@ pub(super) async fn calls(
         backlog: rx,
         failed: false,
         settings_seen: false,
+        scheduler: Some(scheduler),
+        next,
+        times,
+        held: None,
+        went_away: false,
+        gone: None,
+        cause: cause.clone(),
+        opened_any: false,
+        handover,
     }));
     let kept = Arc::new(Mutex::new(Kept::default()));
     let mut calls = tokio::task::JoinSet::new();
@@ -86,23 +130,7 @@ pub(super) async fn calls(
         r.context("client call task")?;
     }
     // A schedule still running has lost its connection.
-    scheduler.abort();
-    let _ = scheduler.await;
-    let mut turn = turn.lock().await;
-    let rx = &mut turn.backlog;
-    rx.close();
-    let mut unsent = vec![];
-    while let Ok(p) = rx.try_recv() {
-        unsent.push(p.seq);
-    }
-    if !unsent.is_empty() {
-        let reason = if *ctx.interrupt.borrow() {
-            ctx.stopped_reason()
-        } else {
-            NeverSentReason::StreamError
-        };
-        record_unsent(ctx, conn, 0, now_ns(), reason, unsent);
-    }
+    turn.lock().await.stop(ctx, conn).await;
     let kept = std::mem::take(&mut *kept.lock().expect("not poisoned"));
     Ok(kept.into_vec())
 }
@@ -146,6 +174,47 @@ struct Turn {
     /// h2 has applied the server's SETTINGS (its limit read above 0 once):
     /// a limit of 0 is the server's then, not h2's before them.
     settings_seen: bool,
+    /// The schedule offering into `backlog`, until [`Turn::stop`].
+    scheduler: Option<tokio::task::JoinHandle<()>>,
+    /// The `seq` the schedule offers next ([`schedule::DONE`] at its end).
+    next: Arc<AtomicU64>,
+    times: schedule::Times,
+    /// A message taken from the backlog just as the connection turned out
+    /// to refuse streams: never sent, with those left in the backlog.
+    held: Option<Pending>,
+    /// The server closed the connection with GOAWAY (NO_ERROR): it is to be
+    /// replaced.
+    went_away: bool,
+    /// Why the connection takes no more streams, as h2 says it.
+    gone: Option<String>,
+    /// Why it failed, as the tap saw it.
+    cause: crate::tap::CloseReason,
+    /// A call of the connection opened its stream: a connection that never
+    /// let one open is not replaced (no loop of connections that serve
+    /// nothing).
+    opened_any: bool,
+    handover: Option<oneshot::Sender<Handover>>,
+}
+
+/// How often a lane waiting for the next message looks whether the
+/// connection still takes streams: a GOAWAY gives it no wake-up, and its
+/// replacement should not wait for the next message to find out.
+const GONE_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Why the connection takes no more streams (a GOAWAY received, or it
+/// failed); `None` while it does. h2 says so without waiting.
+fn refusal(sr: &SendRequest<Bytes>) -> Option<h2::Error> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match sr.clone().poll_ready(&mut cx) {
+        std::task::Poll::Ready(Err(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// The server's GOAWAY without an error: it closes the connection on
+/// purpose (a maximum age, a drain, a shutdown), and a new one may serve.
+fn graceful(e: &h2::Error) -> bool {
+    e.is_go_away() && e.is_remote() && e.reason() == Some(h2::Reason::NO_ERROR)
 }
 
 /// How often a lane looks for the server's first SETTINGS while a call
@@ -190,7 +259,90 @@ impl Turn {
                 s = if limit == 1 { "" } else { "s" }
             );
         }
-        self.backlog.recv().await
+        loop {
+            if let Some(e) = refusal(&self.sr) {
+                self.refused(&e);
+                return None;
+            }
+            tokio::select! {
+                p = self.backlog.recv() => {
+                    let Some(p) = p else {
+                        // The schedule ended, or stopped on finding the
+                        // connection gone.
+                        if let Some(e) = refusal(&self.sr) {
+                            self.refused(&e);
+                        }
+                        return None;
+                    };
+                    // It may have gone while this waited.
+                    if let Some(e) = refusal(&self.sr) {
+                        self.refused(&e);
+                        self.held = Some(p);
+                        return None;
+                    }
+                    return Some(p);
+                }
+                _ = tokio::time::sleep(GONE_POLL) => {}
+            }
+        }
+    }
+
+    /// The connection takes no more streams (`e`): no lane takes another
+    /// message for it.
+    fn refused(&mut self, e: &h2::Error) {
+        self.failed = true;
+        self.went_away |= graceful(e);
+        self.gone.get_or_insert_with(|| h2_error_text(e));
+    }
+
+    /// Stops the schedule and closes the backlog: the messages left in it
+    /// are `never_sent`. A connection the server closed (GOAWAY, NO_ERROR)
+    /// before its schedule ended, after a call of it opened, hands where
+    /// the schedule stopped to its replacement (not after an interrupt);
+    /// one that failed otherwise fails the run, which offered less than
+    /// asked (it stopped offering silently, exit 0 when no call failed).
+    async fn stop(&mut self, ctx: &ClientCtx, conn: u32) {
+        if let Some(scheduler) = self.scheduler.take() {
+            // Awaited: a message it is offering lands in the backlog first.
+            scheduler.abort();
+            let _ = scheduler.await;
+        }
+        self.backlog.close();
+        let mut unsent: Vec<u64> = self.held.take().map(|p| p.seq).into_iter().collect();
+        while let Ok(p) = self.backlog.try_recv() {
+            unsent.push(p.seq);
+        }
+        let interrupted = *ctx.interrupt.borrow();
+        if !unsent.is_empty() {
+            let reason = if interrupted {
+                ctx.stopped_reason()
+            } else {
+                NeverSentReason::StreamError
+            };
+            record_unsent(ctx, conn, 0, now_ns(), reason, unsent);
+        }
+        let next = self.next.load(Relaxed);
+        if next == schedule::DONE || interrupted || self.handover.is_none() {
+            return;
+        }
+        let handover = self.handover.take().expect("looked at");
+        if self.went_away && self.opened_any {
+            let due = self.times.due(next);
+            let _ = handover.send(Handover { conn, next, due });
+        } else if let Some(gone) = &self.gone {
+            let before = if self.went_away {
+                " before any call of it opened".to_string()
+            } else {
+                self.cause
+                    .peek()
+                    .map_or(String::new(), |why| format!(" (the connection: {why})"))
+            };
+            ctx.replaced.fail(format!(
+                "connection {conn}: {gone}{before}, so its schedule stopped \
+                 before --duration (a connection is replaced only after the server's \
+                 GOAWAY without an error, once it has served)"
+            ));
+        }
     }
 }
 
@@ -249,7 +401,12 @@ async fn lane(
             if !expired.is_empty() {
                 record_unsent(&ctx, conn, 0, now_ns(), NeverSentReason::Deadline, expired);
             }
-            let Some((p, due, left)) = taken else { return };
+            let Some((p, due, left)) = taken else {
+                if turn.failed {
+                    turn.stop(&ctx, conn).await;
+                }
+                return;
+            };
             // A handle of its own: h2 refuses a second call on one handle
             // while its first is pending open. Its grpc-timeout is what is
             // left of its deadline.
@@ -264,7 +421,13 @@ async fn lane(
                 lanes.open.send_modify(|n| *n += 1);
                 Counted(lanes.clone())
             });
-            turn.failed = opened.is_err();
+            match &opened {
+                Ok(_) => turn.opened_any = true,
+                Err(e) => {
+                    turn.refused(e);
+                    turn.stop(&ctx, conn).await;
+                }
+            }
             (p, due, left, opened, counted)
         };
         let outcome = rpc(

@@ -121,6 +121,7 @@ pub async fn client_cmd(opts: ClientCmdOpts) -> anyhow::Result<(Finished, Vec<Rp
         interrupt: interrupt_rx,
         stopped_for: Default::default(),
         stream_limit_said: Default::default(),
+        replaced: Default::default(),
     });
     let run = client::run(cctx.clone());
     tokio::pin!(run);

@@ -400,6 +400,7 @@ pub async fn run(opts: RunOpts) -> anyhow::Result<RunResult> {
         interrupt: interrupt_rx,
         stopped_for: Default::default(),
         stream_limit_said: Default::default(),
+        replaced: Default::default(),
     });
 
     let slowest = slowest_service(&opts);

@@ -368,6 +368,7 @@ pub fn client_ctx(
         interrupt: tokio::sync::watch::channel(false).1,
         stopped_for: Default::default(),
         stream_limit_said: Default::default(),
+        replaced: Default::default(),
     })
 }
 
