@@ -20,7 +20,9 @@ pub enum RpcKind {
     Exchange,
     /// Unary calls: one message per RPC, each on a stream of its own (any
     /// unary method, or a client-streaming one such as `Ingest`); --streams
-    /// calls per connection at once take its messages in turn.
+    /// calls per connection at once take its messages in turn. A connection
+    /// the server closes with GOAWAY (NO_ERROR) is replaced, the schedule
+    /// going on; one lost otherwise fails the run.
     Unary,
 }
 
