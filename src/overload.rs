@@ -21,8 +21,8 @@ pub enum RpcKind {
     /// Unary calls: one message per RPC, each on a stream of its own (any
     /// unary method, or a client-streaming one such as `Ingest`); --streams
     /// calls per connection at once take its messages in turn. A connection
-    /// the server closes with GOAWAY (NO_ERROR) is replaced, the schedule
-    /// going on; one lost otherwise fails the run.
+    /// that ends before its schedule (a GOAWAY, a close) is replaced once a
+    /// call of it has opened, the schedule going on.
     Unary,
 }
 

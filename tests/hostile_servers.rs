@@ -716,3 +716,68 @@ fn a_unary_calls_deadline_runs_from_its_messages_schedule() {
         );
     }
 }
+
+/// A server that answers each connection's first unary call, then closes
+/// the connection without a GOAWAY (a proxy's idle close, a restart): the
+/// client replaces each connection, as a gRPC channel does, and the
+/// schedule goes on: all 10 calls of 1 s answered OK over 10 connections,
+/// one message after another. (The client stopped offering at the first
+/// close: 1 call, exit 0.)
+#[test]
+fn a_unary_connection_closed_without_goaway_is_replaced() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let mut ok = vec![0x00, 11];
+    ok.extend(b"grpc-status");
+    ok.extend([1, b'0']);
+    let answer = [
+        encode::headers(1, 0x4, None, None, &[0x88]),
+        encode::data(1, 0, None, &[0; 5]),
+        encode::headers(1, 0x5, None, None, &ok),
+    ]
+    .concat();
+    std::thread::spawn(move || {
+        for sock in listener.incoming().take(20) {
+            let Ok(mut sock) = sock else { return };
+            let _ = sock.write_all(&encode::settings(false, &[]));
+            let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+            // Preface, SETTINGS, HEADERS and DATA: call 1 has come.
+            let mut got = vec![0u8; 150];
+            if sock.read_exact(&mut got).is_err() {
+                continue;
+            }
+            // The answer, then a close (FIN, no GOAWAY), reading what else
+            // the client sends until it closes too.
+            let _ = sock.write_all(&answer);
+            let _ = sock.shutdown(std::net::Shutdown::Write);
+            let mut sink = [0u8; 4096];
+            while matches!(sock.read(&mut sink), Ok(n) if n > 0) {}
+        }
+    });
+    let dir = support::temp_dir("closed-no-goaway");
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["client", "--connect", &addr, "--rpc", "unary"])
+        .args(["--rate", "10", "--duration", "1s", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("its calls go on over a new connection") && !stderr.contains("GOAWAY"),
+        "{stderr}"
+    );
+    let s = support::read_summary(&dir);
+    assert_eq!((s.scheduled, s.sent), (10, 10), "{stdout}");
+    assert_eq!(s.rpc_status.get("OK"), Some(&10), "{stdout}");
+    let ev = events(&dir);
+    let opened = ev.iter().filter(|e| e["type"] == "conn_open").count();
+    assert_eq!(opened, 10, "{stdout}");
+    let seqs: Vec<u64> = ev
+        .iter()
+        .filter(|e| e["type"] == "send")
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, (0..10).collect::<Vec<_>>());
+}

@@ -715,7 +715,7 @@ pub async fn run(ctx: Arc<ClientCtx>) -> anyhow::Result<Vec<RpcOutcome>> {
 }
 
 /// The `index`-th connection, and with `--rpc unary` those that replace it
-/// when the server closes it (GOAWAY, NO_ERROR), each going on with its
+/// when it ends before its schedule (see [`unary`]), each going on with the
 /// schedule where the one before stopped while the one before ends its
 /// calls in flight.
 async fn connection(
@@ -729,30 +729,37 @@ async fn connection(
     let mut replacing: Option<unary::Handover> = None;
     let last = loop {
         let (tx, handed) = tokio::sync::oneshot::channel();
-        let handover = unary.then_some(tx);
+        let slot = Schedule {
+            index,
+            start,
+            first,
+            handover: unary.then_some(tx),
+            replacement: replacing.is_some(),
+        };
         let ctx2 = ctx.clone();
+        let due = replacing.as_ref().map(|h| h.due);
         let task = tokio::spawn(async move {
-            let mut interrupt = ctx2.interrupt.clone();
-            tokio::select! {
-                r = async {
-                    if let Some(h) = replacing {
-                        tokio::time::sleep_until(to_instant(h.due)).await;
-                    }
-                    connected(ctx2, index, start, first, handover).await
-                } => r,
-                // A replacement waiting for its first message or still
-                // connecting stops at an interrupt.
-                _ = crate::live::flag_set(&mut interrupt), if replacing.is_some() => Ok(vec![]),
+            if let Some(due) = due {
+                // A replacement opens when its first message is due; an
+                // interrupt stops its wait.
+                let mut interrupt = ctx2.interrupt.clone();
+                tokio::select! {
+                    _ = tokio::time::sleep_until(to_instant(due)) => {}
+                    _ = crate::live::flag_set(&mut interrupt) => return Ok(vec![]),
+                }
             }
+            connected(ctx2, slot).await
         });
         match handed.await {
             Ok(h) => {
                 if !ctx.replaced.said.swap(true, Relaxed) {
                     crate::say!(
-                        "connection {}: the server closed it (GOAWAY, NO_ERROR); its calls go on \
-                         over a new connection from its next message, as a gRPC channel's do \
-                         (said once a run; each new connection is a conn_open in the trace)",
-                        h.conn
+                        "connection {}: {}; its calls go on over a new connection from its \
+                         next message, as a gRPC channel's do (said once a run; each \
+                         connection is a conn_open in the trace, its end's reason in its \
+                         conn_close)",
+                        h.conn,
+                        h.why
                     );
                 }
                 ending.push(task);
@@ -773,9 +780,9 @@ async fn connection(
         // connection has ended.
         (Err(e), Some(h)) => {
             ctx.replaced.fail(format!(
-                "connection {}: the server closed it (GOAWAY, NO_ERROR) and no new \
-                 connection opened in its place, so its schedule stopped before --duration: {e:#}",
-                h.conn
+                "connection {}: {}, and no new connection opened in its place ({e:#}), \
+                 so its schedule stopped before --duration",
+                h.conn, h.why
             ));
         }
     }
@@ -784,20 +791,17 @@ async fn connection(
 
 /// Opens a connection and runs its RPCs (a unary connection's schedule
 /// from message `first` on, see [`unary::calls`]).
-async fn connected(
-    ctx: Arc<ClientCtx>,
-    index: u32,
-    start: u64,
-    first: u64,
-    handover: Option<tokio::sync::oneshot::Sender<unary::Handover>>,
-) -> anyhow::Result<Vec<RpcOutcome>> {
-    let slot = Schedule {
-        index,
-        start,
-        first,
-        handover,
+async fn connected(ctx: Arc<ClientCtx>, slot: Schedule) -> anyhow::Result<Vec<RpcOutcome>> {
+    let connected = if slot.replacement {
+        // An interrupt stops a replacement still connecting.
+        let mut interrupt = ctx.interrupt.clone();
+        tokio::select! {
+            c = ctx.target.connect() => c?,
+            _ = crate::live::flag_set(&mut interrupt) => return Ok(vec![]),
+        }
+    } else {
+        ctx.target.connect().await?
     };
-    let connected = ctx.target.connect().await?;
     let conn_id = ctx.conn_ids.next_id();
     let cfg = TapConfig {
         endpoint: Endpoint::Client,
@@ -826,12 +830,14 @@ async fn connected(
 
 /// Where a connection's RPCs sit in the run's schedule: the connection's
 /// `index` among --connections, the common `start`, and for unary calls
-/// the first message and where to hand the rest if the server closes it.
+/// the first message, where to hand the rest if the connection ends before
+/// its schedule, and whether it replaces one.
 struct Schedule {
     index: u32,
     start: u64,
     first: u64,
     handover: Option<tokio::sync::oneshot::Sender<unary::Handover>>,
+    replacement: bool,
 }
 
 /// Puts TLS (if asked for) between the transport and the tap: the tap then
@@ -900,6 +906,7 @@ where
             slot.index,
             slot.start,
             slot.first,
+            slot.replacement,
             slot.handover,
             &cause,
         )
@@ -982,6 +989,11 @@ pub(crate) fn h2_error_text(e: &h2::Error) -> String {
     match e.reason() {
         Some(h2::Reason::NO_ERROR) if e.is_go_away() => {
             "the server sent GOAWAY (NO_ERROR: it is closing the connection)".into()
+        }
+        // h2 says "connection error received: detected excessive load
+        // generating behavior", naming neither GOAWAY nor its code.
+        Some(r) if e.is_go_away() && e.is_remote() => {
+            format!("the server sent GOAWAY ({r:?}: {r})")
         }
         _ => e.to_string(),
     }

@@ -13,13 +13,16 @@
 //! server does (from its open, the backlog drained one deadline at a time
 //! behind a server that never answered).
 //!
-//! A connection the server closes with GOAWAY (NO_ERROR: a maximum
-//! connection age, a drain, a shutdown) is replaced, as a gRPC channel
-//! replaces one: its schedule stops at once, and a new connection goes on
-//! from the next message on the same times, while the calls in flight end
-//! on the old one. The messages then waiting in the old backlog are
-//! `never_sent` (`stream_error`) on the old connection, whose accounting
-//! stays its own.
+//! A connection that ends before its schedule (the server's GOAWAY at a
+//! maximum connection age, a drain, a reset) is replaced, as a gRPC
+//! channel replaces one, once a call of it has opened (or, the slot's
+//! first, before anything was offered to it): its schedule stops at once,
+//! and a new connection opens when the next message is due and goes on
+//! from it on the same times, while the calls in flight end on the old
+//! one. The messages then waiting in the old backlog are `never_sent`
+//! (`stream_error`) on the old connection, whose accounting stays its own.
+//! One that served no call, or a replacement that cannot connect, fails
+//! the run: its schedule stopped before --duration.
 
 use super::*;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -35,10 +38,12 @@ pub const KEPT_FAILED: usize = 4;
 /// `due` (as a gRPC channel left idle connects for its next call: one
 /// opened at once sat idle, and a server closing idle connections closed
 /// it before its first call).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Handover {
     /// The connection replaced.
     pub conn: u32,
+    /// Why it ended, as h2 (and the tap) tell.
+    pub why: String,
     pub next: u64,
     pub due: u64,
 }
@@ -47,9 +52,9 @@ pub(super) struct Handover {
 /// empty), an interrupt or a call that could not open its stream (the
 /// connection failed); messages left in the backlog are recorded as
 /// `never_sent`. The schedule offers from message `first` on; `handover`
-/// hears where it stopped if the server closed the connection (GOAWAY,
-/// NO_ERROR) before it ended, once a call of it had opened. Returns the
-/// outcomes worth printing (see [`Kept`]).
+/// hears where it stopped if the connection ended before it, to be
+/// replaced (see the module's doc; `replacement`: this connection replaces
+/// one). Returns the outcomes worth printing (see [`Kept`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn calls(
     ctx: &Arc<ClientCtx>,
@@ -58,6 +63,7 @@ pub(super) async fn calls(
     index: u32,
     start: u64,
     first: u64,
+    replacement: bool,
     handover: Option<oneshot::Sender<Handover>>,
     cause: &crate::tap::CloseReason,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
@@ -107,7 +113,8 @@ pub(super) async fn calls(
         next,
         times,
         held: None,
-        went_away: false,
+        first,
+        replacement,
         gone: None,
         cause: cause.clone(),
         opened_any: false,
@@ -126,8 +133,28 @@ pub(super) async fn calls(
             kept.clone(),
         ));
     }
-    while let Some(r) = calls.join_next().await {
-        r.context("client call task")?;
+    // While every lane is in a call, none looks whether the connection
+    // still takes streams: looked at here, so that its replacement opens
+    // when the next message is due, not when a call ends (a server's
+    // GOAWAY answering a call only after its grace held the whole schedule).
+    let mut look = tokio::time::interval(GONE_POLL);
+    loop {
+        tokio::select! {
+            r = calls.join_next() => match r {
+                Some(r) => r.context("client call task")?,
+                None => break,
+            },
+            _ = look.tick() => {
+                if let Ok(mut turn) = turn.try_lock() {
+                    if !turn.failed {
+                        if let Some(e) = refusal(&turn.sr) {
+                            turn.refused(&e);
+                            turn.stop(ctx, conn).await;
+                        }
+                    }
+                }
+            }
+        }
     }
     // A schedule still running has lost its connection.
     turn.lock().await.stop(ctx, conn).await;
@@ -182,16 +209,19 @@ struct Turn {
     /// A message taken from the backlog just as the connection turned out
     /// to refuse streams: never sent, with those left in the backlog.
     held: Option<Pending>,
-    /// The server closed the connection with GOAWAY (NO_ERROR): it is to be
-    /// replaced.
-    went_away: bool,
+    /// The schedule's first message on this connection.
+    first: u64,
+    /// This connection replaces one.
+    replacement: bool,
     /// Why the connection takes no more streams, as h2 says it.
     gone: Option<String>,
     /// Why it failed, as the tap saw it.
     cause: crate::tap::CloseReason,
     /// A call of the connection opened its stream: a connection that never
     /// let one open is not replaced (no loop of connections that serve
-    /// nothing).
+    /// nothing), but the slot's first one before anything was offered to
+    /// it (with --connections, the k-th slot's first message is k/--rate
+    /// in: a server closing idle connections closed it before).
     opened_any: bool,
     handover: Option<oneshot::Sender<Handover>>,
 }
@@ -209,12 +239,6 @@ fn refusal(sr: &SendRequest<Bytes>) -> Option<h2::Error> {
         std::task::Poll::Ready(Err(e)) => Some(e),
         _ => None,
     }
-}
-
-/// The server's GOAWAY without an error: it closes the connection on
-/// purpose (a maximum age, a drain, a shutdown), and a new one may serve.
-fn graceful(e: &h2::Error) -> bool {
-    e.is_go_away() && e.is_remote() && e.reason() == Some(h2::Reason::NO_ERROR)
 }
 
 /// How often a lane looks for the server's first SETTINGS while a call
@@ -291,16 +315,15 @@ impl Turn {
     /// message for it.
     fn refused(&mut self, e: &h2::Error) {
         self.failed = true;
-        self.went_away |= graceful(e);
         self.gone.get_or_insert_with(|| h2_error_text(e));
     }
 
     /// Stops the schedule and closes the backlog: the messages left in it
-    /// are `never_sent`. A connection the server closed (GOAWAY, NO_ERROR)
-    /// before its schedule ended, after a call of it opened, hands where
-    /// the schedule stopped to its replacement (not after an interrupt);
-    /// one that failed otherwise fails the run, which offered less than
-    /// asked (it stopped offering silently, exit 0 when no call failed).
+    /// are `never_sent`. A connection that ended before its schedule hands
+    /// where the schedule stopped to its replacement (not after an
+    /// interrupt), or, one not to be replaced, fails the run, which offered
+    /// less than asked (it stopped offering silently, exit 0 when no call
+    /// failed).
     async fn stop(&mut self, ctx: &ClientCtx, conn: u32) {
         if let Some(scheduler) = self.scheduler.take() {
             // Awaited: a message it is offering lands in the backlog first.
@@ -326,21 +349,24 @@ impl Turn {
             return;
         }
         let handover = self.handover.take().expect("looked at");
-        if self.went_away && self.opened_any {
+        let Some(gone) = &self.gone else { return };
+        let mut why = gone.clone();
+        if let Some(cause) = self.cause.peek().filter(|c| !gone.contains(c.as_str())) {
+            why = format!("{why} (the connection: {cause})");
+        }
+        if self.opened_any || (!self.replacement && next == self.first) {
             let due = self.times.due(next);
-            let _ = handover.send(Handover { conn, next, due });
-        } else if let Some(gone) = &self.gone {
-            let before = if self.went_away {
-                " before any call of it opened".to_string()
-            } else {
-                self.cause
-                    .peek()
-                    .map_or(String::new(), |why| format!(" (the connection: {why})"))
-            };
+            let _ = handover.send(Handover {
+                conn,
+                why,
+                next,
+                due,
+            });
+        } else {
             ctx.replaced.fail(format!(
-                "connection {conn}: {gone}{before}, so its schedule stopped \
-                 before --duration (a connection is replaced only after the server's \
-                 GOAWAY without an error, once it has served)"
+                "connection {conn}: {why} before any call of it opened, so its schedule \
+                 stopped before --duration (a connection is replaced once a call of it \
+                 has opened)"
             ));
         }
     }
