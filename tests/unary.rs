@@ -418,6 +418,28 @@ fn replacements_open_on_time_and_an_interrupt_ends_all_their_calls() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// `run` with two connections at 5 calls a second, its server closing
+/// connections idle for 150 ms: the second connection's first message is
+/// due 200 ms in, after its server closed it, and that connection is
+/// replaced before anything was offered to it. Every call is made and
+/// every check holds (the run failed: "GOAWAY before any call of it
+/// opened").
+#[test]
+fn a_connection_closed_before_its_first_message_is_replaced() {
+    let dir = support::temp_dir("unary-first-closed");
+    let out = dir.join("run");
+    let o = run_unary(
+        &out,
+        "--idle-timeout 150ms --rate 5 --connections 2 --duration 2s",
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("all invariants hold"), "{stdout}");
+    let s = support::read_summary(&out);
+    assert_eq!((s.scheduled, s.sent, s.completed), (10, 10, 10), "{stdout}");
+    assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A server killed mid-run: its connection's replacement is refused, and
 /// the run says that the schedule stopped early and fails (exit 1) at
 /// once; it stopped offering silently and exited 0 when no call was in
