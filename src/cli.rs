@@ -534,6 +534,7 @@ mod tests {
             reply: None,
             reply_json: None,
             alike,
+            answered: true,
         };
         let outcomes = [
             call(1, 0, "", 300),

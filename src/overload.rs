@@ -21,8 +21,8 @@ pub enum RpcKind {
     /// Unary calls: one message per RPC, each on a stream of its own (any
     /// unary method, or a client-streaming one such as `Ingest`); --streams
     /// calls per connection at once take its messages in turn. A connection
-    /// that ends before its schedule (a GOAWAY, a close) is replaced once a
-    /// call of it has opened, the schedule going on.
+    /// that ends before its schedule (a GOAWAY, a close) is replaced once the
+    /// server has answered a call of it, the schedule going on.
     Unary,
 }
 

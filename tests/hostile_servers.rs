@@ -781,3 +781,46 @@ fn a_unary_connection_closed_without_goaway_is_replaced() {
         .collect();
     assert_eq!(seqs, (0..10).collect::<Vec<_>>());
 }
+
+/// A server that closes every connection right after its SETTINGS, before
+/// answering anything: the unary client does not replace connections that
+/// served nothing, so the run fails at once, saying so, after at most two
+/// connections (the slot's first is replaced before its first message was
+/// due). Counting a call as served once h2 gave it a stream (before the
+/// server had seen it) replaced one connection per message: 101 of them
+/// in 2 s, exit 4.
+#[test]
+fn a_server_that_answers_no_call_gets_no_storm_of_connections() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for sock in listener.incoming().take(200) {
+            let Ok(mut sock) = sock else { return };
+            let _ = sock.write_all(&encode::settings(false, &[]));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    let dir = support::temp_dir("no-storm");
+    let began = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["client", "--connect", &addr, "--rpc", "unary"])
+        .args(["--rate", "50", "--duration", "2s", "--no-pcap", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(began.elapsed() < Duration::from_millis(1500), "{stderr}");
+    assert!(
+        stderr.contains("before a call of it was answered")
+            && stderr.contains("its schedule stopped before --duration"),
+        "{stderr}"
+    );
+    let opened = events(&dir)
+        .iter()
+        .filter(|e| e["type"] == "conn_open")
+        .count();
+    assert!((1..=2).contains(&opened), "{opened} connections: {stderr}");
+    let s = support::read_summary(&dir);
+    assert_eq!(s.scheduled, s.sent + s.never_sent, "{stderr}");
+}

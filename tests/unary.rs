@@ -346,39 +346,27 @@ fn a_connection_the_server_closes_is_replaced_and_the_schedule_goes_on() {
 /// not when that call ends (it waited for it, the schedule's messages then
 /// sent late in a burst), and an interrupt after replacements ends every
 /// call and message of every connection (it dropped the replacement's
-/// calls: `rpc_start`s without an `rpc_end`, events dropped, exit 3).
+/// calls: `rpc_start`s without an `rpc_end`, events dropped, exit 3). So
+/// too with a second lane waiting at a server's limit of one stream (the
+/// replacement waited for the call to end: that lane held the connection's
+/// turn, and did not look).
 #[test]
 fn replacements_open_on_time_and_an_interrupt_ends_all_their_calls() {
+    replacements_on_time(&[], &["--streams", "1"]);
+    replacements_on_time(&["--max-concurrent-streams", "1"], &["--streams", "2"]);
+}
+
+fn replacements_on_time(server: &[&str], client: &[&str]) {
     let root = support::temp_dir("unary-replaced-busy");
-    let (mut serve, addr) = serve(
-        &[
-            "--idle-timeout",
-            "150ms",
-            "--service-time",
-            "300ms",
-            "--for",
-            "30s",
-        ],
-        &root.join("server"),
-    );
+    let mut args = vec!["--idle-timeout", "150ms", "--service-time", "300ms"];
+    args.extend(["--for", "30s"]);
+    args.extend(server);
+    let (mut serve, addr) = serve(&args, &root.join("server"));
     let dir = root.join("client");
-    let out = support::run_interrupted(
-        &[
-            "client",
-            "--connect",
-            &addr,
-            "--rpc",
-            "unary",
-            "--rate",
-            "10",
-            "--duration",
-            "20s",
-            "--no-pcap",
-        ],
-        &dir,
-        "conn_open",
-        3,
-    );
+    let mut args = vec!["client", "--connect", &addr, "--rpc", "unary"];
+    args.extend(["--rate", "10", "--duration", "20s", "--no-pcap"]);
+    args.extend(client);
+    let out = support::run_interrupted(&args, &dir, "conn_open", 3);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("its calls go on over a new connection"),

@@ -669,6 +669,10 @@ pub struct RpcOutcome {
     /// calls ([`unary`]'s `Kept`), where 0 is a call whose kind was not
     /// counted.
     pub alike: u64,
+    /// The server answered it (response headers came): a connection that
+    /// answered a call served, and is replaced when it ends early.
+    #[serde(skip)]
+    pub answered: bool,
 }
 
 impl RpcOutcome {
@@ -683,6 +687,7 @@ impl RpcOutcome {
             reply: None,
             reply_json: None,
             alike: 1,
+            answered: false,
         }
     }
 }
@@ -724,7 +729,10 @@ async fn connection(
     start: u64,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
     let unary = ctx.opts.rpc == crate::overload::RpcKind::Unary;
-    let mut ending = vec![];
+    let mut ending: Vec<tokio::task::JoinHandle<_>> = vec![];
+    // Connections handed over with calls in flight and none answered:
+    // their place in `ending`, their connection, whether one is answered.
+    let mut on_trust: Vec<(usize, u32, Arc<std::sync::atomic::AtomicBool>)> = vec![];
     let mut first = 0;
     let mut replacing: Option<unary::Handover> = None;
     let last = loop {
@@ -752,6 +760,25 @@ async fn connection(
         });
         match handed.await {
             Ok(h) => {
+                // One replaced on trust whose calls have all ended since,
+                // none answered, served nothing: the chain stops there (a
+                // server closing each connection at once, stream ids h2
+                // gave before it had seen them, replaced one per message).
+                let unserved = on_trust.iter().find(|(i, _, answered)| {
+                    ending[*i].is_finished() && !answered.load(std::sync::atomic::Ordering::SeqCst)
+                });
+                if let Some((_, conn, _)) = unserved {
+                    ctx.replaced.fail(format!(
+                        "connection {conn} ended without an answer to any call of it, so \
+                         connection {}, which replaced it and ended in its turn ({}), was not \
+                         replaced: its schedule stopped before --duration",
+                        h.conn, h.why
+                    ));
+                    break task;
+                }
+                if let Some(answered) = &h.answered {
+                    on_trust.push((ending.len(), h.conn, answered.clone()));
+                }
                 if !ctx.replaced.said.swap(true, Relaxed) {
                     crate::say!(
                         "connection {}: {}; its calls go on over a new connection from its \
@@ -1251,6 +1278,7 @@ async fn rpc(
             reply_json,
         }) => {
             outcome.status = code;
+            outcome.answered = true;
             if !message.is_empty() || outcome.message.is_empty() {
                 outcome.message = message;
             }
@@ -1294,6 +1322,7 @@ mod tests {
             reply: None,
             reply_json: None,
             alike: 1,
+            answered: false,
         };
         for (message, peer_said, carries) in [
             ("no response: connection closed", false, true),

@@ -15,17 +15,18 @@
 //!
 //! A connection that ends before its schedule (the server's GOAWAY at a
 //! maximum connection age, a drain, a reset) is replaced, as a gRPC
-//! channel replaces one, once a call of it has opened (or, the slot's
-//! first, before anything was offered to it): its schedule stops at once,
+//! channel replaces one, once the server has answered a call of it (or
+//! with calls still in flight, on trust; or, the slot's first, before
+//! anything was offered to it): its schedule stops at once,
 //! and a new connection opens when the next message is due and goes on
 //! from it on the same times, while the calls in flight end on the old
 //! one. The messages then waiting in the old backlog are `never_sent`
 //! (`stream_error`) on the old connection, whose accounting stays its own.
-//! One that served no call, or a replacement that cannot connect, fails
-//! the run: its schedule stopped before --duration.
+//! One that served no call (see `Turn::stop`), or a replacement that
+//! cannot connect, fails the run: its schedule stopped before --duration.
 
 use super::*;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Mutex;
 use tokio::sync::{oneshot, watch};
 
@@ -46,6 +47,10 @@ pub(super) struct Handover {
     pub why: String,
     pub next: u64,
     pub due: u64,
+    /// Handed over with calls in flight and none answered: whether the
+    /// server has answered one since. A chain whose connection ended
+    /// without answering stops (see `client::connection`).
+    pub answered: Option<Arc<AtomicBool>>,
 }
 
 /// Runs a connection's unary calls until its schedule ends (its backlog
@@ -73,6 +78,7 @@ pub(super) async fn calls(
         streams,
         open: watch::channel(0).0,
         limit: AtomicUsize::new(1),
+        answered: Arc::new(AtomicBool::new(false)),
     });
     // Room for the backlog and for a message on its way to each idle call
     // (the schedule refuses past the backlog beyond the idle calls).
@@ -117,7 +123,7 @@ pub(super) async fn calls(
         replacement,
         gone: None,
         cause: cause.clone(),
-        opened_any: false,
+        lanes: lanes.clone(),
         handover,
     }));
     let kept = Arc::new(Mutex::new(Kept::default()));
@@ -171,6 +177,9 @@ struct Lanes {
     /// goes before them (counted unlimited, 16 lanes took 17 messages
     /// that then waited for two streams, one of them 658 ms).
     limit: AtomicUsize,
+    /// The server answered a call (response headers came): the connection
+    /// served. Set before the call leaves `open`.
+    answered: Arc<AtomicBool>,
 }
 
 impl Lanes {
@@ -217,12 +226,8 @@ struct Turn {
     gone: Option<String>,
     /// Why it failed, as the tap saw it.
     cause: crate::tap::CloseReason,
-    /// A call of the connection opened its stream: a connection that never
-    /// let one open is not replaced (no loop of connections that serve
-    /// nothing), but the slot's first one before anything was offered to
-    /// it (with --connections, the k-th slot's first message is k/--rate
-    /// in: a server closing idle connections closed it before).
-    opened_any: bool,
+    /// Its calls in flight, and whether the server answered one.
+    lanes: Arc<Lanes>,
     handover: Option<oneshot::Sender<Handover>>,
 }
 
@@ -258,6 +263,13 @@ impl Turn {
     async fn next(&mut self, lanes: &Lanes, ctx: &ClientCtx) -> Option<Pending> {
         let mut calls = lanes.open.subscribe();
         loop {
+            // The watcher in `calls` cannot look while this lane holds the
+            // turn: it looks here (a replacement waited for a call to end
+            // behind a server allowing fewer streams than --streams).
+            if let Some(e) = refusal(&self.sr) {
+                self.refused(&e);
+                return None;
+            }
             let limit = self.sr.current_max_send_streams();
             self.settings_seen |= limit > 0;
             if self.settings_seen {
@@ -354,19 +366,33 @@ impl Turn {
         if let Some(cause) = self.cause.peek().filter(|c| !gone.contains(c.as_str())) {
             why = format!("{why} (the connection: {cause})");
         }
-        if self.opened_any || (!self.replacement && next == self.first) {
+        // A connection that answered a call served and is replaced; one
+        // whose calls are still in flight, none answered, is replaced on
+        // trust (a server draining them after its GOAWAY), which its
+        // answers bear out or not (see [`Handover::answered`]); the slot's
+        // first, before anything was offered to it, is replaced too (with
+        // --connections the k-th slot's first message is k/--rate in, and
+        // a server closing idle connections closed it before). Any other
+        // served nothing: counting a call as served once h2 gave it a
+        // stream, before the server had seen it, replaced connections a
+        // server closed at once, one per message.
+        let in_flight = *self.lanes.open.borrow() > 0;
+        let served = self.lanes.answered.load(SeqCst);
+        let unused = !self.replacement && next == self.first;
+        if served || in_flight || unused {
             let due = self.times.due(next);
             let _ = handover.send(Handover {
                 conn,
                 why,
                 next,
                 due,
+                answered: (!served && !unused).then(|| self.lanes.answered.clone()),
             });
         } else {
             ctx.replaced.fail(format!(
-                "connection {conn}: {why} before any call of it opened, so its schedule \
-                 stopped before --duration (a connection is replaced once a call of it \
-                 has opened)"
+                "connection {conn}: {why} before a call of it was answered, so its \
+                 schedule stopped before --duration (a connection is replaced once the \
+                 server has answered a call of it)"
             ));
         }
     }
@@ -447,12 +473,9 @@ async fn lane(
                 lanes.open.send_modify(|n| *n += 1);
                 Counted(lanes.clone())
             });
-            match &opened {
-                Ok(_) => turn.opened_any = true,
-                Err(e) => {
-                    turn.refused(e);
-                    turn.stop(&ctx, conn).await;
-                }
+            if let Err(e) = &opened {
+                turn.refused(e);
+                turn.stop(&ctx, conn).await;
             }
             (p, due, left, opened, counted)
         };
@@ -469,6 +492,9 @@ async fn lane(
             cause.clone(),
         )
         .await;
+        if outcome.answered {
+            lanes.answered.store(true, SeqCst);
+        }
         drop(counted);
         let unopened = outcome.stream == 0;
         kept.lock().expect("not poisoned").add(outcome);
