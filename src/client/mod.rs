@@ -488,7 +488,7 @@ pub struct ClientCtx {
     /// A unary client has said that the server allows fewer concurrent
     /// streams than --streams (said once a run, not once a connection).
     pub stream_limit_said: std::sync::atomic::AtomicBool,
-    /// Unary connections the server closed, replaced (see [`unary`]).
+    /// Unary connections that ended early, replaced (the `unary` module).
     pub replaced: Replaced,
 }
 
