@@ -21,6 +21,17 @@ fn serve(args: &[&str], dir: &std::path::Path) -> (std::process::Child, String) 
     (child, addr)
 }
 
+/// `client --rpc unary` against `addr` with `args` (split at spaces; and
+/// --no-pcap), writing `out`: the command, to run or spawn.
+fn unary_client(addr: &str, args: &str, out: &std::path::Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_h2probe"));
+    c.args(["client", "--connect", addr, "--rpc", "unary"])
+        .args(args.split_whitespace())
+        .args(["--no-pcap", "--out"])
+        .arg(out);
+    c
+}
+
 /// `run --rpc unary` with `args` (split at spaces; and --no-pcap) into
 /// `out`, which must succeed: what it printed.
 fn run_unary(out: &std::path::Path, args: &str) -> std::process::Output {
@@ -225,19 +236,18 @@ fn serve_and_a_unary_client_merge_with_every_check_holding() {
 #[test]
 fn a_server_that_goes_away_leaves_every_message_accounted() {
     let root = support::temp_dir("unary-goaway");
-    let bin = env!("CARGO_BIN_EXE_h2probe");
     let (mut serve, addr) = serve(
         &["--exit-after", "3", "--service-time", "1ms"],
         &root.join("server"),
     );
     let began = std::time::Instant::now();
-    let client = Command::new(bin)
-        .args(["client", "--connect", &addr, "--rpc", "unary"])
-        .args(["--streams", "3", "--rate", "200", "--duration", "20s"])
-        .args(["--no-pcap", "--out"])
-        .arg(root.join("client"))
-        .output()
-        .unwrap();
+    let client = unary_client(
+        &addr,
+        "--streams 3 --rate 200 --duration 20s",
+        &root.join("client"),
+    )
+    .output()
+    .unwrap();
     let stderr = String::from_utf8_lossy(&client.stderr);
     // 1, or 4 when the server was still draining as the new connection
     // opened (its calls then end UNAVAILABLE).
@@ -272,16 +282,11 @@ fn a_server_that_goes_away_leaves_every_message_accounted() {
 #[test]
 fn a_connection_the_server_closes_is_replaced_and_the_schedule_goes_on() {
     let root = support::temp_dir("unary-replaced");
-    let bin = env!("CARGO_BIN_EXE_h2probe");
     let (mut serve, addr) = serve(
         &["--idle-timeout", "150ms", "--for", "8s"],
         &root.join("server"),
     );
-    let client = Command::new(bin)
-        .args(["client", "--connect", &addr, "--rpc", "unary"])
-        .args(["--rate", "4", "--duration", "3s"])
-        .args(["--no-pcap", "--out"])
-        .arg(root.join("client"))
+    let client = unary_client(&addr, "--rate 4 --duration 3s", &root.join("client"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&client.stdout);
@@ -435,13 +440,8 @@ fn a_connection_closed_before_its_first_message_is_replaced() {
 #[test]
 fn a_server_killed_mid_run_fails_the_run_saying_so() {
     let root = support::temp_dir("unary-lost");
-    let bin = env!("CARGO_BIN_EXE_h2probe");
     let (mut serve, addr) = serve(&["--for", "20s"], &root.join("server"));
-    let client = Command::new(bin)
-        .args(["client", "--connect", &addr, "--rpc", "unary"])
-        .args(["--rate", "20", "--duration", "10s"])
-        .args(["--no-pcap", "--out"])
-        .arg(root.join("client"))
+    let client = unary_client(&addr, "--rate 20 --duration 10s", &root.join("client"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -472,18 +472,17 @@ fn a_server_killed_mid_run_fails_the_run_saying_so() {
 #[test]
 fn calls_waiting_on_a_slow_handler_are_not_a_stall() {
     let root = support::temp_dir("unary-slow");
-    let bin = env!("CARGO_BIN_EXE_h2probe");
     let (mut serve, addr) = serve(
         &["--for", "6s", "--service-time", "2500ms"],
         &root.join("server"),
     );
-    let client = Command::new(bin)
-        .args(["client", "--connect", &addr, "--rpc", "unary"])
-        .args(["--streams", "2", "--rate", "2", "--duration", "2s"])
-        .args(["--no-pcap", "--out"])
-        .arg(root.join("client"))
-        .output()
-        .unwrap();
+    let client = unary_client(
+        &addr,
+        "--streams 2 --rate 2 --duration 2s",
+        &root.join("client"),
+    )
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&client.stdout);
     let stderr = String::from_utf8_lossy(&client.stderr);
     assert_eq!(client.status.code(), Some(0), "{stdout}{stderr}");
