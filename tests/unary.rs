@@ -342,6 +342,12 @@ fn a_connection_the_server_closes_is_replaced_and_the_schedule_goes_on() {
     assert_eq!(s.checks["accounting"].ok, Some(true), "{out}");
     assert_eq!((s.scheduled, s.sent, s.completed), (12, 12, 12), "{out}");
     assert_eq!(s.rpc_status.get("OK"), Some(&12), "{out}");
+    assert_eq!((s.lost_in_flight, s.unaccounted), (Some(0), Some(0)));
+    // The client's trace alone has no server's counts to set against its
+    // own: no figure across sides (it read 12 lost in flight, 12
+    // unaccounted).
+    let c = support::read_summary(&root.join("client"));
+    assert_eq!((c.lost_in_flight, c.unaccounted), (None, None));
     std::fs::remove_dir_all(&root).unwrap();
 }
 

@@ -875,7 +875,7 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
     // The connection to another server is listed; the refused one, which
     // sent nothing, is not (its never-sent message weighs on both sides).
     assert_eq!((u.client_connections, u.scheduled, u.sent), (1, 1, 1));
-    assert_eq!((s.lost_in_flight, s.unaccounted), (0, 0));
+    assert_eq!((s.lost_in_flight, s.unaccounted), (Some(0), Some(0)));
     let head = h2probe_analysis::report::headline(&s);
     assert!(
         head.contains("unpaired  1 server connection no client connection pairs with (decoded 2)"),

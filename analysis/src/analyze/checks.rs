@@ -409,9 +409,10 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
             // Only an RPC cut short on a connection in the equation that
             // sent messages loses any (a foreign client's failure, or a
             // refused connection's, excuses nothing here).
-            let lost_explained = s.lost_in_flight >= 0
-                && (s.lost_in_flight == 0 || ev.excusing_not_ok > 0);
-            let whole = s.unaccounted == s.lost_in_flight;
+            // Both sides are in the trace: both figures are.
+            let lost = s.lost_in_flight.unwrap_or_default();
+            let lost_explained = lost >= 0 && (lost == 0 || ev.excusing_not_ok > 0);
+            let whole = s.unaccounted.unwrap_or_default() == lost;
             // Across sides only what pairs (`unaccounted` and
             // `lost_in_flight` are): each side's own equation on all it did.
             let u = s.unpaired.clone().unwrap_or_default();
@@ -423,7 +424,7 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 s.completed.saturating_sub(u.completed),
                 s.discarded.saturating_sub(u.discarded),
                 s.never_sent.saturating_sub(u.never_sent),
-                s.lost_in_flight,
+                lost,
                 if s.unpaired.is_some() {
                     " over the connections paired across the taps"
                 } else {
@@ -439,12 +440,12 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
                 s.discarded,
             );
             if !lost_explained {
-                detail.push_str(if s.lost_in_flight < 0 {
+                detail.push_str(if lost < 0 {
                     "; more messages decoded than sent"
                 } else {
                     "; lost in flight ≠ 0 though every RPC that sent them ended OK: only a reset loses messages in flight"
                 });
-            } else if s.lost_in_flight > 0 {
+            } else if lost > 0 {
                 detail.push_str(" (lost at a reset: an RPC ended other than OK)");
             }
             if let Some(u) = &s.unpaired {

@@ -872,7 +872,7 @@ impl Analyzer {
         };
         s.decode_rate = rate(s.decoded, self.first_decode, self.last_decode);
         s.completion_rate = rate(s.completed, self.first_start, self.last_complete);
-        s.unaccounted = if s.raw_units {
+        let unaccounted = if s.raw_units {
             0
         } else {
             s.scheduled as i64 - s.completed as i64 - s.discarded as i64 - s.never_sent as i64
@@ -1029,7 +1029,8 @@ impl Analyzer {
             Ending::Open => (Some(dropped), None),
         };
 
-        s.lost_in_flight = if s.raw_units {
+        let mut unaccounted = unaccounted;
+        let mut lost_in_flight = if s.raw_units {
             0
         } else {
             s.sent as i64 - s.decoded as i64
@@ -1041,12 +1042,10 @@ impl Analyzer {
             if !s.raw_units {
                 let u = &unpaired;
                 let i = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-                s.lost_in_flight = s
-                    .lost_in_flight
+                lost_in_flight = lost_in_flight
                     .saturating_sub(i(u.sent))
                     .saturating_add(i(u.decoded));
-                s.unaccounted = s
-                    .unaccounted
+                unaccounted = unaccounted
                     .saturating_sub(i(u.scheduled))
                     .saturating_add(i(u.completed))
                     .saturating_add(i(u.discarded))
@@ -1054,6 +1053,12 @@ impl Analyzer {
             }
             s.unpaired = Some(unpaired);
         }
+        // One side's counts against nothing of the other's are no figure.
+        (s.unaccounted, s.lost_in_flight) = if both {
+            (Some(unaccounted), Some(lost_in_flight))
+        } else {
+            (None, None)
+        };
         let cut_why = cut.clone();
         // A frame both its sender's and its receiver's taps saw is one
         // frame: counted as its receiver read it, or as its sender wrote it

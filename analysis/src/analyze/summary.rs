@@ -85,12 +85,15 @@ pub struct Summary {
     /// scheduled − completed − discarded − never_sent, over the connections
     /// paired across the taps (see `unpaired`). Non-zero only when
     /// messages were lost in flight (see `lost_in_flight`) or events are missing.
-    pub unaccounted: i64,
+    /// `null` in a trace without both sides (one side's counts are not
+    /// the other's: a client alone read as every message lost).
+    pub unaccounted: Option<i64>,
     /// Messages handed to h2 that the server never decoded: sent − decoded,
     /// over the connections paired across the taps (see `unpaired`).
     /// They were in h2's buffers or on the wire when a stream was reset, so
-    /// only RPCs that did not end OK can have them.
-    pub lost_in_flight: i64,
+    /// only RPCs that did not end OK can have them. `null` in a trace
+    /// without both sides.
+    pub lost_in_flight: Option<i64>,
     /// In a trace with both sides, the connections a message crossed (sent
     /// by a client, decoded by a server) that no connection of the other
     /// side's tap pairs with (a client
