@@ -765,7 +765,7 @@ fn a_unary_connection_closed_without_goaway_is_replaced() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert!(
-        stderr.contains("its calls go on over a new connection") && !stderr.contains("GOAWAY"),
+        stderr.contains("the schedule goes on over a new connection") && !stderr.contains("GOAWAY"),
         "{stderr}"
     );
     let s = support::read_summary(&dir);

@@ -198,7 +198,7 @@ fn a_grpcio_server_with_a_maximum_connection_age_serves_the_whole_unary_run() {
     let stderr = String::from_utf8_lossy(&client.stderr);
     assert_eq!(client.status.code(), Some(0), "{stdout}{stderr}");
     assert!(
-        stderr.contains("its calls go on over a new connection"),
+        stderr.contains("the schedule goes on over a new connection"),
         "{stderr}"
     );
     let s = support::read_summary(&dir);

@@ -294,7 +294,7 @@ fn a_connection_the_server_closes_is_replaced_and_the_schedule_goes_on() {
     assert_eq!(client.status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(
         stderr
-            .matches("its calls go on over a new connection")
+            .matches("the schedule goes on over a new connection")
             .count(),
         1,
         "said once: {stderr}"
@@ -310,6 +310,13 @@ fn a_connection_the_server_closes_is_replaced_and_the_schedule_goes_on() {
     // most calls find their connection closed.
     let opened = of("conn_open").count();
     assert!(opened >= 6, "{opened} connections: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} connections ended before their schedule and were replaced",
+            opened - 1
+        )),
+        "{stderr}"
+    );
     // One schedule across the connections: seq 0..12, each once, on the
     // times of one connection's schedule (250 ms apart), each connection
     // offering a run of them.
@@ -380,7 +387,7 @@ fn replacements_on_time(server: &[&str], client: &[&str]) {
     let out = support::run_interrupted(&args, &dir, "conn_open", 3);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("its calls go on over a new connection"),
+        stderr.contains("the schedule goes on over a new connection"),
         "{stderr}"
     );
     let s = support::read_summary(&dir);

@@ -497,6 +497,8 @@ pub struct ClientCtx {
 pub struct Replaced {
     /// The first replacement has been said (once a run).
     said: std::sync::atomic::AtomicBool,
+    /// Connections replaced, said at the end of the run.
+    count: std::sync::atomic::AtomicU64,
     /// A connection whose schedule stopped before its end, not replaced
     /// (or whose replacement could not connect): the first one's words.
     /// The run fails with them once every connection has ended.
@@ -712,6 +714,15 @@ pub async fn run(ctx: Arc<ClientCtx>) -> anyhow::Result<Vec<RpcOutcome>> {
     while let Some(r) = conns.join_next().await {
         out.extend(r.context("client connection task")??);
     }
+    let replaced = ctx.replaced.count.load(Relaxed);
+    if replaced > 0 {
+        crate::say!(
+            "{replaced} connection{s} ended before {their} schedule and {were} replaced",
+            s = if replaced == 1 { "" } else { "s" },
+            their = if replaced == 1 { "its" } else { "their" },
+            were = if replaced == 1 { "was" } else { "were" },
+        );
+    }
     if let Some(e) = ctx.replaced.failed.get() {
         anyhow::bail!("{e}");
     }
@@ -779,12 +790,13 @@ async fn connection(
                 if let Some(answered) = &h.answered {
                     on_trust.push((ending.len(), h.conn, answered.clone()));
                 }
+                ctx.replaced.count.fetch_add(1, Relaxed);
                 if !ctx.replaced.said.swap(true, Relaxed) {
                     crate::say!(
-                        "connection {}: {}; its calls go on over a new connection from its \
-                         next message, as a gRPC channel's do (said once a run; each \
-                         connection is a conn_open in the trace, its end's reason in its \
-                         conn_close)",
+                        "connection {}: {}; the schedule goes on over a new connection from \
+                         its next message, as a gRPC channel's calls do (said once a run, \
+                         counted at its end; each connection is a conn_open in the trace, \
+                         its end's reason in its conn_close)",
                         h.conn,
                         h.why
                     );
