@@ -1290,3 +1290,49 @@ fn an_interrupted_offline_command_leaves_each_product_whole_or_absent() {
         assert!(!out.join(f).exists(), "{f} of an interrupted merge");
     }
 }
+
+/// A client-streaming RPC outlives its connection's maximum age: the
+/// GOAWAY lets the RPC in flight finish (no forced close, grpc-go's default
+/// grace), on either stack, and every check holds.
+#[test]
+fn a_maximum_connection_age_lets_an_rpc_in_flight_finish() {
+    for stack in ["h2", "hyper"] {
+        let dir = support::temp_dir(&format!("age-ingest-{stack}"));
+        let out = dir.join("run");
+        let o = support::h2probe_ok([
+            "run",
+            "--max-connection-age",
+            "300ms",
+            "--stack",
+            stack,
+            "--duration",
+            "1s",
+            "--no-pcap",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(stdout.contains("all invariants hold"), "{stack}: {stdout}");
+        let s = support::read_summary(&out);
+        assert_eq!(s.rpc_status.get("OK"), Some(&1), "{stack}: {stdout}");
+        let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
+        let goaway = trace
+            .lines()
+            .find(|l| l.contains(r#""ep":"server""#) && l.contains(r#""frame":"GOAWAY""#))
+            .expect("the server's GOAWAY");
+        let t = |l: &str| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["t"]
+                .as_u64()
+                .unwrap()
+        };
+        let end = trace
+            .lines()
+            .find(|l| l.contains(r#""ep":"client""#) && l.contains(r#""type":"rpc_end""#))
+            .expect("the RPC's end");
+        assert!(
+            t(goaway) < t(end),
+            "{stack}: the GOAWAY came before the RPC ended"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

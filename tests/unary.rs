@@ -446,6 +446,51 @@ fn a_connection_closed_before_its_first_message_is_replaced() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `serve --max-connection-age 500ms` (grpc-go's MaxConnectionAge) sends
+/// each connection GOAWAY half a second after it opened, its conn_close
+/// saying so: the unary client replaces each, and the merged run of 100
+/// calls holds every check, every call answered by the server.
+#[test]
+fn a_servers_maximum_connection_age_replaces_connections() {
+    let root = support::temp_dir("unary-age");
+    let (mut serve, addr) = serve(
+        &["--max-connection-age", "500ms", "--for", "6s"],
+        &root.join("server"),
+    );
+    let client = unary_client(
+        &addr,
+        "--streams 2 --rate 50 --duration 2s",
+        &root.join("client"),
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("were replaced"), "{stderr}");
+    let _ = serve.wait();
+    let trace = std::fs::read_to_string(root.join("server/trace.jsonl")).unwrap();
+    let aged = trace
+        .lines()
+        .filter(|l| l.contains(r#""type":"conn_close""#))
+        .filter(|l| l.contains("reached --max-connection-age 500ms: GOAWAY sent"))
+        .count();
+    // 2 s of connections that live 0.5 s.
+    assert!((2..=4).contains(&aged), "{aged} aged connections");
+    let merged = support::h2probe_ok([
+        "merge",
+        root.join("server").to_str().unwrap(),
+        root.join("client").to_str().unwrap(),
+        "--out",
+        root.join("merged").to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&merged.stdout);
+    assert!(out.contains("all invariants hold"), "{out}");
+    let s = support::read_summary(&root.join("merged"));
+    assert_eq!((s.scheduled, s.sent, s.completed), (100, 100, 100), "{out}");
+    assert_eq!(s.server_rpc_status.get("OK"), Some(&100), "{out}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 /// A server killed mid-run: its connection's replacement is refused, and
 /// the run says that the schedule stopped early and fails (exit 1) at
 /// once; it stopped offering silently and exited 0 when no call was in

@@ -111,6 +111,7 @@ where
     let mut shutdown = ctx.shutdown.clone();
     let mut shutting_down = false;
     let mut idle = super::IdleWatch::new(activity, cfg.idle_timeout);
+    let mut aged = super::Aging::new(cfg.max_connection_age);
     let result = loop {
         tokio::select! {
             r = served.as_mut() => break r,
@@ -126,6 +127,10 @@ where
                 // The peer did not go: close (the RPCs' streams fail).
                 super::IdleStep::Close => break Ok(()),
             },
+            why = aged.due() => {
+                close_reason.set(why);
+                served.as_mut().graceful_shutdown();
+            }
         }
     };
     // Dropped before its RPC tasks are waited for (they may wait for a

@@ -112,6 +112,14 @@ pub struct ServerOpts {
     #[arg(long, default_value = "5m", value_name = "DURATION")]
     pub idle_timeout: Dur,
 
+    /// Send each connection GOAWAY (NO_ERROR) this long after it opened, as
+    /// grpc-go's MaxConnectionAge does to spread a service's load: its RPCs
+    /// in flight finish, new ones go to a new connection (recorded in its
+    /// `conn_close`). A lab knob for how clients replace a connection.
+    /// [default: none]
+    #[arg(long, value_name = "DURATION")]
+    pub max_connection_age: Option<Dur>,
+
     /// On shutdown (Ctrl-C; with `serve`, --for and --exit-after too), how long connections may
     /// take to finish; then the RPCs still draining end UNAVAILABLE, their
     /// connections get a second more to carry that, and the rest are closed
@@ -255,6 +263,7 @@ pub struct ServerConfig {
     pub stack: Stack,
     pub handshake_timeout: std::time::Duration,
     pub idle_timeout: std::time::Duration,
+    pub max_connection_age: Option<std::time::Duration>,
     pub drain_timeout: std::time::Duration,
     pub max_connections: u32,
     pub max_header_list_size: u32,
@@ -413,11 +422,15 @@ impl ServerOpts {
                  every message would be refused with RESOURCE_EXHAUSTED; raise --max-message-size or lower --payload"
             );
         }
+        let age = self.max_connection_age.map(|d| ("--max-connection-age", d));
         for (flag, d) in [
             ("--handshake-timeout", self.handshake_timeout),
             ("--idle-timeout", self.idle_timeout),
             ("--drain-timeout", self.drain_timeout),
-        ] {
+        ]
+        .into_iter()
+        .chain(age)
+        {
             crate::refuse_unless!(
                 !d.0.is_zero() && d.0 <= crate::config::MAX_DURATION,
                 "{flag} must be positive and at most {}",
@@ -473,6 +486,7 @@ impl ServerOpts {
             stack: self.stack,
             handshake_timeout: self.handshake_timeout.0,
             idle_timeout: self.idle_timeout.0,
+            max_connection_age: self.max_connection_age.map(|d| d.0),
             drain_timeout: self.drain_timeout.0,
             max_connections: self.max_connections,
             max_header_list_size,
@@ -943,6 +957,7 @@ where
     let mut registered = false;
     let mut shutting_down = false;
     let mut idle = IdleWatch::new(activity, cfg.idle_timeout);
+    let mut aged = Aging::new(cfg.max_connection_age);
     loop {
         tokio::select! {
             // Biased, shutdown first: accepting spends the task's
@@ -990,6 +1005,10 @@ where
                 // The peer did not go (it may not even read): close.
                 IdleStep::Close => break,
             },
+            why = aged.due() => {
+                close_reason.set(why);
+                conn.graceful_shutdown();
+            }
         }
     }
     // The connection goes before its RPCs are waited for: h2 fails the
@@ -1001,6 +1020,30 @@ where
     rpcs.close();
     rpcs.wait().await;
     Ok(())
+}
+
+/// `--max-connection-age` for one connection: its GOAWAY, once.
+pub(super) struct Aging {
+    at: Option<(tokio::time::Instant, std::time::Duration)>,
+}
+
+impl Aging {
+    pub(super) fn new(age: Option<std::time::Duration>) -> Aging {
+        Aging {
+            at: age.map(|a| (tokio::time::Instant::now() + a, a)),
+        }
+    }
+
+    /// When the connection has reached its age, the close reason (once;
+    /// never without an age). Cancel-safe: for `select!`.
+    pub(super) async fn due(&mut self) -> String {
+        let Some((at, age)) = self.at else {
+            return std::future::pending().await;
+        };
+        tokio::time::sleep_until(at).await;
+        self.at = None;
+        format!("reached --max-connection-age {}: GOAWAY sent", Dur(age))
+    }
 }
 
 /// `--idle-timeout` for one connection, from when bytes last crossed its
