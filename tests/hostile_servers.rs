@@ -742,7 +742,7 @@ fn a_unary_connection_closed_without_goaway_is_replaced() {
             let _ = sock.write_all(&encode::settings(false, &[]));
             let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
             // Preface, SETTINGS, HEADERS and DATA: call 1 has come.
-            let mut got = vec![0u8; 150];
+            let mut got = vec![0u8; 100];
             if sock.read_exact(&mut got).is_err() {
                 continue;
             }
@@ -784,11 +784,10 @@ fn a_unary_connection_closed_without_goaway_is_replaced() {
 
 /// A server that closes every connection right after its SETTINGS, before
 /// answering anything: the unary client does not replace connections that
-/// served nothing, so the run fails at once, saying so, after at most two
-/// connections (the slot's first is replaced before its first message was
-/// due). Counting a call as served once h2 gave it a stream (before the
-/// server had seen it) replaced one connection per message: 101 of them
-/// in 2 s, exit 4.
+/// served nothing, so the run fails at once, saying so, after at most
+/// three connections. Counting a call as served once h2 gave it a stream
+/// (before the server had seen it) replaced one connection per message:
+/// 101 of them in 2 s, exit 4.
 #[test]
 fn a_server_that_answers_no_call_gets_no_storm_of_connections() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -804,13 +803,13 @@ fn a_server_that_answers_no_call_gets_no_storm_of_connections() {
     let began = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
         .args(["client", "--connect", &addr, "--rpc", "unary"])
-        .args(["--rate", "50", "--duration", "2s", "--no-pcap", "--out"])
+        .args(["--rate", "50", "--duration", "10s", "--no-pcap", "--out"])
         .arg(&dir)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(began.elapsed() < Duration::from_millis(1500), "{stderr}");
+    assert!(began.elapsed() < Duration::from_secs(5), "{stderr}");
     assert!(
         stderr.contains("before a call of it was answered")
             && stderr.contains("its schedule stopped before --duration"),
@@ -820,7 +819,10 @@ fn a_server_that_answers_no_call_gets_no_storm_of_connections() {
         .iter()
         .filter(|e| e["type"] == "conn_open")
         .count();
-    assert!((1..=2).contains(&opened), "{opened} connections: {stderr}");
+    // The slot's first, replaced before its first message was due; one
+    // replaced on trust, a call of it in flight; the one that then finds
+    // it answered nothing.
+    assert!((1..=3).contains(&opened), "{opened} connections: {stderr}");
     let s = support::read_summary(&dir);
     assert_eq!(s.scheduled, s.sent + s.never_sent, "{stderr}");
 }

@@ -249,24 +249,21 @@ fn a_server_that_goes_away_leaves_every_message_accounted() {
     .output()
     .unwrap();
     let stderr = String::from_utf8_lossy(&client.stderr);
-    // 1, or 4 when the server was still draining as the new connection
-    // opened (its calls then end UNAVAILABLE).
-    let code = client.status.code();
-    assert!(matches!(code, Some(1 | 4)), "{code:?} {stderr}");
+    // 1 whatever the calls ended with (a failed run outranks them): the
+    // schedule stopped before --duration (exit 4 was the silent stop).
+    assert_eq!(client.status.code(), Some(1), "{stderr}");
     assert!(began.elapsed().as_secs() < 15, "{stderr}");
     let code = serve.wait().unwrap().code();
     assert!(matches!(code, Some(0 | 4)), "serve exited {code:?}");
     let s = support::read_summary(&root.join("client"));
     assert_eq!(s.scheduled, s.sent + s.never_sent, "{stderr}");
     assert!(s.sent >= 3, "{stderr}");
-    if client.status.code() == Some(1) {
-        assert!(
-            stderr.contains("no new connection opened in its place"),
-            "{stderr}"
-        );
-        let meta = std::fs::read_to_string(root.join("client/meta.json")).unwrap();
-        assert!(meta.contains(r#""status": "error: "#), "{meta}");
-    }
+    assert!(
+        stderr.contains("its schedule stopped before --duration"),
+        "{stderr}"
+    );
+    let meta = std::fs::read_to_string(root.join("client/meta.json")).unwrap();
+    assert!(meta.contains(r#""status": "error: "#), "{meta}");
     // h2's words for a GOAWAY without an error are not repeated.
     assert!(!stderr.contains("not a result of an error"), "{stderr}");
     std::fs::remove_dir_all(&root).unwrap();
@@ -358,7 +355,7 @@ fn a_connection_the_server_closes_is_replaced_and_the_schedule_goes_on() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
-/// Calls the server answers after 300 ms while it closes a connection idle
+/// Calls the server answers after 1 s while it closes a connection idle
 /// for 150 ms (no frame either way: mid-call): each connection ends with
 /// its call in flight. Its replacement opens when the next message is due,
 /// not when that call ends (it waited for it, the schedule's messages then
@@ -376,7 +373,7 @@ fn replacements_open_on_time_and_an_interrupt_ends_all_their_calls() {
 
 fn replacements_on_time(server: &[&str], client: &[&str]) {
     let root = support::temp_dir("unary-replaced-busy");
-    let mut args = vec!["--idle-timeout", "150ms", "--service-time", "300ms"];
+    let mut args = vec!["--idle-timeout", "150ms", "--service-time", "1s"];
     args.extend(["--for", "30s"]);
     args.extend(server);
     let (mut serve, addr) = serve(&args, &root.join("server"));
@@ -414,7 +411,7 @@ fn replacements_on_time(server: &[&str], client: &[&str]) {
         };
         let due = first["t"].as_u64().unwrap();
         assert!(
-            open < due + 50_000_000,
+            open < due + 250_000_000,
             "connection {conn} opened {} ms after its first message was due",
             (open - due) / 1_000_000
         );

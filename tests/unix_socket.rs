@@ -312,6 +312,26 @@ fn serve_listens_on_a_unix_domain_socket_and_both_traces_pair() {
         covered(dir.join("srv").join("server.pcap")),
     );
     assert_eq!(c, s, "the two pcaps differ");
+    // And tshark reads the same HTTP/2 frames in both.
+    let frames = |pcap: std::path::PathBuf| -> usize {
+        let out = Command::new(&tshark)
+            .arg("-r")
+            .arg(&pcap)
+            .args(["-d", "tcp.port==50051,http2", "-Y", "http2"])
+            .args(["-T", "fields", "-e", "http2.type"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .split([',', '\n'])
+            .filter(|t| !t.is_empty())
+            .count()
+    };
+    let (fc, fs) = (
+        frames(cli.join("client.pcap")),
+        frames(dir.join("srv").join("server.pcap")),
+    );
+    assert!(fc > 100 && fc == fs, "HTTP/2 frames: {fc} and {fs}");
     // Three connections, each both ways, each a stream of bytes from its
     // role's ISN (1,000 for a client's, 500,000 for a server's).
     assert_eq!(c.len(), 6, "{c:?}");

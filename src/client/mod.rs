@@ -740,10 +740,9 @@ async fn connection(
     start: u64,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
     let unary = ctx.opts.rpc == crate::overload::RpcKind::Unary;
-    let mut ending: Vec<tokio::task::JoinHandle<_>> = vec![];
-    // Connections handed over with calls in flight and none answered:
-    // their place in `ending`, their connection, whether one is answered.
-    let mut on_trust: Vec<(usize, u32, Arc<std::sync::atomic::AtomicBool>)> = vec![];
+    let mut ending: Vec<Owned<_>> = vec![];
+    // Connections handed over with calls in flight and none answered.
+    let mut on_trust: Vec<(u32, unary::Trust)> = vec![];
     let mut first = 0;
     let mut replacing: Option<unary::Handover> = None;
     let last = loop {
@@ -757,28 +756,29 @@ async fn connection(
         };
         let ctx2 = ctx.clone();
         let due = replacing.as_ref().map(|h| h.due);
-        let task = tokio::spawn(async move {
+        let task = Owned(tokio::spawn(async move {
             if let Some(due) = due {
                 // A replacement opens when its first message is due; an
                 // interrupt stops its wait.
                 let mut interrupt = ctx2.interrupt.clone();
                 tokio::select! {
-                    _ = tokio::time::sleep_until(to_instant(due)) => {}
+                    biased;
                     _ = crate::live::flag_set(&mut interrupt) => return Ok(vec![]),
+                    _ = tokio::time::sleep_until(to_instant(due)) => {}
                 }
             }
-            connected(ctx2, slot).await
-        });
+            open_connection(ctx2, slot).await
+        }));
         match handed.await {
+            // After an interrupt nothing is replaced (the handover may have
+            // crossed it).
+            Ok(_) if *ctx.interrupt.borrow() => break task,
             Ok(h) => {
                 // One replaced on trust whose calls have all ended since,
                 // none answered, served nothing: the chain stops there (a
                 // server closing each connection at once, stream ids h2
                 // gave before it had seen them, replaced one per message).
-                let unserved = on_trust.iter().find(|(i, _, answered)| {
-                    ending[*i].is_finished() && !answered.load(std::sync::atomic::Ordering::SeqCst)
-                });
-                if let Some((_, conn, _)) = unserved {
+                if let Some((conn, _)) = on_trust.iter().find(|(_, trust)| trust.broken()) {
                     ctx.replaced.fail(format!(
                         "connection {conn} ended without an answer to any call of it, so \
                          connection {}, which replaced it and ended in its turn ({}), was not \
@@ -787,8 +787,8 @@ async fn connection(
                     ));
                     break task;
                 }
-                if let Some(answered) = &h.answered {
-                    on_trust.push((ending.len(), h.conn, answered.clone()));
+                if let Some(trust) = &h.trust {
+                    on_trust.push((h.conn, trust.clone()));
                 }
                 ctx.replaced.count.fetch_add(1, Relaxed);
                 if !ctx.replaced.said.swap(true, Relaxed) {
@@ -809,17 +809,21 @@ async fn connection(
         };
     };
     let mut out = vec![];
-    for task in ending {
-        out.extend(task.await.context("client connection task")??);
+    for mut task in ending {
+        out.extend((&mut task.0).await.context("client connection task")??);
     }
-    match (last.await.context("client connection task")?, replacing) {
+    let mut last = last;
+    match (
+        (&mut last.0).await.context("client connection task")?,
+        replacing,
+    ) {
         (Ok(o), _) => out.extend(o),
         (Err(e), None) => return Err(e),
         // The calls so far are accounted: the run fails once every
         // connection has ended.
         (Err(e), Some(h)) => {
             ctx.replaced.fail(format!(
-                "connection {}: {}, and no new connection opened in its place ({e:#}), \
+                "connection {}: {}, and no new connection could take its place ({e:#}), \
                  so its schedule stopped before --duration",
                 h.conn, h.why
             ));
@@ -828,15 +832,27 @@ async fn connection(
     Ok(out)
 }
 
+/// A connection's task, aborted when its handle is dropped: the tasks of
+/// a run that stopped on an error end with it (a plain handle left them
+/// sending and recording while the trace was finished).
+struct Owned<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for Owned<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Opens a connection and runs its RPCs (a unary connection's schedule
 /// from message `first` on, see [`unary::calls`]).
-async fn connected(ctx: Arc<ClientCtx>, slot: Schedule) -> anyhow::Result<Vec<RpcOutcome>> {
+async fn open_connection(ctx: Arc<ClientCtx>, slot: Schedule) -> anyhow::Result<Vec<RpcOutcome>> {
     let connected = if slot.replacement {
         // An interrupt stops a replacement still connecting.
         let mut interrupt = ctx.interrupt.clone();
         tokio::select! {
-            c = ctx.target.connect() => c?,
+            biased;
             _ = crate::live::flag_set(&mut interrupt) => return Ok(vec![]),
+            c = ctx.target.connect() => c?,
         }
     } else {
         ctx.target.connect().await?

@@ -47,10 +47,27 @@ pub(super) struct Handover {
     pub why: String,
     pub next: u64,
     pub due: u64,
-    /// Handed over with calls in flight and none answered: whether the
-    /// server has answered one since. A chain whose connection ended
-    /// without answering stops (see `client::connection`).
-    pub answered: Option<Arc<AtomicBool>>,
+    /// Handed over with calls in flight and none answered: whether it
+    /// served after all. A chain whose connection ended without answering
+    /// stops (see `client::connection`).
+    pub trust: Option<Trust>,
+}
+
+/// A connection replaced on trust: its calls in flight and whether the
+/// server has answered one.
+#[derive(Clone, Debug)]
+pub(super) struct Trust {
+    answered: Arc<AtomicBool>,
+    open: watch::Receiver<usize>,
+}
+
+impl Trust {
+    /// Its calls have all ended, none answered: it served nothing. (Its
+    /// task's end came up to the 5 s close grace later.)
+    pub(super) fn broken(&self) -> bool {
+        // `answered` is set before a call leaves `open`: read after it.
+        *self.open.borrow() == 0 && !self.answered.load(SeqCst)
+    }
 }
 
 /// Runs a connection's unary calls until its schedule ends (its backlog
@@ -86,6 +103,9 @@ pub(super) async fn calls(
     let payload = payload_bytes(opts.payload.0 as usize);
     let next = Arc::new(AtomicU64::new(first));
     let times = schedule::Times::of(ctx, index, start, opts.rate_of(0));
+    // The schedule finds the connection gone when its next message is due
+    // (h2 gives no wake-up at a GOAWAY), and says so here.
+    let gone_seen = Arc::new(tokio::sync::Notify::new());
     let scheduler = schedule::spawn(
         ctx,
         schedule::Slot {
@@ -104,7 +124,14 @@ pub(super) async fn calls(
             next: Some(next.clone()),
             gone: Some({
                 let sr = Mutex::new(sr.clone());
-                Arc::new(move || refusal(&sr.lock().expect("not poisoned")).is_some())
+                let seen = gone_seen.clone();
+                Arc::new(move || {
+                    let gone = refusal(&sr.lock().expect("not poisoned")).is_some();
+                    if gone {
+                        seen.notify_one();
+                    }
+                    gone
+                })
             }),
         },
         tx,
@@ -139,24 +166,23 @@ pub(super) async fn calls(
             kept.clone(),
         ));
     }
-    // While every lane is in a call, none looks whether the connection
-    // still takes streams: looked at here, so that its replacement opens
-    // when the next message is due, not when a call ends (a server's
-    // GOAWAY answering a call only after its grace held the whole schedule).
-    let mut look = tokio::time::interval(GONE_POLL);
+    // While every lane is in a call, none takes the next message: the
+    // connection's end the schedule found is acted on here, so that its
+    // replacement opens when that message is due, not when a call ends (a
+    // server answering a call only after its GOAWAY's grace held the whole
+    // schedule). A lane holding the turn finds it on its own.
     loop {
         tokio::select! {
             r = calls.join_next() => match r {
                 Some(r) => r.context("client call task")?,
                 None => break,
             },
-            _ = look.tick() => {
-                if let Ok(mut turn) = turn.try_lock() {
-                    if !turn.failed {
-                        if let Some(e) = refusal(&turn.sr) {
-                            turn.refused(&e);
-                            turn.stop(ctx, conn).await;
-                        }
+            _ = gone_seen.notified() => {
+                let mut turn = turn.lock().await;
+                if !turn.failed {
+                    if let Some(e) = refusal(&turn.sr) {
+                        turn.refused(&e);
+                        turn.stop(ctx, conn).await;
                     }
                 }
             }
@@ -204,8 +230,9 @@ impl Lanes {
 struct Turn {
     sr: SendRequest<Bytes>,
     backlog: mpsc::Receiver<Pending>,
-    /// A call could not open its stream: the connection failed, and no
-    /// lane spends another message on it.
+    /// The connection takes no more streams (the server's GOAWAY, its end,
+    /// or a call that could not open its stream): no lane spends another
+    /// message on it.
     failed: bool,
     /// h2 has applied the server's SETTINGS (its limit read above 0 once):
     /// a limit of 0 is the server's then, not h2's before them.
@@ -231,11 +258,6 @@ struct Turn {
     handover: Option<oneshot::Sender<Handover>>,
 }
 
-/// How often a lane waiting for the next message looks whether the
-/// connection still takes streams: a GOAWAY gives it no wake-up, and its
-/// replacement should not wait for the next message to find out.
-const GONE_POLL: std::time::Duration = std::time::Duration::from_millis(10);
-
 /// Why the connection takes no more streams (a GOAWAY received, or it
 /// failed); `None` while it does. h2 says so without waiting.
 fn refusal(sr: &SendRequest<Bytes>) -> Option<h2::Error> {
@@ -259,7 +281,9 @@ impl Turn {
     /// The next message once a stream is free: fewer calls `open` than the
     /// server allows (seen when a call ends, or within [`LIMIT_POLL`] of a
     /// SETTINGS that changes it). The first call goes at once: h2 holds it
-    /// until the server's SETTINGS. `None`: the backlog closed.
+    /// until the server's SETTINGS. `None`: the backlog closed, or the
+    /// connection takes no more streams (`failed`; its message, if one was
+    /// taken, `held`).
     async fn next(&mut self, lanes: &Lanes, ctx: &ClientCtx) -> Option<Pending> {
         let mut calls = lanes.open.subscribe();
         loop {
@@ -295,32 +319,24 @@ impl Turn {
                 s = if limit == 1 { "" } else { "s" }
             );
         }
-        loop {
+        if let Some(e) = refusal(&self.sr) {
+            self.refused(&e);
+            return None;
+        }
+        let Some(p) = self.backlog.recv().await else {
+            // The schedule ended, or stopped on finding the connection gone.
             if let Some(e) = refusal(&self.sr) {
                 self.refused(&e);
-                return None;
             }
-            tokio::select! {
-                p = self.backlog.recv() => {
-                    let Some(p) = p else {
-                        // The schedule ended, or stopped on finding the
-                        // connection gone.
-                        if let Some(e) = refusal(&self.sr) {
-                            self.refused(&e);
-                        }
-                        return None;
-                    };
-                    // It may have gone while this waited.
-                    if let Some(e) = refusal(&self.sr) {
-                        self.refused(&e);
-                        self.held = Some(p);
-                        return None;
-                    }
-                    return Some(p);
-                }
-                _ = tokio::time::sleep(GONE_POLL) => {}
-            }
+            return None;
+        };
+        // It may have gone while this waited.
+        if let Some(e) = refusal(&self.sr) {
+            self.refused(&e);
+            self.held = Some(p);
+            return None;
         }
+        Some(p)
     }
 
     /// The connection takes no more streams (`e`): no lane takes another
@@ -361,8 +377,9 @@ impl Turn {
             return;
         }
         let handover = self.handover.take().expect("looked at");
-        let Some(gone) = &self.gone else { return };
-        let mut why = gone.clone();
+        // Not stopped by an end h2 told of: said as such, never silent.
+        let gone = self.gone.as_deref().unwrap_or("it stopped taking calls");
+        let mut why = gone.to_string();
         if let Some(cause) = self.cause.peek().filter(|c| !gone.contains(c.as_str())) {
             why = format!("{why} (the connection: {cause})");
         }
@@ -386,7 +403,10 @@ impl Turn {
                 why,
                 next,
                 due,
-                answered: (!served && !unused).then(|| self.lanes.answered.clone()),
+                trust: (!served && !unused).then(|| Trust {
+                    answered: self.lanes.answered.clone(),
+                    open: self.lanes.open.subscribe(),
+                }),
             });
         } else {
             ctx.replaced.fail(format!(
@@ -409,7 +429,8 @@ impl Drop for Counted {
 
 /// One call in flight at a time: in the connection's turn takes the next
 /// message and opens its call, then makes the call, until the backlog
-/// closes, an interrupt, or a call that could not open its stream.
+/// closes, an interrupt, or the connection takes no more streams (the
+/// lane that finds it so stops the schedule: [`Turn::stop`]).
 async fn lane(
     ctx: Arc<ClientCtx>,
     turn: Arc<tokio::sync::Mutex<Turn>>,

@@ -127,7 +127,8 @@ where
                 // The peer did not go: close (the RPCs' streams fail).
                 super::IdleStep::Close => break Ok(()),
             },
-            why = aged.due() => {
+            // Not during a shutdown's drain: its GOAWAY is the shutdown's.
+            why = aged.due(), if !shutting_down => {
                 close_reason.set(why);
                 served.as_mut().graceful_shutdown();
             }

@@ -1005,7 +1005,8 @@ where
                 // The peer did not go (it may not even read): close.
                 IdleStep::Close => break,
             },
-            why = aged.due() => {
+            // Not during a shutdown's drain: its GOAWAY is the shutdown's.
+            why = aged.due(), if !shutting_down => {
                 close_reason.set(why);
                 conn.graceful_shutdown();
             }

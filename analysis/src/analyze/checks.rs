@@ -410,9 +410,9 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
             // sent messages loses any (a foreign client's failure, or a
             // refused connection's, excuses nothing here).
             // Both sides are in the trace: both figures are.
-            let lost = s.lost_in_flight.unwrap_or_default();
+            let lost = s.lost_in_flight.expect("both sides: a figure");
             let lost_explained = lost >= 0 && (lost == 0 || ev.excusing_not_ok > 0);
-            let whole = s.unaccounted.unwrap_or_default() == lost;
+            let whole = s.unaccounted.expect("both sides: a figure") == lost;
             // Across sides only what pairs (`unaccounted` and
             // `lost_in_flight` are): each side's own equation on all it did.
             let u = s.unpaired.clone().unwrap_or_default();

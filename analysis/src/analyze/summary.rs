@@ -108,7 +108,7 @@ pub struct Summary {
     /// `rpc_start` says `framing: raw:N`, or its `decode` events have no
     /// gRPC prefix, framed = size), so its counts
     /// are units, not the client's messages: `unaccounted` and
-    /// `lost_in_flight` are then 0 and the accounting check judges each
+    /// `lost_in_flight` are then 0 (null without both sides) and the accounting check judges each
     /// side on its own.
     pub raw_units: bool,
     /// The client offered messages per connection (`schedule` on stream 0:
