@@ -32,6 +32,21 @@ fn unary_client(addr: &str, args: &str, out: &std::path::Path) -> Command {
     c
 }
 
+/// `merge` of `root`'s `server` and `client` runs into `root/merged`, which
+/// must hold every check: what it printed, and its summary.
+fn merged_holding(root: &std::path::Path) -> (String, h2probe_analysis::analyze::Summary) {
+    let merged = support::h2probe_ok([
+        "merge",
+        root.join("server").to_str().unwrap(),
+        root.join("client").to_str().unwrap(),
+        "--out",
+        root.join("merged").to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&merged.stdout).into_owned();
+    assert!(out.contains("all invariants hold"), "{out}");
+    (out, support::read_summary(&root.join("merged")))
+}
+
 /// `run --rpc unary` with `args` (split at spaces; and --no-pcap) into
 /// `out`, which must succeed: what it printed.
 fn run_unary(out: &std::path::Path, args: &str) -> std::process::Output {
@@ -207,16 +222,7 @@ fn serve_and_a_unary_client_merge_with_every_check_holding() {
         "{stdout}"
     );
     assert!(serve.wait().unwrap().success());
-    let merged = support::h2probe_ok([
-        "merge",
-        root.join("server").to_str().unwrap(),
-        root.join("client").to_str().unwrap(),
-        "--out",
-        root.join("merged").to_str().unwrap(),
-    ]);
-    let out = String::from_utf8_lossy(&merged.stdout);
-    assert!(out.contains("all invariants hold"), "{out}");
-    let s = support::read_summary(&root.join("merged"));
+    let (out, s) = merged_holding(&root);
     assert!(s.unpaired.is_none(), "{:?}", s.unpaired);
     for check in ["accounting", "bytes", "windows_agree", "credit"] {
         assert_eq!(s.checks[check].ok, Some(true), "{check}: {out}");
@@ -333,16 +339,7 @@ fn a_connection_the_server_closes_is_replaced_and_the_schedule_goes_on() {
     assert!(of("never_sent").next().is_none(), "{trace}");
     assert_eq!(of("send").count(), 12);
     let _ = serve.wait();
-    let merged = support::h2probe_ok([
-        "merge",
-        root.join("server").to_str().unwrap(),
-        root.join("client").to_str().unwrap(),
-        "--out",
-        root.join("merged").to_str().unwrap(),
-    ]);
-    let out = String::from_utf8_lossy(&merged.stdout);
-    assert!(out.contains("all invariants hold"), "{out}");
-    let s = support::read_summary(&root.join("merged"));
+    let (out, s) = merged_holding(&root);
     assert_eq!(s.checks["accounting"].ok, Some(true), "{out}");
     assert_eq!((s.scheduled, s.sent, s.completed), (12, 12, 12), "{out}");
     assert_eq!(s.rpc_status.get("OK"), Some(&12), "{out}");
@@ -473,16 +470,7 @@ fn a_servers_maximum_connection_age_replaces_connections() {
         .count();
     // 2 s of connections that live 0.5 s.
     assert!((2..=4).contains(&aged), "{aged} aged connections");
-    let merged = support::h2probe_ok([
-        "merge",
-        root.join("server").to_str().unwrap(),
-        root.join("client").to_str().unwrap(),
-        "--out",
-        root.join("merged").to_str().unwrap(),
-    ]);
-    let out = String::from_utf8_lossy(&merged.stdout);
-    assert!(out.contains("all invariants hold"), "{out}");
-    let s = support::read_summary(&root.join("merged"));
+    let (out, s) = merged_holding(&root);
     assert_eq!((s.scheduled, s.sent, s.completed), (100, 100, 100), "{out}");
     assert_eq!(s.server_rpc_status.get("OK"), Some(&100), "{out}");
     std::fs::remove_dir_all(&root).unwrap();
@@ -655,7 +643,9 @@ fn idle_calls_are_room_beyond_the_backlog() {
     assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
     // A refusal needs 17 messages due while no call took one: the client
     // held up for 17 ms (a loaded machine), not an idle call passed by.
-    assert!(s.never_sent < 50, "{stdout}");
+    // Under 5 %, half what the bug refused on a quiet machine: the suite's
+    // other tests beside it on two cores made 78 (3.9 %) in CI.
+    assert!(s.never_sent < 100, "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
