@@ -287,9 +287,10 @@ impl Turn {
     async fn next(&mut self, lanes: &Lanes, ctx: &ClientCtx) -> Option<Pending> {
         let mut calls = lanes.open.subscribe();
         loop {
-            // The watcher in `calls` cannot look while this lane holds the
-            // turn: it looks here (a replacement waited for a call to end
-            // behind a server allowing fewer streams than --streams).
+            // `calls`, woken by the schedule's finding, waits for the turn
+            // this lane holds: it looks here (a replacement waited for a
+            // call to end behind a server allowing fewer streams than
+            // --streams).
             if let Some(e) = refusal(&self.sr) {
                 self.refused(&e);
                 return None;
