@@ -111,9 +111,12 @@ pub struct AnalyzeOpts {
 const MAX_UNARY_LINES: usize = 8;
 
 /// Unary outcomes with alike ones (same status and message) folded into
-/// the first, in the order given, with the calls each stands for: how
-/// many, and whether all were counted (`alike` 0: a call whose kind was
-/// not, past a connection's first few kinds of failure).
+/// the first, in the order given (by connection), with the calls each
+/// stands for: how many, and whether all were counted (`alike` 0: a call
+/// whose kind was not, past a connection's first few kinds of failure).
+/// OK calls fold into the last, the latest OK call as the header says (the
+/// first named connection 1 though the calls went over six connections
+/// that replaced one another).
 fn fold_alike(
     outcomes: &[crate::client::RpcOutcome],
 ) -> Vec<(&crate::client::RpcOutcome, u64, bool)> {
@@ -124,7 +127,10 @@ fn fold_alike(
             .iter_mut()
             .find(|(f, ..)| f.status == o.status && f.message == o.message)
         {
-            Some((_, m, all)) => {
+            Some((first, m, all)) => {
+                if o.status == crate::grpc::status::OK {
+                    *first = o;
+                }
                 *m += n;
                 *all &= counted;
             }
@@ -547,7 +553,8 @@ mod tests {
             .iter()
             .map(|&(o, n, counted)| (o.conn, n, counted))
             .collect();
-        assert_eq!(shown, [(1, 600, true), (1, 5, false), (3, 1, false)]);
+        // The latest OK call (connection 2's), the first of each failure.
+        assert_eq!(shown, [(2, 600, true), (1, 5, false), (3, 1, false)]);
         assert_eq!(super::alike_text(600, true), " (and 599 like it)");
         assert_eq!(super::alike_text(5, false), " (and at least 4 like it)");
         assert_eq!(super::alike_text(1, true), "");
