@@ -157,6 +157,25 @@ fn a_zero_initial_window_is_a_wait_on_the_window() {
     assert_eq!(stall["streams"], serde_json::json!([]), "{stall}");
 }
 
+/// A header block of `grpc-status: 0` (a literal without indexing).
+fn grpc_status_ok() -> Vec<u8> {
+    let mut ok = vec![0x00, 11];
+    ok.extend(b"grpc-status");
+    ok.extend([1, b'0']);
+    ok
+}
+
+/// Stream 1's answer OK with one empty reply: `:status 200`, the reply,
+/// the trailers.
+fn ok_answer() -> Vec<u8> {
+    [
+        encode::headers(1, 0x4, None, None, &[0x88]),
+        encode::data(1, 0, None, &[0; 5]),
+        encode::headers(1, 0x5, None, None, &grpc_status_ok()),
+    ]
+    .concat()
+}
+
 /// A server that answers stream 1 with `answer` once the client's request
 /// has arrived (its first bytes read), then reads to the end.
 fn answering_server(answer: Vec<u8>) -> String {
@@ -256,9 +275,7 @@ fn the_servers_answer_maps_to_grpcs_status() {
 #[test]
 fn an_ok_status_over_a_malformed_answer_is_internal() {
     let headers = encode::headers(1, 0x4, None, None, &[0x88]);
-    let mut ok = vec![0x00, 11];
-    ok.extend(b"grpc-status");
-    ok.extend([1, b'0']);
+    let ok = grpc_status_ok();
     let trailers = encode::headers(1, 0x5, None, None, &ok);
     let trailers_only = encode::headers(1, 0x5, None, None, &[[0x88].as_slice(), &ok].concat());
     let rst = encode::rst_stream(1, 0);
@@ -307,16 +324,7 @@ fn an_ok_status_over_a_malformed_answer_is_internal() {
 /// found its stream closed; whether it does is a race).
 #[test]
 fn an_answer_before_the_upload_ended_is_ok_and_says_so_plainly() {
-    let mut ok = vec![0x00, 11];
-    ok.extend(b"grpc-status");
-    ok.extend([1, b'0']);
-    let answer = [
-        encode::headers(1, 0x4, None, None, &[0x88]),
-        encode::data(1, 0, None, &[0; 5]),
-        encode::headers(1, 0x5, None, None, &ok),
-        encode::rst_stream(1, 0),
-    ]
-    .concat();
+    let answer = [ok_answer(), encode::rst_stream(1, 0)].concat();
     let addr = answering_server(answer);
     let dir = support::temp_dir("early-ok");
     let out = client(&addr, &dir, &[]).output().unwrap();
@@ -720,20 +728,20 @@ fn a_unary_calls_deadline_runs_from_its_messages_schedule() {
 /// Reads the client preface, then frames until one with END_STREAM on
 /// stream 1 (DATA or HEADERS): false if the peer went first.
 fn request_ended(sock: &mut std::net::TcpStream) -> bool {
-    let mut preface = [0u8; 24];
+    use h2probe::wire::{Flags, FrameType, Head, HEADER_LEN, PREFACE};
+    let mut preface = [0u8; PREFACE.len()];
     if sock.read_exact(&mut preface).is_err() {
         return false;
     }
-    let mut head = [0u8; 9];
+    let mut head = [0u8; HEADER_LEN];
     while sock.read_exact(&mut head).is_ok() {
-        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-        let (kind, flags) = (head[3], head[4]);
-        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-        let mut payload = vec![0u8; len];
+        let head = Head::parse(&head);
+        let mut payload = vec![0u8; head.len() as usize];
         if sock.read_exact(&mut payload).is_err() {
             return false;
         }
-        if stream == 1 && matches!(kind, 0x0 | 0x1) && flags & 0x1 != 0 {
+        let request = matches!(head.ty(), FrameType::DATA | FrameType::HEADERS);
+        if head.stream() == 1 && request && head.flags().contains(Flags::END_STREAM) {
             return true;
         }
     }
@@ -750,15 +758,7 @@ fn request_ended(sock: &mut std::net::TcpStream) -> bool {
 fn a_unary_connection_closed_without_goaway_is_replaced() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let mut ok = vec![0x00, 11];
-    ok.extend(b"grpc-status");
-    ok.extend([1, b'0']);
-    let answer = [
-        encode::headers(1, 0x4, None, None, &[0x88]),
-        encode::data(1, 0, None, &[0; 5]),
-        encode::headers(1, 0x5, None, None, &ok),
-    ]
-    .concat();
+    let answer = ok_answer();
     std::thread::spawn(move || {
         for sock in listener.incoming().take(20) {
             let Ok(mut sock) = sock else { return };

@@ -19,6 +19,7 @@ use h2::SendStream;
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
+use tokio_util::task::AbortOnDropHandle;
 
 mod answer;
 mod exchange;
@@ -740,7 +741,10 @@ async fn connection(
     start: u64,
 ) -> anyhow::Result<Vec<RpcOutcome>> {
     let unary = ctx.opts.rpc == crate::overload::RpcKind::Unary;
-    let mut ending: Vec<Owned<_>> = vec![];
+    // Aborted when dropped: the tasks of a run that stopped on an error end
+    // with it (plain handles left them sending and recording while the
+    // trace was finished).
+    let mut ending: Vec<AbortOnDropHandle<_>> = vec![];
     // Connections handed over with calls in flight and none answered.
     let mut on_trust: Vec<(u32, unary::Trust)> = vec![];
     let mut first = 0;
@@ -756,7 +760,7 @@ async fn connection(
         };
         let ctx2 = ctx.clone();
         let due = replacing.as_ref().map(|h| h.due);
-        let task = Owned(tokio::spawn(async move {
+        let task = AbortOnDropHandle::new(tokio::spawn(async move {
             if let Some(due) = due {
                 // A replacement opens when its first message is due; an
                 // interrupt stops its wait.
@@ -809,14 +813,10 @@ async fn connection(
         };
     };
     let mut out = vec![];
-    for mut task in ending {
-        out.extend((&mut task.0).await.context("client connection task")??);
+    for task in ending {
+        out.extend(task.await.context("client connection task")??);
     }
-    let mut last = last;
-    match (
-        (&mut last.0).await.context("client connection task")?,
-        replacing,
-    ) {
+    match (last.await.context("client connection task")?, replacing) {
         (Ok(o), _) => out.extend(o),
         (Err(e), None) => return Err(e),
         // The calls so far are accounted: the run fails once every
@@ -830,17 +830,6 @@ async fn connection(
         }
     }
     Ok(out)
-}
-
-/// A connection's task, aborted when its handle is dropped: the tasks of
-/// a run that stopped on an error end with it (a plain handle left them
-/// sending and recording while the trace was finished).
-struct Owned<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for Owned<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 /// Opens a connection and runs its RPCs (a unary connection's schedule

@@ -126,7 +126,7 @@ pub(super) async fn calls(
                 let sr = Mutex::new(sr.clone());
                 let seen = gone_seen.clone();
                 Arc::new(move || {
-                    let gone = refusal(&sr.lock().expect("not poisoned")).is_some();
+                    let gone = refusal(&mut sr.lock().expect("not poisoned")).is_some();
                     if gone {
                         seen.notify_one();
                     }
@@ -180,7 +180,7 @@ pub(super) async fn calls(
             _ = gone_seen.notified() => {
                 let mut turn = turn.lock().await;
                 if !turn.failed {
-                    if let Some(e) = refusal(&turn.sr) {
+                    if let Some(e) = refusal(&mut turn.sr) {
                         turn.refused(&e);
                         turn.stop(ctx, conn).await;
                     }
@@ -259,10 +259,12 @@ struct Turn {
 }
 
 /// Why the connection takes no more streams (a GOAWAY received, or it
-/// failed); `None` while it does. h2 says so without waiting.
-fn refusal(sr: &SendRequest<Bytes>) -> Option<h2::Error> {
+/// failed); `None` while it does. h2 says so without waiting. `sr` is a
+/// handle that sends nothing (its calls use clones), so it never has a
+/// call pending open to wait for.
+fn refusal(sr: &mut SendRequest<Bytes>) -> Option<h2::Error> {
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match sr.clone().poll_ready(&mut cx) {
+    match sr.poll_ready(&mut cx) {
         std::task::Poll::Ready(Err(e)) => Some(e),
         _ => None,
     }
@@ -284,14 +286,15 @@ impl Turn {
     /// until the server's SETTINGS. `None`: the backlog closed, or the
     /// connection takes no more streams (`failed`; its message, if one was
     /// taken, `held`).
-    async fn next(&mut self, lanes: &Lanes, ctx: &ClientCtx) -> Option<Pending> {
+    async fn next(&mut self, ctx: &ClientCtx) -> Option<Pending> {
+        let lanes = self.lanes.clone();
         let mut calls = lanes.open.subscribe();
         loop {
             // `calls`, woken by the schedule's finding, waits for the turn
             // this lane holds: it looks here (a replacement waited for a
             // call to end behind a server allowing fewer streams than
             // --streams).
-            if let Some(e) = refusal(&self.sr) {
+            if let Some(e) = refusal(&mut self.sr) {
                 self.refused(&e);
                 return None;
             }
@@ -320,19 +323,16 @@ impl Turn {
                 s = if limit == 1 { "" } else { "s" }
             );
         }
-        if let Some(e) = refusal(&self.sr) {
-            self.refused(&e);
-            return None;
-        }
+        // The loop above looked last, with no wait since.
         let Some(p) = self.backlog.recv().await else {
             // The schedule ended, or stopped on finding the connection gone.
-            if let Some(e) = refusal(&self.sr) {
+            if let Some(e) = refusal(&mut self.sr) {
                 self.refused(&e);
             }
             return None;
         };
         // It may have gone while this waited.
-        if let Some(e) = refusal(&self.sr) {
+        if let Some(e) = refusal(&mut self.sr) {
             self.refused(&e);
             self.held = Some(p);
             return None;
@@ -463,7 +463,7 @@ async fn lane(
                 let next = tokio::select! {
                     biased;
                     _ = crate::live::flag_set(&mut interrupt) => None,
-                    p = turn.next(&lanes, &ctx) => p,
+                    p = turn.next(&ctx) => p,
                 };
                 let Some(p) = next else { break None };
                 let due = p.scheduled.saturating_add(deadline_ns);
