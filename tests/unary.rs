@@ -476,6 +476,106 @@ fn a_servers_maximum_connection_age_replaces_connections() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// Messages waiting in a connection's backlog when the server's maximum
+/// age closes it are handed to its replacement and sent there, as a gRPC
+/// channel's waiting calls go to its next transport: none is lost, none
+/// sent twice, and each connection's books balance with the handed ones
+/// on both sides (`never_sent` `handed_over` where they were scheduled,
+/// `handed` where they were sent). They were `never_sent` `stream_error`
+/// on the old connection, a few at every close.
+#[test]
+fn a_backlog_at_a_maximum_age_is_sent_over_the_replacement() {
+    let root = support::temp_dir("unary-handed");
+    // One call at a time to a 30 ms worker, one message due every 20 ms:
+    // a backlog grows, and every close finds messages waiting.
+    let (mut serve, addr) = serve(
+        &[
+            "--max-connection-age",
+            "300ms",
+            "--service-time",
+            "30ms",
+            "--for",
+            "8s",
+        ],
+        &root.join("server"),
+    );
+    let client = unary_client(
+        &addr,
+        "--streams 1 --rate 50 --duration 2s --max-pending 1000 --deadline 30s",
+        &root.join("client"),
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&client.stderr);
+    assert_eq!(client.status.code(), Some(0), "{stderr}");
+    let _ = serve.wait();
+    let (out, s) = merged_holding(&root);
+    assert_eq!((s.scheduled, s.sent, s.completed), (100, 100, 100), "{out}");
+    assert_eq!(s.never_sent, 0, "{out}");
+    assert!(s.handed_over > 0 && s.handed_over == s.handed_in, "{out}");
+    assert!(
+        out.contains(&format!("handed-over {}", s.handed_over)),
+        "{out}"
+    );
+    // From the trace: each message sent once, and each run handed over
+    // by the connection closed just before the one that took it.
+    let trace = std::fs::read_to_string(root.join("client/trace.jsonl")).unwrap();
+    let events: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |ty: &str| -> Vec<&serde_json::Value> {
+        events.iter().filter(|e| e["type"] == ty).collect()
+    };
+    let mut sent: Vec<u64> = of("send")
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    sent.sort_unstable();
+    assert_eq!(sent, (0..100).collect::<Vec<u64>>());
+    let handed = of("handed");
+    assert!(!handed.is_empty());
+    for h in &handed {
+        let (conn, from) = (h["conn"].as_u64().unwrap(), h["from"].as_u64().unwrap());
+        assert_eq!(from + 1, conn, "{h}");
+        let (seq, count) = (h["seq"].as_u64().unwrap(), h["count"].as_u64().unwrap_or(1));
+        let over = of("never_sent").into_iter().find(|n| {
+            n["conn"].as_u64() == Some(from) && n["reason"] == "handed_over" && n["seq"] == seq
+        });
+        assert_eq!(
+            over.map(|n| n["count"].as_u64().unwrap_or(1)),
+            Some(count),
+            "{h}"
+        );
+        // Sent on the connection that took them or, handed on in turn, a
+        // later one, with the time they were first due.
+        for q in seq..seq + count {
+            let send = of("send").into_iter().find(|e| e["seq"] == q).unwrap();
+            assert!(send["conn"].as_u64().unwrap() >= conn, "{send}");
+            let due = of("schedule").into_iter().find(|e| e["seq"] == q).unwrap();
+            assert_eq!(send["scheduled"], due["t"], "{send}");
+        }
+    }
+    // Each connection's books balance on their own: scheduled + handed in
+    // = sent + never sent (handed over included).
+    let mut books: std::collections::BTreeMap<u64, i64> = Default::default();
+    for e in &events {
+        let n = e["count"].as_i64().unwrap_or(1);
+        let sign = match e["type"].as_str() {
+            Some("schedule") => 1,
+            Some("handed") => n,
+            Some("send") => -1,
+            Some("never_sent") => -n,
+            _ => 0,
+        };
+        if let Some(conn) = e["conn"].as_u64().filter(|_| sign != 0) {
+            *books.entry(conn).or_default() += sign;
+        }
+    }
+    assert!(books.values().all(|&b| b == 0), "{books:?}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 /// A server killed mid-run: its connection's replacement is refused, and
 /// the run says that the schedule stopped early and fails (exit 1) at
 /// once; it stopped offering silently and exited 0 when no call was in

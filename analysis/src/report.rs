@@ -623,7 +623,7 @@ fn headline_lines(s: &Summary) -> String {
     let _ =
         writeln!(
         o,
-        "messages  {}scheduled {}  sent {}  decoded {}  completed {}  discarded {}  never-sent {}",
+        "messages  {}scheduled {}  sent {}  decoded {}  completed {}  discarded {}  never-sent {}{}",
         // Part 3 counts originals above; these count every attempt.
         if s.overload.is_some() { "(every attempt) " } else { "" },
         or_na(c, || s.scheduled.to_string()),
@@ -632,6 +632,7 @@ fn headline_lines(s: &Summary) -> String {
         or_na(sv, || s.completed.to_string()),
         or_na(sv, || s.discarded.to_string()),
         or_na(c, || never_sent_text(s)),
+        handed_text(s),
     );
     if let Some(u) = &s.unpaired {
         let mut parts = vec![];
@@ -1086,6 +1087,19 @@ fn relay_lines(
                 }
             );
         }
+    }
+}
+
+/// A unary run's messages that replaced connections handed over, sent
+/// (or not) on their replacements: "  handed-over 36" (none: nothing).
+fn handed_text(s: &Summary) -> String {
+    if s.handed_over == 0 && s.handed_in == 0 {
+        return String::new();
+    }
+    if s.handed_over == s.handed_in {
+        format!("  handed-over {}", s.handed_over)
+    } else {
+        format!("  handed-over {} (taken {})", s.handed_over, s.handed_in)
     }
 }
 

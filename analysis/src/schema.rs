@@ -347,6 +347,10 @@ event_kinds! {
     /// Client: a scheduled message was never wholly handed to h2 (one cut
     /// mid-send by a deadline or an interrupt counts here, not as `send`).
     NeverSent(NeverSentEv) = "never_sent" ["seq": Int, "reason": Text, "count": IntOr(1)],
+    /// Client, unary: messages a replaced connection (`from`) had offered
+    /// and not sent were taken over by this one, its replacement, to be
+    /// sent here (`from`'s `never_sent` `handed_over` says the same).
+    Handed(HandedEv) = "handed" ["seq": Int, "count": IntOr(1), "from": Int],
     /// Server: `accept` failed (e.g. EMFILE: descriptors exhausted); the
     /// listener pauses and retries.
     AcceptError(AcceptErrorEv) = "accept_error" ["error": Text],
@@ -907,6 +911,10 @@ pub enum NeverSentReason {
     /// than 100 ms past `--duration`: messages due before `--duration` it
     /// had not reached were offered and never sent.
     Behind,
+    /// Not sent on this connection: a unary connection that ended before
+    /// its schedule handed them to the connection that replaced it (its
+    /// `handed` event), to be sent there. Not a message never sent.
+    HandedOver,
 }
 
 impl NeverSentReason {
@@ -918,6 +926,7 @@ impl NeverSentReason {
             NeverSentReason::Interrupted => "interrupted",
             NeverSentReason::Stalled => "stalled",
             NeverSentReason::Behind => "behind",
+            NeverSentReason::HandedOver => "handed_over",
         }
     }
 }
@@ -931,6 +940,17 @@ pub struct NeverSentEv {
     /// contiguous run of never-sent messages (absent: 1).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub count: u64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct HandedEv {
+    /// The first message of the run.
+    pub seq: u64,
+    /// Messages `seq` … `seq + count − 1` (absent: 1).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u64,
+    /// The connection that handed them over (it had scheduled them).
+    pub from: u32,
 }
 
 /// What the server decided for an attempt at the admission boundary.

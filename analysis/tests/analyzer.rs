@@ -946,6 +946,94 @@ fn a_failed_accounting_says_which_equation_does_not_hold() {
     );
 }
 
+/// Unary messages a replaced connection handed to its replacement are in
+/// both connections' books (`never_sent` `handed_over` where scheduled,
+/// `handed` where sent) and counted once in the run's: scheduled 3, sent 3,
+/// never sent 0, and the accounting holds, saying the handed terms. A
+/// `handed` without its `handed_over` (or the reverse) breaks the
+/// client's equation.
+#[test]
+fn messages_handed_to_a_replacement_are_counted_once() {
+    let run = |handed_in: bool, handed_over: bool| {
+        let mut a = Analyzer::new(0);
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let on = |conn: u32, e: Event| Event { conn, ..e };
+        let msg = |seq| MsgEv {
+            seq,
+            size: 10,
+            framed: 15,
+        };
+        for seq in 0..3u64 {
+            a.feed(&on(1, ev(seq * 1_000, c, 0, Kind::Schedule(msg(seq)))));
+        }
+        let send = |seq: u64| {
+            Kind::Send(SendEv {
+                seq,
+                scheduled: seq * 1_000,
+                begin: seq * 1_000 + 10,
+                bytes: 15,
+            })
+        };
+        a.feed(&on(1, ev(10, c, 1, send(0))));
+        if handed_over {
+            let over = NeverSentEv {
+                seq: 1,
+                reason: NeverSentReason::HandedOver,
+                count: 2,
+            };
+            a.feed(&on(1, ev(5_000, c, 0, Kind::NeverSent(over))));
+        }
+        if handed_in {
+            let took = HandedEv {
+                seq: 1,
+                count: 2,
+                from: 1,
+            };
+            a.feed(&on(2, ev(5_000, c, 0, Kind::Handed(took))));
+        }
+        for (seq, conn, stream) in [(1, 2, 1), (2, 2, 3)] {
+            a.feed(&on(conn, ev(6_000 + seq, c, stream, send(seq))));
+        }
+        // Each call is a one-message RPC to the server.
+        for (conn, stream) in [(1, 1), (2, 1), (2, 3)] {
+            let done = CompleteEv {
+                seq: 0,
+                worker: 0,
+                service_ns: 1,
+            };
+            a.feed(&on(conn, ev(9_000, s, stream, Kind::Decode(msg(0)))));
+            a.feed(&on(conn, ev(9_500, s, stream, Kind::Complete(done))));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0
+    };
+    let sum = run(true, true);
+    assert_eq!(
+        (sum.scheduled, sum.sent, sum.never_sent, sum.completed),
+        (3, 3, 0, 3)
+    );
+    assert_eq!((sum.handed_over, sum.handed_in), (2, 2));
+    assert!(sum.never_sent_by_reason.is_empty());
+    assert_eq!((sum.unaccounted, sum.lost_in_flight), (Some(0), Some(0)));
+    let c = &sum.checks["accounting"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("client: scheduled 3 + handed in 2 = sent 3 + never_sent 0 + handed over 2"),
+        "{}",
+        c.detail
+    );
+    for (handed_in, handed_over) in [(true, false), (false, true)] {
+        let sum = run(handed_in, handed_over);
+        let c = &sum.checks["accounting"];
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+        assert!(
+            c.detail.contains("client: scheduled 3 + handed in"),
+            "{}",
+            c.detail
+        );
+    }
+}
+
 /// Counts the trace gives are summed saturating: a footer's 2^64 − 1 and 1
 /// dropped summed to 0 (the check held, exit 0), two `never_sent` of 2^63
 /// to 0 (accounting held). Now they stay at the most a u64 holds, and the

@@ -577,23 +577,29 @@ fn record_unsent(
     stream: u32,
     t: u64,
     reason: NeverSentReason,
-    mut unsent: Vec<u64>,
+    unsent: Vec<u64>,
 ) {
-    unsent.sort_unstable();
-    let mut i = 0;
-    while i < unsent.len() {
-        let seq = unsent[i];
-        let mut count = 1;
-        while i + (count as usize) < unsent.len() && unsent[i + count as usize] == seq + count {
-            count += 1;
-        }
+    let n = unsent.len() as u64;
+    for (seq, count) in runs(unsent) {
         ctx.rec
             .emit(Endpoint::Client, conn, stream, t, KindId::NeverSent, || {
                 Kind::NeverSent(NeverSentEv { seq, reason, count })
             });
-        i += count as usize;
     }
-    Live::add(&ctx.live.never_sent, unsent.len() as u64);
+    Live::add(&ctx.live.never_sent, n);
+}
+
+/// `seqs` as contiguous runs, `(first, count)`, in order.
+fn runs(mut seqs: Vec<u64>) -> Vec<(u64, u64)> {
+    seqs.sort_unstable();
+    let mut out: Vec<(u64, u64)> = vec![];
+    for seq in seqs {
+        match out.last_mut() {
+            Some((first, count)) if *first + *count == seq => *count += 1,
+            _ => out.push((seq, 1)),
+        }
+    }
+    out
 }
 
 /// The client's `rpc_end` of `outcome` on `stream`. An RPC h2 never gave a
@@ -757,6 +763,7 @@ async fn connection(
             first,
             handover: unary.then_some(tx),
             replacement: replacing.is_some(),
+            carried: replacing.as_ref().map(|h| (h.conn, h.carried.clone())),
         };
         let ctx2 = ctx.clone();
         let due = replacing.as_ref().map(|h| h.due);
@@ -776,7 +783,10 @@ async fn connection(
         match handed.await {
             // After an interrupt nothing is replaced (the handover may have
             // crossed it).
-            Ok(_) if *ctx.interrupt.borrow() => break task,
+            Ok(h) if *ctx.interrupt.borrow() => {
+                unsent_carried(&ctx, &h);
+                break task;
+            }
             Ok(h) => {
                 // One replaced on trust whose calls have all ended since,
                 // none answered, served nothing: the chain stops there (a
@@ -789,6 +799,7 @@ async fn connection(
                          replaced: its schedule stopped before --duration",
                         h.conn, h.why
                     ));
+                    unsent_carried(&ctx, &h);
                     break task;
                 }
                 if let Some(trust) = &h.trust {
@@ -813,10 +824,16 @@ async fn connection(
         };
     };
     let mut out = vec![];
+    let last = last.await.context("client connection task")?;
+    // A replacement that never opened (an interrupt while it waited or
+    // connected, a failure to connect) took nothing.
+    if let Some(h) = &replacing {
+        unsent_carried(&ctx, h);
+    }
     for task in ending {
         out.extend(task.await.context("client connection task")??);
     }
-    match (last.await.context("client connection task")?, replacing) {
+    match (last, replacing) {
         (Ok(o), _) => out.extend(o),
         (Err(e), None) => return Err(e),
         // The calls so far are accounted: the run fails once every
@@ -830,6 +847,20 @@ async fn connection(
         }
     }
     Ok(out)
+}
+
+/// The messages handed over with `h` that no replacement took: the
+/// unsent messages of the connection that scheduled them.
+fn unsent_carried(ctx: &ClientCtx, h: &unary::Handover) {
+    let left: Vec<u64> = h.carried.take().iter().map(|p| p.seq).collect();
+    if !left.is_empty() {
+        let reason = if *ctx.interrupt.borrow() {
+            ctx.stopped_reason()
+        } else {
+            NeverSentReason::StreamError
+        };
+        record_unsent(ctx, h.conn, 0, now_ns(), reason, left);
+    }
 }
 
 /// Opens a connection and runs its RPCs (a unary connection's schedule
@@ -882,6 +913,8 @@ struct Schedule {
     first: u64,
     handover: Option<tokio::sync::oneshot::Sender<unary::Handover>>,
     replacement: bool,
+    /// The messages the connection it replaces handed over, and that one.
+    carried: Option<(u32, unary::Carried)>,
 }
 
 /// Puts TLS (if asked for) between the transport and the tap: the tap then
@@ -952,6 +985,7 @@ where
             slot.first,
             slot.replacement,
             slot.handover,
+            slot.carried,
             &cause,
         )
         .await?;
@@ -1002,6 +1036,7 @@ where
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// One queued message, waiting to be sent.
+#[derive(Debug)]
 struct Pending {
     seq: u64,
     scheduled: u64,
@@ -1049,8 +1084,8 @@ enum Open {
     /// opened at once).
     With(SendRequest<Bytes>),
     /// Opened already, in its lane's turn (a unary call; see
-    /// [`unary`]'s `Turn`).
-    Opened(Result<(h2::client::ResponseFuture, SendStream<Bytes>), h2::Error>),
+    /// [`unary`]'s `Turn`: one whose stream h2 refused never gets here).
+    Opened((h2::client::ResponseFuture, SendStream<Bytes>)),
 }
 
 /// One RPC: open its stream, schedule (or take its one message), send,
@@ -1089,25 +1124,13 @@ async fn rpc(
             }
             .await
         }
-        Open::Opened(r) => r,
+        Open::Opened(r) => Ok(r),
     };
     let (resp, mut send) = match opened {
         Ok(x) => x,
         Err(e) => {
             outcome.message = format!("could not open the stream: {}", h2_error_text(&e));
             with_connection_cause(&mut outcome, &cause, false);
-            if let Messages::One { msg: p, .. } = &messages {
-                // Its message was offered (scheduled on the connection) and
-                // never sent: said, as the connection's.
-                record_unsent(
-                    &ctx,
-                    conn,
-                    0,
-                    now_ns(),
-                    NeverSentReason::StreamError,
-                    vec![p.seq],
-                );
-            }
             record_rpc_end(&ctx, 0, &outcome);
             return outcome;
         }

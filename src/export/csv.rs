@@ -292,6 +292,11 @@ mod tests {
                 reason: NeverSentReason::Backlog,
                 count: 3,
             }),
+            Kind::Handed(HandedEv {
+                seq: 1,
+                count: 3,
+                from: 2,
+            }),
             Kind::AcceptError(AcceptErrorEv {
                 error: "Too many open files".into(),
             }),

@@ -300,6 +300,37 @@ fn equals(holds: bool) -> &'static str {
     }
 }
 
+/// The client's own equation, whether it holds and as the accounting
+/// check says it: `scheduled = sent + never_sent`, with a unary run's
+/// messages handed from a connection to its replacement on both sides
+/// (taken in where they are sent, handed over where they were scheduled).
+fn client_books(s: &Summary) -> (bool, String) {
+    let holds = s.scheduled.saturating_add(s.handed_in)
+        == s.sent
+            .saturating_add(s.never_sent)
+            .saturating_add(s.handed_over);
+    let text = if s.handed_in > 0 || s.handed_over > 0 {
+        format!(
+            "scheduled {} + handed in {} {} sent {} + never_sent {} + handed over {}",
+            s.scheduled,
+            s.handed_in,
+            equals(holds),
+            s.sent,
+            s.never_sent,
+            s.handed_over
+        )
+    } else {
+        format!(
+            "scheduled {} {} sent {} + never_sent {}",
+            s.scheduled,
+            equals(holds),
+            s.sent,
+            s.never_sent
+        )
+    };
+    (holds, text)
+}
+
 /// The unpaired connections and their messages, as the accounting check's
 /// detail names them.
 fn unpaired_text(u: &Unpaired) -> String {
@@ -384,17 +415,13 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         } else if let Some(why) = ev.incomplete() {
             Check::na(why)
         } else if s.raw_units {
-            let client = s.scheduled == s.sent + s.never_sent;
+            let (client, client_text) = client_books(s);
             let server = s.decoded == s.completed + s.discarded;
             Check::new(
                 client && server,
                 format!(
                     "the server's work units are not the client's messages (raw framing), so each side is checked on its own: \
-                     client: scheduled {} {} sent {} + never_sent {}; server: decoded units {} {} completed {} + discarded {}",
-                    s.scheduled,
-                    equals(client),
-                    s.sent,
-                    s.never_sent,
+                     client: {client_text}; server: decoded units {} {} completed {} + discarded {}",
                     s.decoded,
                     equals(server),
                     s.completed,
@@ -404,7 +431,7 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         } else if let Some(why) = s.unpaired.as_ref().and_then(|u| nothing_pairs(s, u)) {
             Check::na(why)
         } else {
-            let client = s.scheduled == s.sent + s.never_sent;
+            let (client, client_text) = client_books(s);
             let server = s.decoded == s.completed + s.discarded;
             // Only an RPC cut short on a connection in the equation that
             // sent messages loses any (a foreign client's failure, or a
@@ -416,24 +443,38 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
             // Across sides only what pairs (`unaccounted` and
             // `lost_in_flight` are): each side's own equation on all it did.
             let u = s.unpaired.clone().unwrap_or_default();
+            // A connection's books hold what it handed over or took in
+            // (the unpaired figures are per connection): the sums here are
+            // of every connection's, as the handed terms say.
+            let handed = s.handed_in > 0 || s.handed_over > 0;
+            let (handed_in, handed_over) = if handed {
+                (
+                    format!(" + handed in {}", s.handed_in),
+                    format!(" + handed over {}", s.handed_over),
+                )
+            } else {
+                (String::new(), String::new())
+            };
             let mut detail = format!(
-                "scheduled {} {} completed {} + discarded {} + never_sent {} + lost in flight {}{}; \
-                 client: scheduled {} {} sent {} + never_sent {}; server: decoded {} {} completed {} + discarded {}",
-                s.scheduled.saturating_sub(u.scheduled),
+                "scheduled {}{handed_in} {} completed {} + discarded {} + never_sent {}{handed_over} + lost in flight {}{}; \
+                 client: {client_text}; server: decoded {} {} completed {} + discarded {}",
+                s.scheduled
+                    .saturating_add(s.handed_in)
+                    .saturating_sub(u.scheduled)
+                    .saturating_sub(if handed { s.handed_in } else { 0 }),
                 equals(whole),
                 s.completed.saturating_sub(u.completed),
                 s.discarded.saturating_sub(u.discarded),
-                s.never_sent.saturating_sub(u.never_sent),
+                s.never_sent
+                    .saturating_add(s.handed_over)
+                    .saturating_sub(u.never_sent)
+                    .saturating_sub(if handed { s.handed_over } else { 0 }),
                 lost,
                 if s.unpaired.is_some() {
                     " over the connections paired across the taps"
                 } else {
                     ""
                 },
-                s.scheduled,
-                equals(client),
-                s.sent,
-                s.never_sent,
                 s.decoded,
                 equals(server),
                 s.completed,

@@ -38,7 +38,7 @@ pub use crate::schema::status_name;
 pub use summary::{Blocked, Check, RelayFlow, RelayStream, RelaySummary, Summary, Timeline};
 
 use crate::reader::{Ending, TraceReader};
-use crate::schema::{Dir, Endpoint, Event, Kind};
+use crate::schema::{Dir, Endpoint, Event, Kind, NeverSentReason};
 use crate::stats::{least_squares, Histo};
 use checks::{invariant_checks, Evidence};
 use latency::Pending;
@@ -604,6 +604,16 @@ impl Analyzer {
                 self.tl.sent.push(t, self.s.sent as f64);
             }
             Kind::WindowBlocked(w) => self.client_wait(e, w, t),
+            Kind::NeverSent(n) if n.reason == NeverSentReason::HandedOver => {
+                // Sent, or not, on the replacement (its `handed`): this
+                // connection's books close, the run's messages go on.
+                self.s.handed_over = self.s.handed_over.saturating_add(n.count);
+                self.count_message(e, true, 2, n.count);
+            }
+            Kind::Handed(h) => {
+                self.s.handed_in = self.s.handed_in.saturating_add(h.count);
+                self.count_message(e, true, 0, h.count);
+            }
             Kind::NeverSent(n) => {
                 // Counts are the trace's: an absurd one saturates (two of
                 // 2^63 wrapped to 0, and accounting held).
@@ -875,7 +885,13 @@ impl Analyzer {
         let unaccounted = if s.raw_units {
             0
         } else {
-            s.scheduled as i64 - s.completed as i64 - s.discarded as i64 - s.never_sent as i64
+            // Messages handed from a connection to its replacement are in
+            // both connections' books, as their own: per connection they
+            // balance, and across the run they cancel.
+            s.scheduled.saturating_add(s.handed_in) as i64
+                - s.completed as i64
+                - s.discarded as i64
+                - s.never_sent.saturating_add(s.handed_over) as i64
         };
         s.window_blocked_ms = self.window_blocked.summary();
         s.h2_buffer_blocked_ms = self.h2_buffer_blocked.summary();

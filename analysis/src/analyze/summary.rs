@@ -78,6 +78,15 @@ pub struct Summary {
     pub sent: u64,
     pub never_sent: u64,
     pub never_sent_by_reason: BTreeMap<String, u64>,
+    /// Unary: messages a connection that ended before its schedule handed
+    /// to the connection replacing it, unsent (`never_sent` `handed_over`:
+    /// not in `never_sent`, sent or not there), and those its replacements
+    /// took (`handed`): equal in a whole trace. Each message is counted
+    /// once in `scheduled`, on the connection that scheduled it.
+    #[serde(default)]
+    pub handed_over: u64,
+    #[serde(default)]
+    pub handed_in: u64,
     pub decoded: u64,
     pub completed: u64,
     pub discarded: u64,
