@@ -313,12 +313,12 @@ fn dispatch(cli: Cli) -> anyhow::Result<i32> {
             if unary && !outcomes.is_empty() {
                 writeln!(
                     out,
-                    "(unary: each connection's first {} kinds of failure and latest OK call, each",
+                    "(unary: the latest OK call and each connection's first {} kinds of failure,",
                     crate::client::UNARY_KEPT_FAILED
                 )?;
                 writeln!(
                     out,
-                    "with how many calls ended so; the rpcs line below counts every call)"
+                    "each with how many calls ended so; the rpcs line below counts every call)"
                 )?;
             }
             let shown = if unary {

@@ -332,9 +332,8 @@ async fn a_unary_method_is_called_once_per_message() {
     let c = &s.checks["accounting"];
     assert_eq!(c.ok, None, "one side only: {}", c.detail);
     assert!(
-        stdout.contains(
-            "(unary: each connection's first 4 kinds of failure and latest OK call, each"
-        ),
+        stdout
+            .contains("(unary: the latest OK call and each connection's first 4 kinds of failure,"),
         "{stdout}"
     );
     // The last call's reply, decoded with the .proto's Ack.

@@ -206,9 +206,8 @@ fn serve_and_a_unary_client_merge_with_every_check_holding() {
     ]);
     let stdout = String::from_utf8_lossy(&client.stdout);
     assert!(
-        stdout.contains(
-            "(unary: each connection's first 4 kinds of failure and latest OK call, each"
-        ),
+        stdout
+            .contains("(unary: the latest OK call and each connection's first 4 kinds of failure,"),
         "{stdout}"
     );
     // One line for the last call, not one per call, counting every call
