@@ -575,6 +575,53 @@ fn a_backlog_at_a_maximum_age_is_sent_over_the_replacement() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// A server slower than the offer: the backlog handed from connection to
+/// connection grows until a replacement's calls all reach their deadline.
+/// Such a connection served (the server held its calls to the deadline),
+/// so the schedule goes on and ends at --duration, the expired calls
+/// DEADLINE_EXCEEDED (exit 4). It failed the run (exit 1, "its schedule
+/// stopped before --duration") as if the server had closed it at once.
+#[test]
+fn a_replacement_whose_calls_all_reach_their_deadline_goes_on() {
+    let out = support::temp_dir("unary-expired");
+    let run = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .args(["run", "--rpc", "unary", "--streams", "2", "--rate", "100"])
+        .args(["--service-time", "30ms", "--max-connection-age", "300ms"])
+        .args([
+            "--duration",
+            "3s",
+            "--max-pending",
+            "1000",
+            "--deadline",
+            "400ms",
+        ])
+        .args(["--no-pcap", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr),
+    );
+    assert_eq!(run.status.code(), Some(4), "{stdout}{stderr}");
+    assert!(!stderr.contains("stopped before --duration"), "{stderr}");
+    let s = support::read_summary(&out);
+    assert_eq!(
+        (s.scheduled, s.sent, s.never_sent),
+        (300, 300, 0),
+        "{stdout}"
+    );
+    assert!(s.handed_over > 0, "{stdout}");
+    assert!(
+        s.rpc_status
+            .get("DEADLINE_EXCEEDED")
+            .is_some_and(|&n| n > 0),
+        "{stdout}"
+    );
+    assert!(stdout.contains("all invariants hold"), "{stdout}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 /// A server killed mid-run: its connection's replacement is refused, and
 /// the run says that the schedule stopped early and fails (exit 1) at
 /// once; it stopped offering silently and exited 0 when no call was in

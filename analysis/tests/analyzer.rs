@@ -951,10 +951,13 @@ fn a_failed_accounting_says_which_equation_does_not_hold() {
 /// `handed` where sent) and counted once in the run's: scheduled 3, sent 3,
 /// never sent 0, and the accounting holds, saying the handed terms. A
 /// `handed` without its `handed_over` (or the reverse) breaks the
-/// client's equation.
+/// client's equation; one naming another connection as `from` (a merge
+/// that did not renumber it) leaves the sums whole and breaks each
+/// connection's books, and so does a message sent on a connection that
+/// neither scheduled it nor took it over.
 #[test]
 fn messages_handed_to_a_replacement_are_counted_once() {
-    let run = |handed_in: bool, handed_over: bool| {
+    let run_from = |handed_in: bool, handed_over: bool, from: u32| {
         let mut a = Analyzer::new(0);
         let (c, s) = (Endpoint::Client, Endpoint::Server);
         let on = |conn: u32, e: Event| Event { conn, ..e };
@@ -987,7 +990,7 @@ fn messages_handed_to_a_replacement_are_counted_once() {
             let took = HandedEv {
                 seq: 1,
                 count: 2,
-                from: 1,
+                from,
             };
             a.feed(&on(2, ev(5_000, c, 0, Kind::Handed(took))));
         }
@@ -1006,6 +1009,7 @@ fn messages_handed_to_a_replacement_are_counted_once() {
         }
         a.finish(0, &Ending::Clean(Footer::default())).0
     };
+    let run = |handed_in, handed_over| run_from(handed_in, handed_over, 1);
     let sum = run(true, true);
     assert_eq!(
         (sum.scheduled, sum.sent, sum.never_sent, sum.completed),
@@ -1028,6 +1032,25 @@ fn messages_handed_to_a_replacement_are_counted_once() {
         assert_eq!(c.ok, Some(false), "{}", c.detail);
         assert!(
             c.detail.contains("client: scheduled 3 + handed in"),
+            "{}",
+            c.detail
+        );
+    }
+    // The sums hold; the books of connections 1, 2 and 7 do not.
+    for (sum, why) in [
+        (
+            run_from(true, true, 7),
+            "runs of handed messages not matched: the first, connection 1's from seq 1, handed over and not taken in",
+        ),
+        (
+            run_from(false, false, 1),
+            "2 client connections whose scheduled and handed in ≠ sent and never sent (handed over included): the first, connection 1, off by +2",
+        ),
+    ] {
+        let c = &sum.checks["accounting"];
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+        assert!(
+            c.detail.contains(", but not each connection's books: ") && c.detail.contains(why),
             "{}",
             c.detail
         );

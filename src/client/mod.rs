@@ -796,8 +796,10 @@ async fn connection(
                     ctx.replaced.fail(format!(
                         "connection {conn} ended without an answer to any call of it, so \
                          connection {}, which replaced it and ended in its turn ({}), was not \
-                         replaced: its schedule stopped before --duration",
-                        h.conn, h.why
+                         replaced: {}",
+                        h.conn,
+                        h.why,
+                        h.cut_short()
                     ));
                     unsent_carried(&ctx, &h);
                     break task;
@@ -807,11 +809,16 @@ async fn connection(
                 }
                 ctx.replaced.count.fetch_add(1, Relaxed);
                 if !ctx.replaced.said.swap(true, Relaxed) {
+                    let goes_on = if h.next == schedule::DONE {
+                        "the messages it had offered and not sent go over a new connection"
+                    } else {
+                        "the schedule goes on over a new connection from its next message \
+                         (those waiting first)"
+                    };
                     crate::say!(
-                        "connection {}: {}; the schedule goes on over a new connection from \
-                         its next message, as a gRPC channel's calls do (said once a run, \
-                         counted at its end; each connection is a conn_open in the trace, \
-                         its end's reason in its conn_close)",
+                        "connection {}: {}; {goes_on}, as a gRPC channel's calls do (said once \
+                         a run, counted at its end; each connection is a conn_open in the \
+                         trace, its end's reason in its conn_close)",
                         h.conn,
                         h.why
                     );
@@ -841,8 +848,10 @@ async fn connection(
         (Err(e), Some(h)) => {
             ctx.replaced.fail(format!(
                 "connection {}: {}, and no new connection could take its place ({e:#}), \
-                 so its schedule stopped before --duration",
-                h.conn, h.why
+                 so {}",
+                h.conn,
+                h.why,
+                h.cut_short()
             ));
         }
     }

@@ -15,11 +15,12 @@
 //!
 //! A connection that ends before its schedule (the server's GOAWAY at a
 //! maximum connection age, a drain, a reset) is replaced, as a gRPC
-//! channel replaces one, once the server has answered a call of it (or
-//! with calls still in flight, on trust; or, the slot's first, before
-//! anything was offered to it): its schedule stops at once,
-//! and a new connection opens when the next message is due and goes on
-//! from it on the same times, while the calls in flight end on the old
+//! channel replaces one, once the server has answered a call of it or
+//! held one open to its deadline (or with calls still in flight, on
+//! trust; or, the slot's first, before anything was offered to it): its
+//! schedule stops at once, and a new connection opens when its first
+//! message is due (at once when messages wait for it) and goes on from
+//! the next on the same times, while the calls in flight end on the old
 //! one. The messages then waiting in the old backlog go with it, sent
 //! first on the new one (see [`Carried`]): `never_sent` (`handed_over`)
 //! on the old connection and `handed` on the new, so that each one's
@@ -72,6 +73,24 @@ pub(super) struct Carried(Arc<Mutex<Vec<Pending>>>);
 impl Carried {
     pub(super) fn take(&self) -> Vec<Pending> {
         std::mem::take(&mut *self.0.lock().expect("not poisoned"))
+    }
+}
+
+impl Handover {
+    /// What a run whose chain stops here did not do: its schedule stopped
+    /// early, or, its schedule done, the messages it had offered and not
+    /// sent were never sent.
+    pub(super) fn cut_short(&self) -> &'static str {
+        cut_short(self.next)
+    }
+}
+
+/// [`Handover::cut_short`] for a schedule whose next message is `next`.
+fn cut_short(next: u64) -> &'static str {
+    if next == schedule::DONE {
+        "the messages it had offered and not sent were never sent"
+    } else {
+        "its schedule stopped before --duration"
     }
 }
 
@@ -264,8 +283,11 @@ struct Lanes {
     /// goes before them (counted unlimited, 16 lanes took 17 messages
     /// that then waited for two streams, one of them 658 ms).
     limit: AtomicUsize,
-    /// The server answered a call (response headers came): the connection
-    /// served. Set before the call leaves `open`.
+    /// The server answered a call (response headers came), or held one
+    /// open to its deadline: the connection served. Set before the call
+    /// leaves `open`. (A server slower than --deadline answered none, and
+    /// a replacement whose calls all expired, a backlog handed over to
+    /// it, failed the run as if it had been closed at once.)
     answered: Arc<AtomicBool>,
 }
 
@@ -491,9 +513,10 @@ impl Turn {
         } else {
             record(unsent);
             ctx.replaced.fail(format!(
-                "connection {conn}: {why} before a call of it was answered, so its \
-                 schedule stopped before --duration (a connection is replaced once the \
-                 server has answered a call of it)"
+                "connection {conn}: {why} before a call of it was answered, so {} (a \
+                 connection is replaced once the server has answered a call of it, or held \
+                 one to its deadline)",
+                cut_short(next)
             ));
         }
     }
@@ -599,7 +622,7 @@ async fn lane(
             cause.clone(),
         )
         .await;
-        if outcome.answered {
+        if outcome.answered || outcome.status == status::DEADLINE_EXCEEDED {
             lanes.answered.store(true, SeqCst);
         }
         drop(counted);

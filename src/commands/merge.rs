@@ -2,7 +2,7 @@
 //! (e.g. `serve` and `client`) into one run directory, on their shared
 //! CLOCK_MONOTONIC axis, so the two-sided analysis applies.
 
-use crate::trace::schema::{Event, Footer, Header, SCHEMA_VERSION};
+use crate::trace::schema::{Event, Footer, Header, Kind, SCHEMA_VERSION};
 use anyhow::Context as _;
 use h2probe_analysis::meta::{ClockAnchor, Meta, RecorderStats, RunConfig, META_VERSION};
 use h2probe_analysis::reader::{Ending, TraceReader, NAMED_SKIPS};
@@ -28,6 +28,22 @@ pub struct MergeOpts {
 /// Connection ids of the k-th input are offset by k × this, so ids of
 /// different processes never collide.
 pub const CONN_OFFSET: u32 = 1 << 20;
+
+/// Moves `e`'s connection ids by `offset`: its own, and those its fields
+/// name (a `handed` event's `from`, a `stall`'s streams), which would
+/// otherwise name another input's connections.
+fn renumber(e: &mut Event, offset: u32) {
+    e.conn += offset;
+    match &mut e.kind {
+        Kind::Handed(h) => h.from += offset,
+        Kind::Stall(st) => {
+            for s in &mut st.streams {
+                s.conn += offset;
+            }
+        }
+        _ => {}
+    }
+}
 
 pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
     let mut readers = vec![];
@@ -109,7 +125,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
                 warnings: &mut Vec<String>| loop {
         match readers[i].1.next_event() {
             Some(Ok(mut e)) => {
-                e.conn += i as u32 * CONN_OFFSET;
+                renumber(&mut e, i as u32 * CONN_OFFSET);
                 read[i].0 += 1;
                 return Some(e);
             }
@@ -498,6 +514,47 @@ mod tests {
         m.host.boot_id = boot.into();
         super::super::write_json(&d.join("meta.json"), &m).unwrap();
         d
+    }
+
+    /// Every connection id an event names moves with the input's offset:
+    /// a `handed` event's `from` and a stall's streams named the other
+    /// input's connections (a merged `handed` pointed at a server's).
+    #[test]
+    fn every_connection_an_event_names_is_renumbered() {
+        use crate::trace::schema::{Endpoint, HandedEv, StallEv, StallStream};
+        let event = |kind| Event {
+            t: 1,
+            ep: Endpoint::Client,
+            conn: 2,
+            stream: 0,
+            kind,
+        };
+        let mut handed = event(Kind::Handed(HandedEv {
+            seq: 3,
+            count: 1,
+            from: 1,
+        }));
+        renumber(&mut handed, CONN_OFFSET);
+        assert_eq!(handed.conn, CONN_OFFSET + 2);
+        assert!(
+            matches!(handed.kind, Kind::Handed(HandedEv { from, .. }) if from == CONN_OFFSET + 1)
+        );
+        let mut stall = event(Kind::Stall(StallEv {
+            timeout_ns: 1,
+            pending: 1,
+            conn_window: None,
+            streams: vec![StallStream {
+                conn: 2,
+                stream: 1,
+                unreleased: 0,
+                available: 0,
+            }],
+        }));
+        renumber(&mut stall, 2 * CONN_OFFSET);
+        let Kind::Stall(st) = &stall.kind else {
+            unreachable!()
+        };
+        assert_eq!(st.streams[0].conn, 2 * CONN_OFFSET + 2);
     }
 
     #[test]

@@ -213,6 +213,9 @@ pub(super) struct Evidence<'a> {
     /// Client RPCs that may excuse messages lost in flight (see
     /// `Analyzer::excusing_not_ok`).
     pub excusing_not_ok: u64,
+    /// Why each client connection's books do not balance on their own, if
+    /// they do not (see `books`).
+    pub books: Option<String>,
 }
 
 /// A run that ended while the client's sends waited for capacity and
@@ -303,18 +306,21 @@ fn equals(holds: bool) -> &'static str {
 /// The client's own equation, whether it holds and as the accounting
 /// check says it: `scheduled = sent + never_sent`, with a unary run's
 /// messages handed from a connection to its replacement on both sides
-/// (taken in where they are sent, handed over where they were scheduled).
-fn client_books(s: &Summary) -> (bool, String) {
-    let holds = s.scheduled.saturating_add(s.handed_in)
+/// (taken in where they are sent, handed over where they were scheduled),
+/// and each connection's books balancing on their own (`unsettled`: why
+/// they do not).
+fn client_books(s: &Summary, unsettled: Option<&str>) -> (bool, String) {
+    let sums = s.scheduled.saturating_add(s.handed_in)
         == s.sent
             .saturating_add(s.never_sent)
             .saturating_add(s.handed_over);
-    let text = if s.handed_in > 0 || s.handed_over > 0 {
+    let holds = sums && unsettled.is_none();
+    let mut text = if s.handed_in > 0 || s.handed_over > 0 {
         format!(
             "scheduled {} + handed in {} {} sent {} + never_sent {} + handed over {}",
             s.scheduled,
             s.handed_in,
-            equals(holds),
+            equals(sums),
             s.sent,
             s.never_sent,
             s.handed_over
@@ -323,11 +329,14 @@ fn client_books(s: &Summary) -> (bool, String) {
         format!(
             "scheduled {} {} sent {} + never_sent {}",
             s.scheduled,
-            equals(holds),
+            equals(sums),
             s.sent,
             s.never_sent
         )
     };
+    if let Some(why) = unsettled {
+        text.push_str(&format!(", but not each connection's books: {why}"));
+    }
     (holds, text)
 }
 
@@ -415,7 +424,7 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         } else if let Some(why) = ev.incomplete() {
             Check::na(why)
         } else if s.raw_units {
-            let (client, client_text) = client_books(s);
+            let (client, client_text) = client_books(s, ev.books.as_deref());
             let server = s.decoded == s.completed + s.discarded;
             Check::new(
                 client && server,
@@ -431,7 +440,7 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         } else if let Some(why) = s.unpaired.as_ref().and_then(|u| nothing_pairs(s, u)) {
             Check::na(why)
         } else {
-            let (client, client_text) = client_books(s);
+            let (client, client_text) = client_books(s, ev.books.as_deref());
             let server = s.decoded == s.completed + s.discarded;
             // Only an RPC cut short on a connection in the equation that
             // sent messages loses any (a foreign client's failure, or a

@@ -270,6 +270,9 @@ impl Analyzer {
             self.conn_tally.add_windows(ep, &c);
             let paired = cid.is_some() && sid.is_some();
             self.excusing_not_ok += count_unpaired(&mut self.unpaired, ep, id, &c, paired);
+            if ep == Endpoint::Client {
+                self.books.close(id, c.messages);
+            }
             if plotted && !c.key.is_empty() {
                 self.tl.conn_keys.insert((ep, id), c.key.clone());
             }

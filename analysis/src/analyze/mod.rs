@@ -7,6 +7,7 @@
 //! machine), `wire_view` (windows from frames), `latency` (release →
 //! WINDOW_UPDATE matching), `checks` (the invariants), and here the driver.
 
+mod books;
 mod checks;
 mod conn_retire;
 mod latency;
@@ -150,6 +151,8 @@ pub struct Analyzer {
     /// messages and are in the accounting across sides (paired, or without
     /// addresses): only these may have lost messages in flight.
     excusing_not_ok: u64,
+    /// Each client connection's message books (see `books`).
+    books: books::Books,
     bytes_tally: retire::ByteTally,
     agree_tally: retire::AgreeTally,
     stream_tally: retire::StreamTally,
@@ -268,6 +271,7 @@ impl Analyzer {
             conn_tally: Default::default(),
             unpaired: Default::default(),
             excusing_not_ok: 0,
+            books: books::Books::default(),
             bytes_tally: Default::default(),
             agree_tally: Default::default(),
             stream_tally: Default::default(),
@@ -609,10 +613,16 @@ impl Analyzer {
                 // connection's books close, the run's messages go on.
                 self.s.handed_over = self.s.handed_over.saturating_add(n.count);
                 self.count_message(e, true, 2, n.count);
+                if e.ep == Endpoint::Client {
+                    self.books.handed_over(e.conn, n.seq, n.count);
+                }
             }
             Kind::Handed(h) => {
                 self.s.handed_in = self.s.handed_in.saturating_add(h.count);
                 self.count_message(e, true, 0, h.count);
+                if e.ep == Endpoint::Client {
+                    self.books.handed_in(h.from, h.seq, h.count);
+                }
             }
             Kind::NeverSent(n) => {
                 // Counts are the trace's: an absurd one saturates (two of
@@ -842,6 +852,9 @@ impl Analyzer {
             };
             self.excusing_not_ok +=
                 conn_retire::count_unpaired(&mut self.unpaired, *ep, *id, c, paired);
+            if *ep == Endpoint::Client {
+                self.books.close(*id, c.messages);
+            }
             if !c.key.is_empty() {
                 self.tl.conn_keys.insert((*ep, *id), c.key.clone());
             }
@@ -1121,6 +1134,7 @@ impl Analyzer {
             },
             stuck,
             excusing_not_ok: self.excusing_not_ok,
+            books: self.books.unsettled(),
             bytes: bytes_check,
             agree: agree_check,
         });
