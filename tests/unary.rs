@@ -651,6 +651,29 @@ fn a_server_killed_mid_run_fails_the_run_saying_so() {
     let s = support::read_summary(&root.join("client"));
     assert_eq!(s.scheduled, s.sent + s.never_sent, "{stderr}");
     assert!(s.sent >= 10 && s.scheduled < 100, "{stderr}");
+    // The message due when the replacement tried to connect was offered to
+    // no connection: it is the lost one's, scheduled after its close and
+    // never sent (it was left unrecorded, missing from `scheduled`).
+    let trace = std::fs::read_to_string(root.join("client/trace.jsonl")).unwrap();
+    let events: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let closed = events
+        .iter()
+        .find(|e| e["type"] == "conn_close")
+        .and_then(|e| e["t"].as_u64())
+        .unwrap();
+    let last = events.iter().rfind(|e| e["type"] == "schedule").unwrap();
+    assert!(last["t"].as_u64().unwrap() > closed, "{last}");
+    let ended = events.iter().any(|e| {
+        e["type"] == "never_sent"
+            && e["reason"] == "stream_error"
+            && e["seq"].as_u64() <= last["seq"].as_u64()
+            && e["seq"].as_u64().unwrap() + e["count"].as_u64().unwrap_or(1)
+                > last["seq"].as_u64().unwrap()
+    });
+    assert!(ended, "{last}");
     std::fs::remove_dir_all(&root).unwrap();
 }
 

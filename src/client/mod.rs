@@ -784,7 +784,7 @@ async fn connection(
             // After an interrupt nothing is replaced (the handover may have
             // crossed it).
             Ok(h) if *ctx.interrupt.borrow() => {
-                unsent_carried(&ctx, &h);
+                unsent_carried(&ctx, &h, None);
                 break task;
             }
             Ok(h) => {
@@ -801,7 +801,7 @@ async fn connection(
                         h.why,
                         h.cut_short()
                     ));
-                    unsent_carried(&ctx, &h);
+                    unsent_carried(&ctx, &h, None);
                     break task;
                 }
                 if let Some(trust) = &h.trust {
@@ -833,9 +833,10 @@ async fn connection(
     let mut out = vec![];
     let last = last.await.context("client connection task")?;
     // A replacement that never opened (an interrupt while it waited or
-    // connected, a failure to connect) took nothing.
+    // connected, a failure to connect) took nothing, and the messages due
+    // meanwhile were offered to no connection.
     if let Some(h) = &replacing {
-        unsent_carried(&ctx, h);
+        unsent_carried(&ctx, h, Some((index, start)));
     }
     for task in ending {
         out.extend(task.await.context("client connection task")??);
@@ -858,17 +859,47 @@ async fn connection(
     Ok(out)
 }
 
-/// The messages handed over with `h` that no replacement took: the
-/// unsent messages of the connection that scheduled them.
-fn unsent_carried(ctx: &ClientCtx, h: &unary::Handover) {
-    let left: Vec<u64> = h.carried.take().iter().map(|p| p.seq).collect();
+/// The messages handed over with `h` if no replacement took them (it
+/// never opened): the unsent messages of the connection that scheduled
+/// them. With the schedule's place (`slot`: its index and start), a
+/// replacement that was due to open also leaves the messages that fell
+/// due while it waited to connect (from `h.next` until now, within
+/// --duration): offered to no connection, they are the replaced one's,
+/// each `schedule` at its time and then `never_sent`. (They were left
+/// unrecorded: an interrupt mid-connect lost them from `scheduled`.)
+fn unsent_carried(ctx: &Arc<ClientCtx>, h: &unary::Handover, slot: Option<(u32, u64)>) {
+    let Some(left) = h.carried.take() else {
+        return;
+    };
+    let reason = if *ctx.interrupt.borrow() {
+        ctx.stopped_reason()
+    } else {
+        NeverSentReason::StreamError
+    };
+    let t = now_ns();
     if !left.is_empty() {
-        let reason = if *ctx.interrupt.borrow() {
-            ctx.stopped_reason()
-        } else {
-            NeverSentReason::StreamError
-        };
-        record_unsent(ctx, h.conn, 0, now_ns(), reason, left);
+        record_unsent(
+            ctx,
+            h.conn,
+            0,
+            t,
+            reason,
+            left.iter().map(|p| p.seq).collect(),
+        );
+    }
+    if let Some((index, start)) = slot.filter(|_| h.next != schedule::DONE) {
+        let n = schedule::fell_due(ctx, h.conn, index, start, h.next, t);
+        if n > 0 {
+            ctx.rec
+                .emit(Endpoint::Client, h.conn, 0, t, KindId::NeverSent, || {
+                    Kind::NeverSent(NeverSentEv {
+                        seq: h.next,
+                        reason,
+                        count: n,
+                    })
+                });
+            Live::add(&ctx.live.never_sent, n);
+        }
     }
 }
 

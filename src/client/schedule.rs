@@ -195,6 +195,29 @@ impl Times {
     }
 }
 
+/// Records the messages of the `k`-th schedule (unary: a connection's,
+/// on stream 0) from `seq` on that fell due before `until` and
+/// --duration, each `schedule` at its due time, with no connection to
+/// offer them to (a replacement still connecting): how many. The caller
+/// records what became of them.
+pub(super) fn fell_due(
+    ctx: &Arc<ClientCtx>,
+    conn: u32,
+    k: u32,
+    start: u64,
+    seq: u64,
+    until: u64,
+) -> u64 {
+    let times = Times::of(ctx, k, start, ctx.opts.rate_of(0));
+    let end = start + ctx.opts.duration.0.as_nanos() as u64;
+    let payload = super::payload_bytes(ctx.opts.payload.0 as usize);
+    (seq..)
+        .map(|s| (s, times.due(s)))
+        .take_while(|&(_, at)| at < until.min(end))
+        .map(|(s, at)| schedule(ctx, conn, 0, s, at, &payload))
+        .count() as u64
+}
+
 /// Records message `seq` as offered at `at` (its `schedule` event, whose
 /// `t` is when it was due) and counts it.
 fn schedule(ctx: &ClientCtx, conn: u32, stream: u32, seq: u64, at: u64, payload: &Bytes) {

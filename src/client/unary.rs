@@ -67,12 +67,18 @@ pub(super) struct Handover {
 /// against grpcio, one of them a call failed UNAVAILABLE). The replacement
 /// takes them once it opens; left untaken (it never opened) they are
 /// recorded unsent on the connection that scheduled them.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Carried(Arc<Mutex<Vec<Pending>>>);
+#[derive(Clone, Debug)]
+pub(super) struct Carried(Arc<Mutex<Option<Vec<Pending>>>>);
 
 impl Carried {
-    pub(super) fn take(&self) -> Vec<Pending> {
-        std::mem::take(&mut *self.0.lock().expect("not poisoned"))
+    fn new(msgs: Vec<Pending>) -> Carried {
+        Carried(Arc::new(Mutex::new(Some(msgs))))
+    }
+
+    /// The messages, to the first taker only: `None` once taken (by the
+    /// replacement, which took them when it opened).
+    pub(super) fn take(&self) -> Option<Vec<Pending>> {
+        self.0.lock().expect("not poisoned").take()
     }
 }
 
@@ -133,7 +139,7 @@ pub(super) async fn calls(
 ) -> anyhow::Result<Vec<RpcOutcome>> {
     let opts = &ctx.opts;
     let streams = opts.streams as usize;
-    let carried = carried.map(|(from, c)| (from, c.take()));
+    let carried = carried.map(|(from, c)| (from, c.take().unwrap_or_default()));
     let lanes = Arc::new(Lanes {
         streams,
         open: watch::channel(0).0,
@@ -495,7 +501,7 @@ impl Turn {
                 .chain((next != schedule::DONE).then(|| self.times.due(next)))
                 .min()
                 .expect("a message to hand over");
-            let carried = Carried(Arc::new(Mutex::new(unsent)));
+            let carried = Carried::new(unsent);
             let handed = Handover {
                 conn,
                 why,
@@ -508,7 +514,7 @@ impl Turn {
                 carried: carried.clone(),
             };
             if handover.send(handed).is_err() {
-                record(carried.take());
+                record(carried.take().unwrap_or_default());
             }
         } else {
             record(unsent);
