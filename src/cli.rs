@@ -541,6 +541,7 @@ mod tests {
             reply_json: None,
             alike,
             answered: true,
+            held_to_deadline: false,
         };
         let outcomes = [
             call(1, 0, "", 300),

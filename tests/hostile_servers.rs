@@ -849,3 +849,57 @@ fn a_server_that_answers_no_call_gets_no_storm_of_connections() {
     let s = support::read_summary(&dir);
     assert_eq!(s.scheduled, s.sent + s.never_sent, "{stderr}");
 }
+
+/// A server that never answers and closes each connection soon after it
+/// opened, while the client's calls reach a deadline shorter still: held
+/// to their deadline, they are no sign of a server that serves unless it
+/// has answered a call before, so the run fails at once, after at most
+/// three connections. Counting every call that reached its deadline as
+/// served, a server that sent no SETTINGS and closed each connection 3 ms
+/// in cost 742 connections in 3 s (helper-97), one that closed 2 ms
+/// after a call's END_STREAM 332.
+#[test]
+fn a_server_that_holds_calls_past_their_deadline_gets_no_storm() {
+    for settings in [false, true] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for sock in listener.incoming().take(200) {
+                let Ok(mut sock) = sock else { return };
+                std::thread::spawn(move || {
+                    if settings {
+                        let _ = sock.write_all(&encode::settings(false, &[]));
+                        request_ended(&mut sock);
+                        std::thread::sleep(Duration::from_millis(2));
+                    } else {
+                        std::thread::sleep(Duration::from_millis(3));
+                    }
+                });
+            }
+        });
+        let dir = support::temp_dir("deadline-storm");
+        let out = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+            .args(["client", "--connect", &addr, "--rpc", "unary"])
+            .args(["--deadline", "1ms", "--rate", "300", "--duration", "3s"])
+            .args(["--no-pcap", "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "SETTINGS {settings}: {stderr}");
+        assert!(
+            stderr.contains("its schedule stopped before --duration"),
+            "{stderr}"
+        );
+        let opened = events(&dir)
+            .iter()
+            .filter(|e| e["type"] == "conn_open")
+            .count();
+        assert!(
+            (1..=3).contains(&opened),
+            "SETTINGS {settings}: {opened} connections: {stderr}"
+        );
+        let s = support::read_summary(&dir);
+        assert_eq!(s.scheduled, s.sent + s.never_sent, "{stderr}");
+    }
+}

@@ -682,6 +682,11 @@ pub struct RpcOutcome {
     /// answered a call served, and is replaced when it ends early.
     #[serde(skip)]
     pub answered: bool,
+    /// Its message wholly sent, its deadline passed while it waited for
+    /// the answer: the server held it (a unary connection's served, see
+    /// `unary::Lanes::answered`, once its server has answered a call).
+    #[serde(skip)]
+    pub held_to_deadline: bool,
 }
 
 impl RpcOutcome {
@@ -697,6 +702,7 @@ impl RpcOutcome {
             reply_json: None,
             alike: 1,
             answered: false,
+            held_to_deadline: false,
         }
     }
 }
@@ -755,6 +761,8 @@ async fn connection(
     let mut on_trust: Vec<(u32, unary::Trust)> = vec![];
     let mut first = 0;
     let mut replacing: Option<unary::Handover> = None;
+    // The server has answered a call of one of the chain's connections.
+    let answered_once = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let last = loop {
         let (tx, handed) = tokio::sync::oneshot::channel();
         let slot = Schedule {
@@ -764,6 +772,7 @@ async fn connection(
             handover: unary.then_some(tx),
             replacement: replacing.is_some(),
             carried: replacing.as_ref().map(|h| (h.conn, h.carried.clone())),
+            answered_once: answered_once.clone(),
         };
         let ctx2 = ctx.clone();
         let due = replacing.as_ref().map(|h| h.due);
@@ -955,6 +964,9 @@ struct Schedule {
     replacement: bool,
     /// The messages the connection it replaces handed over, and that one.
     carried: Option<(u32, unary::Carried)>,
+    /// The server has answered a call of this connection or of one before
+    /// it in its chain (see `unary::Lanes::answered`).
+    answered_once: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Puts TLS (if asked for) between the transport and the tap: the tap then
@@ -1026,6 +1038,7 @@ where
             slot.replacement,
             slot.handover,
             slot.carried,
+            slot.answered_once,
             &cause,
         )
         .await?;
@@ -1346,7 +1359,10 @@ async fn rpc(
     };
     let answer = tokio::select! {
         r = reading => r,
-        _ = &mut until_deadline => Err((status::DEADLINE_EXCEEDED, "deadline exceeded waiting for the response".to_string())),
+        _ = &mut until_deadline => {
+            outcome.held_to_deadline = true;
+            Err((status::DEADLINE_EXCEEDED, "deadline exceeded waiting for the response".to_string()))
+        }
         why = stop => Err((status::CANCELLED, why)),
     };
     let peer_said = matches!(&answer, Ok(a) if !a.message.is_empty());
@@ -1403,6 +1419,7 @@ mod tests {
             reply_json: None,
             alike: 1,
             answered: false,
+            held_to_deadline: false,
         };
         for (message, peer_said, carries) in [
             ("no response: connection closed", false, true),
