@@ -1057,6 +1057,103 @@ fn messages_handed_to_a_replacement_are_counted_once() {
     }
 }
 
+/// A client connection to a server the trace lacks hands its backlog over
+/// seconds after it closed (its replacement's connect took that long) to
+/// a replacement that reaches the traced server. The late `handed_over`
+/// reopens the unpaired connection's books, and counts where it did:
+/// unpaired, out of the accounting across sides, which holds. (It was
+/// charged to the paired side, and the check failed: helper-97.)
+#[test]
+fn a_late_hand_over_counts_where_its_connection_did() {
+    let mut a = Analyzer::new(0);
+    let on = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
+        t,
+        ep,
+        conn,
+        stream,
+        kind,
+    };
+    let open = |local: &str, peer: &str| {
+        Kind::ConnOpen(ConnOpenEv {
+            local: local.into(),
+            peer: peer.into(),
+        })
+    };
+    let close = || {
+        Kind::ConnClose(ConnCloseEv {
+            error: String::new(),
+            bytes_in: 0,
+            bytes_out: 0,
+        })
+    };
+    let msg = |seq| MsgEv {
+        seq,
+        size: 10,
+        framed: 15,
+    };
+    let send = |seq: u64, t: u64| {
+        Kind::Send(SendEv {
+            seq,
+            scheduled: seq,
+            begin: t,
+            bytes: 15,
+        })
+    };
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    // Connection 1, to another server: 3 offered, 1 sent, then closed.
+    a.feed(&on(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:81")));
+    for seq in 0..3 {
+        a.feed(&on(seq, c, 1, 0, Kind::Schedule(msg(seq))));
+    }
+    a.feed(&on(10, c, 1, 1, send(0, 10)));
+    a.feed(&on(1_000_000, c, 1, 0, close()));
+    // 3 s later its replacement, to the traced server, takes the other 2.
+    let later = 3_000_000_000;
+    a.feed(&on(later, c, 2, 0, open("127.0.0.1:5001", "127.0.0.1:80")));
+    a.feed(&on(later, s, 1, 0, open("127.0.0.1:80", "127.0.0.1:5001")));
+    let over = NeverSentEv {
+        seq: 1,
+        reason: NeverSentReason::HandedOver,
+        count: 2,
+    };
+    a.feed(&on(later + 1, c, 1, 0, Kind::NeverSent(over)));
+    let took = HandedEv {
+        seq: 1,
+        count: 2,
+        from: 1,
+    };
+    a.feed(&on(later + 1, c, 2, 0, Kind::Handed(took)));
+    for (seq, stream) in [(1, 1), (2, 3)] {
+        let t = later + 10 + seq;
+        a.feed(&on(t, c, 2, stream, send(seq, t)));
+        a.feed(&on(t + 5, s, 1, stream, Kind::Decode(msg(0))));
+        let done = CompleteEv {
+            seq: 0,
+            worker: 0,
+            service_ns: 1,
+        };
+        a.feed(&on(t + 6, s, 1, stream, Kind::Complete(done)));
+    }
+    let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+    let u = sum
+        .unpaired
+        .clone()
+        .expect("connection 1 pairs with nothing");
+    assert_eq!(
+        (u.client_connections, u.scheduled, u.sent, u.never_sent),
+        (1, 3, 1, 2)
+    );
+    let c = &sum.checks["accounting"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+    assert!(
+        c.detail.starts_with(
+            "scheduled and handed in 2 = completed 2 + discarded 0 + never_sent and handed over 0 + lost in flight 0"
+        ),
+        "{}",
+        c.detail
+    );
+}
+
 /// Counts the trace gives are summed saturating: a footer's 2^64 − 1 and 1
 /// dropped summed to 0 (the check held, exit 0), two `never_sent` of 2^63
 /// to 0 (accounting held). Now they stay at the most a u64 holds, and the

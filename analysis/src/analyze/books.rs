@@ -22,8 +22,9 @@ const MAX_KEPT: usize = 4096;
 #[derive(Default)]
 pub(super) struct Books {
     /// Client connections whose books did not balance when they left the
-    /// analysis: scheduled + handed in − sent − never sent.
-    open: HashMap<u32, i64>,
+    /// analysis: scheduled + handed in − sent − never sent, and whether
+    /// the connection was unpaired (its late events count there too).
+    open: HashMap<u32, (i64, bool)>,
     /// Handed runs by (the connection that handed them, first `seq`):
     /// messages handed over there less those a replacement took in.
     handed: HashMap<(u32, u64), i64>,
@@ -33,11 +34,33 @@ pub(super) struct Books {
 
 impl Books {
     /// Client connection `conn` leaves the analysis with `messages`
-    /// (scheduled and handed in, sent, never sent and handed over).
-    pub(super) fn close(&mut self, conn: u32, messages: [u64; 3]) {
+    /// (scheduled and handed in, sent, never sent and handed over), not
+    /// paired across the taps if `unpaired`.
+    pub(super) fn close(&mut self, conn: u32, messages: [u64; 3], unpaired: bool) {
         let [scheduled, sent, never] = messages.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
         let balance = scheduled.saturating_sub(sent).saturating_sub(never);
-        settle(&mut self.open, conn, balance, &mut self.unkept);
+        if balance == 0 {
+            return;
+        }
+        let full = self.open.len() >= MAX_KEPT;
+        match self.open.entry(conn) {
+            std::collections::hash_map::Entry::Occupied(mut e) => {
+                e.get_mut().0 = e.get().0.saturating_add(balance);
+                if e.get().0 == 0 {
+                    e.remove();
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(e) if !full => {
+                e.insert((balance, unpaired));
+            }
+            std::collections::hash_map::Entry::Vacant(_) => self.unkept += 1,
+        }
+    }
+
+    /// `conn` left the analysis unpaired with its books open: what comes
+    /// of it later is unpaired too.
+    pub(super) fn left_unpaired(&self, conn: u32) -> bool {
+        self.open.get(&conn).is_some_and(|&(_, unpaired)| unpaired)
     }
 
     /// `conn` handed over `count` messages from `seq` on.
@@ -56,7 +79,7 @@ impl Books {
     /// when each balances and every handed run was taken in as handed over.
     pub(super) fn unsettled(&self) -> Option<String> {
         let mut said = vec![];
-        if let Some((conn, off)) = self.open.iter().min_by_key(|(conn, _)| **conn) {
+        if let Some((conn, (off, _))) = self.open.iter().min_by_key(|(conn, _)| **conn) {
             said.push(format!(
                 "{} whose scheduled and handed in ≠ sent and never sent (handed over included): \
                  the first, connection {conn}, off by {off:+}",
@@ -115,12 +138,14 @@ mod tests {
     #[test]
     fn books_reopened_after_a_connection_left_settle_against_it() {
         let mut b = Books::default();
-        b.close(1, [10, 8, 0]);
-        b.close(2, [5, 5, 0]);
+        b.close(1, [10, 8, 0], true);
+        b.close(2, [5, 5, 0], false);
         assert!(b.unsettled().is_some());
-        b.close(1, [0, 0, 2]);
+        assert!(b.left_unpaired(1) && !b.left_unpaired(2));
+        b.close(1, [0, 0, 2], true);
         assert_eq!(b.unsettled(), None);
-        b.close(3, [4, 3, 0]);
+        assert!(!b.left_unpaired(1));
+        b.close(3, [4, 3, 0], false);
         let why = b.unsettled().unwrap();
         assert!(why.contains("connection 3, off by +1"), "{why}");
     }

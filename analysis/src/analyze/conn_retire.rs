@@ -12,6 +12,7 @@
 //! (`events_after_conn_retirement`); a frame of it is left out of every
 //! window.
 
+use super::books::Books;
 use super::summary::Unpaired;
 use super::wire_view::{Conn, Flow, RetiredIds};
 use super::Analyzer;
@@ -139,8 +140,15 @@ fn ep_of(server: bool) -> Endpoint {
 /// connection's never-sent messages weigh the same on both sides of the
 /// equation). Returns the client RPCs on it that may excuse messages lost
 /// in flight: its not-OK ones, if it is in the equation and sent any.
+///
+/// A client connection's books close here too (see `books`): a connection
+/// its stream 0's late events opened again (no addresses: its tap had
+/// closed it) counts where the connection did when it left, in `u` if
+/// it was unpaired (it was counted as paired, and the messages it handed
+/// over late weighed on the paired side).
 pub(super) fn count_unpaired(
     u: &mut Unpaired,
+    books: &mut Books,
     ep: Endpoint,
     id: u32,
     c: &Conn,
@@ -148,7 +156,16 @@ pub(super) fn count_unpaired(
 ) -> u64 {
     let client = ep == Endpoint::Client;
     let crossed = if client { c.messages[1] } else { c.messages[0] };
-    if !paired && !c.local.is_empty() && crossed > 0 {
+    let reopened = client && c.local.is_empty() && books.left_unpaired(id);
+    let unpaired = reopened || (!paired && !c.local.is_empty() && crossed > 0);
+    if client {
+        books.close(id, c.messages, unpaired);
+    }
+    if reopened {
+        u.add_messages(client, c.messages);
+        return 0;
+    }
+    if unpaired {
         u.add(client, id, &c.peer, c.messages);
         return 0;
     }
@@ -269,10 +286,8 @@ impl Analyzer {
             };
             self.conn_tally.add_windows(ep, &c);
             let paired = cid.is_some() && sid.is_some();
-            self.excusing_not_ok += count_unpaired(&mut self.unpaired, ep, id, &c, paired);
-            if ep == Endpoint::Client {
-                self.books.close(id, c.messages);
-            }
+            self.excusing_not_ok +=
+                count_unpaired(&mut self.unpaired, &mut self.books, ep, id, &c, paired);
             if plotted && !c.key.is_empty() {
                 self.tl.conn_keys.insert((ep, id), c.key.clone());
             }

@@ -850,11 +850,14 @@ impl Analyzer {
                 Endpoint::Client => self.retirement.server_of(*id).is_some(),
                 _ => self.retirement.client_of(*id).is_some(),
             };
-            self.excusing_not_ok +=
-                conn_retire::count_unpaired(&mut self.unpaired, *ep, *id, c, paired);
-            if *ep == Endpoint::Client {
-                self.books.close(*id, c.messages);
-            }
+            self.excusing_not_ok += conn_retire::count_unpaired(
+                &mut self.unpaired,
+                &mut self.books,
+                *ep,
+                *id,
+                c,
+                paired,
+            );
             if !c.key.is_empty() {
                 self.tl.conn_keys.insert((*ep, *id), c.key.clone());
             }

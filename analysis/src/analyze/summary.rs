@@ -496,23 +496,32 @@ impl Unpaired {
     /// Counts connection `id` of the client's tap (`client`) or the
     /// server's, with its `messages` (see `Conn::messages`).
     pub(super) fn add(&mut self, client: bool, id: u32, peer: &str, messages: [u64; 3]) {
-        let [a, b, c] = messages;
         if client {
             self.client_connections += 1;
-            self.scheduled = self.scheduled.saturating_add(a);
-            self.sent = self.sent.saturating_add(b);
-            self.never_sent = self.never_sent.saturating_add(c);
         } else {
             self.server_connections += 1;
-            self.decoded = self.decoded.saturating_add(a);
-            self.completed = self.completed.saturating_add(b);
-            self.discarded = self.discarded.saturating_add(c);
         }
+        self.add_messages(client, messages);
         let key = (client, id);
         if self.first_key.is_none_or(|k| key < k) {
             self.first_key = Some(key);
             let side = if client { "client" } else { "server" };
             self.first = format!("{side} conn {id} (peer {peer})");
+        }
+    }
+
+    /// Messages of a connection counted already (its events after it left
+    /// the analysis: see `books`).
+    pub(super) fn add_messages(&mut self, client: bool, messages: [u64; 3]) {
+        let [a, b, c] = messages;
+        if client {
+            self.scheduled = self.scheduled.saturating_add(a);
+            self.sent = self.sent.saturating_add(b);
+            self.never_sent = self.never_sent.saturating_add(c);
+        } else {
+            self.decoded = self.decoded.saturating_add(a);
+            self.completed = self.completed.saturating_add(b);
+            self.discarded = self.discarded.saturating_add(c);
         }
     }
 
