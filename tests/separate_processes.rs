@@ -360,6 +360,14 @@ fn a_merge_of_two_clients_keeps_both_configurations() {
     let c = &s.checks["accounting"];
     assert_eq!(c.ok, Some(true), "{}", c.detail);
     assert!(c.detail.contains("left out across sides"), "{}", c.detail);
+    // That merge merged in turn with the client it left out: each run's
+    // connections keep ids of their own. (The client took those of the
+    // merge's own client, and four checks failed.)
+    let out = succeeded(&merge(&root, &["without-slow", "slow"], "nested"));
+    assert!(out.contains("all invariants hold"), "{out}");
+    let nested = support::read_summary(&root.join("nested"));
+    assert!(nested.unpaired.is_none(), "{out}");
+    assert_eq!(nested.sent, s.sent + slow.sent, "{out}");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("merged/meta.json")).unwrap())
             .unwrap();

@@ -57,9 +57,16 @@ pub struct Meta {
     /// `merge`: the source run directories, in input order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,
-    /// `merge`: connection ids of the k-th source are offset by k × this.
+    /// `merge`: each source's connection ids are moved past the sources'
+    /// before it, in steps of this: one step for a run, `conn_steps` for
+    /// a merged one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conn_offset: Option<u32>,
+    /// `merge`: the steps of `conn_offset` its connection ids take (one
+    /// per run merged into it, at any depth), so that a merge of it moves
+    /// the next source past them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conn_steps: Option<u32>,
 }
 
 /// The configuration a run was made with, as each part serialised it.

@@ -29,6 +29,31 @@ pub struct MergeOpts {
 /// different processes never collide.
 pub const CONN_OFFSET: u32 = 1 << 20;
 
+/// Where each input's connection ids start, past those of the inputs
+/// before it: one [`CONN_OFFSET`] step for a run, a merged input's
+/// `conn_steps` for it (a merge given first, then a client, gave the
+/// client the ids of the merge's own client, and four checks failed);
+/// and the steps taken in all.
+fn conn_offsets(metas: &[Option<Meta>]) -> anyhow::Result<(Vec<u32>, u32)> {
+    let mut steps = 0u32;
+    let mut offsets = vec![];
+    for m in metas {
+        let own = m.as_ref().map_or(1, |m| {
+            m.conn_steps
+                .unwrap_or(m.merged_from.len().max(1) as u32)
+                .max(1)
+        });
+        let offset = u64::from(steps) * u64::from(CONN_OFFSET);
+        steps = steps.saturating_add(own);
+        anyhow::ensure!(
+            u64::from(steps) * u64::from(CONN_OFFSET) <= 1 << 32,
+            "too many runs to merge: connection ids would not fit in 32 bits"
+        );
+        offsets.push(offset as u32);
+    }
+    Ok((offsets, steps))
+}
+
 /// Moves `e`'s connection ids by `offset`: its own, and those its fields
 /// name (a `handed` event's `from`, a `stall`'s streams), which would
 /// otherwise name another input's connections.
@@ -51,6 +76,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         readers.push(h2probe_analysis::reader::open_run(d)?);
     }
     let metas = source_metas(&opts.dirs)?;
+    let (offsets, steps) = conn_offsets(&metas)?;
     // Two traces anchored at the same nanosecond are one recording (a copy
     // of a run): merged, every figure of it counted twice.
     for (i, (pa, a)) in readers.iter().enumerate() {
@@ -125,7 +151,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
                 warnings: &mut Vec<String>| loop {
         match readers[i].1.next_event() {
             Some(Ok(mut e)) => {
-                renumber(&mut e, i as u32 * CONN_OFFSET);
+                renumber(&mut e, offsets[i]);
                 read[i].0 += 1;
                 return Some(e);
             }
@@ -265,6 +291,7 @@ pub fn merge(opts: &MergeOpts) -> anyhow::Result<(u64, Vec<String>)> {
         .collect();
     warnings.extend(unlinked(&sockets, &names));
     let mut meta = merged_meta(opts, &metas, &header, events, &footer);
+    meta.conn_steps = Some(steps);
     if !cut.is_empty() {
         meta.status = match &cut[..] {
             [one] => format!("error: {one} ended without its footer (its run was cut short)"),
@@ -496,6 +523,7 @@ fn merged_meta(
         listen: first.and_then(|m| m.listen.clone()),
         merged_from: opts.dirs.iter().map(|d| d.display().to_string()).collect(),
         conn_offset: Some(CONN_OFFSET),
+        conn_steps: None,
     }
 }
 
@@ -555,6 +583,37 @@ mod tests {
             unreachable!()
         };
         assert_eq!(st.streams[0].conn, 2 * CONN_OFFSET + 2);
+    }
+
+    /// A merged input takes one step of ids for each run it holds.
+    #[test]
+    fn a_merged_input_moves_the_next_inputs_past_its_own_ids() {
+        let merged = Meta {
+            merged_from: vec!["s".into(), "c1".into()],
+            conn_steps: Some(2),
+            ..Meta::default()
+        };
+        // A merge of a merge and a run: three steps, though it names two.
+        let nested = Meta {
+            merged_from: vec!["m".into(), "c2".into()],
+            conn_steps: Some(3),
+            ..Meta::default()
+        };
+        let plain = Meta::default();
+        let metas = [
+            Some(merged),
+            Some(plain.clone()),
+            None,
+            Some(nested),
+            Some(plain.clone()),
+        ];
+        let (o, steps) = conn_offsets(&metas).unwrap();
+        let c = CONN_OFFSET;
+        assert_eq!(o, [0, 2 * c, 3 * c, 4 * c, 7 * c]);
+        assert_eq!(steps, 8);
+        assert_eq!(conn_offsets(&vec![Some(plain); 4096]).unwrap().1, 4096);
+        let many = vec![Some(Meta::default()); 4097];
+        assert!(conn_offsets(&many).is_err());
     }
 
     #[test]
