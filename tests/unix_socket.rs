@@ -311,7 +311,32 @@ fn serve_listens_on_a_unix_domain_socket_and_both_traces_pair() {
         covered(cli.join("client.pcap")),
         covered(dir.join("srv").join("server.pcap")),
     );
-    assert_eq!(c, s, "the two pcaps differ");
+    // The same bytes both ways, but for a tail the receiving side never
+    // read: a closing connection's last frames (a GOAWAY written as the
+    // client closed, under load, 17 bytes the client never read).
+    assert_eq!(
+        c.keys().collect::<Vec<_>>(),
+        s.keys().collect::<Vec<_>>(),
+        "the two pcaps hold other flows"
+    );
+    let mut unread_tails = 0;
+    for (flow, cr) in &c {
+        let sr = &s[flow];
+        // "src sport dst dport": the server's port sends to the client.
+        let to_client = flow.split(' ').nth(1) == Some("50051");
+        let (sent, read) = if to_client { (sr, cr) } else { (cr, sr) };
+        let (body, last) = (sent.len() - 1, sent[sent.len() - 1]);
+        let read_last = read[read.len() - 1];
+        assert!(
+            read.len() == sent.len()
+                && read[..body] == sent[..body]
+                && read_last.0 == last.0
+                && read_last.1 <= last.1
+                && last.1 - read_last.1 < 100,
+            "{flow}: written {sent:?}, read {read:?}"
+        );
+        unread_tails += usize::from(read_last.1 < last.1);
+    }
     // And tshark reads the same HTTP/2 frames in both.
     let frames = |pcap: std::path::PathBuf| -> usize {
         let out = Command::new(&tshark)
@@ -331,7 +356,11 @@ fn serve_listens_on_a_unix_domain_socket_and_both_traces_pair() {
         frames(cli.join("client.pcap")),
         frames(dir.join("srv").join("server.pcap")),
     );
-    assert!(fc > 100 && fc == fs, "HTTP/2 frames: {fc} and {fs}");
+    // A tail never read holds a frame or two (a GOAWAY, its PING).
+    assert!(
+        fc > 100 && fc.abs_diff(fs) <= 2 * unread_tails,
+        "HTTP/2 frames: {fc} and {fs}, {unread_tails} tails unread"
+    );
     // Three connections, each both ways, each a stream of bytes from its
     // role's ISN (1,000 for a client's, 500,000 for a server's).
     assert_eq!(c.len(), 6, "{c:?}");
