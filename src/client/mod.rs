@@ -885,30 +885,12 @@ fn unsent_carried(ctx: &Arc<ClientCtx>, h: &unary::Handover, slot: Option<(u32, 
     } else {
         NeverSentReason::StreamError
     };
-    let t = now_ns();
     if !left.is_empty() {
-        record_unsent(
-            ctx,
-            h.conn,
-            0,
-            t,
-            reason,
-            left.iter().map(|p| p.seq).collect(),
-        );
+        let seqs = left.iter().map(|p| p.seq).collect();
+        record_unsent(ctx, h.conn, 0, now_ns(), reason, seqs);
     }
-    if let Some((index, start)) = slot.filter(|_| h.next != schedule::DONE) {
-        let n = schedule::fell_due(ctx, h.conn, index, start, h.next, t);
-        if n > 0 {
-            ctx.rec
-                .emit(Endpoint::Client, h.conn, 0, t, KindId::NeverSent, || {
-                    Kind::NeverSent(NeverSentEv {
-                        seq: h.next,
-                        reason,
-                        count: n,
-                    })
-                });
-            Live::add(&ctx.live.never_sent, n);
-        }
+    if let Some(slot) = slot.filter(|_| h.next != schedule::DONE) {
+        schedule::fell_due(ctx, h.conn, slot, h.next, reason);
     }
 }
 

@@ -108,28 +108,9 @@ pub(super) fn spawn(
             // messages.
             if now_ns() >= end + LATE_END_NS {
                 refused.flush();
-                let n = (seq..)
-                    .take_while(|&s| due(s) < end.min(deadline))
-                    .map(|s| schedule(&ctx, conn, stream, s, due(s), &payload))
-                    .count() as u64;
+                let (past, reason) = (end.min(deadline), NeverSentReason::Behind);
+                offered_unsent(&ctx, (conn, stream), &times, seq, past, reason, &payload);
                 at_seq(DONE);
-                if n > 0 {
-                    ctx.rec.emit(
-                        Endpoint::Client,
-                        conn,
-                        stream,
-                        now_ns(),
-                        KindId::NeverSent,
-                        || {
-                            Kind::NeverSent(NeverSentEv {
-                                seq,
-                                reason: NeverSentReason::Behind,
-                                count: n,
-                            })
-                        },
-                    );
-                    Live::add(&ctx.live.never_sent, n);
-                }
                 break;
             }
             if at >= deadline {
@@ -196,26 +177,59 @@ impl Times {
 }
 
 /// Records the messages of the `k`-th schedule (unary: a connection's,
-/// on stream 0) from `seq` on that fell due before `until` and
-/// --duration, each `schedule` at its due time, with no connection to
-/// offer them to (a replacement still connecting): how many. The caller
-/// records what became of them.
+/// on stream 0) from `seq` on that fell due before now and --duration
+/// with no connection to offer them to (a replacement that never
+/// connected) as offered and never sent for `reason`.
 pub(super) fn fell_due(
-    ctx: &Arc<ClientCtx>,
+    ctx: &ClientCtx,
     conn: u32,
-    k: u32,
-    start: u64,
+    (k, start): (u32, u64),
     seq: u64,
-    until: u64,
-) -> u64 {
+    reason: NeverSentReason,
+) {
     let times = Times::of(ctx, k, start, ctx.opts.rate_of(0));
     let end = start + ctx.opts.duration.0.as_nanos() as u64;
     let payload = super::payload_bytes(ctx.opts.payload.0 as usize);
-    (seq..)
+    offered_unsent(
+        ctx,
+        (conn, 0),
+        &times,
+        seq,
+        now_ns().min(end),
+        reason,
+        &payload,
+    );
+}
+
+/// Records messages `seq`, `seq + 1`, … due before `past` as offered,
+/// each `schedule` at its due time, and never sent for `reason` (one
+/// `never_sent` run, `t` now): a schedule held up past --duration, or
+/// one whose connection never opened.
+fn offered_unsent(
+    ctx: &ClientCtx,
+    (conn, stream): (u32, u32),
+    times: &Times,
+    seq: u64,
+    past: u64,
+    reason: NeverSentReason,
+    payload: &Bytes,
+) {
+    let count = (seq..)
         .map(|s| (s, times.due(s)))
-        .take_while(|&(_, at)| at < until.min(end))
-        .map(|(s, at)| schedule(ctx, conn, 0, s, at, &payload))
-        .count() as u64
+        .take_while(|&(_, at)| at < past)
+        .map(|(s, at)| schedule(ctx, conn, stream, s, at, payload))
+        .count() as u64;
+    if count > 0 {
+        ctx.rec.emit(
+            Endpoint::Client,
+            conn,
+            stream,
+            now_ns(),
+            KindId::NeverSent,
+            || Kind::NeverSent(NeverSentEv { seq, reason, count }),
+        );
+        Live::add(&ctx.live.never_sent, count);
+    }
 }
 
 /// Records message `seq` as offered at `at` (its `schedule` event, whose
