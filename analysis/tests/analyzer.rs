@@ -153,6 +153,95 @@ fn a_client_only_trace_leaves_two_sided_checks_not_applicable() {
     assert_eq!(sum.trace_ending, "no_footer");
 }
 
+/// A whole trace with one side's events judges that side's own books: a
+/// message scheduled and neither sent nor recorded unsent fails it (no
+/// server event could mend it), a message decoded and never completed or
+/// discarded too; books that balance leave the check unjudged, saying so.
+#[test]
+fn a_one_sided_trace_fails_accounting_when_its_own_books_do_not_balance() {
+    let msg = |seq| MsgEv {
+        seq,
+        size: 10,
+        framed: 15,
+    };
+    let client = |sent: bool| {
+        let mut a = Analyzer::new(0);
+        let c = Endpoint::Client;
+        a.feed(&ev(1, c, 0, Kind::Schedule(msg(0))));
+        a.feed(&ev(2, c, 0, Kind::Schedule(msg(1))));
+        a.feed(&ev(
+            3,
+            c,
+            1,
+            Kind::Send(SendEv {
+                seq: 0,
+                scheduled: 1,
+                begin: 3,
+                bytes: 15,
+            }),
+        ));
+        if sent {
+            let unsent = NeverSentEv {
+                seq: 1,
+                reason: NeverSentReason::Interrupted,
+                count: 1,
+            };
+            a.feed(&ev(4, c, 0, Kind::NeverSent(unsent)));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0
+    };
+    let c = &client(true).checks["accounting"];
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("(client only: its own books balance, scheduled 2 = sent 1 + never_sent 1)"),
+        "{}",
+        c.detail
+    );
+    let c = &client(false).checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(
+        c.detail.starts_with(
+            "client only, whose own books do not balance: scheduled 2 ≠ sent 1 + never_sent 0, \
+             but not each connection's books: 1 client connection"
+        ) && c.detail.ends_with("connection 1, off by +1"),
+        "{}",
+        c.detail
+    );
+
+    let server = |ended: bool| {
+        let mut a = Analyzer::new(0);
+        let s = Endpoint::Server;
+        a.feed(&ev(1, s, 1, Kind::Decode(msg(0))));
+        if ended {
+            let done = CompleteEv {
+                seq: 0,
+                worker: 0,
+                service_ns: 1,
+            };
+            a.feed(&ev(2, s, 1, Kind::Complete(done)));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0
+    };
+    let c = &server(true).checks["accounting"];
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail.contains(
+            "(server only: its own books balance, decoded 1 = completed 1 + discarded 0)"
+        ),
+        "{}",
+        c.detail
+    );
+    let c = &server(false).checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(c.detail.contains("decoded 1 ≠ completed 0"), "{}", c.detail);
+    // A trace cut short judges neither.
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, Endpoint::Client, 0, Kind::Schedule(msg(0))));
+    let cut = a.finish(0, &Ending::NoFooter).0;
+    assert_eq!(cut.checks["accounting"].ok, None);
+}
+
 #[test]
 fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_parse() {
     let (c, s) = (Endpoint::Client, Endpoint::Server);

@@ -340,6 +340,39 @@ fn client_books(s: &Summary, unsettled: Option<&str>) -> (bool, String) {
     (holds, text)
 }
 
+/// The accounting of a trace with one side's events: that side's own
+/// equation is judged (a violation fails, since the other side's events
+/// could not mend it), but books that balance leave the check unjudged,
+/// since what crossed the wire needs both sides.
+fn own_books(s: &Summary, side: &str, unsettled: Option<&str>) -> Check {
+    let (holds, text) = if side == "client" {
+        client_books(s, unsettled)
+    } else {
+        let holds = s.decoded == s.completed.saturating_add(s.discarded);
+        (
+            holds,
+            format!(
+                "decoded {} {} completed {} + discarded {}",
+                s.decoded,
+                equals(holds),
+                s.completed,
+                s.discarded
+            ),
+        )
+    };
+    if holds {
+        Check::na(format!(
+            "needs client and server events in one trace ({side} only: its own books balance, {text}); \
+             merge a serve and a client run"
+        ))
+    } else {
+        Check::new(
+            false,
+            format!("{side} only, whose own books do not balance: {text}"),
+        )
+    }
+}
+
 /// The unpaired connections and their messages, as the accounting check's
 /// detail names them.
 fn unpaired_text(u: &Unpaired) -> String {
@@ -420,7 +453,10 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
     checks.insert(
         "accounting".into(),
         if !both {
-            one_side(side)
+            match (side, ev.incomplete()) {
+                (Some(side), None) => own_books(s, side, ev.books.as_deref()),
+                _ => one_side(side),
+            }
         } else if let Some(why) = ev.incomplete() {
             Check::na(why)
         } else if s.raw_units {
