@@ -202,8 +202,8 @@ fn a_one_sided_trace_fails_accounting_when_its_own_books_do_not_balance() {
     assert_eq!(c.ok, Some(false), "{}", c.detail);
     assert!(
         c.detail.starts_with(
-            "client only, whose own books do not balance: scheduled 2 ≠ sent 1 + never_sent 0, \
-             but not each connection's books: 1 client connection"
+            "client only, whose own books do not balance: scheduled 2 ≠ sent 1 + never_sent 0; \
+             nor each connection's books: 1 client connection"
         ) && c.detail.ends_with("connection 1, off by +1"),
         "{}",
         c.detail

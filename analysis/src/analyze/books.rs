@@ -150,6 +150,40 @@ mod tests {
         assert!(why.contains("connection 3, off by +1"), "{why}");
     }
 
+    /// Past [`MAX_KEPT`] unsettled books (or handed runs) the rest are
+    /// counted, not kept, and said; a kept one still settles.
+    #[test]
+    fn books_past_the_cap_are_counted_and_said() {
+        let mut b = Books::default();
+        let kept = MAX_KEPT as u32;
+        for conn in 0..kept + 2 {
+            b.close(conn, [2, 1, 0], false);
+        }
+        let why = b.unsettled().unwrap();
+        assert!(
+            why.contains("4096 client connections whose")
+                && why.ends_with("2 books more unsettled than the analysis keeps"),
+            "{why}"
+        );
+        for conn in 0..kept {
+            b.close(conn, [0, 0, 1], false);
+        }
+        let why = b.unsettled().unwrap();
+        assert_eq!(why, "2 books more unsettled than the analysis keeps");
+
+        let mut b = Books::default();
+        for seq in 0..u64::from(kept) + 1 {
+            b.handed_over(1, seq, 3);
+        }
+        for seq in 0..u64::from(kept) {
+            b.handed_in(1, seq, 3);
+        }
+        assert_eq!(
+            b.unsettled().unwrap(),
+            "1 book more unsettled than the analysis keeps"
+        );
+    }
+
     /// A handed run matches its handed over run by the connection named
     /// and its first seq; one named wrong is unmatched both ways.
     #[test]

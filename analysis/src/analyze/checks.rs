@@ -335,7 +335,9 @@ fn client_books(s: &Summary, unsettled: Option<&str>) -> (bool, String) {
         )
     };
     if let Some(why) = unsettled {
-        text.push_str(&format!(", but not each connection's books: {why}"));
+        // "but" only where the sums hold and a connection's books do not.
+        let joint = if sums { ", but not" } else { "; nor" };
+        text.push_str(&format!("{joint} each connection's books: {why}"));
     }
     (holds, text)
 }
