@@ -190,7 +190,11 @@ fn a_one_sided_trace_fails_accounting_when_its_own_books_do_not_balance() {
         }
         a.finish(0, &Ending::Clean(Footer::default())).0
     };
-    let c = &client(true).checks["accounting"];
+    let whole = client(true);
+    let c = &whole.checks["no_stall"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+    assert!(c.detail.ends_with("(its side only)"), "{}", c.detail);
+    let c = &whole.checks["accounting"];
     assert_eq!(c.ok, None, "{}", c.detail);
     assert!(
         c.detail
@@ -223,7 +227,15 @@ fn a_one_sided_trace_fails_accounting_when_its_own_books_do_not_balance() {
         }
         a.finish(0, &Ending::Clean(Footer::default())).0
     };
-    let c = &server(true).checks["accounting"];
+    let whole = server(true);
+    let c = &whole.checks["no_stall"];
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail.ends_with("this trace has the server only"),
+        "{}",
+        c.detail
+    );
+    let c = &whole.checks["accounting"];
     assert_eq!(c.ok, None, "{}", c.detail);
     assert!(
         c.detail.contains(
@@ -240,6 +252,8 @@ fn a_one_sided_trace_fails_accounting_when_its_own_books_do_not_balance() {
     a.feed(&ev(1, Endpoint::Client, 0, Kind::Schedule(msg(0))));
     let cut = a.finish(0, &Ending::NoFooter).0;
     assert_eq!(cut.checks["accounting"].ok, None);
+    // Nor whether the client stalled after its last event.
+    assert_eq!(cut.checks["no_stall"].ok, None);
 }
 
 #[test]
@@ -776,6 +790,22 @@ fn a_window_violation_in_a_trace_with_dropped_events_cannot_be_judged() {
         "{check:?}"
     );
     assert_eq!(lossy.protocol_violations, clean.protocol_violations);
+    // A trace cut short (no footer) still fails a violation settled more
+    // than the reorder window before its end, and cannot judge one within
+    // it (events in flight at the cut are missing).
+    let cut = |violation_at: u64| {
+        let mut a = Analyzer::new(0);
+        for k in 0..5 {
+            let data = Kind::Frame(frame(Dir::Out, FrameType::DATA, 16_384));
+            a.feed(&ev(violation_at + k, c, 1, data));
+        }
+        a.feed(&ev(10_000_000_000, c, 0, wu(Dir::In, 1)));
+        a.finish(0, &Ending::NoFooter).0
+    };
+    let settled = &cut(1).checks["no_data_beyond_credit"];
+    assert_eq!(settled.ok, Some(false), "{settled:?}");
+    let late = &cut(9_900_000_000).checks["no_data_beyond_credit"];
+    assert_eq!(late.ok, None, "{late:?}");
 }
 
 /// A client wait that began before its stream's HEADERS left the client's
@@ -982,6 +1012,12 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
     let c = &judge_with(2, true, Some(1)).checks["accounting"];
     assert_eq!(c.ok, Some(true), "{}", c.detail);
     assert!(c.detail.contains("(lost at a reset"), "{}", c.detail);
+
+    // The paired connection's messages all lost in flight (none decoded
+    // there): messages crossed it, so it is judged, and fails.
+    let c = &judge(0, true).checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(c.detail.contains("lost in flight 3 over"), "{}", c.detail);
 
     // Nothing pairs: every message is some other side's.
     let s = judge(3, false);
@@ -1622,4 +1658,218 @@ fn a_rule_broken_counts_once_per_frame_by_who_could_see_it() {
     );
     assert_eq!(many.rules_broken.len(), 64);
     assert_eq!(many.rules_broken["(others)"], 37);
+}
+
+/// `bytes` and `windows_agree` on paired connections built by hand, the
+/// streams still open at the end: a stream that ended OK must agree
+/// exactly, one cut short only as out ≥ in ≥ app; a connection cut short is
+/// not compared; past 20 failures the rest are counted.
+#[test]
+fn bytes_and_windows_judge_each_stream_of_the_paired_connections() {
+    // (connection, stream, client out, server in, app, server status)
+    let judge_ending = |streams: &[(u32, u32, u32, u32, u32, u32)], pairs: bool, ending: Ending| {
+        let mut a = Analyzer::new(0);
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let on = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
+            t,
+            ep,
+            conn,
+            stream,
+            kind,
+        };
+        let open = |local: String, peer: String| Kind::ConnOpen(ConnOpenEv { local, peer });
+        let mut conns: Vec<u32> = streams.iter().map(|s| s.0).collect();
+        conns.dedup();
+        for &conn in &conns {
+            let client = format!("127.0.0.1:{}", 5000 + conn);
+            let seen_from = if pairs {
+                client.clone()
+            } else {
+                format!("127.0.0.1:{}", 6000 + conn)
+            };
+            a.feed(&on(1, c, conn, 0, open(client, "127.0.0.1:80".into())));
+            a.feed(&on(2, s, conn, 0, open("127.0.0.1:80".into(), seen_from)));
+        }
+        let mut t = 10;
+        for &(conn, id, out, inn, app, status) in streams {
+            t += 10;
+            let start = Kind::RpcStart(RpcStartEv {
+                path: "/p".into(),
+                deadline_ns: None,
+                framing: None,
+                release: None,
+                withhold_after: None,
+            });
+            a.feed(&on(t, s, conn, id, start));
+            let data = |dir, len| Kind::Frame(frame(dir, FrameType::DATA, len));
+            a.feed(&on(t + 1, c, conn, id, data(Dir::Out, out)));
+            a.feed(&on(t + 2, s, conn, id, data(Dir::In, inn)));
+            a.feed(&on(t + 3, s, conn, id, Kind::Chunk(ChunkEv { len: app })));
+            let end = Kind::RpcEnd(RpcEndEv {
+                status,
+                message: String::new(),
+            });
+            a.feed(&on(t + 4, s, conn, id, end));
+        }
+        a.finish(0, &ending).0
+    };
+    let judge = |streams: &[(u32, u32, u32, u32, u32, u32)], pairs: bool| {
+        judge_ending(streams, pairs, Ending::Clean(Footer::default()))
+    };
+    let checks = |streams: &[(u32, u32, u32, u32, u32, u32)]| {
+        let s = judge(streams, true);
+        let (b, w) = (&s.checks["bytes"], &s.checks["windows_agree"]);
+        ((b.ok, b.detail.clone()), (w.ok, w.detail.clone()))
+    };
+
+    // Connection 1 ended OK; connection 2's stream was cut short (CANCELLED)
+    // and lost bytes on the way: out ≥ in ≥ app holds there.
+    let ((ok, bytes), (agree, windows)) =
+        checks(&[(1, 1, 100, 100, 100, 0), (2, 1, 100, 60, 40, 1)]);
+    assert_eq!(ok, Some(true), "{bytes}");
+    assert_eq!(
+        bytes,
+        "2 streams: client tap out = server tap in = bytes handed to the app \
+         (1 cut short by a reset, deadline or shutdown: out ≥ in ≥ app there)"
+    );
+    assert_eq!(agree, Some(true), "{windows}");
+    assert_eq!(
+        windows,
+        "1 connection: final windows equal from both taps (1 cut short, not compared)"
+    );
+    // A stream cut short whose server read more than the client sent, or
+    // handed the app more than it read; one that ended OK and lost bytes.
+    for (stream, said) in [
+        (
+            (2, 1, 100, 120, 40, 1),
+            "stream 1: client out 100, server in 120, app 40",
+        ),
+        (
+            (2, 1, 100, 60, 80, 1),
+            "stream 1: client out 100, server in 60, app 80",
+        ),
+        (
+            (2, 1, 100, 100, 90, 0),
+            "stream 1: client out 100, server in 100, app 90",
+        ),
+    ] {
+        let ((ok, bytes), _) = checks(&[(1, 1, 100, 100, 100, 0), stream]);
+        assert_eq!((ok, bytes.as_str()), (Some(false), said));
+    }
+    // Only the cut connection: nothing compared; no pair at all: said so.
+    let (_, (agree, windows)) = checks(&[(2, 1, 100, 60, 40, 1)]);
+    assert_eq!(agree, None);
+    assert_eq!(
+        windows,
+        "1 connection cut short (reset, deadline or shutdown): frames in flight seen by one tap only"
+    );
+    let s = judge(&[(1, 1, 100, 100, 100, 0)], false);
+    let w = &s.checks["windows_agree"];
+    assert_eq!(
+        (w.ok, w.detail.as_str()),
+        (None, "no connection seen by both taps")
+    );
+
+    // 22 streams that ended OK with the server's tap reading 10 bytes
+    // fewer than the client's wrote (and the app all of them): 20 named,
+    // the rest counted, in both checks (windows: 22 streams and the
+    // connection's window).
+    let many: Vec<_> = (0..22).map(|i| (1, 1 + 2 * i, 100, 90, 90, 0)).collect();
+    let ((ok, bytes), (agree, windows)) = checks(&many);
+    assert_eq!(ok, Some(false));
+    assert!(bytes.ends_with("; … and 2 more"), "{bytes}");
+    assert_eq!(bytes.matches("stream ").count(), 20, "{bytes}");
+    assert_eq!(agree, Some(false));
+    assert!(windows.ends_with("; … and 3 more"), "{windows}");
+    // A two-sided trace cut short judges no stream's bytes.
+    // A two-sided trace cut short judges no stream's bytes or windows, nor
+    // whether it stalled; whole, it never stopped progressing.
+    let s = judge_ending(&[(1, 1, 100, 90, 90, 0)], true, Ending::NoFooter);
+    for check in ["bytes", "windows_agree", "no_stall"] {
+        let c = &s.checks[check];
+        assert_eq!(c.ok, None, "{check}: {}", c.detail);
+    }
+    let s = judge(&[(1, 1, 100, 100, 100, 0)], true);
+    assert_eq!(
+        s.checks["bytes"].detail,
+        "1 stream: client tap out = server tap in = bytes handed to the app"
+    );
+    let c = &s.checks["no_stall"];
+    assert_eq!(
+        (c.ok, c.detail.as_str()),
+        (Some(true), "the run never stopped progressing")
+    );
+}
+
+/// Raw framing: the server's work units are not the client's messages, so
+/// each side's own equation is judged, and either failing fails the check.
+#[test]
+fn raw_units_judge_each_side_on_its_own() {
+    let run = |scheduled: u64, units: u64, completed: u64| {
+        let mut a = Analyzer::new(0);
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let msg = |seq| MsgEv {
+            seq,
+            size: 10,
+            framed: 15,
+        };
+        for seq in 0..scheduled {
+            a.feed(&ev(1 + seq, c, 0, Kind::Schedule(msg(seq))));
+        }
+        for seq in 0..2 {
+            let send = SendEv {
+                seq,
+                scheduled: 1 + seq,
+                begin: 5,
+                bytes: 15,
+            };
+            a.feed(&ev(10 + seq, c, 1, Kind::Send(send)));
+        }
+        let start = Kind::RpcStart(RpcStartEv {
+            path: "/p".into(),
+            deadline_ns: None,
+            framing: Some("raw:10".into()),
+            release: None,
+            withhold_after: None,
+        });
+        a.feed(&ev(20, s, 1, start));
+        for seq in 0..units {
+            let unit = MsgEv {
+                seq,
+                size: 10,
+                framed: 10,
+            };
+            a.feed(&ev(30 + seq, s, 1, Kind::Decode(unit)));
+        }
+        for seq in 0..completed {
+            let done = CompleteEv {
+                seq,
+                worker: 0,
+                service_ns: 1,
+            };
+            a.feed(&ev(40 + seq, s, 1, Kind::Complete(done)));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0
+    };
+    let whole = run(2, 3, 3);
+    assert!(whole.raw_units);
+    let c = &whole.checks["accounting"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+    assert!(
+        c.detail.ends_with(
+            "client: scheduled 2 = sent 2 + never_sent 0; server: decoded units 3 = completed 3 + discarded 0"
+        ),
+        "{}",
+        c.detail
+    );
+    let c = &run(2, 3, 2).checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(
+        c.detail.contains("decoded units 3 ≠ completed 2"),
+        "{}",
+        c.detail
+    );
+    let c = &run(3, 3, 3).checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(c.detail.contains("scheduled 3 ≠ sent 2"), "{}", c.detail);
 }
