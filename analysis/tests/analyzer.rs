@@ -1521,6 +1521,72 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
             "2 violations; first: stream 1/1 released 10 bytes at frame, but its rpc_start says complete",
         );
     }
+    // ... nor does it for two of one stream: the smaller release first.
+    let one_stream = vec![
+        (1, 1, start(Complete)),
+        (2, 1, rel(20, Frame, None)),
+        (2, 1, rel(10, Frame, None)),
+    ];
+    for events in [
+        one_stream.clone(),
+        vec![
+            one_stream[0].clone(),
+            one_stream[2].clone(),
+            one_stream[1].clone(),
+        ],
+    ] {
+        fails(
+            events,
+            "2 violations; first: stream 1/1 released 10 bytes at frame, but its rpc_start says complete",
+        );
+    }
+    // At start: a message's release once its worker took it (in the
+    // start's nanosecond, written first, too), not before.
+    let started = |seq| {
+        Kind::Start(StartEv {
+            seq,
+            worker: 0,
+            wait_ns: 1,
+            depth: 0,
+        })
+    };
+    let at_start = vec![
+        (1, 9, start(ReleasePoint::Start)),
+        (2, 9, chunk(100)),
+        (2, 9, decode(0)),
+        (3, 9, rel(100, ReleasePoint::Start, Some(0))),
+        (3, 9, started(0)),
+        (4, 9, complete(0)),
+        (5, 9, ok_end()),
+    ];
+    let c = judge(at_start.clone());
+    assert_eq!(c.ok, Some(true), "{c:?}");
+    assert!(c.detail.starts_with("1 release at"), "{c:?}");
+    let mut too_soon = at_start.clone();
+    too_soon[3].0 = 2;
+    fails(
+        too_soon,
+        "stream 1/9 released message 0 at start with no start (or discard) of it at or before that t",
+    );
+    // A body dropped mid-message (`--drop-stream`): h2 returns what the
+    // stream held, so an RPC that ended OK owed none of it.
+    let dropped = vec![
+        (1, 3, start(Frame)),
+        (2, 3, chunk(60)),
+        (2, 3, rel(20, Frame, None)),
+        (3, 3, Kind::BodyDrop(BodyDropEv {})),
+        (4, 3, ok_end()),
+    ];
+    let c = judge(dropped.clone());
+    assert_eq!(c.ok, Some(true), "{c:?}");
+    assert!(c.detail.contains("1 that ended OK not asked to"), "{c:?}");
+    fails(
+        dropped
+            .into_iter()
+            .filter(|e| !matches!(e.2, Kind::BodyDrop(_)))
+            .collect(),
+        "stream 1/3 ended OK having released 20 of the 60 bytes it received at frame",
+    );
     // A handler that forgot every release of an RPC that ended OK: no
     // release to judge, and yet a fault.
     let forgot_all: Vec<_> = ended
