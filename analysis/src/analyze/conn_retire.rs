@@ -380,7 +380,13 @@ mod tests {
         a.feed(&ev(t + 1, s, sid, 0, open(server, &client)));
         a.feed(&ev(t + 2, c, i, 1, start()));
         a.feed(&ev(t + 3, s, sid, 1, start()));
-        let len = if i == low { 70_000 } else { 100 };
+        // Connection `low + 8` too, later: the first violation named is
+        // the earlier one's, and both are counted.
+        let len = if i == low || i == low + 8 {
+            70_000
+        } else {
+            100
+        };
         a.feed(&ev(
             t + 10,
             c,
@@ -436,9 +442,17 @@ mod tests {
             agree.detail,
             "C2s connection window: client 65435 vs server 65535"
         );
-        // The one frame passes its stream's window and the connection's,
-        // on each tap.
-        assert_eq!(sum.protocol_violations, 4);
+        // Each of the two frames passes its stream's window and the
+        // connection's, on each tap.
+        assert_eq!(sum.protocol_violations, 8);
+        let credit = &sum.checks["no_data_beyond_credit"];
+        assert_eq!(credit.ok, Some(false), "{}", credit.detail);
+        assert!(
+            credit.detail.starts_with("8 violations"),
+            "{}",
+            credit.detail
+        );
+        assert_eq!(credit.first_t_s, Some(0.120_000_01), "{}", credit.detail);
         assert_eq!(sum.min_window, Some(65_535 - 70_000));
         assert_eq!(sum.min_send_window, Some(65_535 - 70_000));
         assert_eq!(sum.stream_count, u64::from(n));
