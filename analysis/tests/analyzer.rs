@@ -1009,6 +1009,9 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
     // (a foreign connection's failure excused it).
     let c = &judge_with(2, true, Some(3)).checks["accounting"];
     assert_eq!(c.ok, Some(false), "{}", c.detail);
+    // Nor does a failure on the refused connection, which sent nothing.
+    let c = &judge_with(2, true, Some(4)).checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
     let c = &judge_with(2, true, Some(1)).checks["accounting"];
     assert_eq!(c.ok, Some(true), "{}", c.detail);
     assert!(c.detail.contains("(lost at a reset"), "{}", c.detail);
