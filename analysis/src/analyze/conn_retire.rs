@@ -453,6 +453,21 @@ mod tests {
             credit.detail
         );
         assert_eq!(credit.first_t_s, Some(0.120_000_01), "{}", credit.detail);
+        // Without the odd one, every pair retired on the way is compared.
+        let mut a = super::Analyzer::new(0);
+        for i in 1..=300 {
+            connection(&mut a, u64::from(i) * 10_000_000, i, 0, low);
+        }
+        assert!(a.closing.is_retired(Endpoint::Client, 1));
+        let (even, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        let agree = &even.checks["windows_agree"];
+        assert_eq!(
+            (agree.ok, agree.detail.as_str()),
+            (
+                Some(true),
+                "300 connections: final windows equal from both taps"
+            )
+        );
         assert_eq!(sum.min_window, Some(65_535 - 70_000));
         assert_eq!(sum.min_send_window, Some(65_535 - 70_000));
         assert_eq!(sum.stream_count, u64::from(n));
