@@ -475,6 +475,83 @@ mod tests {
         assert_eq!(sum.checks["bytes"].ok, Some(true));
     }
 
+    /// Paired connections of one message each, retired long before the
+    /// end: one whose RPC failed (UNAVAILABLE on the client, cancelled on
+    /// the server) lost its message in flight, which that failure
+    /// excuses, carried from its retirement to the verdict. Without the
+    /// failure, the same loss fails the check.
+    #[test]
+    fn a_loss_excused_on_a_retired_connection_stays_excused() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let judge = |failed: bool| {
+            let mut a = super::Analyzer::new(0);
+            for i in 1..=3u32 {
+                let t = u64::from(i) * 10_000_000;
+                let sid = i + 100;
+                let (client, server) = (format!("127.0.0.1:{}", 1_000 + i), "127.0.0.1:80");
+                let msg = MsgEv {
+                    seq: u64::from(i),
+                    size: 10,
+                    framed: 15,
+                };
+                a.feed(&ev(t, c, i, 0, open(&client, server)));
+                a.feed(&ev(t + 1, s, sid, 0, open(server, &client)));
+                a.feed(&ev(t + 2, c, i, 1, Kind::Schedule(msg.clone())));
+                a.feed(&ev(t + 3, c, i, 1, start()));
+                a.feed(&ev(t + 4, s, sid, 1, start()));
+                let send = SendEv {
+                    seq: msg.seq,
+                    scheduled: t + 2,
+                    begin: t + 5,
+                    bytes: 15,
+                };
+                a.feed(&ev(t + 5, c, i, 1, Kind::Send(send)));
+                let lost = i == 2;
+                if !lost {
+                    a.feed(&ev(t + 6, s, sid, 1, Kind::Decode(msg.clone())));
+                    let done = CompleteEv {
+                        seq: msg.seq,
+                        worker: 0,
+                        service_ns: 1,
+                    };
+                    a.feed(&ev(t + 7, s, sid, 1, Kind::Complete(done)));
+                }
+                let status = |ok_or: u32| {
+                    Kind::RpcEnd(RpcEndEv {
+                        status: if lost && failed { ok_or } else { 0 },
+                        message: String::new(),
+                    })
+                };
+                a.feed(&ev(t + 8, s, sid, 1, status(1)));
+                a.feed(&ev(t + 9, c, i, 1, status(14)));
+                a.feed(&ev(t + 3_000_000, c, i, 0, close()));
+                a.feed(&ev(t + 3_000_001, s, sid, 0, close()));
+            }
+            // Ten seconds on, all three are long retired.
+            a.feed(&ev(
+                10_000_000_000,
+                c,
+                9,
+                0,
+                open("127.0.0.1:2000", "127.0.0.1:80"),
+            ));
+            assert!(a.closing.is_retired(Endpoint::Client, 2));
+            a.finish(0, &Ending::Clean(Footer::default())).0
+        };
+        let sum = judge(true);
+        let c = &sum.checks["accounting"];
+        assert_eq!(c.ok, Some(true), "{}", c.detail);
+        assert!(
+            c.detail.contains("lost in flight 1;")
+                && c.detail
+                    .ends_with("(lost at a reset: an RPC ended other than OK)"),
+            "{}",
+            c.detail
+        );
+        let c = &judge(false).checks["accounting"];
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+    }
+
     /// Server connections (one tap) whose RPC the server ends 2.5 s after
     /// the close: each is folded in within a second of its stream (3.5 s
     /// after the close), not on a wait that doubles (7 s).
