@@ -253,6 +253,10 @@ mod tests {
         assert_eq!(w.open(1), 0);
         assert_eq!(w.tracked(1), Some(0));
         assert_eq!(w.min_stream(), 0, "the lowest window saw it");
+        // A retired stream is forgotten (its window read as the initial).
+        w.on_data(2, 1, 0);
+        w.forget(1);
+        assert_eq!(w.tracked(1), None);
     }
 
     #[test]
@@ -283,6 +287,61 @@ mod tests {
         w.on_settings_acked();
         w.on_data(3, 1, 16_384);
         assert_eq!(w.violation_count(), 1);
+    }
+
+    /// 2^31−1 is the largest legal window (RFC 9113 §6.9.1), by a
+    /// WINDOW_UPDATE or by SETTINGS; one more is a violation.
+    #[test]
+    fn a_window_may_reach_2_pow_31_minus_1_and_not_pass_it() {
+        let mut w = FlowWindows::default();
+        let to_max = (MAX_WINDOW - DEFAULT_WINDOW) as u32;
+        w.on_window_update(1, 0, to_max);
+        w.on_window_update(1, 1, to_max);
+        assert_eq!((w.conn(), w.stream(1)), (2_147_483_647, 2_147_483_647));
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        w.on_window_update(2, 0, 1);
+        assert_eq!(w.violations().len(), 1);
+        // SETTINGS: stream 3 open at the default, raised to exactly the
+        // largest, then one past it.
+        let mut w = FlowWindows::default();
+        w.open(3);
+        w.on_initial_window(1, 2_147_483_647);
+        assert!(w.violations().is_empty(), "{:?}", w.violations());
+        assert_eq!(w.initial(), 2_147_483_647);
+        w.on_data(2, 3, 1);
+        w.on_initial_window(3, 2_147_483_647);
+        assert!(w.violations().is_empty());
+        w.on_window_update(4, 3, 2);
+        assert_eq!(w.violation_count(), 1);
+    }
+
+    /// A SETTINGS that does not lower the initial window excuses nothing;
+    /// the credit bound is the initial window until DATA passed a lowered
+    /// one, then the window it was lowered from. The first 100 violations
+    /// are kept, all counted.
+    #[test]
+    fn only_a_lowering_settings_excuses_data_past_the_window() {
+        let mut w = FlowWindows::default();
+        w.on_settings_sent(65_535);
+        w.on_data(1, 1, 70_000);
+        assert_eq!((w.past_lowered(), w.violation_count()), (0, 2));
+        assert_eq!(w.credit_bound(), 65_535);
+
+        let mut w = FlowWindows::default();
+        w.on_settings_sent(1_000);
+        w.on_initial_window(1, 1_000);
+        assert_eq!(w.credit_bound(), 1_000, "nothing passed it yet");
+        w.on_data(2, 1, 16_384);
+        assert_eq!(w.credit_bound(), 65_535);
+
+        let mut w = FlowWindows::default();
+        for k in 0..150 {
+            w.on_data(k, 1, 65_535);
+        }
+        assert_eq!(w.violations().len(), 100);
+        // The first frame spends both windows exactly; each later one
+        // passes both.
+        assert_eq!(w.violation_count(), 2 * 149);
     }
 
     #[test]
