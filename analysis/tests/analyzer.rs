@@ -14,6 +14,24 @@ fn ev(t: u64, ep: Endpoint, stream: u32, kind: Kind) -> Event {
     }
 }
 
+/// An event of connection `conn` (`ev` is connection 1's).
+fn on(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
+    Event {
+        t,
+        ep,
+        conn,
+        stream,
+        kind,
+    }
+}
+
+fn open(local: &str, peer: &str) -> Kind {
+    Kind::ConnOpen(ConnOpenEv {
+        local: local.into(),
+        peer: peer.into(),
+    })
+}
+
 fn frame(dir: Dir, ty: FrameType, len: u32) -> FrameEv {
     FrameEv {
         dir,
@@ -891,19 +909,6 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
     // lacks (3, which sent one message).
     let judge_with = |paired_decoded: u64, pairs: bool, failed: Option<u32>| {
         let mut a = Analyzer::new(0);
-        let on = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
-            t,
-            ep,
-            conn,
-            stream,
-            kind,
-        };
-        let open = |local: &str, peer: &str| {
-            Kind::ConnOpen(ConnOpenEv {
-                local: local.into(),
-                peer: peer.into(),
-            })
-        };
         let (c, s) = (Endpoint::Client, Endpoint::Server);
         a.feed(&on(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
         let peer = if pairs {
@@ -1194,19 +1199,6 @@ fn messages_handed_to_a_replacement_are_counted_once() {
 #[test]
 fn a_late_hand_over_counts_where_its_connection_did() {
     let mut a = Analyzer::new(0);
-    let on = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
-        t,
-        ep,
-        conn,
-        stream,
-        kind,
-    };
-    let open = |local: &str, peer: &str| {
-        Kind::ConnOpen(ConnOpenEv {
-            local: local.into(),
-            peer: peer.into(),
-        })
-    };
     let close = || {
         Kind::ConnClose(ConnCloseEv {
             error: String::new(),
@@ -1739,14 +1731,6 @@ fn bytes_and_windows_judge_each_stream_of_the_paired_connections() {
     let judge_ending = |streams: &[(u32, u32, u32, u32, u32, u32)], pairs: bool, ending: Ending| {
         let mut a = Analyzer::new(0);
         let (c, s) = (Endpoint::Client, Endpoint::Server);
-        let on = |t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind| Event {
-            t,
-            ep,
-            conn,
-            stream,
-            kind,
-        };
-        let open = |local: String, peer: String| Kind::ConnOpen(ConnOpenEv { local, peer });
         let mut conns: Vec<u32> = streams.iter().map(|s| s.0).collect();
         conns.dedup();
         for &conn in &conns {
@@ -1756,8 +1740,8 @@ fn bytes_and_windows_judge_each_stream_of_the_paired_connections() {
             } else {
                 format!("127.0.0.1:{}", 6000 + conn)
             };
-            a.feed(&on(1, c, conn, 0, open(client, "127.0.0.1:80".into())));
-            a.feed(&on(2, s, conn, 0, open("127.0.0.1:80".into(), seen_from)));
+            a.feed(&on(1, c, conn, 0, open(&client, "127.0.0.1:80")));
+            a.feed(&on(2, s, conn, 0, open("127.0.0.1:80", &seen_from)));
         }
         let mut t = 10;
         for &(conn, id, out, inn, app, status) in streams {

@@ -13,7 +13,7 @@
 //! same connection again, which settle against what the first ones left.
 //! Only unsettled books are kept, at most [`MAX_KEPT`] of each kind.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Unsettled books, and unmatched handed runs, kept at most: a trace whose
 /// books leave more unsettled fails without naming them all.
@@ -22,9 +22,11 @@ const MAX_KEPT: usize = 4096;
 #[derive(Default)]
 pub(super) struct Books {
     /// Client connections whose books did not balance when they left the
-    /// analysis: scheduled + handed in − sent − never sent, and whether
-    /// the connection was unpaired (its late events count there too).
-    open: HashMap<u32, (i64, bool)>,
+    /// analysis: scheduled + handed in − sent − never sent.
+    open: HashMap<u32, i64>,
+    /// Those of them that left unpaired (their late events count there
+    /// too): at most as many as `open` holds.
+    unpaired: HashSet<u32>,
     /// Handed runs by (the connection that handed them, first `seq`):
     /// messages handed over there less those a replacement took in.
     handed: HashMap<(u32, u64), i64>,
@@ -39,28 +41,20 @@ impl Books {
     pub(super) fn close(&mut self, conn: u32, messages: [u64; 3], unpaired: bool) {
         let [scheduled, sent, never] = messages.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
         let balance = scheduled.saturating_sub(sent).saturating_sub(never);
-        if balance == 0 {
-            return;
-        }
-        let full = self.open.len() >= MAX_KEPT;
-        match self.open.entry(conn) {
-            std::collections::hash_map::Entry::Occupied(mut e) => {
-                e.get_mut().0 = e.get().0.saturating_add(balance);
-                if e.get().0 == 0 {
-                    e.remove();
-                }
-            }
-            std::collections::hash_map::Entry::Vacant(e) if !full => {
-                e.insert((balance, unpaired));
-            }
-            std::collections::hash_map::Entry::Vacant(_) => self.unkept += 1,
+        let was_open = self.open.contains_key(&conn);
+        settle(&mut self.open, conn, balance, &mut self.unkept);
+        // Books first opened unpaired stay so until they settle.
+        if !self.open.contains_key(&conn) {
+            self.unpaired.remove(&conn);
+        } else if !was_open && unpaired {
+            self.unpaired.insert(conn);
         }
     }
 
     /// `conn` left the analysis unpaired with its books open: what comes
     /// of it later is unpaired too.
     pub(super) fn left_unpaired(&self, conn: u32) -> bool {
-        self.open.get(&conn).is_some_and(|&(_, unpaired)| unpaired)
+        self.unpaired.contains(&conn)
     }
 
     /// `conn` handed over `count` messages from `seq` on.
@@ -79,7 +73,7 @@ impl Books {
     /// when each balances and every handed run was taken in as handed over.
     pub(super) fn unsettled(&self) -> Option<String> {
         let mut said = vec![];
-        if let Some((conn, (off, _))) = self.open.iter().min_by_key(|(conn, _)| **conn) {
+        if let Some((conn, off)) = self.open.iter().min_by_key(|(conn, _)| **conn) {
             said.push(format!(
                 "{} whose scheduled and handed in ≠ sent and never sent (handed over included): \
                  the first, connection {conn}, off by {off:+}",
