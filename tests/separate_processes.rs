@@ -101,6 +101,21 @@ fn serve_and_client_traces_merge_on_the_shared_clock() {
         "a line ends in blanks:\n{stdout:?}"
     );
     assert!(serve.wait().unwrap().success());
+    // Each run alone judges its own side's bytes, its tap against its
+    // application, and leaves the check to the merge: the wire needs both.
+    for (side, holds) in [
+        (
+            "server",
+            "(server only: on 1 stream, DATA into its tap = bytes handed to the application)",
+        ),
+        (
+            "client",
+            "(client only: on 1 stream, DATA out of its tap = framed bytes of the messages sent)",
+        ),
+    ] {
+        let c = &support::read_summary(&root.join(side)).checks["bytes"];
+        assert!(c.ok.is_none() && c.detail.contains(holds), "{side}: {c:?}");
+    }
 
     let merge = |out: &str| merge(&root, &["server", "client"], out);
     let out = succeeded(&merge("merged"));

@@ -274,6 +274,176 @@ fn a_one_sided_trace_fails_accounting_when_its_own_books_do_not_balance() {
     assert_eq!(cut.checks["no_stall"].ok, None);
 }
 
+/// A whole trace with one side's events judges that side's `bytes`: its
+/// tap against its own application. A disagreement fails; agreement
+/// leaves the check unjudged (what crossed the wire needs both taps).
+#[test]
+fn a_one_sided_trace_fails_bytes_when_its_tap_and_application_disagree() {
+    let sec = 1_000_000_000;
+    let end = |status| {
+        Kind::RpcEnd(RpcEndEv {
+            status,
+            message: String::new(),
+        })
+    };
+    // Server: DATA in 100 on stream 1, `chunks` handed to the application,
+    // the RPC ended with `status`; `later`: an event 10 s on, by when the
+    // stream was judged and forgotten during the pass.
+    let server = |chunks: &[u32], status: u32, later: bool| {
+        let s = Endpoint::Server;
+        let mut a = Analyzer::new(0);
+        a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        a.feed(&ev(
+            2,
+            s,
+            1,
+            Kind::Frame(frame(Dir::In, FrameType::DATA, 100)),
+        ));
+        for (i, len) in chunks.iter().enumerate() {
+            a.feed(&ev(3 + i as u64, s, 1, Kind::Chunk(ChunkEv { len: *len })));
+        }
+        a.feed(&ev(10, s, 1, end(status)));
+        if later {
+            a.feed(&ev(10 * sec, s, 0, wu(Dir::Out, 1)));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0.checks["bytes"].clone()
+    };
+    for later in [false, true] {
+        let c = server(&[60, 40], 0, later);
+        assert_eq!(c.ok, None, "{}", c.detail);
+        assert!(
+            c.detail.contains(
+                "(server only: on 1 stream, DATA into its tap = bytes handed to the application)"
+            ),
+            "{}",
+            c.detail
+        );
+        let c = server(&[60, 30], 0, later);
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+        assert_eq!(
+            c.detail,
+            "server only, whose tap and application disagree: connection 1 stream 1: server tap in 100, app 90"
+        );
+        // Cut short: bytes may stay in h2's buffers, never be created.
+        let c = server(&[60, 30], 1, later);
+        assert_eq!(c.ok, None, "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("(1 cut short by a reset, deadline or shutdown: in ≥ app there)"),
+            "{}",
+            c.detail
+        );
+        let c = server(&[60, 50], 1, later);
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+        assert!(
+            c.detail.ends_with("server tap in 100, app 110"),
+            "{}",
+            c.detail
+        );
+    }
+
+    // Client: `sent` framed bytes in `send` events, DATA out 15 + 10 on
+    // stream 1, the last frame with END_STREAM or not, a message of the
+    // stream given up or not.
+    let client_at = |sent: &[u32],
+                     end_stream: bool,
+                     gave_up: bool,
+                     later: bool,
+                     (dropped, ending): (u64, Ending)| {
+        let c = Endpoint::Client;
+        let mut a = Analyzer::new(0);
+        a.feed(&ev(1, c, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+        for (i, bytes) in sent.iter().enumerate() {
+            let send = SendEv {
+                seq: i as u64,
+                scheduled: 1,
+                begin: 2,
+                bytes: *bytes,
+            };
+            a.feed(&ev(2 + i as u64, c, 1, Kind::Send(send)));
+        }
+        a.feed(&ev(
+            5,
+            c,
+            1,
+            Kind::Frame(frame(Dir::Out, FrameType::DATA, 15)),
+        ));
+        if gave_up {
+            let unsent = NeverSentEv {
+                seq: 9,
+                reason: NeverSentReason::Deadline,
+                count: 1,
+            };
+            a.feed(&ev(6, c, 1, Kind::NeverSent(unsent)));
+        }
+        let last = FrameEv {
+            flags: if end_stream { 0x1 } else { 0 },
+            ..frame(Dir::Out, FrameType::DATA, 10)
+        };
+        a.feed(&ev(7, c, 1, Kind::Frame(last)));
+        a.feed(&ev(8, c, 1, end(0)));
+        if later {
+            a.feed(&ev(10 * sec, c, 0, wu(Dir::In, 1)));
+        }
+        a.finish(dropped, &ending).0.checks["bytes"].clone()
+    };
+    let client = |sent: &[u32], end_stream, gave_up, ending| {
+        client_at(sent, end_stream, gave_up, false, ending)
+    };
+    let whole = || (0, Ending::Clean(Footer::default()));
+    for later in [false, true] {
+        let c = client_at(&[15, 10], true, false, later, whole());
+        assert_eq!(c.ok, None, "{}", c.detail);
+        assert!(
+            c.detail.contains(
+                "(client only: on 1 stream, DATA out of its tap = framed bytes of the messages sent)"
+            ),
+            "{}",
+            c.detail
+        );
+        let c = client_at(&[15, 9], true, false, later, whole());
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+        assert_eq!(
+            c.detail,
+            "client only, whose tap and application disagree: connection 1 stream 1: client tap out 25, framed bytes sent 24"
+        );
+    }
+    // A message given up midway left part of itself: out ≥ sent.
+    let c = client(&[15], true, true, whole());
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("(1 that gave messages up, part of one may have left: out ≥ sent there)"),
+        "{}",
+        c.detail
+    );
+    let c = client(&[15, 11], true, true, whole());
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    // Not ended by the client: h2 may have dropped sent bytes it held.
+    let c = client(&[15, 11], false, false, whole());
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("client only: 1 stream carried DATA, none ended by the client"),
+        "{}",
+        c.detail
+    );
+    // A trace cut short, or with events dropped, judges nothing.
+    for ending in [
+        (0, Ending::NoFooter),
+        (
+            1,
+            Ending::Clean(Footer {
+                dropped: [("chunk".to_string(), 1)].into(),
+                ..Footer::default()
+            }),
+        ),
+    ] {
+        let c = client(&[15, 9], true, false, ending);
+        assert_eq!(c.ok, None, "{}", c.detail);
+    }
+}
+
 #[test]
 fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_parse() {
     let (c, s) = (Endpoint::Client, Endpoint::Server);

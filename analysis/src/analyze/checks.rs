@@ -42,10 +42,144 @@ impl Analyzer {
         (cut, bad)
     }
 
+    /// A server stream's share of the one-sided `bytes` check (a stream no
+    /// client tap paired with): its tap's DATA in against the bytes handed
+    /// to the application, equal if it ended OK, else never fewer in.
+    pub(super) fn own_server_bytes(&self, sid: u32, id: u32, inn: u64) -> (bool, Option<String>) {
+        let app = self.rpcs.get(&(sid, id)).map_or(0, |r| r.chunks);
+        let (cut, holds) = if self.ended_ok(sid, id) {
+            (false, inn == app)
+        } else {
+            (true, inn >= app)
+        };
+        let bad = (!holds)
+            .then(|| format!("connection {sid} stream {id}: server tap in {inn}, app {app}"));
+        (cut, bad)
+    }
+
+    /// A client stream's share of the one-sided `bytes` check: its tap's
+    /// DATA out against the framed bytes of the messages it sent. Judged
+    /// only once the tap wrote the stream's END_STREAM, which leaves after
+    /// every byte handed to h2 before it; else (`None`) h2 may have dropped
+    /// sent bytes it still held at a reset. A message given up midway (a
+    /// `never_sent` on the stream) leaves part of itself: out ≥ sent there.
+    pub(super) fn own_client_bytes(
+        &self,
+        cid: u32,
+        id: u32,
+        out: u64,
+    ) -> Option<(bool, Option<String>)> {
+        let conn = self.conns.get(&(Endpoint::Client, cid))?;
+        if !conn.ended_c2s.contains(&id) {
+            return None;
+        }
+        let m = self
+            .client_messages
+            .get(&(cid, id))
+            .copied()
+            .unwrap_or_default();
+        let gave_up = m.never_sent > 0;
+        let holds = if gave_up {
+            out >= m.sent_bytes
+        } else {
+            out == m.sent_bytes
+        };
+        let bad = (!holds).then(|| {
+            format!(
+                "connection {cid} stream {id}: client tap out {out}, framed bytes sent {}",
+                m.sent_bytes
+            )
+        });
+        Some((gave_up, bad))
+    }
+
+    /// The `bytes` check of a trace with one side's events: that side's tap
+    /// against its own application, over the streams retired during the
+    /// pass and those left. A disagreement fails (no event of the other
+    /// side could mend it); agreement leaves the check unjudged, since
+    /// what crossed the wire needs both taps.
+    fn own_byte_check(&self, client: bool) -> Check {
+        let ep = if client {
+            Endpoint::Client
+        } else {
+            Endpoint::Server
+        };
+        let mut t = self.own_bytes[usize::from(client)].clone();
+        let mut left: Vec<_> = self
+            .conns
+            .iter()
+            .filter(|((e, _), _)| *e == ep)
+            .map(|((_, id), c)| (*id, c))
+            .collect();
+        left.sort_unstable_by_key(|(id, _)| *id);
+        for (conn, c) in left {
+            for (id, n) in &c.data_c2s {
+                t.add_own(if client {
+                    self.own_client_bytes(conn, *id, *n)
+                } else {
+                    Some(self.own_server_bytes(conn, *id, *n))
+                });
+            }
+        }
+        let side = if client { "client" } else { "server" };
+        if t.bad_count > 0 {
+            return Check::new(
+                false,
+                format!(
+                    "{side} only, whose tap and application disagree: {}",
+                    with_more(t.bad, t.bad_count)
+                ),
+            );
+        }
+        let mut text = if t.streams == 0 && t.unjudged == 0 {
+            format!("{side} only: no stream of it carried DATA")
+        } else if t.streams == 0 {
+            format!(
+                "client only: {} carried DATA, none ended by the client (reset, deadline or shutdown), so none is judged: \
+                 h2 may drop sent bytes it holds at a reset",
+                crate::report::counted(t.unjudged, "stream")
+            )
+        } else if client {
+            format!(
+                "client only: on {}, DATA out of its tap = framed bytes of the messages sent",
+                crate::report::counted(t.streams, "stream")
+            )
+        } else {
+            format!(
+                "server only: on {}, DATA into its tap = bytes handed to the application",
+                crate::report::counted(t.streams, "stream")
+            )
+        };
+        if t.cut > 0 {
+            text.push_str(&if client {
+                format!(
+                    " ({} that gave messages up, part of one may have left: out ≥ sent there)",
+                    t.cut
+                )
+            } else {
+                format!(
+                    " ({} cut short by a reset, deadline or shutdown: in ≥ app there)",
+                    t.cut
+                )
+            });
+        }
+        if t.streams > 0 && t.unjudged > 0 {
+            text.push_str(&format!(
+                "; {} the client did not end (reset, deadline or shutdown) not judged: h2 may drop sent bytes it holds at a reset",
+                crate::report::counted(t.unjudged, "stream")
+            ));
+        }
+        Check::na(format!(
+            "needs client and server events in one trace ({text}); merge a serve and a client run"
+        ))
+    }
+
     /// The streams retired during the pass (see `retire`) and those left.
-    pub(super) fn byte_check(&self, both: bool) -> Check {
-        if !both {
-            return Check::na("needs client and server events in one trace");
+    pub(super) fn byte_check(&self, has_client: bool, has_server: bool) -> Check {
+        match (has_client, has_server) {
+            (true, true) => {}
+            (false, false) => return Check::na("needs client and server events in one trace"),
+            (client, _) => return self.own_byte_check(client),
         }
         let t = &self.bytes_tally;
         let (mut streams, mut cut) = (t.streams, t.cut);
@@ -541,7 +675,9 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         "bytes".into(),
         match ev.incomplete() {
             Some(why) if both => Check::na(why),
-            _ => ev.bytes.clone(),
+            // One side's own bytes are judged on a whole trace only.
+            Some(_) => one_side(side),
+            None => ev.bytes.clone(),
         },
     );
     let (n, first, at) = ev.credit;

@@ -69,6 +69,8 @@ pub(super) struct ClientMessages {
     pub scheduled: u64,
     pub sent: u64,
     pub never_sent: u64,
+    /// Framed bytes of the messages sent (wholly handed to h2).
+    pub sent_bytes: u64,
 }
 
 /// Bytes that moved after the first stall (see `Analyzer::after_stall`).
@@ -154,6 +156,9 @@ pub struct Analyzer {
     /// Each client connection's message books (see `books`).
     books: books::Books,
     bytes_tally: retire::ByteTally,
+    /// The one-sided `bytes` check's running counts over retired streams
+    /// that paired with none: [server's, client's].
+    own_bytes: [retire::ByteTally; 2],
     agree_tally: retire::AgreeTally,
     stream_tally: retire::StreamTally,
     pending_conn: HashMap<u32, Pending>,
@@ -273,6 +278,7 @@ impl Analyzer {
             excusing_not_ok: 0,
             books: books::Books::default(),
             bytes_tally: Default::default(),
+            own_bytes: Default::default(),
             agree_tally: Default::default(),
             stream_tally: Default::default(),
             pending_conn: HashMap::new(),
@@ -598,7 +604,9 @@ impl Analyzer {
             }
             Kind::Send(sd) => {
                 self.s.sent += 1;
-                self.client_stream(e).sent += 1;
+                let stream = self.client_stream(e);
+                stream.sent += 1;
+                stream.sent_bytes = stream.sent_bytes.saturating_add(u64::from(sd.bytes));
                 self.count_message(e, true, 1, 1);
                 self.last_send = self.last_send.max(t);
                 self.lateness.record(sd.begin.saturating_sub(sd.scheduled));
@@ -829,7 +837,7 @@ impl Analyzer {
     /// Closes the pass. `dropped` and `ending` come from the reader.
     pub fn finish(mut self, dropped: u64, ending: &Ending) -> (Summary, Timeline) {
         let both = self.has_client && self.has_server;
-        let bytes_check = self.byte_check(both);
+        let bytes_check = self.byte_check(self.has_client, self.has_server);
         for f in self.stream_figures() {
             self.stream_tally.add(f);
         }

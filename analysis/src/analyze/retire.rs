@@ -402,10 +402,12 @@ impl Retirement {
 }
 
 /// The `bytes` check's running count over retired streams.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct ByteTally {
     pub streams: u64,
     pub cut: u64,
+    /// Streams not judged (one-sided, client: not ended by the client).
+    pub unjudged: u64,
     pub bad: Vec<String>,
     pub bad_count: u64,
 }
@@ -419,6 +421,14 @@ impl ByteTally {
             if self.bad.len() < MAX_DETAILS {
                 self.bad.push(b);
             }
+        }
+    }
+
+    /// A one-sided verdict: `None` is a stream not judged.
+    pub(super) fn add_own(&mut self, verdict: Option<(bool, Option<String>)>) {
+        match verdict {
+            Some((cut, bad)) => self.add(cut, bad),
+            None => self.unjudged += 1,
         }
     }
 }
@@ -661,6 +671,28 @@ impl super::Analyzer {
         use super::wire_view::Flow;
         use crate::schema::Endpoint;
         let id = d.stream;
+        // A stream no other tap paired with: its side's own share.
+        match (d.client, d.server) {
+            (Some(cid), None) => {
+                let out = self
+                    .conns
+                    .get(&(Endpoint::Client, cid))
+                    .and_then(|c| c.data_c2s.get(&id).copied());
+                if let Some(out) = out {
+                    self.own_bytes[1].add_own(self.own_client_bytes(cid, id, out));
+                }
+            }
+            (None, Some(sid)) => {
+                let inn = self
+                    .conns
+                    .get(&(Endpoint::Server, sid))
+                    .and_then(|s| s.data_c2s.get(&id).copied());
+                if let Some(inn) = inn {
+                    self.own_bytes[0].add_own(Some(self.own_server_bytes(sid, id, inn)));
+                }
+            }
+            _ => {}
+        }
         if let (Some(cid), Some(sid)) = (d.client, d.server) {
             let out = self
                 .conns
@@ -725,6 +757,7 @@ impl super::Analyzer {
             if let Some(c) = self.conns.get_mut(&(Endpoint::Client, cid)) {
                 c.open_rpcs.remove(&id);
                 c.data_c2s.remove(&id);
+                c.ended_c2s.remove(&id);
                 c.not_open.remove(&id);
                 c.flows.iter_mut().for_each(|w| w.forget(id));
                 c.retired.insert(id);

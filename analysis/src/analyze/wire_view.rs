@@ -62,6 +62,10 @@ pub(super) struct Conn {
     pub(super) messages: [u64; 3],
     /// Client tap: RPCs that ended other than OK on it.
     pub(super) not_ok: u64,
+    /// Client tap: streams not yet retired whose END_STREAM it wrote:
+    /// every byte the client handed to h2 before it left first (the one-sided
+    /// `bytes` check).
+    pub(super) ended_c2s: std::collections::BTreeSet<u32>,
 }
 
 impl Conn {
@@ -304,6 +308,13 @@ impl Analyzer {
         if e.stream != 0 && !late {
             let seen = conn.seen.entry(e.stream).or_insert((t, t));
             *seen = (seen.1, t);
+            if e.ep == Endpoint::Client
+                && travel == Flow::C2s
+                && f.has_flag(schema::flags::END_STREAM)
+                && matches!(f.frame, FrameType::DATA | FrameType::HEADERS)
+            {
+                conn.ended_c2s.insert(e.stream);
+            }
         }
         match f.frame {
             FrameType::DATA => {
