@@ -265,6 +265,22 @@ fn a_one_sided_trace_fails_accounting_when_its_own_books_do_not_balance() {
     let c = &server(false).checks["accounting"];
     assert_eq!(c.ok, Some(false), "{}", c.detail);
     assert!(c.detail.contains("decoded 1 ≠ completed 0"), "{}", c.detail);
+    // Under raw framing the server's are work units, and it says so.
+    let mut a = Analyzer::new(0);
+    let unit = MsgEv {
+        seq: 0,
+        size: 10,
+        framed: 10,
+    };
+    a.feed(&ev(1, Endpoint::Server, 1, Kind::Decode(unit)));
+    let c = &a.finish(0, &Ending::Clean(Footer::default())).0.checks["accounting"];
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(
+        c.detail
+            .ends_with("decoded units 1 ≠ completed 0 + discarded 0"),
+        "{}",
+        c.detail
+    );
     // A trace cut short judges neither.
     let mut a = Analyzer::new(0);
     a.feed(&ev(1, Endpoint::Client, 0, Kind::Schedule(msg(0))));

@@ -488,7 +488,8 @@ fn own_books(s: &Summary, side: &str, unsettled: Option<&str>) -> Check {
         (
             holds,
             format!(
-                "decoded {} {} completed {} + discarded {}",
+                "decoded {}{} {} completed {} + discarded {}",
+                if s.raw_units { "units " } else { "" },
                 s.decoded,
                 equals(holds),
                 s.completed,
