@@ -444,6 +444,33 @@ fn a_one_sided_trace_fails_bytes_when_its_tap_and_application_disagree() {
         "{}",
         c.detail
     );
+    // One stream ended and one not: the first judged, the second named.
+    let mut a = Analyzer::new(0);
+    let c = Endpoint::Client;
+    for (stream, end_stream) in [(1, true), (3, false)] {
+        let send = SendEv {
+            seq: 0,
+            scheduled: 1,
+            begin: 2,
+            bytes: 15,
+        };
+        a.feed(&ev(2, c, stream, Kind::Send(send)));
+        let data = FrameEv {
+            flags: u8::from(end_stream),
+            ..frame(Dir::Out, FrameType::DATA, 15)
+        };
+        a.feed(&ev(3, c, stream, Kind::Frame(data)));
+    }
+    let c = &a.finish(0, &Ending::Clean(Footer::default())).0.checks["bytes"];
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail.contains(
+            "(client only: on 1 stream, DATA out of its tap = framed bytes of the messages sent; \
+             1 stream the client did not end (reset, deadline or shutdown) not judged"
+        ),
+        "{}",
+        c.detail
+    );
     // A trace cut short, or with events dropped, judges nothing.
     for ending in [
         (0, Ending::NoFooter),
