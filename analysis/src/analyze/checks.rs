@@ -1,11 +1,12 @@
 //! The invariant checks: each says true, false (a violation, with the first
 //! offender) or null (the trace cannot tell, and why).
 
+use super::retire::ByteTally;
 use super::summary::{Check, Summary, Unpaired};
 use super::wire_view::Flow;
 use super::Analyzer;
 use crate::schema::Endpoint;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 impl Analyzer {
     /// Pairs each client connection with the server connection on the same
@@ -21,15 +22,44 @@ impl Analyzer {
         self.server_status.get(&(server_conn, stream)) == Some(&0)
     }
 
-    /// One stream's share of the `bytes` check: whether it was cut short
-    /// (not ended OK) and, if its counts disagree, how.
-    pub(super) fn byte_verdict(&self, sid: u32, id: u32, out: u64) -> (bool, Option<String>) {
-        let inn = self
+    /// DATA payload bytes a tap saw on a stream, c2s.
+    fn tap_c2s(&self, ep: Endpoint, conn: u32, id: u32) -> u64 {
+        self.conns
+            .get(&(ep, conn))
+            .and_then(|c| c.data_c2s.get(&id).copied())
+            .unwrap_or(0)
+    }
+
+    /// Bytes h2 handed to the server's application on a stream (`chunk`).
+    fn app_bytes(&self, sid: u32, id: u32) -> u64 {
+        self.rpcs.get(&(sid, id)).map_or(0, |r| r.chunks)
+    }
+
+    /// Whether a stream has a share in `bytes`: its DATA crossed a tap
+    /// (`ep`'s, or `also`'s), or bytes reached the server's application,
+    /// or (one-sided client) the client sent a message on it. A stream
+    /// whose tap saw nothing while its application got bytes is the worst
+    /// disagreement there is, not one to leave out.
+    pub(super) fn carried(&self, ep: Endpoint, conn: u32, id: u32) -> bool {
+        let tap = self
             .conns
-            .get(&(Endpoint::Server, sid))
-            .and_then(|s| s.data_c2s.get(&id).copied())
-            .unwrap_or(0);
-        let app = self.rpcs.get(&(sid, id)).map_or(0, |r| r.chunks);
+            .get(&(ep, conn))
+            .is_some_and(|c| c.data_c2s.contains_key(&id));
+        tap || match ep {
+            Endpoint::Server => self.app_bytes(conn, id) > 0,
+            _ => self
+                .client_messages
+                .get(&(conn, id))
+                .is_some_and(|m| m.sent_bytes > 0),
+        }
+    }
+
+    /// One paired stream's share of the `bytes` check: whether it was cut
+    /// short (not ended OK) and, if its counts disagree, how.
+    pub(super) fn byte_verdict(&self, cid: u32, sid: u32, id: u32) -> (bool, Option<String>) {
+        let out = self.tap_c2s(Endpoint::Client, cid, id);
+        let inn = self.tap_c2s(Endpoint::Server, sid, id);
+        let app = self.app_bytes(sid, id);
         let (cut, holds) = if self.ended_ok(sid, id) {
             (false, out == inn && inn == app)
         } else {
@@ -42,11 +72,22 @@ impl Analyzer {
         (cut, bad)
     }
 
+    /// Whether a paired stream has a share in `bytes`: DATA on either tap,
+    /// or bytes at the server's application.
+    pub(super) fn pair_carried(&self, cid: u32, sid: u32, id: u32) -> bool {
+        let client_tap = self
+            .conns
+            .get(&(Endpoint::Client, cid))
+            .is_some_and(|c| c.data_c2s.contains_key(&id));
+        client_tap || self.carried(Endpoint::Server, sid, id)
+    }
+
     /// A server stream's share of the one-sided `bytes` check (a stream no
     /// client tap paired with): its tap's DATA in against the bytes handed
     /// to the application, equal if it ended OK, else never fewer in.
-    pub(super) fn own_server_bytes(&self, sid: u32, id: u32, inn: u64) -> (bool, Option<String>) {
-        let app = self.rpcs.get(&(sid, id)).map_or(0, |r| r.chunks);
+    pub(super) fn own_server_bytes(&self, sid: u32, id: u32) -> (bool, Option<String>) {
+        let inn = self.tap_c2s(Endpoint::Server, sid, id);
+        let app = self.app_bytes(sid, id);
         let (cut, holds) = if self.ended_ok(sid, id) {
             (false, inn == app)
         } else {
@@ -61,26 +102,28 @@ impl Analyzer {
     /// DATA out against the framed bytes of the messages it sent. Judged
     /// only once the tap wrote the stream's END_STREAM, which leaves after
     /// every byte handed to h2 before it; else (`None`) h2 may have dropped
-    /// sent bytes it still held at a reset. A message given up midway (a
-    /// `never_sent` on the stream) leaves part of itself: out ≥ sent there.
-    pub(super) fn own_client_bytes(
-        &self,
-        cid: u32,
-        id: u32,
-        out: u64,
-    ) -> Option<(bool, Option<String>)> {
+    /// sent bytes it still held at a reset. A message given up midway (by a
+    /// deadline, an error, an interrupt or a stall) may have left part of
+    /// itself with no `send`: sent ≤ out ≤ sent + the stream's largest
+    /// message there.
+    pub(super) fn own_client_bytes(&self, cid: u32, id: u32) -> Option<(bool, Option<String>)> {
         let conn = self.conns.get(&(Endpoint::Client, cid))?;
         if !conn.ended_c2s.contains(&id) {
             return None;
         }
+        let out = self.tap_c2s(Endpoint::Client, cid, id);
         let m = self
             .client_messages
             .get(&(cid, id))
             .copied()
             .unwrap_or_default();
-        let gave_up = m.never_sent > 0;
-        let holds = if gave_up {
-            out >= m.sent_bytes
+        let holds = if m.stopped_midway {
+            // A unary call's message is its connection's: no bound known.
+            let most = match m.max_framed {
+                0 => u64::MAX,
+                n => m.sent_bytes.saturating_add(n),
+            };
+            (m.sent_bytes..=most).contains(&out)
         } else {
             out == m.sent_bytes
         };
@@ -90,37 +133,65 @@ impl Analyzer {
                 m.sent_bytes
             )
         });
-        Some((gave_up, bad))
+        Some((m.stopped_midway, bad))
     }
 
-    /// The `bytes` check of a trace with one side's events: that side's tap
-    /// against its own application, over the streams retired during the
-    /// pass and those left. A disagreement fails (no event of the other
-    /// side could mend it); agreement leaves the check unjudged, since
-    /// what crossed the wire needs both taps.
-    fn own_byte_check(&self, client: bool) -> Check {
+    /// One side's own share of `bytes` (its tap against its application)
+    /// over the streams no other tap paired with: those retired during the
+    /// pass, and those left on connections `paired` does not hold.
+    fn own_tally(&self, client: bool, paired: &HashSet<u32>) -> ByteTally {
         let ep = if client {
             Endpoint::Client
         } else {
             Endpoint::Server
         };
         let mut t = self.own_bytes[usize::from(client)].clone();
-        let mut left: Vec<_> = self
+        for (conn, id) in self.streams_left(ep) {
+            if paired.contains(&conn) {
+                continue;
+            }
+            t.add_own(if client {
+                self.own_client_bytes(conn, id)
+            } else {
+                Some(self.own_server_bytes(conn, id))
+            });
+        }
+        t
+    }
+
+    /// A side's streams not yet retired that have a share in `bytes` (see
+    /// [`Analyzer::carried`]), in order.
+    fn streams_left(&self, ep: Endpoint) -> BTreeSet<(u32, u32)> {
+        let mut left: BTreeSet<(u32, u32)> = self
             .conns
             .iter()
             .filter(|((e, _), _)| *e == ep)
-            .map(|((_, id), c)| (*id, c))
+            .flat_map(|((_, conn), c)| c.data_c2s.keys().map(move |id| (*conn, *id)))
             .collect();
-        left.sort_unstable_by_key(|(id, _)| *id);
-        for (conn, c) in left {
-            for (id, n) in &c.data_c2s {
-                t.add_own(if client {
-                    self.own_client_bytes(conn, *id, *n)
-                } else {
-                    Some(self.own_server_bytes(conn, *id, *n))
-                });
-            }
+        match ep {
+            Endpoint::Server => left.extend(
+                self.rpcs
+                    .iter()
+                    .filter(|(_, r)| r.chunks > 0)
+                    .map(|(k, _)| *k),
+            ),
+            _ => left.extend(
+                self.client_messages
+                    .iter()
+                    .filter(|(_, m)| m.sent_bytes > 0)
+                    .map(|(k, _)| *k),
+            ),
         }
+        left.retain(|&(_, id)| id != 0);
+        left
+    }
+
+    /// The `bytes` check of a trace with one side's events: that side's own
+    /// share. A disagreement fails (no event of the other side could mend
+    /// it); agreement leaves the check unjudged, since what crossed the
+    /// wire needs both taps.
+    fn own_byte_check(&self, client: bool) -> Check {
+        let t = self.own_tally(client, &HashSet::new());
         let side = if client { "client" } else { "server" };
         if t.bad_count > 0 {
             return Check::new(
@@ -131,50 +202,15 @@ impl Analyzer {
                 ),
             );
         }
-        let mut text = if t.streams == 0 && t.unjudged == 0 {
-            format!("{side} only: no stream of it carried DATA")
-        } else if t.streams == 0 {
-            format!(
-                "client only: {} carried DATA, none ended by the client (reset, deadline or shutdown), so none is judged: \
-                 h2 may drop sent bytes it holds at a reset",
-                crate::report::counted(t.unjudged, "stream")
-            )
-        } else if client {
-            format!(
-                "client only: on {}, DATA out of its tap = framed bytes of the messages sent",
-                crate::report::counted(t.streams, "stream")
-            )
-        } else {
-            format!(
-                "server only: on {}, DATA into its tap = bytes handed to the application",
-                crate::report::counted(t.streams, "stream")
-            )
-        };
-        if t.cut > 0 {
-            text.push_str(&if client {
-                format!(
-                    " ({} that gave messages up, part of one may have left: out ≥ sent there)",
-                    t.cut
-                )
-            } else {
-                format!(
-                    " ({} cut short by a reset, deadline or shutdown: in ≥ app there)",
-                    t.cut
-                )
-            });
-        }
-        if t.streams > 0 && t.unjudged > 0 {
-            text.push_str(&format!(
-                "; {} the client did not end (reset, deadline or shutdown) not judged: h2 may drop sent bytes it holds at a reset",
-                crate::report::counted(t.unjudged, "stream")
-            ));
-        }
         Check::na(format!(
-            "needs client and server events in one trace ({text}); merge a serve and a client run"
+            "needs client and server events in one trace ({side} only: {}); merge a serve and a client run",
+            own_text(&t, client)
         ))
     }
 
-    /// The streams retired during the pass (see `retire`) and those left.
+    /// The streams retired during the pass (see `retire`) and those left:
+    /// paired ones across the taps, and each side's streams no other tap
+    /// paired with (a foreign peer's, a relay's not merged) on their own.
     pub(super) fn byte_check(&self, has_client: bool, has_server: bool) -> Check {
         match (has_client, has_server) {
             (true, true) => {}
@@ -184,39 +220,86 @@ impl Analyzer {
         let t = &self.bytes_tally;
         let (mut streams, mut cut) = (t.streams, t.cut);
         let (mut bad, mut bad_count) = (t.bad.clone(), t.bad_count);
-        for (cid, sid) in self.pairs() {
-            for (id, out) in &self.conns[&(Endpoint::Client, cid)].data_c2s {
-                streams += 1;
-                let (c, b) = self.byte_verdict(sid, *id, *out);
-                cut += u64::from(c);
-                if let Some(b) = b {
-                    bad_count += 1;
-                    if bad.len() < super::retire::MAX_DETAILS {
-                        bad.push(b);
-                    }
+        let pairs = self.pairs();
+        let by_server: HashMap<u32, u32> = pairs.iter().map(|&(c, s)| (s, c)).collect();
+        // Each paired stream once, from either tap's side.
+        let mut paired_streams: BTreeSet<(u32, u32, u32)> = BTreeSet::new();
+        let by_client: HashMap<u32, u32> = pairs.iter().copied().collect();
+        for (cid, id) in self.streams_left(Endpoint::Client) {
+            if let Some(&sid) = by_client.get(&cid) {
+                if self
+                    .conns
+                    .get(&(Endpoint::Client, cid))
+                    .is_some_and(|c| c.data_c2s.contains_key(&id))
+                {
+                    paired_streams.insert((cid, sid, id));
                 }
             }
         }
-        if streams == 0 {
-            return Check::na("no paired streams carried DATA");
+        for (sid, id) in self.streams_left(Endpoint::Server) {
+            if let Some(&cid) = by_server.get(&sid) {
+                paired_streams.insert((cid, sid, id));
+            }
         }
-        Check::new(
-            bad.is_empty(),
-            if bad.is_empty() {
-                let mut d = format!(
-                    "{}: client tap out = server tap in = bytes handed to the app",
-                    crate::report::counted(streams, "stream")
-                );
-                if cut > 0 {
-                    d.push_str(&format!(
-                        " ({cut} cut short by a reset, deadline or shutdown: out ≥ in ≥ app there)"
-                    ));
+        for (cid, sid, id) in paired_streams {
+            streams += 1;
+            let (c, b) = self.byte_verdict(cid, sid, id);
+            cut += u64::from(c);
+            if let Some(b) = b {
+                bad_count += 1;
+                if bad.len() < super::retire::MAX_DETAILS {
+                    bad.push(b);
                 }
-                d
-            } else {
-                with_more(bad, bad_count)
-            },
-        )
+            }
+        }
+        let own = [false, true].map(|client| {
+            let paired = pairs
+                .iter()
+                .map(|&(cid, sid)| if client { cid } else { sid })
+                .collect();
+            self.own_tally(client, &paired)
+        });
+        for o in &own {
+            bad_count += o.bad_count;
+            for b in &o.bad {
+                if bad.len() < super::retire::MAX_DETAILS {
+                    bad.push(format!("unpaired {b}"));
+                }
+            }
+        }
+        // What the streams of connections no other tap paired with say.
+        let unpaired: Vec<String> = own
+            .iter()
+            .zip(["server", "client"])
+            .filter(|(o, _)| o.streams + o.unjudged > 0)
+            .map(|(o, side)| format!("{side}: {}", own_text(o, side == "client")))
+            .collect();
+        let unpaired = (!unpaired.is_empty()).then(|| {
+            format!(
+                "; on connections no other tap pairs with, each side's tap against its application: {}",
+                unpaired.join("; ")
+            )
+        });
+        if bad_count > 0 {
+            return Check::new(false, with_more(bad, bad_count));
+        }
+        if streams == 0 {
+            return Check::na(format!(
+                "no paired streams carried DATA{}",
+                unpaired.unwrap_or_default()
+            ));
+        }
+        let mut d = format!(
+            "{}: client tap out = server tap in = bytes handed to the app",
+            crate::report::counted(streams, "stream")
+        );
+        if cut > 0 {
+            d.push_str(&format!(
+                " ({cut} cut short by a reset, deadline or shutdown: out ≥ in ≥ app there)"
+            ));
+        }
+        d.push_str(&unpaired.unwrap_or_default());
+        Check::new(true, d)
     }
 
     /// One connection pair's share of `windows_agree`: `None` when it was
@@ -307,6 +390,51 @@ impl Analyzer {
             },
         )
     }
+}
+
+/// How one side's own share of `bytes` reads when it holds (see
+/// `Analyzer::own_tally`).
+fn own_text(t: &ByteTally, client: bool) -> String {
+    let counted = |n| crate::report::counted(n, "stream");
+    if t.streams == 0 && t.unjudged == 0 {
+        return "no stream of it carried DATA".into();
+    }
+    if t.streams == 0 {
+        return format!(
+            "{} carried DATA, none ended by the client's END_STREAM (a reset came first, from either side), \
+             so none is judged: h2 may drop sent bytes it holds at a reset",
+            counted(t.unjudged)
+        );
+    }
+    let mut text = if client {
+        format!(
+            "on {}, DATA out of its tap = framed bytes of the messages sent",
+            counted(t.streams)
+        )
+    } else {
+        format!(
+            "on {}, DATA into its tap = bytes handed to the application",
+            counted(t.streams)
+        )
+    };
+    if t.cut > 0 {
+        text.push_str(&if client {
+            format!(
+                " ({} that gave up a message midway, part of which may have left: sent ≤ out ≤ sent + one message there)",
+                t.cut
+            )
+        } else {
+            format!(" ({} ended other than OK: in ≥ app there)", t.cut)
+        });
+    }
+    if t.unjudged > 0 {
+        text.push_str(&format!(
+            "; {} without the client's END_STREAM (a reset came first, from either side) not judged: \
+             h2 may drop sent bytes it holds at a reset",
+            counted(t.unjudged)
+        ));
+    }
+    text
 }
 
 /// Failures named in a check's detail, and how many more there were.
@@ -677,7 +805,10 @@ pub(super) fn invariant_checks(ev: Evidence<'_>) -> BTreeMap<String, Check> {
         match ev.incomplete() {
             Some(why) if both => Check::na(why),
             // One side's own bytes are judged on a whole trace only.
-            Some(_) => one_side(side),
+            Some(why) => Check::na(match side {
+                Some(side) => format!("{why} (and the trace has the {side}'s events only)"),
+                None => why,
+            }),
             None => ev.bytes.clone(),
         },
     );

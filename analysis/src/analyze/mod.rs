@@ -71,6 +71,13 @@ pub(super) struct ClientMessages {
     pub never_sent: u64,
     /// Framed bytes of the messages sent (wholly handed to h2).
     pub sent_bytes: u64,
+    /// The largest message scheduled on the stream, framed bytes (0: none
+    /// was, as a unary call's is its connection's).
+    pub max_framed: u64,
+    /// A message was given up for a reason that can stop one midway
+    /// (deadline, stream error, interrupt, stall): part of it may have
+    /// left with no `send`.
+    pub stopped_midway: bool,
 }
 
 /// Bytes that moved after the first stall (see `Analyzer::after_stall`).
@@ -591,7 +598,9 @@ impl Analyzer {
                             .entry((e.conn, e.stream))
                             .or_default() += m.framed as u64;
                     }
-                    self.client_stream(e).scheduled += 1;
+                    let stream = self.client_stream(e);
+                    stream.scheduled += 1;
+                    stream.max_framed = stream.max_framed.max(u64::from(m.framed));
                 } else {
                     self.s.unary = true;
                 }
@@ -639,6 +648,9 @@ impl Analyzer {
                 if e.stream != 0 {
                     let stream = self.client_stream(e);
                     stream.never_sent = stream.never_sent.saturating_add(n.count);
+                    // Backlog and behind: never handed to h2 at all.
+                    stream.stopped_midway |=
+                        !matches!(n.reason, NeverSentReason::Backlog | NeverSentReason::Behind);
                 }
                 self.count_message(e, true, 2, n.count);
                 let by_reason = self

@@ -671,37 +671,22 @@ impl super::Analyzer {
         use super::wire_view::Flow;
         use crate::schema::Endpoint;
         let id = d.stream;
-        // A stream no other tap paired with: its side's own share.
+        // Its share of `bytes`: across the taps when paired, else its
+        // side's own (see `checks`).
         match (d.client, d.server) {
-            (Some(cid), None) => {
-                let out = self
-                    .conns
-                    .get(&(Endpoint::Client, cid))
-                    .and_then(|c| c.data_c2s.get(&id).copied());
-                if let Some(out) = out {
-                    self.own_bytes[1].add_own(self.own_client_bytes(cid, id, out));
-                }
+            (Some(cid), None) if self.carried(Endpoint::Client, cid, id) => {
+                self.own_bytes[1].add_own(self.own_client_bytes(cid, id));
             }
-            (None, Some(sid)) => {
-                let inn = self
-                    .conns
-                    .get(&(Endpoint::Server, sid))
-                    .and_then(|s| s.data_c2s.get(&id).copied());
-                if let Some(inn) = inn {
-                    self.own_bytes[0].add_own(Some(self.own_server_bytes(sid, id, inn)));
-                }
+            (None, Some(sid)) if self.carried(Endpoint::Server, sid, id) => {
+                self.own_bytes[0].add_own(Some(self.own_server_bytes(sid, id)));
+            }
+            (Some(cid), Some(sid)) if self.pair_carried(cid, sid, id) => {
+                let (cut, bad) = self.byte_verdict(cid, sid, id);
+                self.bytes_tally.add(cut, bad);
             }
             _ => {}
         }
         if let (Some(cid), Some(sid)) = (d.client, d.server) {
-            let out = self
-                .conns
-                .get(&(Endpoint::Client, cid))
-                .and_then(|c| c.data_c2s.get(&id).copied());
-            if let Some(out) = out {
-                let (cut, bad) = self.byte_verdict(sid, id, out);
-                self.bytes_tally.add(cut, bad);
-            }
             if let (Some(c), Some(s)) = (
                 self.conns.get(&(Endpoint::Client, cid)),
                 self.conns.get(&(Endpoint::Server, sid)),
