@@ -98,3 +98,36 @@ async fn a_raw_unit_larger_than_the_window_is_refused_for_late_release() {
         .to_string();
     assert!(err.contains("units larger than --stream-window"), "{err}");
 }
+
+/// A unit within the stream window but past the connection window (the
+/// default 65,535) can never complete either: `serve` alone, not knowing
+/// the client's messages, refused it no more and hung until its idle
+/// timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_unit_larger_than_the_connection_window_is_refused_for_late_release() {
+    let opts = |allow_deadlock| ServerOpts {
+        framing: "raw:64KiB".parse().unwrap(),
+        release: ReleaseSpec::uniform(ReleasePoint::Complete),
+        stream_window: "128KiB".parse().unwrap(),
+        allow_deadlock,
+        ..Default::default()
+    };
+    let err = opts(false)
+        .validate(h2probe::config::CapturePayload::None, None, None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("a unit larger than --conn-window 65535 is never complete"),
+        "{err}"
+    );
+    assert!(opts(true)
+        .validate(h2probe::config::CapturePayload::None, None, None)
+        .is_ok());
+    let fits = ServerOpts {
+        framing: "raw:65535".parse().unwrap(),
+        ..opts(false)
+    };
+    assert!(fits
+        .validate(h2probe::config::CapturePayload::None, None, None)
+        .is_ok());
+}

@@ -401,6 +401,13 @@ impl ServerOpts {
                     unit <= stream_window,
                     "--framing raw:{unit} with --release {release} cannot work: units larger than --stream-window {stream_window} are never complete"
                 );
+                // Whatever the client sends: a stream holds up to a unit
+                // less one byte unreleased, and the last byte needs credit.
+                crate::refuse_unless!(
+                    unit <= conn_window || self.allow_deadlock,
+                    "--framing raw:{unit} with --release {release} cannot work: a unit larger than --conn-window {conn_window} is never complete; \
+                     raise --conn-window to at least {unit}, or add --allow-deadlock to watch it stall"
+                );
             }
         }
         crate::refuse_unless!(max_message_size > 0, "--max-message-size must be positive");
