@@ -592,6 +592,144 @@ fn a_one_sided_trace_fails_bytes_when_its_tap_and_application_disagree() {
     }
 }
 
+/// Which streams have a share in `bytes`, judged during the pass (an
+/// event long after their end) or at its end alike: one with bytes at its
+/// application and none on its tap fails, one with no bytes anywhere is
+/// not counted.
+#[test]
+fn a_stream_without_bytes_has_no_share_in_bytes_wherever_it_is_judged() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let sec = 1_000_000_000;
+    let end = || {
+        Kind::RpcEnd(RpcEndEv {
+            status: 0,
+            message: String::new(),
+        })
+    };
+    let start = || {
+        Kind::RpcStart(RpcStartEv {
+            path: "/p".into(),
+            deadline_ns: None,
+            framing: None,
+            release: None,
+            withhold_after: None,
+        })
+    };
+    let ended = || {
+        Kind::Frame(FrameEv {
+            flags: 0x5,
+            ..frame(Dir::Out, FrameType::HEADERS, 30)
+        })
+    };
+    let send = || {
+        Kind::Send(SendEv {
+            seq: 0,
+            scheduled: 1,
+            begin: 2,
+            bytes: 15,
+        })
+    };
+    let schedule = || {
+        Kind::Schedule(MsgEv {
+            seq: 0,
+            size: 10,
+            framed: 15,
+        })
+    };
+    // `later`: events 100 s and 200 s on, by when every stream was judged
+    // and forgotten (a pair whose taps disagree waits a minute).
+    let finish = |mut a: Analyzer, ep: Endpoint, later: bool| {
+        if later {
+            a.feed(&on(100 * sec, ep, 1, 0, wu(Dir::In, 1)));
+            a.feed(&on(200 * sec, ep, 1, 0, wu(Dir::In, 1)));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0.checks["bytes"].clone()
+    };
+    for later in [false, true] {
+        // The server: an RPC without a body, and one whose application got
+        // 60 bytes its tap never saw.
+        for chunk in [false, true] {
+            let mut a = Analyzer::new(0);
+            a.feed(&on(1, s, 1, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+            a.feed(&on(2, s, 1, 1, start()));
+            if chunk {
+                a.feed(&on(3, s, 1, 1, Kind::Chunk(ChunkEv { len: 60 })));
+            }
+            a.feed(&on(4, s, 1, 1, end()));
+            let b = finish(a, s, later);
+            if chunk {
+                assert_eq!(b.ok, Some(false), "{later}: {}", b.detail);
+                assert!(
+                    b.detail.ends_with("server tap in 0, app 60"),
+                    "{}",
+                    b.detail
+                );
+            } else {
+                assert_eq!(b.ok, None, "{later}: {}", b.detail);
+                assert!(
+                    b.detail
+                        .contains("(server only: no stream of it carried DATA)"),
+                    "{later}: {}",
+                    b.detail
+                );
+            }
+        }
+        // The client: a message scheduled and not sent, and one sent whose
+        // bytes its tap never saw leave before END_STREAM.
+        for sent in [false, true] {
+            let mut a = Analyzer::new(0);
+            a.feed(&on(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+            a.feed(&on(2, c, 1, 1, schedule()));
+            if sent {
+                a.feed(&on(3, c, 1, 1, send()));
+            }
+            a.feed(&on(4, c, 1, 1, ended()));
+            a.feed(&on(5, c, 1, 1, end()));
+            let b = finish(a, c, later);
+            if sent {
+                assert_eq!(b.ok, Some(false), "{later}: {}", b.detail);
+                assert!(
+                    b.detail.ends_with("client tap out 0, framed bytes sent 15"),
+                    "{}",
+                    b.detail
+                );
+            } else {
+                assert_eq!(b.ok, None, "{later}: {}", b.detail);
+                assert!(
+                    b.detail
+                        .contains("(client only: no stream of it carried DATA)"),
+                    "{later}: {}",
+                    b.detail
+                );
+            }
+        }
+        // A pair: the server's tap and application got 100 bytes the
+        // client's tap never wrote, or neither side had any.
+        for data in [false, true] {
+            let mut a = Analyzer::new(0);
+            a.feed(&on(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+            a.feed(&on(2, s, 1, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+            a.feed(&on(3, c, 1, 1, start()));
+            a.feed(&on(4, s, 1, 1, start()));
+            if data {
+                let frame = Kind::Frame(frame(Dir::In, FrameType::DATA, 100));
+                a.feed(&on(5, s, 1, 1, frame));
+                a.feed(&on(6, s, 1, 1, Kind::Chunk(ChunkEv { len: 100 })));
+            }
+            a.feed(&on(7, s, 1, 1, end()));
+            a.feed(&on(8, c, 1, 1, end()));
+            let b = finish(a, s, later);
+            if data {
+                assert_eq!(b.ok, Some(false), "{later}: {}", b.detail);
+                assert_eq!(b.detail, "stream 1: client out 0, server in 100, app 100");
+            } else {
+                assert_eq!(b.ok, None, "{later}: {}", b.detail);
+                assert_eq!(b.detail, "no paired streams carried DATA");
+            }
+        }
+    }
+}
+
 #[test]
 fn protocol_errors_count_what_the_server_answered_and_what_the_tap_could_not_parse() {
     let (c, s) = (Endpoint::Client, Endpoint::Server);
