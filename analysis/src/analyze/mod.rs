@@ -1164,7 +1164,11 @@ impl Analyzer {
         let relay = std::mem::replace(&mut self.relay, relay::RelayView::new(self.origin));
         self.s.events_after_conn_retirement += relay.events_after_fold;
         if relay.seen() {
-            let (series, finished) = relay.finish(self.last_t);
+            let (series, finished) = relay.finish(
+                self.last_t,
+                cut_why.is_some(),
+                dropped_known.is_some_and(|d| d > 0),
+            );
             self.tl.relay = Some(series);
             if let Some((summary, check)) = finished {
                 if !self.has_client && !self.has_server {

@@ -153,6 +153,14 @@ struct Pair {
     /// legs' events may reach the trace in either order).
     read: [VecDeque<Twin>; 2],
     written: [VecDeque<Twin>; 2],
+    /// Per byte direction: frames one leg saw that the other passed by (a
+    /// later frame of the other leg matched while they waited: the relay
+    /// forwards bytes in order, so they never will), counted and the
+    /// earliest (its queue: 0 read, 1 written); and per queue the highest
+    /// offset the queue's bound let go unmatched (a frame whose twin may
+    /// have been that one is not counted).
+    skipped: [(u64, Option<(Twin, u8)>); 2],
+    overflowed: [[Option<u64>; 2]; 2],
     /// Either leg closed with a reason (a broken or hostile peer, an
     /// upstream that refused): unforwarded frames are expected.
     closed_with_reason: bool,
@@ -387,7 +395,7 @@ impl RelayView {
                 });
                 if done {
                     let pair = self.pairs.remove(&e.conn).expect("closed");
-                    self.fold_pair(e.conn, pair, e.t);
+                    self.fold_pair(e.conn, pair, e.t, false);
                     self.folded.insert(e.conn);
                 }
             }
@@ -664,8 +672,17 @@ impl RelayView {
             Dir::In => (&mut pair.read[d], &mut pair.written[d]),
             Dir::Out => (&mut pair.written[d], &mut pair.read[d]),
         };
-        while other.front().is_some_and(|o| o.offset < me.offset) {
+        let (mine_q, other_q) = if dir == Dir::In { (0, 1) } else { (1, 0) };
+        let horizon = pair.overflowed[d][mine_q];
+        while let Some(o) = other.front().filter(|o| o.offset < me.offset).copied() {
             other.pop_front();
+            if horizon.is_none_or(|h| o.offset > h) {
+                let (n, first) = &mut pair.skipped[d];
+                *n += 1;
+                if first.as_ref().is_none_or(|(f, _)| o.t < f.t) {
+                    *first = Some((o, other_q));
+                }
+            }
         }
         if let Some(o) = other.front().copied() {
             if o.offset == me.offset {
@@ -705,7 +722,9 @@ impl RelayView {
         }
         mine.push_back(me);
         if mine.len() > MAX_PENDING {
-            mine.pop_front();
+            if let Some(gone) = mine.pop_front() {
+                pair.overflowed[d][mine_q] = Some(gone.offset);
+            }
         }
     }
 }
@@ -723,7 +742,9 @@ impl RelayView {
     /// a wait still open). Its memory leaves with it: a relay's trace of
     /// many connections is analysed in memory that follows the pairs open
     /// at once.
-    fn fold_pair(&mut self, id: u32, mut pair: Pair, end_t: u64) {
+    /// `at_cut`: the trace was cut with the pair open, so frames still
+    /// waiting for their twin were in flight, not unforwarded.
+    fn fold_pair(&mut self, id: u32, mut pair: Pair, end_t: u64, at_cut: bool) {
         for flow in [Flow::C2s, Flow::S2c] {
             let fig = &mut self.figures[flow as usize];
             let st = &mut pair.flows[flow as usize];
@@ -752,32 +773,48 @@ impl RelayView {
                     self.streams_omitted += 1;
                 }
             }
-            // Frames one leg saw and the other never did.
+            // Frames one leg saw and the other never did: passed by, or
+            // still waiting at the close.
             if !pair.closed_with_reason {
-                let queues = [&pair.read[flow as usize], &pair.written[flow as usize]];
-                for (k, q) in queues.into_iter().enumerate() {
-                    self.unforwarded += q.len() as u64;
-                    if let Some(f) = q.front() {
-                        let key = (f.t, id, flow as u8, k as u8);
-                        if self.first_unforwarded.as_ref().is_none_or(|x| key < x.0) {
-                            self.first_unforwarded = Some((
-                                key,
-                                f.line,
-                                format!(
-                                    "conn {id} {}: {} at offset {} seen on one leg only",
-                                    flow.name(),
-                                    f.frame,
-                                    f.offset
-                                ),
-                            ));
-                        }
+                let (skipped, first) = pair.skipped[flow as usize];
+                let empty = VecDeque::new();
+                let queues = if at_cut {
+                    [&empty, &empty]
+                } else {
+                    [&pair.read[flow as usize], &pair.written[flow as usize]]
+                };
+                self.unforwarded += skipped + queues.iter().map(|q| q.len() as u64).sum::<u64>();
+                let fronts = (0u8..)
+                    .zip(queues)
+                    .filter_map(|(k, q)| q.front().map(|f| (*f, k)));
+                for (f, k) in fronts.chain(first) {
+                    let key = (f.t, id, flow as u8, k);
+                    if self.first_unforwarded.as_ref().is_none_or(|x| key < x.0) {
+                        self.first_unforwarded = Some((
+                            key,
+                            f.line,
+                            format!(
+                                "conn {id} {}: {} at offset {} seen on one leg only",
+                                flow.name(),
+                                f.frame,
+                                f.offset
+                            ),
+                        ));
                     }
                 }
             }
         }
     }
 
-    pub fn finish(mut self, end_t: u64) -> (RelaySeries, Option<(RelaySummary, Check)>) {
+    /// `cut`: the trace ends without its footer (pairs open at the end had
+    /// frames in flight); `dropped`: the recorder dropped events (a frame
+    /// one leg's tap lost reads as one the relay did not forward).
+    pub fn finish(
+        mut self,
+        end_t: u64,
+        cut: bool,
+        dropped: bool,
+    ) -> (RelaySeries, Option<(RelaySummary, Check)>) {
         let series = std::mem::replace(&mut self.series, RelaySeries::new(self.origin));
         if !self.seen {
             return (series, None);
@@ -786,7 +823,7 @@ impl RelayView {
         ids.sort_unstable();
         for id in ids {
             let pair = self.pairs.remove(&id).expect("listed");
-            self.fold_pair(id, pair, end_t);
+            self.fold_pair(id, pair, end_t, cut);
         }
         let (unforwarded, first_unforwarded) = (self.unforwarded, self.first_unforwarded.take());
         let secs = |t: u64| t.saturating_sub(self.origin) as f64 / 1e9;
@@ -799,6 +836,11 @@ impl RelayView {
                 secs(*t),
                 *line,
             )
+        } else if let (Some((_, _, what)), true) = (&first_unforwarded, dropped) {
+            Check::na(format!(
+                "{unforwarded} frames seen on one leg only (first: {what}), but the recorder dropped events, \
+                 and a frame one tap lost reads so: this cannot be judged"
+            ))
         } else if let Some(((t, ..), line, what)) = &first_unforwarded {
             Check::failed_at(
                 format!("{unforwarded} frames of pairs closed without a reason were not forwarded, first: {what}"),
@@ -963,6 +1005,89 @@ mod tests {
 
     use crate::analyze::test_event as ev;
 
+    /// A frame one leg read and the other passed by (it wrote the next one)
+    /// is unforwarded at once, not only one still waiting at the close; a
+    /// frame whose twin the queue's bound let go is not.
+    #[test]
+    fn a_frame_the_other_leg_passed_by_is_unforwarded() {
+        use crate::schema::FrameEv;
+        let (cl, sl) = (Endpoint::ClientLeg, Endpoint::ServerLeg);
+        let data = |dir: Dir, offset: u64| {
+            Kind::Frame(FrameEv {
+                dir,
+                offset,
+                frame: FrameType::DATA,
+                len: 10,
+                ..FrameEv::default()
+            })
+        };
+        // Offsets 100, 110, 120 read on the client leg, 100 and 120
+        // written on the server leg, and `waiting`: 130 read, not written
+        // yet.
+        let relay = |waiting: bool| {
+            let mut v = RelayView::new(0);
+            for (t, offset) in [(1, 100), (2, 110), (3, 120)] {
+                v.feed(&ev(t, cl, 1, 1, data(Dir::In, offset)), t);
+            }
+            for (t, offset) in [(4, 100), (5, 120)] {
+                v.feed(&ev(t, sl, 1, 1, data(Dir::Out, offset)), t);
+            }
+            if waiting {
+                v.feed(&ev(6, cl, 1, 1, data(Dir::In, 130)), 6);
+            }
+            v
+        };
+        // Cut with the pair open: the frame waiting was in flight, the one
+        // passed by is unforwarded all the same.
+        for (waiting, cut) in [(true, true), (false, false)] {
+            let (_, Some((sum, _))) = relay(waiting).finish(10, cut, false) else {
+                panic!("the relay was seen");
+            };
+            assert_eq!(sum.frames_unforwarded, 1);
+        }
+        let (_, Some((sum, _))) = relay(true).finish(10, false, false) else {
+            panic!("the relay was seen");
+        };
+        assert_eq!(sum.frames_unforwarded, 2);
+        // With events dropped, a frame one tap lost reads so: not judged.
+        let (_, Some((_, check))) = relay(false).finish(10, false, true) else {
+            panic!("the relay was seen");
+        };
+        assert_eq!(check.ok, None, "{}", check.detail);
+        assert!(
+            check.detail.ends_with("this cannot be judged"),
+            "{}",
+            check.detail
+        );
+        let (_, Some((sum, check))) = relay(false).finish(10, false, false) else {
+            panic!("the relay was seen");
+        };
+        assert_eq!((sum.frames_forwarded, sum.frames_unforwarded), (2, 1));
+        assert_eq!(check.ok, Some(false), "{}", check.detail);
+        assert!(
+            check
+                .detail
+                .contains("conn 1 c2s: DATA at offset 110 seen on one leg only"),
+            "{}",
+            check.detail
+        );
+        assert_eq!(check.first_line, Some(2));
+        // The client leg's queue overflowed: its first frame's twin, written
+        // late, finds nothing to match and is let go when the next matches.
+        let mut v = RelayView::new(0);
+        let n = MAX_PENDING as u64 + 1;
+        for i in 0..n {
+            v.feed(&ev(1 + i, cl, 1, 1, data(Dir::In, 100 + 10 * i)), 1 + i);
+        }
+        v.feed(&ev(n + 1, sl, 1, 1, data(Dir::Out, 100)), n + 1);
+        v.feed(&ev(n + 2, cl, 1, 1, data(Dir::In, 100 + 10 * n)), n + 2);
+        v.pairs.get_mut(&1).expect("held").read[0].clear();
+        let (_, Some((sum, _))) = v.finish(n + 3, false, false) else {
+            panic!("the relay was seen");
+        };
+        assert_eq!(sum.frames_unforwarded, 0);
+    }
+
     /// 200 pairs each relaying one DATA frame (offset `100 + id` on stream
     /// 1), closing in the reverse of their order: each pair is folded in
     /// when its second leg closes (nothing is held after), the streams
@@ -1008,7 +1133,7 @@ mod tests {
             assert!(!v.pairs.contains_key(&id), "pair {id} still held");
         }
         assert!(v.pairs.is_empty());
-        let (_, Some((sum, check))) = v.finish(2_000_000) else {
+        let (_, Some((sum, check))) = v.finish(2_000_000, false, false) else {
             panic!("the relay was seen");
         };
         let listed: Vec<u32> = sum.streams.iter().map(|s| s.conn).collect();
@@ -1055,7 +1180,7 @@ mod tests {
         v.feed(&close(sl, "").tap(|e| (e.t, e.conn) = (200_003, 100)), 6);
         assert!(v.pairs.is_empty());
         assert_eq!(v.events_after_fold, 0);
-        let (_, Some((sum, _))) = v.finish(300_000) else {
+        let (_, Some((sum, _))) = v.finish(300_000, false, false) else {
             panic!("the relay was seen");
         };
         assert_eq!(sum.connections, 101);
