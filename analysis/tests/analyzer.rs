@@ -418,16 +418,16 @@ fn a_one_sided_trace_fails_bytes_when_its_tap_and_application_disagree() {
     assert_eq!(
         b.detail,
         "1 stream: client tap out = server tap in = bytes handed to the app; \
-         on connections no other tap pairs with, each side's tap against its application: \
+         on connections without the other endpoint's tap (a foreign peer's), each side's tap against its application: \
          server: on 1 stream, DATA into its tap = bytes handed to the application"
     );
     let b = two_sided(false, 100);
     assert_eq!(b.ok, Some(false), "{}", b.detail);
-    assert_eq!(b.detail, "stream 1: client out 0, server in 100, app 100");
+    assert_eq!(b.detail, "client connection 1, server connection 1, stream 1: client tap out 0, server tap in 100, app 100");
     let b = two_sided(false, 90);
     assert_eq!(
         b.detail,
-        "stream 1: client out 0, server in 100, app 100; \
+        "client connection 1, server connection 1, stream 1: client tap out 0, server tap in 100, app 100; \
          unpaired connection 2 stream 1: server tap in 100, app 90"
     );
 
@@ -721,7 +721,7 @@ fn a_stream_without_bytes_has_no_share_in_bytes_wherever_it_is_judged() {
             let b = finish(a, s, later);
             if data {
                 assert_eq!(b.ok, Some(false), "{later}: {}", b.detail);
-                assert_eq!(b.detail, "stream 1: client out 0, server in 100, app 100");
+                assert_eq!(b.detail, "client connection 1, server connection 1, stream 1: client tap out 0, server tap in 100, app 100");
             } else {
                 assert_eq!(b.ok, None, "{later}: {}", b.detail);
                 assert_eq!(b.detail, "no paired streams carried DATA");
@@ -2251,15 +2251,15 @@ fn bytes_and_windows_judge_each_stream_of_the_paired_connections() {
     for (stream, said) in [
         (
             (2, 1, 100, 120, 40, 1),
-            "stream 1: client out 100, server in 120, app 40",
+            "client connection 2, server connection 2, stream 1: client tap out 100, server tap in 120, app 40",
         ),
         (
             (2, 1, 100, 60, 80, 1),
-            "stream 1: client out 100, server in 60, app 80",
+            "client connection 2, server connection 2, stream 1: client tap out 100, server tap in 60, app 80",
         ),
         (
             (2, 1, 100, 100, 90, 0),
-            "stream 1: client out 100, server in 100, app 90",
+            "client connection 2, server connection 2, stream 1: client tap out 100, server tap in 100, app 90",
         ),
     ] {
         let ((ok, bytes), _) = checks(&[(1, 1, 100, 100, 100, 0), stream]);

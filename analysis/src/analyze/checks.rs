@@ -68,7 +68,11 @@ impl Analyzer {
             (true, out >= inn && inn >= app)
         };
         let bad =
-            (!holds).then(|| format!("stream {id}: client out {out}, server in {inn}, app {app}"));
+            (!holds).then(|| {
+                format!(
+                    "client connection {cid}, server connection {sid}, stream {id}: client tap out {out}, server tap in {inn}, app {app}"
+                )
+            });
         (cut, bad)
     }
 
@@ -276,7 +280,7 @@ impl Analyzer {
             .collect();
         let unpaired = (!unpaired.is_empty()).then(|| {
             format!(
-                "; on connections no other tap pairs with, each side's tap against its application: {}",
+                "; on connections without the other endpoint's tap (a foreign peer's), each side's tap against its application: {}",
                 unpaired.join("; ")
             )
         });

@@ -932,7 +932,7 @@ mod tests {
         assert_eq!(bytes.ok, Some(false), "{}", bytes.detail);
         assert_eq!(
             bytes.detail,
-            "stream 11: client out 100, server in 90, app 90"
+            "client connection 1, server connection 2, stream 11: client tap out 100, server tap in 90, app 90"
         );
         let agree = &sum.checks["windows_agree"];
         assert_eq!(agree.ok, Some(false), "{}", agree.detail);
