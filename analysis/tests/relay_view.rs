@@ -59,13 +59,18 @@ impl Pair {
         self.push(t + lat, to, stream, FrameEv { dir: Dir::Out, ..f });
     }
 
-    fn analyze(mut self) -> Summary {
+    fn analyze(self) -> Summary {
+        self.analyze_as(0, &Ending::Clean(Footer::default()))
+    }
+
+    /// As the reader would end it: `dropped` events, and how the file ended.
+    fn analyze_as(mut self, dropped: u64, ending: &Ending) -> Summary {
         self.events.sort_by_key(|e| e.t);
         let mut a = Analyzer::new(0);
         for e in &self.events {
             a.feed(e);
         }
-        a.finish(0, &Ending::Clean(Footer::default())).0
+        a.finish(dropped, ending).0
     }
 }
 
@@ -240,6 +245,87 @@ fn a_frame_changed_or_lost_between_the_legs_fails_the_check() {
     let s = p.analyze();
     assert_eq!(s.checks["relay_forwarded_unchanged"].ok, Some(false));
     assert_eq!(s.relay.unwrap().frames_unforwarded, 1);
+}
+
+/// A trace cut short, or with events dropped: a frame that differs well
+/// before the cut still fails; anything else cannot be judged, and says
+/// what the events present showed.
+#[test]
+fn an_incomplete_relay_trace_judges_only_what_is_settled() {
+    let changed = |later: bool| {
+        let mut p = Pair::new();
+        p.frame(0, 1_000, true, 1, headers());
+        let at = p.off[0];
+        for (ep, dir, len) in [
+            (Endpoint::ClientLeg, Dir::In, 100),
+            (Endpoint::ServerLeg, Dir::Out, 99),
+        ] {
+            let f = FrameEv {
+                dir,
+                offset: at,
+                ..data(len, false)
+            };
+            p.push(MS, ep, 1, f);
+        }
+        p.off[0] += 9 + 100;
+        if later {
+            p.frame(1_000 * MS, 1_000, true, 1, data(10, false));
+        }
+        p
+    };
+    let check = |s: Summary, name: &str| s.checks[name].clone();
+    let c = check(
+        changed(true).analyze_as(0, &Ending::NoFooter),
+        "relay_forwarded_unchanged",
+    );
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    let c = check(
+        changed(false).analyze_as(0, &Ending::NoFooter),
+        "relay_forwarded_unchanged",
+    );
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("cannot be judged (over the events present it failed: "),
+        "{}",
+        c.detail
+    );
+    let dropped = Ending::Clean(Footer {
+        dropped: [("frame".to_string(), 1)].into(),
+        ..Footer::default()
+    });
+    let c = check(
+        changed(true).analyze_as(1, &dropped),
+        "relay_forwarded_unchanged",
+    );
+    assert_eq!(c.ok, None, "{}", c.detail);
+    // Nothing wrong in what is there: not judged either.
+    let mut p = Pair::new();
+    p.frame(0, 1_000, true, 1, headers());
+    p.frame(MS, 1_000, true, 1, data(100, false));
+    let s = p.analyze_as(0, &Ending::NoFooter);
+    let c = &s.checks["relay_forwarded_unchanged"];
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail
+            .contains("(over the events present it held: 2 frames read"),
+        "{}",
+        c.detail
+    );
+    // DATA beyond a window a dropped WINDOW_UPDATE may have opened.
+    let mut p = Pair::new();
+    p.frame(0, 1_000, true, 1, headers());
+    for i in 0..5 {
+        p.frame((i + 1) * MS, 1_000, true, 1, data(16_384, false));
+    }
+    let s = p.analyze_as(1, &dropped);
+    let c = &s.checks["relay_no_data_beyond_credit"];
+    assert_eq!(c.ok, None, "{}", c.detail);
+    assert!(
+        c.detail.starts_with("the recorder dropped 1 events"),
+        "{}",
+        c.detail
+    );
 }
 
 #[test]

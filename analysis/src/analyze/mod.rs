@@ -89,6 +89,28 @@ struct AfterStall {
     offered: HashMap<(u32, u32), u64>,
 }
 
+/// A relay check of a trace cut short or with events dropped: a violation
+/// settled (a frame that differs, or one passed by, more than the reorder
+/// window before the end of a cut trace, with nothing dropped) stands;
+/// anything else cannot be judged, since what is missing could be what
+/// holds it up or brings it down (a WINDOW_UPDATE dropped reads as DATA
+/// beyond the window, and the credit violations carry no time).
+fn relay_on_incomplete(c: &summary::Check, why: &str, end_s: f64) -> summary::Check {
+    let dropped = why.starts_with("the recorder dropped");
+    let settled = !dropped
+        && c.ok == Some(false)
+        && c.first_t_s
+            .is_some_and(|t| t + reorder::WINDOW_NS as f64 / 1e9 < end_s);
+    if c.ok.is_none() || settled {
+        return c.clone();
+    }
+    let verdict = if c.ok == Some(true) { "held" } else { "failed" };
+    summary::Check::na(format!(
+        "{why}, so this cannot be judged (over the events present it {verdict}: {})",
+        c.detail
+    ))
+}
+
 /// Feeds events one at a time; [`Analyzer::finish`] gives the results.
 pub struct Analyzer {
     origin: u64,
@@ -1184,6 +1206,21 @@ impl Analyzer {
                 self.s
                     .checks
                     .insert("relay_forwarded_unchanged".into(), check);
+                let incomplete = match (&cut_why, dropped_known) {
+                    (Some(why), _) => {
+                        Some(format!("{why}: events in flight at the cut are missing"))
+                    }
+                    (None, Some(d)) if d > 0 => Some(format!("the recorder dropped {d} events")),
+                    _ => None,
+                };
+                if let Some(why) = incomplete {
+                    let end_s = self.secs(self.last_t);
+                    for name in ["relay_forwarded_unchanged", "relay_no_data_beyond_credit"] {
+                        if let Some(c) = self.s.checks.get_mut(name) {
+                            *c = relay_on_incomplete(c, &why, end_s);
+                        }
+                    }
+                }
             }
         }
         if self.ov.seen {
