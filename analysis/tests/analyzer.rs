@@ -1,6 +1,6 @@
 //! The analyzer on hand-built event sequences with known answers.
 
-use h2probe_analysis::analyze::Analyzer;
+use h2probe_analysis::analyze::{Analyzer, Check};
 use h2probe_analysis::reader::Ending;
 use h2probe_analysis::schema::*;
 
@@ -636,6 +636,18 @@ fn a_stream_without_bytes_has_no_share_in_bytes_wherever_it_is_judged() {
             framed: 15,
         })
     };
+    // Failed, ending in `failure`, or not judged, saying `none` (no stream
+    // of it carried DATA).
+    let judged = |b: &Check, fails: bool, failure: &str, none: &str| {
+        if fails {
+            assert_eq!(b.ok, Some(false), "{}", b.detail);
+            assert!(b.detail.ends_with(failure), "{}", b.detail);
+        } else {
+            assert_eq!(b.ok, None, "{}", b.detail);
+            let none = format!("{none} of it carried DATA)");
+            assert!(b.detail.contains(&none), "{}", b.detail);
+        }
+    };
     // `later`: events 100 s and 200 s on, by when every stream was judged
     // and forgotten (a pair whose taps disagree waits a minute).
     let finish = |mut a: Analyzer, ep: Endpoint, later: bool| {
@@ -657,22 +669,12 @@ fn a_stream_without_bytes_has_no_share_in_bytes_wherever_it_is_judged() {
             }
             a.feed(&on(4, s, 1, 1, end()));
             let b = finish(a, s, later);
-            if chunk {
-                assert_eq!(b.ok, Some(false), "{later}: {}", b.detail);
-                assert!(
-                    b.detail.ends_with("server tap in 0, app 60"),
-                    "{}",
-                    b.detail
-                );
-            } else {
-                assert_eq!(b.ok, None, "{later}: {}", b.detail);
-                assert!(
-                    b.detail
-                        .contains("(server only: no stream of it carried DATA)"),
-                    "{later}: {}",
-                    b.detail
-                );
-            }
+            judged(
+                &b,
+                chunk,
+                "server tap in 0, app 60",
+                "(server only: no stream",
+            );
         }
         // The client: a message scheduled and not sent, and one sent whose
         // bytes its tap never saw leave before END_STREAM.
@@ -686,22 +688,12 @@ fn a_stream_without_bytes_has_no_share_in_bytes_wherever_it_is_judged() {
             a.feed(&on(4, c, 1, 1, ended()));
             a.feed(&on(5, c, 1, 1, end()));
             let b = finish(a, c, later);
-            if sent {
-                assert_eq!(b.ok, Some(false), "{later}: {}", b.detail);
-                assert!(
-                    b.detail.ends_with("client tap out 0, framed bytes sent 15"),
-                    "{}",
-                    b.detail
-                );
-            } else {
-                assert_eq!(b.ok, None, "{later}: {}", b.detail);
-                assert!(
-                    b.detail
-                        .contains("(client only: no stream of it carried DATA)"),
-                    "{later}: {}",
-                    b.detail
-                );
-            }
+            judged(
+                &b,
+                sent,
+                "client tap out 0, framed bytes sent 15",
+                "(client only: no stream",
+            );
         }
         // A pair: the server's tap and application got 100 bytes the
         // client's tap never wrote, or neither side had any.

@@ -1005,22 +1005,23 @@ mod tests {
 
     use crate::analyze::test_event as ev;
 
+    /// A 10-byte DATA frame at `offset`, read (`In`) or written (`Out`).
+    fn data(dir: Dir, offset: u64) -> Kind {
+        Kind::Frame(crate::schema::FrameEv {
+            dir,
+            offset,
+            frame: FrameType::DATA,
+            len: 10,
+            ..Default::default()
+        })
+    }
+
     /// A frame one leg read and the other passed by (it wrote the next one)
     /// is unforwarded at once, not only one still waiting at the close; a
     /// frame whose twin the queue's bound let go is not.
     #[test]
     fn a_frame_the_other_leg_passed_by_is_unforwarded() {
-        use crate::schema::FrameEv;
         let (cl, sl) = (Endpoint::ClientLeg, Endpoint::ServerLeg);
-        let data = |dir: Dir, offset: u64| {
-            Kind::Frame(FrameEv {
-                dir,
-                offset,
-                frame: FrameType::DATA,
-                len: 10,
-                ..FrameEv::default()
-            })
-        };
         // Offsets 100, 110, 120 read on the client leg, 100 and 120
         // written on the server leg, and `waiting`: 130 read, not written
         // yet.
@@ -1095,18 +1096,9 @@ mod tests {
     /// frame the server leg never wrote (pair 150) is unforwarded.
     #[test]
     fn pairs_are_folded_in_when_both_legs_close() {
-        use crate::schema::{ConnOpenEv, FrameEv};
+        use crate::schema::ConnOpenEv;
         let mut v = RelayView::new(0);
         let (cl, sl) = (Endpoint::ClientLeg, Endpoint::ServerLeg);
-        let data = |dir: Dir, offset: u64| {
-            Kind::Frame(FrameEv {
-                dir,
-                offset,
-                frame: FrameType::DATA,
-                len: 10,
-                ..FrameEv::default()
-            })
-        };
         let open = || {
             Kind::ConnOpen(ConnOpenEv {
                 local: "a:1".into(),
