@@ -90,23 +90,30 @@ struct AfterStall {
 }
 
 /// A relay check of a trace cut short or with events dropped: a violation
-/// settled (a frame that differs, or one passed by, more than the reorder
-/// window before the end of a cut trace, with nothing dropped) stands;
-/// anything else cannot be judged, since what is missing could be what
-/// holds it up or brings it down (a WINDOW_UPDATE dropped reads as DATA
-/// beyond the window, and the credit violations carry no time).
-fn relay_on_incomplete(c: &summary::Check, why: &str, end_s: f64) -> summary::Check {
+/// settled stands (a frame that differs, or one passed by, more than the
+/// reorder window before the end of a cut trace; a frame that differs
+/// whatever was dropped); anything else cannot be judged, since what is
+/// missing could be what holds it up or brings it down (a WINDOW_UPDATE
+/// dropped reads as DATA beyond the window, and the credit violations
+/// carry no time).
+fn relay_on_incomplete(name: &str, c: &summary::Check, why: &str, end_s: f64) -> summary::Check {
     let dropped = why.starts_with("the recorder dropped");
-    let settled = !dropped
-        && c.ok == Some(false)
-        && c.first_t_s
-            .is_some_and(|t| t + reorder::WINDOW_NS as f64 / 1e9 < end_s);
+    let settled = c.ok == Some(false)
+        && if dropped {
+            // Events lost cannot make two frames at one offset differ
+            // (`RelayView::finish` already leaves frames seen on one leg
+            // unjudged), but can hide a WINDOW_UPDATE.
+            name == "relay_forwarded_unchanged"
+        } else {
+            c.first_t_s
+                .is_some_and(|t| t + reorder::WINDOW_NS as f64 / 1e9 < end_s)
+        };
     if c.ok.is_none() || settled {
         return c.clone();
     }
     let verdict = if c.ok == Some(true) { "held" } else { "failed" };
     summary::Check::na(format!(
-        "{why}, so this cannot be judged (over the events present it {verdict}: {})",
+        "{why}, so this cannot be judged; over the events present it {verdict}: {}",
         c.detail
     ))
 }
@@ -1217,7 +1224,7 @@ impl Analyzer {
                     let end_s = self.secs(self.last_t);
                     for name in ["relay_forwarded_unchanged", "relay_no_data_beyond_credit"] {
                         if let Some(c) = self.s.checks.get_mut(name) {
-                            *c = relay_on_incomplete(c, &why, end_s);
+                            *c = relay_on_incomplete(name, c, &why, end_s);
                         }
                     }
                 }

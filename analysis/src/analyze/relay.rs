@@ -830,8 +830,12 @@ impl RelayView {
         let check = if let Some((t, line, what)) = &self.first_difference {
             Check::failed_at(
                 format!(
-                    "{} frames differ between the legs, first: {what}",
-                    self.differing
+                    "{} between the legs, first: {what}",
+                    if self.differing == 1 {
+                        "1 frame differs".to_string()
+                    } else {
+                        format!("{} frames differ", self.differing)
+                    }
                 ),
                 secs(*t),
                 *line,
@@ -843,7 +847,10 @@ impl RelayView {
             ))
         } else if let Some(((t, ..), line, what)) = &first_unforwarded {
             Check::failed_at(
-                format!("{unforwarded} frames of pairs closed without a reason were not forwarded, first: {what}"),
+                format!(
+                    "{unforwarded} frame{} seen on one leg and not the other (pairs closed with a reason are exempt), first: {what}",
+                    if unforwarded == 1 { "" } else { "s" }
+                ),
                 secs(*t),
                 *line,
             )
@@ -1073,6 +1080,26 @@ mod tests {
             check.detail
         );
         assert_eq!(check.first_line, Some(2));
+        // Two passed by: both counted, the earlier named.
+        let mut v = RelayView::new(0);
+        for (t, offset) in [(1, 100), (2, 110), (3, 120), (4, 130)] {
+            v.feed(&ev(t, cl, 1, 1, data(Dir::In, offset)), t);
+        }
+        for (t, offset) in [(5, 100), (6, 130)] {
+            v.feed(&ev(t, sl, 1, 1, data(Dir::Out, offset)), t);
+        }
+        let (_, Some((sum, check))) = v.finish(10, false, false) else {
+            panic!("the relay was seen");
+        };
+        assert_eq!(sum.frames_unforwarded, 2);
+        assert!(
+            check.detail.starts_with(
+                "2 frames seen on one leg and not the other (pairs closed with a reason are exempt), \
+                 first: conn 1 c2s: DATA at offset 110"
+            ),
+            "{}",
+            check.detail
+        );
         // The client leg's queue overflowed: its first frame's twin, written
         // late, finds nothing to match and is let go when the next matches.
         let mut v = RelayView::new(0);
