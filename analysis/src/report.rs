@@ -1176,7 +1176,14 @@ fn brief(detail: &str, names: &[&str]) -> String {
                 .map(|n| format!("checks.{n}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            format!("{} (whole in summary.json {whole})", &detail[..end])
+            // A parenthesis the lead clause opened is closed.
+            let lead = &detail[..end];
+            let open = lead.matches('(').count();
+            let unclosed = open.saturating_sub(lead.matches(')').count());
+            format!(
+                "{lead}{} (whole in summary.json {whole})",
+                ")".repeat(unclosed)
+            )
         }
         _ => detail.to_string(),
     }
@@ -1246,6 +1253,18 @@ mod tests {
             "checks    0 hold, 2 cannot be judged (accounting: no connection a message \
              crossed pairs with one on the other side's tap (whole in summary.json \
              checks.accounting); bytes: no paired streams carried DATA)\n"
+        );
+        // A lead clause cut inside a parenthesis closes it.
+        let long = format!(
+            "needs client and server events in one trace (client only: {})",
+            "on 1 stream, DATA out of its tap = framed bytes sent; ".repeat(4)
+        );
+        checks.insert("bytes".to_string(), check(&long));
+        checks.remove("accounting");
+        assert_eq!(
+            checks_lines(&checks),
+            "checks    0 hold, 1 cannot be judged (bytes: needs client and server events \
+             in one trace (client only) (whole in summary.json checks.bytes))\n"
         );
     }
 
