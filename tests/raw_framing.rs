@@ -102,7 +102,7 @@ async fn a_raw_unit_larger_than_the_window_is_refused_for_late_release() {
 /// A unit within the stream window but past the connection window (the
 /// default 65,535) can never complete either: `serve` alone, not knowing
 /// the client's messages, refused it no more and hung until its idle
-/// timeout.
+/// timeout. A raw unit is known without them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_raw_unit_larger_than_the_connection_window_is_refused_for_late_release() {
     let opts = |allow_deadlock| ServerOpts {
@@ -117,7 +117,10 @@ async fn a_raw_unit_larger_than_the_connection_window_is_refused_for_late_releas
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("a unit larger than --conn-window 65535 is never complete"),
+        err.contains(
+            "a stream can hold 65535 unreleasable bytes of a partial message, which exhausts \
+             --conn-window 65535; raise it to at least 65536"
+        ),
         "{err}"
     );
     assert!(opts(true)

@@ -359,7 +359,22 @@ impl ServerOpts {
                 _ => "has no queue",
             }
         );
-        if let (Some(framed), true) = (framed_message, any_late && !self.allow_deadlock) {
+        if let Framing::Raw(unit) = self.framing {
+            if any_late {
+                crate::refuse_unless!(
+                    unit <= stream_window,
+                    "--framing raw:{unit} with --release {release} cannot work: units larger than --stream-window {stream_window} are never complete"
+                );
+            }
+        }
+        // What a stream must take in whole before a late point releases any
+        // of it: a framed message (known when the client's is), or a raw
+        // work unit, which spans the client's messages and is known alone.
+        let unit = match self.framing {
+            Framing::Raw(unit) => Some(unit as u64),
+            Framing::Grpc => framed_message,
+        };
+        if let (Some(unit), true) = (unit, any_late && !self.allow_deadlock) {
             // Streams are numbered 1, 3, 5, … per connection: only those the
             // client opens count (`--release complete,1=frame` with one
             // stream releases on receipt).
@@ -369,46 +384,35 @@ impl ServerOpts {
                 .filter(|p| ReleaseSpec::is_late(*p))
                 .collect();
             let point = late_points.first().copied().unwrap_or(release.default);
-            crate::refuse_unless!(
-                late_points.is_empty()
-                    || framed <= stream_window as u64
-                    || matches!(self.framing, Framing::Raw(_)),
-                "--release {} cannot work: a framed message is up to {framed} bytes but --stream-window is {stream_window}; \
-                 the sender would stall before the message could be decoded, and its bytes are only released after that. \
-                 Raise --stream-window to at least {framed}, use --release frame, or --allow-deadlock to watch it stall",
-                point.as_str()
-            );
-            // Each late-releasing stream may hold one partial message that
-            // cannot be released yet.
-            let late_streams = late_points.len() as u64;
-            // With raw framing a work unit spans the client's messages.
-            let unit = match self.framing {
-                Framing::Raw(unit) => unit as u64,
-                Framing::Grpc => framed,
+            if let (Some(framed), Framing::Grpc) = (framed_message, self.framing) {
+                crate::refuse_unless!(
+                    late_points.is_empty() || framed <= stream_window as u64,
+                    "--release {} cannot work: a framed message is up to {framed} bytes but --stream-window is {stream_window}; \
+                     the sender would stall before the message could be decoded, and its bytes are only released after that. \
+                     Raise --stream-window to at least {framed}, use --release frame, or --allow-deadlock to watch it stall",
+                    point.as_str()
+                );
+            }
+            // Each late-releasing stream may hold one partial unit that
+            // cannot be released yet; without the client's count (`serve`
+            // alone), one stream at least.
+            let (late_streams, holders) = match streams_per_conn {
+                Some(_) => {
+                    let n = late_points.len() as u64;
+                    (
+                        n,
+                        format!("{n} of {streams} streams on a connection can each hold"),
+                    )
+                }
+                None => (1, "a stream can hold".to_string()),
             };
             let need = late_streams * (unit - 1) + 1;
             crate::refuse_unless!(
                 late_streams == 0 || conn_window as u64 >= need,
-                "--release {release} cannot work: {late_streams} of {streams} streams on a connection can each hold {} \
-                 unreleasable bytes of a partial message, which exhausts --conn-window {conn_window}; raise it to at least \
-                 {need}, or add --allow-deadlock to watch it stall",
+                "--release {release} cannot work: {holders} {} unreleasable bytes of a partial message, which exhausts \
+                 --conn-window {conn_window}; raise it to at least {need}, or add --allow-deadlock to watch it stall",
                 unit - 1
             );
-        }
-        if let Framing::Raw(unit) = self.framing {
-            if any_late {
-                crate::refuse_unless!(
-                    unit <= stream_window,
-                    "--framing raw:{unit} with --release {release} cannot work: units larger than --stream-window {stream_window} are never complete"
-                );
-                // Whatever the client sends: a stream holds up to a unit
-                // less one byte unreleased, and the last byte needs credit.
-                crate::refuse_unless!(
-                    unit <= conn_window || self.allow_deadlock,
-                    "--framing raw:{unit} with --release {release} cannot work: a unit larger than --conn-window {conn_window} is never complete; \
-                     raise --conn-window to at least {unit}, or add --allow-deadlock to watch it stall"
-                );
-            }
         }
         crate::refuse_unless!(max_message_size > 0, "--max-message-size must be positive");
         crate::refuse_unless!(
