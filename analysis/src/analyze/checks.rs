@@ -166,28 +166,19 @@ impl Analyzer {
     /// A side's streams not yet retired that have a share in `bytes` (see
     /// [`Analyzer::carried`]), in order.
     fn streams_left(&self, ep: Endpoint) -> BTreeSet<(u32, u32)> {
-        let mut left: BTreeSet<(u32, u32)> = self
+        let tapped = self
             .conns
             .iter()
             .filter(|((e, _), _)| *e == ep)
-            .flat_map(|((_, conn), c)| c.data_c2s.keys().map(move |id| (*conn, *id)))
-            .collect();
-        match ep {
-            Endpoint::Server => left.extend(
-                self.rpcs
-                    .iter()
-                    .filter(|(_, r)| r.chunks > 0)
-                    .map(|(k, _)| *k),
-            ),
-            _ => left.extend(
-                self.client_messages
-                    .iter()
-                    .filter(|(_, m)| m.sent_bytes > 0)
-                    .map(|(k, _)| *k),
-            ),
-        }
-        left.retain(|&(_, id)| id != 0);
-        left
+            .flat_map(|((_, conn), c)| c.data_c2s.keys().map(move |id| (*conn, *id)));
+        let at_app: Vec<(u32, u32)> = match ep {
+            Endpoint::Server => self.rpcs.keys().copied().collect(),
+            _ => self.client_messages.keys().copied().collect(),
+        };
+        tapped
+            .chain(at_app)
+            .filter(|&(conn, id)| id != 0 && self.carried(ep, conn, id))
+            .collect()
     }
 
     /// The `bytes` check of a trace with one side's events: that side's own
@@ -225,26 +216,21 @@ impl Analyzer {
         let (mut streams, mut cut) = (t.streams, t.cut);
         let (mut bad, mut bad_count) = (t.bad.clone(), t.bad_count);
         let pairs = self.pairs();
-        let by_server: HashMap<u32, u32> = pairs.iter().map(|&(c, s)| (s, c)).collect();
         // Each paired stream once, from either tap's side.
-        let mut paired_streams: BTreeSet<(u32, u32, u32)> = BTreeSet::new();
         let by_client: HashMap<u32, u32> = pairs.iter().copied().collect();
-        for (cid, id) in self.streams_left(Endpoint::Client) {
-            if let Some(&sid) = by_client.get(&cid) {
-                if self
-                    .conns
-                    .get(&(Endpoint::Client, cid))
-                    .is_some_and(|c| c.data_c2s.contains_key(&id))
-                {
-                    paired_streams.insert((cid, sid, id));
-                }
-            }
-        }
-        for (sid, id) in self.streams_left(Endpoint::Server) {
-            if let Some(&cid) = by_server.get(&sid) {
-                paired_streams.insert((cid, sid, id));
-            }
-        }
+        let by_server: HashMap<u32, u32> = pairs.iter().map(|&(c, s)| (s, c)).collect();
+        let from_client = self
+            .streams_left(Endpoint::Client)
+            .into_iter()
+            .filter_map(|(cid, id)| Some((cid, *by_client.get(&cid)?, id)));
+        let from_server = self
+            .streams_left(Endpoint::Server)
+            .into_iter()
+            .filter_map(|(sid, id)| Some((*by_server.get(&sid)?, sid, id)));
+        let paired_streams: BTreeSet<(u32, u32, u32)> = from_client
+            .chain(from_server)
+            .filter(|&(cid, sid, id)| self.pair_carried(cid, sid, id))
+            .collect();
         for (cid, sid, id) in paired_streams {
             streams += 1;
             let (c, b) = self.byte_verdict(cid, sid, id);

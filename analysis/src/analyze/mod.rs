@@ -96,8 +96,13 @@ struct AfterStall {
 /// missing could be what holds it up or brings it down (a WINDOW_UPDATE
 /// dropped reads as DATA beyond the window, and the credit violations
 /// carry no time).
-fn relay_on_incomplete(name: &str, c: &summary::Check, why: &str, end_s: f64) -> summary::Check {
-    let dropped = why.starts_with("the recorder dropped");
+fn relay_on_incomplete(
+    name: &str,
+    c: &summary::Check,
+    why: &str,
+    dropped: bool,
+    end_s: f64,
+) -> summary::Check {
     let settled = c.ok == Some(false)
         && if dropped {
             // Events lost cannot make two frames at one offset differ
@@ -1213,18 +1218,22 @@ impl Analyzer {
                 self.s
                     .checks
                     .insert("relay_forwarded_unchanged".into(), check);
+                // (why, whether events were dropped)
                 let incomplete = match (&cut_why, dropped_known) {
-                    (Some(why), _) => {
-                        Some(format!("{why}: events in flight at the cut are missing"))
+                    (Some(why), _) => Some((
+                        format!("{why}: events in flight at the cut are missing"),
+                        false,
+                    )),
+                    (None, Some(d)) if d > 0 => {
+                        Some((format!("the recorder dropped {d} events"), true))
                     }
-                    (None, Some(d)) if d > 0 => Some(format!("the recorder dropped {d} events")),
                     _ => None,
                 };
-                if let Some(why) = incomplete {
+                if let Some((why, dropped)) = incomplete {
                     let end_s = self.secs(self.last_t);
                     for name in ["relay_forwarded_unchanged", "relay_no_data_beyond_credit"] {
                         if let Some(c) = self.s.checks.get_mut(name) {
-                            *c = relay_on_incomplete(name, c, &why, end_s);
+                            *c = relay_on_incomplete(name, c, &why, dropped, end_s);
                         }
                     }
                 }
