@@ -2176,43 +2176,49 @@ fn a_rule_broken_counts_once_per_frame_by_who_could_see_it() {
 #[test]
 fn bytes_and_windows_judge_each_stream_of_the_paired_connections() {
     // (connection, stream, client out, server in, app, server status)
+    // `gap`: ns from one stream's start to the next's.
+    let judge_spaced =
+        |streams: &[(u32, u32, u32, u32, u32, u32)], pairs: bool, ending: Ending, gap: u64| {
+            let mut a = Analyzer::new(0);
+            let (c, s) = (Endpoint::Client, Endpoint::Server);
+            let mut conns: Vec<u32> = streams.iter().map(|s| s.0).collect();
+            conns.dedup();
+            for &conn in &conns {
+                let client = format!("127.0.0.1:{}", 5000 + conn);
+                let seen_from = if pairs {
+                    client.clone()
+                } else {
+                    format!("127.0.0.1:{}", 6000 + conn)
+                };
+                a.feed(&on(1, c, conn, 0, open(&client, "127.0.0.1:80")));
+                a.feed(&on(2, s, conn, 0, open("127.0.0.1:80", &seen_from)));
+            }
+            let mut t = 10;
+            for &(conn, id, out, inn, app, status) in streams {
+                t += gap;
+                let start = Kind::RpcStart(RpcStartEv {
+                    path: "/p".into(),
+                    deadline_ns: None,
+                    framing: None,
+                    release: None,
+                    withhold_after: None,
+                });
+                a.feed(&on(t, s, conn, id, start));
+                let data = |dir, len| Kind::Frame(frame(dir, FrameType::DATA, len));
+                a.feed(&on(t + 1, c, conn, id, data(Dir::Out, out)));
+                a.feed(&on(t + 2, s, conn, id, data(Dir::In, inn)));
+                a.feed(&on(t + 3, s, conn, id, Kind::Chunk(ChunkEv { len: app })));
+                let end = Kind::RpcEnd(RpcEndEv {
+                    status,
+                    message: String::new(),
+                });
+                a.feed(&on(t + 4, s, conn, id, end.clone()));
+                a.feed(&on(t + 5, c, conn, id, end));
+            }
+            a.finish(0, &ending).0
+        };
     let judge_ending = |streams: &[(u32, u32, u32, u32, u32, u32)], pairs: bool, ending: Ending| {
-        let mut a = Analyzer::new(0);
-        let (c, s) = (Endpoint::Client, Endpoint::Server);
-        let mut conns: Vec<u32> = streams.iter().map(|s| s.0).collect();
-        conns.dedup();
-        for &conn in &conns {
-            let client = format!("127.0.0.1:{}", 5000 + conn);
-            let seen_from = if pairs {
-                client.clone()
-            } else {
-                format!("127.0.0.1:{}", 6000 + conn)
-            };
-            a.feed(&on(1, c, conn, 0, open(&client, "127.0.0.1:80")));
-            a.feed(&on(2, s, conn, 0, open("127.0.0.1:80", &seen_from)));
-        }
-        let mut t = 10;
-        for &(conn, id, out, inn, app, status) in streams {
-            t += 10;
-            let start = Kind::RpcStart(RpcStartEv {
-                path: "/p".into(),
-                deadline_ns: None,
-                framing: None,
-                release: None,
-                withhold_after: None,
-            });
-            a.feed(&on(t, s, conn, id, start));
-            let data = |dir, len| Kind::Frame(frame(dir, FrameType::DATA, len));
-            a.feed(&on(t + 1, c, conn, id, data(Dir::Out, out)));
-            a.feed(&on(t + 2, s, conn, id, data(Dir::In, inn)));
-            a.feed(&on(t + 3, s, conn, id, Kind::Chunk(ChunkEv { len: app })));
-            let end = Kind::RpcEnd(RpcEndEv {
-                status,
-                message: String::new(),
-            });
-            a.feed(&on(t + 4, s, conn, id, end));
-        }
-        a.finish(0, &ending).0
+        judge_spaced(streams, pairs, ending, 10)
     };
     let judge = |streams: &[(u32, u32, u32, u32, u32, u32)], pairs: bool| {
         judge_ending(streams, pairs, Ending::Clean(Footer::default()))
@@ -2282,7 +2288,26 @@ fn bytes_and_windows_judge_each_stream_of_the_paired_connections() {
     assert_eq!(bytes.matches("stream ").count(), 20, "{bytes}");
     assert_eq!(agree, Some(false));
     assert!(windows.ends_with("; … and 3 more"), "{windows}");
-    // A two-sided trace cut short judges no stream's bytes.
+    // The same judged as the streams retire, each long before the next
+    // (all but the last; a mismatch retires once its bytes stood still for
+    // a minute): the same verdicts and counts.
+    let s = judge_spaced(
+        &many,
+        true,
+        Ending::Clean(Footer::default()),
+        70_000_000_000,
+    );
+    let (b, w) = (&s.checks["bytes"], &s.checks["windows_agree"]);
+    assert_eq!((b.ok, w.ok), (Some(false), Some(false)));
+    assert!(b.detail.ends_with("; … and 2 more"), "{}", b.detail);
+    assert_eq!(b.detail.matches("stream ").count(), 20, "{}", b.detail);
+    assert!(w.detail.ends_with("; … and 3 more"), "{}", w.detail);
+    assert!(
+        w.detail
+            .contains("C2s stream 1: client 65435 vs server 65445"),
+        "{}",
+        w.detail
+    );
     // A two-sided trace cut short judges no stream's bytes or windows, nor
     // whether it stalled; whole, it never stopped progressing.
     let s = judge_ending(&[(1, 1, 100, 90, 90, 0)], true, Ending::NoFooter);

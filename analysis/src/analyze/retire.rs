@@ -801,6 +801,31 @@ mod tests {
         assert!(out.starved.is_empty() && !out.starved_truncated);
     }
 
+    /// Fairness is judged on bytes ÷ demand only when every stream's
+    /// demand is known, the first's included; a stream that carried
+    /// nothing and was offered nothing (opened after the first stall) has
+    /// no part in it.
+    #[test]
+    fn demand_is_the_basis_only_when_every_stream_has_one() {
+        let basis = |figs: &[(u64, Option<u64>)]| {
+            let mut t = StreamTally::default();
+            for (i, (bytes, offered)) in figs.iter().enumerate() {
+                t.add(fig(1, 2 * i as u32 + 1, *bytes, *offered));
+            }
+            let out = t.finish();
+            (out.basis, out.count)
+        };
+        assert_eq!(basis(&[(5, Some(10))]), (Some("bytes_per_offered"), 1));
+        assert_eq!(basis(&[(5, None), (5, Some(10))]), (Some("bytes"), 2));
+        assert_eq!(basis(&[(5, Some(10)), (5, None)]), (Some("bytes"), 2));
+        assert_eq!(
+            basis(&[(0, Some(0)), (5, Some(10))]),
+            (Some("bytes_per_offered"), 1)
+        );
+        assert_eq!(basis(&[(5, Some(0)), (5, Some(10))]), (Some("bytes"), 2));
+        assert_eq!(basis(&[(0, Some(0))]), (None, 0));
+    }
+
     /// Jain's index against hand-computed values (bytes alone: no demand).
     #[test]
     fn jain_index_against_hand_computed_values() {
@@ -1172,6 +1197,61 @@ mod tests {
         r.leg_open(true, 7, "r:3", "s:4");
         r.leg_closed(7);
         r
+    }
+
+    /// A Unix socket end without a name (a foreign client's) names no
+    /// connection: every such connection to one path looks alike, so none
+    /// is paired, either end unnamed.
+    #[test]
+    fn an_unnamed_unix_end_pairs_with_nothing() {
+        let unnamed = crate::schema::UNIX_UNNAMED;
+        let mut r = Retirement::default();
+        for conn in 1..=2 {
+            r.conn_open(Side::Client, conn, unnamed, "unix:/p");
+            r.conn_open(Side::Server, conn, "unix:/p", unnamed);
+        }
+        assert_eq!(r.pairs(), vec![]);
+        assert!(r.addrs.is_empty());
+        // Named ends on the same path pair.
+        r.conn_open(Side::Client, 3, "unix:@c", "unix:/p");
+        r.conn_open(Side::Server, 3, "unix:/p", "unix:@c");
+        assert_eq!(r.pairs(), vec![(3, 3)]);
+    }
+
+    /// A client whose connection closed while its relay's legs are still
+    /// open is kept for the server the relay has yet to reach, as it is
+    /// once the legs closed.
+    #[test]
+    fn a_client_is_kept_while_its_relay_pair_is_unmatched() {
+        let mut r = Retirement::default();
+        r.conn_open(Side::Client, 1, "c:1", "r:2");
+        r.leg_open(false, 7, "r:2", "c:1");
+        assert!(r.awaits_relay_server(1, "c:1", "r:2"));
+        assert!(!r.awaits_relay_server(1, "c:9", "r:2"));
+        r.leg_open(true, 7, "r:3", "s:4");
+        assert!(r.awaits_relay_server(1, "c:1", "r:2"));
+        r.conn_open(Side::Server, 2, "s:4", "r:3");
+        assert!(!r.awaits_relay_server(1, "c:1", "r:2"));
+    }
+
+    /// A server connection closed and not yet retired holds its ports: a
+    /// client opening on them later is a port reused, paired with the
+    /// server that opens next; a client connection retiring in between
+    /// (the same number on the other tap) changes nothing.
+    #[test]
+    fn a_closed_server_keeps_its_ports_until_it_retires() {
+        let mut r = Retirement::default();
+        r.conn_open(Side::Server, 5, "s:1", "c:1");
+        r.server_closed(5);
+        r.conn_open(Side::Client, 5, "c:2", "s:9");
+        assert!(!r.forget_addrs(true, 5, "c:2", "s:9"));
+        r.conn_open(Side::Client, 9, "c:1", "s:1");
+        assert_eq!(r.pairs(), vec![]);
+        r.conn_open(Side::Server, 6, "s:1", "c:1");
+        assert_eq!(r.pairs(), vec![(9, 6)]);
+        // Its retirement lets it go.
+        assert!(r.forget_addrs(false, 5, "s:1", "c:1"));
+        assert!(r.closed_servers.is_empty());
     }
 
     /// A relay pair's endpoints are paired whichever of the four opens
