@@ -412,3 +412,73 @@ fn a_merge_of_two_clients_keeps_both_configurations() {
         "{configs:?}"
     );
 }
+
+/// Two `Exchange` clients as separate processes each number their
+/// originals from 0: merged with their server, the originals are told
+/// apart by process and every check holds (`originals` failed: "original
+/// 0 was scheduled twice", exit 3). Each run alone gives the other side's
+/// Part 3 figures as n/a, not zeros.
+#[test]
+fn two_exchange_clients_merge_with_their_originals_told_apart() {
+    let root = support::temp_dir("separate-exchange");
+    let bin = env!("CARGO_BIN_EXE_h2probe");
+    let mut serve = Command::new(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--exit-after", "2"])
+        .args(["--admission", "4", "--when-full", "reject"])
+        .args(["--service-time", "10ms", "--no-pcap", "--out"])
+        .arg(root.join("server"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let addr = support::listening_addr(&mut serve);
+    let mut clients = vec![];
+    for name in ["one", "two"] {
+        let out = Command::new(bin)
+            .args(["client", "--connect", &addr, "--rpc", "exchange"])
+            .args(["--rate", "100", "--duration", "1s", "--no-pcap", "--out"])
+            .arg(root.join(name))
+            .output()
+            .unwrap();
+        clients.push(succeeded(&out));
+    }
+    let served = serve.wait_with_output().unwrap();
+    assert!(served.status.success());
+    let served = String::from_utf8_lossy(&served.stdout).into_owned();
+    assert!(
+        served.contains(
+            "useful    n/a: the originals and their ends are the client's, and the trace has"
+        ) && served.contains("attempts  N n/a  F n/a  A n/a  S n/a  R 200  slots ≤ ")
+            && served.contains("retry collision n/a (retries are the client's)"),
+        "{served}"
+    );
+    assert!(
+        clients[0].contains("admitted payload n/a"),
+        "{}",
+        clients[0]
+    );
+    let page = std::fs::read_to_string(root.join("server/report.html")).unwrap();
+    assert!(
+        page.contains(r#"<div class="k">useful (on time)</div><div class="v">n/a</div>"#),
+        "the report's useful card of a server-only trace"
+    );
+    let server = support::read_summary(&root.join("server"));
+    let c = server.overload.as_ref().unwrap().collision.clone();
+    assert!(c.from_s < 60.0, "offsets from the clock's zero: {c:?}");
+
+    let out = succeeded(&merge(&root, &["server", "one", "two"], "merged"));
+    assert!(out.contains("all invariants hold"), "{out}");
+    let s = support::read_summary(&root.join("merged"));
+    let o = s.overload.as_ref().unwrap();
+    let each: Vec<u64> = ["one", "two"]
+        .map(|d| {
+            support::read_summary(&root.join(d))
+                .overload
+                .unwrap()
+                .originals
+        })
+        .to_vec();
+    assert_eq!(o.originals, each[0] + each[1], "{o:?}");
+    assert_eq!(o.decoded, 200, "{o:?}");
+    let c = &s.checks["originals"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+}

@@ -339,7 +339,7 @@ fn cards(s: &Summary) -> String {
     // its slope says nothing, what the originals became does.
     let growing = c && sv && s.queue_growth_rate > 1.0 && s.overload.is_none();
     match &s.overload {
-        Some(ov) => part3_cards(&mut o, ov),
+        Some(ov) => part3_cards(&mut o, ov, c, sv),
         None => card(
             &mut o,
             if growing { "alert" } else { "" },
@@ -449,37 +449,51 @@ fn cards(s: &Summary) -> String {
 }
 
 /// Part 3's figures (an `--rpc exchange` run), as the headline's `useful`,
-/// `attempts`, `latency` and `cost` lines give them.
-fn part3_cards(o: &mut String, ov: &crate::analyze::overload::Overload) {
+/// `attempts`, `latency` and `cost` lines give them: a side the trace
+/// lacks has its figures n/a.
+fn part3_cards(
+    o: &mut String,
+    ov: &crate::analyze::overload::Overload,
+    client: bool,
+    server: bool,
+) {
     card(
         o,
-        if ov.on_time < ov.originals {
+        if client && ov.on_time < ov.originals {
             "alert"
         } else {
             ""
         },
         "useful (on time)",
-        &format!("{:.1} %", 100.0 * ov.useful_fraction),
-        &format!(
-            "{} of {} originals · {}",
-            ov.on_time,
-            ov.originals,
-            ov.other_ends()
-                .iter()
-                .map(|(name, n)| format!("{name} {n}"))
-                .collect::<Vec<_>>()
-                .join(" · ")
-        ),
+        &na(client && ov.originals > 0, || {
+            format!("{:.1} %", 100.0 * ov.useful_fraction)
+        }),
+        &if client {
+            format!(
+                "{} of {} originals · {}",
+                ov.on_time,
+                ov.originals,
+                ov.other_ends()
+                    .iter()
+                    .map(|(name, n)| format!("{name} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(" · ")
+            )
+        } else {
+            "the originals are the client's: no client events".to_string()
+        },
     );
     card(
         o,
         "",
         "attempts",
-        &ov.attempts.to_string(),
-        &format!(
-            "{} originals at {:.1}/s · {} retries",
-            ov.originals, ov.offered_rate, ov.retries
-        ),
+        &na(client, || ov.attempts.to_string()),
+        &na(client, || {
+            format!(
+                "{} originals at {:.1}/s · {} retries",
+                ov.originals, ov.offered_rate, ov.retries
+            )
+        }),
     );
     let p95: Vec<String> = ov
         .phases
@@ -491,27 +505,38 @@ fn part3_cards(o: &mut String, ov: &crate::analyze::overload::Overload) {
         o,
         "",
         "latency p95 by phase",
-        &na(!p95.is_empty(), || format!("{} s", p95.join(" / "))),
+        &na(client && !p95.is_empty(), || {
+            format!("{} s", p95.join(" / "))
+        }),
         &format!("{} (completed originals)", names.join(" / ")),
     );
     let c = &ov.collision;
     card(
         o,
         "",
-        "retry collision",
-        &c.fraction.map_or("n/a".into(), |f| format!("{f:.5}")),
-        &crate::part3::collision_scope(c),
+        "retry collision (fraction of pairs)",
+        &na(client, || {
+            c.fraction.map_or("n/a".into(), |f| format!("{f:.5}"))
+        }),
+        &if client {
+            crate::part3::collision_scope(c)
+        } else {
+            "retries are the client's".to_string()
+        },
     );
     card(
         o,
         "",
         "server-owned",
-        &format!("{:.3} MiB·s", ov.owned_mib_s),
+        &na(server, || format!("{:.3} MiB·s", ov.owned_mib_s)),
         &format!(
-            "peak {:.2} MiB · client pending ≤ {} · outstanding ≤ {}",
-            ov.owned_peak_bytes as f64 / 1048576.0,
-            ov.pending_peak,
-            ov.outstanding_peak
+            "peak {} · client pending ≤ {} · outstanding ≤ {}",
+            na(server, || format!(
+                "{:.2} MiB",
+                ov.owned_peak_bytes as f64 / 1048576.0
+            )),
+            na(client, || ov.pending_peak.to_string()),
+            na(client, || ov.outstanding_peak.to_string())
         ),
     );
 }

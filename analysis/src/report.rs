@@ -262,31 +262,51 @@ pub(crate) fn short_ms(v: f64) -> String {
 /// The Part 3 lines: useful completion first, then where every original
 /// went, the attempt accounting, the completed cohorts per phase, and the
 /// costs (server-owned payload, retry collisions, wire bytes).
-/// `server`: whether the trace has the server's events (R and the slots
-/// are the server's figures).
-pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> String {
+/// `client`, `server`: whether the trace has that side's events (the
+/// originals, attempts, completions and retries are the client's; R, the
+/// slots and the admitted payload the server's): the other side's figures
+/// are n/a, not zeros.
+pub fn overload_lines(
+    ov: &crate::analyze::overload::Overload,
+    client: bool,
+    server: bool,
+) -> String {
     let mut o = String::new();
+    if client {
+        let _ = writeln!(
+            o,
+            "useful    U/N {}/{} = {}  {}",
+            ov.on_time,
+            ov.originals,
+            or_na(ov.originals > 0, || format!(
+                "{:.3} %",
+                100.0 * ov.useful_fraction
+            )),
+            ov.other_ends()
+                .iter()
+                .map(|(name, n)| format!("{name} {n}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "useful    n/a: the originals and their ends are the client's, and the trace has no client events"
+        );
+    }
     let _ = writeln!(
         o,
-        "useful    U/N {}/{} = {:.3} %  {}",
-        ov.on_time,
-        ov.originals,
-        100.0 * ov.useful_fraction,
-        ov.other_ends()
-            .iter()
-            .map(|(name, n)| format!("{name} {n}"))
-            .collect::<Vec<_>>()
-            .join("  ")
-    );
-    let _ = writeln!(
-        o,
-        "attempts  N {} ({:.1}/s)  F {}  A {} ({} retries)  S {}  R {}  slots ≤ {}",
-        ov.originals,
-        ov.offered_rate,
-        ov.first_attempts,
-        ov.attempts,
-        ov.retries,
-        ov.sent,
+        "attempts  N {}  F {}  A {}  S {}  R {}  slots ≤ {}",
+        or_na(client, || format!(
+            "{} ({:.1}/s)",
+            ov.originals, ov.offered_rate
+        )),
+        or_na(client, || ov.first_attempts.to_string()),
+        or_na(client, || format!(
+            "{} ({} retries)",
+            ov.attempts, ov.retries
+        )),
+        or_na(client, || ov.sent.to_string()),
         or_na(server, || ov.decoded.to_string()),
         or_na(server, || format!("{}/{}", ov.max_in_use, ov.slots)),
     );
@@ -304,20 +324,32 @@ pub fn overload_lines(ov: &crate::analyze::overload::Overload, server: bool) -> 
             )
         })
         .collect();
-    let _ = writeln!(o, "latency   completed cohorts: {}", phases.join("; "));
     let _ = writeln!(
         o,
-        "cost      admitted payload {:.3} MiB·s (peak {:.2} MiB)  client pending ≤ {} outstanding ≤ {}  retry collision {}  wire {} B/useful",
-        ov.owned_mib_s,
-        ov.owned_peak_bytes as f64 / 1048576.0,
-        ov.pending_peak,
-        ov.outstanding_peak,
-        {
+        "latency   completed cohorts: {}",
+        or_na(client, || phases.join("; "))
+    );
+    let _ = writeln!(
+        o,
+        "cost      admitted payload {}  client pending ≤ {} outstanding ≤ {}  retry collision {}  wire {} B/useful",
+        or_na(server, || format!(
+            "{:.3} MiB·s (peak {:.2} MiB)",
+            ov.owned_mib_s,
+            ov.owned_peak_bytes as f64 / 1048576.0
+        )),
+        or_na(client, || ov.pending_peak.to_string()),
+        or_na(client, || ov.outstanding_peak.to_string()),
+        if client {
             let c = &ov.collision;
             let m = crate::part3::collision_scope(c);
-            c.fraction.map_or(format!("n/a ({m})"), |f| format!("{f:.5} ({m})"))
+            c.fraction
+                .map_or(format!("n/a ({m})"), |f| format!("{f:.5} of pairs ({m})"))
+        } else {
+            "n/a (retries are the client's)".to_string()
         },
-        ov.wire_bytes_per_useful.map_or("n/a".to_string(), |b| format!("{b:.0}")),
+        or_na(client, || ov
+            .wire_bytes_per_useful
+            .map_or("n/a".to_string(), |b| format!("{b:.0}"))),
     );
     o
 }
@@ -618,7 +650,7 @@ fn headline_lines(s: &Summary) -> String {
         return o;
     }
     if let Some(ov) = &s.overload {
-        o.push_str(&overload_lines(ov, sv));
+        o.push_str(&overload_lines(ov, c, sv));
     }
     let _ =
         writeln!(

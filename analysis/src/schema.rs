@@ -562,6 +562,13 @@ impl FrameEv {
 pub const UNIX_PREFIX: &str = "unix:";
 /// An end bound to a name in Linux's abstract namespace: `unix:@NAME`.
 pub const UNIX_ABSTRACT: &str = "unix:@";
+/// `merge` offsets the connection ids of its k-th input by k × this, so
+/// that ids of different processes never collide: in a merged trace,
+/// `conn / CONN_OFFSET` tells which process recorded an event (what a
+/// process numbers on its own, such as an `Exchange` client's original
+/// ids, is told apart by it).
+pub const CONN_OFFSET: u32 = 1 << 20;
+
 /// An end with no name (another client's, usually): such connections are
 /// paired with none, as every one of them looks alike.
 pub const UNIX_UNNAMED: &str = "unix:(unnamed)";

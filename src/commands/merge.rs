@@ -25,9 +25,7 @@ pub struct MergeOpts {
     pub force: bool,
 }
 
-/// Connection ids of the k-th input are offset by k × this, so ids of
-/// different processes never collide.
-pub const CONN_OFFSET: u32 = 1 << 20;
+pub use h2probe_analysis::schema::CONN_OFFSET;
 
 /// Where each input's connection ids start, past those of the inputs
 /// before it: one [`CONN_OFFSET`] step for a run, a merged input's

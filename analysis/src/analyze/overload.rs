@@ -13,8 +13,8 @@
 
 use super::summary::{Check, Timeline};
 use crate::schema::{
-    AdmissionEv, AttemptEv, Decision, Endpoint, Event, FrameType, Kind, OriginalEndEv, OriginalEv,
-    OriginalState,
+    AdmissionEv, AttemptEndEv, AttemptEv, Decision, Endpoint, Event, FrameType, Kind,
+    OriginalEndEv, OriginalEv, OriginalState,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -54,18 +54,38 @@ impl Overload {
     }
 }
 
+/// The service schedule's slowdown, in `t`: from the first step that
+/// slowed the worker to the schedule's longest service time, through the
+/// steps after it that keep that time, to the next step (or `end`). `None`
+/// when no step slowed it to that time (a flat schedule; one slowest from
+/// its start). `steps`: (t, step, service ns).
 pub fn collision_window(steps: &[(u64, u32, u64)], end: u64) -> Option<(u64, u64)> {
     let mut steps = steps.to_vec();
     steps.sort_unstable_by_key(|s| (s.1, s.0));
-    let first = steps.first()?.2;
     let max = steps.iter().map(|s| s.2).max()?;
-    if max <= first {
-        return None;
-    }
-    let i = steps.iter().position(|s| s.2 == max)?;
+    let i = (1..steps.len()).find(|&i| steps[i].2 == max && steps[i - 1].2 < max)?;
     let from = steps[i].0;
-    let to = steps.get(i + 1).map_or(end, |s| s.0).max(from);
+    let to = steps[i..]
+        .iter()
+        .find(|s| s.2 != max)
+        .map_or(end, |s| s.0)
+        .max(from);
     Some((from, to))
+}
+
+/// The process (a `merge` input) whose client numbered the originals of
+/// connection `conn`: 0 outside a merged trace.
+fn origin_of(conn: u32) -> u32 {
+    conn / crate::schema::CONN_OFFSET
+}
+
+/// An original as a detail names it: its id, and in a merged trace whose
+/// client it is (by a connection of that process).
+fn original_name(conn: u32, id: u64) -> String {
+    match origin_of(conn) {
+        0 => id.to_string(),
+        _ => format!("{id} (of the client on connection {conn})"),
+    }
 }
 
 /// Timer slack allowed when a wait ends at a deadline: a WAIT whose
@@ -239,11 +259,21 @@ pub(super) struct Tracker {
     t0: Option<u64>,
     /// The last original's `t`.
     last_original: u64,
-    /// Open originals: id → (scheduled t, deadline).
-    open: HashMap<u64, (u64, u64)>,
-    /// Ended originals' ids, as ranges (ids are `client + clients × n`:
-    /// consecutive over the run, so as many ranges as gaps).
-    ended: super::wire_view::RetiredIds<1>,
+    /// Open originals: (process, id) → (scheduled t, deadline). A client
+    /// process numbers its originals on its own, so in a merged trace two
+    /// clients' ids meet: the process is its connections' `merge` input
+    /// ([`origin_of`]).
+    open: HashMap<(u32, u64), (u64, u64)>,
+    /// Ended originals' ids per process, as ranges (ids are `client +
+    /// clients × n`: consecutive over a run, so as many ranges as gaps).
+    ended: HashMap<u32, super::wire_view::RetiredIds<1>>,
+    /// The attempt of each open original awaiting its answer: (process,
+    /// id) → attempt (the client answers each once, before the original
+    /// ends; a retry is initiated only after the answer to the one before).
+    awaiting: HashMap<(u32, u64), u32>,
+    /// Those whose original ended at this instant: an answer recorded at
+    /// the same nanosecond may sort after the end.
+    ended_now: Vec<((u32, u64), u32)>,
     /// (scheduled t, latency ns) of completed originals.
     latencies: Vec<(u64, u64)>,
     retry_times: Vec<u64>,
@@ -285,7 +315,7 @@ impl Tracker {
         match &e.kind {
             Kind::Original(o) => self.original(e, o, line),
             Kind::Attempt(a) => self.attempt(e, a, line),
-            Kind::AttemptEnd(_) => self.seen = true,
+            Kind::AttemptEnd(x) => self.attempt_end(e, x, line),
             Kind::OriginalEnd(x) => self.original_end(e, x, line),
             Kind::Admission(a) => self.admission(e, a, line),
             Kind::ServiceChange(c) => self.steps.push((t, c.step, c.service_ns)),
@@ -295,7 +325,7 @@ impl Tracker {
                 if self.refused.contains(&key) {
                     self.boundary.add(t, line, || {
                         format!(
-                            "attempt {}/{} seq {} was refused at the boundary but started",
+                            "the attempt of seq {2} on connection {0} stream {1} was refused at the boundary but started",
                             e.conn, e.stream, st.seq
                         )
                     });
@@ -304,7 +334,7 @@ impl Tracker {
                     if deadline != 0 && t >= deadline {
                         self.boundary.add(t, line, || {
                             format!(
-                                "attempt {}/{} seq {} started {:.1} ms after its deadline",
+                                "the attempt of seq {2} on connection {0} stream {1} started {3:.1} ms after its deadline",
                                 e.conn,
                                 e.stream,
                                 st.seq,
@@ -364,9 +394,15 @@ impl Tracker {
         self.o.originals += 1;
         self.t0 = Some(self.t0.map_or(e.t, |t0| t0.min(e.t)));
         self.last_original = self.last_original.max(e.t);
-        if self.open.insert(o.id, (e.t, o.deadline)).is_some() || self.ended.contains(o.id) {
+        let key = (origin_of(e.conn), o.id);
+        if self.open.insert(key, (e.t, o.deadline)).is_some()
+            || self.ended.get(&key.0).is_some_and(|r| r.contains(o.id))
+        {
             self.accounting.add(e.t, line, || {
-                format!("original {} was scheduled twice", o.id)
+                format!(
+                    "original {} was scheduled twice",
+                    original_name(e.conn, o.id)
+                )
             });
         }
         self.levels(e.conn, o.pending, o.outstanding);
@@ -381,13 +417,16 @@ impl Tracker {
             self.o.retries += 1;
             self.retry_times.push(e.t);
         }
-        match self.open.get(&a.id) {
+        let name = || original_name(e.conn, a.id);
+        let key = (origin_of(e.conn), a.id);
+        self.awaiting.insert(key, a.attempt);
+        match self.open.get(&key) {
             Some(&(scheduled, deadline)) => {
                 if a.deadline != deadline || a.scheduled != scheduled {
                     self.boundary.add(e.t, line, || {
                         format!(
                             "attempt {} of original {} carries deadline {} / scheduled {}, not the original's {deadline} / {scheduled}",
-                            a.attempt, a.id, a.deadline, a.scheduled
+                            a.attempt, name(), a.deadline, a.scheduled
                         )
                     });
                 }
@@ -395,29 +434,68 @@ impl Tracker {
                     self.boundary.add(e.t, line, || {
                         format!(
                             "attempt {} of original {} was initiated after its deadline",
-                            a.attempt, a.id
+                            a.attempt,
+                            name()
                         )
                     });
                 }
             }
-            None => self.accounting.add(e.t, line, || {
-                format!(
-                    "attempt {} of original {} without an open original",
-                    a.attempt, a.id
-                )
-            }),
+            None => {
+                self.accounting.add(e.t, line, || {
+                    format!(
+                        "attempt {} of original {} without an open original",
+                        a.attempt,
+                        name()
+                    )
+                });
+                // It carries its deadline: the boundary judges it still.
+                if a.deadline != 0 && e.t >= a.deadline {
+                    self.boundary.add(e.t, line, || {
+                        format!(
+                            "attempt {} of original {} was initiated after its deadline",
+                            a.attempt,
+                            name()
+                        )
+                    });
+                }
+            }
         }
         self.levels(e.conn, a.pending, a.outstanding);
     }
 
+    /// An answer the client read: to the attempt of its original that
+    /// awaits one (none: answered twice, or never initiated).
+    fn attempt_end(&mut self, e: &Event, x: &AttemptEndEv, line: u64) {
+        self.seen = true;
+        let key = (origin_of(e.conn), x.id);
+        if self.awaiting.get(&key) == Some(&x.attempt) {
+            self.awaiting.remove(&key);
+        } else if let Some(i) = self.ended_now.iter().position(|k| *k == (key, x.attempt)) {
+            self.ended_now.swap_remove(i);
+        } else {
+            self.accounting.add(e.t, line, || {
+                format!(
+                    "an answer ({}) to attempt {} of original {}, which awaited none (answered twice, or never initiated)",
+                    x.result.as_str(),
+                    x.attempt,
+                    original_name(e.conn, x.id)
+                )
+            });
+        }
+    }
+
     fn original_end(&mut self, e: &Event, x: &OriginalEndEv, line: u64) {
         self.seen = true;
-        let opened = self.open.remove(&x.id);
-        if opened.is_none() || !self.ended.insert(x.id) {
+        let key = (origin_of(e.conn), x.id);
+        if let Some(attempt) = self.awaiting.remove(&key) {
+            self.ended_now.push((key, attempt));
+        }
+        let opened = self.open.remove(&key);
+        if opened.is_none() || !self.ended.entry(key.0).or_default().insert(x.id) {
             self.accounting.add(e.t, line, || {
                 format!(
                     "original {} ended ({}) without being open",
-                    x.id,
+                    original_name(e.conn, x.id),
                     x.state.as_str()
                 )
             });
@@ -510,6 +588,7 @@ impl Tracker {
 
     /// The peaks of the instant just read, and its verdict on the slots.
     fn settle_instant(&mut self) {
+        self.ended_now.clear();
         self.o.max_in_use = self.o.max_in_use.max(self.in_use);
         self.o.owned_peak_bytes = self.o.owned_peak_bytes.max(self.owned);
         if let Some((line, slots)) = self.instant_over.take() {
@@ -569,7 +648,14 @@ impl Tracker {
         o.wire_bytes_per_useful =
             (o.on_time > 0).then(|| o.c2s_data_bytes as f64 / o.on_time as f64);
         let _ = (window_blocked_s, socket_blocked_s);
-        let t0 = self.t0.unwrap_or(0);
+        // Offsets run from the first original; a trace without one (the
+        // server's alone) from the schedule's step 0 (its first RPC), else
+        // its first event: never from the clock's own zero.
+        let t0 = self
+            .t0
+            .or_else(|| self.steps.iter().map(|s| s.0).min())
+            .or(self.first_t)
+            .unwrap_or(0);
 
         // Phases: the service schedule's steps (from the server), as offsets
         // from the first original.
@@ -640,7 +726,13 @@ impl Tracker {
             "N {} = on time {} + late {} + rejected {} + dropped {} + expired {} + never sent {} + unanswered {} ({}); \
              F {} ≤ N, A {} = F + retries {}, S {} ≤ A, R {} ≤ S",
             o.originals, o.on_time, o.late, o.rejected, o.dropped, o.expired, o.never_sent, o.unanswered,
-            if o.open > 0 { format!("{} still open", o.open) } else { "every original ended once".into() },
+            if o.open > 0 {
+                format!("{} still open", o.open)
+            } else if self.accounting.at.is_some() {
+                "the ends as recorded".into()
+            } else {
+                "every original ended once".into()
+            },
             o.first_attempts, o.attempts, o.retries, o.sent, o.decoded
         );
         // What an incomplete trace leaves unjudged: all but a violation
@@ -756,9 +848,25 @@ mod tests {
         // The slowest step is the last: the window runs to the trace's end.
         let last = [(0, 0, 10 * ms), (3 * s, 1, 20 * ms), (5 * s, 2, 40 * ms)];
         assert_eq!(collision_window(&last, 8 * s), Some((5 * s, 8 * s)));
+        // Steps that keep the slowest time are one slowdown.
+        let held = [
+            (0, 0, 10 * ms),
+            (s, 1, 40 * ms),
+            (2 * s, 2, 40 * ms),
+            (3 * s, 3, 10 * ms),
+        ];
+        assert_eq!(collision_window(&held, 8 * s), Some((s, 3 * s)));
+        // Slowest from the start, then faster, then slowed again: the
+        // slowdown is the step that slowed it.
+        let again = [(0, 0, 40 * ms), (s, 1, 10 * ms), (3 * s, 2, 40 * ms)];
+        assert_eq!(collision_window(&again, 5 * s), Some((3 * s, 5 * s)));
         // No slowdown (a faster step, a flat one, none).
         assert_eq!(
             collision_window(&[(0, 0, 40 * ms), (s, 1, 10 * ms)], 8 * s),
+            None
+        );
+        assert_eq!(
+            collision_window(&[(0, 0, 20 * ms), (s, 1, 20 * ms)], 8 * s),
             None
         );
         assert_eq!(collision_window(&[(0, 0, 10 * ms)], 8 * s), None);
@@ -947,6 +1055,81 @@ mod tests {
         assert_eq!(c["admission"].ok, Some(false), "{:?}", c["admission"]);
     }
 
+    fn answer(t: u64, id: u64, attempt: u32, result: crate::schema::AttemptResult) -> Event {
+        ev(
+            t,
+            Endpoint::Client,
+            Kind::AttemptEnd(AttemptEndEv {
+                id,
+                attempt,
+                seq: id,
+                result,
+                at: t,
+            }),
+        )
+    }
+
+    /// The client reads one answer per attempt, before its original ends:
+    /// a second answer, or one to an attempt never initiated, fails
+    /// `originals` (a duplicated `attempt_end` passed); an answer recorded
+    /// at the nanosecond of its original's end holds whichever sorts
+    /// first. A retry initiated past its deadline fails `admission` even
+    /// after its original ended (it carries the deadline).
+    #[test]
+    fn every_answer_is_to_an_attempt_awaiting_one() {
+        use crate::schema::AttemptResult::{Completed, Rejected};
+        let s = 1_000_000_000;
+        let story = vec![
+            original(0, 0, 2 * s),
+            attempt(1, 0, 1, 0, 2 * s),
+            answer(5, 0, 1, Rejected),
+            attempt(10, 0, 2, 0, 2 * s),
+            answer(20, 0, 2, Completed),
+            end(20, 0, OriginalState::OnTime),
+        ];
+        let verdict = |events: &[Event]| {
+            let (_, c) = judge(events);
+            let c = &c["originals"];
+            (c.ok, c.detail.clone())
+        };
+        assert_eq!(verdict(&story).0, Some(true), "{}", verdict(&story).1);
+        let mut tie = story.clone();
+        tie.swap(4, 5);
+        assert_eq!(verdict(&tie).0, Some(true), "{}", verdict(&tie).1);
+        for (i, again) in [
+            (5, answer(20, 0, 2, Completed)),
+            (3, answer(6, 0, 1, Rejected)),
+        ] {
+            let mut twice = story.clone();
+            twice.insert(i, again);
+            let (ok, detail) = verdict(&twice);
+            assert_eq!(ok, Some(false), "{detail}");
+            assert!(
+                detail.contains("which awaited none (answered twice"),
+                "{detail}"
+            );
+        }
+        let mut unasked = story.clone();
+        unasked.insert(2, answer(3, 0, 2, Rejected));
+        assert_eq!(verdict(&unasked).0, Some(false));
+
+        let mut late_retry = story.clone();
+        late_retry.insert(2, admit(2, 0, 1, 2 * s));
+        let (_, c) = judge(&late_retry);
+        assert_eq!(c["admission"].ok, Some(true), "{}", c["admission"].detail);
+        late_retry.push(attempt(3 * s, 0, 3, 0, 2 * s));
+        let (_, c) = judge(&late_retry);
+        assert_eq!(c["originals"].ok, Some(false), "{}", c["originals"].detail);
+        let a = &c["admission"];
+        assert_eq!(a.ok, Some(false), "{}", a.detail);
+        assert!(
+            a.detail
+                .starts_with("attempt 3 of original 0 was initiated after its deadline"),
+            "{}",
+            a.detail
+        );
+    }
+
     #[test]
     fn the_checks_hold_for_a_clean_story_and_fail_where_it_breaks() {
         let s = 1_000_000_000;
@@ -1031,6 +1214,47 @@ mod tests {
         assert_eq!(quantile(&[], 0.5), None);
     }
 
+    /// Two client processes merged into one trace each number their
+    /// originals from 0: told apart by their connections' merge input, and
+    /// a failure names whose original it was.
+    #[test]
+    fn merged_clients_number_their_originals_each_on_their_own() {
+        let second = |mut e: Event| {
+            e.conn += crate::schema::CONN_OFFSET;
+            e
+        };
+        let mut events = vec![];
+        for id in 0..3 {
+            events.push(original(id * 10, id, 1_000_000));
+            events.push(second(original(id * 10 + 1, id, 1_000_000)));
+        }
+        for id in 0..3 {
+            events.push(end(500 + id, id, OriginalState::Dropped));
+            events.push(second(end(600 + id, id, OriginalState::Dropped)));
+        }
+        let (o, checks) = judge(&events);
+        let c = &checks["originals"];
+        assert_eq!(
+            (c.ok, o.originals, o.dropped),
+            (Some(true), 6, 6),
+            "{}",
+            c.detail
+        );
+        // The second client's original 1 ends twice.
+        events.push(second(end(700, 1, OriginalState::Dropped)));
+        let (_, checks) = judge(&events);
+        let c = &checks["originals"];
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+        assert!(
+            c.detail.starts_with(&format!(
+                "original 1 (of the client on connection {}) ended (dropped) without being open",
+                crate::schema::CONN_OFFSET + 1
+            )),
+            "{}",
+            c.detail
+        );
+    }
+
     /// 10,000 originals ending out of order within a few: their ids are
     /// kept as a few ranges (they were 8 bytes each), and an original that
     /// ends twice, or is scheduled again after its end, is still caught.
@@ -1050,7 +1274,7 @@ mod tests {
         for (i, e) in events.iter().enumerate() {
             tr.feed(e, i as u64 + 2, &mut tl);
         }
-        assert_eq!(tr.ended.ranges(), 1);
+        assert_eq!(tr.ended[&0].ranges(), 1);
         let (_, checks) = tr.finish(0.0, 0.0, None, 0);
         assert_eq!(
             checks["originals"].ok,
