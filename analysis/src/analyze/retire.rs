@@ -826,6 +826,29 @@ mod tests {
         assert_eq!(basis(&[(0, Some(0))]), (None, 0));
     }
 
+    /// A listed stream's fair share is its measure over the mean of all:
+    /// bytes ÷ offered when every demand is known, bytes otherwise; 0,
+    /// not NaN, when nothing was carried.
+    #[test]
+    fn a_fair_share_is_a_streams_part_of_the_mean() {
+        let shares = |figs: &[(u64, Option<u64>)]| -> Vec<f64> {
+            let mut t = StreamTally::default();
+            for (i, (bytes, offered)) in figs.iter().enumerate() {
+                t.add(fig(1, 2 * i as u32 + 1, *bytes, *offered));
+            }
+            t.finish().listed.iter().map(|f| f.fair_share).collect()
+        };
+        assert_eq!(shares(&[(1, None), (3, None)]), [0.5, 1.5]);
+        // 0.5 and 1 of their demand: a mean of 0.75.
+        assert_eq!(
+            shares(&[(5, Some(10)), (20, Some(20))]),
+            [0.5 / 0.75, 1.0 / 0.75]
+        );
+        // One demand unknown: bytes for all (mean 12.5).
+        assert_eq!(shares(&[(5, Some(10)), (20, None)]), [0.4, 1.6]);
+        assert_eq!(shares(&[(0, Some(10)), (0, Some(10))]), [0.0, 0.0]);
+    }
+
     /// Jain's index against hand-computed values (bytes alone: no demand).
     #[test]
     fn jain_index_against_hand_computed_values() {
