@@ -127,16 +127,15 @@ pub fn window_of(c: &Collision) -> String {
 /// The retries counted and where: "M=153 in the slowdown, [2, 4) s of the
 /// schedule", saying so when no slowdown was recorded.
 pub fn collision_scope(c: &Collision) -> String {
-    format!(
-        "M={} in {}{}",
-        c.retries,
-        window_of(c),
-        if c.window == "default" {
-            ", the article's window: no slowdown recorded"
-        } else {
-            ""
+    let mut scope = format!("M={} in {}", c.retries, window_of(c));
+    if c.window == "default" {
+        scope.push_str(", the article's window: no slowdown recorded");
+        // A short run ends before the article's window does.
+        if let Some(end) = c.trace_end_s.filter(|end| *end < c.to_s) {
+            scope.push_str(&format!(", and the trace ends at {end:.1} s"));
         }
-    )
+    }
+    scope
 }
 
 /// The runs' collision window (see [`window_of`]), or that it differs
@@ -664,4 +663,42 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
         files.push("part3-collisions.svg".to_string());
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The article's window is named as such, and a run that ends before
+    /// it does says where (M=0 read as "no retries collided").
+    #[test]
+    fn a_window_past_the_trace_is_said() {
+        let article = |end: f64| Collision {
+            from_s: 12.0,
+            to_s: 24.0,
+            window: "default".into(),
+            trace_end_s: Some(end),
+            ..Collision::default()
+        };
+        assert_eq!(
+            collision_scope(&article(5.04)),
+            "M=0 in [12, 24) s, the article's window: no slowdown recorded, \
+             and the trace ends at 5.0 s"
+        );
+        assert_eq!(
+            collision_scope(&article(36.0)),
+            "M=0 in [12, 24) s, the article's window: no slowdown recorded"
+        );
+        let slowdown = Collision {
+            window: "slowdown".into(),
+            schedule_from_s: Some(2.0),
+            schedule_to_s: Some(4.0),
+            retries: 7,
+            ..article(3.0)
+        };
+        assert_eq!(
+            collision_scope(&slowdown),
+            "M=7 in the slowdown, [2, 4) s of the schedule"
+        );
+    }
 }

@@ -199,6 +199,11 @@ pub struct Collision {
     pub schedule_from_s: Option<f64>,
     #[serde(default)]
     pub schedule_to_s: Option<f64>,
+    /// The trace's last event, as an offset like `from_s`: a window that
+    /// reaches past it (the article's, in a short run) counted retries
+    /// over less than its span.
+    #[serde(default)]
+    pub trace_end_s: Option<f64>,
     pub bin_ms: f64,
     /// M: retries initiated in the window.
     pub retries: u64,
@@ -712,6 +717,7 @@ impl Tracker {
             window: window.to_string(),
             schedule_from_s: of_schedule.map(|w| w.0),
             schedule_to_s: of_schedule.map(|w| w.1),
+            trace_end_s: self.first_t.map(|_| end.saturating_sub(t0) as f64 / 1e9),
             bin_ms: COLLISION_BIN_NS as f64 / 1e6,
             retries: m,
             colliding_pairs: pairs,
