@@ -2399,3 +2399,68 @@ fn raw_units_judge_each_side_on_its_own() {
     assert_eq!(c.ok, Some(false), "{}", c.detail);
     assert!(c.detail.contains("scheduled 3 ≠ sent 2"), "{}", c.detail);
 }
+
+/// A stream its client offered bytes on that carried none counts among
+/// the streams (it is the victim of the unfairness the index measures),
+/// judged as its stream retires mid-pass or at the end.
+#[test]
+fn a_stream_offered_bytes_that_carried_none_is_counted() {
+    let judge = |gap: u64| {
+        let mut a = Analyzer::new(0);
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        a.feed(&on(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+        a.feed(&on(2, s, 1, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        let mut t = 10;
+        for (id, sent) in [(1, true), (3, false)] {
+            t += gap;
+            let msg = MsgEv {
+                seq: 0,
+                size: 95,
+                framed: 100,
+            };
+            a.feed(&on(t, c, 1, id, Kind::Schedule(msg)));
+            let start = Kind::RpcStart(RpcStartEv {
+                path: "/p".into(),
+                deadline_ns: None,
+                framing: None,
+                release: None,
+                withhold_after: None,
+            });
+            a.feed(&on(t + 1, s, 1, id, start));
+            if sent {
+                let data = |dir| Kind::Frame(frame(dir, FrameType::DATA, 100));
+                a.feed(&on(t + 2, c, 1, id, data(Dir::Out)));
+                a.feed(&on(t + 3, s, 1, id, data(Dir::In)));
+                a.feed(&on(t + 4, s, 1, id, Kind::Chunk(ChunkEv { len: 100 })));
+            }
+            let end = Kind::RpcEnd(RpcEndEv {
+                status: 0,
+                message: String::new(),
+            });
+            a.feed(&on(t + 5, s, 1, id, end.clone()));
+            a.feed(&on(t + 6, c, 1, id, end));
+        }
+        // Long after: every stream is due.
+        let ping = |ep| {
+            on(
+                t + gap,
+                ep,
+                1,
+                0,
+                Kind::Frame(frame(Dir::In, FrameType::PING, 8)),
+            )
+        };
+        a.feed(&ping(c));
+        a.feed(&ping(s));
+        a.finish(0, &Ending::Clean(Footer::default())).0
+    };
+    for gap in [10, 70_000_000_000] {
+        let s = judge(gap);
+        assert_eq!(
+            (s.stream_count, s.streams_without_data),
+            (2, 1),
+            "gap {gap}: {:?}",
+            s.streams
+        );
+    }
+}
