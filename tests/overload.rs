@@ -495,6 +495,22 @@ fn a_short_part3_comparison_runs_all_four_policies() {
     for f in ["comparison.md", "part3-outcomes.svg", "part3-owned.svg"] {
         assert!(dir.join(f).exists(), "{f}");
     }
+    // The page shows the same tables and plots, above Part 1's (it had
+    // Part 1's table alone, whose counts are attempts).
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for seen in [
+        "<h2>Overload policies (Part 3)</h2>",
+        "<h3>RETRY − REJECT, paired by repeat (1 pair)</h3>",
+        "<th class=\"num\">on time % (U/N)</th>",
+        "<b>part3-outcomes.svg</b>",
+        "<h2>Part 1's figures (median over repeats; every attempt a message)</h2>",
+    ] {
+        assert!(page.contains(seen), "{seen:?} not in report.html");
+    }
+    assert!(
+        page.find("<h2>Overload policies") < page.find("<h2>Part 1's figures"),
+        "Part 3 first"
+    );
 }
 
 /// compare's --rate and --payload apply to the Part 3 scenarios (the

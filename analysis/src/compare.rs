@@ -503,7 +503,7 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
             let fit = fit.max(1);
             let cut = rest[..fit]
                 .iter()
-                .rposition(|&c| c == '/' || c == '-')
+                .rposition(|&c| matches!(c, '/' | '-' | '='))
                 .filter(|&i| i + 1 >= fit / 2)
                 .map_or(fit, |i| i + 1);
             pieces.push(rest.drain(..cut).collect());
@@ -537,6 +537,11 @@ mod tests {
         assert_eq!(
             wrap_words("ref/complete-unbounded", 20),
             ["ref/complete-", "unbounded"]
+        );
+        // A setting breaks after its name ("original-deadline=500m|s").
+        assert_eq!(
+            wrap_words("WAIT original-deadline=500ms", 22),
+            ["WAIT", "original-deadline=", "500ms"]
         );
         assert_eq!(wrap_words("runs/a-b/frame", 10), ["runs/a-b/", "frame"]);
         // None in the second half: cut at the width.

@@ -164,6 +164,10 @@ fn caption(name: &str) -> &'static str {
         "blocked.svg" => "When the client waited: on window credit, on h2's send buffer, on the socket.",
         "withheld.svg" => "Relay: the credit each receiver withheld (DATA it was sent minus credit it returned), read from the relay's legs. A server that releases on receipt drops back to near zero at each WINDOW_UPDATE; one that releases later holds the bytes of the work it owns.",
         "streams.svg" => "Client→server bytes per stream over time, stacked (the streams with the most bytes each get a layer): how the streams shared the connection.",
+        "part3-outcomes.svg" => "Where every scheduled original went, per configuration: the mean fraction of N over its runs.",
+        "part3-owned.svg" => "Server-owned payload over time: the bytes of admitted attempts, queued or in service (each configuration's first run; a point is the highest of its span).",
+        "part3-client.svg" => "The client's pending originals and outstanding attempts over time (each configuration's first run; a point is the highest of its span).",
+        "part3-collisions.svg" => "How many 20 ms bins of the collision window held k retries (mean over a configuration's runs): two or more in one bin collide.",
         _ => "",
     }
 }
@@ -1086,36 +1090,118 @@ pub struct CompareRun {
 }
 
 /// The comparison page of several runs: the table, the runs with links to
-/// their own pages, and their plots side by side.
+/// their own pages, and their plots side by side; Part 3's tables too when
+/// every run is an `Exchange` run (without the article's figures: whether
+/// the runs are its setting is `compare`'s to say).
 pub fn compare_html(runs: &[CompareRun]) -> String {
-    compare_html_with(runs, None)
+    let refs = run_refs(runs);
+    let part3 = (!refs.is_empty() && refs.iter().all(|r| r.summary.overload.is_some()))
+        .then(|| crate::part3::markdown("", &refs, false));
+    compare_html_with(runs, None, part3.as_deref())
+}
+
+fn run_refs(runs: &[CompareRun]) -> Vec<crate::compare::RunRef> {
+    runs.iter()
+        .map(|r| crate::compare::RunRef {
+            config: r.config.clone(),
+            dir: r.dir.clone(),
+            summary: r.summary.clone(),
+        })
+        .collect()
+}
+
+/// The Markdown [`crate::part3::markdown`] writes (headings, pipe tables,
+/// paragraphs) as HTML; its `#` title is the page's own.
+fn markdown_html(md: &str) -> String {
+    let cells = |l: &str| -> Vec<String> {
+        l.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let mut o = String::new();
+    let mut lines = md.lines().map(str::trim).peekable();
+    while let Some(l) = lines.next() {
+        if l.is_empty() || l.starts_with("# ") {
+            continue;
+        }
+        if let Some(h) = l.strip_prefix("## ") {
+            let _ = write!(o, "<h3>{}</h3>", esc(h));
+        } else if l.starts_with('|') {
+            o.push_str(r#"<div class="tw"><table class="cmpt"><tr>"#);
+            for (i, h) in cells(l).iter().enumerate() {
+                let num = if i > 0 { r#" class="num""# } else { "" };
+                let _ = write!(o, "<th{num}>{}</th>", esc(h));
+            }
+            o.push_str("</tr>");
+            while let Some(row) = lines.next_if(|l| l.starts_with('|')) {
+                if row.starts_with("|---") {
+                    continue;
+                }
+                o.push_str("<tr>");
+                for (i, c) in cells(row).iter().enumerate() {
+                    let num = if i > 0 { r#" class="num""# } else { "" };
+                    let _ = write!(o, "<td{num}>{}</td>", esc(c));
+                }
+                o.push_str("</tr>");
+            }
+            o.push_str("</table></div>");
+        } else {
+            let _ = write!(o, r#"<p class="note">{}</p>"#, esc(l));
+        }
+    }
+    o
 }
 
 /// [`compare_html`], plus the plots `compare` drew across configurations
-/// in `dir` (sweep.svg, compare-*.svg) when given.
-pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
+/// in `dir` (sweep.svg, compare-*.svg, part3-*.svg) when given, and the
+/// Part 3 tables `part3` (Markdown) when the runs are `Exchange` runs.
+pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>, part3: Option<&str>) -> String {
     let mut b = String::new();
     let _ = write!(
         b,
-        r##"<header><h1>h2probe comparison · {} runs</h1><div class="sub">Median over repeats of one configuration, (min–max) where they differ. Rates in messages/s.</div><nav><a href="#table">Table</a><a href="#runs">Runs</a>{}<a href="#plots">Plots side by side</a></nav></header>"##,
+        r##"<header><h1>h2probe comparison · {} runs</h1><div class="sub">{}</div><nav>{}<a href="#table">{}</a><a href="#runs">Runs</a>{}<a href="#plots">Plots side by side</a></nav></header>"##,
         runs.len(),
+        if part3.is_some() {
+            "Part 3 (overload policies): means over runs, (min–max) where they differ. \
+             Part 1's figures below them: median over repeats, every attempt counted as a message."
+        } else {
+            "Median over repeats of one configuration, (min–max) where they differ. Rates in messages/s."
+        },
+        if part3.is_some() {
+            r##"<a href="#part3">Part 3</a>"##
+        } else {
+            ""
+        },
+        if part3.is_some() {
+            "Part 1 table"
+        } else {
+            "Table"
+        },
         if dir.is_some() {
             r##"<a href="#across">Across configurations</a>"##
         } else {
             ""
         }
     );
-    let refs: Vec<crate::compare::RunRef> = runs
-        .iter()
-        .map(|r| crate::compare::RunRef {
-            config: r.config.clone(),
-            dir: r.dir.clone(),
-            summary: r.summary.clone(),
-        })
-        .collect();
+    if let Some(md) = part3 {
+        let _ = write!(
+            b,
+            r#"<section id="part3"><h2>Overload policies (Part 3)</h2>{}</section>"#,
+            markdown_html(md)
+        );
+    }
+    let refs = run_refs(runs);
     let rows = crate::compare::rows(&refs);
-    b.push_str(
-        r#"<section id="table"><h2>Comparison</h2><div class="tw"><table class="cmpt"><tr>"#,
+    let _ = write!(
+        b,
+        r#"<section id="table"><h2>{}</h2><div class="tw"><table class="cmpt"><tr>"#,
+        if part3.is_some() {
+            "Part 1's figures (median over repeats; every attempt a message)"
+        } else {
+            "Comparison"
+        }
     );
     for (i, h) in crate::compare::HEADLINE.iter().enumerate() {
         let _ = write!(
@@ -1182,7 +1268,13 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
             esc(&r.config),
             esc(&r.dir.display().to_string()),
             esc(&r.link),
-            signed(s.queue_growth_rate, 1),
+            // Under Part 3's admission bound the queue cannot outgrow its
+            // slots: the table above says n/a, and so does this one.
+            if s.overload.is_some() {
+                "n/a".to_string()
+            } else {
+                signed(s.queue_growth_rate, 1)
+            },
             s.max_queue_depth,
             if failed > 0 {
                 format!(r#"<span class="badge b-bad">{failed} FAILED</span>"#)
@@ -1198,12 +1290,13 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>) -> String {
     if let Some(dir) = dir {
         let (svgs, _) = run_svgs(dir);
         b.push_str(r#"<section id="across"><h2>Across configurations</h2><div class="plots">"#);
-        for (name, svg) in svgs
-            .iter()
-            .filter(|(n, _)| n == "sweep.svg" || n.starts_with("compare-"))
-        {
+        for (name, svg) in svgs.iter().filter(|(n, _)| {
+            n == "sweep.svg" || n.starts_with("compare-") || n.starts_with("part3-")
+        }) {
             let what = if name == "sweep.svg" {
                 "the headline figures against the swept parameter (median, min–max whiskers over repeats)"
+            } else if name.starts_with("part3-") {
+                caption(name)
             } else {
                 "one line per configuration (its first repeat)"
             };

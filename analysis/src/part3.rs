@@ -29,26 +29,49 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
+/// `x` with `d` decimals, a negative one with a true minus sign (as the
+/// article's figures beside ours), never "-0.000".
+fn num(x: f64, d: usize) -> String {
+    let x = crate::stats::rounded_zero(x, d);
+    if x < 0.0 {
+        format!("−{:.d$}", -x)
+    } else {
+        format!("{x:.d$}")
+    }
+}
+
+/// The runs' `min–max` at `d` decimals, one value when both ends print
+/// alike ("0.013–0.014" where a bound rounds up, never "0.013" for both),
+/// and "to" between them when one is negative ("−18.704 to −12.236").
 fn range(v: &[f64], d: usize) -> String {
     if v.is_empty() {
         return "n/a".into();
     }
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if (hi - lo).abs() < 0.5 * 10f64.powi(-(d as i32)) {
-        format!("{lo:.d$}")
+    let (a, b) = (num(lo, d), num(hi, d));
+    if a == b {
+        a
+    } else if lo < 0.0 || hi < 0.0 {
+        format!("{a} to {b}")
     } else {
-        format!("{lo:.d$}–{hi:.d$}")
+        format!("{a}–{b}")
     }
 }
 
-/// `mean (min–max)` of a figure over runs.
+/// `mean (min–max)` of a figure over runs; the mean alone when every run
+/// prints alike.
 fn stat(v: &[f64], d: usize) -> String {
-    let same = v.windows(2).all(|w| w[0] == w[1]);
     match mean(v) {
         None => "n/a".into(),
-        Some(m) if same => format!("{m:.d$}"),
-        Some(m) => format!("{m:.d$} ({})", range(v, d)),
+        Some(m) => {
+            let r = range(v, d);
+            if r.contains(['–', ' ']) {
+                format!("{} ({r})", num(m, d))
+            } else {
+                num(m, d)
+            }
+        }
     }
 }
 
@@ -158,14 +181,6 @@ fn one_label(labels: impl Iterator<Item = String>) -> Option<String> {
     }
 }
 
-/// When the recovery phase (`after`) begins, "24 s", alike in every run.
-fn recovery_label<'a>(runs: impl IntoIterator<Item = &'a Overload>) -> String {
-    let labels = runs
-        .into_iter()
-        .filter_map(|o| phase(o, "after").map(|p| format!("from {} s", secs(p.from_s))));
-    one_label(labels).unwrap_or_else(|| "(after the slowdown)".into())
-}
-
 fn phase<'a>(o: &'a Overload, name: &str) -> Option<&'a crate::analyze::overload::PhaseLatency> {
     o.phases.iter().find(|p| p.phase == name)
 }
@@ -182,10 +197,14 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
         return md;
     }
     let n_runs: Vec<usize> = g.iter().map(|(_, v)| v.len()).collect();
+    let window = window_label(g.iter().flat_map(|(_, v)| v.iter().map(|(_, o)| *o)));
     let _ = writeln!(
         md,
-        "Means over runs (min–max in brackets); {} runs per configuration. Every fraction is of all N scheduled originals.\n",
-        n_runs.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/")
+        "Means over runs, the runs' min–max in brackets (one value when every run gives the same); {} runs per configuration. \
+         Percentages are of all N scheduled originals. The p95 cells give the runs' range, [the completed originals of that phase]. \
+         The retry collision: of the M(M−1)/2 pairs among the M retries initiated in {window}, the fraction that share a {} ms bin; [M].\n",
+        n_runs.iter().map(|n| n.to_string()).collect::<Vec<_>>().join("/"),
+        COLLISION_BIN_NS / 1_000_000
     );
     let _ = writeln!(md, "## Where every original went\n");
     let _ = writeln!(
@@ -262,7 +281,7 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
     );
     let _ = writeln!(
         md,
-        "| config | server-owned MiB·s | client pending peak | outstanding peak | WINDOW_UPDATE/s | window-blocked s | socket-blocked s | RST_STREAM | wire B per useful | retry collision (M) |"
+        "| config | server-owned MiB·s | client pending peak | outstanding peak | WINDOW_UPDATE/s | window-blocked s | socket-blocked s | RST_STREAM | wire B per useful | retry collision [M] |"
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
     for (config, v) in &g {
@@ -276,10 +295,10 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
         let m: Vec<f64> = v.iter().map(|(_, o)| o.collision.retries as f64).collect();
         let _ = writeln!(
             md,
-            "| {shown} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) |",
+            "| {shown} | {} | {} | {} | {} | {} | {} | {} | {} | {} [{}] |",
             stat(&f(&|o| o.owned_mib_s), 3),
-            stat(&f(&|o| o.pending_peak as f64), 0),
-            stat(&f(&|o| o.outstanding_peak as f64), 0),
+            stat(&f(&|o| o.pending_peak as f64), 1),
+            stat(&f(&|o| o.outstanding_peak as f64), 1),
             stat(&f(&|o| o.window_updates_per_s), 1),
             stat(&s(&|r| r.summary.client_window_blocked_s), 2),
             stat(&s(&|r| r.summary.client_socket_blocked_s), 3),
@@ -303,65 +322,106 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
     md
 }
 
+/// A configuration's settings: the `key=value` words of its label, which
+/// `compare` over run directories appends to the policy's name
+/// ("WAIT original-deadline=500ms"); empty for a scenario's own labels.
+fn settings_of(config: &str) -> String {
+    config
+        .split(' ')
+        .filter(|w| w.contains('='))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs by repeat (the pairing key).
+type ByRepeat<'a> = BTreeMap<u32, &'a Overload>;
+
+/// The groups of policy `name` (the label's first word), by their
+/// settings: runs of one policy under different settings are paired only
+/// with the other policy's runs under the same settings.
+fn policy_groups<'a>(
+    g: &[(String, Vec<(&'a RunRef, &'a Overload)>)],
+    name: &str,
+) -> BTreeMap<String, ByRepeat<'a>> {
+    g.iter()
+        .filter(|(c, _)| c.split(' ').next() == Some(name))
+        .map(|(c, v)| {
+            let runs = v
+                .iter()
+                .filter_map(|(r, o)| Some((repeat_of(r)?, *o)))
+                .collect();
+            (settings_of(c), runs)
+        })
+        .collect()
+}
+
+/// `a` and `b` kept to the repeats both have: what a paired figure is
+/// taken over, and every figure beside it.
+fn both<'a>(a: &ByRepeat<'a>, b: &ByRepeat<'a>) -> (ByRepeat<'a>, ByRepeat<'a>) {
+    let keep = |x: &ByRepeat<'a>, y: &ByRepeat<'a>| -> ByRepeat<'a> {
+        x.iter()
+            .filter(|(k, _)| y.contains_key(k))
+            .map(|(k, o)| (*k, *o))
+            .collect()
+    };
+    (keep(a, b), keep(b, a))
+}
+
+/// " (original-deadline=500ms)" after a section's name when its groups
+/// have settings.
+fn under(settings: &str) -> String {
+    if settings.is_empty() {
+        String::new()
+    } else {
+        format!(" ({settings})")
+    }
+}
+
 /// Paired differences by repeat: RETRY − REJECT (the article's headline
-/// trade-off), WAIT − REJECT owned payload, and fixed − jitter collisions.
+/// trade-off), WAIT − REJECT owned payload, and fixed − jitter collisions;
+/// each over the repeats both policies ran under the same settings, and
+/// every figure of a section over those repeats only.
 fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
     let art = |x: &'static str| if article { x } else { "—" };
-    let by = |name: &str| -> BTreeMap<u32, &Overload> {
-        g.iter()
-            .find(|(c, _)| c == name || (c.starts_with(name) && c.contains(' ')))
-            .map(|(_, v)| {
-                v.iter()
-                    .filter_map(|(r, o)| Some((repeat_of(r)?, *o)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let mut md = String::new();
-    let pairs = |a: &BTreeMap<u32, &Overload>,
-                 b: &BTreeMap<u32, &Overload>,
-                 f: &dyn Fn(&Overload) -> f64|
-     -> Vec<f64> {
+    let diffs = |a: &ByRepeat, b: &ByRepeat, f: &dyn Fn(&Overload) -> f64| -> Vec<f64> {
         a.iter()
             .filter_map(|(k, x)| b.get(k).map(|y| f(x) - f(y)))
             .collect()
     };
-    let (retry, reject, wait) = (by("RETRY"), by("REJECT"), by("WAIT"));
-    let d_u = pairs(&retry, &reject, &|o| o.on_time as f64);
-    if !d_u.is_empty() {
-        let d_pp = pairs(&retry, &reject, &|o| 100.0 * o.useful_fraction);
-        let d_a = pairs(&retry, &reject, &|o| o.attempts as f64);
-        let m = |v: &[Vec<f64>]| v.iter().map(|x| stat(x, 1)).collect::<Vec<_>>();
-        let [a, b, c] = [d_u, d_pp, d_a];
-        let s = m(&[a, b.clone(), c]);
+    let mean_of = |m: &ByRepeat, f: &dyn Fn(&Overload) -> f64| {
+        mean(&m.values().map(|o| f(o)).collect::<Vec<_>>()).map_or("n/a".into(), |x| num(x, 1))
+    };
+    let (retries, rejects, waits) = (
+        policy_groups(g, "RETRY"),
+        policy_groups(g, "REJECT"),
+        policy_groups(g, "WAIT"),
+    );
+    for (settings, retry) in &retries {
+        let Some(reject) = rejects.get(settings) else {
+            continue;
+        };
+        let (retry, reject) = both(retry, reject);
+        if retry.is_empty() {
+            continue;
+        }
+        let d_u = diffs(&retry, &reject, &|o| o.on_time as f64);
+        let d_pp = diffs(&retry, &reject, &|o| 100.0 * o.useful_fraction);
+        let d_a = diffs(&retry, &reject, &|o| o.attempts as f64);
         let _ = writeln!(
             md,
-            "\n## RETRY − REJECT, paired by repeat ({} pairs)\n",
-            b.len()
+            "\n## RETRY − REJECT{}, paired by repeat ({})\n",
+            under(settings),
+            crate::report::counted(retry.len() as u64, "pair")
         );
         let _ = writeln!(md, "| figure | ours | article |\n|---|---|---|");
-        let _ = writeln!(
-            md,
-            "| on-time originals per run | {} | {} |",
-            s[0],
-            art("+40.6")
-        );
-        let _ = writeln!(
-            md,
-            "| on-time percentage points | {} | {} |",
-            stat(&b, 3),
-            art("+1.410")
-        );
-        let _ = writeln!(
-            md,
-            "| initiated attempts A per run | {} | {} |",
-            s[2],
-            art("+91.2")
-        );
-        let mean_of = |m: &BTreeMap<u32, &Overload>, f: &dyn Fn(&Overload) -> f64| {
-            mean(&m.values().map(|o| f(o)).collect::<Vec<_>>())
-                .map_or("n/a".into(), |x| format!("{x:.1}"))
-        };
+        for (figure, ours, theirs) in [
+            ("on-time originals per run", stat(&d_u, 1), "+40.6"),
+            ("on-time percentage points", stat(&d_pp, 3), "+1.410"),
+            ("initiated attempts A per run", stat(&d_a, 1), "+91.2"),
+        ] {
+            let _ = writeln!(md, "| {figure} | {ours} | {} |", art(theirs));
+        }
         let _ = writeln!(
             md,
             "| F: REJECT → RETRY | {} → {} | {} |",
@@ -382,7 +442,7 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
             mean_of(&retry, &|o| o.retries as f64),
             art("124.8")
         );
-        let p95 = |m: &BTreeMap<u32, &Overload>| -> (String, String) {
+        let p95 = |m: &ByRepeat| -> String {
             let v: Vec<f64> = m
                 .values()
                 .filter_map(|o| phase(o, "after").and_then(|p| p.p95_s))
@@ -391,27 +451,34 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
                 .values()
                 .filter_map(|o| phase(o, "after").map(|p| p.cohort as f64))
                 .collect();
-            (range(&v, 3), range(&n, 0))
+            format!("{} [{}]", range(&v, 3), range(&n, 0))
         };
-        let (rp, rn) = p95(&retry);
-        let (jp, jn) = p95(&reject);
-        let when = recovery_label(retry.values().chain(reject.values()).copied());
         let _ = writeln!(
             md,
-            "| recovery {when} p95 RETRY (s) [cohort] | {rp} [{rn}] | {} |",
+            "| recovery (after the slowdown) p95 RETRY (s) [cohort] | {} | {} |",
+            p95(&retry),
             art("[24, 36): 1.054–1.100 [934–956]")
         );
         let _ = writeln!(
             md,
-            "| recovery {when} p95 REJECT (s) [cohort] | {jp} [{jn}] | {} |",
+            "| recovery (after the slowdown) p95 REJECT (s) [cohort] | {} | {} |",
+            p95(&reject),
             art("[24, 36): 0.573–0.733 [900–932]")
         );
     }
-    let d_owned = pairs(&wait, &reject, &|o| o.owned_mib_s);
-    if !d_owned.is_empty() {
+    for (settings, wait) in &waits {
+        let Some(reject) = rejects.get(settings) else {
+            continue;
+        };
+        let d_owned = diffs(wait, reject, &|o| o.owned_mib_s);
+        if d_owned.is_empty() {
+            continue;
+        }
         let _ = writeln!(
             md,
-            "\nWAIT − REJECT server-owned payload, paired: {} MiB·s{}.",
+            "\nWAIT − REJECT server-owned payload{}, paired by repeat ({}): {} MiB·s{}.",
+            under(settings),
+            crate::report::counted(d_owned.len() as u64, "pair"),
             stat(&d_owned, 3),
             if article {
                 " (article: REJECT retained 0.500 MiB·s less than WAIT)"
@@ -420,17 +487,24 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
             }
         );
     }
-    let (fixed, jitter) = (by("fixed"), by("jitter"));
-    let rel: Vec<f64> = fixed
-        .iter()
-        .filter_map(|(k, f)| {
-            let j = jitter.get(k)?;
-            let (a, b) = (f.collision.fraction?, j.collision.fraction?);
-            (b > 0.0).then(|| 100.0 * (a - b) / b)
-        })
-        .collect();
-    if !fixed.is_empty() && !jitter.is_empty() {
-        let m = |x: &BTreeMap<u32, &Overload>| {
+    let jitters = policy_groups(g, "jitter");
+    for (settings, fixed) in &policy_groups(g, "fixed") {
+        let Some(jitter) = jitters.get(settings) else {
+            continue;
+        };
+        let (fixed, jitter) = both(fixed, jitter);
+        if fixed.is_empty() {
+            continue;
+        }
+        let rel: Vec<f64> = fixed
+            .iter()
+            .filter_map(|(k, f)| {
+                let j = jitter.get(k)?;
+                let (a, b) = (f.collision.fraction?, j.collision.fraction?);
+                (b > 0.0).then(|| 100.0 * (a - b) / b)
+            })
+            .collect();
+        let m = |x: &ByRepeat| {
             range(
                 &x.values()
                     .map(|o| o.collision.retries as f64)
@@ -440,12 +514,15 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
         };
         let _ = writeln!(
             md,
-            "\n## Fixed vs jitter backoff, eight clients, paired by seed\n"
+            "\n## Fixed vs jitter backoff{}, eight clients, paired by seed ({})\n",
+            under(settings),
+            crate::report::counted(fixed.len() as u64, "pair")
         );
         let _ = writeln!(md, "| figure | ours | article |\n|---|---|---|");
         let _ = writeln!(
             md,
-            "| relative collision difference fixed vs jitter (%) | {} | {} |",
+            "| relative collision difference fixed vs jitter (%), over {} | {} | {} |",
+            crate::report::counted(rel.len() as u64, "pair"),
             stat(&rel, 3),
             art("−15.873 (−18.704 to −12.236)")
         );
@@ -586,7 +663,7 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
         &dir.join("part3-owned.svg"),
         x,
         &Panel {
-            title: "Server-owned payload (admitted attempts, queued or in service)".into(),
+            title: "Server-owned payload (admitted attempts, queued or in service; first run of each, highest per point)".into(),
             y_label: "MiB".into(),
             lines: lines(&|s| s.1.clone()),
             empty_reason: "no server events in these runs".into(),
@@ -599,7 +676,7 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
         x,
         &[
             Panel {
-                title: "Client pending originals (all clients)".into(),
+                title: "Client pending originals (all clients; first run of each, highest per point)".into(),
                 y_label: "originals".into(),
                 lines: lines(&|s| s.2.clone()),
                 integer_y: true,
@@ -607,7 +684,7 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
                 ..Panel::default()
             },
             Panel {
-                title: "Client outstanding attempts (all clients)".into(),
+                title: "Client outstanding attempts (all clients; first run of each, highest per point)".into(),
                 y_label: "attempts".into(),
                 lines: lines(&|s| s.3.clone()),
                 integer_y: true,
@@ -657,6 +734,7 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
                 ),
                 y_label: "bins".into(),
                 lines,
+                integer_x: true,
                 ..Panel::default()
             },
         )?;
@@ -668,6 +746,79 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(config: &str, dir: &str, o: Overload) -> RunRef {
+        RunRef {
+            config: config.into(),
+            dir: dir.into(),
+            summary: crate::analyze::Summary {
+                overload: Some(o),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// A paired section takes every figure over the repeats both policies
+    /// ran (A: REJECT → RETRY took all RETRY runs beside one REJECT run),
+    /// says how many, and pairs runs only under the same settings (a WAIT
+    /// at 2 s deadlines was paired with a REJECT at 500 ms).
+    #[test]
+    fn paired_figures_are_taken_over_the_pairs_under_one_setting() {
+        let o = |attempts: u64, owned_mib_s: f64| Overload {
+            originals: 480,
+            first_attempts: 480,
+            attempts,
+            owned_mib_s,
+            ..Overload::default()
+        };
+        let md = markdown(
+            "t",
+            &[
+                run("RETRY", "c/retry-r1", o(600, 1.0)),
+                run("RETRY", "c/retry-r2", o(700, 1.0)),
+                run("REJECT", "c/reject-r2", o(480, 1.0)),
+                run("WAIT", "c/wait-r2", o(480, 1.5)),
+                run("WAIT deadline=500ms", "d/wait-r1", o(480, 3.0)),
+                run("REJECT deadline=500ms", "d/reject-r1", o(480, 2.0)),
+            ],
+            false,
+        );
+        assert!(
+            md.contains("## RETRY − REJECT, paired by repeat (1 pair)"),
+            "{md}"
+        );
+        assert!(md.contains("| A: REJECT → RETRY | 480.0 → 700.0 |"), "{md}");
+        assert!(
+            md.contains("| initiated attempts A per run | 220.0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "WAIT − REJECT server-owned payload, paired by repeat (1 pair): 0.500 MiB·s."
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "WAIT − REJECT server-owned payload (deadline=500ms), paired by repeat (1 pair): 1.000 MiB·s."
+            ),
+            "{md}"
+        );
+        // RETRY-HOLD is not RETRY.
+        assert!(!md.contains("RETRY-HOLD − "), "{md}");
+    }
+
+    /// Our figures as the article prints its own: a true minus sign, "to"
+    /// between negative bounds, and a range only where the runs print
+    /// apart.
+    #[test]
+    fn figures_print_as_the_articles_do() {
+        assert_eq!(stat(&[-29.963, -21.478], 3), "−25.721 (−29.963 to −21.478)");
+        assert_eq!(stat(&[16414.2, 16414.4], 0), "16414");
+        assert_eq!(range(&[0.013, 0.01369], 3), "0.013–0.014");
+        assert_eq!(stat(&[1.0, 2.0], 1), "1.5 (1.0–2.0)");
+        assert_eq!(num(-0.0001, 3), "0.000");
+    }
 
     /// The article's window is named as such, and a run that ends before
     /// it does says where (M=0 read as "no retries collided").

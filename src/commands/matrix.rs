@@ -283,7 +283,8 @@ pub struct CompareOpts {
     #[arg(long, value_name = "PARAM=V1,V2,…")]
     pub sweep: Vec<Sweep>,
 
-    /// Repeats of each configuration (the table shows median and min–max).
+    /// Repeats of each configuration (the table shows median and min–max;
+    /// Part 3's tables, mean and min–max).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeats: u32,
 
@@ -641,7 +642,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     let page = out.join("report.html");
     std::fs::write(
         &page,
-        h2probe_analysis::page::compare_html_with(&page_runs, Some(&out)),
+        h2probe_analysis::page::compare_html_with(&page_runs, Some(&out), part3.then_some(&md)),
     )
     .with_context(|| format!("writing {}", page.display()))?;
     let mut table = if part3 {
@@ -686,9 +687,11 @@ fn strip_shared(runs: &mut [RunRef]) -> String {
     if runs.iter().all(|r| r.config == runs[0].config) {
         return String::new();
     }
+    // Only settings (`key=value`) are taken out: a name's own words ("ms"
+    // of "fixed 100,200 ms") are no setting the runs share.
     let shared: Vec<String> = first
         .into_iter()
-        .filter(|w| runs.iter().all(|r| words(&r.config).contains(w)))
+        .filter(|w| w.contains('=') && runs.iter().all(|r| words(&r.config).contains(w)))
         .collect();
     for r in runs.iter_mut() {
         let rest: Vec<String> = words(&r.config)
@@ -1018,6 +1021,15 @@ mod tests {
         ];
         assert_eq!(strip_shared(&mut same), "");
         assert_eq!(same[0].config, "release=frame queue=direct");
+        // A name's words are not settings: the eight-client study's
+        // labels kept "ms" apart from their names.
+        let mut named = vec![
+            run("fixed 100,200 ms original-deadline=500ms"),
+            run("jitter 0-200 ms original-deadline=500ms"),
+        ];
+        assert_eq!(strip_shared(&mut named), "original-deadline=500ms");
+        let labels: Vec<&str> = named.iter().map(|r| r.config.as_str()).collect();
+        assert_eq!(labels, ["fixed 100,200 ms", "jitter 0-200 ms"]);
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub fn stacked_bars(
             .configure_mesh()
             .disable_x_mesh()
             .light_line_style(WHITE)
+            // The bars are named; the legend's room needs no tick.
+            .set_tick_mark_size(plotters::chart::LabelAreaPosition::Bottom, 0)
             .x_labels(n + 2)
             .x_label_formatter(&|x| {
                 let i = x.round() as usize;

@@ -161,7 +161,15 @@ fn draw_panel<DB: DrawingBackend>(
         .y_desc(&panel.y_label)
         .x_labels(12)
         .y_labels(y_ticks)
-        .x_label_formatter(&|x: &f64| tick(*x))
+        .x_label_formatter(&|x: &f64| {
+            if !panel.integer_x {
+                tick(*x)
+            } else if (x - x.round()).abs() < 1e-6 {
+                format!("{:.0}", x.round())
+            } else {
+                String::new()
+            }
+        })
         .y_label_formatter(&y_fmt)
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))

@@ -92,6 +92,8 @@ pub struct Panel<'a> {
     pub marks: Vec<Mark>,
     /// Counts: integer ticks only.
     pub integer_y: bool,
+    /// The x axis counts too (a histogram's): integer ticks only.
+    pub integer_x: bool,
     /// Said in the legend strip (what a one-sided trace lacks, ...).
     pub notes: Vec<String>,
     /// Drawn in the empty data area when no line has a point.

@@ -270,6 +270,7 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         integer_y: true,
         notes: server_notes.clone(),
         empty_reason: server_reason("the queue"),
+        ..Panel::default()
     };
     let panels = [
         Panel {
@@ -328,6 +329,7 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
             integer_y: true,
             notes: cum_notes,
             empty_reason: "no messages in this trace".into(),
+            ..Panel::default()
         },
     )?;
     intervals_chart(&dir.join("blocked.svg"), tl)?;
