@@ -495,6 +495,14 @@ fn a_short_part3_comparison_runs_all_four_policies() {
     for f in ["comparison.md", "part3-outcomes.svg", "part3-owned.svg"] {
         assert!(dir.join(f).exists(), "{f}");
     }
+    // Each bar named under it.
+    let bars = std::fs::read_to_string(dir.join("part3-outcomes.svg")).unwrap();
+    for policy in ["WAIT", "REJECT", "RETRY", "DROP", "RETRY-HOLD"] {
+        assert!(
+            bars.contains(&format!("\n{policy}\n</text>")),
+            "{policy} unnamed"
+        );
+    }
     // The page shows the same tables and plots, above Part 1's (it had
     // Part 1's table alone, whose counts are attempts).
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();

@@ -2,6 +2,7 @@
 //! outcome fractions).
 
 use super::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// One bar per configuration, split into stacked parts (fractions that sum
 /// to at most 1), with a legend naming the parts.
@@ -34,14 +35,9 @@ pub fn stacked_bars(
             // The bars are named; the legend's room needs no tick.
             .set_tick_mark_size(plotters::chart::LabelAreaPosition::Bottom, 0)
             .x_labels(n + 2)
-            .x_label_formatter(&|x| {
-                let i = x.round() as usize;
-                if (x - i as f64).abs() < 0.01 && i >= 1 && i <= labels.len() {
-                    labels[i - 1].clone()
-                } else {
-                    String::new()
-                }
-            })
+            // Each bar is named under it below (a tick per label put one
+            // under the legend's room too).
+            .x_label_formatter(&|_| String::new())
             .y_desc("fraction of scheduled originals")
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 16))
@@ -65,6 +61,15 @@ pub fn stacked_bars(
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled())
                 });
+        }
+        for (i, label) in labels.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(i as f64 + 1.0, 0.0));
+            let style = ("sans-serif", 14)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Top));
+            root.draw(&Text::new(label.clone(), (x, y + 8), style))
+                .map_err(|e| e.to_string())?;
         }
         chart
             .configure_series_labels()
