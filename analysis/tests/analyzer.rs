@@ -2464,3 +2464,42 @@ fn a_stream_offered_bytes_that_carried_none_is_counted() {
         );
     }
 }
+
+/// A client→server frame's latency is the server tap's read less the
+/// client tap's write of the same byte offset, whichever tap's event comes
+/// first; a frame one tap lacks is passed over, and a read stamped before
+/// its write is counted as such (its latency taken as 0), never hidden.
+#[test]
+fn frame_latency_matches_each_frame_by_its_offset_on_both_taps() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let mut a = Analyzer::new(0);
+    a.feed(&on(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+    a.feed(&on(1, s, 7, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+    let at = |dir, offset| {
+        Kind::Frame(FrameEv {
+            offset,
+            ..frame(dir, FrameType::PING, 8)
+        })
+    };
+    // (tap, t, offset): the server's read of 0 reaches the analysis first;
+    // the server never read 30; it stamped its read of 9 before the
+    // client's write.
+    for (ep, t, offset) in [
+        (s, 1_500, 0),
+        (c, 1_000, 0),
+        (c, 2_000, 9),
+        (s, 1_900, 9),
+        (c, 3_000, 30),
+        (c, 4_000, 60),
+        (s, 4_700, 60),
+    ] {
+        let (conn, dir) = if ep == c { (1, Dir::Out) } else { (7, Dir::In) };
+        a.feed(&on(t, ep, conn, 0, at(dir, offset)));
+    }
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    let l = &sum.c2s_frame_latency_ms;
+    assert_eq!(l.count, 3, "{l:?}");
+    assert_eq!(sum.c2s_frame_latency_negative, 1);
+    assert!((l.max - 0.0007).abs() < 1e-9 && l.min == 0.0, "{l:?}");
+    assert!((l.sum - 0.0012).abs() < 1e-9, "{l:?}");
+}
