@@ -495,6 +495,18 @@ fn a_short_part3_comparison_runs_all_four_policies() {
     for f in ["comparison.md", "part3-outcomes.svg", "part3-owned.svg"] {
         assert!(dir.join(f).exists(), "{f}");
     }
+    // The same figures as data: one row per configuration, N = 240.
+    let rows: Vec<h2probe_analysis::part3::Part3Row> =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("part3.json")).unwrap()).unwrap();
+    let configs: Vec<&str> = rows.iter().map(|r| r.config.as_str()).collect();
+    assert_eq!(configs, ["WAIT", "REJECT", "RETRY", "DROP", "RETRY-HOLD"]);
+    for r in &rows {
+        let n = &r.figures["originals"];
+        assert_eq!(
+            (r.runs, n.n, n.mean, n.min, n.max),
+            (1, 1, 240.0, 240.0, 240.0)
+        );
+    }
     // Each bar named under it.
     let bars = std::fs::read_to_string(dir.join("part3-outcomes.svg")).unwrap();
     for policy in ["WAIT", "REJECT", "RETRY", "DROP", "RETRY-HOLD"] {

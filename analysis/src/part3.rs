@@ -322,6 +322,116 @@ pub fn markdown(title: &str, runs: &[RunRef], article: bool) -> String {
     md
 }
 
+/// One figure over a configuration's runs, unrounded: over the `n` runs
+/// that measured it (a run without the client's or the server's events, or
+/// without a completed original in a phase, has no value).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Spread {
+    pub n: usize,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(v: &[f64]) -> Option<Spread> {
+        let mean = mean(v)?;
+        Some(Spread {
+            n: v.len(),
+            mean,
+            min: v.iter().copied().fold(f64::INFINITY, f64::min),
+            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+}
+
+/// A configuration's row of `part3.json`: what the tables print, as data.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Part3Row {
+    pub config: String,
+    pub runs: usize,
+    pub dirs: Vec<String>,
+    /// By `overload`'s field names (docs/summary-json.md), plus
+    /// `useful_percent`, `collision_retries`, `collision_fraction` and
+    /// `p95_s.<phase>` / `cohort.<phase>`.
+    pub figures: BTreeMap<String, Spread>,
+}
+
+/// Part 3's comparison as data (`part3.json`), one row per configuration
+/// in the tables' order; the paired differences are the tables' to give
+/// (each row lists its runs, whose `summary.json` hold every figure).
+pub fn rows(runs: &[RunRef]) -> Vec<Part3Row> {
+    groups(runs)
+        .into_iter()
+        .map(|(config, v)| {
+            let mut figures = BTreeMap::new();
+            let mut put = |name: String, get: &dyn Fn(&Overload) -> Option<f64>| {
+                let vals: Vec<f64> = v.iter().filter_map(|(_, o)| get(o)).collect();
+                if let Some(s) = Spread::of(&vals) {
+                    figures.insert(name, s);
+                }
+            };
+            type Count = fn(&Overload) -> u64;
+            let counts: [(&str, Count); 16] = [
+                ("originals", |o| o.originals),
+                ("on_time", |o| o.on_time),
+                ("late", |o| o.late),
+                ("rejected", |o| o.rejected),
+                ("dropped", |o| o.dropped),
+                ("expired", |o| o.expired),
+                ("never_sent", |o| o.never_sent),
+                ("unanswered", |o| o.unanswered),
+                ("first_attempts", |o| o.first_attempts),
+                ("attempts", |o| o.attempts),
+                ("retries", |o| o.retries),
+                ("sent", |o| o.sent),
+                ("decoded", |o| o.decoded),
+                ("pending_peak", |o| o.pending_peak),
+                ("outstanding_peak", |o| o.outstanding_peak),
+                ("rst_streams", |o| o.rst_streams),
+            ];
+            for (name, get) in counts {
+                put(name.into(), &|o| Some(get(o) as f64));
+            }
+            put("useful_percent".into(), &|o| {
+                (o.originals > 0).then_some(100.0 * o.useful_fraction)
+            });
+            put("owned_mib_s".into(), &|o| Some(o.owned_mib_s));
+            put("window_updates_per_s".into(), &|o| {
+                Some(o.window_updates_per_s)
+            });
+            put("wire_bytes_per_useful".into(), &|o| o.wire_bytes_per_useful);
+            put("collision_retries".into(), &|o| {
+                Some(o.collision.retries as f64)
+            });
+            put("collision_fraction".into(), &|o| o.collision.fraction);
+            let phases: Vec<String> = v
+                .iter()
+                .flat_map(|(_, o)| o.phases.iter().map(|p| p.phase.clone()))
+                .fold(vec![], |mut seen, p| {
+                    if !seen.contains(&p) {
+                        seen.push(p);
+                    }
+                    seen
+                });
+            for name in phases {
+                put(format!("p95_s.{name}"), &|o| {
+                    phase(o, &name).and_then(|p| p.p95_s)
+                });
+                put(format!("cohort.{name}"), &|o| {
+                    phase(o, &name).map(|p| p.cohort as f64)
+                });
+            }
+            Part3Row {
+                runs: v.len(),
+                dirs: v.iter().map(|(r, _)| r.dir.display().to_string()).collect(),
+                config,
+                figures,
+            }
+        })
+        .collect()
+}
+
 /// A configuration's settings: the `key=value` words of its label, which
 /// `compare` over run directories appends to the policy's name
 /// ("WAIT original-deadline=500ms"); empty for a scenario's own labels.

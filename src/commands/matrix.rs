@@ -952,6 +952,10 @@ fn write_outputs(
     let path = out.join("comparison.md");
     std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
     if part3 {
+        super::write_json(
+            &out.join("part3.json"),
+            &h2probe_analysis::part3::rows(runs),
+        )?;
         h2probe_analysis::part3::plots(out, runs)?;
     }
     // Side-by-side plots from the first run of each configuration.
