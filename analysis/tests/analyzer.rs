@@ -2503,3 +2503,24 @@ fn frame_latency_matches_each_frame_by_its_offset_on_both_taps() {
     assert!((l.max - 0.0007).abs() < 1e-9 && l.min == 0.0, "{l:?}");
     assert!((l.sum - 0.0012).abs() < 1e-9, "{l:?}");
 }
+
+/// A wait is a wait for credit only while the window it needs is spent:
+/// once WINDOW_UPDATEs reopen both, a later wait is h2's send buffer's.
+#[test]
+fn credit_returned_by_window_updates_ends_a_wait_for_the_window() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    let data = |len| Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
+    // Stream 1 spends its own window and the connection's.
+    a.feed(&ev(1, c, 1, data(65_535)));
+    a.feed(&ev(20, c, 1, blocked(0, 10, false)));
+    // Both windows reopen; the stream then waits again, with credit.
+    a.feed(&ev(25, c, 0, wu(Dir::In, 1_000_000)));
+    a.feed(&ev(26, c, 1, wu(Dir::In, 1_000_000)));
+    a.feed(&ev(41, c, 1, blocked(1, 31, false)));
+    let (s, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    let window = s.client_blocked_conn_window_s + s.client_blocked_stream_window_s;
+    assert!((window - 10e-9).abs() < 1e-15, "{window}");
+    let buffer = s.client_h2_buffer_blocked_s;
+    assert!((buffer - 10e-9).abs() < 1e-15, "{buffer}");
+}
