@@ -2524,3 +2524,52 @@ fn credit_returned_by_window_updates_ends_a_wait_for_the_window() {
     let buffer = s.client_h2_buffer_blocked_s;
     assert!((buffer - 10e-9).abs() < 1e-15, "{buffer}");
 }
+
+/// WINDOW_UPDATEs are counted where each tap saw them: into the client
+/// (connection and stream apart, the stream increments' distribution) and
+/// out of the server; one for a stream already judged counts as a frame
+/// after its retirement, not as the stream's.
+#[test]
+fn window_updates_are_counted_per_tap_and_level() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let sec = 1_000_000_000;
+    let mut a = Analyzer::new(0);
+    for (t, ep, stream, dir, inc) in [
+        (1, c, 1, Dir::In, 100),
+        (2, c, 0, Dir::In, 200),
+        (3, c, 3, Dir::In, 300),
+        (1, s, 1, Dir::Out, 100),
+        (2, s, 0, Dir::Out, 200),
+        // The server's own view of what it received is not an update in.
+        (3, s, 0, Dir::In, 50),
+    ] {
+        a.feed(&ev(t, ep, stream, wu(dir, inc)));
+    }
+    // Stream 5 ends; an update for it seconds later.
+    let end = Kind::RpcEnd(RpcEndEv {
+        status: 0,
+        message: String::new(),
+    });
+    a.feed(&ev(4, s, 5, end));
+    a.feed(&ev(5 * sec, s, 5, wu(Dir::Out, 7)));
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(
+        (
+            sum.window_updates_in,
+            sum.window_updates_in_conn,
+            sum.window_updates_in_stream
+        ),
+        (3, 1, 2)
+    );
+    assert_eq!(sum.window_update_in_increment.count, 2);
+    assert_eq!(sum.window_update_in_increment.mean, 200.0);
+    assert_eq!(
+        (
+            sum.window_updates_out,
+            sum.window_updates_out_conn,
+            sum.window_updates_out_stream
+        ),
+        (3, 1, 2)
+    );
+    assert_eq!(sum.frames_after_retirement, 1);
+}
