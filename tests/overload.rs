@@ -991,3 +991,33 @@ async fn an_exchange_drain_cut_short_discards_its_attempts_and_is_not_ok() {
     let last = evs.iter().map(t).max().unwrap();
     assert!(last > started + 800_000_000, "{}", last - started);
 }
+
+/// Over a link slower than the deadline, every attempt arrives already
+/// expired: the server answers EXPIRED at once, having held none of them,
+/// and `admission` holds (it failed "held 382.7 ms past its deadline").
+#[test]
+fn attempts_arriving_past_their_deadline_were_held_for_none_of_it() {
+    let dir = temp_dir("p3-late-arrival");
+    support::h2probe_ok([
+        "run",
+        "--rpc",
+        "exchange",
+        "--original-deadline",
+        "200ms",
+        "--link-delay",
+        "300ms",
+        "--duration",
+        "1s",
+        "--rate",
+        "20",
+        "--quiet",
+        "--no-pcap",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let s = support::read_summary(&dir);
+    let o = s.overload.as_ref().unwrap();
+    assert!(o.expired > 0 && o.expired == o.decoded, "{o:?}");
+    let c = &s.checks["admission"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+}

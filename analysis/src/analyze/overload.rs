@@ -573,13 +573,17 @@ impl Tracker {
                 }
             }
             Decision::Expired => {
-                if a.deadline != 0 && t > a.deadline + DEADLINE_SLACK_NS {
+                // Held from its arrival (the decision less its wait): one
+                // that arrived past its deadline (a slow link) was held for
+                // none of it, and is expired at once.
+                let held_from = t.saturating_sub(a.wait_ns).max(a.deadline);
+                if a.deadline != 0 && t > held_from.saturating_add(DEADLINE_SLACK_NS) {
                     self.boundary.add(t, line, || {
                         format!(
                             "original {} attempt {} was held {:.1} ms past its deadline",
                             a.id,
                             a.attempt,
-                            (t - a.deadline) as f64 / 1e6
+                            (t - held_from) as f64 / 1e6
                         )
                     });
                 }
@@ -1059,6 +1063,45 @@ mod tests {
         let (o, c) = judge(&story([admit(5, 1, 1, 2 * s), complete(6, 0)]));
         assert_eq!(o.max_in_use, 2);
         assert_eq!(c["admission"].ok, Some(false), "{:?}", c["admission"]);
+    }
+
+    /// An attempt expired at `t` after waiting `wait_ns` for a slot.
+    fn expire(t: u64, seq: u64, deadline: u64, wait_ns: u64) -> Event {
+        let mut e = admit(t, seq, 1, deadline);
+        if let Kind::Admission(a) = &mut e.kind {
+            a.decision = Decision::Expired;
+            a.wait_ns = wait_ns;
+        }
+        e
+    }
+
+    /// WAIT holds an attempt at most until its deadline (and the timer's
+    /// slack); one that arrived past its deadline (over a slow link) is
+    /// expired at once, held for none of it (it failed "held 382.7 ms past
+    /// its deadline" for a stock client over --link-delay 300ms).
+    #[test]
+    fn an_attempt_is_held_past_its_deadline_only_if_it_waited_past_it() {
+        let ms = 1_000_000;
+        let held = |t: u64, wait_ns: u64| {
+            let (_, c) = judge(&[expire(t, 0, 1_000 * ms, wait_ns)]);
+            let c = &c["admission"];
+            (c.ok, c.detail.clone())
+        };
+        // Arrived 382 ms late, expired at once.
+        assert_eq!(held(1_382 * ms, 0).0, Some(true));
+        // Waited 500 ms, expired 30 ms past the deadline: the slack.
+        assert_eq!(held(1_030 * ms, 500 * ms).0, Some(true));
+        // Waited from 900 ms to 1,100 ms: held 100 ms past.
+        let (ok, detail) = held(1_100 * ms, 200 * ms);
+        assert_eq!(ok, Some(false), "{detail}");
+        assert!(
+            detail.starts_with("original 0 attempt 1 was held 100.0 ms past its deadline"),
+            "{detail}"
+        );
+        // Arrived late and then waited: held from its arrival.
+        let (ok, detail) = held(1_500 * ms, 100 * ms);
+        assert_eq!(ok, Some(false), "{detail}");
+        assert!(detail.contains("held 100.0 ms past"), "{detail}");
     }
 
     fn answer(t: u64, id: u64, attempt: u32, result: crate::schema::AttemptResult) -> Event {
