@@ -229,13 +229,29 @@ impl ExRpc {
     }
 
     /// Waits while more than [`MAX_UNSENT_OUTCOMES`] wait for the client's
-    /// window (it reads none of its outcomes), checking every 10 ms.
-    async fn wait_for_outcomes_read(&self) {
+    /// window (it reads none of its outcomes), checking every 10 ms; `Err`
+    /// (why) when the client resets the stream or the connection is gone
+    /// meanwhile (their window never opens: the RPC waited until shutdown,
+    /// holding every outcome, and was recorded as the server ending it).
+    async fn wait_for_outcomes_read(&self) -> Result<(), String> {
         while self.unsent_outcomes.load(Relaxed) > MAX_UNSENT_OUTCOMES {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            let reset = std::future::poll_fn(|cx| {
+                self.send
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .poll_reset(cx)
+            });
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(10)) => {}
+                r = reset => return Err(match r {
+                    Ok(reason) => format!("client reset the stream ({reason:?})"),
+                    Err(e) => e.to_string(),
+                }),
+            }
             let mut send = self.send.lock().unwrap_or_else(|p| p.into_inner());
             self.outcomes_stuck(&mut send);
         }
+        Ok(())
     }
 
     fn discard(&self, seq: u64, reason: DiscardReason, t: u64) {
@@ -483,9 +499,12 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
                 biased;
                 _ = &mut shutdown_flagged => return Ended::Shutdown,
                 d = async {
-                    rpc.wait_for_outcomes_read().await;
-                    body.data().await
-                } => d,
+                    rpc.wait_for_outcomes_read().await?;
+                    Ok(body.data().await)
+                } => match d {
+                    Ok(d) => d,
+                    Err(why) => return Ended::Cancelled(why),
+                },
             };
             match next {
                 Some(Ok(chunk)) => {
