@@ -107,6 +107,20 @@ impl Framed {
 pub enum DeframeError {
     #[error("message of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge { len: u32, max: u32 },
+    /// The prefix's first byte is the compressed flag, 0 or 1 (gRPC over
+    /// HTTP/2's Length-Prefixed-Message); anything else is not gRPC.
+    #[error("a message prefix whose compressed flag is {flag} (it is 0 or 1)")]
+    BadFlag { flag: u8 },
+}
+
+impl DeframeError {
+    /// The status a server ends the RPC with.
+    pub fn status(&self) -> u32 {
+        match self {
+            DeframeError::TooLarge { .. } => status::RESOURCE_EXHAUSTED,
+            DeframeError::BadFlag { .. } => status::INTERNAL,
+        }
+    }
 }
 
 /// Cuts messages out of body chunks as they arrive: gRPC length-prefixed
@@ -238,6 +252,9 @@ impl Deframer {
         let Some(p) = self.prefix() else {
             return Ok(None);
         };
+        if p[0] > 1 {
+            return Err(DeframeError::BadFlag { flag: p[0] });
+        }
         let len = u32::from_be_bytes([p[1], p[2], p[3], p[4]]);
         if len > self.max {
             return Err(DeframeError::TooLarge { len, max: self.max });
@@ -247,7 +264,7 @@ impl Deframer {
             return Ok(None);
         }
         self.pending -= total as u64;
-        Ok(Some(self.take(total, true, p[0] & 1 == 1)))
+        Ok(Some(self.take(total, true, p[0] == 1)))
     }
 }
 
@@ -402,6 +419,21 @@ mod tests {
             })
         );
         assert_eq!(d.buffered, 5, "nothing kept beyond the prefix");
+    }
+
+    /// The compressed flag is 0 or 1: a prefix starting 2 is no gRPC
+    /// message (it was read as uncompressed, its low bit being 0), and ends
+    /// the RPC INTERNAL; 1 is a compressed message.
+    #[test]
+    fn a_prefix_whose_flag_is_neither_0_nor_1_is_refused() {
+        let mut d = Deframer::new(100);
+        d.push(&[2, 0, 0, 0, 1, 9]);
+        let e = d.next_message().unwrap_err();
+        assert_eq!(e, DeframeError::BadFlag { flag: 2 });
+        assert_eq!(e.status(), status::INTERNAL);
+        let mut d = Deframer::new(100);
+        d.push(&[1, 0, 0, 0, 1, 9]);
+        assert!(d.next_message().unwrap().unwrap().compressed);
     }
 
     #[test]

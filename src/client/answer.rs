@@ -107,7 +107,10 @@ pub(super) async fn read_answer(
                     }
                 }
                 Ok(None) => break,
-                Err(_) => {
+                Err(e) => {
+                    if let grpc::DeframeError::BadFlag { .. } = e {
+                        malformed.get_or_insert_with(|| format!("after reply {replies}: {e}"));
+                    }
                     decoding = false;
                     deframer = grpc::Deframer::new(0);
                     break;

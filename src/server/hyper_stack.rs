@@ -494,7 +494,7 @@ async fn receive(rpc: &Rpc, body: &mut Incoming) -> Ended {
                     seq += 1;
                 }
                 Ok(None) => break,
-                Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
+                Err(e) => return Ended::Status(e.status(), e.to_string()),
             }
         }
         match std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await {

@@ -485,7 +485,7 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
             match deframer.next_message() {
                 Ok(Some(m)) => break Some(m),
                 Ok(None) => {}
-                Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
+                Err(e) => return Ended::Status(e.status(), e.to_string()),
             }
             // Shutdown first: a body that is always ready must not hide it
             // (an attempt admitted after the workers left is never served).

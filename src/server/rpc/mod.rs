@@ -568,7 +568,7 @@ async fn receive(rpc: &Rpc, body: &mut RecvStream) -> Ended {
             match deframer.next_message() {
                 Ok(Some(m)) => break Some(m),
                 Ok(None) => {}
-                Err(e) => return Ended::Status(status::RESOURCE_EXHAUSTED, e.to_string()),
+                Err(e) => return Ended::Status(e.status(), e.to_string()),
             }
             // What waits for the rest of a message counts against
             // --max-owned-bytes too.
