@@ -618,7 +618,7 @@ fn comparing_part3_runs_keeps_different_configurations_apart() {
     for retry in ["retry=fixed:100", "retry=jitter:100"] {
         assert!(
             md.lines()
-                .any(|l| l.starts_with(&format!("| {retry} | 80 |"))),
+                .any(|l| l.starts_with(&format!("| RETRY {retry} | 80 |"))),
             "no row of its own for {retry}:\n{md}"
         );
     }
@@ -637,7 +637,7 @@ fn comparing_part3_runs_keeps_different_configurations_apart() {
         .unwrap();
     let md = std::fs::read_to_string(cmp.join("comparison.md")).unwrap();
     assert!(
-        md.contains("| retry=fixed:100 (incomplete: 1 of 1) | 80 |"),
+        md.contains("| RETRY retry=fixed:100 (incomplete: 1 of 1) | 80 |"),
         "{md}"
     );
     assert!(!md.contains("retry=jitter:100 (incomplete"), "{md}");

@@ -54,7 +54,7 @@ pub(super) struct ExRpc {
     jobs: Mutex<JobsState>,
     /// Attempts discarded without an outcome because the RPC ended first.
     unanswered: AtomicU64,
-    /// Outcome bytes answered since h2 last had room to send them (see
+    /// Outcomes answered since h2 last had room to send them (see
     /// [`ExRpc::answer`]): what h2 holds beyond the client's window.
     unsent_outcomes: AtomicU64,
 }
@@ -74,11 +74,13 @@ struct JobsState {
 /// Send room kept requested beyond the outcomes h2 holds, so that
 /// `capacity() == 0` means the client's window, not the request, is full.
 const OUTCOME_SLACK: usize = 16 * 1024;
-/// Outcome bytes held beyond the client's window before its attempts are
-/// read no further (until it reads): h2 buffers every reply it is given,
-/// and a client that sends attempts and never reads their outcomes grew a
-/// server to 5.4 GB.
-const MAX_UNSENT_OUTCOMES: u64 = 256 * 1024;
+/// Outcomes held beyond the client's window before its attempts are read
+/// no further (until it reads): h2 buffers every reply it is given, and a
+/// client that sends attempts and never reads their outcomes grew a server
+/// to 5.4 GB. Counted in outcomes, not their bytes: each held costs ≈ 1 KB
+/// of h2's frame and buffer, not its ≈ 18 (a bound of 256 KiB of them held
+/// ≈ 17 MB a stream, 400 MB for a connection of 40).
+const MAX_UNSENT_OUTCOMES: u64 = 256;
 
 impl ExRpc {
     fn emit(&self, t: u64, id: KindId, build: impl FnOnce() -> Kind) {
@@ -193,8 +195,8 @@ impl ExRpc {
     }
 
     /// Writes one outcome on the response stream. h2 buffers what the
-    /// client's window cannot take yet; the bytes answered while h2 has no
-    /// room are counted, and [`receive`] reads no further attempt while they
+    /// client's window cannot take yet; the outcomes answered while h2 has
+    /// no room are counted, and [`receive`] reads no further attempt while they
     /// pass [`MAX_UNSENT_OUTCOMES`] (every outcome answers an attempt read).
     fn answer(&self, id: u64, attempt: u32, result: pb::outcome::Result, at: u64) {
         let msg = pb::Outcome {
@@ -204,14 +206,13 @@ impl ExRpc {
             at_ns: at,
         };
         let bytes = grpc::encode(&msg);
-        let len = bytes.len() as u64;
         let mut send = self.send.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(e) = send.send_data(bytes, false) {
             tracing::debug!("outcome for {id}/{attempt}: {e}");
             return;
         }
         if self.outcomes_stuck(&mut send) {
-            self.unsent_outcomes.fetch_add(len, Relaxed);
+            self.unsent_outcomes.fetch_add(1, Relaxed);
         }
     }
 
