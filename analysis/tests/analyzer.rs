@@ -32,6 +32,17 @@ fn open(local: &str, peer: &str) -> Kind {
     })
 }
 
+/// A server's `rpc_start` of path /p, naming nothing else.
+fn rpc_start() -> Kind {
+    Kind::RpcStart(RpcStartEv {
+        path: "/p".into(),
+        deadline_ns: None,
+        framing: None,
+        release: None,
+        withhold_after: None,
+    })
+}
+
 fn frame(dir: Dir, ty: FrameType, len: u32) -> FrameEv {
     FrameEv {
         dir,
@@ -2196,14 +2207,7 @@ fn bytes_and_windows_judge_each_stream_of_the_paired_connections() {
             let mut t = 10;
             for &(conn, id, out, inn, app, status) in streams {
                 t += gap;
-                let start = Kind::RpcStart(RpcStartEv {
-                    path: "/p".into(),
-                    deadline_ns: None,
-                    framing: None,
-                    release: None,
-                    withhold_after: None,
-                });
-                a.feed(&on(t, s, conn, id, start));
+                a.feed(&on(t, s, conn, id, rpc_start()));
                 let data = |dir, len| Kind::Frame(frame(dir, FrameType::DATA, len));
                 a.feed(&on(t + 1, c, conn, id, data(Dir::Out, out)));
                 a.feed(&on(t + 2, s, conn, id, data(Dir::In, inn)));
@@ -2419,14 +2423,7 @@ fn a_stream_offered_bytes_that_carried_none_is_counted() {
                 framed: 100,
             };
             a.feed(&on(t, c, 1, id, Kind::Schedule(msg)));
-            let start = Kind::RpcStart(RpcStartEv {
-                path: "/p".into(),
-                deadline_ns: None,
-                framing: None,
-                release: None,
-                withhold_after: None,
-            });
-            a.feed(&on(t + 1, s, 1, id, start));
+            a.feed(&on(t + 1, s, 1, id, rpc_start()));
             if sent {
                 let data = |dir| Kind::Frame(frame(dir, FrameType::DATA, 100));
                 a.feed(&on(t + 2, c, 1, id, data(Dir::Out)));
