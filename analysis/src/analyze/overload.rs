@@ -1065,6 +1065,38 @@ mod tests {
         assert_eq!(c["admission"].ok, Some(false), "{:?}", c["admission"]);
     }
 
+    /// Every terminal state is counted as itself, and N is their sum.
+    #[test]
+    fn each_end_counts_in_its_own_state() {
+        use OriginalState::*;
+        let states = [
+            OnTime, Late, Rejected, Dropped, Expired, NeverSent, Unanswered,
+        ];
+        let mut events = vec![];
+        for (id, state) in states.iter().enumerate() {
+            events.push(original(id as u64, id as u64, 1_000));
+            events.push(end(100 + id as u64, id as u64, *state));
+        }
+        let (o, c) = judge(&events);
+        let counts = [
+            o.on_time,
+            o.late,
+            o.rejected,
+            o.dropped,
+            o.expired,
+            o.never_sent,
+            o.unanswered,
+        ];
+        assert_eq!((o.originals, counts), (7, [1; 7]));
+        assert_eq!(o.end_reasons.len(), 7);
+        assert!(
+            o.end_reasons.values().all(|n| *n == 1),
+            "{:?}",
+            o.end_reasons
+        );
+        assert_eq!(c["originals"].ok, Some(true), "{}", c["originals"].detail);
+    }
+
     /// An attempt expired at `t` after waiting `wait_ns` for a slot.
     fn expire(t: u64, seq: u64, deadline: u64, wait_ns: u64) -> Event {
         let mut e = admit(t, seq, 1, deadline);
@@ -1089,6 +1121,13 @@ mod tests {
         };
         // Arrived 382 ms late, expired at once.
         assert_eq!(held(1_382 * ms, 0).0, Some(true));
+        // Decisions and waits are counted (two, one of which waited 0.5 s).
+        let (o, _) = judge(&[
+            expire(1_382 * ms, 0, 1_000 * ms, 0),
+            expire(1_030 * ms, 1, 1_000 * ms, 500 * ms),
+        ]);
+        assert_eq!((o.decoded, o.decisions["expired"]), (2, 2));
+        assert_eq!((o.admission_waits, o.max_admission_wait_ms), (1, 500.0));
         // Waited 500 ms, expired 30 ms past the deadline: the slack.
         assert_eq!(held(1_030 * ms, 500 * ms).0, Some(true));
         // Waited from 900 ms to 1,100 ms: held 100 ms past.
