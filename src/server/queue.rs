@@ -54,7 +54,7 @@ impl PartialHold {
         let owned = self.live.owned_bytes.load(Relaxed);
         if partial + owned > self.max {
             return Err(format!(
-                "the server holds {partial} bytes of messages not yet whole and owns {owned} bytes of decoded ones; this RPC's unfinished message ({now} bytes so far) passes --max-owned-bytes {}",
+                "the server holds {partial} bytes of messages not yet whole (or, of Exchange, whole and not yet admitted) and owns {owned} bytes of decoded ones; this RPC's message ({now} bytes so far) passes --max-owned-bytes {}",
                 self.max
             ));
         }

@@ -569,9 +569,17 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
         if rpc.release_at == ReleasePoint::Decode {
             rpc.release(framed, ReleasePoint::Decode, Some(seq));
         }
+        // Whole, it is still held until it is decided: under WAIT, for as
+        // long as it waits for a slot (one a stream: the stream is read no
+        // further meanwhile). It counts against --max-owned-bytes with what
+        // waits to be whole, as it did while it was not.
+        if let Err(why) = partial.set(deframer.pending() + u64::from(framed)) {
+            return Ended::Status(status::RESOURCE_EXHAUSTED, why);
+        }
         if let Err(e) = decide(rpc, seq, a, framed, decoded_at, msg.data(), &mut shutdown).await {
             return e;
         }
+        let _ = partial.set(deframer.pending());
         seq += 1;
     }
 }
