@@ -44,6 +44,8 @@ fn num(x: f64, d: usize) -> String {
 /// alike ("0.013–0.014" where a bound rounds up, never "0.013" for both),
 /// and "to" between them when one is negative ("−18.704 to −12.236").
 fn range(v: &[f64], d: usize) -> String {
+    // A run that could not measure the figure (NaN) has no part in it.
+    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return "n/a".into();
     }
@@ -62,10 +64,11 @@ fn range(v: &[f64], d: usize) -> String {
 /// `mean (min–max)` of a figure over runs; the mean alone when every run
 /// prints alike.
 fn stat(v: &[f64], d: usize) -> String {
-    match mean(v) {
+    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    match mean(&v) {
         None => "n/a".into(),
         Some(m) => {
-            let r = range(v, d);
+            let r = range(&v, d);
             if r.contains(['–', ' ']) {
                 format!("{} ({r})", num(m, d))
             } else {
@@ -928,6 +931,10 @@ mod tests {
         assert_eq!(range(&[0.013, 0.01369], 3), "0.013–0.014");
         assert_eq!(stat(&[1.0, 2.0], 1), "1.5 (1.0–2.0)");
         assert_eq!(num(-0.0001, 3), "0.000");
+        // A run without the figure (wire bytes per useful with none
+        // useful) has no part in it.
+        assert_eq!(stat(&[f64::NAN, 4.0, 6.0], 0), "5 (4–6)");
+        assert_eq!(stat(&[f64::NAN], 0), "n/a");
     }
 
     /// The article's window is named as such, and a run that ends before
