@@ -617,15 +617,7 @@ fn a_stream_without_bytes_has_no_share_in_bytes_wherever_it_is_judged() {
             message: String::new(),
         })
     };
-    let start = || {
-        Kind::RpcStart(RpcStartEv {
-            path: "/p".into(),
-            deadline_ns: None,
-            framing: None,
-            release: None,
-            withhold_after: None,
-        })
-    };
+    let start = rpc_start;
     let ended = || {
         Kind::Frame(FrameEv {
             flags: 0x5,
@@ -1295,15 +1287,7 @@ fn a_window_violation_in_a_trace_with_dropped_events_cannot_be_judged() {
 fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
     let c = Endpoint::Client;
     let mut a = Analyzer::new(0);
-    let start = || {
-        Kind::RpcStart(RpcStartEv {
-            path: "/p".into(),
-            deadline_ns: None,
-            framing: None,
-            release: None,
-            withhold_after: None,
-        })
-    };
+    let start = rpc_start;
     let headers = || Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10));
     let limit = Kind::Frame(FrameEv {
         settings: Some(vec![(settings::MAX_CONCURRENT_STREAMS, 1)]),

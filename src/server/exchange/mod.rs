@@ -572,14 +572,14 @@ async fn receive(rpc: &Arc<ExRpc>, body: &mut RecvStream) -> Ended {
         // Whole, it is still held until it is decided: under WAIT, for as
         // long as it waits for a slot (one a stream: the stream is read no
         // further meanwhile). It counts against --max-owned-bytes with what
-        // waits to be whole, as it did while it was not.
+        // waits to be whole, as it did while it was not (the next message's
+        // own set, or the wait for more body, brings it back down).
         if let Err(why) = partial.set(deframer.pending() + u64::from(framed)) {
             return Ended::Status(status::RESOURCE_EXHAUSTED, why);
         }
         if let Err(e) = decide(rpc, seq, a, framed, decoded_at, msg.data(), &mut shutdown).await {
             return e;
         }
-        let _ = partial.set(deframer.pending());
         seq += 1;
     }
 }
