@@ -781,14 +781,30 @@ mod tests {
     }
 
     /// With no mismatch, the detail counts every connection, retired or
-    /// not, as compared.
+    /// not, as compared, and one cut short (its RPC failed on the
+    /// client: frames may have been in flight) as not compared.
     #[test]
     fn retired_connections_count_as_compared() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
         let mut a = super::Analyzer::new(0);
+        let (client, server) = ("127.0.0.4:7000", "127.0.0.1:80");
+        a.feed(&ev(1_000_000, c, 700_001, 0, open(client, server)));
+        a.feed(&ev(1_000_001, s, 700_101, 0, open(server, client)));
+        a.feed(&ev(1_000_002, c, 700_001, 1, start()));
+        a.feed(&ev(1_000_003, s, 700_101, 1, start()));
+        a.feed(&ev(1_000_004, s, 700_101, 1, end()));
+        let failed = Kind::RpcEnd(RpcEndEv {
+            status: 1,
+            message: "cancelled".into(),
+        });
+        a.feed(&ev(1_000_005, c, 700_001, 1, failed));
+        a.feed(&ev(2_000_000, c, 700_001, 0, close()));
+        a.feed(&ev(2_000_001, s, 700_101, 0, close()));
         for i in 1..=500u32 {
             connection(&mut a, u64::from(i) * 10_000_000, i, 0, 0);
         }
         assert!(a.conns.len() < 500);
+        assert!(a.closing.is_retired(c, 700_001));
         // An RPC that never had a stream on connection 1 fails later (an
         // attempt on a connection that had failed): read as usual.
         let failed = Kind::RpcEnd(RpcEndEv {
@@ -803,8 +819,82 @@ mod tests {
         assert_eq!(agree.ok, Some(true), "{}", agree.detail);
         assert_eq!(
             agree.detail,
-            "500 connections: final windows equal from both taps"
+            "500 connections: final windows equal from both taps (1 cut short, not compared)"
         );
+    }
+
+    /// What retired connections leave behind keeps every window figure:
+    /// the lowest send window, read on the client's tap (two connections
+    /// the server's tap never saw); the earliest violation by time, though
+    /// the later one retired first; DATA past a window lowered by a
+    /// SETTINGS not yet acknowledged (a connection only the server's tap
+    /// saw); and how many windows disagreed beyond the ones named.
+    #[test]
+    fn retired_connections_keep_their_window_figures() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let mut extra = vec![];
+        // (conn, opened, bytes in one DATA frame, closed): the first
+        // violates first and closes last, and connection 8's (70,000
+        // bytes, both taps) comes between.
+        for (i, at, len, closed) in [
+            (900_001, 5_000_000, 75_000, 2_505_000_000),
+            (900_002, 8_000_000, 80_000, 9_000_000),
+        ] {
+            let local = format!("127.0.0.2:{}", i - 899_000);
+            extra.push(ev(at, c, i, 0, open(&local, "127.0.0.1:80")));
+            extra.push(ev(at + 1, c, i, 1, start()));
+            let data = frame(Dir::Out, FrameType::DATA, len, None);
+            extra.push(ev(at + 10, c, i, 1, data));
+            extra.push(ev(at + 20, c, i, 1, end()));
+            extra.push(ev(closed, c, i, 0, close()));
+        }
+        // The server lowers the initial stream window to 1,000 bytes; a
+        // 2,000-byte DATA frame arrives before the client's ACK.
+        let (sid, at) = (800_001, 15_000_000);
+        extra.push(ev(at, s, sid, 0, open("127.0.0.1:80", "127.0.0.3:5000")));
+        let lower = Kind::Frame(FrameEv {
+            dir: Dir::Out,
+            frame: FrameType::SETTINGS,
+            len: 6,
+            settings: Some(vec![(settings::INITIAL_WINDOW_SIZE, 1_000)]),
+            ..FrameEv::default()
+        });
+        extra.push(ev(at + 1, s, sid, 0, lower));
+        extra.push(ev(at + 2, s, sid, 1, start()));
+        let data = frame(Dir::In, FrameType::DATA, 2_000, None);
+        extra.push(ev(at + 10, s, sid, 1, data));
+        extra.push(ev(at + 20, s, sid, 1, end()));
+        extra.push(ev(at + 1_000_000, s, sid, 0, close()));
+        extra.sort_by_key(|e| std::cmp::Reverse(e.t));
+        // 500 connections 10 ms apart (each busy 3 ms), the first 25 of
+        // them with a connection window the taps disagree on.
+        let mut a = super::Analyzer::new(0);
+        for i in 1..=500 {
+            let t = u64::from(i) * 10_000_000;
+            while extra.last().is_some_and(|e| e.t < t) {
+                a.feed(&extra.pop().unwrap());
+            }
+            connection(&mut a, t, i, if i <= 25 { i } else { 0 }, 0);
+        }
+        for e in extra.into_iter().rev() {
+            a.feed(&e);
+        }
+        for (ep, id) in [(c, 900_001), (c, 900_002), (s, sid), (c, 25)] {
+            assert!(a.closing.is_retired(ep, id), "{ep:?} {id} still held");
+        }
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        assert_eq!(sum.min_send_window, Some(65_535 - 80_000));
+        assert_eq!(sum.min_window, Some(65_535 - 80_000));
+        assert_eq!(sum.data_past_lowered_window, 1);
+        let credit = &sum.checks["no_data_beyond_credit"];
+        assert_eq!(credit.ok, Some(false), "{}", credit.detail);
+        assert_eq!(
+            credit.detail,
+            "8 violations (one per window passed); first: DATA beyond the connection window on stream 1 (window -9465)"
+        );
+        let agree = &sum.checks["windows_agree"];
+        assert_eq!(agree.ok, Some(false), "{}", agree.detail);
+        assert!(agree.detail.ends_with("; … and 5 more"), "{}", agree.detail);
     }
 
     /// A server's RPC that ends after its connection closed (its worker
