@@ -124,7 +124,12 @@ fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
     let s = &small.summary;
     let account = blocked_account(&small);
     assert!(s.client_window_blocked_s > 1.0, "{account}");
-    assert!(s.client_socket_blocked_s < 0.1, "{account}");
+    // A tenth of the window's wait (quiet runs reached 0.065 s against an
+    // absolute 0.1 s).
+    assert!(
+        s.client_socket_blocked_s < 0.1 * s.client_window_blocked_s,
+        "{account}"
+    );
     assert!(
         s.client_h2_buffer_blocked_s < 0.1 * s.client_window_blocked_s,
         "{account}"
@@ -136,10 +141,11 @@ fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
 /// 1 ms timer rounding): in a release build the steady rate is 99 % of the
 /// nominal W / (2 × delay) at 25 and 50 ms (README). This test runs the
 /// debug build, whose own processing adds to each round trip: 97–99 % here,
-/// one run at a time, and 89 % once on a loaded CI machine (≈ 12 ms more
-/// per 100 ms round trip). It allows 15 % below: the law, not the machine,
-/// is what it checks (a server that tied credit to a 10 ms worker would
-/// be ≈ 30 % off: four messages a window, each round trip 40 ms longer);
+/// one run at a time, 89 % once on a loaded CI machine (≈ 12 ms more per
+/// 100 ms round trip) and 92 % beside three busy loops. It allows 20 %
+/// below: the law, not the machine, is what it checks (a server that tied
+/// credit to a 10 ms worker would be ≈ 30 % off: four messages a window,
+/// each round trip 40 ms longer);
 /// the link's accuracy
 /// itself is checked frame by frame below (the debug build's pump adds
 /// ≈ 0.4 ms; the release build's stays within 0.2 ms).
@@ -160,7 +166,7 @@ fn throughput_is_window_over_the_nominal_round_trip() {
         let ratio = measured / law;
         eprintln!("delay {delay_ms} ms: {measured:.0} B/s = {ratio:.3} × W/RTT");
         assert!(
-            (0.85..=1.03).contains(&ratio),
+            (0.80..=1.03).contains(&ratio),
             "delay {delay_ms} ms: steady {measured:.0} B/s vs W/RTT {law:.0} B/s (ratio {ratio:.3})"
         );
         // The link's own accuracy, frame by frame. Not early (by more than

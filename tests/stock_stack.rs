@@ -54,8 +54,9 @@ fn within(what: &str, h2: f64, hyper: f64, tolerance: f64) {
 }
 
 /// The client's view of the two stacks matches: send rate within 2 %,
-/// stream WINDOW_UPDATEs per MiB received within 5 %, the median and p90
-/// WINDOW_UPDATE increment within 5 %, no window-blocked time on either
+/// stream WINDOW_UPDATEs per MiB received within 10 %, the median
+/// WINDOW_UPDATE increment within 5 % and the p90 on two or three
+/// messages' release on both, no window-blocked time on either
 /// (under 0.05 s of the 3 s: a server stall of one window, 4 messages or
 /// ≈ 13 ms, would already show).
 ///
@@ -89,34 +90,34 @@ fn within(what: &str, h2: f64, hyper: f64, tolerance: f64) {
 /// pair of runs, p90 4.0 ms on both).
 ///
 /// On a busy machine the bursts can take one pair past 5 % (CI: 449 h2
-/// updates against 426 for hyper, 5.1 %; a loaded debug run: the p90
-/// increment on the three-message bucket): the pair is measured again,
-/// once, and judged on the second. A real difference of policy fails both.
+/// updates against 426 for hyper, 5.1 %; loaded debug runs up to 7.9 %,
+/// and the p90 increment on the three-message bucket for one stack, the
+/// two-message one for the other, 33 % apart): hence 10 % on the count
+/// and a band, not a pairing, on the p90; and a pair past 10 % is
+/// measured again, once, and judged on the second. A real difference of
+/// policy fails both: a WINDOW_UPDATE per frame would be twice as many,
+/// each of one message.
 #[test]
 fn release_frame_reproduces_hyper_as_the_client_sees_it() {
     let pair = |k: u32| {
         let root = temp_dir(&format!("stock-stack-{k}"));
         (part1(&root, "h2"), part1(&root, "hyper"))
     };
-    // The burst-sensitive figures: updates per MiB, and the p90 increment,
-    // which lands on the three-message bucket (≈ 49,200 B) once a tenth of
-    // the updates follow bursts (a loaded debug run: hyper's p90 49,131 B
-    // against h2's 32,828).
+    // The burst-sensitive figure: updates per MiB.
     let close = |h2: &RunResult, hyper: &RunResult| {
-        let near = |a: f64, b: f64| (b - a).abs() / a <= 0.05;
-        let (a, b) = (&h2.summary, &hyper.summary);
-        near(updates_per_mib(a), updates_per_mib(b))
-            && near(a.window_update_increment.p90, b.window_update_increment.p90)
+        let (a, b) = (
+            updates_per_mib(&h2.summary),
+            updates_per_mib(&hyper.summary),
+        );
+        (b - a).abs() / a <= 0.10
     };
     let (mut h2, mut hyper) = pair(0);
     if !close(&h2, &hyper) {
         eprintln!(
-            "stream WINDOW_UPDATEs per MiB {:.2} (h2) and {:.2} (hyper), increment p90 {} and {}: \
-             more than 5 % apart, measuring the pair again",
+            "stream WINDOW_UPDATEs per MiB {:.2} (h2) and {:.2} (hyper): more than 10 % apart, \
+             measuring the pair again",
             updates_per_mib(&h2.summary),
             updates_per_mib(&hyper.summary),
-            h2.summary.window_update_increment.p90,
-            hyper.summary.window_update_increment.p90
         );
         (h2, hyper) = pair(1);
     }
@@ -140,7 +141,7 @@ fn release_frame_reproduces_hyper_as_the_client_sees_it() {
         "stream WINDOW_UPDATEs per MiB",
         updates_per_mib(a),
         updates_per_mib(b),
-        0.05,
+        0.10,
     );
     within(
         "increment p50",
@@ -148,13 +149,15 @@ fn release_frame_reproduces_hyper_as_the_client_sees_it() {
         b.window_update_increment.p50,
         0.05,
     );
-    within(
-        "increment p90",
-        a.window_update_increment.p90,
-        b.window_update_increment.p90,
-        0.05,
-    );
     for (name, s) in [("h2", a), ("hyper", b)] {
+        // Half the 65,535-byte window's worth of framed 16 KiB messages
+        // (two, 32,806 B) or, after a burst, three (49,209 B); the
+        // histogram's buckets are within 0.2 %.
+        let p90 = s.window_update_increment.p90;
+        assert!(
+            (32_700.0..=49_400.0).contains(&p90),
+            "{name}: increment p90 {p90}"
+        );
         assert!(
             // Measured 0.0000 and 0.0068 s on a quiet machine; the room is
             // for a loaded one's late updates. A server that tied credit to

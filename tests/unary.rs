@@ -762,8 +762,10 @@ fn calls_past_the_servers_stream_limit_wait_in_the_backlog() {
     }
     assert_eq!(s.rpc_status.get("OK"), Some(&s.sent), "{stdout}");
     assert!(s.sent > 10, "{stdout}");
-    // A call's time is its handler's and a round trip, not its turn's.
-    assert!(s.call_ms.p99 < 60.0, "{stdout}");
+    // A call's time is its handler's and a round trip, not its turn's:
+    // the bug made every call ≈ 120 ms, so the median tells it, where the
+    // 99th percentile of a loaded machine reached 77 ms (quiet: 36 ms).
+    assert!(s.call_ms.p50 < 60.0, "{stdout}");
     // Only the first call waits in h2, for the server's SETTINGS (three
     // lanes waiting there made seconds of it).
     assert!(s.client_not_open_blocked_s < 0.1, "{stdout}");
