@@ -835,6 +835,13 @@ mod tests {
             "one retry: no pair"
         );
         assert_eq!(collision_fraction(&[1, 3], 0, 10, 1).2, Some(0.0));
+        // Bins are cut from the window's start, not from the clock's zero:
+        // 1,005 and 1,024 ms share the first 20 ms bin of [1005, 1100).
+        let two = [1_005 * ms, 1_024 * ms];
+        assert_eq!(
+            collision_fraction(&two, 1_005 * ms, 1_100 * ms, 20 * ms),
+            (2, 1, Some(1.0))
+        );
     }
 
     #[test]
@@ -970,6 +977,90 @@ mod tests {
                 framed: 100,
             }),
         )
+    }
+
+    /// The run's rates and integrals, each from the events' times: three
+    /// originals a second apart in all (2 a second offered after the
+    /// first), two of them on time; 100 framed bytes owned from each
+    /// admission to its completion (0.2 + 0.55 + 0.3 s: 105 B·s); three
+    /// server WINDOW_UPDATEs over the 1.5 s from the first event to the
+    /// last; 900 bytes of client DATA for two useful answers.
+    #[test]
+    fn the_runs_figures_are_its_events_over_time() {
+        let ms = 1_000_000u64;
+        let frame = |t: u64, ep: Endpoint, frame: FrameType, len: u32| {
+            ev(
+                t,
+                ep,
+                Kind::Frame(crate::schema::FrameEv {
+                    dir: crate::schema::Dir::Out,
+                    frame,
+                    len,
+                    ..Default::default()
+                }),
+            )
+        };
+        let data = |t: u64| frame(t, Endpoint::Client, FrameType::DATA, 300);
+        let update = |t: u64| frame(t, Endpoint::Server, FrameType::WINDOW_UPDATE, 4);
+        let complete = |t: u64, seq: u64| {
+            ev(
+                t,
+                Endpoint::Server,
+                Kind::Complete(crate::schema::CompleteEv {
+                    seq,
+                    worker: 0,
+                    service_ns: 1,
+                }),
+            )
+        };
+        let events = [
+            original(1_000 * ms, 0, 3_000 * ms),
+            attempt(1_000 * ms, 0, 1, 1_000 * ms, 3_000 * ms),
+            data(1_010 * ms),
+            admit(1_100 * ms, 0, 2, 3_000 * ms),
+            update(1_200 * ms),
+            complete(1_300 * ms, 0),
+            end(1_350 * ms, 0, OriginalState::OnTime),
+            original(1_500 * ms, 1, 3_500 * ms),
+            attempt(1_500 * ms, 1, 1, 1_500 * ms, 3_500 * ms),
+            data(1_510 * ms),
+            admit(1_600 * ms, 1, 2, 3_500 * ms),
+            update(1_700 * ms),
+            original(2_000 * ms, 2, 4_000 * ms),
+            attempt(2_000 * ms, 2, 1, 2_000 * ms, 4_000 * ms),
+            data(2_010 * ms),
+            admit(2_100 * ms, 2, 2, 4_000 * ms),
+            complete(2_150 * ms, 1),
+            end(2_200 * ms, 1, OriginalState::OnTime),
+            update(2_300 * ms),
+            complete(2_400 * ms, 2),
+            end(2_500 * ms, 2, OriginalState::Late),
+        ];
+        let (o, _) = judge(&events);
+        assert_eq!(o.useful_fraction, 2.0 / 3.0, "{o:?}");
+        assert_eq!(o.offered_rate, 2.0, "{o:?}");
+        assert_eq!(o.owned_mib_s, 105.0 / (1u64 << 20) as f64, "{o:?}");
+        assert_eq!(o.window_updates_per_s, 2.0, "{o:?}");
+        assert_eq!(o.window_update_spacing_ms, 500.0, "{o:?}");
+        assert_eq!(o.wire_bytes_per_useful, Some(450.0), "{o:?}");
+        // Nothing to divide by: no figure rather than NaN or infinity.
+        let (o, _) = judge(&[]);
+        assert_eq!(
+            (o.useful_fraction, o.offered_rate, o.window_updates_per_s),
+            (0.0, 0.0, 0.0),
+            "{o:?}"
+        );
+        assert_eq!(o.wire_bytes_per_useful, None, "{o:?}");
+        // Two originals at one instant offer no rate; one update has no
+        // spacing.
+        let (o, _) = judge(&[
+            original(ms, 0, 2_000 * ms),
+            original(ms, 1, 2_000 * ms),
+            update(5 * ms),
+        ]);
+        assert_eq!(o.offered_rate, 0.0, "{o:?}");
+        assert_eq!(o.window_update_spacing_ms, 0.0, "{o:?}");
+        assert_eq!(o.window_updates_per_s, 1.0 / 0.004, "{o:?}");
     }
 
     /// An original belongs to the phase of its `original`'s `t` (its
