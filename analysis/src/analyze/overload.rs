@@ -980,9 +980,9 @@ mod tests {
     }
 
     /// The run's rates and integrals, each from the events' times: three
-    /// originals a second apart in all (2 a second offered after the
-    /// first), two of them on time; 100 framed bytes owned from each
-    /// admission to its completion (0.2 + 0.55 + 0.3 s: 105 B·s); three
+    /// originals over 1.25 s (1.6 a second offered after the first), two
+    /// of them on time; 100 framed bytes owned from each admission to its
+    /// completion (0.2 + 0.55 + 0.1 s: 85 B·s); three
     /// server WINDOW_UPDATEs over the 1.5 s from the first event to the
     /// last; 900 bytes of client DATA for two useful answers.
     #[test]
@@ -1026,20 +1026,20 @@ mod tests {
             data(1_510 * ms),
             admit(1_600 * ms, 1, 2, 3_500 * ms),
             update(1_700 * ms),
-            original(2_000 * ms, 2, 4_000 * ms),
-            attempt(2_000 * ms, 2, 1, 2_000 * ms, 4_000 * ms),
-            data(2_010 * ms),
-            admit(2_100 * ms, 2, 2, 4_000 * ms),
             complete(2_150 * ms, 1),
             end(2_200 * ms, 1, OriginalState::OnTime),
-            update(2_300 * ms),
+            original(2_250 * ms, 2, 4_000 * ms),
+            attempt(2_250 * ms, 2, 1, 2_250 * ms, 4_000 * ms),
+            data(2_260 * ms),
+            admit(2_300 * ms, 2, 2, 4_000 * ms),
+            update(2_350 * ms),
             complete(2_400 * ms, 2),
             end(2_500 * ms, 2, OriginalState::Late),
         ];
         let (o, _) = judge(&events);
         assert_eq!(o.useful_fraction, 2.0 / 3.0, "{o:?}");
-        assert_eq!(o.offered_rate, 2.0, "{o:?}");
-        assert_eq!(o.owned_mib_s, 105.0 / (1u64 << 20) as f64, "{o:?}");
+        assert_eq!(o.offered_rate, 1.6, "{o:?}");
+        assert_eq!(o.owned_mib_s, 85.0 / (1u64 << 20) as f64, "{o:?}");
         assert_eq!(o.window_updates_per_s, 2.0, "{o:?}");
         assert_eq!(o.window_update_spacing_ms, 500.0, "{o:?}");
         assert_eq!(o.wire_bytes_per_useful, Some(450.0), "{o:?}");
@@ -1061,6 +1061,62 @@ mod tests {
         assert_eq!(o.offered_rate, 0.0, "{o:?}");
         assert_eq!(o.window_update_spacing_ms, 0.0, "{o:?}");
         assert_eq!(o.window_updates_per_s, 1.0 / 0.004, "{o:?}");
+    }
+
+    /// Phases and the collision window in seconds from the first original
+    /// (1.2 s into the schedule, whose step 0 is at 1 s): the slowdown
+    /// [2, 3) s of `t` is [0.8, 1.8) s, [1, 2) s of the schedule; the two
+    /// retries in it, 10 ms apart, share a 20 ms bin.
+    #[test]
+    fn phases_and_the_collision_window_run_from_the_first_original() {
+        let ms = 1_000_000u64;
+        let step = |t: u64, step: u32, service_ms: u64| {
+            ev(
+                t,
+                Endpoint::Server,
+                Kind::ServiceChange(crate::schema::ServiceChangeEv {
+                    service_ns: service_ms * ms,
+                    step,
+                }),
+            )
+        };
+        let events = [
+            step(1_000 * ms, 0, 10),
+            original(1_200 * ms, 0, 9_000 * ms),
+            attempt(1_200 * ms, 0, 1, 1_200 * ms, 9_000 * ms),
+            step(2_000 * ms, 1, 40),
+            attempt(2_100 * ms, 0, 2, 2_100 * ms, 9_000 * ms),
+            attempt(2_110 * ms, 0, 3, 2_110 * ms, 9_000 * ms),
+            // Outside the window: counts as a retry, not in the window's.
+            attempt(2_990 * ms, 0, 4, 2_990 * ms, 9_000 * ms),
+            step(3_000 * ms, 2, 10),
+            attempt(3_100 * ms, 0, 5, 3_100 * ms, 9_000 * ms),
+            end(3_500 * ms, 0, OriginalState::OnTime),
+        ];
+        let (o, _) = judge(&events);
+        let spans: Vec<(&str, f64, Option<f64>)> = o
+            .phases
+            .iter()
+            .map(|p| (p.phase.as_str(), p.from_s, p.to_s))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                ("before", 0.0, Some(0.8)),
+                ("during", 0.8, Some(1.8)),
+                ("after", 1.8, None)
+            ]
+        );
+        let c = &o.collision;
+        assert_eq!(c.window, "slowdown");
+        assert_eq!((c.from_ns, c.to_ns), (800 * ms, 1_800 * ms));
+        assert_eq!((c.from_s, c.to_s), (0.8, 1.8));
+        assert_eq!((c.schedule_from_s, c.schedule_to_s), (Some(1.0), Some(2.0)));
+        assert_eq!(c.trace_end_s, Some(2.3));
+        assert_eq!(c.bin_ms, 20.0);
+        assert_eq!(o.retries, 4);
+        assert_eq!((c.retries, c.colliding_pairs), (3, 1));
+        assert_eq!(c.fraction, Some(1.0 / 3.0));
     }
 
     /// An original belongs to the phase of its `original`'s `t` (its
@@ -1154,6 +1210,9 @@ mod tests {
         let (o, c) = judge(&story([admit(5, 1, 1, 2 * s), complete(6, 0)]));
         assert_eq!(o.max_in_use, 2);
         assert_eq!(c["admission"].ok, Some(false), "{:?}", c["admission"]);
+        // At the second admission's `t` (5 ns), its line in the trace (7).
+        assert_eq!(c["admission"].first_t_s, Some(5e-9));
+        assert_eq!(c["admission"].first_line, Some(7));
     }
 
     /// Every terminal state is counted as itself, and N is their sum.
