@@ -1215,6 +1215,40 @@ mod tests {
         assert_eq!(c["admission"].first_line, Some(7));
     }
 
+    /// A complete trace's books must close though no event broke a rule:
+    /// an original still open at the end fails `originals`, and so does a
+    /// server that decoded an attempt the client never sent; sent, the
+    /// same story holds.
+    #[test]
+    fn books_that_do_not_close_fail_the_originals_check() {
+        let s = 1_000_000_000;
+        let (o, c) = judge(&[original(0, 0, s), attempt(1, 0, 1, 0, s)]);
+        assert_eq!(o.open, 1, "{o:?}");
+        assert_eq!(c["originals"].ok, Some(false), "{:?}", c["originals"]);
+        let send = ev(
+            2,
+            Endpoint::Client,
+            Kind::Send(crate::schema::SendEv {
+                seq: 0,
+                scheduled: 0,
+                begin: 2,
+                bytes: 100,
+            }),
+        );
+        let story = |sent: bool| {
+            let mut events = vec![original(0, 0, s), attempt(1, 0, 1, 0, s)];
+            events.extend(sent.then(|| send.clone()));
+            events.extend([admit(3, 0, 1, s), end(4, 0, OriginalState::OnTime)]);
+            judge(&events)
+        };
+        let (o, c) = story(false);
+        assert_eq!((o.sent, o.decoded), (0, 1), "{o:?}");
+        assert_eq!(c["originals"].ok, Some(false), "{:?}", c["originals"]);
+        let (o, c) = story(true);
+        assert_eq!((o.sent, o.decoded), (1, 1), "{o:?}");
+        assert_eq!(c["originals"].ok, Some(true), "{:?}", c["originals"]);
+    }
+
     /// Every terminal state is counted as itself, and N is their sum.
     #[test]
     fn each_end_counts_in_its_own_state() {
