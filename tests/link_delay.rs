@@ -142,10 +142,13 @@ fn a_slow_link_blocks_the_sender_on_the_socket_when_the_window_is_large() {
 /// nominal W / (2 × delay) at 25 and 50 ms (README). This test runs the
 /// debug build, whose own processing adds to each round trip: 97–99 % here,
 /// one run at a time, 89 % once on a loaded CI machine (≈ 12 ms more per
-/// 100 ms round trip) and 92 % beside three busy loops. It allows 20 %
-/// below: the law, not the machine, is what it checks (a server that tied
-/// credit to a 10 ms worker would be ≈ 30 % off: four messages a window,
-/// each round trip 40 ms longer);
+/// 100 ms round trip) and 92 % beside three busy loops (at most 18 ms). So
+/// it judges the time a round trip takes beyond the nominal, which a
+/// machine's load adds whatever the delay, and allows 28 ms of it: the
+/// law, not the machine, is what it checks (a server that tied credit to
+/// a 10 ms worker would add 40 ms: four messages a window, each 10 ms;
+/// a bound on the ratio that let CI's 89 % pass at 50 ms would let that
+/// server's 83 % pass at 100 ms);
 /// the link's accuracy
 /// itself is checked frame by frame below (the debug build's pump adds
 /// ≈ 0.4 ms; the release build's stays within 0.2 ms).
@@ -164,10 +167,15 @@ fn throughput_is_window_over_the_nominal_round_trip() {
         let law = 65_535.0 / (2.0 * delay_ms as f64 / 1e3);
         let measured = s.send_rate_steady * framed;
         let ratio = measured / law;
-        eprintln!("delay {delay_ms} ms: {measured:.0} B/s = {ratio:.3} × W/RTT");
+        // The round trip the rate implies, beyond the nominal one.
+        let extra_ms = (65_535.0 / measured - 2.0 * delay_ms as f64 / 1e3) * 1e3;
+        eprintln!(
+            "delay {delay_ms} ms: {measured:.0} B/s = {ratio:.3} × W/RTT, {extra_ms:.1} ms a round trip over"
+        );
         assert!(
-            (0.80..=1.03).contains(&ratio),
-            "delay {delay_ms} ms: steady {measured:.0} B/s vs W/RTT {law:.0} B/s (ratio {ratio:.3})"
+            ratio <= 1.03 && extra_ms < 28.0,
+            "delay {delay_ms} ms: steady {measured:.0} B/s vs W/RTT {law:.0} B/s (ratio {ratio:.3}, \
+             {extra_ms:.1} ms a round trip over the nominal)"
         );
         // The link's own accuracy, frame by frame. Not early (by more than
         // the tap's stamp trailing the link's entry, ≈ 0.1 ms); the fastest

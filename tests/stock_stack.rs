@@ -95,8 +95,8 @@ fn within(what: &str, h2: f64, hyper: f64, tolerance: f64) {
 /// two-message one for the other, 33 % apart): hence 10 % on the count
 /// and a band, not a pairing, on the p90; and a pair past 10 % is
 /// measured again, once, and judged on the second. A real difference of
-/// policy fails both: a WINDOW_UPDATE per frame would be twice as many,
-/// each of one message.
+/// policy fails both: a WINDOW_UPDATE per message would be twice as many,
+/// each of one message, and one per frame about four times as many.
 #[test]
 fn release_frame_reproduces_hyper_as_the_client_sees_it() {
     let pair = |k: u32| {

@@ -822,11 +822,21 @@ fn idle_calls_are_room_beyond_the_backlog() {
     assert_eq!(s.checks["accounting"].ok, Some(true), "{stdout}");
     let trace = std::fs::read_to_string(out.join("trace.jsonl")).unwrap();
     let judged = in_hand_at_refusals(&trace);
-    assert_eq!(judged.len() as u64, s.never_sent, "{stdout}");
+    let backlog = s.never_sent_by_reason.get("backlog").copied();
+    assert_eq!(
+        Some(judged.len() as u64).filter(|n| *n > 0),
+        backlog,
+        "{stdout}"
+    );
     // A refusal needs the backlog's one message waiting beside all 16
-    // calls in flight, and the refused one: 18 in hand (17 when a call
-    // was stamped ended just before it left the count). The bug refused
-    // with 2 or 3.
+    // calls in flight, and the refused one: 18 in hand. A run's first
+    // refusal is stamped just after it was decided, so a preemption there
+    // can count a call or two ended after it: 16 allows for that. The bug
+    // refused with as few as 2 (2 to 7 seen).
+    // Left unjudged only those of the first call's round trip, not a
+    // run's worth (as if two calls were never open at once).
+    let unjudged = judged.iter().filter(|j| j.is_none()).count();
+    assert!(unjudged <= 20, "{unjudged} refusals unjudged\n{stdout}");
     for (seq, in_hand) in judged.into_iter().flatten() {
         assert!(
             in_hand >= 16,
@@ -841,10 +851,11 @@ fn idle_calls_are_room_beyond_the_backlog() {
 /// including it, less those refused before it and the calls ended by then.
 /// A refusal is decided at its run's `t` or at its own due time (its
 /// `schedule` event's `t`), whichever is later. `None` for one decided
-/// before the first call ended: until a call has seen the server's
-/// SETTINGS the lanes allow one call.
+/// before two calls were first open at once: until a lane has seen the
+/// server's SETTINGS the lanes allow one call, and two open prove one had.
 fn in_hand_at_refusals(trace: &str) -> Vec<Option<(u64, u64)>> {
-    let (mut due, mut refused, mut ends) = (BTreeMap::new(), BTreeMap::new(), vec![]);
+    let (mut due, mut refused) = (BTreeMap::new(), BTreeMap::new());
+    let (mut ends, mut calls) = (vec![], vec![]);
     for line in trace.lines().filter(|l| l.starts_with("{\"t\"")) {
         let e: serde_json::Value = serde_json::from_str(line).unwrap();
         if e["ep"] != "client" {
@@ -860,18 +871,31 @@ fn in_hand_at_refusals(trace: &str) -> Vec<Option<(u64, u64)>> {
                 let n = e["count"].as_u64().unwrap_or(1);
                 refused.extend((first..first + n).map(|seq| (seq, t)));
             }
-            Some("rpc_end") if e["stream"] != 0 => ends.push(t),
+            Some("rpc_start") if e["stream"] != 0 => calls.push((t, 1)),
+            Some("rpc_end") if e["stream"] != 0 => {
+                ends.push(t);
+                calls.push((t, -1));
+            }
             _ => {}
         }
     }
     ends.sort_unstable();
+    // Ends first at a tie: a call that ended as another began is not two.
+    calls.sort_unstable();
+    let mut open = 0;
+    let two_open = calls.iter().find_map(|&(t, d)| {
+        open += d;
+        (open >= 2).then_some(t)
+    });
     refused
         .iter()
         .enumerate()
         .map(|(before, (&seq, &run_t))| {
             let decided = due[&seq].max(run_t);
             let ended = ends.partition_point(|&t| t <= decided) as u64;
-            (ended > 0).then(|| (seq, seq + 1 - before as u64 - ended))
+            two_open
+                .is_some_and(|t| t <= decided)
+                .then(|| (seq, seq + 1 - before as u64 - ended))
         })
         .collect()
 }

@@ -1065,8 +1065,9 @@ mod tests {
 
     /// Phases and the collision window in seconds from the first original
     /// (1.2 s into the schedule, whose step 0 is at 1 s): the slowdown
-    /// [2, 3) s of `t` is [0.8, 1.8) s, [1, 2) s of the schedule; the two
-    /// retries in it, 10 ms apart, share a 20 ms bin.
+    /// [2, 3) s of `t` is [0.8, 1.8) s, [1, 2) s of the schedule. Three of
+    /// the five retries fall in it, two of them 10 ms apart in one 20 ms
+    /// bin: one pair of three.
     #[test]
     fn phases_and_the_collision_window_run_from_the_first_original() {
         let ms = 1_000_000u64;
@@ -1084,13 +1085,14 @@ mod tests {
             step(1_000 * ms, 0, 10),
             original(1_200 * ms, 0, 9_000 * ms),
             attempt(1_200 * ms, 0, 1, 1_200 * ms, 9_000 * ms),
+            // Before the window and after it: retries, not the window's.
+            attempt(1_900 * ms, 0, 2, 1_900 * ms, 9_000 * ms),
             step(2_000 * ms, 1, 40),
-            attempt(2_100 * ms, 0, 2, 2_100 * ms, 9_000 * ms),
-            attempt(2_110 * ms, 0, 3, 2_110 * ms, 9_000 * ms),
-            // Outside the window: counts as a retry, not in the window's.
-            attempt(2_990 * ms, 0, 4, 2_990 * ms, 9_000 * ms),
+            attempt(2_100 * ms, 0, 3, 2_100 * ms, 9_000 * ms),
+            attempt(2_110 * ms, 0, 4, 2_110 * ms, 9_000 * ms),
+            attempt(2_990 * ms, 0, 5, 2_990 * ms, 9_000 * ms),
             step(3_000 * ms, 2, 10),
-            attempt(3_100 * ms, 0, 5, 3_100 * ms, 9_000 * ms),
+            attempt(3_100 * ms, 0, 6, 3_100 * ms, 9_000 * ms),
             end(3_500 * ms, 0, OriginalState::OnTime),
         ];
         let (o, _) = judge(&events);
@@ -1114,7 +1116,7 @@ mod tests {
         assert_eq!((c.schedule_from_s, c.schedule_to_s), (Some(1.0), Some(2.0)));
         assert_eq!(c.trace_end_s, Some(2.3));
         assert_eq!(c.bin_ms, 20.0);
-        assert_eq!(o.retries, 4);
+        assert_eq!(o.retries, 5);
         assert_eq!((c.retries, c.colliding_pairs), (3, 1));
         assert_eq!(c.fraction, Some(1.0 / 3.0));
     }
