@@ -1298,6 +1298,9 @@ fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
     a.feed(&ev(3, c, 1, headers()));
     a.feed(&ev(4, c, 3, start()));
     a.feed(&ev(5, c, 5, start()));
+    // Stream 1's wait begins as its HEADERS leave (at 3): all of its 5 ns
+    // are on h2's buffer, none waiting to open.
+    a.feed(&ev(8, c, 1, blocked(0, 3, false)));
     // Stream 3 waits from 10; its HEADERS leave at 40; it gets capacity at
     // 45 with its windows open: 30 ns not open, 5 ns on h2's buffer.
     a.feed(&ev(40, c, 3, headers()));
@@ -1317,7 +1320,16 @@ fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
         (s.client_not_open_blocked_s - 1_080e-9).abs() < 1e-12,
         "{s:?}"
     );
-    assert!((s.client_h2_buffer_blocked_s - 5e-9).abs() < 1e-15, "{s:?}");
+    assert!(
+        (s.client_h2_buffer_blocked_s - 10e-9).abs() < 1e-15,
+        "{s:?}"
+    );
+    // The timeline's series: the waits in seconds, summed in its bins.
+    let total = |series: &h2probe_analysis::series::Series| -> f64 {
+        series.points().iter().map(|p| p.1).sum()
+    };
+    assert!((total(&tl.not_open_blocked) - 1_080e-9).abs() < 1e-15);
+    assert!((total(&tl.h2_buffer_blocked) - 10e-9).abs() < 1e-15);
     assert_eq!(s.client_window_blocked_s, 0.0);
     assert_eq!(s.blocked_open_by.get("not_open").copied(), Some(1));
     assert_eq!(s.stall_cause.as_deref(), Some("not_open"));
@@ -1331,13 +1343,41 @@ fn a_wait_before_the_streams_headers_is_a_wait_for_it_to_open() {
     use h2probe_analysis::analyze::Blocked;
     assert_eq!(
         kinds,
-        [Blocked::NotOpen, Blocked::H2Buffer, Blocked::NotOpen]
+        [
+            Blocked::H2Buffer,
+            Blocked::NotOpen,
+            Blocked::H2Buffer,
+            Blocked::NotOpen
+        ]
     );
     let head = h2probe_analysis::report::headline(&s);
     assert!(
         head.contains("stream not open 0.00s (1 never resumed)"),
         "{head}"
     );
+}
+
+/// The timeline keeps the first 20,000 blocked intervals and counts the
+/// rest, so a run of millions of short waits plots in bounded memory.
+#[test]
+fn blocked_intervals_past_the_cap_are_counted_not_kept() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, c, 1, rpc_start()));
+    a.feed(&ev(
+        2,
+        c,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10)),
+    ));
+    for i in 0..20_003u64 {
+        let t = 10 + 10 * i;
+        a.feed(&ev(t + 5, c, 1, blocked(i, t, false)));
+    }
+    let (s, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(s.h2_buffer_blocked_ms.count, 20_003);
+    assert_eq!(tl.intervals.len(), 20_000);
+    assert_eq!(tl.intervals_dropped, 3);
 }
 
 /// A server connection no client connection of the trace pairs with (a
