@@ -961,6 +961,26 @@ mod tests {
         )
     }
 
+    fn complete(t: u64, seq: u64) -> Event {
+        ev(
+            t,
+            Endpoint::Server,
+            Kind::Complete(crate::schema::CompleteEv {
+                seq,
+                worker: 0,
+                service_ns: 1,
+            }),
+        )
+    }
+
+    fn service_change(t: u64, step: u32, service_ns: u64) -> Event {
+        ev(
+            t,
+            Endpoint::Server,
+            Kind::ServiceChange(crate::schema::ServiceChangeEv { service_ns, step }),
+        )
+    }
+
     fn admit(t: u64, seq: u64, slots: u32, deadline: u64) -> Event {
         ev(
             t,
@@ -1002,17 +1022,6 @@ mod tests {
         };
         let data = |t: u64| frame(t, Endpoint::Client, FrameType::DATA, 300);
         let update = |t: u64| frame(t, Endpoint::Server, FrameType::WINDOW_UPDATE, 4);
-        let complete = |t: u64, seq: u64| {
-            ev(
-                t,
-                Endpoint::Server,
-                Kind::Complete(crate::schema::CompleteEv {
-                    seq,
-                    worker: 0,
-                    service_ns: 1,
-                }),
-            )
-        };
         let events = [
             original(1_000 * ms, 0, 3_000 * ms),
             attempt(1_000 * ms, 0, 1, 1_000 * ms, 3_000 * ms),
@@ -1071,16 +1080,7 @@ mod tests {
     #[test]
     fn phases_and_the_collision_window_run_from_the_first_original() {
         let ms = 1_000_000u64;
-        let step = |t: u64, step: u32, service_ms: u64| {
-            ev(
-                t,
-                Endpoint::Server,
-                Kind::ServiceChange(crate::schema::ServiceChangeEv {
-                    service_ns: service_ms * ms,
-                    step,
-                }),
-            )
-        };
+        let step = |t: u64, step: u32, service_ms: u64| service_change(t, step, service_ms * ms);
         let events = [
             step(1_000 * ms, 0, 10),
             original(1_200 * ms, 0, 9_000 * ms),
@@ -1129,16 +1129,7 @@ mod tests {
     #[test]
     fn an_original_is_in_the_phase_it_was_scheduled_in() {
         let ms = 1_000_000u64;
-        let step = |t: u64, step: u32| {
-            ev(
-                t,
-                Endpoint::Server,
-                Kind::ServiceChange(crate::schema::ServiceChangeEv {
-                    service_ns: 10 * ms,
-                    step,
-                }),
-            )
-        };
+        let step = |t: u64, step: u32| service_change(t, step, 10 * ms);
         let completed = |t: u64, id: u64, latency_ns: u64| {
             let mut e = end(t, id, OriginalState::OnTime);
             if let Kind::OriginalEnd(x) = &mut e.kind {
@@ -1175,17 +1166,6 @@ mod tests {
     #[test]
     fn a_slot_returned_and_taken_in_one_instant_is_not_two() {
         let s = 1_000_000_000;
-        let complete = |t: u64, seq: u64| {
-            ev(
-                t,
-                Endpoint::Server,
-                Kind::Complete(crate::schema::CompleteEv {
-                    seq,
-                    worker: 0,
-                    service_ns: 1,
-                }),
-            )
-        };
         let story = |tie: [Event; 2]| {
             let [a, b] = tie;
             [
