@@ -804,9 +804,9 @@ fn calls_past_the_servers_stream_limit_wait_in_the_backlog() {
 ///
 /// Judged on each refusal from the trace, not on how many there were: a
 /// loaded machine refuses hundreds legitimately (16 debug-build calls in
-/// turn do not keep up with 1,000 a second beside other jobs; CI refused
-/// 139 with 16 KiB messages and 116 with 1 KiB ones), while the bug
-/// refused with calls idle.
+/// turn do not keep up with 1,000 a second beside other jobs: CI refused
+/// 139 with 16 KiB messages, a loaded run here 116 with 1 KiB ones), while
+/// the bug refused with calls idle.
 #[test]
 fn idle_calls_are_room_beyond_the_backlog() {
     let dir = support::temp_dir("unary-idle");
@@ -833,6 +833,7 @@ fn idle_calls_are_room_beyond_the_backlog() {
     // refusal is stamped just after it was decided, so a preemption there
     // can count a call or two ended after it: 16 allows for that. The bug
     // refused with as few as 2 (2 to 7 seen).
+    //
     // Left unjudged only those of the first call's round trip, not a
     // run's worth (as if two calls were never open at once).
     let unjudged = judged.iter().filter(|j| j.is_none()).count();
