@@ -896,7 +896,7 @@ fn in_hand_at_refusals(trace: &str) -> Vec<Option<(u64, u64)>> {
             let ended = ends.partition_point(|&t| t <= decided) as u64;
             two_open
                 .is_some_and(|t| t <= decided)
-                .then(|| (seq, seq + 1 - before as u64 - ended))
+                .then(|| (seq, (seq + 1).saturating_sub(before as u64 + ended)))
         })
         .collect()
 }
