@@ -924,10 +924,13 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
     a.feed(&ev(25, c, 0, wu(Dir::In, 1_000_000)));
     a.feed(&ev(30, c, 3, data(65_535)));
     a.feed(&ev(41, c, 3, blocked(1, 31)));
-    let (s, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    let (s, tl) = a.finish(0, &Ending::Clean(Footer::default()));
     assert_eq!(s.client_blocked_conn_window_s, 10e-9);
     assert_eq!(s.client_blocked_stream_window_s, 10e-9);
     assert_eq!(s.client_h2_buffer_blocked_s, 0.0);
+    // The timeline's series holds both waits, in seconds.
+    let total: f64 = tl.window_blocked.points().iter().map(|p| p.1).sum();
+    assert!((total - 20e-9).abs() < 1e-15, "{total}");
 }
 
 /// A wait that never resumed is said beside the time it waited on,
