@@ -933,6 +933,34 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
     assert!((total - 20e-9).abs() < 1e-15, "{total}");
 }
 
+/// A client alone whose sends wait at the end ended stuck only if it had
+/// been quiet for longer than any quiet spell it recovered from (10 ns
+/// between its DATA frames here): 10 ns more holds `no_stall`, 11 ns
+/// cannot be judged (no stall recorded, but it might have become one).
+#[test]
+fn a_run_ended_stuck_only_past_its_longest_quiet_spell() {
+    let c = Endpoint::Client;
+    let stall = |given_up: u64| {
+        let mut a = Analyzer::new(0);
+        let data = || Kind::Frame(frame(Dir::Out, FrameType::DATA, 100));
+        for t in [10, 20, 30] {
+            a.feed(&ev(t, c, 1, data()));
+        }
+        a.feed(&ev(given_up, c, 1, blocked(0, 31, true)));
+        let (s, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        s.checks["no_stall"].clone()
+    };
+    let quiet = stall(40);
+    assert_eq!(quiet.ok, Some(true), "{}", quiet.detail);
+    let stuck = stall(41);
+    assert_eq!(stuck.ok, None, "{}", stuck.detail);
+    assert!(
+        stuck.detail.contains("the run ended stuck"),
+        "{}",
+        stuck.detail
+    );
+}
+
 /// A wait that never resumed is said beside the time it waited on,
 /// not beside another (the headline once put a window wait under socket).
 #[test]
