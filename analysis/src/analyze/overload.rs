@@ -1002,9 +1002,9 @@ mod tests {
     /// The run's rates and integrals, each from the events' times: three
     /// originals over 1.25 s (1.6 a second offered after the first), two
     /// of them on time; 100 framed bytes owned from each admission to its
-    /// completion (0.2 + 0.55 + 0.1 s: 85 B·s); three
-    /// server WINDOW_UPDATEs over the 1.5 s from the first event to the
-    /// last; 900 bytes of client DATA for two useful answers.
+    /// completion (0.2 + 0.55 + 0.1 s: 85 B·s); three server
+    /// WINDOW_UPDATEs over the 1.5 s from the first event to the last; 900
+    /// bytes of client DATA for two useful answers.
     #[test]
     fn the_runs_figures_are_its_events_over_time() {
         let ms = 1_000_000u64;
