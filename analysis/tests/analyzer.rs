@@ -2625,3 +2625,206 @@ fn window_updates_are_counted_per_tap_and_level() {
     );
     assert_eq!(sum.frames_after_retirement, 1);
 }
+
+/// Each of these events counts in the figure named for it, and in no other:
+/// DATA whose payload the recorder shed, the upload's first and last DATA,
+/// socket waits on each side (in seconds, and by side when the recording
+/// cut them), accept errors, refused connections and stalls.
+#[test]
+fn each_event_counts_in_the_figure_named_for_it() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let mut a = Analyzer::new(0);
+    let data = |dir, len, payload_dropped| {
+        Kind::Frame(FrameEv {
+            payload_dropped,
+            ..frame(dir, FrameType::DATA, len)
+        })
+    };
+    // The upload is the client's DATA out, 5 to 9 ns: neither the HEADERS
+    // before it nor the server's DATA after it stretch it.
+    a.feed(&ev(
+        3,
+        c,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10)),
+    ));
+    a.feed(&ev(5, c, 1, data(Dir::Out, 100, true)));
+    a.feed(&ev(9, c, 1, data(Dir::Out, 50, false)));
+    a.feed(&ev(12, s, 1, data(Dir::Out, 70, false)));
+    let socket = |start, open| {
+        Kind::SocketBlocked(IntervalEv {
+            dir: Dir::Out,
+            start,
+            open,
+        })
+    };
+    a.feed(&ev(28, s, 0, socket(21, false)));
+    a.feed(&ev(30, c, 0, socket(20, false)));
+    a.feed(&ev(
+        33,
+        s,
+        0,
+        Kind::AcceptError(AcceptErrorEv { error: "x".into() }),
+    ));
+    let refused = ConnRefusedEv {
+        peer: "127.0.0.1:9".into(),
+        reason: "tls".into(),
+    };
+    a.feed(&ev(34, s, 0, Kind::ConnRefused(refused)));
+    let stall = StallEv {
+        timeout_ns: 10,
+        pending: 1,
+        conn_window: None,
+        streams: vec![],
+    };
+    a.feed(&ev(36, s, 0, Kind::Stall(stall)));
+    // Cut by the recording's end: 5 ns on the client, 3 on the server.
+    a.feed(&ev(40, c, 0, socket(35, true)));
+    a.feed(&ev(41, s, 0, socket(38, true)));
+    let (sum, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(
+        (sum.payload_dropped_frames, sum.payload_dropped_bytes),
+        (1, 100)
+    );
+    assert_eq!(sum.upload_data_s, Some((5e-9, 9e-9)));
+    assert_eq!(sum.first_event_s, Some(3e-9));
+    assert!(
+        (sum.client_socket_blocked_s - 15e-9).abs() < 1e-15,
+        "{sum:?}"
+    );
+    assert!(
+        (sum.server_socket_blocked_s - 10e-9).abs() < 1e-15,
+        "{sum:?}"
+    );
+    let plotted: f64 = tl.socket_blocked.points().iter().map(|p| p.1).sum();
+    assert!((plotted - 15e-9).abs() < 1e-15, "{plotted}");
+    assert_eq!(sum.blocked_open, 2);
+    assert_eq!(sum.blocked_open_by.get("socket"), Some(&1));
+    assert_eq!(sum.blocked_open_by.get("server_socket"), Some(&1));
+    assert_eq!(
+        (sum.accept_errors, sum.conns_refused, sum.stalls),
+        (1, 1, 1)
+    );
+}
+
+/// What an `rpc_start` says is the server's own: its release point (named
+/// in a stall) and its raw framing count; the client's `rpc_start` of the
+/// same ids, naming neither, changes neither. A stream whose HEADERS left
+/// before its RPC's start is open: a stall does not name it as waiting to.
+#[test]
+fn an_rpc_start_says_what_its_own_side_does() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let start = |release, framing: Option<&str>| {
+        Kind::RpcStart(RpcStartEv {
+            path: "/p".into(),
+            deadline_ns: None,
+            framing: framing.map(String::from),
+            release,
+            withhold_after: None,
+        })
+    };
+    let stall = |streams| {
+        Kind::Stall(StallEv {
+            timeout_ns: 10,
+            pending: 1,
+            conn_window: None,
+            streams,
+        })
+    };
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, s, 1, start(Some(ReleasePoint::Decode), None)));
+    a.feed(&ev(
+        2,
+        c,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10)),
+    ));
+    a.feed(&ev(2, c, 1, start(None, Some("raw:1KiB"))));
+    a.feed(&ev(3, s, 1, Kind::Chunk(ChunkEv { len: 100 })));
+    let held = StallStream {
+        conn: 1,
+        stream: 1,
+        unreleased: 100,
+        available: 0,
+    };
+    a.feed(&ev(50, s, 0, stall(vec![held])));
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    let text = sum.stall.unwrap();
+    assert!(text.contains("1/1: 100 B unreleased"), "{text}");
+    assert!(text.contains("release at decode"), "{text}");
+    assert!(!sum.raw_units, "the client's framing counted");
+    // The client's stall: its stream 1 is open, nothing waits to open.
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(
+        2,
+        c,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10)),
+    ));
+    a.feed(&ev(2, c, 1, start(None, None)));
+    a.feed(&ev(50, c, 0, stall(vec![])));
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    let text = sum.stall.unwrap();
+    assert!(!text.contains("not open"), "{text}");
+    // The server's raw framing is counted.
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, s, 1, start(None, Some("raw:1KiB"))));
+    assert!(a.finish(0, &Ending::Clean(Footer::default())).0.raw_units);
+}
+
+/// A call's time counts only for calls that ended OK; a unary call's
+/// response time counts from its message's schedule, and a streaming call
+/// has none (its first message's schedule is not its response's).
+#[test]
+fn call_and_response_times_count_calls_that_ended_ok() {
+    let c = Endpoint::Client;
+    let calls = |unary: bool| {
+        let mut a = Analyzer::new(0);
+        for (stream, t, status) in [(1, 10, 0), (3, 100, 14)] {
+            let msg = MsgEv {
+                seq: u64::from(stream),
+                size: 95,
+                framed: 100,
+            };
+            // A unary call's message is scheduled before its stream exists.
+            let scheduled_on = if unary { 0 } else { stream };
+            a.feed(&ev(t, c, scheduled_on, Kind::Schedule(msg)));
+            a.feed(&ev(t + 1, c, stream, rpc_start()));
+            let send = SendEv {
+                seq: u64::from(stream),
+                scheduled: t,
+                begin: t + 2,
+                bytes: 100,
+            };
+            a.feed(&ev(t + 2, c, stream, Kind::Send(send)));
+            let end = RpcEndEv {
+                status,
+                message: String::new(),
+            };
+            // The failed call takes longer: it is not the one counted.
+            let took = if status == 0 { 31 } else { 51 };
+            a.feed(&ev(t + took, c, stream, Kind::RpcEnd(end)));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0
+    };
+    let unary = calls(true);
+    assert!(unary.unary);
+    // From rpc_start (11) to rpc_end (41), and from the schedule (10).
+    assert_eq!(unary.call_ms.count, 1);
+    assert!(
+        (unary.call_ms.max - 30e-6).abs() < 1e-9,
+        "{:?}",
+        unary.call_ms
+    );
+    assert_eq!(unary.response_ms.count, 1);
+    assert!(
+        (unary.response_ms.max - 31e-6).abs() < 1e-9,
+        "{:?}",
+        unary.response_ms
+    );
+    let streaming = calls(false);
+    assert!(!streaming.unary);
+    assert_eq!(streaming.call_ms.count, 1);
+    assert!((streaming.call_ms.max - 30e-6).abs() < 1e-9);
+    assert_eq!(streaming.response_ms.count, 0);
+}

@@ -646,6 +646,63 @@ mod tests {
         assert_eq!(sum.checks["bytes"].ok, Some(true));
     }
 
+    /// A server connection closed before a client opened on its ports
+    /// is an earlier connection's: the client pairs with the server
+    /// connection that opens after it, and the pair's bytes and windows
+    /// agree; its stream counts the message its client sent. Paired with
+    /// the closed one, the stream read as cut short and the windows as
+    /// differing.
+    #[test]
+    fn a_client_does_not_pair_with_a_server_connection_already_closed() {
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        let (cli, srv) = ("127.0.0.1:5000", "127.0.0.1:80");
+        let mut a = super::Analyzer::new(0);
+        a.feed(&ev(1, s, 2, 0, open(srv, cli)));
+        a.feed(&ev(2, s, 2, 0, close()));
+        a.feed(&ev(10, c, 3, 0, open(cli, srv)));
+        a.feed(&ev(11, s, 4, 0, open(srv, cli)));
+        a.feed(&ev(12, c, 3, 1, start()));
+        a.feed(&ev(13, s, 4, 1, start()));
+        let msg = MsgEv {
+            seq: 0,
+            size: 95,
+            framed: 100,
+        };
+        a.feed(&ev(12, c, 3, 1, Kind::Schedule(msg)));
+        let send = SendEv {
+            seq: 0,
+            scheduled: 12,
+            begin: 13,
+            bytes: 100,
+        };
+        a.feed(&ev(13, c, 3, 1, Kind::Send(send)));
+        a.feed(&ev(
+            14,
+            c,
+            3,
+            1,
+            frame(Dir::Out, FrameType::DATA, 100, None),
+        ));
+        a.feed(&ev(15, s, 4, 1, frame(Dir::In, FrameType::DATA, 100, None)));
+        a.feed(&ev(16, s, 4, 1, Kind::Chunk(ChunkEv { len: 100 })));
+        a.feed(&ev(17, s, 4, 1, end()));
+        a.feed(&ev(18, c, 3, 1, end()));
+        let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        let (bytes, agree) = (&sum.checks["bytes"], &sum.checks["windows_agree"]);
+        assert_eq!(bytes.ok, Some(true), "{}", bytes.detail);
+        assert_eq!(
+            bytes.detail,
+            "1 stream: client tap out = server tap in = bytes handed to the app"
+        );
+        assert_eq!(agree.ok, Some(true), "{}", agree.detail);
+        assert_eq!(
+            agree.detail,
+            "1 connection: final windows equal from both taps"
+        );
+        let stream = &sum.streams[0];
+        assert_eq!((stream.scheduled, stream.sent), (Some(1), Some(1)));
+    }
+
     /// Unix domain socket connections pair by the client end's own name
     /// (`unix:@…`, which h2probe's client binds), whatever order the server
     /// accepted them in; unnamed ends (most clients') look alike and pair

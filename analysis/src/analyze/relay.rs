@@ -1243,6 +1243,32 @@ mod tests {
         assert_eq!(a.relay.series.plotted_stream, Some((1, 1)));
     }
 
+    /// An event naming a relay pair already folded in is counted and left
+    /// out: it does not stretch the run's span (it read as its last moment).
+    #[test]
+    fn an_event_after_its_pair_was_folded_in_stretches_no_span() {
+        use crate::schema::{ConnOpenEv, FrameEv};
+        let mut a = crate::analyze::Analyzer::new(0);
+        let cl = Endpoint::ClientLeg;
+        let open = Kind::ConnOpen(ConnOpenEv {
+            local: "127.0.0.1:8080".into(),
+            peer: "127.0.0.1:10001".into(),
+        });
+        a.feed(&ev(1, cl, 1, 0, open));
+        let why = "upstream connect failed: 127.0.0.1:9 (Connection refused (os error 111))";
+        a.feed(&close(cl, why).tap(|e| e.t = 2));
+        let late = Kind::Frame(FrameEv {
+            dir: Dir::In,
+            frame: FrameType::DATA,
+            len: 10,
+            ..FrameEv::default()
+        });
+        a.feed(&ev(1_000, cl, 1, 1, late));
+        let (sum, _) = a.finish(0, &crate::reader::Ending::Clean(Default::default()));
+        assert_eq!(sum.events_after_conn_retirement, 1);
+        assert_eq!(sum.span_s, 1e-9);
+    }
+
     /// `tap`, for building events in place.
     trait Tap: Sized {
         fn tap(mut self, f: impl FnOnce(&mut Self)) -> Self {
