@@ -2828,3 +2828,43 @@ fn call_and_response_times_count_calls_that_ended_ok() {
     assert!((streaming.call_ms.max - 30e-6).abs() < 1e-9);
     assert_eq!(streaming.response_ms.count, 0);
 }
+
+/// Only a one-sided trace's figures across sides are none; the timeline
+/// keys each connection its tap named, and marks the stream window the
+/// server advertised to the client's first connection (a client tap's
+/// SETTINGS, not the server's), the same in every analysis.
+#[test]
+fn the_timeline_names_connections_and_the_window_advertised_to_the_client() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let window = |w| {
+        Kind::Frame(FrameEv {
+            settings: Some(vec![(settings::INITIAL_WINDOW_SIZE, w)]),
+            ..frame(Dir::In, FrameType::SETTINGS, 6)
+        })
+    };
+    for _ in 0..8 {
+        let mut a = Analyzer::new(0);
+        a.feed(&on(1, c, 1, 0, open("127.0.0.1:5001", "127.0.0.1:80")));
+        a.feed(&on(2, s, 1, 0, open("127.0.0.1:80", "127.0.0.1:5001")));
+        // Connection 2's tap never said its addresses.
+        for conn in [1, 2, 3] {
+            a.feed(&on(3, c, conn, 0, window(1_000 * conn)));
+        }
+        a.feed(&on(4, s, 1, 0, window(9_999)));
+        let (sum, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+        assert!(sum.unaccounted.is_some() && sum.lost_in_flight.is_some());
+        assert_eq!(tl.advertised_stream_window, Some(1_000));
+        let keys: Vec<_> = tl.conn_keys.keys().copied().collect();
+        assert_eq!(keys, [(s, 1), (c, 1)]);
+    }
+    let mut a = Analyzer::new(0);
+    a.feed(&on(1, c, 1, 0, window(1_000)));
+    let (sum, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!((sum.unaccounted, sum.lost_in_flight), (None, None));
+    assert_eq!(tl.advertised_stream_window, Some(1_000));
+    let mut a = Analyzer::new(0);
+    a.feed(&on(1, s, 1, 0, window(1_000)));
+    let (sum, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!((sum.unaccounted, sum.lost_in_flight), (None, None));
+    assert_eq!(tl.advertised_stream_window, None);
+}

@@ -915,11 +915,18 @@ impl Analyzer {
             if !c.key.is_empty() {
                 self.tl.conn_keys.insert((*ep, *id), c.key.clone());
             }
-            // The client tap's initial stream window: the server's
-            // SETTINGS_INITIAL_WINDOW_SIZE, or 65,535 without one.
-            if *ep == Endpoint::Client && self.tl.advertised_stream_window.is_none() {
-                self.tl.advertised_stream_window = Some(c.flows[0].initial());
-            }
+        }
+        // The client tap's initial stream window: the server's
+        // SETTINGS_INITIAL_WINDOW_SIZE, or 65,535 without one. Unless a
+        // retired connection gave it, the lowest client connection's (the
+        // map's order differed between two analyses of one trace).
+        if self.tl.advertised_stream_window.is_none() {
+            self.tl.advertised_stream_window = self
+                .conns
+                .iter()
+                .filter(|((ep, _), _)| *ep == Endpoint::Client)
+                .min_by_key(|((_, id), _)| *id)
+                .map(|(_, c)| c.flows[0].initial());
         }
         let stuck = self.stuck();
         let s = &mut self.s;
