@@ -23,6 +23,17 @@ pub struct Violation {
     pub what: &'static str,
 }
 
+impl Violation {
+    /// Whether this one comes before `other`: by time, then stream, then
+    /// what it says, so that the first of several in one nanosecond is the
+    /// same in every analysis (connections are looked at in a hash map's
+    /// order).
+    pub fn before(&self, other: &Violation) -> bool {
+        (self.t, self.stream, self.window, self.what)
+            < (other.t, other.stream, other.window, other.what)
+    }
+}
+
 /// Windows of one data direction of one connection.
 #[derive(Debug, Clone)]
 pub struct FlowWindows {

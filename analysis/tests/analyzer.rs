@@ -927,6 +927,7 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
     let (s, tl) = a.finish(0, &Ending::Clean(Footer::default()));
     assert_eq!(s.client_blocked_conn_window_s, 10e-9);
     assert_eq!(s.client_blocked_stream_window_s, 10e-9);
+    assert!((s.client_window_blocked_s - 20e-9).abs() < 1e-15, "{s:?}");
     assert_eq!(s.client_h2_buffer_blocked_s, 0.0);
     // The timeline's series holds both waits, in seconds.
     let total: f64 = tl.window_blocked.points().iter().map(|p| p.1).sum();
@@ -1591,6 +1592,38 @@ fn a_failed_accounting_says_which_equation_does_not_hold() {
         "{}",
         c.detail
     );
+}
+
+/// A message discarded closes its books as one completed does: nothing
+/// is unaccounted.
+#[test]
+fn a_discarded_message_is_accounted_for() {
+    let mut a = Analyzer::new(0);
+    schedule_and_send(&mut a, 2, 1_000_000, |_| Some((0, 0)));
+    let s = Endpoint::Server;
+    for seq in 0..2u64 {
+        let msg = MsgEv {
+            seq,
+            size: 10,
+            framed: 15,
+        };
+        a.feed(&ev(10_000_000 + seq, s, 1, Kind::Decode(msg)));
+    }
+    let done = CompleteEv {
+        seq: 0,
+        worker: 0,
+        service_ns: 1,
+    };
+    a.feed(&ev(20_000_000, s, 1, Kind::Complete(done)));
+    let dropped = DiscardEv {
+        seq: 1,
+        reason: DiscardReason::QueueLimit,
+    };
+    a.feed(&ev(20_000_001, s, 1, Kind::Discard(dropped)));
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!((sum.unaccounted, sum.lost_in_flight), (Some(0), Some(0)));
+    let c = &sum.checks["accounting"];
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
 }
 
 /// Unary messages a replaced connection handed to its replacement are in
@@ -2867,4 +2900,171 @@ fn the_timeline_names_connections_and_the_window_advertised_to_the_client() {
     let (sum, tl) = a.finish(0, &Ending::Clean(Footer::default()));
     assert_eq!((sum.unaccounted, sum.lost_in_flight), (None, None));
     assert_eq!(tl.advertised_stream_window, None);
+}
+
+/// The queue's growth is fitted over the steady part of the offer: from a
+/// tenth of the offered period in to its end, on whole buckets of the
+/// series, stated in seconds from the trace origin. What the summary counts
+/// in that window (stream WINDOW_UPDATEs and their credit) is what an
+/// auditor counts from the events whose `t` lies in it.
+#[test]
+fn the_growth_window_is_the_steady_offer_and_counts_what_lies_in_it() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let ms = 1_000_000u64;
+    // The trace's clock starts 5 s before its origin's zero; the offer
+    // starts 1 s after that zero and lasts 2 s, a message every 10 ms.
+    let origin = 5_000 * ms;
+    let mut a = Analyzer::new(origin);
+    let mut updates = vec![];
+    for k in 0..=200u64 {
+        let t = origin + 1_000 * ms + k * 10 * ms;
+        let msg = MsgEv {
+            seq: k,
+            size: 95,
+            framed: 100,
+        };
+        a.feed(&ev(t, c, 1, Kind::Schedule(msg)));
+        let queued = EnqueueEv {
+            seq: k,
+            depth: k as u32 + 1,
+            queued_bytes: 0,
+        };
+        a.feed(&ev(t + 1, s, 1, Kind::Enqueue(queued)));
+        let send = SendEv {
+            seq: k,
+            scheduled: t,
+            begin: t,
+            bytes: 100,
+        };
+        a.feed(&ev(t, c, 1, Kind::Send(send)));
+    }
+    // Credit returned every 20 ms, on past the offer's end (one of them
+    // in the bucket where the window ends).
+    for k in 0..150u64 {
+        let t = origin + 1_002 * ms + k * 20 * ms;
+        let inc = 100 + k as u32;
+        a.feed(&ev(t, s, 1, wu(Dir::Out, inc)));
+        updates.push(((t - origin) as f64 / 1e9, u64::from(inc)));
+    }
+    let (sum, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    let w = [
+        &tl.queue_depth,
+        &tl.sent,
+        &tl.window_updates,
+        &tl.window_update_bytes,
+    ]
+    .iter()
+    .map(|x| x.width_ns())
+    .max()
+    .unwrap() as f64
+        / 1e9;
+    let (lo, hi) = sum.queue_growth_window_s;
+    assert!((1.2..1.2 + w).contains(&lo), "{lo} (bucket {w} s)");
+    assert!(hi > 3.0 && hi <= 3.0 + w, "{hi} (bucket {w} s)");
+    assert!(
+        (sum.queue_growth_rate - 100.0).abs() < 1.0,
+        "{}",
+        sum.queue_growth_rate
+    );
+    // From the first whole bucket's level to the last's.
+    let grown = 100.0 * (hi - lo - w);
+    assert!(
+        (sum.queue_growth_in_window - grown).abs() <= 2.0,
+        "{} against {grown}",
+        sum.queue_growth_in_window
+    );
+    let inside: Vec<_> = updates
+        .iter()
+        .filter(|(t, _)| (lo..hi).contains(t))
+        .collect();
+    assert!(inside.len() > 50 && inside.len() < updates.len());
+    assert_eq!(sum.window_updates_in_growth_window, inside.len() as u64);
+    assert_eq!(
+        sum.credit_returned_in_growth_window,
+        inside.iter().map(|u| u.1).sum::<u64>()
+    );
+    // Rates over the offer: 200 intervals of 10 ms.
+    assert!(
+        (sum.offered_rate - 100.0).abs() < 1e-9,
+        "{}",
+        sum.offered_rate
+    );
+    assert!((sum.send_rate - 100.0).abs() < 1e-9, "{}", sum.send_rate);
+    assert!(
+        (sum.send_rate_steady - 100.0).abs() < 1.0,
+        "{}",
+        sum.send_rate_steady
+    );
+}
+
+/// A rate over no time is none: messages all offered and sent in one
+/// nanosecond give 0, not infinity.
+#[test]
+fn a_rate_over_no_time_is_zero() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    for seq in 0..3 {
+        let msg = MsgEv {
+            seq,
+            size: 95,
+            framed: 100,
+        };
+        a.feed(&ev(7, c, 1, Kind::Schedule(msg)));
+        let send = SendEv {
+            seq,
+            scheduled: 7,
+            begin: 7,
+            bytes: 100,
+        };
+        a.feed(&ev(7, c, 1, Kind::Send(send)));
+    }
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!((sum.offered_rate, sum.send_rate), (0.0, 0.0));
+    // No stream WINDOW_UPDATE sent: no releases per update either.
+    assert_eq!(sum.coalescing_ratio, 0.0);
+}
+
+/// The window figures of connections still open at the end: the lowest
+/// send window read on the client's tap (not the server's), the earliest
+/// violation by time whichever connection holds it (of two in one
+/// nanosecond, the lower window: connections are looked at in a hash
+/// map's order), and DATA past a window lowered by a SETTINGS not yet
+/// acknowledged.
+#[test]
+fn open_connections_give_their_window_figures() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let mut a = Analyzer::new(0);
+    // (connection, t, bytes in one DATA frame): connections 2 and 4 pass
+    // their windows first, in the same nanosecond.
+    for (conn, t, len) in [
+        (2, 5, 80_000),
+        (4, 5, 90_000),
+        (1, 10, 75_000),
+        (3, 20, 70_000),
+    ] {
+        let data = Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
+        a.feed(&on(t, c, conn, 1, data));
+    }
+    // The server lowers its initial stream window to 1,000 bytes; a
+    // 2,000-byte DATA frame arrives before the client's ACK.
+    let lower = Kind::Frame(FrameEv {
+        settings: Some(vec![(settings::INITIAL_WINDOW_SIZE, 1_000)]),
+        ..frame(Dir::Out, FrameType::SETTINGS, 6)
+    });
+    a.feed(&on(30, s, 7, 0, lower));
+    let data = Kind::Frame(frame(Dir::In, FrameType::DATA, 2_000));
+    a.feed(&on(31, s, 7, 1, data));
+    let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(sum.min_send_window, Some(65_535 - 90_000));
+    assert_eq!(sum.min_window, Some(65_535 - 90_000));
+    assert_eq!(sum.data_past_lowered_window, 1);
+    let credit = &sum.checks["no_data_beyond_credit"];
+    assert_eq!(credit.ok, Some(false), "{}", credit.detail);
+    assert!(
+        credit
+            .detail
+            .ends_with("first: DATA beyond the connection window on stream 1 (window -24465)"),
+        "{}",
+        credit.detail
+    );
 }

@@ -48,7 +48,7 @@ pub(super) struct ConnTally {
     pub min_window: Option<i64>,
     pub violations: u64,
     pub past_lowered: u64,
-    /// The earliest violation (by `t`, then stream).
+    /// The earliest violation ([`Violation::before`]).
     pub first_violation: Option<Violation>,
     pub agree: AgreeDone,
 }
@@ -100,10 +100,7 @@ impl ConnTally {
             self.violations += w.violation_count();
             self.past_lowered += w.past_lowered();
             if let Some(v) = w.violations().first() {
-                let earlier = self
-                    .first_violation
-                    .as_ref()
-                    .is_none_or(|f| (v.t, v.stream) < (f.t, f.stream));
+                let earlier = self.first_violation.as_ref().is_none_or(|f| v.before(f));
                 if earlier {
                     self.first_violation = Some(v.clone());
                 }

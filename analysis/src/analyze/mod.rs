@@ -1081,7 +1081,7 @@ impl Analyzer {
                 violations += w.violation_count();
                 s.data_past_lowered_window += w.past_lowered();
                 if let Some(v) = w.violations().first() {
-                    if first.is_none_or(|f| (v.t, v.stream) < (f.t, f.stream)) {
+                    if first.is_none_or(|f| v.before(f)) {
                         first = Some(v);
                     }
                 }
