@@ -1252,7 +1252,7 @@ impl Analyzer {
                 (None, Some(d)) if d > 0 => {
                     Some((format!("the recorder dropped {d} events"), false))
                 }
-                (None, None) => Some(("drop counts unknown".to_string(), false)),
+                // (Drop counts are unknown only where the trace was cut.)
                 _ => None,
             };
             let ov = std::mem::take(&mut self.ov);

@@ -1446,6 +1446,25 @@ mod tests {
         assert_eq!(cut(s), Some(false));
         assert_eq!(cut(6), None);
 
+        // Through the analyzer: a violation in the reorder window before
+        // a cut, or in a trace with events dropped, cannot be judged, and
+        // says why; in a whole trace it fails.
+        let analysed = |dropped: u64, ending: crate::reader::Ending| {
+            let mut a = crate::analyze::Analyzer::new(0);
+            for e in &broken {
+                a.feed(e);
+            }
+            a.finish(dropped, &ending).0.checks["admission"].clone()
+        };
+        let clean = || crate::reader::Ending::Clean(Default::default());
+        assert_eq!(analysed(0, clean()).ok, Some(false));
+        let dropped = analysed(2, clean());
+        assert_eq!(dropped.ok, None, "{}", dropped.detail);
+        assert_eq!(dropped.detail, "the recorder dropped 2 events");
+        let cut = analysed(0, crate::reader::Ending::Truncated { line: 9 });
+        assert_eq!(cut.ok, None, "{}", cut.detail);
+        assert!(cut.detail.starts_with("the trace was cut at line 9"));
+
         // An original that never ends, and one that ends twice.
         let unfinished = [
             original(0, 0, s),

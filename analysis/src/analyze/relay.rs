@@ -1269,6 +1269,55 @@ mod tests {
         assert_eq!(sum.span_s, 1e-9);
     }
 
+    /// A frame one leg read and the other never wrote fails
+    /// `relay_forwarded_unchanged`, unless the recorder dropped events (a
+    /// frame one tap lost reads so): then it cannot be judged. With a
+    /// probe endpoint's tap in the trace its checks stand beside the
+    /// relay's; a relay alone has only its own two.
+    #[test]
+    fn a_frame_on_one_leg_is_judged_only_when_nothing_was_dropped() {
+        use crate::schema::{FrameEv, MsgEv};
+        let judge = |dropped: u64, with_client: bool| {
+            let mut a = crate::analyze::Analyzer::new(0);
+            let data = Kind::Frame(FrameEv {
+                dir: Dir::In,
+                frame: FrameType::DATA,
+                len: 10,
+                ..FrameEv::default()
+            });
+            if with_client {
+                let msg = MsgEv {
+                    seq: 0,
+                    size: 5,
+                    framed: 10,
+                };
+                a.feed(&ev(1, Endpoint::Client, 1, 1, Kind::Schedule(msg)));
+            }
+            a.feed(&ev(2, Endpoint::ClientLeg, 1, 1, data));
+            let ending = crate::reader::Ending::Clean(Default::default());
+            a.finish(dropped, &ending).0.checks
+        };
+        let whole = judge(0, false);
+        let keys: Vec<&str> = whole.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            ["relay_forwarded_unchanged", "relay_no_data_beyond_credit"]
+        );
+        let c = &whole["relay_forwarded_unchanged"];
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+        let lossy = &judge(3, false)["relay_forwarded_unchanged"];
+        assert_eq!(lossy.ok, None, "{}", lossy.detail);
+        assert!(
+            lossy.detail.contains("but the recorder dropped events"),
+            "{}",
+            lossy.detail
+        );
+        let beside = judge(0, true);
+        assert!(beside.contains_key("accounting"), "{beside:?}");
+        assert!(beside.contains_key("relay_forwarded_unchanged"));
+        assert!(!beside.contains_key("relay_no_data_beyond_credit"));
+    }
+
     /// `tap`, for building events in place.
     trait Tap: Sized {
         fn tap(mut self, f: impl FnOnce(&mut Self)) -> Self {
