@@ -21,6 +21,8 @@ pub mod slice;
 mod spill;
 pub mod streams;
 pub mod summary;
+#[cfg(test)]
+mod trace_in_doubt;
 mod wire_view;
 
 /// One event, for the tests of the modules below.
