@@ -2266,6 +2266,29 @@ fn a_rule_broken_counts_once_per_frame_by_who_could_see_it() {
     );
     assert_eq!(many.rules_broken.len(), 64);
     assert_eq!(many.rules_broken["(others)"], 37);
+    // The server's frame that the client's tap read: once, as read.
+    let served = judge(vec![(s, broke(Dir::Out, ping)), (c, broke(Dir::In, ping))]);
+    assert_eq!(served.rules_broken[&format!("server: {ping}")], 1);
+    // A client alone writing a hundred: as written, the names kept and
+    // the rest under `(others)`, named first.
+    let written = judge(
+        (0..100)
+            .map(|i| (c, broke(Dir::Out, &format!("made-up rule {i:03}"))))
+            .collect(),
+    );
+    let kept: Vec<_> = written.rules_broken.iter().collect();
+    assert_eq!(kept.len(), 64);
+    assert_eq!(kept[0], (&"(others)".to_string(), &37));
+    assert_eq!(kept[1], (&"client: made-up rule 000".to_string(), &1));
+    assert_eq!(kept[63], (&"client: made-up rule 062".to_string(), &1));
+    // A server alone, the same.
+    let written = judge(
+        (0..100)
+            .map(|i| (s, broke(Dir::Out, &format!("made-up rule {i:03}"))))
+            .collect(),
+    );
+    assert_eq!(written.rules_broken.len(), 64);
+    assert_eq!(written.rules_broken["(others)"], 37);
 }
 
 /// `bytes` and `windows_agree` on paired connections built by hand, the
