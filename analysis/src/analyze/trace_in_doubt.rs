@@ -1,5 +1,6 @@
-//! Tests of what [`Analyzer::finish`] judges when events of the run may be
-//! missing or out of place: a failure settled before the damage stands, a
+//! Tests of what the analysis judges when events of the run may be
+//! missing or out of place ([`Analyzer::finish`], and which damage
+//! [`analysis_pass`] names): a failure settled before the damage stands, a
 //! recorded stall stands, the rest cannot be judged and says where it lies
 //! against the damage.
 
@@ -141,4 +142,57 @@ fn an_altered_or_unreadable_trace_judges_no_failure() {
     );
     assert_eq!(unreadable["no_stall"].ok, None);
     assert_eq!(unreadable["no_dropped_events"].ok, None);
+}
+
+/// Where the sort could not put a late event in its place (the pass
+/// through the reorder window alone), the earlier damage is the one
+/// named: the late event's time (0.5 s), before the corrupt line's (2 s).
+/// The violation at 1 s lies after it and cannot be judged; against the
+/// corrupt line alone it would have been settled.
+#[test]
+fn the_earliest_damage_is_named_whether_late_event_or_corrupt_line() {
+    let reference = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../captures/reference/frame-direct/trace.jsonl.gz");
+    let r = TraceReader::open(&reference).unwrap();
+    let (header, o) = (r.header().to_line(), r.header().origin_mono_ns);
+    let c = Endpoint::Client;
+    let data = Kind::Frame(FrameEv {
+        dir: Dir::Out,
+        frame: FrameType::DATA,
+        len: 70_000,
+        ..FrameEv::default()
+    });
+    let msg = |seq| {
+        Kind::Schedule(crate::schema::MsgEv {
+            seq,
+            size: 10,
+            framed: 15,
+        })
+    };
+    let line = |e: Event| serde_json::to_string(&e).unwrap();
+    let lines = [
+        header,
+        line(test_event(o + S, c, 1, 1, data)),
+        line(test_event(o + 2 * S, c, 1, 1, msg(0))),
+        "{\"t\":".to_string(),
+        line(test_event(o + 3 * S, c, 1, 1, msg(1))),
+        line(test_event(o + S / 2, c, 1, 1, msg(2))),
+    ];
+    let dir = std::env::temp_dir().join(format!("h2probe-late-and-corrupt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (a, _) = analysis_pass(&path, None, TimeOrder::window()).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(a.summary.out_of_order_events, 1);
+    assert_eq!(a.summary.corrupt_lines, 1);
+    let credit = &a.summary.checks["no_data_beyond_credit"];
+    assert_eq!(credit.ok, None, "{}", credit.detail);
+    assert!(
+        credit.detail.contains(
+            "but it lies after an event analysed out of time order (which belongs at 0.500 s)"
+        ),
+        "{}",
+        credit.detail
+    );
 }
