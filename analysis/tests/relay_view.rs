@@ -252,7 +252,8 @@ fn a_frame_changed_or_lost_between_the_legs_fails_the_check() {
 /// what the events present showed.
 #[test]
 fn an_incomplete_relay_trace_judges_only_what_is_settled() {
-    let changed = |later: bool| {
+    // `later`: the trace goes on to 1 s; else it ends at the change.
+    let changed_until = |later: bool, end: u64| {
         let mut p = Pair::new();
         p.frame(0, 1_000, true, 1, headers());
         let at = p.off[0];
@@ -269,10 +270,11 @@ fn an_incomplete_relay_trace_judges_only_what_is_settled() {
         }
         p.off[0] += 9 + 100;
         if later {
-            p.frame(1_000 * MS, 1_000, true, 1, data(10, false));
+            p.frame(end - 1_000, 1_000, true, 1, data(10, false));
         }
         p
     };
+    let changed = |later: bool| changed_until(later, 1_000 * MS + 1_000);
     let check = |s: Summary, name: &str| s.checks[name].clone();
     let c = check(
         changed(true).analyze_as(0, &Ending::NoFooter),
@@ -290,6 +292,18 @@ fn an_incomplete_relay_trace_judges_only_what_is_settled() {
         "{}",
         c.detail
     );
+    // Settled only more than the reorder window (250 ms) before the cut:
+    // a trace that ends exactly 250 ms after the change does not settle it.
+    let c = check(
+        changed_until(true, 251 * MS).analyze_as(0, &Ending::NoFooter),
+        "relay_forwarded_unchanged",
+    );
+    assert_eq!(c.ok, None, "{}", c.detail);
+    let c = check(
+        changed_until(true, 251 * MS + 1).analyze_as(0, &Ending::NoFooter),
+        "relay_forwarded_unchanged",
+    );
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
     let dropped = Ending::Clean(Footer {
         dropped: [("frame".to_string(), 1)].into(),
         ..Footer::default()
