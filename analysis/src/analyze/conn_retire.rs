@@ -659,7 +659,6 @@ mod tests {
         a.feed(&ev(10, c, 3, 0, open(cli, srv)));
         a.feed(&ev(11, s, 4, 0, open(srv, cli)));
         a.feed(&ev(12, c, 3, 1, start()));
-        a.feed(&ev(13, s, 4, 1, start()));
         let msg = MsgEv {
             seq: 0,
             size: 95,
@@ -673,6 +672,7 @@ mod tests {
             bytes: 100,
         };
         a.feed(&ev(13, c, 3, 1, Kind::Send(send)));
+        a.feed(&ev(13, s, 4, 1, start()));
         a.feed(&ev(
             14,
             c,

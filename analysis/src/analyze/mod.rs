@@ -920,8 +920,9 @@ impl Analyzer {
         }
         // The client tap's initial stream window: the server's
         // SETTINGS_INITIAL_WINDOW_SIZE, or 65,535 without one. Unless a
-        // retired connection gave it, the lowest client connection's (the
-        // map's order differed between two analyses of one trace).
+        // retired connection gave it, the lowest client connection's (not
+        // the first in a hash map's order, which two analyses of one trace
+        // need not share).
         if self.tl.advertised_stream_window.is_none() {
             self.tl.advertised_stream_window = self
                 .conns
