@@ -156,6 +156,8 @@ impl FlowWindows {
             }
             self.min_stream = self.min_stream.min(*w);
         }
+        // In stream order, not the map's: the first is the one named.
+        over.sort_unstable();
         for (id, w) in over {
             self.violate(t, id, w, "window above 2^31-1 after SETTINGS");
         }

@@ -3091,3 +3091,60 @@ fn open_connections_give_their_window_figures() {
         credit.detail
     );
 }
+
+/// A SETTINGS that pushes several streams' windows past 2^31-1 at once
+/// names the lowest stream first, in every analysis (the streams were
+/// walked in a hash map's order: 3 of 8 analyses named stream 3).
+#[test]
+fn a_settings_that_overflows_several_streams_names_the_lowest_first() {
+    let c = Endpoint::Client;
+    let to_max = ((1u64 << 31) - 1 - 65_535) as u32;
+    for _ in 0..16 {
+        let mut a = Analyzer::new(0);
+        // Streams 1, 3 and 5 granted up to exactly 2^31-1 (legal)...
+        for stream in [5, 1, 3] {
+            a.feed(&ev(u64::from(stream), c, stream, wu(Dir::In, to_max)));
+        }
+        // ...then the initial window raised by one: all three pass it.
+        let settings = Kind::Frame(FrameEv {
+            settings: Some(vec![(settings::INITIAL_WINDOW_SIZE, 65_536)]),
+            ..frame(Dir::In, FrameType::SETTINGS, 6)
+        });
+        a.feed(&ev(9, c, 0, settings));
+        let (s, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        let credit = &s.checks["no_data_beyond_credit"];
+        assert_eq!(credit.ok, Some(false));
+        assert_eq!(
+            credit.detail,
+            "3 violations (one per window passed); first: window above 2^31-1 after SETTINGS on stream 1 (window 2147483648)"
+        );
+    }
+}
+
+/// More unbalanced client books at the end than the analysis keeps
+/// (4,096): those kept, and the one named, are the lowest connections',
+/// in every analysis (they closed in a hash map's order: four analyses of
+/// ten named four different connections).
+#[test]
+fn books_past_the_cap_keep_the_lowest_connections() {
+    let c = Endpoint::Client;
+    for _ in 0..4 {
+        let mut a = Analyzer::new(0);
+        for id in 1..=8_192u32 {
+            let msg = MsgEv {
+                seq: 0,
+                size: 10,
+                framed: 15,
+            };
+            a.feed(&on(u64::from(id), c, id, 0, Kind::Schedule(msg)));
+        }
+        let (s, _) = a.finish(0, &Ending::Clean(Footer::default()));
+        let detail = &s.checks["accounting"].detail;
+        assert!(
+            detail.contains(
+                "the first, connection 1, off by +1; 4096 books more unsettled than the analysis keeps"
+            ),
+            "{detail}"
+        );
+    }
+}

@@ -901,7 +901,11 @@ impl Analyzer {
         self.s.client_blocked_stream_window_s = self.blocked_stream_window_ns as f64 / 1e9;
         let agree_check = self.agreement_check(both);
         self.tl.end_s = self.secs(self.last_t);
-        for ((ep, id), c) in &self.conns {
+        // In connection order, not the map's: past its cap, which books
+        // are kept (and named) depends on the order they close in.
+        let mut open: Vec<_> = self.conns.iter().collect();
+        open.sort_unstable_by_key(|(k, _)| **k);
+        for ((ep, id), c) in open {
             let paired = match ep {
                 Endpoint::Client => self.retirement.server_of(*id).is_some(),
                 _ => self.retirement.client_of(*id).is_some(),
