@@ -637,6 +637,60 @@ mod tests {
         assert_eq!(errs, vec![Error::BadPreface { offset: 11 }]);
     }
 
+    /// The rules that are one side's apply to the side that writes: a
+    /// server's SETTINGS_ENABLE_PUSH of 1 is a rule broken (not a
+    /// client's), and so is a client's PUSH_PROMISE; [`Parser::auto`] told
+    /// its bytes are a client's cut from a connection's middle expects no
+    /// first SETTINGS and judges them as the client's.
+    #[test]
+    fn the_rules_of_one_side_follow_who_writes() {
+        let push_on = encode::settings(false, &[(0x2, 1)]);
+        let rules = |p: &mut Parser, bytes: &[u8]| -> Vec<String> {
+            let (_, errs) = frames(p, &[bytes]);
+            errs.iter().map(|e| e.to_string()).collect()
+        };
+        let from_server = rules(&mut Parser::from_server(), &push_on);
+        assert_eq!(from_server.len(), 1, "{from_server:?}");
+        assert!(
+            from_server[0].contains("SETTINGS_ENABLE_PUSH of 1 from a server"),
+            "{from_server:?}"
+        );
+        let mut client = encode::preface();
+        client.extend(&push_on);
+        assert_eq!(
+            rules(&mut Parser::client_to_server(), &client),
+            [] as [String; 0]
+        );
+        // A client's PUSH_PROMISE, its bytes cut from the middle.
+        let mut promise = encode::settings(false, &[]);
+        let head = [0, 0, 4, 0x5, 0x4, 0, 0, 0, 1];
+        promise.extend(head);
+        promise.extend([0, 0, 0, 2]);
+        let mut p = Parser::auto();
+        p.set_writer(Writer::Client);
+        let said = rules(&mut p, &promise[9..]);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].contains("PUSH_PROMISE frame from a client"),
+            "{said:?}"
+        );
+        // The same bytes as a server's: its first frame should have been
+        // its SETTINGS, and a server may push.
+        let said = rules(&mut Parser::auto(), &promise[9..]);
+        assert_eq!(
+            said,
+            ["byte 0: the server's first frame is PUSH_PROMISE, not SETTINGS (RFC 9113 §3.4)"]
+        );
+    }
+
+    #[test]
+    fn the_largest_frame_accepted_is_the_receivers_setting() {
+        let mut p = Parser::server_to_client();
+        assert_eq!(p.max_frame_size(), 16_384);
+        p.set_max_frame_size(1 << 20);
+        assert_eq!(p.max_frame_size(), 1 << 20);
+    }
+
     /// RFC 9113 §3.4: the client's preface is the magic and a SETTINGS.
     /// Another frame first is said, and parsed on like a server's.
     #[test]
