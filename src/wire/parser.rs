@@ -554,6 +554,13 @@ mod tests {
             let mut real = Parser::from_server();
             let _ = frames(&mut real, &[&ok[..bytes.len().min(8)]]);
             assert!(real.not_http2_so_far().is_none());
+            // Nor a first frame of the largest length allowed (one more
+            // byte is more than any frame may have).
+            for (len, judged) in [(16_384u32, false), (16_385, true)] {
+                let mut edge = Parser::from_server();
+                let _ = frames(&mut edge, &[&len.to_be_bytes()[1..]]);
+                assert_eq!(edge.not_http2_so_far().is_some(), judged, "{len}");
+            }
             let mut p = Parser::from_server();
             // A cut header ends the connection; a whole one is followed by
             // a real SETTINGS, which must not be parsed either.
