@@ -474,6 +474,8 @@ mod tests {
         );
         assert!(ok.is_empty());
         assert_eq!(errs, vec![Error::BadPreface { offset: 11 }]);
+        // Every byte fed counts as consumed, the bad ones too.
+        assert_eq!(p.offset(), 16 + 17);
     }
 
     #[test]
