@@ -692,6 +692,33 @@ mod tests {
         );
     }
 
+    /// A server's first frame that HTTP/2 could carry (a known type within
+    /// the frame size) breaks the preface rule and is parsed on; one of an
+    /// unknown type, or longer than any frame, is no HTTP/2 at all.
+    #[test]
+    fn a_servers_first_frame_is_http2_only_if_a_frame_could_be_it() {
+        let first = |ty: u8, len: u32| {
+            let mut bytes = len.to_be_bytes()[1..].to_vec();
+            bytes.extend([ty, 0, 0, 0, 0, 1]);
+            bytes.extend(vec![0; len as usize]);
+            let mut p = Parser::from_server();
+            p.set_max_frame_size(16_384);
+            let (ok, errs) = frames(&mut p, &[&bytes]);
+            let kinds: Vec<&str> = errs
+                .iter()
+                .map(|e| match e {
+                    Error::NotHttp2Server { .. } => "not http2",
+                    Error::FirstFrameNotSettings { .. } => "not settings",
+                    _ => "other",
+                })
+                .collect();
+            (ok.len(), kinds)
+        };
+        assert_eq!(first(0x0, 16_384), (1, vec!["not settings"]));
+        assert_eq!(first(0x0, 16_385), (0, vec!["not http2"]));
+        assert_eq!(first(0x20, 4), (0, vec!["not http2"]));
+    }
+
     #[test]
     fn the_largest_frame_accepted_is_the_receivers_setting() {
         let mut p = Parser::server_to_client();
