@@ -712,6 +712,8 @@ mod tests {
                     _ => "other",
                 })
                 .collect();
+            // Every byte counts as consumed, parsed or not.
+            assert_eq!(p.offset(), bytes.len() as u64);
             (ok.len(), kinds)
         };
         assert_eq!(first(0x0, 16_384), (1, vec!["not settings"]));
