@@ -1558,14 +1558,12 @@ fn unpaired_connections_are_left_out_of_the_accounting_across_sides() {
     );
 }
 
-/// A failed `accounting` says which equation failed (its detail printed
-/// "scheduled 3 = completed 2 + …" whatever the numbers).
-#[test]
-fn a_failed_accounting_says_which_equation_does_not_hold() {
+/// `n` messages scheduled, sent and decoded, the first of them completed.
+fn all_decoded_one_completed(n: u64) -> Analyzer {
     let mut a = Analyzer::new(0);
-    schedule_and_send(&mut a, 3, 1_000_000, |_| Some((0, 0)));
+    schedule_and_send(&mut a, n, 1_000_000, |_| Some((0, 0)));
     let s = Endpoint::Server;
-    for seq in 0..3u64 {
+    for seq in 0..n {
         let msg = MsgEv {
             seq,
             size: 10,
@@ -1579,6 +1577,14 @@ fn a_failed_accounting_says_which_equation_does_not_hold() {
         service_ns: 1,
     };
     a.feed(&ev(20_000_000, s, 1, Kind::Complete(done)));
+    a
+}
+
+/// A failed `accounting` says which equation failed (its detail printed
+/// "scheduled 3 = completed 2 + …" whatever the numbers).
+#[test]
+fn a_failed_accounting_says_which_equation_does_not_hold() {
+    let a = all_decoded_one_completed(3);
     let (sum, _) = a.finish(0, &Ending::Clean(Footer::default()));
     let c = &sum.checks["accounting"];
     assert_eq!(c.ok, Some(false), "{}", c.detail);
@@ -1598,23 +1604,8 @@ fn a_failed_accounting_says_which_equation_does_not_hold() {
 /// is unaccounted.
 #[test]
 fn a_discarded_message_is_accounted_for() {
-    let mut a = Analyzer::new(0);
-    schedule_and_send(&mut a, 2, 1_000_000, |_| Some((0, 0)));
+    let mut a = all_decoded_one_completed(2);
     let s = Endpoint::Server;
-    for seq in 0..2u64 {
-        let msg = MsgEv {
-            seq,
-            size: 10,
-            framed: 15,
-        };
-        a.feed(&ev(10_000_000 + seq, s, 1, Kind::Decode(msg)));
-    }
-    let done = CompleteEv {
-        seq: 0,
-        worker: 0,
-        service_ns: 1,
-    };
-    a.feed(&ev(20_000_000, s, 1, Kind::Complete(done)));
     let dropped = DiscardEv {
         seq: 1,
         reason: DiscardReason::QueueLimit,

@@ -3,7 +3,7 @@
 //! are compared with the lines present, and what the recorder gave up
 //! (events dropped, payloads shed) is said.
 
-use h2probe_analysis::analyze::analyze_trace;
+use h2probe_analysis::analyze::{analyze_trace, Analysis};
 use h2probe_analysis::reader::TraceReader;
 use h2probe_analysis::schema::{
     ConnCloseEv, ConnOpenEv, Dir, Endpoint, Event, Footer, FrameEv, FrameType, Kind, MsgEv,
@@ -17,6 +17,11 @@ fn header() -> (String, u64) {
         .join("../captures/reference/frame-direct/trace.jsonl.gz");
     let r = TraceReader::open(&reference).unwrap();
     (r.header().to_line(), r.header().origin_mono_ns)
+}
+
+/// Whether a warning says `what`.
+fn warned(a: &Analysis, what: &str) -> bool {
+    a.warnings.iter().any(|w| w.contains(what))
 }
 
 /// The client's event on connection `conn`, as a trace line.
@@ -89,9 +94,7 @@ fn corrupt_lines_are_counted_and_the_first_five_named() {
         .count();
     assert_eq!(named, 5, "{:#?}", a.warnings);
     assert!(
-        a.warnings
-            .iter()
-            .any(|w| w.contains("7 corrupt lines skipped in all")),
+        warned(&a, "7 corrupt lines skipped in all"),
         "{:#?}",
         a.warnings
     );
@@ -119,9 +122,7 @@ fn events_of_unknown_types_count_as_lines() {
     assert_eq!(a.summary.event_lines, 3);
     assert_eq!(a.summary.lines_altered(), None);
     assert!(
-        a.warnings
-            .iter()
-            .any(|w| w.contains("1 events of unknown types skipped, the first at line 4")),
+        warned(&a, "1 events of unknown types skipped, the first at line 4"),
         "{:#?}",
         a.warnings
     );
@@ -167,9 +168,7 @@ fn events_the_recorder_dropped_are_said() {
     let a = analyze_trace(&path).unwrap();
     assert_eq!(a.summary.dropped_events, 3);
     assert!(
-        a.warnings
-            .iter()
-            .any(|w| w.contains("the recorder DROPPED 3 events")),
+        warned(&a, "the recorder DROPPED 3 events"),
         "{:#?}",
         a.warnings
     );
@@ -212,14 +211,19 @@ fn payloads_shed_and_events_after_a_close_are_said() {
     ];
     let path = trace("shed", &lines, 4, 0);
     let a = analyze_trace(&path).unwrap();
-    let said = |what: &str| a.warnings.iter().any(|w| w.contains(what));
     assert!(
-        said("1 frames (100 payload bytes) were recorded without their payload"),
+        warned(
+            &a,
+            "1 frames (100 payload bytes) were recorded without their payload"
+        ),
         "{:#?}",
         a.warnings
     );
     assert!(
-        said("1 event named a connection (or a relay's pair) after its tap had recorded its close"),
+        warned(
+            &a,
+            "1 event named a connection (or a relay's pair) after its tap had recorded its close"
+        ),
         "{:#?}",
         a.warnings
     );
