@@ -521,6 +521,24 @@ mod tests {
         assert_eq!(p.finish(), Ok(()));
     }
 
+    /// A stream cut inside the client's preface is truncated there; one
+    /// that ended before its first byte has nothing to say, either side's.
+    #[test]
+    fn a_stream_cut_in_the_preface_or_before_any_byte() {
+        let mut p = Parser::client_to_server();
+        frames(&mut p, &[&encode::preface()[..10]]);
+        assert_eq!(
+            p.finish(),
+            Err(Error::Truncated {
+                offset: 0,
+                got: 10,
+                want: 24
+            })
+        );
+        assert_eq!(Parser::client_to_server().finish(), Ok(()));
+        assert_eq!(Parser::from_server().finish(), Ok(()));
+    }
+
     #[test]
     fn a_server_must_begin_with_settings() {
         let mut ok = encode::settings(false, &[(3, 100)]);
