@@ -232,6 +232,7 @@ mod tests {
         b.extend(frame(FrameType::CONTINUATION, Flags::END_HEADERS, 1, &[]));
         b.extend(encode::data(1, Flags::END_STREAM, None, &[1, 2, 3]));
         b.extend(frame(FrameType::PING, 0, 0, &[0; 8]));
+        b.extend(frame(FrameType::PRIORITY, 0, 3, &[0, 0, 0, 1, 7]));
         b.extend(frame(FrameType::RST_STREAM, 0, 3, &[0, 0, 0, 8]));
         b.extend(frame(FrameType::GOAWAY, 0, 0, &[0; 8]));
         b.extend(frame(FrameType(0xfa), 0, 0, &[1]));
@@ -302,6 +303,30 @@ mod tests {
         for (bytes, want) in cases {
             assert_eq!(rules(&bytes), vec![want], "{want}");
         }
+        // A CONTINUATION on stream 0 of a block opened there: the block
+        // goes on, the stream is wrong.
+        let mut b = frame(FrameType::HEADERS, 0, 0, &[0x82]);
+        b.extend(frame(FrameType::CONTINUATION, Flags::END_HEADERS, 0, &[]));
+        assert_eq!(
+            rules(&b),
+            [
+                "HEADERS frame on stream 0",
+                "CONTINUATION frame on stream 0"
+            ]
+        );
+        // A WINDOW_UPDATE of 0 is a stream error on a stream, a connection
+        // error on the connection.
+        let connection = |bytes: Vec<u8>| {
+            let mut out = vec![];
+            Parser::server_to_client().feed(&bytes, |r| {
+                if let Err(super::super::Error::RuleBroken { rule, .. }) = r {
+                    out.push(rule.connection);
+                }
+            });
+            out
+        };
+        assert_eq!(connection(encode::window_update(7, 0)), [false]);
+        assert_eq!(connection(encode::window_update(0, 0)), [true]);
     }
 
     #[test]
