@@ -315,18 +315,20 @@ mod tests {
             ]
         );
         // A WINDOW_UPDATE of 0 is a stream error on a stream, a connection
-        // error on the connection.
-        let connection = |bytes: Vec<u8>| {
+        // error on the connection; RFC 9218's setting is its own RFC's.
+        let broken = |bytes: Vec<u8>| {
             let mut out = vec![];
             Parser::server_to_client().feed(&bytes, |r| {
                 if let Err(super::super::Error::RuleBroken { rule, .. }) = r {
-                    out.push(rule.connection);
+                    out.push((rule.connection, rule.rfc, rule.section));
                 }
             });
             out
         };
-        assert_eq!(connection(encode::window_update(7, 0)), [false]);
-        assert_eq!(connection(encode::window_update(0, 0)), [true]);
+        assert_eq!(broken(encode::window_update(7, 0)), [(false, 9113, "6.9")]);
+        assert_eq!(broken(encode::window_update(0, 0)), [(true, 9113, "6.9")]);
+        let priorities = encode::settings(false, &[(0x9, 2)]);
+        assert_eq!(broken(priorities), [(true, 9218, "2.1")]);
     }
 
     #[test]
