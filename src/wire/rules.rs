@@ -429,6 +429,11 @@ mod tests {
         b.extend(&ping);
         b.extend(cont(1, Flags::END_HEADERS));
         assert_eq!(rules(&b), vec![OUT]);
+        // A stray CONTINUATION that ends its block opens none: the next
+        // stray one is said too.
+        let mut b = cont(1, Flags::END_HEADERS);
+        b.extend(cont(1, Flags::END_HEADERS));
+        assert_eq!(rules(&b), vec![OUT, OUT]);
     }
 
     #[test]
