@@ -290,6 +290,10 @@ pub fn parse_timeout(v: &str) -> Option<Duration> {
         return None;
     }
     let (num, unit) = v.split_at(v.len() - 1);
+    // Digits only: `u64::from_str` would also take a leading `+`.
+    if !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let n: u64 = num.parse().ok()?;
     Some(match unit {
         "H" => Duration::from_secs(n * 3600),
@@ -468,6 +472,15 @@ mod tests {
         assert_eq!(parse_timeout("3S"), Some(Duration::from_secs(3)));
         assert_eq!(parse_timeout("1x"), None);
         assert_eq!(parse_timeout("123456789m"), None);
+        assert_eq!(parse_timeout("+5S"), None, "TimeoutValue is digits");
+        assert_eq!(parse_timeout("S"), None);
+        assert_eq!(
+            parse_timeout("12345678H"),
+            Some(Duration::from_secs(12_345_678 * 3600))
+        );
+        assert_eq!(parse_timeout("7M"), Some(Duration::from_secs(420)));
+        assert_eq!(parse_timeout("7u"), Some(Duration::from_micros(7)));
+        assert_eq!(parse_timeout("7n"), Some(Duration::from_nanos(7)));
         assert_eq!(format_timeout(Duration::from_secs(120)), "120000m");
         // Below a millisecond, and never 0 nor shorter than given.
         assert_eq!(format_timeout(Duration::from_micros(479)), "479000n");
