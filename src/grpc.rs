@@ -466,6 +466,25 @@ mod tests {
         assert_eq!(d.finish().unwrap().data(), &b"klmn"[..]);
     }
 
+    /// http-grpc-status-mapping.md, every row, and a status it leaves out.
+    #[test]
+    fn http_statuses_map_as_grpc_says() {
+        for (code, want) in [
+            (400, status::INTERNAL),
+            (401, status::UNAUTHENTICATED),
+            (403, status::PERMISSION_DENIED),
+            (404, status::UNIMPLEMENTED),
+            (429, status::UNAVAILABLE),
+            (502, status::UNAVAILABLE),
+            (503, status::UNAVAILABLE),
+            (504, status::UNAVAILABLE),
+            (500, status::UNKNOWN),
+        ] {
+            let http = http::StatusCode::from_u16(code).unwrap();
+            assert_eq!(status::of_http(http), want, "{code}");
+        }
+    }
+
     #[test]
     fn timeouts_round_trip() {
         assert_eq!(parse_timeout("120000m"), Some(Duration::from_secs(120)));

@@ -195,7 +195,8 @@ fn answering_server(answer: Vec<u8>) -> String {
 /// The client's status for a server's answer follows gRPC's HTTP/2 mapping
 /// (PROTOCOL-HTTP2.md, http-grpc-status-mapping.md): RST_STREAM CANCEL is
 /// CANCELLED, ENHANCE_YOUR_CALM RESOURCE_EXHAUSTED, REFUSED_STREAM
-/// UNAVAILABLE, PROTOCOL_ERROR INTERNAL; HTTP 503 UNAVAILABLE; a grpc-status
+/// UNAVAILABLE, INADEQUATE_SECURITY PERMISSION_DENIED, PROTOCOL_ERROR
+/// INTERNAL; HTTP 503 UNAVAILABLE; a grpc-status
 /// that is not a number INTERNAL, saying what it was; a GOAWAY that leaves
 /// the stream out UNAVAILABLE, said as a GOAWAY. Every reset read
 /// UNAVAILABLE, a 503 UNKNOWN, and a malformed status "ended without
@@ -210,7 +211,7 @@ fn the_servers_answer_maps_to_grpcs_status() {
     let mut bad_status = vec![0x88, 0x00, 11];
     bad_status.extend(b"grpc-status");
     bad_status.extend([2, b'O', b'K']);
-    let cases: [(Vec<u8>, &str, &str); 7] = [
+    let cases: [(Vec<u8>, &str, &str); 8] = [
         (
             encode::rst_stream(1, 0x8),
             "CANCELLED",
@@ -222,6 +223,11 @@ fn the_servers_answer_maps_to_grpcs_status() {
             "excessive load",
         ),
         (encode::rst_stream(1, 0x7), "UNAVAILABLE", "refused stream"),
+        (
+            encode::rst_stream(1, 0xc),
+            "PERMISSION_DENIED",
+            "security properties",
+        ),
         (encode::rst_stream(1, 0x1), "INTERNAL", "protocol error"),
         // A GOAWAY below the open stream: h2 fails it with the GOAWAY's
         // code, in words of its own ("not a result of an error").
