@@ -355,6 +355,34 @@ mod tests {
         );
     }
 
+    /// The pad length byte, the padding and (HEADERS) the priority fit
+    /// the payload exactly, or the frame is malformed (RFC 9113 §6.1, §6.2).
+    #[test]
+    fn padding_that_fills_the_payload_exactly_is_the_limit() {
+        assert_eq!(
+            load(&encode::raw(0, 0x8, 1, &[2, 0, 0])).unwrap(),
+            Body::Data { pad: Some(2) }
+        );
+        assert!(matches!(
+            load(&encode::raw(0, 0x8, 1, &[3, 0, 0])),
+            Err(Error::Malformed { .. })
+        ));
+        // PADDED | PRIORITY: pad length, 5 priority bytes, the padding.
+        let mut p = vec![1, 0, 0, 0, 3, 15, 0];
+        assert!(matches!(
+            load(&encode::raw(1, 0x8 | 0x20, 1, &p)),
+            Ok(Body::Headers {
+                pad: Some(1),
+                priority: Some(_)
+            })
+        ));
+        p[0] = 2;
+        assert!(matches!(
+            load(&encode::raw(1, 0x8 | 0x20, 1, &p)),
+            Err(Error::Malformed { .. })
+        ));
+    }
+
     #[test]
     fn wrong_lengths_are_malformed_not_panics() {
         for (ty, len) in [
