@@ -381,6 +381,18 @@ mod tests {
             load(&encode::raw(1, 0x8 | 0x20, 1, &p)),
             Err(Error::Malformed { .. })
         ));
+        // PRIORITY alone: 5 bytes at least.
+        assert!(matches!(
+            load(&encode::raw(1, 0x20, 1, &[0, 0, 0, 3])),
+            Err(Error::Malformed { .. })
+        ));
+        assert!(matches!(
+            load(&encode::raw(1, 0x20, 1, &[0, 0, 0, 3, 15])),
+            Ok(Body::Headers {
+                pad: None,
+                priority: Some(_)
+            })
+        ));
     }
 
     #[test]
