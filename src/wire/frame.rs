@@ -221,15 +221,6 @@ pub(super) enum PayloadRef<'a> {
 }
 
 impl FrameRef<'_> {
-    /// Bytes of flow-controlled payload (DATA only, padding included).
-    pub fn flow_len(&self) -> u32 {
-        if self.head.ty() == FrameType::DATA {
-            self.head.len()
-        } else {
-            0
-        }
-    }
-
     /// The whole payload for non-DATA frames (and for DATA when the parser
     /// was asked to keep DATA payloads, until [`FrameRef::take_payload`]);
     /// `None` otherwise.
