@@ -71,7 +71,7 @@ pub struct Head {
 }
 
 impl std::fmt::Debug for Head {
-    /// `Head { DATA, len: 40, flags: [END_STREAM, PADDED], stream: 1 }`:
+    /// `Head { ty: DATA, len: 40, flags: ["END_STREAM", "PADDED"], stream: 1 }`:
     /// flag bits named as the frame type defines them.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("Head");
@@ -159,5 +159,36 @@ mod tests {
             Flags(0x41).names(FrameType::DATA),
             vec!["END_STREAM", "0x40"]
         );
+        // One bit, four meanings: ACK, END_STREAM, or nothing defined.
+        for ty in [FrameType::SETTINGS, FrameType::PING] {
+            assert_eq!(Flags(0x01).names(ty), vec!["ACK"], "{ty}");
+        }
+        assert_eq!(Flags(0x01).names(FrameType::CONTINUATION), vec!["0x01"]);
+        assert_eq!(Flags(0x01).names(FrameType::WINDOW_UPDATE), vec!["0x01"]);
+        assert_eq!(
+            Flags(0x0c).names(FrameType::PUSH_PROMISE),
+            vec!["END_HEADERS", "PADDED"]
+        );
+        assert_eq!(
+            Flags(0x0c).names(FrameType::CONTINUATION),
+            vec!["END_HEADERS", "0x08"]
+        );
+    }
+
+    /// What a failed `assert_eq!` on frames shows: flag bits by name, the
+    /// reserved bit only when set.
+    #[test]
+    fn debug_names_the_flags_by_the_frame_type() {
+        let h = Head::new(40, FrameType::DATA, 0x09, 1);
+        assert_eq!(
+            format!("{h:?}"),
+            r#"Head { ty: DATA, len: 40, flags: ["END_STREAM", "PADDED"], stream: 1 }"#
+        );
+        let h = Head::new(0, FrameType::SETTINGS, 0x01, 0x8000_0000);
+        assert_eq!(
+            format!("{h:?}"),
+            r#"Head { ty: SETTINGS, len: 0, flags: ["ACK"], stream: 0, reserved: true }"#
+        );
+        assert_eq!(format!("{:?}", Flags(0x09)), "Flags(0x09)");
     }
 }
