@@ -71,3 +71,53 @@ pub fn foreign(head: &[u8]) -> Option<Foreign> {
         return None;
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_signature_and_a_near_miss() {
+        let pcapng = [
+            0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0x1c, 0x4d, 0x3c, 0x2b, 0x1a,
+        ];
+        for (head, want) in [
+            (
+                &b"POST /h2probe.v1.Probe/Ingest HTTP/1.1"[..],
+                Some(Foreign::Http1),
+            ),
+            (&b"HTTP/1.1 200 OK"[..], Some(Foreign::Http1)),
+            (&[0xd4, 0xc3, 0xb2, 0xa1, 2, 0][..], Some(Foreign::Pcap)),
+            (&pcapng[..], Some(Foreign::Pcapng)),
+            // A section header block's type without its byte-order magic.
+            (
+                &[0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0x1c, 0, 0, 0, 0][..],
+                None,
+            ),
+            // pcapng's byte-order magic after another block type.
+            (
+                &[
+                    0x0b, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0x1c, 0x4d, 0x3c, 0x2b, 0x1a,
+                ][..],
+                None,
+            ),
+            (&pcapng[..11], None),
+            // TLS 1.2 handshake record, and an alert.
+            (&[0x16, 0x03, 0x01, 0x02, 0x00][..], Some(Foreign::Tls)),
+            (&[0x15, 0x03, 0x03][..], Some(Foreign::Tls)),
+            // Not a record type, not TLS's major version, a minor past 1.3.
+            (&[0x18, 0x03, 0x01][..], None),
+            (&[0x16, 0x02, 0x01][..], None),
+            (&[0x16, 0x03, 0x05][..], None),
+            (&[0x16, 0x03][..], None),
+            (&b"\x7fELF\x02\x01\x01"[..], Some(Foreign::Elf)),
+            (&b"hello, world\n"[..], Some(Foreign::Text)),
+            // An HTTP/2 SETTINGS frame's header: neither text nor a
+            // signature.
+            (&[0, 0, 0x12, 4, 0, 0, 0, 0, 0][..], None),
+            (&[][..], None),
+        ] {
+            assert_eq!(foreign(head), want, "{head:02x?}");
+        }
+    }
+}
