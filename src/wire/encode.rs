@@ -105,3 +105,27 @@ pub fn window_update(stream: u32, increment: u32) -> Vec<u8> {
 pub fn continuation(stream: u32, flags: u8, block: &[u8]) -> Vec<u8> {
     raw(0x9, flags, stream, block)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `pad` sets PADDED whether or not the caller's flags already did.
+    #[test]
+    fn padded_flag_given_twice_stays_set() {
+        for frame in [
+            data(1, Flags::PADDED, Some(2), b"x"),
+            headers(
+                1,
+                Flags::PADDED | Flags::PRIORITY,
+                Some(2),
+                Some(Priority::default()),
+                b"x",
+            ),
+        ] {
+            let head = Head::parse(frame[..9].try_into().unwrap());
+            assert!(head.flags().contains(Flags::PADDED), "{head:?}");
+            assert_eq!(frame[9], 2, "the pad length comes first");
+        }
+    }
+}
