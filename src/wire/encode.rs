@@ -115,6 +115,7 @@ mod tests {
     fn padded_flag_given_twice_stays_set() {
         for frame in [
             data(1, Flags::PADDED, Some(2), b"x"),
+            push_promise(1, Flags::PADDED, Some(2), 2, b"x"),
             headers(
                 1,
                 Flags::PADDED | Flags::PRIORITY,
@@ -127,5 +128,8 @@ mod tests {
             assert!(head.flags().contains(Flags::PADDED), "{head:?}");
             assert_eq!(frame[9], 2, "the pad length comes first");
         }
+        let frame = push_promise(1, Flags::END_HEADERS, Some(2), 2, b"x");
+        let head = Head::parse(frame[..9].try_into().unwrap());
+        assert_eq!(head.flags(), Flags(Flags::END_HEADERS | Flags::PADDED));
     }
 }
