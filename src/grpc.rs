@@ -437,7 +437,22 @@ mod tests {
         assert_eq!(e.status(), status::INTERNAL);
         let mut d = Deframer::new(100);
         d.push(&[1, 0, 0, 0, 1, 9]);
-        assert!(d.next_message().unwrap().unwrap().compressed);
+        let m = d.next_message().unwrap().unwrap();
+        assert!(m.compressed);
+        assert_eq!((m.len(), m.is_empty(), m.framed_len()), (1, false, 6));
+    }
+
+    /// A message of no bytes is a message: its 5-byte prefix is all it
+    /// occupies.
+    #[test]
+    fn an_empty_message_is_cut_and_counted() {
+        let mut d = Deframer::new(100);
+        d.push(&[0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let m = d.next_message().unwrap().unwrap();
+        assert_eq!((m.len(), m.is_empty(), m.framed_len()), (0, true, 5));
+        assert_eq!(m.data(), Bytes::new());
+        assert_eq!(d.next_message(), Ok(None));
+        assert_eq!(d.pending(), 4);
     }
 
     #[test]
