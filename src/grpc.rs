@@ -442,6 +442,21 @@ mod tests {
         assert_eq!((m.len(), m.is_empty(), m.framed_len()), (1, false, 6));
     }
 
+    /// What the message being assembled will occupy is known from its
+    /// prefix (a raw unit's from the start); a gRPC body that ends inside
+    /// a message leaves nothing for `finish`.
+    #[test]
+    fn the_next_message_size_is_known_from_its_prefix() {
+        let mut d = Deframer::new(100);
+        d.push(&[0, 0, 0]);
+        assert_eq!(d.next_framed_len(), None);
+        d.push(&[0, 7, 1, 2]);
+        assert_eq!(d.next_framed_len(), Some(12));
+        assert_eq!(d.next_message(), Ok(None));
+        assert_eq!(d.finish(), None, "a partial gRPC message is no message");
+        assert_eq!(Deframer::raw(4).next_framed_len(), Some(4));
+    }
+
     /// A message of no bytes is a message: its 5-byte prefix is all it
     /// occupies.
     #[test]
