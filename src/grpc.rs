@@ -423,6 +423,20 @@ mod tests {
             })
         );
         assert_eq!(d.buffered, 5, "nothing kept beyond the prefix");
+        // The limit itself is allowed.
+        let mut d = Deframer::new(3);
+        d.push(&[0, 0, 0, 0, 3, 7, 8, 9]);
+        assert_eq!(d.next_message().unwrap().unwrap().data(), &[7, 8, 9][..]);
+    }
+
+    #[test]
+    fn a_raw_unit_is_cut_when_its_last_byte_arrives() {
+        let mut d = Deframer::raw(4);
+        d.push(b"abc");
+        assert_eq!(d.next_message(), Ok(None));
+        d.push(b"d");
+        assert_eq!(d.next_message().unwrap().unwrap().data(), &b"abcd"[..]);
+        assert_eq!(d.finish(), None);
     }
 
     /// The compressed flag is 0 or 1: a prefix starting 2 is no gRPC
