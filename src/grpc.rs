@@ -565,5 +565,16 @@ mod tests {
         let m = "bad 100% ✓";
         assert_eq!(encode_message(m), "bad 100%25 %E2%9C%93");
         assert_eq!(decode_message(&encode_message(m)), m);
+        // A peer's message is taken as it comes: an escape cut short or
+        // not hex stays as written.
+        for (raw, want) in [
+            ("%41", "A"),
+            ("100%", "100%"),
+            ("x%4", "x%4"),
+            ("abc%4", "abc%4"),
+            ("a%zz%41", "a%zzA"),
+        ] {
+            assert_eq!(decode_message(raw), want, "{raw}");
+        }
     }
 }
