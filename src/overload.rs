@@ -262,6 +262,28 @@ mod tests {
         assert!("10ms,40ms".parse::<ServiceSchedule>().is_err());
         assert!("10ms,12s:40ms,5s:10ms".parse::<ServiceSchedule>().is_err());
         assert!("1s:10ms".parse::<ServiceSchedule>().is_err());
+        let e = "10ms,40ms".parse::<ServiceSchedule>().unwrap_err();
+        assert!(e.contains("needs FROM:DURATION"), "{e}");
+        // A service time of a day is the limit.
+        assert!("24h".parse::<ServiceSchedule>().is_ok());
+        assert!("10ms,1s:24h".parse::<ServiceSchedule>().is_ok());
+        let e = "24h 1ns".parse::<ServiceSchedule>().unwrap_err();
+        assert!(e.contains("limited to a day"), "{e}");
+    }
+
+    /// `as_str` (meta.json, the run's command line) says what clap takes.
+    #[test]
+    fn names_are_the_ones_the_options_take() {
+        use clap::ValueEnum;
+        for v in RpcKind::value_variants() {
+            assert_eq!(v.to_possible_value().unwrap().get_name(), v.as_str());
+        }
+        for v in WhenFull::value_variants() {
+            assert_eq!(v.to_possible_value().unwrap().get_name(), v.as_str());
+        }
+        for p in ["none", "fixed:100,200", "jitter:200"] {
+            assert_eq!(p.parse::<RetryPolicy>().unwrap().to_string(), p);
+        }
     }
 
     #[test]
@@ -280,6 +302,11 @@ mod tests {
             "none".parse::<RetryPolicy>().unwrap().delay(1, &mut rng),
             None
         );
+        // The bound itself can be drawn.
+        let j = RetryPolicy::Jitter(Duration::from_nanos(1));
+        let draws: std::collections::HashSet<_> =
+            (0..64).map(|_| j.delay(1, &mut rng).unwrap()).collect();
+        assert_eq!(draws.len(), 2, "{draws:?}");
         assert!("fixed:".parse::<RetryPolicy>().is_err());
         assert!("jitter:0".parse::<RetryPolicy>().is_err());
         assert!("sometimes".parse::<RetryPolicy>().is_err());
