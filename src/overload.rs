@@ -322,5 +322,9 @@ mod tests {
             .map(|i| SplitMix::for_client(7, i).next_u64())
             .collect();
         assert_eq!(firsts.len(), 64, "every client has its own stream");
+        let seeds: std::collections::HashSet<u64> = (0..64)
+            .map(|seed| SplitMix::for_client(seed, 0).next_u64())
+            .collect();
+        assert_eq!(seeds.len(), 64, "every seed has its own stream");
     }
 }
