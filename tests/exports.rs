@@ -22,14 +22,22 @@ fn csv_and_qlog_exports_carry_every_event() {
     let mut by_type: HashMap<String, usize> = HashMap::new();
     let mut by_ep_frames: HashMap<String, usize> = HashMap::new();
     let mut by_ep_events: HashMap<String, usize> = HashMap::new();
+    // Frames that carry a SETTINGS list, and the header's wall clock.
+    let (mut with_settings, mut origin_unix_ns) = (0, None);
     for line in std::fs::read_to_string(dir.join("trace.jsonl"))
         .unwrap()
         .lines()
     {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let ty = v["type"].as_str().unwrap().to_string();
+        if ty == "header" {
+            origin_unix_ns = v["origin_unix_ns"].as_u64();
+        }
         if ty == "header" || ty == "footer" {
             continue;
+        }
+        if v["settings"].as_array().is_some_and(|l| !l.is_empty()) {
+            with_settings += 1;
         }
         let ep = v["ep"].as_str().unwrap().to_string();
         *by_ep_events.entry(ep.clone()).or_default() += 1;
@@ -42,6 +50,7 @@ fn csv_and_qlog_exports_carry_every_event() {
     // Every event type has its file, with its header, whether or not the
     // run had such events (a notebook loads the same files from every run).
     let mut keys: HashMap<String, std::collections::BTreeSet<String>> = HashMap::new();
+    let mut settings_rows = 0;
     for ty in h2probe::trace::schema::Kind::NAMES {
         let n = by_type.get(*ty).copied().unwrap_or(0);
         let text = std::fs::read_to_string(dir.join("csv").join(format!("{ty}.csv"))).unwrap();
@@ -70,6 +79,10 @@ fn csv_and_qlog_exports_carry_every_event() {
                 keys.entry(fields[2].clone())
                     .or_default()
                     .insert(fields[4].clone());
+                let at = header.iter().position(|c| *c == "settings").unwrap();
+                if fields[at].starts_with("[[") {
+                    settings_rows += 1;
+                }
             }
         }
     }
@@ -78,6 +91,9 @@ fn csv_and_qlog_exports_carry_every_event() {
     assert_eq!(keys["client"].len(), 1, "{keys:?}");
     assert_eq!(keys["client"], keys["server"], "{keys:?}");
     assert!(!keys["client"].iter().next().unwrap().is_empty());
+    // A SETTINGS list is in its row, as the pairs of the trace.
+    assert!(with_settings >= 2, "{with_settings}");
+    assert_eq!(settings_rows, with_settings);
     let dtypes: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("csv/dtypes.json")).unwrap()).unwrap();
     assert_eq!(
@@ -94,6 +110,15 @@ fn csv_and_qlog_exports_carry_every_event() {
             .collect();
         assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
         assert_eq!(records[0]["trace"]["vantage_point"]["type"], ep);
+        // Times are relative to the trace's origin, given in Unix ms.
+        let reference = records[0]["trace"]["common_fields"]["reference_time"]
+            .as_f64()
+            .unwrap();
+        let origin_ms = origin_unix_ns.unwrap() as f64 / 1e6;
+        assert!(
+            (reference - origin_ms).abs() < 1e-3,
+            "{reference} {origin_ms}"
+        );
         let events = &records[1..];
         assert_eq!(
             events.len(),
@@ -109,6 +134,10 @@ fn csv_and_qlog_exports_carry_every_event() {
             assert!(e["time"].as_f64().unwrap() >= 0.0);
             assert!(e["data"].is_object());
         }
+        // Nothing in this run pads: no frame says a pad length.
+        assert!(events
+            .iter()
+            .all(|e| e["data"]["frame"].get("pad_length").is_none()));
         let wu = events
             .iter()
             .find(|e| e["data"]["frame"]["frame_type"] == "window_update")
