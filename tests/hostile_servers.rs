@@ -196,9 +196,9 @@ fn answering_server(answer: Vec<u8>) -> String {
 /// (PROTOCOL-HTTP2.md, http-grpc-status-mapping.md): RST_STREAM CANCEL is
 /// CANCELLED, ENHANCE_YOUR_CALM RESOURCE_EXHAUSTED, REFUSED_STREAM
 /// UNAVAILABLE, INADEQUATE_SECURITY PERMISSION_DENIED, PROTOCOL_ERROR
-/// INTERNAL; HTTP 503 UNAVAILABLE; a grpc-status
-/// that is not a number INTERNAL, saying what it was; a GOAWAY that leaves
-/// the stream out UNAVAILABLE, said as a GOAWAY. Every reset read
+/// INTERNAL; HTTP 503 UNAVAILABLE; a grpc-status that is not a number
+/// INTERNAL, saying what it was; a GOAWAY that leaves the stream out
+/// UNAVAILABLE, said as a GOAWAY. Every reset read
 /// UNAVAILABLE, a 503 UNKNOWN, and a malformed status "ended without
 /// grpc-status".
 #[test]

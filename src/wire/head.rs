@@ -159,7 +159,7 @@ mod tests {
             Flags(0x41).names(FrameType::DATA),
             vec!["END_STREAM", "0x40"]
         );
-        // One bit, four meanings: ACK, END_STREAM, or nothing defined.
+        // One bit, three meanings: ACK, END_STREAM, or nothing defined.
         for ty in [FrameType::SETTINGS, FrameType::PING] {
             assert_eq!(Flags(0x01).names(ty), vec!["ACK"], "{ty}");
         }
