@@ -22,8 +22,11 @@ fn csv_and_qlog_exports_carry_every_event() {
     let mut by_type: HashMap<String, usize> = HashMap::new();
     let mut by_ep_frames: HashMap<String, usize> = HashMap::new();
     let mut by_ep_events: HashMap<String, usize> = HashMap::new();
-    // Frames that carry a SETTINGS list, and the header's wall clock.
-    let (mut with_settings, mut origin_unix_ns) = (0, None);
+    // The SETTINGS lists frames carry, in file order; frames padded, by
+    // tap; the header's wall clock.
+    let mut settings_lists: Vec<serde_json::Value> = vec![];
+    let mut padded: HashMap<String, usize> = HashMap::new();
+    let mut origin_unix_ns = None;
     for line in std::fs::read_to_string(dir.join("trace.jsonl"))
         .unwrap()
         .lines()
@@ -36,10 +39,13 @@ fn csv_and_qlog_exports_carry_every_event() {
         if ty == "header" || ty == "footer" {
             continue;
         }
-        if v["settings"].as_array().is_some_and(|l| !l.is_empty()) {
-            with_settings += 1;
-        }
         let ep = v["ep"].as_str().unwrap().to_string();
+        if v["settings"].is_array() {
+            settings_lists.push(v["settings"].clone());
+        }
+        if v["pad"].as_u64().is_some_and(|p| p > 0) {
+            *padded.entry(ep.clone()).or_default() += 1;
+        }
         *by_ep_events.entry(ep.clone()).or_default() += 1;
         if ty == "frame" {
             *by_ep_frames.entry(ep).or_default() += 1;
@@ -50,7 +56,7 @@ fn csv_and_qlog_exports_carry_every_event() {
     // Every event type has its file, with its header, whether or not the
     // run had such events (a notebook loads the same files from every run).
     let mut keys: HashMap<String, std::collections::BTreeSet<String>> = HashMap::new();
-    let mut settings_rows = 0;
+    let mut settings_rows: Vec<serde_json::Value> = vec![];
     for ty in h2probe::trace::schema::Kind::NAMES {
         let n = by_type.get(*ty).copied().unwrap_or(0);
         let text = std::fs::read_to_string(dir.join("csv").join(format!("{ty}.csv"))).unwrap();
@@ -80,8 +86,8 @@ fn csv_and_qlog_exports_carry_every_event() {
                     .or_default()
                     .insert(fields[4].clone());
                 let at = header.iter().position(|c| *c == "settings").unwrap();
-                if fields[at].starts_with("[[") {
-                    settings_rows += 1;
+                if !fields[at].is_empty() {
+                    settings_rows.push(serde_json::from_str(&fields[at]).unwrap());
                 }
             }
         }
@@ -91,9 +97,10 @@ fn csv_and_qlog_exports_carry_every_event() {
     assert_eq!(keys["client"].len(), 1, "{keys:?}");
     assert_eq!(keys["client"], keys["server"], "{keys:?}");
     assert!(!keys["client"].iter().next().unwrap().is_empty());
-    // A SETTINGS list is in its row, as the pairs of the trace.
-    assert!(with_settings >= 2, "{with_settings}");
-    assert_eq!(settings_rows, with_settings);
+    // A SETTINGS list is in its row, as the pairs of the trace (an ACK's
+    // empty one too).
+    assert!(settings_lists.len() >= 4, "{settings_lists:?}");
+    assert_eq!(settings_rows, settings_lists);
     let dtypes: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("csv/dtypes.json")).unwrap()).unwrap();
     assert_eq!(
@@ -134,10 +141,12 @@ fn csv_and_qlog_exports_carry_every_event() {
             assert!(e["time"].as_f64().unwrap() >= 0.0);
             assert!(e["data"].is_object());
         }
-        // Nothing in this run pads: no frame says a pad length.
-        assert!(events
+        // A pad length only where the trace has padding.
+        let with_pad = events
             .iter()
-            .all(|e| e["data"]["frame"].get("pad_length").is_none()));
+            .filter(|e| e["data"]["frame"].get("pad_length").is_some())
+            .count();
+        assert_eq!(with_pad, padded.get(ep).copied().unwrap_or(0), "{ep}");
         let wu = events
             .iter()
             .find(|e| e["data"]["frame"]["frame_type"] == "window_update")

@@ -102,7 +102,8 @@ mod tests {
                 None,
             ),
             (&pcapng[..11], None),
-            // TLS 1.2 handshake record, and an alert.
+            // A handshake record (a ClientHello's, version 3.1), and an
+            // alert (3.3).
             (&[0x16, 0x03, 0x01, 0x02, 0x00][..], Some(Foreign::Tls)),
             (&[0x15, 0x03, 0x03][..], Some(Foreign::Tls)),
             // Not a record type, not TLS's major version, a minor past 1.3.
