@@ -48,6 +48,56 @@ fn merged_holding(root: &std::path::Path) -> (String, h2probe_analysis::analyze:
     (out, support::read_summary(&root.join("merged")))
 }
 
+/// The calls of a client trace that ended UNAVAILABLE because the server
+/// never processed them: each one's stream above the last stream of a
+/// GOAWAY its connection received (h2's server sends GOAWAY at 2^31-1 and
+/// a PING, then, on the PING's ACK, the last stream it took; a call whose
+/// HEADERS h2 wrote after that ACK is refused so). The probe does not
+/// retry such a call as gRPC's transparent retry would (see the README's
+/// "Unary calls"): a test of a maximum age allows these, and only these
+/// (any other call that did not end OK fails it), at most one per lane
+/// (`streams`) at each such GOAWAY.
+fn unprocessed_past_goaway(client_trace: &std::path::Path, streams: u64) -> u64 {
+    let trace = std::fs::read_to_string(client_trace).unwrap();
+    let events: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last_stream = |conn: &serde_json::Value| {
+        events
+            .iter()
+            .filter(|e| &e["conn"] == conn && e["frame"] == "GOAWAY" && e["dir"] == "in")
+            .filter_map(|e| e["last_stream"].as_u64())
+            .min()
+    };
+    let mut refused = 0;
+    for end in events.iter().filter(|e| e["type"] == "rpc_end") {
+        if end["status"] == 0 {
+            continue;
+        }
+        let stream = end["stream"].as_u64().unwrap();
+        let last = last_stream(&end["conn"]);
+        assert!(
+            end["status"] == 14
+                && end["message"].as_str().unwrap().contains("GOAWAY")
+                && last.is_some_and(|last| stream > last),
+            "a call that did not end OK, and not past a GOAWAY's last stream \
+             ({last:?}): {end}"
+        );
+        refused += 1;
+    }
+    let closes = events
+        .iter()
+        .filter(|e| e["frame"] == "GOAWAY" && e["dir"] == "in")
+        .filter(|e| e["last_stream"].as_u64() < Some(i32::MAX as u64))
+        .count() as u64;
+    assert!(
+        refused <= streams * closes,
+        "{refused} refused at {closes} GOAWAYs"
+    );
+    refused
+}
+
 /// `run --rpc unary` with `args` (split at spaces; and --no-pcap) into
 /// `out`, which must succeed: what it printed.
 fn run_unary(out: &std::path::Path, args: &str) -> std::process::Output {
@@ -459,7 +509,15 @@ fn a_servers_maximum_connection_age_replaces_connections() {
     .output()
     .unwrap();
     let stderr = String::from_utf8_lossy(&client.stderr);
-    assert_eq!(client.status.code(), Some(0), "{stderr}");
+    // A call h2 opened as the GOAWAY came can be refused (1 run in about
+    // 40 under load): UNAVAILABLE, exit 4.
+    let refused = unprocessed_past_goaway(&root.join("client/trace.jsonl"), 2);
+    let code = if refused == 0 { 0 } else { 4 };
+    assert_eq!(
+        client.status.code(),
+        Some(code),
+        "{refused} refused: {stderr}"
+    );
     assert!(stderr.contains("were replaced"), "{stderr}");
     let _ = serve.wait();
     let trace = std::fs::read_to_string(root.join("server/trace.jsonl")).unwrap();
@@ -471,8 +529,16 @@ fn a_servers_maximum_connection_age_replaces_connections() {
     // 2 s of connections that live 0.5 s.
     assert!((2..=4).contains(&aged), "{aged} aged connections");
     let (out, s) = merged_holding(&root);
-    assert_eq!((s.scheduled, s.sent, s.completed), (100, 100, 100), "{out}");
-    assert_eq!(s.server_rpc_status.get("OK"), Some(&100), "{out}");
+    assert_eq!(
+        (s.scheduled, s.sent, s.completed),
+        (100, 100, 100 - refused),
+        "{out}"
+    );
+    assert_eq!(
+        s.server_rpc_status.get("OK"),
+        Some(&(100 - refused)),
+        "{out}"
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }
 
@@ -507,10 +573,21 @@ fn a_backlog_at_a_maximum_age_is_sent_over_the_replacement() {
     .output()
     .unwrap();
     let stderr = String::from_utf8_lossy(&client.stderr);
-    assert_eq!(client.status.code(), Some(0), "{stderr}");
+    // See `unprocessed_past_goaway`.
+    let refused = unprocessed_past_goaway(&root.join("client/trace.jsonl"), 1);
+    let code = if refused == 0 { 0 } else { 4 };
+    assert_eq!(
+        client.status.code(),
+        Some(code),
+        "{refused} refused: {stderr}"
+    );
     let _ = serve.wait();
     let (out, s) = merged_holding(&root);
-    assert_eq!((s.scheduled, s.sent, s.completed), (100, 100, 100), "{out}");
+    assert_eq!(
+        (s.scheduled, s.sent, s.completed),
+        (100, 100, 100 - refused),
+        "{out}"
+    );
     assert_eq!(s.never_sent, 0, "{out}");
     assert!(s.handed_over > 0 && s.handed_over == s.handed_in, "{out}");
     assert!(
