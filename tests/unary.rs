@@ -36,14 +36,30 @@ fn unary_client(addr: &str, args: &str, out: &std::path::Path) -> Command {
 /// `merge` of `root`'s `server` and `client` runs into `root/merged`, which
 /// must hold every check: what it printed, and its summary.
 fn merged_holding(root: &std::path::Path) -> (String, h2probe_analysis::analyze::Summary) {
-    let merged = support::h2probe_ok([
-        "merge",
-        root.join("server").to_str().unwrap(),
-        root.join("client").to_str().unwrap(),
-        "--out",
-        root.join("merged").to_str().unwrap(),
-    ]);
+    merged_holding_refused(root, 0)
+}
+
+/// [`merged_holding`] of a run with `refused` calls refused past a GOAWAY
+/// (see [`unprocessed_past_goaway`]): any makes the merge exit 4.
+fn merged_holding_refused(
+    root: &std::path::Path,
+    refused: u64,
+) -> (String, h2probe_analysis::analyze::Summary) {
+    let merged = Command::new(env!("CARGO_BIN_EXE_h2probe"))
+        .arg("merge")
+        .args([root.join("server"), root.join("client")])
+        .arg("--out")
+        .arg(root.join("merged"))
+        .output()
+        .unwrap();
     let out = String::from_utf8_lossy(&merged.stdout).into_owned();
+    let code = if refused == 0 { 0 } else { 4 };
+    assert_eq!(
+        merged.status.code(),
+        Some(code),
+        "{out}{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
     assert!(out.contains("all invariants hold"), "{out}");
     (out, support::read_summary(&root.join("merged")))
 }
@@ -528,7 +544,7 @@ fn a_servers_maximum_connection_age_replaces_connections() {
         .count();
     // 2 s of connections that live 0.5 s.
     assert!((2..=4).contains(&aged), "{aged} aged connections");
-    let (out, s) = merged_holding(&root);
+    let (out, s) = merged_holding_refused(&root, refused);
     assert_eq!(
         (s.scheduled, s.sent, s.completed),
         (100, 100, 100 - refused),
@@ -582,7 +598,7 @@ fn a_backlog_at_a_maximum_age_is_sent_over_the_replacement() {
         "{refused} refused: {stderr}"
     );
     let _ = serve.wait();
-    let (out, s) = merged_holding(&root);
+    let (out, s) = merged_holding_refused(&root, refused);
     assert_eq!(
         (s.scheduled, s.sent, s.completed),
         (100, 100, 100 - refused),
