@@ -441,6 +441,28 @@ fn a_one_sided_trace_fails_bytes_when_its_tap_and_application_disagree() {
         "client connection 1, server connection 1, stream 1: client tap out 0, server tap in 100, app 100; \
          unpaired connection 2 stream 1: server tap in 100, app 90"
     );
+    // Twenty more disagreements on the foreign connection: the detail
+    // names twenty in all, the paired one first, and counts the rest.
+    let mut a = Analyzer::new(0);
+    a.feed(&on(1, c, 1, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+    a.feed(&on(2, s, 1, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+    a.feed(&on(3, s, 2, 0, open("127.0.0.1:80", "127.0.0.1:6000")));
+    for (conn, streams) in [(1, 1), (2, 20)] {
+        for k in 0..streams {
+            let id = 1 + 2 * k;
+            let data = Kind::Frame(frame(Dir::In, FrameType::DATA, 100));
+            a.feed(&on(4, s, conn, id, data));
+            a.feed(&on(5, s, conn, id, Kind::Chunk(ChunkEv { len: 90 + conn })));
+            a.feed(&on(6, s, conn, id, end(0)));
+        }
+    }
+    let b = &a.finish(0, &Ending::Clean(Footer::default())).0.checks["bytes"];
+    assert_eq!(b.ok, Some(false), "{}", b.detail);
+    assert!(b
+        .detail
+        .starts_with("client connection 1, server connection 1, stream 1"));
+    assert_eq!(b.detail.matches("; ").count(), 20, "{}", b.detail);
+    assert!(b.detail.ends_with("; … and 1 more"), "{}", b.detail);
 
     // Client: `sent` framed bytes in `send` events, DATA out 15 + 10 on
     // stream 1, the last frame with END_STREAM or not, a message of the
@@ -515,6 +537,15 @@ fn a_one_sided_trace_fails_bytes_when_its_tap_and_application_disagree() {
         assert_eq!(
             c.detail,
             "client only, whose tap and application disagree: connection 1 stream 1: client tap out 25, framed bytes sent 24"
+        );
+        // DATA on the tap and no message sent: the stream is the tap's.
+        let c = client_at(&[], true, None, later, whole());
+        assert_eq!(c.ok, Some(false), "{}", c.detail);
+        assert!(
+            c.detail
+                .ends_with("connection 1 stream 1: client tap out 25, framed bytes sent 0"),
+            "{}",
+            c.detail
         );
     }
     // A message given up midway may have left part of itself: sent ≤ out
@@ -1307,6 +1338,14 @@ fn a_window_violation_in_a_trace_with_dropped_events_cannot_be_judged() {
     assert_eq!(settled.ok, Some(false), "{settled:?}");
     let late = &cut(9_900_000_000).checks["no_data_beyond_credit"];
     assert_eq!(late.ok, None, "{late:?}");
+    // The edge: the violation (the 4th frame, at `violation_at + 3`)
+    // exactly the window before the end is not settled; a nanosecond
+    // earlier it is.
+    let edge = 10_000_000_000 - h2probe_analysis::analyze::reorder::WINDOW_NS - 3;
+    let at_edge = &cut(edge).checks["no_data_beyond_credit"];
+    assert_eq!(at_edge.ok, None, "{at_edge:?}");
+    let before = &cut(edge - 1).checks["no_data_beyond_credit"];
+    assert_eq!(before.ok, Some(false), "{before:?}");
 }
 
 /// A client wait that began before its stream's HEADERS left the client's
