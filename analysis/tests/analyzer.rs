@@ -3178,3 +3178,68 @@ fn books_past_the_cap_keep_the_lowest_connections() {
         );
     }
 }
+
+/// The server's releases on hand-built chunks: counted and summed, the
+/// release point one name while every timed release shows it and `mixed`
+/// once two differ, the unreleased peaks those of the bytes held, and
+/// credit judged against the advertised window (65,535 held is within it,
+/// one more byte is not, and what a release returned is held no more).
+#[test]
+fn releases_are_summed_and_credit_is_judged_at_the_advertised_window() {
+    let s = Endpoint::Server;
+    let chunk = |len| Kind::Chunk(ChunkEv { len });
+    let release_at = |bytes, at| {
+        Kind::Release(ReleaseEv {
+            bytes,
+            at,
+            seq: None,
+        })
+    };
+    let run = |kinds: Vec<Kind>| {
+        let mut a = Analyzer::new(0);
+        a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        a.feed(&ev(2, s, 1, rpc_start()));
+        for (i, k) in kinds.into_iter().enumerate() {
+            a.feed(&ev(3 + i as u64, s, 1, k));
+        }
+        a.finish(0, &Ending::Clean(Footer::default())).0
+    };
+    let decode = ReleasePoint::Decode;
+    let sum = run(vec![
+        chunk(40_000),
+        chunk(25_535),
+        release_at(65_535, decode),
+        chunk(65_535),
+        release_at(60_000, decode),
+        release_at(5_535, decode),
+    ]);
+    let credit = &sum.checks["credit"];
+    assert_eq!(credit.ok, Some(true), "{}", credit.detail);
+    assert_eq!(sum.release_point.as_deref(), Some("decode"));
+    assert_eq!((sum.releases, sum.released_bytes), (3, 131_070));
+    assert_eq!(sum.max_unreleased_bytes, 65_535);
+    assert_eq!(sum.max_stream_unreleased_bytes, 65_535);
+
+    let sum = run(vec![
+        chunk(10),
+        release_at(10, decode),
+        chunk(10),
+        release_at(10, ReleasePoint::Complete),
+        chunk(10),
+        release_at(10, decode),
+    ]);
+    assert_eq!(sum.release_point.as_deref(), Some("mixed"));
+    assert_eq!(sum.max_unreleased_bytes, 10);
+
+    let sum = run(vec![chunk(65_535), chunk(1)]);
+    let credit = &sum.checks["credit"];
+    assert_eq!(credit.ok, Some(false), "{}", credit.detail);
+    assert!(
+        credit.detail.contains(
+            "stream 1 held 65536 unreleased bytes at 0.000s, above the advertised window 65535"
+        ),
+        "{}",
+        credit.detail
+    );
+    assert_eq!(sum.max_unreleased_bytes, 65_536);
+}

@@ -142,6 +142,10 @@ mod tests {
         b.close(3, [4, 3, 0], false);
         let why = b.unsettled().unwrap();
         assert!(why.contains("connection 3, off by +1"), "{why}");
+        // Books first opened paired stay so, whatever leaves later.
+        b.close(3, [1, 0, 0], true);
+        assert!(b.unsettled().unwrap().contains("connection 3, off by +2"));
+        assert!(!b.left_unpaired(3));
     }
 
     /// Past [`MAX_KEPT`] unsettled books (or handed runs) the rest are

@@ -43,3 +43,41 @@ impl Pending {
         inc
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An increment carries releases in order, a release split across two
+    /// updates counts its latency at the second; an untimed release takes
+    /// its bytes and records nothing; what no release waits for is
+    /// returned.
+    #[test]
+    fn updates_carry_releases_in_order_and_return_the_rest() {
+        let mut p = Pending::default();
+        let mut lat = Histo::new(1.0);
+        assert!(p.is_empty());
+        p.push(10, 100, true);
+        p.push(20, 50, false);
+        p.push(30, 70, true);
+        assert!(!p.is_empty());
+        // The first whole, 20 of the second.
+        assert_eq!(p.consume(40, 120, &mut lat), 0);
+        assert_eq!((lat.len(), lat.summary().max), (1, 30.0));
+        // The second's last 30, the third, and 100 unmatched.
+        assert_eq!(p.consume(50, 200, &mut lat), 100);
+        let d = lat.summary();
+        assert_eq!((d.count, d.min, d.max), (2, 20.0, 30.0));
+        assert!(p.is_empty());
+        assert_eq!(p.consume(60, 5, &mut lat), 5);
+        // A release carried exactly, then one carried in two parts.
+        p.push(70, 8, true);
+        p.push(71, 8, true);
+        assert_eq!(p.consume(80, 8, &mut lat), 0);
+        assert_eq!(p.consume(90, 3, &mut lat), 0);
+        assert_eq!(lat.len(), 3);
+        assert_eq!(p.consume(95, 5, &mut lat), 0);
+        assert_eq!((lat.len(), lat.summary().max), (4, 30.0));
+        assert!(p.is_empty());
+    }
+}
