@@ -3212,11 +3212,15 @@ fn releases_are_summed_and_credit_is_judged_at_the_advertised_window() {
         chunk(65_535),
         release_at(60_000, decode),
         release_at(5_535, decode),
+        chunk(7),
+        release_at(7, ReleasePoint::End),
     ]);
     let credit = &sum.checks["credit"];
     assert_eq!(credit.ok, Some(true), "{}", credit.detail);
+    // The end's release is no release point, and counted apart.
     assert_eq!(sum.release_point.as_deref(), Some("decode"));
     assert_eq!((sum.releases, sum.released_bytes), (3, 131_070));
+    assert_eq!((sum.end_releases, sum.end_released_bytes), (1, 7));
     assert_eq!(sum.max_unreleased_bytes, 65_535);
     assert_eq!(sum.max_stream_unreleased_bytes, 65_535);
 
@@ -3242,4 +3246,104 @@ fn releases_are_summed_and_credit_is_judged_at_the_advertised_window() {
         credit.detail
     );
     assert_eq!(sum.max_unreleased_bytes, 65_536);
+}
+
+/// A server's messages through their life on hand-built events: decoded,
+/// queued, started, completed, one discarded while queued. The peaks of
+/// what the application owned and queued, the queue's depth, and each
+/// count (the run's, the stream's, the discard's reason) are the ones the
+/// events add up to; a discard takes a queued message out of the queue.
+#[test]
+fn a_messages_life_adds_up_to_the_peaks_and_counts() {
+    let s = Endpoint::Server;
+    let framed = [105, 205, 55, 1005, 105];
+    let decode = |seq: u64| {
+        let framed = framed[seq as usize];
+        Kind::Decode(MsgEv {
+            seq,
+            size: framed - 5,
+            framed,
+        })
+    };
+    // The `depth` and `queued_bytes` fields are the server's word; the
+    // analysis counts its own.
+    let enqueue = |seq| {
+        Kind::Enqueue(EnqueueEv {
+            seq,
+            depth: 0,
+            queued_bytes: 0,
+        })
+    };
+    let start = |seq| {
+        Kind::Start(StartEv {
+            seq,
+            worker: 0,
+            wait_ns: 0,
+            depth: 0,
+        })
+    };
+    let complete = |seq| {
+        Kind::Complete(CompleteEv {
+            seq,
+            worker: 0,
+            service_ns: 0,
+        })
+    };
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+    a.feed(&ev(2, s, 1, rpc_start()));
+    let data = Kind::Frame(frame(Dir::In, FrameType::DATA, 1475));
+    let discard = Kind::Discard(DiscardEv {
+        seq: 1,
+        reason: DiscardReason::Deadline,
+    });
+    let life = [
+        data,
+        decode(0),
+        enqueue(0),
+        decode(1),
+        enqueue(1),
+        start(0),
+        decode(2),
+        enqueue(2),
+        complete(0),
+        discard,
+        decode(3),
+        enqueue(3),
+        decode(4),
+        enqueue(4),
+        start(2),
+        complete(2),
+        start(3),
+        complete(3),
+        start(4),
+        complete(4),
+    ];
+    for (i, k) in life.into_iter().enumerate() {
+        a.feed(&ev(3 + i as u64, s, 1, k));
+    }
+    let end = Kind::RpcEnd(RpcEndEv {
+        status: 0,
+        message: String::new(),
+    });
+    a.feed(&ev(30, s, 1, end));
+    let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+    assert_eq!(
+        (sum.decoded, sum.completed, sum.discarded),
+        (5, 4, 1),
+        "{sum:?}"
+    );
+    // 55 queued after the discard, then 1005 and 105: 3 deep.
+    assert_eq!(sum.max_queued_bytes, 1165);
+    assert_eq!(sum.max_owned_bytes, 1165);
+    assert_eq!(sum.max_queue_depth, 3);
+    assert_eq!(sum.discarded_by_reason.get("deadline"), Some(&1));
+    // Completions over the first start (t = 8) to the last (t = 22).
+    assert_eq!(sum.completion_rate, 3.0 / (14.0 / 1e9));
+    let st = &sum.streams[..];
+    assert_eq!(st.len(), 1, "{st:?}");
+    assert_eq!(
+        (st[0].messages, st[0].completed, st[0].discarded),
+        (5, 4, 1)
+    );
 }
