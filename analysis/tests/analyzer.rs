@@ -3347,3 +3347,247 @@ fn a_messages_life_adds_up_to_the_peaks_and_counts() {
         (5, 4, 1)
     );
 }
+
+/// A server's stall described from each stream's state in the trace: the
+/// bytes held per connection, each stream's undecoded part, credit on the
+/// wire, release point, decoded bytes awaiting it and bytes never read
+/// (each named only when there are some), and the cause with its reading.
+#[test]
+fn a_server_stall_names_what_each_stream_holds_and_why_it_stalled() {
+    let s = Endpoint::Server;
+    let start_at = |release| {
+        Kind::RpcStart(RpcStartEv {
+            release: Some(release),
+            ..match rpc_start() {
+                Kind::RpcStart(r) => r,
+                _ => unreachable!(),
+            }
+        })
+    };
+    let data = |len| Kind::Frame(frame(Dir::In, FrameType::DATA, len));
+    let chunk = |len| Kind::Chunk(ChunkEv { len });
+    let decode = |framed| {
+        Kind::Decode(MsgEv {
+            seq: 0,
+            size: framed - 5,
+            framed,
+        })
+    };
+    let release = |bytes| {
+        Kind::Release(ReleaseEv {
+            bytes,
+            at: ReleasePoint::Decode,
+            seq: None,
+        })
+    };
+    let stalled = |conn, stream, unreleased| StallStream {
+        conn,
+        stream,
+        unreleased,
+        available: 0,
+    };
+    // The server's events on connection 1 (opened at t = 1) as
+    // (stream, kind), then a stall of `streams`: its cause and text.
+    let stall = |events: Vec<(u32, Kind)>, streams: Vec<StallStream>, window| {
+        let mut a = Analyzer::new(0);
+        a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        let mut t = 2;
+        for (stream, k) in events {
+            a.feed(&ev(t, s, stream, k));
+            t += 1;
+        }
+        let st = Kind::Stall(StallEv {
+            timeout_ns: 1_000_000_000,
+            pending: 3,
+            conn_window: window,
+            streams,
+        });
+        a.feed(&ev(t, s, 0, st));
+        let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+        (sum.stall_cause.unwrap(), sum.stall.unwrap())
+    };
+
+    // Stream 1 holds 20,000 B it read: 8,000 of a message not decoded,
+    // 12,000 of one awaiting `complete`, and 10,000 B it never read.
+    // Stream 3 released all it read at decode. Nothing withholds.
+    let (cause, text) = stall(
+        vec![
+            (1, start_at(ReleasePoint::Complete)),
+            (1, data(15_000)),
+            (1, data(15_000)),
+            (1, chunk(20_000)),
+            (1, decode(12_000)),
+            (3, start_at(ReleasePoint::Decode)),
+            (3, data(5_000)),
+            (3, chunk(5_000)),
+            (3, decode(5_000)),
+            (3, release(5_000)),
+        ],
+        vec![stalled(1, 1, 20_000), stalled(1, 3, 0)],
+        Some(65_535),
+    );
+    assert_eq!(cause, "other");
+    assert!(
+        text.ends_with(
+            "with 3 messages pending; \
+             connection 1: 20000 of 65535 B held unreleased, 30535 B of connection credit on the wire; \
+             1/1: 20000 B unreleased (8000 B of an undecoded message), 35535 B of stream credit on the wire, \
+             release at complete, 12000 B of decoded messages awaiting their release point, \
+             10000 B received the application never read \
+             (the server's own count: 20000 B unreleased; h2's available_capacity 0 B); \
+             1/3: 0 B unreleased (0 B of an undecoded message), 60535 B of stream credit on the wire, \
+             release at decode (the server's own count: 0 B unreleased; h2's available_capacity 0 B)"
+        ),
+        "{text}"
+    );
+
+    // A stream holding a decoded message released at decode: starvation,
+    // read by where the credit went.
+    let starving = |read: u32, conn_update: u32| {
+        let mut events = vec![(1, start_at(ReleasePoint::Decode))];
+        if conn_update > 0 {
+            events.push((0, wu(Dir::Out, conn_update)));
+        }
+        let mut left = read;
+        while left > 0 {
+            let n = left.min(16_384);
+            events.push((1, data(n)));
+            left -= n;
+        }
+        events.extend([(1, chunk(read)), (1, decode(read))]);
+        stall(events, vec![stalled(1, 1, read.into())], Some(65_535))
+    };
+    // Both windows spent on the wire: the connection's drained.
+    let (cause, text) = starving(65_535, 0);
+    assert_eq!(cause, "starvation");
+    assert!(
+        text.starts_with("starvation (a stream holds bytes its release point should have released, draining the shared connection window)"),
+        "{text}"
+    );
+    // The stream's own window spent, the connection's not.
+    let (cause, text) = starving(65_535, 1_000_000);
+    assert_eq!(cause, "starvation");
+    assert!(
+        text.starts_with("starvation (a stream holds bytes its release point should have released: its own stream window is spent, while the connection window still has credit)"),
+        "{text}"
+    );
+    // Credit left on both.
+    let (_, text) = starving(30_000, 1_000_000);
+    assert!(
+        text.starts_with("starvation (a stream holds bytes its release point should have released; its stream and the connection still had credit on the wire)"),
+        "{text}"
+    );
+
+    // The client's tap shows a stream h2 never opened while the server
+    // holds nothing: the stall is that stream's. With bytes held on the
+    // server's side, it is theirs.
+    let not_open = |held: u32| {
+        let c = Endpoint::Client;
+        let mut a = Analyzer::new(0);
+        a.feed(&ev(1, c, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+        a.feed(&ev(2, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        a.feed(&ev(3, c, 1, rpc_start()));
+        a.feed(&ev(
+            4,
+            c,
+            1,
+            Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10)),
+        ));
+        a.feed(&ev(5, c, 3, rpc_start()));
+        a.feed(&ev(6, s, 1, start_at(ReleasePoint::Complete)));
+        a.feed(&ev(7, s, 1, data(10_000)));
+        a.feed(&ev(8, s, 1, chunk(10_000)));
+        if held == 0 {
+            a.feed(&ev(
+                9,
+                s,
+                1,
+                Kind::Release(ReleaseEv {
+                    bytes: 10_000,
+                    at: ReleasePoint::End,
+                    seq: None,
+                }),
+            ));
+        }
+        let st = Kind::Stall(StallEv {
+            timeout_ns: 1_000_000_000,
+            pending: 3,
+            conn_window: Some(65_535),
+            streams: vec![stalled(1, 1, held.into())],
+        });
+        a.feed(&ev(10, s, 0, st));
+        let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+        (sum.stall_cause.unwrap(), sum.stall.unwrap())
+    };
+    let (cause, text) = not_open(0);
+    assert_eq!(cause, "not_open", "{text}");
+    assert!(
+        text.ends_with("; client connection 1: stream 3 not open (the server sent no SETTINGS: no stream opens before them)"),
+        "{text}"
+    );
+    let (cause, text) = not_open(10_000);
+    assert_eq!(cause, "other", "{text}");
+    assert!(text.contains("stream 3 not open"), "{text}");
+}
+
+/// The stream list of a trace with both sides: a unary call's stream has
+/// no schedule of its own (its connection scheduled its message), a
+/// stream offered bytes that carried none is listed with 0 bytes, and one
+/// offered nothing is not listed.
+#[test]
+fn the_stream_list_names_a_unary_calls_stream_and_streams_offered_bytes() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let schedule = |framed: u32| {
+        Kind::Schedule(MsgEv {
+            seq: 0,
+            size: framed.saturating_sub(5),
+            framed,
+        })
+    };
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, c, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+    a.feed(&ev(2, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+    // A unary call: its message scheduled on stream 0, sent on stream 1.
+    a.feed(&ev(3, c, 0, schedule(15)));
+    a.feed(&ev(4, c, 1, rpc_start()));
+    let send = SendEv {
+        seq: 0,
+        scheduled: 3,
+        begin: 4,
+        bytes: 15,
+    };
+    a.feed(&ev(5, c, 1, Kind::Send(send)));
+    a.feed(&ev(
+        6,
+        c,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::DATA, 15)),
+    ));
+    a.feed(&ev(
+        7,
+        s,
+        1,
+        Kind::Frame(frame(Dir::In, FrameType::DATA, 15)),
+    ));
+    // Stream 3 offered 10 bytes, stream 5 nothing; neither carried any.
+    a.feed(&ev(8, c, 3, schedule(10)));
+    a.feed(&ev(9, c, 5, schedule(0)));
+    let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+    let ids: Vec<u32> = sum.streams.iter().map(|f| f.stream).collect();
+    assert_eq!(ids, [1, 3], "{:?}", sum.streams);
+    assert_eq!((sum.stream_count, sum.streams_without_data), (2, 1));
+    let (unary, offered) = (&sum.streams[0], &sum.streams[1]);
+    assert_eq!(
+        (unary.bytes, unary.scheduled, unary.sent, unary.never_sent),
+        (15, None, Some(1), Some(0))
+    );
+    assert_eq!(
+        (
+            offered.bytes,
+            offered.offered_bytes,
+            offered.scheduled,
+            offered.sent
+        ),
+        (0, Some(10), Some(1), Some(0))
+    );
+}
