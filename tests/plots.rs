@@ -256,6 +256,77 @@ fn one_sided_traces_draw_what_they_have_and_say_what_is_missing() {
     screenshot(&client.join("credit.svg"), "credit-client-only.png");
 }
 
+/// `compare`'s credit plot draws a panel per configuration on one scale,
+/// each in its configuration's colour (its legend swatch in the other
+/// plots): drawn over each other, their min–max bands hid each other (a
+/// 32–64 KiB band covered the lines under it, one configuration unseen).
+#[test]
+fn compares_credit_plot_gives_each_configuration_a_panel_on_one_scale() {
+    let out = support::temp_dir("plots-compare").join("c");
+    let mut args = vec!["compare".to_string()];
+    let runs = [
+        "complete-unbounded",
+        "frame-bounded32",
+        "frame-direct",
+        "frame-unbounded",
+    ];
+    for r in runs {
+        args.push(format!(
+            "{}/captures/reference/{r}",
+            env!("CARGO_MANIFEST_DIR")
+        ));
+    }
+    args.extend(["--quiet".into(), "--out".into(), out.display().to_string()]);
+    support::h2probe_ok(&args);
+    let svg = std::fs::read_to_string(out.join("compare-credit.svg")).unwrap();
+    assert!(
+        svg.starts_with(r#"<svg width="1100" height="1360""#),
+        "4 panels of 340 px"
+    );
+    let titles: Vec<String> = texts(&svg)
+        .into_iter()
+        .map(|(_, t)| t)
+        .filter(|t| t.ends_with(": stream credit seen by the client (first stream)"))
+        .collect();
+    let labels = [
+        "release=complete queue=unbounded",
+        "release=frame queue=bounded:32",
+        "release=frame queue=direct",
+        "release=frame queue=unbounded",
+    ];
+    assert_eq!(titles.len(), 4, "{titles:?}");
+    for (title, label) in titles.iter().zip(labels) {
+        assert!(title.starts_with(&format!("{label}:")), "{title}");
+    }
+    // Swatches in the palette's order, as in compare-queue.svg's legend.
+    let swatches = |svg: &str| -> Vec<String> {
+        svg.split("<polyline ")
+            .filter(|p| p.contains(r#"stroke-width="4""#))
+            .filter_map(|p| Some(p.split("stroke=\"").nth(1)?.split('"').next()?.to_string()))
+            .collect()
+    };
+    let queue = std::fs::read_to_string(out.join("compare-queue.svg")).unwrap();
+    assert_eq!(swatches(&svg), ["#1F77B4", "#D62728", "#2CA02C", "#FF7F0E"]);
+    assert_eq!(swatches(&svg), swatches(&queue));
+    // One scale: every panel's y ticks are the same (the first panel's
+    // credit peaks near 48 KiB, the second's at 64).
+    let ticks: Vec<String> = texts(&svg)
+        .into_iter()
+        .filter(|(x, t)| *x < 90.0 && t.parse::<f64>().is_ok())
+        .map(|(_, t)| t)
+        .collect();
+    let per_panel: Vec<&[String]> = ticks.chunks(ticks.len() / 4).collect();
+    assert_eq!(ticks.len() % 4, 0, "{ticks:?}");
+    assert!(per_panel.iter().all(|p| *p == per_panel[0]), "{ticks:?}");
+    assert!(per_panel[0].contains(&"60".to_string()), "{ticks:?}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("<b>compare-credit.svg</b> — one panel per configuration (its first repeat), on one scale"),
+        "the page's caption"
+    );
+    screenshot(&out.join("compare-credit.svg"), "compare-credit.png");
+}
+
 /// Renders `svg` in headless Chromium and keeps the PNG under the test
 /// target's tmp dir (a loud skip without Chromium, a failure under CI).
 fn screenshot(svg: &Path, name: &str) {

@@ -1297,6 +1297,8 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>, part3: Option<
                 "the headline figures against the swept parameter (median, min–max whiskers over repeats)"
             } else if name.starts_with("part3-") {
                 caption(name)
+            } else if name == "compare-credit.svg" {
+                "one panel per configuration (its first repeat), on one scale"
             } else {
                 "one line per configuration (its first repeat)"
             };

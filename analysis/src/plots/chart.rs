@@ -126,6 +126,7 @@ fn draw_panel<DB: DrawingBackend>(
             y_max = y_max.max(*y);
         }
     }
+    y_max = y_max.max(panel.y_at_least);
     if y_max <= y_min {
         y_max = y_min + 1.0;
     }
@@ -213,7 +214,7 @@ fn draw_panel<DB: DrawingBackend>(
     }
     let mut banded = vec![false; panel.lines.len()];
     for (i, l) in panel.lines.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let color = COLORS[(panel.first_color + i) % COLORS.len()];
         if let Some((lo, hi)) = &edges[i] {
             banded[i] = true;
             // The band between the lowest and highest value per pixel, and
@@ -313,7 +314,10 @@ fn draw_panel<DB: DrawingBackend>(
                 format!(" — along the x axis (never above {})", tick(high))
             });
         }
-        entries.push(LegendEntry::Line(COLORS[i % COLORS.len()], label));
+        entries.push(LegendEntry::Line(
+            COLORS[(panel.first_color + i) % COLORS.len()],
+            label,
+        ));
     }
     for m in &panel.marks {
         let (Mark::H(_, s) | Mark::V(_, s)) = m;

@@ -1,4 +1,5 @@
-//! Plots across the configurations of a comparison, one line each.
+//! Plots across the configurations of a comparison: one line each, or,
+//! for the credit, one panel each on a shared scale.
 
 use super::*;
 use crate::analyze::Timeline;
@@ -63,22 +64,44 @@ pub fn compare_plots(dir: &Path, runs: &[(String, &Timeline)]) -> Result<Vec<Str
             lines(&|tl| tl.completed.filled_until(tl.end_s)),
         ),
     )?;
-    line_chart(
-        &dir.join("compare-credit.svg"),
-        x,
-        &panel(
-            "Stream credit seen by the client (client tap, first stream)",
-            "KiB",
-            false,
-            runs.iter()
-                .map(|(label, tl)| Line {
-                    label: label.as_str(),
-                    points: scaled(tl.credit_stream_client.filled_until(tl.end_s), 1024.0),
-                    band: scaled_band(tl.credit_stream_client.envelope(tl.end_s), 1024.0),
-                })
-                .collect(),
-        ),
-    )?;
+    // One panel per configuration on one scale: drawn over each other,
+    // their min–max bands hid each other (a 32–64 KiB band covered the
+    // lines below it).
+    let credit: Vec<Line<'_>> = runs
+        .iter()
+        .map(|(label, tl)| Line {
+            label: label.as_str(),
+            points: scaled(tl.credit_stream_client.filled_until(tl.end_s), 1024.0),
+            band: scaled_band(tl.credit_stream_client.envelope(tl.end_s), 1024.0),
+        })
+        .collect();
+    let top = credit
+        .iter()
+        .flat_map(|l| {
+            l.points
+                .iter()
+                .map(|p| p.1)
+                .chain(l.band.iter().map(|b| b.2))
+        })
+        .fold(0.0, f64::max);
+    let panels: Vec<Panel<'_>> = credit
+        .into_iter()
+        .enumerate()
+        .map(|(i, line)| Panel {
+            first_color: i,
+            y_at_least: top,
+            ..panel(
+                &format!(
+                    "{}: stream credit seen by the client (first stream)",
+                    line.label
+                ),
+                "KiB",
+                false,
+                vec![line],
+            )
+        })
+        .collect();
+    stacked_chart(&dir.join("compare-credit.svg"), x, &panels)?;
     Ok([
         "compare-queue.svg",
         "compare-owned.svg",

@@ -98,6 +98,12 @@ pub struct Panel<'a> {
     pub notes: Vec<String>,
     /// Drawn in the empty data area when no line has a point.
     pub empty_reason: String,
+    /// The palette index of the first line's colour: a panel of one
+    /// configuration among several keeps that configuration's colour.
+    pub first_color: usize,
+    /// The y axis reaches at least this high: panels meant to be read
+    /// against each other share a scale.
+    pub y_at_least: f64,
 }
 
 pub(crate) fn plot_err(path: &Path) -> impl Fn(String) -> PlotError + '_ {
