@@ -114,6 +114,25 @@ fn unprocessed_past_goaway(client_trace: &std::path::Path, streams: u64) -> u64 
     refused
 }
 
+/// The client run into `root/client` exited 0, or 4 for calls refused
+/// past a GOAWAY (see [`unprocessed_past_goaway`], `streams` its lanes):
+/// how many were.
+fn exit_allowing_refused(
+    client: &std::process::Output,
+    root: &std::path::Path,
+    streams: u64,
+) -> u64 {
+    let refused = unprocessed_past_goaway(&root.join("client/trace.jsonl"), streams);
+    let code = if refused == 0 { 0 } else { 4 };
+    assert_eq!(
+        client.status.code(),
+        Some(code),
+        "{refused} refused: {}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    refused
+}
+
 /// `run --rpc unary` with `args` (split at spaces; and --no-pcap) into
 /// `out`, which must succeed: what it printed.
 fn run_unary(out: &std::path::Path, args: &str) -> std::process::Output {
@@ -527,13 +546,7 @@ fn a_servers_maximum_connection_age_replaces_connections() {
     let stderr = String::from_utf8_lossy(&client.stderr);
     // A call h2 opened as the GOAWAY came can be refused (1 run in about
     // 40 under load): UNAVAILABLE, exit 4.
-    let refused = unprocessed_past_goaway(&root.join("client/trace.jsonl"), 2);
-    let code = if refused == 0 { 0 } else { 4 };
-    assert_eq!(
-        client.status.code(),
-        Some(code),
-        "{refused} refused: {stderr}"
-    );
+    let refused = exit_allowing_refused(&client, &root, 2);
     assert!(stderr.contains("were replaced"), "{stderr}");
     let _ = serve.wait();
     let trace = std::fs::read_to_string(root.join("server/trace.jsonl")).unwrap();
@@ -588,15 +601,7 @@ fn a_backlog_at_a_maximum_age_is_sent_over_the_replacement() {
     )
     .output()
     .unwrap();
-    let stderr = String::from_utf8_lossy(&client.stderr);
-    // See `unprocessed_past_goaway`.
-    let refused = unprocessed_past_goaway(&root.join("client/trace.jsonl"), 1);
-    let code = if refused == 0 { 0 } else { 4 };
-    assert_eq!(
-        client.status.code(),
-        Some(code),
-        "{refused} refused: {stderr}"
-    );
+    let refused = exit_allowing_refused(&client, &root, 1);
     let _ = serve.wait();
     let (out, s) = merged_holding_refused(&root, refused);
     assert_eq!(
