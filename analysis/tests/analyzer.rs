@@ -3591,3 +3591,108 @@ fn the_stream_list_names_a_unary_calls_stream_and_streams_offered_bytes() {
         (0, Some(10), Some(1), Some(0))
     );
 }
+
+/// At `frame` a stream releases what arrived: an RPC that ended OK having
+/// released every byte holds the check, one that released less, or more
+/// than it received, fails it, naming the stream and the bytes.
+#[test]
+fn at_frame_an_rpc_releases_exactly_the_bytes_it_received() {
+    let s = Endpoint::Server;
+    let check = |releases: &[u32]| {
+        let mut a = Analyzer::new(0);
+        a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        let start = Kind::RpcStart(RpcStartEv {
+            release: Some(ReleasePoint::Frame),
+            ..match rpc_start() {
+                Kind::RpcStart(r) => r,
+                _ => unreachable!(),
+            }
+        });
+        a.feed(&ev(2, s, 1, start));
+        a.feed(&ev(
+            3,
+            s,
+            1,
+            Kind::Frame(frame(Dir::In, FrameType::DATA, 100)),
+        ));
+        a.feed(&ev(4, s, 1, Kind::Chunk(ChunkEv { len: 100 })));
+        for (i, bytes) in releases.iter().enumerate() {
+            let r = ReleaseEv {
+                bytes: *bytes,
+                at: ReleasePoint::Frame,
+                seq: None,
+            };
+            a.feed(&ev(5 + i as u64, s, 1, Kind::Release(r)));
+        }
+        let end = Kind::RpcEnd(RpcEndEv {
+            status: 0,
+            message: String::new(),
+        });
+        a.feed(&ev(20, s, 1, end));
+        a.finish(0, &Ending::Clean(Footer::default())).0.checks["release_point"].clone()
+    };
+    let c = check(&[60, 40]);
+    assert_eq!(c.ok, Some(true), "{}", c.detail);
+    let c = check(&[60]);
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(
+        c.detail.contains(
+            "stream 1/1 ended OK having released 60 of the 100 bytes it received at frame"
+        ),
+        "{}",
+        c.detail
+    );
+    let c = check(&[60, 60]);
+    assert_eq!(c.ok, Some(false), "{}", c.detail);
+    assert!(
+        c.detail.contains(
+            "stream 1/1 had released 120 bytes at frame, more than the 100 it had received"
+        ),
+        "{}",
+        c.detail
+    );
+}
+
+/// `windows.csv`: every reconstructed window change, with the tap that
+/// saw it and the direction of the data it limits.
+#[test]
+fn the_window_log_has_every_window_change_by_tap_and_direction() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let path = std::env::temp_dir().join(format!("h2probe-window-log-{}.csv", std::process::id()));
+    let file = std::fs::File::create(&path).unwrap();
+    let mut a = Analyzer::new(0).with_window_log(Box::new(file));
+    a.feed(&ev(1, c, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+    a.feed(&ev(2, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+    a.feed(&ev(
+        3,
+        c,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::DATA, 100)),
+    ));
+    a.feed(&ev(
+        4,
+        s,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::DATA, 30)),
+    ));
+    let _ = a.finish(0, &Ending::Clean(Footer::default()));
+    let csv = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows[0],
+        ["t_s", "tap", "conn", "conn_key", "flow", "stream", "window"]
+    );
+    // The connection's window first, then the stream's; both taps name
+    // the connection by its client's and server's ports.
+    assert_eq!(
+        rows[1..].iter().map(|r| r.join(",")).collect::<Vec<_>>(),
+        [
+            "0.000000003,client,1,5000-80,c2s,0,65435",
+            "0.000000003,client,1,5000-80,c2s,1,65435",
+            "0.000000004,server,1,5000-80,s2c,0,65505",
+            "0.000000004,server,1,5000-80,s2c,1,65505",
+        ],
+        "{csv}"
+    );
+}

@@ -591,3 +591,61 @@ pub(super) fn wire_error_key(msg: &str) -> String {
         format!("wire_error: {}", words.join(" "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A round trip is the longest from a SETTINGS or PING to its ACK
+    /// (SETTINGS acknowledged in order, PINGs by their opaque data), or
+    /// the age of the oldest still unacknowledged; a peer that never
+    /// acknowledges has only the latest 16 of each kept.
+    #[test]
+    fn round_trips_time_each_ack_to_what_it_acknowledges() {
+        let mut r = RoundTrips::default();
+        r.settings_sent(10);
+        r.settings_sent(20);
+        r.settings_acked(50);
+        r.settings_acked(55);
+        assert_eq!((r.max_ns, r.at_least(1_000)), (40, 40));
+        r.ping_sent(60, 7);
+        r.ping_sent(61, 8);
+        r.ping_acked(90, 8);
+        assert_eq!(r.max_ns, 40);
+        // Stale data acknowledges nothing.
+        r.ping_acked(95, 99);
+        assert_eq!(r.at_least(160), 100, "ping 7 outstanding since 60");
+        r.ping_acked(200, 7);
+        assert_eq!((r.max_ns, r.at_least(1_000)), (140, 140));
+        for t in 0..17 {
+            r.settings_sent(1_000 + t);
+        }
+        assert_eq!(r.at_least(2_000), 999, "the oldest kept: 1,001");
+        for t in 0..17 {
+            r.ping_sent(3_000 + t, t);
+        }
+        r.ping_acked(4_000, 0);
+        assert_eq!(r.max_ns, 140, "ping 0 was not kept");
+    }
+
+    /// A window's exhaustion covers `[a, b]` when it began by `b` and ended
+    /// at `a` or later; the latest 256 closed spells are kept.
+    #[test]
+    fn exhaustion_spells_cover_the_moments_the_window_was_spent() {
+        let mut x = Exhaustion::default();
+        x.update(10, 0);
+        x.update(15, -3);
+        x.update(20, 5);
+        assert!(x.during(20, 30) && x.during(0, 10) && x.during(12, 13));
+        assert!(!x.during(21, 30) && !x.during(0, 9));
+        x.update(40, -1);
+        assert!(x.during(50, 60) && x.during(0, 40) && !x.during(25, 39));
+        let mut x = Exhaustion::default();
+        for i in 0..300 {
+            x.update(10 * i, 0);
+            x.update(10 * i + 1, 1);
+        }
+        // Spells 44 to 299 kept: 43 (430–431) not.
+        assert!(x.during(440, 440) && !x.during(430, 431));
+    }
+}
