@@ -3696,3 +3696,40 @@ fn the_window_log_has_every_window_change_by_tap_and_direction() {
         "{csv}"
     );
 }
+
+/// A frame's c2s latency pairs the client tap's write with the server
+/// tap's read of the same offset: a read in the write's nanosecond is no
+/// negative latency, one before it is; one side's frames wait for the
+/// other's up to the latest 100,000.
+#[test]
+fn frame_latency_pairs_writes_and_reads_by_offset() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let at = |offset| FrameEv {
+        offset,
+        ..frame(Dir::Out, FrameType::DATA, 1)
+    };
+    let latency = |writes: u64, read_offset: u64, write_t: u64, read_t: u64| {
+        let mut a = Analyzer::new(0);
+        a.feed(&ev(1, c, 0, open("127.0.0.1:5000", "127.0.0.1:80")));
+        a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        for k in 0..writes {
+            a.feed(&ev(write_t, c, 1, Kind::Frame(at(10 * k))));
+        }
+        let read = FrameEv {
+            dir: Dir::In,
+            ..at(read_offset)
+        };
+        a.feed(&ev(read_t, s, 1, Kind::Frame(read)));
+        let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+        (
+            sum.c2s_frame_latency_ms.count,
+            sum.c2s_frame_latency_negative,
+        )
+    };
+    assert_eq!(latency(1, 0, 5, 7), (1, 0));
+    assert_eq!(latency(1, 0, 5, 5), (1, 0));
+    assert_eq!(latency(1, 0, 5, 4), (1, 1));
+    // 100,001 writes: the first is dropped, the second still waits.
+    assert_eq!(latency(100_001, 10, 5, 7), (1, 0));
+    assert_eq!(latency(100_001, 0, 5, 7), (0, 0));
+}
