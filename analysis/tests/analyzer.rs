@@ -955,11 +955,17 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
     a.feed(&ev(25, c, 0, wu(Dir::In, 1_000_000)));
     a.feed(&ev(30, c, 3, data(65_535)));
     a.feed(&ev(41, c, 3, blocked(1, 31)));
+    // The server's update reopens it: a wait after is h2's, not the window's.
+    a.feed(&ev(50, c, 3, wu(Dir::In, 100_000)));
+    a.feed(&ev(70, c, 3, blocked(2, 60)));
     let (s, tl) = a.finish(0, &Ending::Clean(Footer::default()));
     assert_eq!(s.client_blocked_conn_window_s, 10e-9);
     assert_eq!(s.client_blocked_stream_window_s, 10e-9);
     assert!((s.client_window_blocked_s - 20e-9).abs() < 1e-15, "{s:?}");
-    assert_eq!(s.client_h2_buffer_blocked_s, 0.0);
+    assert!(
+        (s.client_h2_buffer_blocked_s - 10e-9).abs() < 1e-15,
+        "{s:?}"
+    );
     // The timeline's series holds both waits, in seconds.
     let total: f64 = tl.window_blocked.points().iter().map(|p| p.1).sum();
     assert!((total - 20e-9).abs() < 1e-15, "{total}");
@@ -3732,4 +3738,62 @@ fn frame_latency_pairs_writes_and_reads_by_offset() {
     // 100,001 writes: the first is dropped, the second still waits.
     assert_eq!(latency(100_001, 10, 5, 7), (1, 0));
     assert_eq!(latency(100_001, 0, 5, 7), (0, 0));
+}
+
+/// A WINDOW_UPDATE that pushes a window past 2^31-1 is a violation,
+/// placed at its own time.
+#[test]
+fn a_window_pushed_past_its_limit_is_a_violation_at_its_update() {
+    let s = Endpoint::Server;
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+    a.feed(&ev(5, s, 0, wu(Dir::Out, 2_147_483_647)));
+    a.feed(&ev(9, s, 0, wu(Dir::Out, 1)));
+    let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+    let c = &sum.checks["no_data_beyond_credit"];
+    assert_eq!(
+        (c.ok, c.first_t_s),
+        (Some(false), Some(5e-9)),
+        "{}",
+        c.detail
+    );
+    assert!(
+        c.detail.ends_with(
+            "first: window above 2^31-1 (FLOW_CONTROL_ERROR) on stream 0 (window 2147549182)"
+        ),
+        "{}",
+        c.detail
+    );
+}
+
+/// A SETTINGS that lowers the initial window excuses DATA past it only
+/// until the peer acknowledges it (RFC 9113 §6.9.2): the same DATA after
+/// the ACK is a violation.
+#[test]
+fn a_lowered_window_excuses_data_past_it_only_until_its_ack() {
+    let s = Endpoint::Server;
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+    let lower = Kind::Frame(FrameEv {
+        settings: Some(vec![(settings::INITIAL_WINDOW_SIZE, 100)]),
+        ..frame(Dir::Out, FrameType::SETTINGS, 6)
+    });
+    a.feed(&ev(2, s, 0, lower));
+    let data = || Kind::Frame(frame(Dir::In, FrameType::DATA, 150));
+    a.feed(&ev(3, s, 1, data()));
+    let ack = Kind::Frame(FrameEv {
+        flags: 0x1,
+        ..frame(Dir::In, FrameType::SETTINGS, 0)
+    });
+    a.feed(&ev(4, s, 0, ack));
+    a.feed(&ev(5, s, 3, data()));
+    let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+    let c = &sum.checks["no_data_beyond_credit"];
+    assert_eq!(
+        (c.ok, c.first_t_s),
+        (Some(false), Some(5e-9)),
+        "{}",
+        c.detail
+    );
+    assert!(c.detail.starts_with("1 violation"), "{}", c.detail);
 }
