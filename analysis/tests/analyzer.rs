@@ -3797,3 +3797,49 @@ fn a_lowered_window_excuses_data_past_it_only_until_its_ack() {
     );
     assert!(c.detail.starts_with("1 violation"), "{}", c.detail);
 }
+
+/// What held a stream pending open is read from the server's SETTINGS as
+/// the client's tap received them: its SETTINGS_MAX_CONCURRENT_STREAMS
+/// (whatever else the frame carries), none given, or no SETTINGS at all
+/// (the client's own do not count).
+#[test]
+fn a_stream_not_open_is_explained_by_the_servers_settings() {
+    let c = Endpoint::Client;
+    let text = |dir: Dir, settings: Vec<(u16, u32)>| {
+        let mut a = Analyzer::new(0);
+        let f = Kind::Frame(FrameEv {
+            settings: Some(settings),
+            ..frame(dir, FrameType::SETTINGS, 12)
+        });
+        a.feed(&ev(1, c, 0, f));
+        a.feed(&ev(2, c, 1, rpc_start()));
+        let stall = Kind::Stall(StallEv {
+            timeout_ns: 1_000,
+            pending: 1,
+            conn_window: None,
+            streams: vec![],
+        });
+        a.feed(&ev(1_050, c, 0, stall));
+        let s = a.finish(0, &Ending::Clean(Footer::default())).0;
+        s.stall.unwrap()
+    };
+    use settings::{INITIAL_WINDOW_SIZE, MAX_CONCURRENT_STREAMS};
+    let t = text(
+        Dir::In,
+        vec![(MAX_CONCURRENT_STREAMS, 1), (INITIAL_WINDOW_SIZE, 70_000)],
+    );
+    assert!(
+        t.contains("stream 1 not open (the server's SETTINGS_MAX_CONCURRENT_STREAMS is 1)"),
+        "{t}"
+    );
+    let t = text(Dir::In, vec![(INITIAL_WINDOW_SIZE, 70_000)]);
+    assert!(
+        t.contains("stream 1 not open (the server sent no SETTINGS_MAX_CONCURRENT_STREAMS)"),
+        "{t}"
+    );
+    let t = text(Dir::Out, vec![(MAX_CONCURRENT_STREAMS, 5)]);
+    assert!(
+        t.contains("stream 1 not open (the server sent no SETTINGS: no stream opens before them)"),
+        "{t}"
+    );
+}
