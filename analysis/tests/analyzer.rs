@@ -3843,3 +3843,30 @@ fn a_stream_not_open_is_explained_by_the_servers_settings() {
         "{t}"
     );
 }
+
+/// The server's SETTINGS raising the initial window reopens a client
+/// stream it had spent: a wait after is h2's, not the window's.
+#[test]
+fn a_raised_initial_window_reopens_a_spent_stream() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(
+        1,
+        c,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::DATA, 65_535)),
+    ));
+    a.feed(&ev(5, c, 0, wu(Dir::In, 1_000_000)));
+    let raise = Kind::Frame(FrameEv {
+        settings: Some(vec![(settings::INITIAL_WINDOW_SIZE, 100_000)]),
+        ..frame(Dir::In, FrameType::SETTINGS, 6)
+    });
+    a.feed(&ev(10, c, 0, raise));
+    a.feed(&ev(30, c, 1, blocked(0, 20, false)));
+    let s = a.finish(0, &Ending::Clean(Footer::default())).0;
+    assert_eq!(s.client_window_blocked_s, 0.0, "{s:?}");
+    assert!(
+        (s.client_h2_buffer_blocked_s - 10e-9).abs() < 1e-15,
+        "{s:?}"
+    );
+}
