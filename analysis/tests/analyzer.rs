@@ -978,16 +978,21 @@ fn window_blocked_waits_split_into_connection_and_own_stream_windows() {
 #[test]
 fn a_run_ended_stuck_only_past_its_longest_quiet_spell() {
     let c = Endpoint::Client;
-    let stall = |given_up: u64| {
+    // `empty`: an empty DATA frame (END_STREAM) at 35, which moves nothing.
+    let stall_with = |given_up: u64, empty: bool| {
         let mut a = Analyzer::new(0);
-        let data = || Kind::Frame(frame(Dir::Out, FrameType::DATA, 100));
+        let data = |len| Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
         for t in [10, 20, 30] {
-            a.feed(&ev(t, c, 1, data()));
+            a.feed(&ev(t, c, 1, data(100)));
+        }
+        if empty {
+            a.feed(&ev(35, c, 1, data(0)));
         }
         a.feed(&ev(given_up, c, 1, blocked(0, 31, true)));
         let (s, _) = a.finish(0, &Ending::Clean(Footer::default()));
         s.checks["no_stall"].clone()
     };
+    let stall = |given_up| stall_with(given_up, false);
     let quiet = stall(40);
     assert_eq!(quiet.ok, Some(true), "{}", quiet.detail);
     let stuck = stall(41);
@@ -997,6 +1002,26 @@ fn a_run_ended_stuck_only_past_its_longest_quiet_spell() {
         "{}",
         stuck.detail
     );
+    let stuck = stall_with(41, true);
+    assert_eq!(stuck.ok, None, "{}", stuck.detail);
+}
+
+/// DATA counted where it crossed: into the server's tap and out of the
+/// client's (the other directions carry responses).
+#[test]
+fn data_is_counted_into_the_server_and_out_of_the_client() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let mut a = Analyzer::new(0);
+    let data = |dir, len| Kind::Frame(frame(dir, FrameType::DATA, len));
+    a.feed(&ev(1, c, 1, data(Dir::Out, 100)));
+    a.feed(&ev(2, c, 1, data(Dir::Out, 0)));
+    a.feed(&ev(3, s, 1, data(Dir::In, 100)));
+    a.feed(&ev(4, s, 1, data(Dir::In, 50)));
+    a.feed(&ev(5, s, 1, data(Dir::Out, 7)));
+    a.feed(&ev(6, c, 1, data(Dir::In, 7)));
+    let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
+    assert_eq!((sum.data_frames_out, sum.data_bytes_out), (2, 100));
+    assert_eq!((sum.data_frames_in, sum.data_bytes_in), (2, 150));
 }
 
 /// A wait that never resumed is said beside the time it waited on,
