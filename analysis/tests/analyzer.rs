@@ -3895,3 +3895,31 @@ fn a_raised_initial_window_reopens_a_spent_stream() {
         "{s:?}"
     );
 }
+
+/// The server's responses spending the windows the server sends on are
+/// no evidence about the client's own: a client wait with its windows
+/// open is h2's, however the responses went.
+#[test]
+fn responses_spending_the_servers_windows_leave_the_clients_waits_alone() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    a.feed(&ev(
+        1,
+        c,
+        1,
+        Kind::Frame(frame(Dir::Out, FrameType::DATA, 10)),
+    ));
+    a.feed(&ev(
+        2,
+        c,
+        1,
+        Kind::Frame(frame(Dir::In, FrameType::DATA, 65_535)),
+    ));
+    a.feed(&ev(30, c, 1, blocked(0, 20, false)));
+    let s = a.finish(0, &Ending::Clean(Footer::default())).0;
+    assert_eq!(s.client_window_blocked_s, 0.0, "{s:?}");
+    assert!(
+        (s.client_h2_buffer_blocked_s - 10e-9).abs() < 1e-15,
+        "{s:?}"
+    );
+}
