@@ -333,11 +333,13 @@ mod tests {
         serde_json::to_string(e).unwrap() + "\n"
     }
 
-    /// Awkward strings: quotes, escapes, control bytes, non-ASCII, empty.
-    const STRINGS: [&str; 6] = [
+    /// Awkward strings: quotes, escapes (an even number of them too),
+    /// control bytes, non-ASCII, empty.
+    const STRINGS: [&str; 7] = [
         "",
         "/h2probe.v1.Sink/Ingest",
         "say \"no\"\\",
+        "two \"quotes\"",
         "line\nbreak\ttab\u{1}\u{1f}",
         "grüße ✓ \u{7f}",
         "QUJD+/==",
@@ -471,6 +473,8 @@ mod tests {
         let mut names = std::collections::BTreeSet::new();
         for (i, kind) in kinds().into_iter().enumerate() {
             names.insert(kind.name());
+            // Taken on the direct path, not handed to serde_json.
+            assert!(Obj { out: &mut vec![] }.kind(&kind), "{}", kind.name());
             let e = Event {
                 t: INTS[i % INTS.len()],
                 ep: [
@@ -508,6 +512,7 @@ mod tests {
                 }],
             }),
         ] {
+            assert!(!Obj { out: &mut vec![] }.kind(&kind), "{}", kind.name());
             let e = Event {
                 t: 42,
                 ep: Endpoint::Server,
