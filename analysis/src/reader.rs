@@ -831,6 +831,125 @@ fn frame_without_payload(text: &str, scratch: &mut String) -> Option<(Event, boo
 mod tests {
     use super::*;
 
+    /// The edges of what an event can be: a frame of 2^24−1 bytes can, one
+    /// more cannot; a `t` at the origin can, one before it cannot; a time
+    /// inside an event at the origin or at its own `t` can, outside cannot.
+    #[test]
+    fn impossible_events_are_told_at_their_edges() {
+        use crate::schema::{Dir, Endpoint, FrameEv, FrameType, IntervalEv, Kind};
+        let ev = |t, kind| Event {
+            t,
+            ep: Endpoint::Server,
+            conn: 1,
+            stream: 1,
+            kind,
+        };
+        let frame = |len| {
+            Kind::Frame(FrameEv {
+                len,
+                frame: FrameType::DATA,
+                dir: Dir::In,
+                ..FrameEv::default()
+            })
+        };
+        assert_eq!(impossible(&ev(10, frame((1 << 24) - 1)), 5), None);
+        assert!(impossible(&ev(10, frame(1 << 24)), 5).is_some());
+        assert_eq!(impossible(&ev(5, frame(1)), 5), None);
+        assert!(impossible(&ev(4, frame(1)), 5).is_some());
+        let blocked = |start| {
+            Kind::SocketBlocked(IntervalEv {
+                dir: Dir::Out,
+                start,
+                open: false,
+            })
+        };
+        for (start, possible) in [(4, false), (5, true), (10, true), (11, false)] {
+            let why = impossible(&ev(10, blocked(start)), 5);
+            assert_eq!(why.is_none(), possible, "start {start}: {why:?}");
+        }
+    }
+
+    /// A `BufRead` whose every fill is first interrupted once (EINTR).
+    struct Interrupting<'a> {
+        inner: &'a [u8],
+        interrupted: bool,
+    }
+
+    impl std::io::Read for Interrupting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.inner.read(buf)
+        }
+    }
+
+    impl BufRead for Interrupting<'_> {
+        fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+            if !self.interrupted {
+                self.interrupted = true;
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            self.inner.fill_buf()
+        }
+        fn consume(&mut self, n: usize) {
+            self.interrupted = false;
+            self.inner.consume(n);
+        }
+    }
+
+    /// A line is read whole through interrupted reads; another error ends
+    /// it; a line past the cap is read to its end, or with `stop_at_cap`
+    /// only as far as the fill that passed the cap, its bytes dropped.
+    #[test]
+    fn lines_are_read_capped_through_interruptions() {
+        let mut out = vec![];
+        let mut r = Interrupting {
+            inner: b"abc\ndef",
+            interrupted: false,
+        };
+        assert_eq!(
+            read_line_capped(&mut r, &mut out, 100, false).unwrap(),
+            (4, true)
+        );
+        assert_eq!(out, b"abc\n");
+        struct Failing;
+        impl std::io::Read for Failing {
+            fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::Other.into())
+            }
+        }
+        let mut failing = std::io::BufReader::new(Failing);
+        assert!(read_line_capped(&mut failing, &mut vec![], 100, false).is_err());
+        let text = b"abcdefghij\nxyz";
+        for (stop, read) in [(true, 6), (false, 11)] {
+            let mut r = std::io::BufReader::with_capacity(3, &text[..]);
+            let mut out = vec![];
+            assert_eq!(
+                read_line_capped(&mut r, &mut out, 4, stop).unwrap(),
+                (read, false)
+            );
+            assert!(out.is_empty());
+        }
+        let mut r = std::io::BufReader::with_capacity(3, &text[..]);
+        let _ = read_line_capped(&mut r, &mut vec![], 4, false);
+        let mut out = vec![];
+        assert_eq!(
+            read_line_capped(&mut r, &mut out, 4, false).unwrap(),
+            (3, true)
+        );
+        assert_eq!(out, b"xyz");
+    }
+
+    /// The JSON parser's place in the line is said as a column, and not
+    /// at all where it has none.
+    #[test]
+    fn a_parse_error_names_its_column_only_when_it_has_one() {
+        let err = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_err();
+        assert_eq!(within_line(&err("{x")), "key must be a string (column 2)");
+        assert_eq!(
+            within_line(&err("")),
+            "EOF while parsing a value at line 1 column 0"
+        );
+    }
+
     const HEADER: &str = r#"{"type":"header","schema":1,"tool":"h2probe test","clock":"CLOCK_MONOTONIC","origin_mono_ns":1,"origin_unix_ns":2}"#;
     const EV: &str = r#"{"t":5,"ep":"server","conn":1,"stream":1,"type":"chunk","len":10}"#;
 
