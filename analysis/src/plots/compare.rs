@@ -101,7 +101,14 @@ pub fn compare_plots(dir: &Path, runs: &[(String, &Timeline)]) -> Result<Vec<Str
             )
         })
         .collect();
-    stacked_chart(&dir.join("compare-credit.svg"), x, &panels)?;
+    let path = dir.join("compare-credit.svg");
+    if panels.is_empty() {
+        // No run's trace: the one empty panel says so.
+        let title = "Stream credit seen by the client (first stream)";
+        line_chart(&path, x, &panel(title, "KiB", false, vec![]))?;
+    } else {
+        stacked_chart(&path, x, &panels)?;
+    }
     Ok([
         "compare-queue.svg",
         "compare-owned.svg",

@@ -226,6 +226,21 @@ mod tests {
             .join(" ")
     }
 
+    /// A comparison without a run's trace still writes its plots, each
+    /// saying it has nothing (the credit plot too, with no panel to stack).
+    #[test]
+    fn a_comparison_without_traces_writes_plots_that_say_so() {
+        let dir = std::env::temp_dir().join(format!("h2probe-compare-none-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let names = compare_plots(&dir, &[]).unwrap();
+        for name in &names {
+            let svg = std::fs::read_to_string(dir.join(name)).unwrap();
+            assert!(svg.contains("no run recorded this"), "{name}");
+        }
+        assert!(names.contains(&"compare-credit.svg".to_string()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_line_under_another_is_named_and_a_different_one_is_not() {
         let ramp: Vec<(f64, f64)> = (0..100).map(|i| (i as f64 / 10.0, i as f64)).collect();
