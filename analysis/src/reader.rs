@@ -1386,6 +1386,47 @@ mod tests {
         bytes[crc] ^= 1;
         let said = gzip(&bytes).expect("the checksum's failure");
         assert!(said.starts_with("past the footer at line 3: "), "{said}");
+        // Cut inside the checksum: the end comes too soon, past a whole
+        // footer, and costs nothing.
+        let whole = gz_bytes(&text);
+        assert_eq!(gzip(&whole[..whole.len() - 4]), None);
+    }
+
+    fn gz_bytes(text: &str) -> Vec<u8> {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(text.as_bytes()).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// Reads interrupted (EINTR) before every fill, past the footer too,
+    /// lose nothing and are no read error.
+    #[test]
+    fn interrupted_reads_are_retried_to_the_end() {
+        let footer = r#"{"type":"footer","events":1,"dropped":{}}"#;
+        let text = format!("{HEADER}\n{EV}\n{footer}\n\n  \n");
+        let input = Interrupting {
+            inner: text.as_bytes(),
+            interrupted: false,
+        };
+        let mut r = TraceReader::new(input).unwrap();
+        assert_eq!(r.by_ref().filter(Result::is_ok).count(), 1);
+        assert!(matches!(r.ending(), Ending::Clean(_)), "{:?}", r.ending());
+        assert_eq!(r.read_error, None);
+    }
+
+    /// `no_trace_in` a file names the directory it stands in.
+    #[test]
+    fn a_file_given_for_a_run_directory_names_its_parent() {
+        let dir = std::env::temp_dir().join(format!("h2probe-afile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("trace.jsonl");
+        std::fs::write(&file, "").unwrap();
+        match OpenError::no_trace_in(&file) {
+            OpenError::AFile { parent, .. } => assert_eq!(parent, dir.display().to_string()),
+            other => panic!("{other}"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A damaged compressed stream ends the reading with one error (it came
