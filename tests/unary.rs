@@ -53,10 +53,9 @@ fn merged_holding_refused(
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&merged.stdout).into_owned();
-    let code = if refused == 0 { 0 } else { 4 };
     assert_eq!(
         merged.status.code(),
-        Some(code),
+        exit_for(refused),
         "{out}{}",
         String::from_utf8_lossy(&merged.stderr)
     );
@@ -114,6 +113,12 @@ fn unprocessed_past_goaway(client_trace: &std::path::Path, streams: u64) -> u64 
     refused
 }
 
+/// The exit code of a client or merge whose run had `refused` calls
+/// refused past a GOAWAY: 4 (an RPC ended non-OK) for any.
+fn exit_for(refused: u64) -> Option<i32> {
+    Some(if refused == 0 { 0 } else { 4 })
+}
+
 /// The client run into `root/client` exited 0, or 4 for calls refused
 /// past a GOAWAY (see [`unprocessed_past_goaway`], `streams` its lanes):
 /// how many were.
@@ -123,10 +128,9 @@ fn exit_allowing_refused(
     streams: u64,
 ) -> u64 {
     let refused = unprocessed_past_goaway(&root.join("client/trace.jsonl"), streams);
-    let code = if refused == 0 { 0 } else { 4 };
     assert_eq!(
         client.status.code(),
-        Some(code),
+        exit_for(refused),
         "{refused} refused: {}",
         String::from_utf8_lossy(&client.stderr)
     );

@@ -43,6 +43,28 @@ fn rpc_start() -> Kind {
     })
 }
 
+/// [`rpc_start`] naming its release point.
+fn rpc_start_at(release: ReleasePoint) -> Kind {
+    Kind::RpcStart(RpcStartEv {
+        path: "/p".into(),
+        deadline_ns: None,
+        framing: None,
+        release: Some(release),
+        withhold_after: None,
+    })
+}
+
+fn rpc_end(status: u32) -> Kind {
+    Kind::RpcEnd(RpcEndEv {
+        status,
+        message: String::new(),
+    })
+}
+
+fn chunk(len: u32) -> Kind {
+    Kind::Chunk(ChunkEv { len })
+}
+
 fn frame(dir: Dir, ty: FrameType, len: u32) -> FrameEv {
     FrameEv {
         dir,
@@ -65,10 +87,15 @@ fn blocked(seq: u64, start: u64, open: bool) -> Kind {
     Kind::WindowBlocked(WindowBlockedEv { seq, start, open })
 }
 
+/// A release at decode naming no message.
 fn release(bytes: u32) -> Kind {
+    release_at(bytes, ReleasePoint::Decode)
+}
+
+fn release_at(bytes: u32, at: ReleasePoint) -> Kind {
     Kind::Release(ReleaseEv {
         bytes,
-        at: ReleasePoint::Decode,
+        at,
         seq: None,
     })
 }
@@ -1952,7 +1979,6 @@ fn the_release_point_check_judges_each_release_against_its_streams_point() {
     };
     let start = |point| start_with(Some(point), None);
     let rel = |bytes, at, seq| Kind::Release(ReleaseEv { bytes, at, seq });
-    let chunk = |len| Kind::Chunk(ChunkEv { len });
     let decode = |seq| {
         Kind::Decode(MsgEv {
             seq,
@@ -3218,14 +3244,6 @@ fn books_past_the_cap_keep_the_lowest_connections() {
 #[test]
 fn releases_are_summed_and_credit_is_judged_at_the_advertised_window() {
     let s = Endpoint::Server;
-    let chunk = |len| Kind::Chunk(ChunkEv { len });
-    let release_at = |bytes, at| {
-        Kind::Release(ReleaseEv {
-            bytes,
-            at,
-            seq: None,
-        })
-    };
     let run = |kinds: Vec<Kind>| {
         let mut a = Analyzer::new(0);
         a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
@@ -3353,11 +3371,7 @@ fn a_messages_life_adds_up_to_the_peaks_and_counts() {
     for (i, k) in life.into_iter().enumerate() {
         a.feed(&ev(3 + i as u64, s, 1, k));
     }
-    let end = Kind::RpcEnd(RpcEndEv {
-        status: 0,
-        message: String::new(),
-    });
-    a.feed(&ev(30, s, 1, end));
+    a.feed(&ev(30, s, 1, rpc_end(0)));
     let sum = a.finish(0, &Ending::Clean(Footer::default())).0;
     assert_eq!(
         (sum.decoded, sum.completed, sum.discarded),
@@ -3386,29 +3400,12 @@ fn a_messages_life_adds_up_to_the_peaks_and_counts() {
 #[test]
 fn a_server_stall_names_what_each_stream_holds_and_why_it_stalled() {
     let s = Endpoint::Server;
-    let start_at = |release| {
-        Kind::RpcStart(RpcStartEv {
-            release: Some(release),
-            ..match rpc_start() {
-                Kind::RpcStart(r) => r,
-                _ => unreachable!(),
-            }
-        })
-    };
     let data = |len| Kind::Frame(frame(Dir::In, FrameType::DATA, len));
-    let chunk = |len| Kind::Chunk(ChunkEv { len });
     let decode = |framed| {
         Kind::Decode(MsgEv {
             seq: 0,
             size: framed - 5,
             framed,
-        })
-    };
-    let release = |bytes| {
-        Kind::Release(ReleaseEv {
-            bytes,
-            at: ReleasePoint::Decode,
-            seq: None,
         })
     };
     let stalled = |conn, stream, unreleased| StallStream {
@@ -3443,12 +3440,12 @@ fn a_server_stall_names_what_each_stream_holds_and_why_it_stalled() {
     // Stream 3 released all it read at decode. Nothing withholds.
     let (cause, text) = stall(
         vec![
-            (1, start_at(ReleasePoint::Complete)),
+            (1, rpc_start_at(ReleasePoint::Complete)),
             (1, data(15_000)),
             (1, data(15_000)),
             (1, chunk(20_000)),
             (1, decode(12_000)),
-            (3, start_at(ReleasePoint::Decode)),
+            (3, rpc_start_at(ReleasePoint::Decode)),
             (3, data(5_000)),
             (3, chunk(5_000)),
             (3, decode(5_000)),
@@ -3475,7 +3472,7 @@ fn a_server_stall_names_what_each_stream_holds_and_why_it_stalled() {
     // A stream holding a decoded message released at decode: starvation,
     // read by where the credit went.
     let starving = |read: u32, conn_update: u32| {
-        let mut events = vec![(1, start_at(ReleasePoint::Decode))];
+        let mut events = vec![(1, rpc_start_at(ReleasePoint::Decode))];
         if conn_update > 0 {
             events.push((0, wu(Dir::Out, conn_update)));
         }
@@ -3525,20 +3522,11 @@ fn a_server_stall_names_what_each_stream_holds_and_why_it_stalled() {
             Kind::Frame(frame(Dir::Out, FrameType::HEADERS, 10)),
         ));
         a.feed(&ev(5, c, 3, rpc_start()));
-        a.feed(&ev(6, s, 1, start_at(ReleasePoint::Complete)));
+        a.feed(&ev(6, s, 1, rpc_start_at(ReleasePoint::Complete)));
         a.feed(&ev(7, s, 1, data(10_000)));
         a.feed(&ev(8, s, 1, chunk(10_000)));
         if held == 0 {
-            a.feed(&ev(
-                9,
-                s,
-                1,
-                Kind::Release(ReleaseEv {
-                    bytes: 10_000,
-                    at: ReleasePoint::End,
-                    seq: None,
-                }),
-            ));
+            a.feed(&ev(9, s, 1, release_at(10_000, ReleasePoint::End)));
         }
         let st = Kind::Stall(StallEv {
             timeout_ns: 1_000_000_000,
@@ -3632,34 +3620,19 @@ fn at_frame_an_rpc_releases_exactly_the_bytes_it_received() {
     let check = |releases: &[u32]| {
         let mut a = Analyzer::new(0);
         a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
-        let start = Kind::RpcStart(RpcStartEv {
-            release: Some(ReleasePoint::Frame),
-            ..match rpc_start() {
-                Kind::RpcStart(r) => r,
-                _ => unreachable!(),
-            }
-        });
-        a.feed(&ev(2, s, 1, start));
+        a.feed(&ev(2, s, 1, rpc_start_at(ReleasePoint::Frame)));
         a.feed(&ev(
             3,
             s,
             1,
             Kind::Frame(frame(Dir::In, FrameType::DATA, 100)),
         ));
-        a.feed(&ev(4, s, 1, Kind::Chunk(ChunkEv { len: 100 })));
+        a.feed(&ev(4, s, 1, chunk(100)));
         for (i, bytes) in releases.iter().enumerate() {
-            let r = ReleaseEv {
-                bytes: *bytes,
-                at: ReleasePoint::Frame,
-                seq: None,
-            };
-            a.feed(&ev(5 + i as u64, s, 1, Kind::Release(r)));
+            let r = release_at(*bytes, ReleasePoint::Frame);
+            a.feed(&ev(5 + i as u64, s, 1, r));
         }
-        let end = Kind::RpcEnd(RpcEndEv {
-            status: 0,
-            message: String::new(),
-        });
-        a.feed(&ev(20, s, 1, end));
+        a.feed(&ev(20, s, 1, rpc_end(0)));
         a.finish(0, &Ending::Clean(Footer::default())).0.checks["release_point"].clone()
     };
     let c = check(&[60, 40]);

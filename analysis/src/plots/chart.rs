@@ -47,6 +47,18 @@ fn x_extent(lines: &[Line<'_>]) -> f64 {
     }
 }
 
+/// The lowest and highest value the lines reach, points and bands, with 0
+/// always inside.
+pub(crate) fn y_extent(lines: &[Line<'_>]) -> (f64, f64) {
+    let values = lines.iter().flat_map(|l| {
+        l.points
+            .iter()
+            .map(|p| (p.1, p.1))
+            .chain(l.band.iter().map(|b| (b.1, b.2)))
+    });
+    values.fold((0.0f64, 0.0f64), |(lo, hi), (a, b)| (lo.min(a), hi.max(b)))
+}
+
 /// The value of a step line at `t` (the last point at or before it).
 fn step_at(points: &[(f64, f64)], t: f64) -> Option<f64> {
     let i = points.partition_point(|p| p.0 <= t);
@@ -110,17 +122,7 @@ fn draw_panel<DB: DrawingBackend>(
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     let (w, _) = area.dim_in_pixel();
     let (data, legend) = area.split_horizontally(w.saturating_sub(LEGEND_W));
-    let (mut y_min, mut y_max) = (0.0f64, 0.0f64);
-    for l in &panel.lines {
-        for &(_, y) in &l.points {
-            y_min = y_min.min(y);
-            y_max = y_max.max(y);
-        }
-        for &(_, lo, hi) in &l.band {
-            y_min = y_min.min(lo);
-            y_max = y_max.max(hi);
-        }
-    }
+    let (y_min, mut y_max) = y_extent(&panel.lines);
     for m in &panel.marks {
         if let Mark::H(y, _) = m {
             y_max = y_max.max(*y);

@@ -75,15 +75,7 @@ pub fn compare_plots(dir: &Path, runs: &[(String, &Timeline)]) -> Result<Vec<Str
             band: scaled_band(tl.credit_stream_client.envelope(tl.end_s), 1024.0),
         })
         .collect();
-    let top = credit
-        .iter()
-        .flat_map(|l| {
-            l.points
-                .iter()
-                .map(|p| p.1)
-                .chain(l.band.iter().map(|b| b.2))
-        })
-        .fold(0.0, f64::max);
+    let top = super::chart::y_extent(&credit).1;
     let panels: Vec<Panel<'_>> = credit
         .into_iter()
         .enumerate()
