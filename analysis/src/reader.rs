@@ -831,6 +831,34 @@ fn frame_without_payload(text: &str, scratch: &mut String) -> Option<(Event, boo
 mod tests {
     use super::*;
 
+    /// The fast path for dropped payloads takes h2probe's own frame lines:
+    /// the event without its bytes, and whether the base64 holds `len`
+    /// bytes; anything else is left to the full parse.
+    #[test]
+    fn a_frame_line_is_read_past_its_payload() {
+        let mut scratch = String::new();
+        let line = |len: u32, b64: &str| {
+            format!(
+                r#"{{"t":5,"ep":"server","conn":1,"stream":1,"type":"frame","dir":"in","offset":9,"frame":"DATA","flags":0,"len":{len},"payload":"{b64}"}}"#
+            )
+        };
+        let (e, sound) = frame_without_payload(&line(3, "AQID"), &mut scratch).unwrap();
+        assert!(sound);
+        assert_eq!(e.t, 5);
+        let crate::schema::Kind::Frame(f) = &e.kind else {
+            panic!("not a frame: {e:?}");
+        };
+        assert_eq!((f.len, f.offset, f.payload.as_ref()), (3, 9, None));
+        let (_, sound) = frame_without_payload(&line(4, "AQID"), &mut scratch).unwrap();
+        assert!(!sound, "3 bytes of base64 for a 4-byte frame");
+        // Not base64, a WINDOW_UPDATE, a line not ending in its payload.
+        assert!(frame_without_payload(&line(3, "AQ\\D"), &mut scratch).is_none());
+        let wu = r#"{"t":6,"ep":"server","conn":1,"stream":0,"type":"frame","dir":"out","offset":9,"frame":"WINDOW_UPDATE","flags":0,"len":4,"increment":1,"payload":"AAAAAQ=="}"#;
+        assert!(frame_without_payload(wu, &mut scratch).is_none());
+        let last = r#"{"t":5,"ep":"server","conn":1,"stream":1,"type":"frame","dir":"in","offset":9,"frame":"DATA","flags":0,"payload":"AQID","len":3}"#;
+        assert!(frame_without_payload(last, &mut scratch).is_none());
+    }
+
     /// What stands at a trace's path and is no file is named: a FIFO, a
     /// device; a regular file is read.
     #[test]
