@@ -3549,6 +3549,48 @@ fn a_server_stall_names_what_each_stream_holds_and_why_it_stalled() {
     assert!(text.contains("stream 3 not open"), "{text}");
 }
 
+/// A server connection its tap recorded nothing of (no open, no frame: its
+/// events lost, or a trace edited) has no window to tell: the stall says
+/// so instead of the default 65,535 B of credit.
+#[test]
+fn a_stall_on_a_connection_the_tap_never_saw_has_no_credit_to_tell() {
+    let s = Endpoint::Server;
+    let stall = |tapped: bool| {
+        let mut a = Analyzer::new(0);
+        if tapped {
+            a.feed(&ev(1, s, 0, open("127.0.0.1:80", "127.0.0.1:5000")));
+        }
+        a.feed(&ev(2, s, 1, rpc_start_at(ReleasePoint::Complete)));
+        a.feed(&ev(3, s, 1, chunk(20_000)));
+        let st = Kind::Stall(StallEv {
+            timeout_ns: 1_000_000_000,
+            pending: 1,
+            conn_window: Some(65_535),
+            streams: vec![StallStream {
+                conn: 1,
+                stream: 1,
+                unreleased: 20_000,
+                available: 0,
+            }],
+        });
+        a.feed(&ev(4, s, 0, st));
+        a.finish(0, &Ending::Clean(Footer::default()))
+            .0
+            .stall
+            .unwrap()
+    };
+    let text = stall(false);
+    assert!(
+        text.contains("connection 1: 20000 of 65535 B held unreleased, no record of connection credit on the wire;"),
+        "{text}"
+    );
+    let text = stall(true);
+    assert!(
+        text.contains("connection 1: 20000 of 65535 B held unreleased, 65535 B of connection credit on the wire;"),
+        "{text}"
+    );
+}
+
 /// The stream list of a trace with both sides: a unary call's stream has
 /// no schedule of its own (its connection scheduled its message), a
 /// stream offered bytes that carried none is listed with 0 bytes, and one

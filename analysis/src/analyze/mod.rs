@@ -494,6 +494,7 @@ impl Analyzer {
             }
             Kind::ConnOpen(c) => {
                 let conn = self.conns.entry((e.ep, e.conn)).or_default();
+                conn.tapped = true;
                 conn.local = c.local.clone();
                 conn.peer = c.peer.clone();
                 conn.key = crate::schema::conn_key(e.ep, &c.local, &c.peer).unwrap_or_default();

@@ -128,10 +128,13 @@ impl Analyzer {
             .map_or("an unrecorded window".to_string(), |w| format!("{w} B"));
         let cause = stall_cause(window, states.iter().copied());
         // The connection credit the client still had on the wire at `t`:
-        // the server tap's reconstructed receive window (None without it).
+        // the server tap's reconstructed receive window (None when the tap
+        // recorded nothing of the connection: its entry then comes from
+        // application events, and its window is only the default).
         let credit = |c: u32| {
             self.conns
                 .get(&(Endpoint::Server, c))
+                .filter(|x| x.tapped)
                 .map(|x| x.flows[Flow::C2s as usize].conn())
         };
         let conns: Vec<String> = per_conn

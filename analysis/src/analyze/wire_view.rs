@@ -62,6 +62,9 @@ pub(super) struct Conn {
     pub(super) messages: [u64; 3],
     /// Client tap: RPCs that ended other than OK on it.
     pub(super) not_ok: u64,
+    /// The tap recorded the connection (its open or a frame of it): an
+    /// entry made by application events alone has no window to tell.
+    pub(super) tapped: bool,
     /// Client tap: streams not yet retired whose END_STREAM it wrote:
     /// every byte the client handed to h2 before it left first (the one-sided
     /// `bytes` check).
@@ -304,6 +307,7 @@ impl Analyzer {
         let t = e.t;
         let travel = flow_of(e.ep, f.dir);
         let conn = self.conns.entry((e.ep, e.conn)).or_default();
+        conn.tapped = true;
         let late = e.stream != 0 && conn.retired.contains(e.stream);
         if e.stream != 0 && !late {
             let seen = conn.seen.entry(e.stream).or_insert((t, t));
