@@ -1144,7 +1144,7 @@ impl Drop for PanicAlarm<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::schema::{ChunkEv, Dir, FrameEv, FrameType, RpcStartEv};
+    use crate::trace::schema::{ChunkEv, Dir, FrameEv, FrameType, RpcEndEv, RpcStartEv};
     use h2probe_analysis::reader::{Ending, TraceReader};
 
     /// Records a `chunk` event of `len` bytes on connection 1.
@@ -1618,11 +1618,11 @@ mod tests {
         }
     }
 
-    /// A SETTINGS list and a request's path are heap the peer sizes: they
-    /// count against the payload budget like payload (a flood of 16 KiB
-    /// SETTINGS frames, 2,730 entries each, held 1.7 GB uncounted). Past
-    /// it a frame keeps the last value of each defined setting, a path its
-    /// first 256 bytes.
+    /// A SETTINGS list, a request's path and an RPC's end message are heap
+    /// the peer sizes: they count against the payload budget like payload
+    /// (a flood of 16 KiB SETTINGS frames, 2,730 entries each, held 1.7 GB
+    /// uncounted). Past it a frame keeps the last value of each defined
+    /// setting, a path or a message its first 256 bytes.
     #[test]
     fn settings_lists_and_paths_count_against_the_payload_budget() {
         let rec = unwritten_with_budget(30_000);
@@ -1650,8 +1650,15 @@ mod tests {
                 withhold_after: None,
             })
         });
+        let message = "m".repeat(9_000);
+        rec.emit(Endpoint::Server, 1, 1, 4, KindId::RpcEnd, || {
+            Kind::RpcEnd(RpcEndEv {
+                status: 13,
+                message,
+            })
+        });
         let st = rec.stats();
-        assert_eq!((st.accepted, st.dropped_total()), (3, 0), "{st:?}");
+        assert_eq!((st.accepted, st.dropped_total()), (4, 0), "{st:?}");
         assert_eq!(st.payload_dropped_frames, 1, "{st:?}");
         assert_eq!(st.payload_dropped_bytes, 2_733 * 6, "{st:?}");
         let events: Vec<Event> = rec
@@ -1663,8 +1670,13 @@ mod tests {
             .iter()
             .flat_map(|slot| slot.lock().events.clone())
             .collect();
-        match (&events[0].kind, &events[1].kind, &events[2].kind) {
-            (Kind::Frame(a), Kind::Frame(b), Kind::RpcStart(r)) => {
+        match (
+            &events[0].kind,
+            &events[1].kind,
+            &events[2].kind,
+            &events[3].kind,
+        ) {
+            (Kind::Frame(a), Kind::Frame(b), Kind::RpcStart(r), Kind::RpcEnd(end)) => {
                 assert_eq!(a.settings.as_ref().map(Vec::len), Some(2_733));
                 assert!(!a.payload_dropped);
                 assert_eq!(b.settings.as_deref(), Some(&[(4, 2_000), (1, 4096)][..]));
@@ -1676,15 +1688,20 @@ mod tests {
                     "{}",
                     r.path
                 );
+                assert!(
+                    end.message
+                        .ends_with("(8744 bytes not kept: the recorder's payload bound was full)"),
+                    "{}",
+                    end.message
+                );
             }
             other => panic!("{other:?}"),
         }
-        // Held: the first list, the second's two entries, the path's rest.
+        // Held: the first list, the second's two entries, the path's and
+        // the message's rest.
         assert_eq!(
             rec.shared.payload_in_flight.load(Ordering::Relaxed),
-            payload_bytes(&events[0].kind)
-                + payload_bytes(&events[1].kind)
-                + payload_bytes(&events[2].kind)
+            events.iter().map(|e| payload_bytes(&e.kind)).sum::<u64>()
         );
     }
 
