@@ -1705,6 +1705,20 @@ mod tests {
         );
     }
 
+    /// A path or message of up to 256 bytes is bounded with the event
+    /// count and costs no budget; a longer one counts whole.
+    #[test]
+    fn only_texts_longer_than_what_is_kept_count_against_the_budget() {
+        let end = |n: usize| {
+            Kind::RpcEnd(RpcEndEv {
+                status: 2,
+                message: "m".repeat(n),
+            })
+        };
+        assert_eq!(payload_bytes(&end(KEPT_TEXT)), 0);
+        assert_eq!(payload_bytes(&end(KEPT_TEXT + 1)), 257);
+    }
+
     /// The bound the README states: twice 65,536 slots × at most 152 B (19 MiB)
     /// plus the payload budget (64 MiB).
     #[test]
