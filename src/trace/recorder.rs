@@ -1706,9 +1706,10 @@ mod tests {
     }
 
     /// A path or message of up to 256 bytes is bounded with the event
-    /// count and costs no budget; a longer one counts whole.
+    /// count and costs no budget; a longer one counts whole, and is cut on
+    /// a character's boundary once past the budget.
     #[test]
-    fn only_texts_longer_than_what_is_kept_count_against_the_budget() {
+    fn only_texts_longer_than_what_is_kept_count_against_the_budget_and_are_cut_whole() {
         let end = |n: usize| {
             Kind::RpcEnd(RpcEndEv {
                 status: 2,
@@ -1717,6 +1718,15 @@ mod tests {
         };
         assert_eq!(payload_bytes(&end(KEPT_TEXT)), 0);
         assert_eq!(payload_bytes(&end(KEPT_TEXT + 1)), 257);
+        // Shortened on a character's boundary: a 2-byte character across
+        // the 256th byte is lost whole.
+        let mut text = "m".repeat(KEPT_TEXT - 1) + "é" + &"x".repeat(100);
+        shorten(&mut text);
+        assert_eq!(
+            text,
+            "m".repeat(KEPT_TEXT - 1)
+                + "… (102 bytes not kept: the recorder's payload bound was full)"
+        );
     }
 
     /// The bound the README states: twice 65,536 slots × at most 152 B (19 MiB)

@@ -774,6 +774,21 @@ mod tests {
         }
     }
 
+    /// A connection's window mismatches are all counted and the first
+    /// `MAX_DETAILS` of them named.
+    #[test]
+    fn window_mismatches_name_the_first_twenty_and_count_all() {
+        let mut t = AgreeTally::default();
+        for i in 0..=MAX_DETAILS {
+            t.mismatch(3, format!("stream {i}"));
+        }
+        t.mismatch(5, "stream 1".to_string());
+        let (list, n) = &t.bad[&3];
+        assert_eq!((list.len(), *n), (MAX_DETAILS, MAX_DETAILS as u64 + 1));
+        assert_eq!(list.last().map(String::as_str), Some("stream 19"));
+        assert_eq!(t.bad[&5], (vec!["stream 1".to_string()], 1));
+    }
+
     /// The tally gives what `streams::jain` and `delivery` give over the
     /// whole list, listing only the first streams.
     #[test]
