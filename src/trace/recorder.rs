@@ -1317,19 +1317,32 @@ mod tests {
     }
 
     fn gated_writer(min_len: usize, capacity: usize, payload_budget: u64) -> Gated {
+        gated(min_len, capacity, payload_budget, false)
+    }
+
+    /// [`gated_writer`], whose stuck write fails when let on (`fail`): the
+    /// disk filled while the writer was mid-sweep.
+    fn gated(min_len: usize, capacity: usize, payload_budget: u64, fail: bool) -> Gated {
         use std::sync::mpsc;
         struct Gate {
             min_len: usize,
             blocked: mpsc::Sender<()>,
             go: mpsc::Receiver<()>,
             once: bool,
+            fail: bool,
         }
         impl Write for Gate {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.once && self.fail {
+                    return Err(std::io::Error::from_raw_os_error(28));
+                }
                 if buf.len() >= self.min_len && !self.once {
                     self.once = true;
                     let _ = self.blocked.send(());
                     let _ = self.go.recv();
+                    if self.fail {
+                        return Err(std::io::Error::from_raw_os_error(28));
+                    }
                 }
                 Ok(buf.len())
             }
@@ -1344,6 +1357,7 @@ mod tests {
             blocked: blocked_tx,
             go: go_rx,
             once: false,
+            fail,
         };
         let (writer, rec) = TraceWriter::start_bounded(
             Output::stream(Box::new(gate)).unwrap(),
@@ -1425,6 +1439,34 @@ mod tests {
         );
         assert_eq!(stats.written, 80, "{stats:?}");
         assert_eq!(stats.payload_dropped_frames, shed);
+    }
+
+    /// A write that fails while the writer is mid-sweep: the payload of
+    /// the events it had encoded went with them (their room given back
+    /// once), and that of the rest is given back as they are dropped, so
+    /// the budget is whole again.
+    #[test]
+    fn a_write_failing_mid_sweep_gives_back_each_events_payload_once() {
+        let Gated {
+            writer,
+            rec,
+            blocked,
+            go,
+        } = gated(100_001, 1 << 12, 1 << 20, true);
+        let shared = writer.shared.clone();
+        for i in 0..40 {
+            rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || {
+                data_frame(16 << 10)
+            });
+        }
+        blocked
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the writer reached its first full batch");
+        go.send(()).unwrap();
+        let st = writer.finish().unwrap_err().stats;
+        assert_eq!(st.accepted + st.dropped_total(), 40, "{st:?}");
+        assert!(st.dropped["frame"] > 0, "{st:?}");
+        assert_eq!(shared.payload_in_flight.load(Ordering::Relaxed), 0);
     }
 
     #[test]
