@@ -1454,7 +1454,23 @@ mod tests {
             go,
         } = gated(100_001, 1 << 12, 1 << 20, true);
         let shared = writer.shared.clone();
-        for i in 0..40 {
+        // A long path and end message first (their text counts too), then
+        // frames enough for several batches.
+        let path = "/".to_string() + &"p".repeat(999);
+        rec.emit(Endpoint::Client, 1, 1, 0, KindId::RpcStart, || {
+            Kind::RpcStart(RpcStartEv {
+                path,
+                deadline_ns: None,
+                framing: None,
+                release: None,
+                withhold_after: None,
+            })
+        });
+        let message = "m".repeat(1_000);
+        rec.emit(Endpoint::Client, 1, 1, 1, KindId::RpcEnd, || {
+            Kind::RpcEnd(RpcEndEv { status: 2, message })
+        });
+        for i in 2..42 {
             rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || {
                 data_frame(16 << 10)
             });
@@ -1464,7 +1480,7 @@ mod tests {
             .expect("the writer reached its first full batch");
         go.send(()).unwrap();
         let st = writer.finish().unwrap_err().stats;
-        assert_eq!(st.accepted + st.dropped_total(), 40, "{st:?}");
+        assert_eq!(st.accepted + st.dropped_total(), 42, "{st:?}");
         assert!(st.dropped["frame"] > 0, "{st:?}");
         assert_eq!(shared.payload_in_flight.load(Ordering::Relaxed), 0);
     }
