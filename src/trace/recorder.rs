@@ -1763,6 +1763,20 @@ mod tests {
         );
     }
 
+    /// A recorder reads the clock events are stamped with; one switched
+    /// off (`--no-trace`) reads none and says 0.
+    #[test]
+    fn a_recorder_reads_the_clock_only_when_it_records() {
+        let rec = unwritten_with_budget(0);
+        let before = crate::trace::clock::now_ns();
+        let now = rec.now();
+        assert!(
+            (before..=crate::trace::clock::now_ns()).contains(&now),
+            "{before} {now}"
+        );
+        assert_eq!(Recorder::disabled().now(), 0);
+    }
+
     /// A path or message of up to 256 bytes is bounded with the event
     /// count and costs no budget; a longer one counts whole, and is cut on
     /// a character's boundary once past the budget.
