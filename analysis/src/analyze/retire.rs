@@ -903,6 +903,17 @@ mod tests {
         let out = starved(None);
         assert_eq!(out.basis, Some("bytes"));
         assert!(out.starved.is_empty() && out.fairness.unwrap() < 1.0);
+        // Starved is below a tenth of the mean: 5 % of its demand beside
+        // 95 % is exactly a tenth (0.05 ÷ 0.5), and not starved.
+        let mut t = StreamTally::default();
+        t.add(fig(1, 1, 50, Some(1_000)));
+        t.add(fig(1, 3, 950, Some(1_000)));
+        let out = t.finish();
+        assert_eq!(
+            out.listed[0].fair_share,
+            super::super::streams::STARVED_BELOW
+        );
+        assert!(out.starved.is_empty(), "{:?}", out.starved);
         let mut t = StreamTally::default();
         for i in 0..(MAX_STARVED_NAMED as u32 + 10) {
             t.add(fig(1, 2 * i + 1, 1, Some(100_000)));
