@@ -1763,6 +1763,71 @@ mod tests {
         );
     }
 
+    /// A thread keeps one slot per recorder it records into while that
+    /// recorder lives (recording into another does not cost it a second
+    /// one), and forgets the slots of finished recorders.
+    #[test]
+    fn a_threads_slots_follow_the_recorders_it_records_into() {
+        std::thread::spawn(|| {
+            let cached = || SLOTS.with(|c| c.borrow().len());
+            let registered = |r: &Recorder| r.shared.slots.lock().unwrap().slots.len();
+            let a = unwritten_with_budget(0);
+            chunk(&a, Endpoint::Server, 1, 1, 1);
+            let b = unwritten_with_budget(0);
+            chunk(&b, Endpoint::Server, 1, 2, 1);
+            chunk(&a, Endpoint::Server, 1, 3, 1);
+            assert_eq!((registered(&a), registered(&b), cached()), (1, 1, 2));
+            drop(a);
+            let c = unwritten_with_budget(0);
+            chunk(&c, Endpoint::Server, 1, 4, 1);
+            assert_eq!(cached(), 2, "a's slot is forgotten once a is gone");
+            assert_eq!(c.stats().accepted, 1);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// What a shed text keeps is counted past the budget; an event with
+    /// nothing to shed that comes then (a frame without captured bytes) is
+    /// recorded as it is, not as one that lost its payload.
+    #[test]
+    fn past_the_budget_an_event_without_payload_loses_nothing() {
+        let rec = unwritten_with_budget(100);
+        let path = "/".to_string() + &"p".repeat(999);
+        rec.emit(Endpoint::Server, 1, 1, 1, KindId::RpcStart, || {
+            Kind::RpcStart(RpcStartEv {
+                path,
+                deadline_ns: None,
+                framing: None,
+                release: None,
+                withhold_after: None,
+            })
+        });
+        assert!(rec.shared.payload_in_flight.load(Ordering::Relaxed) > 100);
+        rec.emit(Endpoint::Server, 1, 1, 2, KindId::Frame, || {
+            Kind::Frame(FrameEv {
+                dir: Dir::In,
+                frame: FrameType::DATA,
+                len: 16_384,
+                ..FrameEv::default()
+            })
+        });
+        let st = rec.stats();
+        assert_eq!(
+            (st.payload_dropped_frames, st.payload_dropped_bytes),
+            (0, 0),
+            "{st:?}"
+        );
+        let events: Vec<Event> = rec.shared.slots.lock().unwrap().slots[0]
+            .lock()
+            .events
+            .clone();
+        let Kind::Frame(f) = &events[1].kind else {
+            panic!("{events:?}");
+        };
+        assert!(!f.payload_dropped);
+    }
+
     /// A recorder reads the clock events are stamped with; one switched
     /// off (`--no-trace`) reads none and says 0.
     #[test]
