@@ -1627,17 +1627,18 @@ mod tests {
         let rec = unwritten_with_budget(10_000);
         for i in 0..10 {
             rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || {
-                data_frame(4000)
+                data_frame(5000)
             });
         }
-        // 4,000 B each against 10,000 B: two keep their payload; the other
-        // eight are recorded without it, and say so.
+        // 5,000 B each against 10,000 B: two fill the budget exactly and
+        // keep their payload; the other eight are recorded without it, and
+        // say so.
         let st = rec.stats();
         assert_eq!(st.accepted, 10, "{st:?}");
         assert_eq!(st.dropped_total(), 0, "{st:?}");
         assert_eq!(st.payload_dropped_frames, 8, "{st:?}");
-        assert_eq!(st.payload_dropped_bytes, 32_000, "{st:?}");
-        assert_eq!(rec.shared.payload_in_flight.load(Ordering::Relaxed), 8_000);
+        assert_eq!(st.payload_dropped_bytes, 40_000, "{st:?}");
+        assert_eq!(rec.shared.payload_in_flight.load(Ordering::Relaxed), 10_000);
         let kept: Vec<(bool, bool)> = rec
             .shared
             .slots
