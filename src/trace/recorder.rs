@@ -1456,19 +1456,11 @@ mod tests {
         let shared = writer.shared.clone();
         // A long path and end message first (their text counts too), then
         // frames enough for several batches.
-        let path = "/".to_string() + &"p".repeat(999);
         rec.emit(Endpoint::Client, 1, 1, 0, KindId::RpcStart, || {
-            Kind::RpcStart(RpcStartEv {
-                path,
-                deadline_ns: None,
-                framing: None,
-                release: None,
-                withhold_after: None,
-            })
+            start_with_path(1_000)
         });
-        let message = "m".repeat(1_000);
         rec.emit(Endpoint::Client, 1, 1, 1, KindId::RpcEnd, || {
-            Kind::RpcEnd(RpcEndEv { status: 2, message })
+            end_with_message(1_000)
         });
         for i in 2..42 {
             rec.emit(Endpoint::Client, 1, 1, i, KindId::Frame, || {
@@ -1621,6 +1613,25 @@ mod tests {
         })
     }
 
+    /// An RPC's start whose path is `len` bytes long.
+    fn start_with_path(len: usize) -> Kind {
+        Kind::RpcStart(RpcStartEv {
+            path: "/".to_string() + &"p".repeat(len - 1),
+            deadline_ns: None,
+            framing: None,
+            release: None,
+            withhold_after: None,
+        })
+    }
+
+    /// An RPC's end whose message is `len` bytes long.
+    fn end_with_message(len: usize) -> Kind {
+        Kind::RpcEnd(RpcEndEv {
+            status: 2,
+            message: "m".repeat(len),
+        })
+    }
+
     #[test]
     fn payload_bytes_in_flight_are_bounded_and_frames_past_it_lose_only_their_payload() {
         // No writer: everything accepted stays in flight.
@@ -1699,22 +1710,11 @@ mod tests {
         for i in 0..2 {
             rec.emit(Endpoint::Server, 1, 0, i, KindId::Frame, settings);
         }
-        let path = "/".to_string() + &"p".repeat(9_999);
         rec.emit(Endpoint::Server, 1, 1, 3, KindId::RpcStart, || {
-            Kind::RpcStart(RpcStartEv {
-                path,
-                deadline_ns: None,
-                framing: None,
-                release: None,
-                withhold_after: None,
-            })
+            start_with_path(10_000)
         });
-        let message = "m".repeat(9_000);
         rec.emit(Endpoint::Server, 1, 1, 4, KindId::RpcEnd, || {
-            Kind::RpcEnd(RpcEndEv {
-                status: 13,
-                message,
-            })
+            end_with_message(9_000)
         });
         let st = rec.stats();
         assert_eq!((st.accepted, st.dropped_total()), (4, 0), "{st:?}");
@@ -1794,15 +1794,8 @@ mod tests {
     #[test]
     fn past_the_budget_an_event_without_payload_loses_nothing() {
         let rec = unwritten_with_budget(100);
-        let path = "/".to_string() + &"p".repeat(999);
         rec.emit(Endpoint::Server, 1, 1, 1, KindId::RpcStart, || {
-            Kind::RpcStart(RpcStartEv {
-                path,
-                deadline_ns: None,
-                framing: None,
-                release: None,
-                withhold_after: None,
-            })
+            start_with_path(1_000)
         });
         assert!(rec.shared.payload_in_flight.load(Ordering::Relaxed) > 100);
         rec.emit(Endpoint::Server, 1, 1, 2, KindId::Frame, || {
@@ -1848,14 +1841,8 @@ mod tests {
     /// a character's boundary once past the budget.
     #[test]
     fn only_texts_longer_than_what_is_kept_count_against_the_budget_and_are_cut_whole() {
-        let end = |n: usize| {
-            Kind::RpcEnd(RpcEndEv {
-                status: 2,
-                message: "m".repeat(n),
-            })
-        };
-        assert_eq!(payload_bytes(&end(KEPT_TEXT)), 0);
-        assert_eq!(payload_bytes(&end(KEPT_TEXT + 1)), 257);
+        assert_eq!(payload_bytes(&end_with_message(KEPT_TEXT)), 0);
+        assert_eq!(payload_bytes(&end_with_message(KEPT_TEXT + 1)), 257);
         // Shortened on a character's boundary: a 2-byte character across
         // the 256th byte is lost whole.
         let mut text = "m".repeat(KEPT_TEXT - 1) + "é" + &"x".repeat(100);
