@@ -243,6 +243,127 @@ mod tests {
         assert_eq!((r.late, r.forced), (0, 0));
     }
 
+    /// Ties of one kind sort by what orders them on the wire or in the
+    /// application (a message's `seq`, an error's direction and offset),
+    /// not by their text, where 10 sorts before 9.
+    #[test]
+    fn ties_of_each_kind_sort_by_sequence_not_by_text() {
+        use crate::schema::*;
+        let kinds: Vec<fn(u64) -> Kind> = vec![
+            |seq| {
+                Kind::Decode(MsgEv {
+                    seq,
+                    size: 1,
+                    framed: 6,
+                })
+            },
+            |seq| {
+                Kind::Schedule(MsgEv {
+                    seq,
+                    size: 1,
+                    framed: 6,
+                })
+            },
+            |seq| {
+                Kind::Enqueue(EnqueueEv {
+                    seq,
+                    depth: 1,
+                    queued_bytes: 6,
+                })
+            },
+            |seq| {
+                Kind::Start(StartEv {
+                    seq,
+                    worker: 0,
+                    wait_ns: 0,
+                    depth: 0,
+                })
+            },
+            |seq| {
+                Kind::Complete(CompleteEv {
+                    seq,
+                    worker: 0,
+                    service_ns: 1,
+                })
+            },
+            |seq| {
+                Kind::Discard(DiscardEv {
+                    seq,
+                    reason: DiscardReason::Cancelled,
+                })
+            },
+            |seq| {
+                Kind::Send(SendEv {
+                    seq,
+                    scheduled: 1,
+                    begin: 1,
+                    bytes: 6,
+                })
+            },
+            |seq| {
+                Kind::NeverSent(NeverSentEv {
+                    seq,
+                    reason: NeverSentReason::Backlog,
+                    count: 1,
+                })
+            },
+            |seq| {
+                Kind::WindowBlocked(WindowBlockedEv {
+                    seq,
+                    start: 1,
+                    open: false,
+                })
+            },
+            |offset| {
+                Kind::WireError(WireErrorEv {
+                    dir: Dir::In,
+                    offset,
+                    error: "e".into(),
+                })
+            },
+        ];
+        for kind in kinds {
+            let at = |seq| Event {
+                t: 7,
+                ep: Endpoint::Server,
+                conn: 1,
+                stream: 1,
+                kind: kind(seq),
+            };
+            let (out, _) = run(vec![at(10), at(9)]);
+            let text: Vec<String> = out
+                .iter()
+                .map(|e| serde_json::to_string(e).unwrap())
+                .collect();
+            assert_eq!(
+                text,
+                [at(9), at(10)].map(|e| serde_json::to_string(&e).unwrap()),
+                "{text:?}"
+            );
+        }
+        // A wire error's direction sorts before its offset.
+        let error = |dir, offset| Event {
+            t: 7,
+            ep: Endpoint::Server,
+            conn: 1,
+            stream: 0,
+            kind: Kind::WireError(WireErrorEv {
+                dir,
+                offset,
+                error: "e".into(),
+            }),
+        };
+        let (out, _) = run(vec![error(Dir::Out, 1), error(Dir::In, 2)]);
+        let dirs: Vec<Dir> = out
+            .iter()
+            .map(|e| match &e.kind {
+                Kind::WireError(w) => w.dir,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(dirs, [Dir::In, Dir::Out]);
+    }
+
     #[test]
     fn an_event_later_than_the_window_is_kept_and_counted() {
         let (out, r) = run(vec![
