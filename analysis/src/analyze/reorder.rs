@@ -374,6 +374,14 @@ mod tests {
         ]);
         assert_eq!(out.len(), 4);
         assert_eq!(r.late, 1, "t=6 came after t=5+2W was handed out");
+        // Handed out in time, none by a full buffer: the warning says so.
+        assert_eq!(r.forced, 0);
+        assert_eq!(
+            r.warning().as_deref(),
+            Some(
+                "1 event analysed out of time order: it arrived more than 250 ms after later ones"
+            )
+        );
         // Within the window, a late-written event still finds its place.
         let (out, r) = run(vec![ev(5, 1), ev(5 + WINDOW_NS / 2, 1), ev(6, 1)]);
         assert_eq!(
@@ -415,6 +423,12 @@ mod tests {
         assert_eq!(out.len(), events.len());
         assert_eq!((r.late, r.forced), (0, 10));
         assert_eq!(r.warning(), None);
+        // Full just as its earliest events fell due: handed out in time,
+        // none forced.
+        let mut due: Vec<Event> = (0..MAX_HELD as u64).map(|t| ev(t, 1)).collect();
+        due.push(ev(2 * WINDOW_NS, 1));
+        let (_, r) = run(due);
+        assert_eq!((r.late, r.forced), (0, 0));
         events.push(ev(3, 1));
         let (_, r) = run(events);
         assert_eq!(r.late, 1);
