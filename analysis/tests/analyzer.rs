@@ -190,6 +190,31 @@ fn windows_follow_settings_changes_and_padding_and_flag_overruns() {
     assert_eq!(min_stream, (100_000 - 1_000 - 4 * 16_384) as f64);
 }
 
+/// The credit plots follow WINDOW_UPDATEs as well as DATA: the client's
+/// connection and stream windows as its tap received each update, the
+/// server's connection window as it sent one.
+#[test]
+fn the_credit_plots_rise_with_each_window_update() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let mut a = Analyzer::new(0);
+    let data = |dir| Kind::Frame(frame(dir, FrameType::DATA, 16_384));
+    a.feed(&ev(1_000, c, 1, data(Dir::Out)));
+    a.feed(&ev(2_000, s, 1, data(Dir::In)));
+    a.feed(&ev(4_000_000, s, 0, wu(Dir::Out, 10_000)));
+    a.feed(&ev(5_000_000, c, 0, wu(Dir::In, 10_000)));
+    a.feed(&ev(6_000_000, c, 1, wu(Dir::In, 16_384)));
+    let (_, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    let values = |series: &h2probe_analysis::series::Series| -> Vec<f64> {
+        series.points().iter().map(|p| p.1).collect()
+    };
+    assert_eq!(
+        values(&tl.credit_conn_client),
+        [49_151.0, 59_151.0, 59_151.0]
+    );
+    assert_eq!(values(&tl.credit_stream_client), [49_151.0, 65_535.0]);
+    assert_eq!(values(&tl.credit_conn_server), [49_151.0, 59_151.0]);
+}
+
 #[test]
 fn a_client_only_trace_leaves_two_sided_checks_not_applicable() {
     let mut a = Analyzer::new(0);
