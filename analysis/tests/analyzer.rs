@@ -3746,6 +3746,10 @@ fn the_window_log_has_every_window_change_by_tap_and_direction() {
         1,
         Kind::Frame(frame(Dir::Out, FrameType::DATA, 30)),
     ));
+    // Updates for the client's data as its tap received them: the
+    // connection's row, then the stream's, each with its own window.
+    a.feed(&ev(5, c, 0, wu(Dir::In, 50)));
+    a.feed(&ev(6, c, 1, wu(Dir::In, 70)));
     let _ = a.finish(0, &Ending::Clean(Footer::default()));
     let csv = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
@@ -3763,6 +3767,8 @@ fn the_window_log_has_every_window_change_by_tap_and_direction() {
             "0.000000003,client,1,5000-80,c2s,1,65435",
             "0.000000004,server,1,5000-80,s2c,0,65505",
             "0.000000004,server,1,5000-80,s2c,1,65505",
+            "0.000000005,client,1,5000-80,c2s,0,65485",
+            "0.000000006,client,1,5000-80,c2s,1,65505",
         ],
         "{csv}"
     );
