@@ -1822,6 +1822,57 @@ mod tests {
         assert!(!f.payload_dropped);
     }
 
+    /// After the last sweep a thread new to the recorder gets a retired
+    /// slot outside the registry: an event it was already recording is
+    /// dropped and counted, never accepted into a slot no sweep reads.
+    #[test]
+    fn a_slot_registered_after_the_last_sweep_is_retired() {
+        let rec = unwritten_with_budget(0);
+        rec.shared
+            .sweep(&mut Swept::default(), &mut Vec::new(), true);
+        let slot = rec.shared.register();
+        assert!(slot.lock().retired);
+        assert!(rec.shared.slots.lock().unwrap().slots.is_empty());
+    }
+
+    /// A sweep forgets the slot of a thread that has ended once it has
+    /// taken its events, and keeps the slots of threads still recording.
+    #[test]
+    fn a_sweep_forgets_the_slots_of_threads_that_ended() {
+        let rec = unwritten_with_budget(0);
+        let other = rec.clone();
+        std::thread::spawn(move || chunk(&other, Endpoint::Server, 1, 1, 1))
+            .join()
+            .unwrap();
+        chunk(&rec, Endpoint::Server, 1, 2, 1);
+        assert_eq!(rec.shared.slots.lock().unwrap().slots.len(), 2);
+        let mut swept = Swept::default();
+        rec.shared.sweep(&mut swept, &mut Vec::new(), false);
+        assert_eq!(swept.len(), 2);
+        assert_eq!(rec.shared.slots.lock().unwrap().slots.len(), 1);
+    }
+
+    /// The anchor meta.json gets is the one the trace's header holds.
+    #[test]
+    fn the_writers_anchor_is_the_headers() {
+        let path = temp_trace("anchor");
+        let (writer, _rec) = TraceWriter::create(&path, 16).unwrap();
+        let anchor = writer.anchor();
+        writer.finish().unwrap();
+        let reader = TraceReader::open(&path).unwrap();
+        let h = reader.header();
+        assert_eq!(
+            (
+                anchor.clock.as_str(),
+                anchor.origin_mono_ns,
+                anchor.origin_unix_ns
+            ),
+            (h.clock.as_str(), h.origin_mono_ns, h.origin_unix_ns)
+        );
+        assert!(anchor.origin_mono_ns > 0 && anchor.origin_unix_ns > 0);
+        std::fs::remove_file(&path).unwrap();
+    }
+
     /// A recorder reads the clock events are stamped with; one switched
     /// off (`--no-trace`) reads none and says 0.
     #[test]
