@@ -106,6 +106,23 @@ fn corrupt_lines_are_counted_and_the_first_five_named() {
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
 
+/// A footer that counts other than the lines present: lines were lost or
+/// added after the run, said once with both counts.
+#[test]
+fn a_footer_counting_other_lines_says_lines_were_lost_or_added() {
+    let origin = header().1;
+    let whole: Vec<String> = (0..5).map(|k| schedule(origin + k, k)).collect();
+    let path = trace("lost", &whole, 6, 0);
+    let a = analyze_trace(&path).unwrap();
+    let why = a.summary.lines_altered().expect("the counts differ");
+    assert!(
+        why.starts_with("the footer counts 6 events written, the file holds 5 lines of events"),
+        "{why}"
+    );
+    assert!(warned(&a, &why), "{:#?}", a.warnings);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
+
 /// An event of a type this reader does not know is a line of the file,
 /// counted apart and said with where the first was.
 #[test]

@@ -981,3 +981,35 @@ pub fn count_capped(map: &mut BTreeMap<String, u64>, key: String, n: u64) {
     let c = map.entry(key).or_default();
     *c = c.saturating_add(n);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every unpaired connection is counted with its messages; the one
+    /// named is the lowest-numbered, the server's side first, whatever the
+    /// order they were added in.
+    #[test]
+    fn the_unpaired_connection_named_is_the_lowest_servers() {
+        let mut u = Unpaired::default();
+        assert!(u.is_empty());
+        u.add(true, 1, "127.0.0.1:80", [1, 1, 0]);
+        u.add(false, 5, "127.0.0.1:6000", [0, 0, 0]);
+        u.add(false, 3, "127.0.0.1:6001", [2, 1, 1]);
+        u.add(false, 4, "127.0.0.1:6002", [0, 0, 0]);
+        assert!(!u.is_empty());
+        assert_eq!(u.first, "server conn 3 (peer 127.0.0.1:6001)");
+        assert_eq!((u.client_connections, u.server_connections), (1, 3));
+        assert_eq!(
+            [
+                u.scheduled,
+                u.sent,
+                u.never_sent,
+                u.decoded,
+                u.completed,
+                u.discarded
+            ],
+            [1, 1, 0, 2, 1, 1]
+        );
+    }
+}
