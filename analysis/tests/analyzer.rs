@@ -215,6 +215,31 @@ fn the_credit_plots_rise_with_each_window_update() {
     assert_eq!(values(&tl.credit_conn_server), [49_151.0, 59_151.0]);
 }
 
+/// Streams past the plotted ones are counted once each, however many of
+/// their frames move their credit (the count was of frames: a note of "12
+/// later streams" for 6).
+#[test]
+fn streams_past_the_plotted_credit_series_are_counted_once_each() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    let max = h2probe_analysis::analyze::summary::MAX_STREAM_SERIES as u32;
+    let mut t = 1;
+    for round in 0..2 {
+        for k in 0..max + 6 {
+            a.feed(&ev(
+                t,
+                c,
+                1 + 2 * k,
+                Kind::Frame(frame(Dir::Out, FrameType::DATA, 10 + round)),
+            ));
+            t += 1;
+        }
+    }
+    let (_, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(tl.stream_credit.len(), max as usize);
+    assert_eq!(tl.streams_untracked, 6);
+}
+
 #[test]
 fn a_client_only_trace_leaves_two_sided_checks_not_applicable() {
     let mut a = Analyzer::new(0);

@@ -892,12 +892,13 @@ impl Timeline {
         Series::new(self.origin, 1_000_000, SERIES_CAP, merge)
     }
 
-    /// A stream's credit as the client's tap saw it at `t`.
-    pub(super) fn push_stream_credit(&mut self, conn: u32, stream: u32, t: u64, v: f64) {
+    /// A stream's credit as the client's tap saw it at `t`; false when the
+    /// stream has no series (one past [`MAX_STREAM_SERIES`]: the caller
+    /// counts it in `streams_untracked`, once).
+    pub(super) fn push_stream_credit(&mut self, conn: u32, stream: u32, t: u64, v: f64) -> bool {
         if !self.stream_credit.contains_key(&(conn, stream)) {
             if self.stream_credit.len() >= MAX_STREAM_SERIES {
-                self.streams_untracked += 1;
-                return;
+                return false;
             }
             let s = self.new_series(Merge::Min);
             self.stream_credit.insert((conn, stream), s);
@@ -905,6 +906,7 @@ impl Timeline {
         if let Some(s) = self.stream_credit.get_mut(&(conn, stream)) {
             s.push(t, v);
         }
+        true
     }
 
     /// Whether a series is plotted for a stream of `ep`'s connection

@@ -65,6 +65,10 @@ pub(super) struct Conn {
     /// The tap recorded the connection (its open or a frame of it): an
     /// entry made by application events alone has no window to tell.
     pub(super) tapped: bool,
+    /// Client tap: streams whose credit got no plotted series (past
+    /// `MAX_STREAM_SERIES`), so that each counts once however many of its
+    /// frames come.
+    pub(super) untracked_credit: RetiredIds,
     /// Client tap: streams not yet retired whose END_STREAM it wrote:
     /// every byte the client handed to h2 before it left first (the one-sided
     /// `bytes` check).
@@ -540,8 +544,17 @@ impl Analyzer {
             Endpoint::Client => {
                 self.tl.credit_conn_client.push(e.t, conn_w as f64);
                 if e.stream != 0 {
-                    self.tl
-                        .push_stream_credit(e.conn, e.stream, e.t, stream_w as f64);
+                    let plotted =
+                        self.tl
+                            .push_stream_credit(e.conn, e.stream, e.t, stream_w as f64);
+                    if !plotted
+                        && self
+                            .conns
+                            .get_mut(&(e.ep, e.conn))
+                            .is_some_and(|c| c.untracked_credit.insert(e.stream))
+                    {
+                        self.tl.streams_untracked += 1;
+                    }
                     if *self.plotted_stream.get_or_insert((e.conn, e.stream)) == (e.conn, e.stream)
                     {
                         self.tl.credit_stream_client.push(e.t, stream_w as f64);
