@@ -1875,6 +1875,49 @@ fn messages_handed_to_a_replacement_are_counted_once() {
     }
 }
 
+/// A connection retired mid-pass whose stream is plotted keeps its key
+/// for timeline.csv's rows (both taps' ids); one plotting nothing does not.
+#[test]
+fn a_retired_connection_with_a_plotted_stream_keeps_its_key() {
+    let (c, s) = (Endpoint::Client, Endpoint::Server);
+    let close = || {
+        Kind::ConnClose(ConnCloseEv {
+            error: String::new(),
+            bytes_in: 0,
+            bytes_out: 0,
+        })
+    };
+    let data = |dir| Kind::Frame(frame(dir, FrameType::DATA, 10));
+    let mut a = Analyzer::new(0);
+    for (conn, port) in [(1, 5000), (3, 5001)] {
+        let client = format!("127.0.0.1:{port}");
+        a.feed(&on(1, c, conn, 0, open(&client, "127.0.0.1:80")));
+        a.feed(&on(1, s, conn, 0, open("127.0.0.1:80", &client)));
+    }
+    // Connection 1 carries DATA on stream 1 and closes at once; connection
+    // 3 only opens and closes. Connection 5 goes on for 10 s, long past
+    // their retirement.
+    a.feed(&on(5, s, 1, 1, rpc_start()));
+    a.feed(&on(10, c, 1, 1, data(Dir::Out)));
+    a.feed(&on(11, s, 1, 1, data(Dir::In)));
+    a.feed(&on(12, s, 1, 1, chunk(10)));
+    a.feed(&on(20, s, 1, 1, rpc_end(0)));
+    a.feed(&on(21, c, 1, 1, rpc_end(0)));
+    for conn in [1, 3] {
+        a.feed(&on(1_000, c, conn, 0, close()));
+        a.feed(&on(1_000, s, conn, 0, close()));
+    }
+    a.feed(&on(2_000, c, 5, 0, open("127.0.0.1:5002", "127.0.0.1:80")));
+    for k in 1..=10u64 {
+        a.feed(&on(k * 1_000_000_000, c, 5, 1, data(Dir::Out)));
+    }
+    let (_, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    let key = |ep, conn| tl.conn_keys.get(&(ep, conn)).cloned();
+    assert_eq!(key(c, 1).as_deref(), Some("5000-80"));
+    assert_eq!(key(s, 1).as_deref(), Some("5000-80"));
+    assert_eq!(key(c, 3), None);
+}
+
 /// A client connection to a server the trace lacks hands its backlog over
 /// seconds after it closed (its replacement's connect took that long) to
 /// a replacement that reaches the traced server. The late `handed_over`
