@@ -1907,6 +1907,14 @@ fn a_retired_connection_with_a_plotted_stream_keeps_its_key() {
         a.feed(&on(1_000, c, conn, 0, close()));
         a.feed(&on(1_000, s, conn, 0, close()));
     }
+    // Connection 7 only the server's tap saw (a foreign client's): its
+    // bytes plot is what keeps its key.
+    a.feed(&on(1, s, 7, 0, open("127.0.0.1:80", "127.0.0.1:6000")));
+    a.feed(&on(5, s, 7, 1, rpc_start()));
+    a.feed(&on(11, s, 7, 1, data(Dir::In)));
+    a.feed(&on(12, s, 7, 1, chunk(10)));
+    a.feed(&on(20, s, 7, 1, rpc_end(0)));
+    a.feed(&on(1_000, s, 7, 0, close()));
     a.feed(&on(2_000, c, 5, 0, open("127.0.0.1:5002", "127.0.0.1:80")));
     for k in 1..=10u64 {
         a.feed(&on(k * 1_000_000_000, c, 5, 1, data(Dir::Out)));
@@ -1916,6 +1924,7 @@ fn a_retired_connection_with_a_plotted_stream_keeps_its_key() {
     assert_eq!(key(c, 1).as_deref(), Some("5000-80"));
     assert_eq!(key(s, 1).as_deref(), Some("5000-80"));
     assert_eq!(key(c, 3), None);
+    assert_eq!(key(s, 7).as_deref(), Some("6000-80"));
 }
 
 /// A client connection to a server the trace lacks hands its backlog over
