@@ -1875,6 +1875,40 @@ fn messages_handed_to_a_replacement_are_counted_once() {
     }
 }
 
+/// Each stream's c2s bytes get a cumulative series, per tap, up to twice
+/// `MAX_STREAM_SERIES` in all; the later ones are summed together per tap
+/// (streams, bytes and their series), so that the plot's top is every
+/// stream's bytes.
+#[test]
+fn streams_past_the_plotted_bytes_series_are_summed_per_tap() {
+    let c = Endpoint::Client;
+    let mut a = Analyzer::new(0);
+    let max = 2 * h2probe_analysis::analyze::summary::MAX_STREAM_SERIES as u32;
+    let data = |len| Kind::Frame(frame(Dir::Out, FrameType::DATA, len));
+    for k in 0..max + 2 {
+        let t = 10 * u64::from(k) + 1;
+        a.feed(&ev(t, c, 1 + 2 * k, data(10)));
+        // An empty DATA frame (END_STREAM alone) carries no bytes.
+        a.feed(&ev(t + 1, c, 1 + 2 * k, data(0)));
+        a.feed(&ev(t + 2, c, 1 + 2 * k, data(20)));
+        a.feed(&ev(t + 3, c, 1 + 2 * k, data(5)));
+    }
+    // A stream that never carried a byte is not one of them.
+    a.feed(&ev(1_000_000, c, 1 + 2 * (max + 2), data(0)));
+    let (_, tl) = a.finish(0, &Ending::Clean(Footer::default()));
+    assert_eq!(tl.stream_bytes.len(), max as usize);
+    let values: Vec<f64> = tl.stream_bytes[&(c, 1, 1)]
+        .points()
+        .iter()
+        .map(|p| p.1)
+        .collect();
+    assert_eq!(values, [35.0]);
+    let rest = &tl.stream_bytes_untracked[&c];
+    assert_eq!((rest.streams, rest.bytes), (2, 70.0));
+    assert_eq!(rest.series.points().last().map(|p| p.1), Some(70.0));
+    assert!(!tl.stream_bytes_untracked.contains_key(&Endpoint::Server));
+}
+
 /// A connection retired mid-pass whose stream is plotted keeps its key
 /// for timeline.csv's rows (both taps' ids); one plotting nothing does not.
 #[test]
