@@ -1557,6 +1557,8 @@ mod tests {
         assert_eq!(st.accepted, st.written, "{st:?}");
         assert_eq!(st.accepted + st.dropped_total(), 2 * n, "{st:?}");
         assert!(st.dropped["chunk"] > 0 && st.dropped["frame"] > 0, "{st:?}");
+        // Every event the dead writer had taken is dropped by its kind.
+        assert!(!st.dropped.contains_key("unknown"), "{st:?}");
         assert_eq!(rec.shared.payload_in_flight.load(Ordering::Relaxed), 0);
     }
 
