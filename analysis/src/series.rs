@@ -280,6 +280,10 @@ mod tests {
         }
         // Short enough: the series' own buckets.
         assert_eq!(s.grid(0.01).len(), 11);
+        // Exactly twice the cap of buckets still fits at the own width.
+        let s = Series::new(0, 1_000, 4, Merge::Last);
+        assert_eq!(s.grid_width(7.5e-6), 1_000);
+        assert_eq!(s.grid_width(8.5e-6), 2_000);
     }
 
     #[test]
