@@ -339,6 +339,33 @@ mod tests {
         assert_eq!(c.grid(0.000_001)[1].1.unwrap().lo, 10.0);
     }
 
+    /// A step drawn from its buckets: the value carried through empty
+    /// ones, and on to the trace's end from the last bucket's end (a sum
+    /// is not carried: nothing happened after it).
+    #[test]
+    fn a_filled_series_carries_its_level_through_gaps_and_to_the_end() {
+        let mut s = Series::new(0, 1_000, 64, Merge::Last);
+        s.push(500, 5.0);
+        s.push(3_200, 7.0);
+        let filled = vec![(0.0, 5.0), (1e-6, 5.0), (2e-6, 5.0), (3e-6, 7.0)];
+        assert_eq!(s.filled(), filled);
+        let mut until = filled.clone();
+        until.extend([(3e-6 + 1e-6, 7.0), (10e-6, 7.0)]);
+        assert_eq!(s.filled_until(10e-6), until);
+        // An end inside the last bucket, or before it: no step past it.
+        let mut until = filled.clone();
+        until.extend([(3.5e-6, 7.0), (3.5e-6, 7.0)]);
+        assert_eq!(s.filled_until(3.5e-6), until);
+        assert_eq!(s.filled_until(2e-6), filled);
+        let mut sum = Series::new(0, 1_000, 64, Merge::Sum);
+        sum.push(500, 5.0);
+        assert_eq!(sum.filled_until(10e-6), [(0.0, 5.0)]);
+        // A count is 0 before its first event.
+        let mut count = Series::new(0, 1_000_000, 64, Merge::Last);
+        count.push(2_200_000, 3.0);
+        assert_eq!(count.grid(0.003)[0].1.map(|b| b.value), Some(0.0));
+    }
+
     #[test]
     fn a_bucket_keeps_its_extremes_and_its_last_value() {
         let mut s = Series::new(0, 1_000, 4, Merge::Min);
