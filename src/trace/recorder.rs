@@ -2044,14 +2044,34 @@ mod tests {
             "{said}"
         );
         assert_eq!(failure.cause, "--trace-limit reached");
-        // The stop's own events are still written.
+        // The stop's own events are still written; past the limit a frame
+        // is written without its payload, and counted so.
         for _ in 0..1_000 {
             chunk(&rec, Endpoint::Server, 1, sent, 16_384);
+            sent += 1;
+        }
+        for _ in 0..10 {
+            rec.emit(Endpoint::Server, 1, 1, sent, KindId::Frame, || {
+                data_frame(1_000)
+            });
             sent += 1;
         }
         let stats = writer.finish().unwrap();
         assert_eq!(stats.dropped_total(), 0, "{stats:?}");
         assert_eq!(stats.written, sent, "{stats:?}");
+        assert_eq!(
+            (stats.payload_dropped_frames, stats.payload_dropped_bytes),
+            (10, 10_000),
+            "{stats:?}"
+        );
+        let (events, _) = written(&path);
+        let shed = events
+            .iter()
+            .filter(
+                |e| matches!(&e.kind, Kind::Frame(f) if f.payload_dropped && f.payload.is_none()),
+            )
+            .count();
+        assert_eq!(shed, 10);
         let size = std::fs::metadata(&path).unwrap().len();
         assert!(size > 100_000, "{size}");
         let mut r = TraceReader::open(&path).unwrap();
