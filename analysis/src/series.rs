@@ -357,6 +357,9 @@ mod tests {
         until.extend([(3.5e-6, 7.0), (3.5e-6, 7.0)]);
         assert_eq!(s.filled_until(3.5e-6), until);
         assert_eq!(s.filled_until(2e-6), filled);
+        assert_eq!(s.filled_until(3e-6), filled);
+        assert!(!s.is_empty());
+        assert!(Series::new(0, 1_000, 64, Merge::Last).is_empty());
         let mut sum = Series::new(0, 1_000, 64, Merge::Sum);
         sum.push(500, 5.0);
         assert_eq!(sum.filled_until(10e-6), [(0.0, 5.0)]);

@@ -266,5 +266,13 @@ mod tests {
         let d = top.summary();
         assert!(!d.exact);
         assert_eq!(d.p99, 32_828.0, "capped at the largest sample");
+        // Exactly the limit of distinct values stays exact; one more does not.
+        let mut edge = Histo::new(1.0);
+        for v in 0..EXACT_DISTINCT as u64 {
+            edge.record(v);
+        }
+        assert!(edge.summary().exact);
+        edge.record(EXACT_DISTINCT as u64);
+        assert!(!edge.summary().exact);
     }
 }
