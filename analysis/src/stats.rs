@@ -172,6 +172,9 @@ mod tests {
         assert_eq!(trimmed(0.1234, 3), "0.123");
         assert_eq!(trimmed(100.0, 0), "100");
         assert_eq!(trimmed(-0.0001, 3), "0");
+        // Half the last decimal rounds away from zero: it is not zero.
+        assert_eq!(rounded_zero(0.005, 2), 0.005);
+        assert_eq!(rounded_zero(-0.0049, 2), 0.0);
     }
 
     #[test]
@@ -255,6 +258,14 @@ mod tests {
         assert!(!d.exact);
         let want = 1_000_000.0 + (0.99 * n as f64).ceil() - 1.0;
         assert!((d.p99 - want).abs() / want <= 1e-3, "{} vs {want}", d.p99);
+        let median = 1_000_000.0 + (0.5 * n as f64).ceil() - 1.0;
+        assert!(
+            (d.p50 - median).abs() / median <= 1e-3,
+            "{} vs {median}",
+            d.p50
+        );
+        assert_eq!((r.len(), r.is_empty()), (n, false));
+        assert!(Histo::new(1.0).is_empty());
         assert!(d.p99 <= d.max);
         let mut top = Histo::new(1.0);
         for _ in 0..2 * EXACT_DISTINCT {
