@@ -195,6 +195,9 @@ mod tests {
         assert!((slope - 209.0).abs() < 1.0, "{slope}");
         assert!((icept - 12.0).abs() < 5.0, "{icept}");
         assert_eq!(least_squares(&[(1.0, 1.0), (1.0, 2.0)]), None);
+        // Two distinct x make a line; one point does not.
+        assert_eq!(least_squares(&[(0.0, 1.0), (1.0, 3.0)]), Some((2.0, 1.0)));
+        assert_eq!(least_squares(&[(0.0, 1.0)]), None);
     }
 
     #[test]
