@@ -686,6 +686,28 @@ mod tests {
     /// A full buffer is written up to its last whole block; the part block
     /// after it reaches the file at the next flush even when no line comes
     /// after the one that filled the buffer.
+    /// A batch whose data start is off a block boundary (its vector moved)
+    /// is shifted back onto one with its data intact, whichever way the
+    /// shift goes.
+    #[test]
+    fn a_realigned_batch_keeps_its_data() {
+        for capacity in (64..8 * BLOCK).step_by(700) {
+            // One byte past the aligned start, or one before the next (a
+            // vector too small for its lead moves as it grows: then its
+            // data start is wherever the new one puts it).
+            for extra in [1, BLOCK - 1] {
+                let mut vec: Vec<u8> = Vec::with_capacity(capacity);
+                let lead = vec.as_ptr().align_offset(BLOCK) + extra;
+                vec.resize(lead, 0);
+                vec.extend_from_slice(b"one line\n");
+                let mut b = Batch { vec, lead };
+                b.realign();
+                assert_eq!(b.data(), b"one line\n", "capacity {capacity}, {extra}");
+                assert_eq!(b.data().as_ptr().align_offset(BLOCK), 0);
+            }
+        }
+    }
+
     #[test]
     fn the_part_block_after_a_full_buffer_reaches_the_file() {
         let path = scratch("tail");
