@@ -686,6 +686,17 @@ mod tests {
     /// A full buffer is written up to its last whole block; the part block
     /// after it reaches the file at the next flush even when no line comes
     /// after the one that filled the buffer.
+    /// A buffer is dropped once written only when a huge line grew it past
+    /// twice a normal one's size; a normal one is kept for the next fill.
+    #[test]
+    fn only_a_buffer_grown_past_twice_its_size_is_oversized() {
+        let mut b = Batch::new(BLOCK);
+        b.vec.extend(std::iter::repeat_n(b'x', BLOCK));
+        assert!(!b.oversized(BLOCK));
+        b.vec.extend(std::iter::repeat_n(b'x', 3 * BLOCK));
+        assert!(b.oversized(BLOCK));
+    }
+
     /// A batch whose data start is off a block boundary (its vector moved)
     /// is shifted back onto one with its data intact, whichever way the
     /// shift goes.
