@@ -658,6 +658,8 @@ mod tests {
             out.buf().extend_from_slice(&line);
             out.line(Some(kind)).unwrap();
             expect.extend_from_slice(&line);
+            // What --trace-limit compares: every byte of every line so far.
+            assert_eq!(out.encoded(), expect.len() as u64);
             counts[kind] += 1;
             if i % 997 == 0 || i % 1013 == 0 {
                 out.flush().unwrap();
