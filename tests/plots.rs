@@ -206,6 +206,40 @@ fn a_legend_with_many_entries_stays_readable() {
     screenshot(&dir.join("credit.svg"), "credit-eight-streams.png");
 }
 
+/// Eighty streams: more legend entries than the strip holds. What is left
+/// out is some of the eight drawn streams' names, counted in one line; the
+/// totals and both notes (streams not drawn, streams not tracked) stay
+/// (the notes and the connection credit's name were the ones cut).
+#[test]
+fn an_overfull_legend_leaves_out_streams_before_totals_and_notes() {
+    let dir = support::temp_dir("plots-eighty");
+    let mut o = support::run_opts(&dir, "frame", "unbounded");
+    o.client.duration = support::dur("400ms");
+    o.client.streams = 80;
+    o.server.service_time = support::dur("1ms");
+    o.output.no_pcap = true;
+    support::run(o);
+    let credit = std::fs::read_to_string(dir.join("credit.svg")).unwrap();
+    let l = legend(&credit);
+    for kept in [
+        "connection credit (client tap)",
+        "received, not yet released (server)",
+        "64 streams have credit series; the 8 with the most bytes are drawn",
+        "16 later streams were not tracked (first 64 only)",
+    ] {
+        assert!(l.contains(kept), "{kept:?} missing from {l}");
+    }
+    let named = legend_ys(&credit)
+        .iter()
+        .filter(|(_, t)| t.starts_with("stream ") && t.contains(" credit"))
+        .count();
+    assert!((1..8).contains(&named), "{named} streams named: {l}");
+    let cut = format!("… {} more entries not shown", 8 - named);
+    assert!(l.contains(&cut), "{cut:?} missing from {l}");
+    screenshot(&dir.join("credit.svg"), "credit-eighty-streams.png");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A trace with one tap's events only (as `serve` or `client` alone
 /// record), analysed by the binary.
 fn one_sided(from: &Path, keep: &str) -> PathBuf {

@@ -290,6 +290,8 @@ fn draw_panel<DB: DrawingBackend>(
         .any(|l| !l.points.is_empty() || !l.band.is_empty());
     const BAND: &str = " (band: min–max per pixel)";
     let mut entries: Vec<LegendEntry> = vec![];
+    // Whether an entry is among the first to leave out (parallel to `entries`).
+    let mut shed: Vec<bool> = vec![];
     for (i, l) in panel.lines.iter().enumerate() {
         if l.points.is_empty() && l.band.is_empty() {
             if any {
@@ -297,9 +299,11 @@ fn draw_panel<DB: DrawingBackend>(
                     "{}: none in this trace",
                     l.label
                 )));
+                shed.push(i < panel.shed_first);
             }
             continue;
         }
+        shed.push(i < panel.shed_first);
         let mut label = l.label.to_string();
         if banded[i] {
             label.push_str(BAND);
@@ -328,6 +332,7 @@ fn draw_panel<DB: DrawingBackend>(
     for n in &panel.notes {
         entries.push(LegendEntry::Note(n.to_string()));
     }
+    shed.resize(entries.len(), false);
     let (_, h) = legend.dim_in_pixel();
     let room = h as i32 - 40 - 4;
     let fits = |entries: &[LegendEntry], size: &LegendSize| {
@@ -345,32 +350,49 @@ fn draw_panel<DB: DrawingBackend>(
             }
         }
         entries.insert(0, LegendEntry::Note("bands: min–max per pixel".to_string()));
+        shed.insert(0, false);
     }
-    let mut y = 40i32;
-    // The note takes two lines at most ("… N more entries not shown (too
-    // many for this panel)" wraps once).
-    let note_h = 2 * size.line + 4;
-    for (k, entry) in entries.iter().enumerate() {
-        let left = entries.len() - k;
-        // Keep room for the note naming what is left out.
-        let last_room = if left > 1 { room - note_h } else { room };
-        if y - 40 + entry.height(&size) > last_room {
-            let font = ("sans-serif", size.font).into_font().color(&MARK);
-            legend_text_sized(
-                &legend,
-                &format!(
-                    "… {left} more {} not shown (too many for this panel)",
-                    if left == 1 { "entry" } else { "entries" }
-                ),
-                4,
-                y,
-                size.wrap + 8,
-                size.line,
-                &font,
-            )?;
-            break;
+    // Past the room, entries are left out and counted in one line drawn
+    // where the first of them stood: first the lines the panel marks as
+    // shed first (one of many streams tells less than the totals), from
+    // the last back; then series and marks from the end; notes last, as
+    // they say what the panel leaves out or lacks (an 80-stream run lost
+    // both of its notes, and its connection credit's name, this way).
+    let left_out = |n: usize| {
+        LegendEntry::Note(format!(
+            "… {n} more {} not shown (too many for this panel)",
+            if n == 1 { "entry" } else { "entries" }
+        ))
+    };
+    let heights: Vec<i32> = entries.iter().map(|x| x.height(&size)).collect();
+    let mut omit = vec![false; entries.len()];
+    let mut need = heights.iter().sum::<i32>() - room;
+    if need > 0 {
+        need += left_out(entries.len()).height(&size);
+        let passes: [&dyn Fn(usize) -> bool; 3] = [
+            &|i| shed[i],
+            &|i| !matches!(entries[i], LegendEntry::Note(_)),
+            &|_| true,
+        ];
+        for pass in passes {
+            for i in (0..entries.len()).rev() {
+                if need > 0 && !omit[i] && pass(i) {
+                    omit[i] = true;
+                    need -= heights[i];
+                }
+            }
         }
-        y = entry.draw(&legend, y, &size)?;
+    }
+    let omitted = omit.iter().filter(|&&o| o).count();
+    let mut marked = false;
+    let mut y = 40i32;
+    for (entry, omit) in entries.iter().zip(&omit) {
+        if !omit {
+            y = entry.draw(&legend, y, &size)?;
+        } else if !marked {
+            y = left_out(omitted).draw(&legend, y, &size)?;
+            marked = true;
+        }
     }
     Ok(())
 }

@@ -104,6 +104,10 @@ pub struct Panel<'a> {
     /// The y axis reaches at least this high: panels meant to be read
     /// against each other share a scale.
     pub y_at_least: f64,
+    /// The first this many lines are the first whose legend entries are
+    /// left out when the strip overflows (one of many streams says less
+    /// than the totals drawn after them).
+    pub shed_first: usize,
 }
 
 pub(crate) fn plot_err(path: &Path) -> impl Fn(String) -> PlotError + '_ {

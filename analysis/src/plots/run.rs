@@ -276,6 +276,7 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
         Panel {
             title: "Transport: credit the client saw, bytes the server had not released".into(),
             y_label: credit_unit.into(),
+            shed_first: if many { credit_series.len() } else { 0 },
             lines: top_lines,
             marks: top_marks,
             notes: top_notes,
