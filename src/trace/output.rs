@@ -806,9 +806,11 @@ mod tests {
                 Ok(b.len())
             }
             fn flush(&mut self) -> io::Result<()> {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok(())
             }
         }
+        // Writes and flushes of the writer, both.
         let calls = Calls::default();
         let mut out = Output::stream(Box::new(calls.clone())).unwrap();
         out.buf().extend_from_slice(b"one\n");
@@ -861,6 +863,39 @@ mod tests {
             "{whole_lines} lines, {written} counted"
         );
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    /// A stream's writer is flushed by the next flush even when a full
+    /// buffer handed every byte over already (a pipe or a buffered writer
+    /// holds them until then: a live reader would wait for them).
+    #[test]
+    fn a_streams_flush_after_a_full_buffer_flushes_the_writer() {
+        #[derive(Clone, Default)]
+        struct Held(std::sync::Arc<std::sync::Mutex<(Vec<u8>, Vec<u8>)>>);
+        impl Write for Held {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().0.extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                let mut g = self.0.lock().unwrap();
+                let held = std::mem::take(&mut g.0);
+                g.1.extend_from_slice(&held);
+                Ok(())
+            }
+        }
+        let sink = Held::default();
+        let mut out = Output::stream(Box::new(sink.clone())).unwrap();
+        let mut line = vec![b'z'; STREAM_BUFFER + 10];
+        line.push(b'\n');
+        out.buf().extend_from_slice(&line);
+        assert!(out.line(Some(3)).unwrap(), "a full buffer is handed over");
+        out.flush().unwrap();
+        assert!(
+            sink.0.lock().unwrap().1 == line,
+            "the writer was not flushed"
+        );
+        assert_eq!(out.take_written()[3], 1);
     }
 
     /// A stream (any writer) gets the bytes in order, unpadded.
