@@ -302,4 +302,64 @@ mod tests {
         );
         assert_eq!(a.snapshot().owned_bytes, 100);
     }
+
+    /// The queue's levels as messages are owned, pushed, taken, served
+    /// directly and completed: depth, queued bytes and owned bytes each
+    /// follow their own message.
+    #[tokio::test]
+    async fn levels_follow_each_message_through_the_queue() {
+        let q = AppQueue::new(None, Default::default(), u64::MAX);
+        q.own(0, 100).unwrap();
+        let mut second = job(1);
+        second.framed = 30;
+        q.own(1, 30).unwrap();
+        let l = q.push(job(0));
+        assert_eq!((l.depth, l.queued_bytes, l.owned_bytes), (1, 100, 130));
+        let l = q.push(second);
+        assert_eq!((l.depth, l.queued_bytes, l.owned_bytes), (2, 130, 130));
+        assert_eq!(q.depth(), 2);
+        let (first, l) = q.pop().await.unwrap();
+        assert_eq!((l.depth, l.queued_bytes, l.owned_bytes), (1, 30, 130));
+        assert_eq!(q.depth(), 1);
+        assert!(q.end_service(first.seq, first.framed));
+        assert_eq!(q.snapshot().owned_bytes, 30);
+        // Direct mode: the handler serves message 2 itself, never queued.
+        q.own(2, 5).unwrap();
+        assert!(!q.end_service(2, 5), "not in service: no token to redeem");
+        q.begin_service(2, 5);
+        assert!(q.end_service(2, 5));
+        let l = q.snapshot();
+        assert_eq!((l.depth, l.queued_bytes, l.owned_bytes), (1, 30, 30));
+        assert_eq!(q.completed(), 2);
+    }
+
+    /// What an unfinished message holds is counted server-wide as it grows
+    /// and shrinks, refused once it and the owned bytes together pass the
+    /// limit (reaching it exactly is allowed), and given back when dropped.
+    #[test]
+    fn a_partial_message_is_counted_bounded_and_given_back() {
+        let live: Arc<crate::live::Live> = Default::default();
+        let partial = || live.partial_bytes.load(Relaxed);
+        live.owned_bytes.store(40, Relaxed);
+        let mut a = PartialHold::new(live.clone(), 100);
+        let mut b = PartialHold::new(live.clone(), 100);
+        a.set(10).unwrap();
+        a.set(10).unwrap();
+        assert_eq!(partial(), 10);
+        b.set(25).unwrap();
+        a.set(35).unwrap();
+        assert_eq!(partial(), 60, "40 owned + 60 partial = the limit, allowed");
+        let why = a.set(36).unwrap_err();
+        assert!(why.contains("holds 61 bytes"), "{why}");
+        assert!(why.contains("owns 40 bytes"), "{why}");
+        assert!(why.contains("(36 bytes so far)"), "{why}");
+        a.set(4).unwrap();
+        assert_eq!(partial(), 29);
+        drop(a);
+        assert_eq!(partial(), 25);
+        b.set(0).unwrap();
+        assert_eq!(partial(), 0);
+        drop(b);
+        assert_eq!(partial(), 0);
+    }
 }
