@@ -224,7 +224,7 @@ fn an_overfull_legend_leaves_out_streams_before_totals_and_notes() {
     for kept in [
         "connection credit (client tap)",
         "received, not yet released (server)",
-        "64 streams have credit series; the 8 with the most bytes are drawn",
+        "64 streams have credit series; the 8 with the most bytes are drawn (ties: lowest id first)",
         "16 later streams were not tracked (first 64 only)",
     ] {
         assert!(l.contains(kept), "{kept:?} missing from {l}");

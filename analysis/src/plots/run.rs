@@ -226,7 +226,7 @@ pub fn run_plots(dir: &Path, tl: &Timeline) -> Result<Vec<String>, PlotError> {
     let mut top_notes = vec![];
     if many && tl.stream_credit.len() > TOP_STREAMS {
         top_notes.push(format!(
-            "{} streams have credit series; the {TOP_STREAMS} with the most bytes are drawn",
+            "{} streams have credit series; the {TOP_STREAMS} with the most bytes are drawn (ties: lowest id first)",
             tl.stream_credit.len()
         ));
     }
