@@ -341,7 +341,7 @@ fn cards(s: &Summary) -> String {
     );
     // Under Part 3's admission bound the queue cannot outgrow its slots:
     // its slope says nothing, what the originals became does.
-    let growing = c && sv && s.queue_growth_rate > 1.0 && s.overload.is_none();
+    let growing = c && sv && s.queue_grows_on_credit();
     match &s.overload {
         Some(ov) => part3_cards(&mut o, ov, c, sv),
         None => card(
@@ -438,7 +438,7 @@ fn cards(s: &Summary) -> String {
     );
     o.push_str(&checks_card(s));
     o.push_str("</div>");
-    if s.queue_growth_in_window >= 1.0 && s.overload.is_none() {
+    if s.queue_grows_on_credit() {
         let _ = write!(
             o,
             r#"<p class="finding">From <b>{:.1} s</b> to <b>{:.1} s</b> the queue grew by <b>{:.0} messages</b> while the server sent <b>{} stream WINDOW_UPDATEs</b> returning <b>{:.2} MiB of credit</b>: the window kept describing bytes, not the work the server held.</p>"#,
@@ -1483,6 +1483,39 @@ mod tests {
         );
         s.unary = false;
         assert!(!cards(&s).contains("unary call"));
+    }
+
+    /// The growth finding and the alert cards come together, and only for
+    /// a queue that grew on a rising slope: one message more at the
+    /// window's last bucket on a flat slope raised the red finding beside
+    /// a "+0.0 msg/s" card.
+    #[test]
+    fn the_growth_finding_and_alerts_need_a_queue_that_grew() {
+        let page = |rate: f64, grown: f64| {
+            cards(&Summary {
+                has_client: true,
+                has_server: true,
+                queue_growth_rate: rate,
+                queue_growth_in_window: grown,
+                ..Summary::default()
+            })
+        };
+        let flat = page(0.0, 1.0);
+        assert!(!flat.contains(r#"class="finding""#), "{flat}");
+        assert!(!flat.contains("card alert"), "{flat}");
+        let grew = page(209.7, 753.0);
+        assert!(grew.contains(r#"class="finding""#), "{grew}");
+        assert!(
+            grew.contains("the queue grew by <b>753 messages</b>"),
+            "{grew}"
+        );
+        assert_eq!(grew.matches("card alert").count(), 2, "{grew}");
+        // A rising slope that ended where it began: no finding, no alert.
+        let back = page(5.0, 0.0);
+        assert!(
+            !back.contains(r#"class="finding""#) && !back.contains("card alert"),
+            "{back}"
+        );
     }
 
     /// The page's suggested `--at` lies among the events, on the origin's

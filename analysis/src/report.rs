@@ -1535,6 +1535,35 @@ mod tests {
         assert!(h.contains("rates     attempts "), "{h}");
     }
 
+    /// A queue that held one message more at the growth window's last
+    /// bucket than at its first, on a flat slope, did not grow: no growth
+    /// line (an 80-stream run at 1 ms service read "grew by 1 msg" beside
+    /// "+0.0 msg/s"). One message more on a rising slope did; a rising
+    /// slope that ends where it began did not.
+    #[test]
+    fn a_queue_grows_by_its_end_points_and_its_slope_together() {
+        let grows = |rate: f64, grown: f64| {
+            let s = Summary {
+                has_server: true,
+                has_client: true,
+                trace_ending: "clean".into(),
+                queue_growth_rate: rate,
+                queue_growth_in_window: grown,
+                ..Summary::default()
+            };
+            let line = headline_lines(&s)
+                .lines()
+                .any(|l| l.starts_with("growth    from"));
+            assert_eq!(line, s.queue_grows_on_credit(), "{rate} {grown}");
+            line
+        };
+        assert!(!grows(0.0, 1.0));
+        assert!(!grows(1.0, 1.0), "a slope of exactly 1 msg/s is not growth");
+        assert!(grows(1.01, 1.0));
+        assert!(!grows(5.0, 0.0));
+        assert!(!grows(5.0, 0.99));
+    }
+
     /// A trace with no endpoint event (a client that never connected)
     /// says so once, not under one side's labels: it read "DATA in n/a" for
     /// a client.

@@ -15,6 +15,10 @@ const SERIES_CAP: usize = 2048;
 /// memory stays bounded however many streams a run opens.
 pub const MAX_STREAM_SERIES: usize = 64;
 
+/// The queue's fitted slope (msg/s over the growth window) above which it
+/// is said to grow: [`Summary::queue_grows_on_credit`].
+pub const GROWING_MSG_PER_S: f64 = 1.0;
+
 /// An invariant and whether the trace honours it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
@@ -770,11 +774,17 @@ pub struct Timeline {
 }
 
 impl Summary {
-    /// The queue grew over the growth window (by a message or more) with
-    /// no admission bound to cap it: Part 1's finding, the headline's
-    /// `growth` line, and what the ladder's default slice then says it shows.
+    /// The queue grew over the growth window with no admission bound to
+    /// cap it: by a message or more from the window's first bucket to its
+    /// last, and on a fitted slope above [`GROWING_MSG_PER_S`]. Part 1's
+    /// finding, the headline's `growth` line and alert cards, and what the
+    /// ladder's default slice then says it shows. (By the end points alone
+    /// a healthy run whose queue held one message at the window's last
+    /// bucket was reported growing, beside a slope of +0.0 msg/s.)
     pub fn queue_grows_on_credit(&self) -> bool {
-        self.queue_growth_in_window >= 1.0 && self.overload.is_none()
+        self.queue_growth_in_window >= 1.0
+            && self.queue_growth_rate > GROWING_MSG_PER_S
+            && self.overload.is_none()
     }
 
     /// Why the file's lines are not those the writer wrote (its footer
