@@ -448,6 +448,101 @@ mod tests {
         );
     }
 
+    /// A spec's directory spelling, and which points hold credit past a
+    /// frame's receipt.
+    #[test]
+    fn release_specs_spell_a_slug_and_say_which_points_are_late() {
+        let r: ReleaseSpec = "complete,3=frame,1=decode".parse().unwrap();
+        assert_eq!(r.slug(), "complete-1decode-3frame");
+        assert_eq!(ReleaseSpec::default().slug(), "frame");
+        assert!(!ReleaseSpec::is_late(ReleasePoint::Frame));
+        for p in [
+            ReleasePoint::Decode,
+            ReleasePoint::Start,
+            ReleasePoint::Complete,
+        ] {
+            assert!(ReleaseSpec::is_late(p), "{p:?}");
+        }
+    }
+
+    /// The flags a command line gave, or a config part sets away from the
+    /// default, named as flags; one left at its default is not.
+    #[test]
+    fn flags_given_are_those_set_or_changed() {
+        let map = |v: serde_json::Value| v.as_object().cloned();
+        let keys = ["max_attempts", "retry", "seed"];
+        let default = map(serde_json::json!({"max_attempts": 1, "retry": "none", "seed": 7}));
+        let part = map(serde_json::json!({"max_attempts": 3, "retry": "none", "seed": 7}));
+        assert_eq!(
+            flags_given(part.clone(), default.clone(), &keys, &[]),
+            ["--max-attempts"]
+        );
+        assert_eq!(
+            flags_given(part, default.clone(), &keys, &["seed".to_string()]),
+            ["--max-attempts", "--seed"]
+        );
+        assert!(flags_given(default.clone(), default, &keys, &[]).is_empty());
+        // No config part at all: only what the command line gave.
+        assert_eq!(
+            flags_given(None, None, &keys, &["retry".to_string()]),
+            ["--retry"]
+        );
+    }
+
+    /// Every unit at its own scale, the ambiguous ones answered with both
+    /// readings grouped in thousands, and the other spellings' round trips.
+    #[test]
+    fn every_unit_and_spelling() {
+        for (text, bytes) in [
+            ("3b", 3),
+            ("3 B", 3),
+            ("2GiB", 2 << 30),
+            ("2gib", 2 << 30),
+            ("3MiB", 3 << 20),
+            ("2GB", 2_000_000_000),
+            ("0.5kB", 500),
+        ] {
+            assert_eq!(text.parse::<Size>().unwrap(), Size(bytes), "{text}");
+        }
+        assert_eq!(
+            "1.5M".parse::<Size>().unwrap_err(),
+            "\"1.5M\" is ambiguous: write 1.5MiB (1,572,864) or 1.5MB (1,500,000)"
+        );
+        assert_eq!(
+            "2g".parse::<Size>().unwrap_err(),
+            "\"2g\" is ambiguous: write 2GiB (2,147,483,648) or 2GB (2,000,000,000)"
+        );
+        let e = "3 parsecs".parse::<Size>().unwrap_err();
+        assert!(e.contains("unknown unit \"parsecs\""), "{e}");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(123_456_789), "123,456,789");
+        assert_eq!(Size(65535).to_string(), "65535");
+        assert_eq!(Size(1 << 31).to_u32("--conn-window").unwrap(), 1 << 31);
+        assert_eq!(
+            Size(1 << 32).to_u32("--conn-window").unwrap_err(),
+            "--conn-window 4294967296 does not fit in 32 bits"
+        );
+        assert_eq!(Dur(Duration::from_millis(1500)).to_string(), "1s 500ms");
+        assert!("soon"
+            .parse::<Dur>()
+            .unwrap_err()
+            .contains("not a duration"));
+        for q in ["direct", "unbounded", "bounded:7"] {
+            assert_eq!(q.parse::<QueuePolicy>().unwrap().to_string(), q);
+        }
+        assert_eq!("grpc".parse::<Framing>().unwrap(), Framing::Grpc);
+        assert_eq!(Framing::Grpc.to_string(), "grpc");
+        assert_eq!(Framing::Raw(4096).to_string(), "raw:4096");
+        for bad in ["raw:0", "raw:4GiB", "json", "raw:lots"] {
+            assert!(bad.parse::<Framing>().is_err(), "{bad}");
+        }
+        assert_eq!(
+            "raw:4294967295".parse::<Framing>().unwrap(),
+            Framing::Raw(u32::MAX)
+        );
+    }
+
     #[test]
     fn parse_values() {
         assert_eq!("16KiB".parse::<Size>().unwrap(), Size(16384));
