@@ -441,11 +441,11 @@ fn cards(s: &Summary) -> String {
     if s.queue_grows_on_credit() {
         let _ = write!(
             o,
-            r#"<p class="finding">From <b>{:.1} s</b> to <b>{:.1} s</b> the queue grew by <b>{:.0} messages</b> while the server sent <b>{} stream WINDOW_UPDATEs</b> returning <b>{:.2} MiB of credit</b>: the window kept describing bytes, not the work the server held.</p>"#,
+            r#"<p class="finding">From <b>{:.1} s</b> to <b>{:.1} s</b> the queue grew by <b>{}</b> while the server sent <b>{}</b> returning <b>{:.2} MiB of credit</b>: the window kept describing bytes, not the work the server held.</p>"#,
             s.queue_growth_window_s.0,
             s.queue_growth_window_s.1,
-            s.queue_growth_in_window,
-            s.window_updates_in_growth_window,
+            crate::report::counted(s.queue_growth_in_window.round() as u64, "message"),
+            crate::report::counted(s.window_updates_in_growth_window, "stream WINDOW_UPDATE"),
             s.credit_returned_in_growth_window as f64 / 1048576.0
         );
     }
