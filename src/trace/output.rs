@@ -850,13 +850,21 @@ mod tests {
         let unwritten = out.settle();
         let err = err.or_else(|| out.check().err()).expect("the write fails");
         assert_eq!(err.kind(), io::ErrorKind::StorageFull, "{err}");
+        // Filled to the limit: in whole blocks when written around the page
+        // cache (an unaligned last write would give O_DIRECT up).
+        let direct = out.is_direct();
+        let filled = if direct {
+            limit / BLOCK as u64 * BLOCK as u64
+        } else {
+            limit
+        };
         let written: u64 = out.take_written().iter().sum();
         let lost: u64 = unwritten.iter().sum();
         assert_eq!(written + lost, total);
         assert!(written > 0 && lost > 0, "{written} {lost}");
         drop(out);
         let bytes = read(&path);
-        assert!(bytes.len() as u64 <= limit, "{} > {limit}", bytes.len());
+        assert_eq!(bytes.len() as u64, filled, "limit {limit}, direct {direct}");
         let whole_lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
         assert!(
             whole_lines >= written,
@@ -896,6 +904,50 @@ mod tests {
             "the writer was not flushed"
         );
         assert_eq!(out.take_written()[3], 1);
+    }
+
+    /// Lines that fill the file exactly to its limit are all written: the
+    /// disk is full only past it.
+    #[test]
+    fn lines_reaching_the_limit_exactly_are_written() {
+        let path = scratch("exact");
+        let limit = 2 * BLOCK as u64;
+        let mut out = Output::create(&path, Some(limit)).unwrap();
+        let line = [vec![b'e'; BLOCK - 1], b"\n".to_vec()].concat();
+        for _ in 0..2 {
+            out.buf().extend_from_slice(&line);
+            out.line(Some(1)).unwrap();
+        }
+        out.flush().unwrap();
+        assert_eq!(out.settle(), [0; KINDS]);
+        out.check().unwrap();
+        assert_eq!(out.take_written()[1], 2);
+        drop(out);
+        assert_eq!(read(&path).len() as u64, limit);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    /// Dropping the output waits for the writes in flight: the process may
+    /// exit right after, and the file must then hold every line flushed.
+    #[test]
+    fn a_dropped_output_has_written_what_was_flushed() {
+        let path = scratch("drop");
+        let mut out = Output::create(&path, None).unwrap();
+        let mut expect = Vec::new();
+        for (line, kind) in lines() {
+            out.buf().extend_from_slice(&line);
+            out.line(Some(kind)).unwrap();
+            expect.extend_from_slice(&line);
+        }
+        out.flush().unwrap();
+        drop(out);
+        assert!(
+            read(&path) == expect,
+            "{} of {} bytes",
+            read(&path).len(),
+            expect.len()
+        );
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     /// A stream (any writer) gets the bytes in order, unpadded.
