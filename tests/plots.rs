@@ -62,15 +62,28 @@ fn legend(svg: &str) -> String {
         .join(" ")
 }
 
-fn two_stream_run() -> PathBuf {
-    let dir = support::temp_dir("plots");
+/// A `frame`/`unbounded` run of `streams` streams for `duration` at
+/// `service` per message, without pcaps, set further by `more`.
+fn streams_run(
+    name: &str,
+    streams: u32,
+    duration: &str,
+    service: &str,
+    more: impl FnOnce(&mut h2probe::commands::run::RunOpts),
+) -> PathBuf {
+    let dir = support::temp_dir(name);
     let mut o = support::run_opts(&dir, "frame", "unbounded");
-    o.client.duration = support::dur("800ms");
-    o.client.streams = 2;
-    o.server.service_time = support::dur("2ms");
+    o.client.duration = support::dur(duration);
+    o.client.streams = streams;
+    o.server.service_time = support::dur(service);
     o.output.no_pcap = true;
+    more(&mut o);
     support::run(o);
     dir
+}
+
+fn two_stream_run() -> PathBuf {
+    streams_run("plots", 2, "800ms", "2ms", |_| {})
 }
 
 #[test]
@@ -180,14 +193,9 @@ fn legend_ys(svg: &str) -> Vec<(f64, String)> {
 /// credit is among those named.
 #[test]
 fn a_legend_with_many_entries_stays_readable() {
-    let dir = support::temp_dir("plots-many");
-    let mut o = support::run_opts(&dir, "frame", "unbounded");
-    o.client.duration = support::dur("600ms");
-    o.client.streams = 8;
-    o.server.conn_window = "1MiB".parse().unwrap();
-    o.server.service_time = support::dur("1ms");
-    o.output.no_pcap = true;
-    support::run(o);
+    let dir = streams_run("plots-many", 8, "600ms", "1ms", |o| {
+        o.server.conn_window = "1MiB".parse().unwrap();
+    });
     let credit = std::fs::read_to_string(dir.join("credit.svg")).unwrap();
     let mut ys = legend_ys(&credit);
     assert!(ys.len() >= 10, "{ys:?}");
@@ -212,13 +220,7 @@ fn a_legend_with_many_entries_stays_readable() {
 /// (the notes and the connection credit's name were the ones cut).
 #[test]
 fn an_overfull_legend_leaves_out_streams_before_totals_and_notes() {
-    let dir = support::temp_dir("plots-eighty");
-    let mut o = support::run_opts(&dir, "frame", "unbounded");
-    o.client.duration = support::dur("400ms");
-    o.client.streams = 80;
-    o.server.service_time = support::dur("1ms");
-    o.output.no_pcap = true;
-    support::run(o);
+    let dir = streams_run("plots-eighty", 80, "400ms", "1ms", |_| {});
     let credit = std::fs::read_to_string(dir.join("credit.svg")).unwrap();
     let l = legend(&credit);
     for kept in [
