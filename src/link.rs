@@ -182,6 +182,25 @@ impl Waker {
 mod tests {
     use super::*;
 
+    /// A link is transparent (no line in the way) only with neither a delay
+    /// nor a rate; a line holds the bandwidth-delay product, at least
+    /// 64 KiB, or 16 MiB without a rate.
+    #[test]
+    fn a_shape_says_if_it_is_a_line_and_how_much_it_holds() {
+        let shape = |ms: u64, rate: Option<u64>| Shape {
+            delay: Duration::from_millis(ms),
+            rate,
+        };
+        assert!(shape(0, None).is_transparent());
+        assert!(!shape(5, None).is_transparent());
+        assert!(!shape(0, Some(1_000)).is_transparent());
+        assert!(!shape(5, Some(1_000)).is_transparent());
+        assert_eq!(shape(5, None).capacity(), 16 << 20);
+        // 10 MB/s for 100 ms: 1 MB on the line.
+        assert_eq!(shape(100, Some(10_000_000)).capacity(), 1_000_000);
+        assert_eq!(shape(10, Some(1_000_000)).capacity(), 64 * 1024);
+    }
+
     async fn echo_once(len: usize) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -238,8 +257,8 @@ mod tests {
         assert!(took < Duration::from_secs(3), "{took:?}");
     }
 
-    /// A source that yields one byte per read, counting its reads.
-    struct Dribble(Arc<std::sync::atomic::AtomicUsize>);
+    /// A source that yields `.1` bytes per read, counting its reads.
+    struct Dribble(Arc<std::sync::atomic::AtomicUsize>, usize);
 
     impl AsyncRead for Dribble {
         fn poll_read(
@@ -248,7 +267,7 @@ mod tests {
             buf: &mut tokio::io::ReadBuf<'_>,
         ) -> std::task::Poll<std::io::Result<()>> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            buf.put_slice(&[7]);
+            buf.put_slice(&vec![7; self.1.min(buf.remaining())]);
             std::task::Poll::Ready(Ok(()))
         }
     }
@@ -264,14 +283,28 @@ mod tests {
             rate: Some(64_000),
         };
         assert_eq!(shape.capacity(), 64 * 1024);
-        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let pump = tokio::spawn(pump(Dribble(reads.clone()), tokio::io::sink(), shape));
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let n = reads.load(std::sync::atomic::Ordering::Relaxed);
-        pump.abort();
+        let reads_of = |size: usize| {
+            let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let pump = tokio::spawn(pump(Dribble(reads.clone(), size), tokio::io::sink(), shape));
+            async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                pump.abort();
+                reads.load(std::sync::atomic::Ordering::Relaxed)
+            }
+        };
         // (64 KiB + 128) / 129 ≈ 508 at most, fewer while a read's 16 KiB
         // is reserved.
+        let n = reads_of(1).await;
         assert!(n < 1_000, "{n} one-byte chunks on a 64 KiB line");
         assert!(n > 100, "{n}");
+        // 1,000-byte reads: each chunk gives back the permits of the buffer
+        // it did not fill. A read starts while a whole buffer's permits
+        // (16,512) are free: (65,664 − 16,512) / 1,128 ≈ 44 chunks (holding
+        // a whole buffer's each, 3 did).
+        let n = reads_of(1_000).await;
+        assert!(
+            (40..=50).contains(&n),
+            "{n} 1,000-byte chunks on a 64 KiB line"
+        );
     }
 }
