@@ -794,6 +794,117 @@ mod tests {
         );
     }
 
+    /// A row's outcomes add up over its runs, and each figure counts only
+    /// the runs whose trace has the side that measures it.
+    #[test]
+    fn a_rows_outcomes_add_up_over_the_runs_that_measured_them() {
+        let check = |ok: Option<bool>| crate::analyze::Check {
+            ok,
+            detail: String::new(),
+            first_t_s: None,
+            first_line: None,
+        };
+        let with = |r: RunRef, f: &dyn Fn(&mut Summary)| {
+            let mut r = r;
+            f(&mut r.summary);
+            r
+        };
+        let runs = [
+            with(run("a", 10.0, 1), &|s| {
+                s.rpc_status = [("OK".into(), 3), ("CANCELLED".into(), 1)].into();
+                s.stall_cause = Some("window".into());
+                s.max_owned_bytes = 3 << 20;
+                s.queue_growth_rate = 5.0;
+            }),
+            with(run("a", 20.0, 2), &|s| {
+                s.rpc_status = [("OK".into(), 2)].into();
+                s.stall_cause = Some("window".into());
+                s.max_owned_bytes = 1 << 20;
+                s.queue_growth_rate = 7.0;
+                s.run_status = "interrupted".into();
+            }),
+            // A server-only trace: no growth figure (it needs both
+            // sides), and a stall it cannot judge is not the client's.
+            with(run("a", 30.0, 3), &|s| {
+                s.has_client = false;
+                s.max_owned_bytes = 2 << 20;
+                s.queue_growth_rate = 1000.0;
+                s.checks = [("no_stall".to_string(), check(None))].into();
+            }),
+        ];
+        let row = &rows(&runs)[0];
+        assert_eq!(row.max_owned_mib.show(2), "2.00 (1.00–3.00)");
+        assert_eq!(row.queue_growth_rate.show(1), "6.0 (5.0–7.0)");
+        assert_eq!(row.stall_unknown, 0);
+        assert_eq!(row.incomplete, 1);
+        // No "stall not judged×0" when every stall was judged.
+        assert_eq!(outcome_cells(row)[8], "CANCELLED×1 OK×5 stalled (window)×2");
+        assert_eq!(headline_cells(row)[0], "a (incomplete: 1 of 3)");
+        assert_eq!(headline_cells(&rows(&runs[..1])[0])[0], "a");
+    }
+
+    /// A run is incomplete when it stopped early or its trace is cut
+    /// short, either alone.
+    #[test]
+    fn a_run_stopped_early_or_cut_short_is_incomplete() {
+        let of = |status: &str, ending: &str| Summary {
+            run_status: status.into(),
+            trace_ending: ending.into(),
+            ..Summary::default()
+        };
+        for (status, ending, expected) in [
+            ("", "", false),
+            ("complete", "clean", false),
+            ("complete", "none", false),
+            ("interrupted", "clean", true),
+            ("complete", "truncated", true),
+            ("error", "truncated", true),
+        ] {
+            assert_eq!(
+                incomplete(&of(status, ending)),
+                expected,
+                "{status} {ending}"
+            );
+        }
+    }
+
+    /// Columns go side by side exactly while they fit; a name wraps to
+    /// the room beside the figures' names, its first line beside the
+    /// first header.
+    #[test]
+    fn a_transposed_table_fills_its_width_exactly() {
+        let rows: Vec<Vec<String>> = ["aaaa", "bbbb", "cccc"]
+            .iter()
+            .map(|n| vec![n.to_string(), "1234".to_string()])
+            .collect();
+        // Names 4 columns, three columns of 4 and two spaces each: 22.
+        assert_eq!(
+            transposed(&["name", "v"], &rows, 22),
+            "name  aaaa  bbbb  cccc\nv     1234  1234  1234\n"
+        );
+        assert_eq!(
+            transposed(&["name", "v"], &rows, 21),
+            "name  aaaa  bbbb\nv     1234  1234\n\nname  cccc\nv     1234\n"
+        );
+        // 30 columns leave 15 beside a 13-column name for a name's words.
+        let long = vec![vec![
+            "abcdefghijklmnopqrst uvw".to_string(),
+            "1".to_string(),
+        ]];
+        let t = transposed(&["configuration", "x"], &long, 30);
+        assert_eq!(
+            t,
+            "configuration  abcdefghijklmno\n               pqrst uvw\nx                            1\n"
+        );
+    }
+
+    /// A Markdown table is read from its first line, its rule left out.
+    #[test]
+    fn a_markdown_table_on_the_first_line_is_read_once_without_its_rule() {
+        let t = markdown_for_terminal("| k | n |\n|---|--:|\n| a | 1 |\n", 80);
+        assert_eq!(t, "k  a\nn     1\n");
+    }
+
     #[test]
     fn markdown_tables_are_fitted_for_the_terminal() {
         let md = "# A title\n\nSome words.\n\n| config | N | on time % (U/N) | article on time % | late | rejected | dropped | expired | never sent | unanswered | checks |\n|---|---|---|---|---|---|---|---|---|---|---|\n| wait | 2880 | 76.944 (76.8–77.1) | 77.0 | 1.5 | 0 | 0 | 663.0 | 0 | 0 | hold |\n| reject | 2880 | 76.111 | 76.1 | 0 | 688.0 | 0 | 0 | 0 | 0 | hold |\n";
