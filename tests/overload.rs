@@ -492,9 +492,52 @@ fn a_short_part3_comparison_runs_all_four_policies() {
             "article figure {article} missing:\n{table}"
         );
     }
-    for f in ["comparison.md", "part3-outcomes.svg", "part3-owned.svg"] {
-        assert!(dir.join(f).exists(), "{f}");
+    // Each plot titled, its axes named, a line per configuration named
+    // in its legend (the collisions only RETRY's, whose retries collide).
+    let texts = |svg: &str| -> Vec<String> {
+        let svg = std::fs::read_to_string(dir.join(svg)).unwrap();
+        support::svg_texts(&svg)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect()
+    };
+    let policies = ["WAIT", "REJECT", "RETRY", "DROP", "RETRY-HOLD"];
+    for (svg, titles, y_labels, named) in [
+        (
+            "part3-owned.svg",
+            &["Server-owned payload (admitted attempts, queued or in service; first run of each, highest per point)"][..],
+            &["MiB"][..],
+            &policies[..],
+        ),
+        (
+            "part3-client.svg",
+            &[
+                "Client pending originals (all clients; first run of each, highest per point)",
+                "Client outstanding attempts (all clients; first run of each, highest per point)",
+            ],
+            &["originals", "attempts"],
+            &policies,
+        ),
+        (
+            "part3-collisions.svg",
+            &["Retries per 20 ms bin of the slowdown, [1, 2) s of the schedule (mean number of bins per run)"],
+            &["bins", "retries initiated in the bin"],
+            &["RETRY", "RETRY-HOLD"],
+        ),
+    ] {
+        let t = texts(svg);
+        for want in titles.iter().chain(y_labels).chain(named) {
+            assert!(t.iter().any(|x| x == want), "{svg}: no {want:?} in {t:?}");
+        }
     }
+    assert!(!texts("part3-collisions.svg").iter().any(|t| t == "WAIT"));
+    // Retries come whole: no "0.5" on the collisions' axes.
+    let ticks: Vec<f64> = texts("part3-collisions.svg")
+        .iter()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    assert!(ticks.iter().all(|v| v.fract() == 0.0), "{ticks:?}");
+    assert!(dir.join("comparison.md").exists());
     // The same figures as data: one row per configuration, N = 240.
     let rows: Vec<h2probe_analysis::part3::Part3Row> =
         serde_json::from_str(&std::fs::read_to_string(dir.join("part3.json")).unwrap()).unwrap();

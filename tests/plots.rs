@@ -11,17 +11,7 @@ use std::path::{Path, PathBuf};
 /// Width of the data area: everything right of it is the legend strip.
 const DATA_RIGHT: f64 = 1100.0 - 270.0;
 
-/// Every `<text>` of an SVG as (x, text).
-fn texts(svg: &str) -> Vec<(f64, String)> {
-    svg.split("<text ")
-        .skip(1)
-        .filter_map(|t| {
-            let x = t.split("x=\"").nth(1)?.split('"').next()?.parse().ok()?;
-            let body = t.split_once('>')?.1.split("</text>").next()?.trim();
-            Some((x, body.replace("&quot;", "\"")))
-        })
-        .collect()
-}
+use support::svg_texts as texts;
 
 /// The x coordinates of every polyline drawn in a series colour (not the
 /// grey axes, grid and marks, nor the legend's 4-px swatches).

@@ -54,7 +54,8 @@ fn range(v: &[f64], d: usize) -> String {
     let (a, b) = (num(lo, d), num(hi, d));
     if a == b {
         a
-    } else if lo < 0.0 || hi < 0.0 {
+    } else if a.starts_with('−') {
+        // Negative as printed ("−0.000" is never printed: `num`).
         format!("{a} to {b}")
     } else {
         format!("{a}–{b}")
@@ -884,12 +885,16 @@ mod tests {
             owned_mib_s,
             ..Overload::default()
         };
+        let useful = |o: Overload, useful_fraction: f64| Overload {
+            useful_fraction,
+            ..o
+        };
         let md = markdown(
             "t",
             &[
                 run("RETRY", "c/retry-r1", o(600, 1.0)),
-                run("RETRY", "c/retry-r2", o(700, 1.0)),
-                run("REJECT", "c/reject-r2", o(480, 1.0)),
+                run("RETRY", "c/retry-r2", useful(o(700, 1.0), 0.78)),
+                run("REJECT", "c/reject-r2", useful(o(480, 1.0), 0.76)),
                 run("WAIT", "c/wait-r2", o(480, 1.5)),
                 run("WAIT deadline=500ms", "d/wait-r1", o(480, 3.0)),
                 run("REJECT deadline=500ms", "d/reject-r1", o(480, 2.0)),
@@ -905,6 +910,7 @@ mod tests {
             md.contains("| initiated attempts A per run | 220.0 |"),
             "{md}"
         );
+        assert!(md.contains("| on-time percentage points | 2.000 |"), "{md}");
         assert!(
             md.contains(
                 "WAIT − REJECT server-owned payload, paired by repeat (1 pair): 0.500 MiB·s."
@@ -930,11 +936,183 @@ mod tests {
         assert_eq!(stat(&[16414.2, 16414.4], 0), "16414");
         assert_eq!(range(&[0.013, 0.01369], 3), "0.013–0.014");
         assert_eq!(stat(&[1.0, 2.0], 1), "1.5 (1.0–2.0)");
+        // "to" whenever the low end prints negative, and only then.
+        assert_eq!(range(&[-1.0, 2.0], 1), "−1.0 to 2.0");
+        assert_eq!(range(&[0.0, 2.0], 1), "0.0–2.0");
+        assert_eq!(range(&[-0.0001, 1.0], 3), "0.000–1.000");
         assert_eq!(num(-0.0001, 3), "0.000");
         // A run without the figure (wire bytes per useful with none
         // useful) has no part in it.
         assert_eq!(stat(&[f64::NAN, 4.0, 6.0], 0), "5 (4–6)");
         assert_eq!(stat(&[f64::NAN], 0), "n/a");
+    }
+
+    /// The tables, figure by figure: policies in the article's order
+    /// whatever order the runs came in, a run cut short named, the
+    /// article's figure only beside its own setting, the checks' verdict,
+    /// phases' p95 and cohorts, and the collision window the runs share.
+    #[test]
+    fn the_tables_give_each_policys_figures_in_the_articles_order() {
+        let phase = |name: &str, cohort: u64, p95: f64| crate::analyze::overload::PhaseLatency {
+            phase: name.into(),
+            cohort,
+            p95_s: Some(p95),
+            ..Default::default()
+        };
+        let o = |on_time: u64, useful: f64, p95: f64| Overload {
+            originals: 100,
+            on_time,
+            useful_fraction: useful,
+            phases: vec![phase("before", 30, p95), phase("during", 40, 2.0 * p95)],
+            collision: Collision {
+                from_s: 12.0,
+                to_s: 24.0,
+                window: "default".into(),
+                ..Collision::default()
+            },
+            ..Overload::default()
+        };
+        let held = |mut r: RunRef, ok: bool| {
+            for c in ["originals", "admission"] {
+                r.summary.checks.insert(
+                    c.into(),
+                    crate::analyze::Check {
+                        ok: Some(ok),
+                        detail: String::new(),
+                        first_t_s: None,
+                        first_line: None,
+                    },
+                );
+            }
+            r
+        };
+        let mut cut = held(run("DROP", "c/drop-r2", o(70, 0.70, 0.5)), true);
+        cut.summary.run_status = "interrupted".into();
+        let runs = [
+            held(run("DROP", "c/drop-r1", o(80, 0.80, 0.5)), true),
+            cut,
+            held(run("WAIT", "c/wait-r1", o(76, 0.76, 0.25)), false),
+        ];
+        let md = markdown("t", &runs, true);
+        let line =
+            |start: &str| -> Vec<&str> { md.lines().filter(|l| l.starts_with(start)).collect() };
+        assert_eq!(
+            line("| WAIT |"),
+            [
+                "| WAIT | 100 | 76.000 | 76.042 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 | SEE RUNS |",
+                "| WAIT | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 | 0.250 [30] | 0.500 [40] | n/a [n/a] |",
+                "| WAIT | 0.000 | 0.0 | 0.0 | 0.0 | 0.00 | 0.000 | 0.0 | n/a | n/a [0] |",
+            ],
+            "{md}"
+        );
+        let drop = "| DROP (incomplete: 1 of 2) |";
+        assert_eq!(
+            line(drop)[0],
+            format!("{drop} 100 | 75.000 (70.000–80.000) | 76.014 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 | hold |"),
+            "{md}"
+        );
+        // WAIT before DROP, as the article lists them.
+        assert!(
+            md.find("| WAIT |").unwrap() < md.find(drop).unwrap(),
+            "{md}"
+        );
+        assert!(md.contains("; 1/2 runs per configuration"), "{md}");
+        assert!(md.contains("initiated in [12, 24) s, the fraction"), "{md}");
+        assert!(!md.contains("not shown beside these runs"), "{md}");
+        // Not the article's setting: no article figures, and said why.
+        let ours = markdown("t", &runs, false);
+        assert!(ours.contains("| WAIT | 100 | 76.000 | — |"), "{ours}");
+        assert!(ours.contains("not shown beside these runs"), "{ours}");
+    }
+
+    /// The collision window the runs share, or that it differs, in the
+    /// runs' order (a window given twice apart is still two windows).
+    #[test]
+    fn a_collision_window_is_named_once_when_every_run_shares_it() {
+        let at = |from_s: f64, to_s: f64| Overload {
+            collision: Collision {
+                from_s,
+                to_s,
+                ..Collision::default()
+            },
+            ..Overload::default()
+        };
+        let (a, b) = (at(12.0, 24.0), at(2.0, 4.0));
+        assert_eq!(window_label([&a, &a]), "[12, 24) s");
+        assert_eq!(
+            window_label([&a, &b, &a]),
+            "the window (it differs between runs)"
+        );
+        assert_eq!(window_label([]), "the window");
+        // In ns when recorded so, else from the seconds.
+        assert_eq!(window_ns(&a.collision), (12_000_000_000, 24_000_000_000));
+        let ns = Collision {
+            from_ns: 7,
+            to_ns: 9,
+            ..a.collision.clone()
+        };
+        assert_eq!(window_ns(&ns), (7, 9));
+        // A trace ending just as the article's window does covers it.
+        let ends_at = |end: f64| Collision {
+            window: "default".into(),
+            trace_end_s: Some(end),
+            ..a.collision.clone()
+        };
+        assert!(!collision_scope(&ends_at(24.0)).contains("trace ends"));
+        assert!(collision_scope(&ends_at(23.9)).contains("trace ends at 23.9 s"));
+    }
+
+    /// part3.json's figures: over the runs that measured each, phases
+    /// once each, and no on-time percentage for a run without originals.
+    #[test]
+    fn part3_json_gives_each_figure_over_the_runs_that_measured_it() {
+        let o = |originals: u64, useful: f64, phases: &[&str]| Overload {
+            originals,
+            useful_fraction: useful,
+            phases: phases
+                .iter()
+                .map(|p| crate::analyze::overload::PhaseLatency {
+                    phase: p.to_string(),
+                    cohort: 10,
+                    p95_s: Some(1.5),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Overload::default()
+        };
+        let rows = rows(&[
+            run("REJECT", "c/reject-r1", o(100, 0.75, &["before", "during"])),
+            run("REJECT", "c/reject-r2", o(0, 0.0, &["during"])),
+        ]);
+        assert_eq!(rows.len(), 1);
+        let f = &rows[0].figures;
+        assert_eq!(
+            f["useful_percent"],
+            Spread {
+                n: 1,
+                mean: 75.0,
+                min: 75.0,
+                max: 75.0
+            }
+        );
+        assert_eq!((f["originals"].n, f["originals"].mean), (2, 50.0));
+        assert_eq!(f["p95_s.before"].n, 1);
+        assert_eq!(f["cohort.during"].n, 2);
+        assert_eq!(
+            f.keys().filter(|k| k.starts_with("p95_s.")).count(),
+            2,
+            "{f:?}"
+        );
+        assert_eq!(rows[0].dirs, ["c/reject-r1", "c/reject-r2"]);
+    }
+
+    #[test]
+    fn a_repeat_is_the_directorys_r_suffix() {
+        let of = |dir: &str| repeat_of(&run("X", dir, Overload::default()));
+        assert_eq!(of("c/retry-r12"), Some(12));
+        assert_eq!(of("c/retry-r0"), Some(0));
+        assert_eq!(of("c/retry"), None);
+        assert_eq!(of("c/retry-rx"), None);
     }
 
     /// The article's window is named as such, and a run that ends before

@@ -617,3 +617,15 @@ impl std::ops::DerefMut for Reaped {
         &mut self.0
     }
 }
+
+/// Every `<text>` of an SVG as (x, text).
+pub fn svg_texts(svg: &str) -> Vec<(f64, String)> {
+    svg.split("<text ")
+        .skip(1)
+        .filter_map(|t| {
+            let x = t.split("x=\"").nth(1)?.split('"').next()?.parse().ok()?;
+            let body = t.split_once('>')?.1.split("</text>").next()?.trim();
+            Some((x, body.replace("&quot;", "\"")))
+        })
+        .collect()
+}
