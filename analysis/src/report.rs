@@ -1081,14 +1081,14 @@ fn relay_lines(
         );
         let _ = writeln!(
             o,
-            "waits     the {sender} had an open stream and no credit {:.3}s{} in {} intervals{}; inferred waiting (it sent more DATA after the credit) {:.3}s in {}{}",
+            "waits     the {sender} had an open stream and no credit {:.3}s{} in {}{}; inferred waiting (it sent more DATA after the credit) {:.3}s in {}{}",
             f.exhausted_s,
             if r.connections > 1 {
                 " (summed over connections)"
             } else {
                 ""
             },
-            f.exhausted_intervals,
+            counted(f.exhausted_intervals, "interval"),
             if f.exhausted_open > 0 {
                 format!(" ({} open at the end)", f.exhausted_open)
             } else {
@@ -1262,6 +1262,376 @@ pub fn exit_code(s: &Summary, live: bool) -> i32 {
 mod tests {
     use super::*;
 
+    /// The headline's small texts: waits never resumed, errors by who,
+    /// units kept with their numbers, a completion rate's span, and lines
+    /// broken only past the width.
+    #[test]
+    fn the_headlines_small_texts_count_what_they_say() {
+        let s = Summary {
+            blocked_open_by: [("window".into(), 0), ("socket".into(), 2)].into(),
+            ..Summary::default()
+        };
+        assert_eq!(open_at_end(&s, "socket"), " (2 never resumed)");
+        assert_eq!(open_at_end(&s, "window"), "");
+        assert_eq!(open_at_end(&s, "conn"), "");
+
+        assert_eq!(errors_line(&Summary::default()), None);
+        let not_h2 = "wire_error: not an HTTP/2 server (HTTP/1.1 reply)".to_string();
+        let s = Summary {
+            protocol_errors: [(not_h2.clone(), 1), ("GOAWAY PROTOCOL_ERROR".into(), 2)].into(),
+            conns_refused: 1,
+            wire_errors: 4,
+            wire_errors_by_writer: [("server".into(), 3), ("client".into(), 1)].into(),
+            ..Summary::default()
+        };
+        assert_eq!(
+            errors_line(&s).unwrap(),
+            "server sent GOAWAY PROTOCOL_ERROR×2  not an HTTP/2 server×1  \
+             server refused connections×1  wire_error×1 in the client's bytes  \
+             wire_error×2 in the server's bytes"
+        );
+        // The server's only wire error is its not being HTTP/2.
+        let s = Summary {
+            protocol_errors: [(not_h2.clone(), 1)].into(),
+            wire_errors: 1,
+            wire_errors_by_writer: [("server".into(), 1)].into(),
+            ..Summary::default()
+        };
+        assert_eq!(errors_line(&s).unwrap(), "not an HTTP/2 server×1");
+        // A summary from before the split by writer.
+        let old = |wire_errors: u64| Summary {
+            protocol_errors: [(not_h2.clone(), 1)].into(),
+            wire_errors,
+            ..Summary::default()
+        };
+        assert_eq!(errors_line(&old(1)).unwrap(), "not an HTTP/2 server×1");
+        assert_eq!(
+            errors_line(&old(3)).unwrap(),
+            "not an HTTP/2 server×1  wire_error×2"
+        );
+
+        let handed = |handed_over: u64, handed_in: u64| {
+            handed_text(&Summary {
+                handed_over,
+                handed_in,
+                ..Summary::default()
+            })
+        };
+        assert_eq!(handed(0, 0), "");
+        assert_eq!(handed(36, 36), "  handed-over 36");
+        assert_eq!(handed(36, 30), "  handed-over 36 (taken 30)");
+        assert_eq!(handed(0, 5), "  handed-over 0 (taken 5)");
+
+        assert_eq!(
+            unit_glued_words("took 3 ms, and a B"),
+            ["took", "3 ms,", "and", "a", "B"]
+        );
+
+        let done = |completed: u64, completion_rate: f64| {
+            completed_text(&Summary {
+                completed,
+                completion_rate,
+                span_s: 4.0,
+                ..Summary::default()
+            })
+        };
+        assert_eq!(done(0, 5.0), "5.0/s");
+        assert_eq!(done(1, 5.0), "5.0/s");
+        assert_eq!(done(2, 0.0), "0.0/s");
+        assert_eq!(done(2, 100.0), "100.0/s (2 in 0.01s)");
+        // Completions over half the trace or more: the rate alone.
+        assert_eq!(done(3, 1.0), "1.0/s");
+
+        // A field that fills the line exactly stays on it.
+        assert_eq!(
+            fit_lines("abc       12345  1234567  99", 24),
+            "abc       12345  1234567\n          99\n"
+        );
+        // Continuations are indented at most half the width.
+        assert_eq!(
+            fit_lines("abcdefghijklmnop  111 222 333 444", 20),
+            "abcdefghijklmnop\n          111 222\n          333 444\n"
+        );
+    }
+
+    /// A failed check outranks an interruption, which outranks an RPC that
+    /// did not end OK; an interruption counts only for the live command.
+    #[test]
+    fn exit_codes_rank_a_failed_check_over_an_interrupt_over_an_rpc_error() {
+        for (a, b, worst) in [
+            (0, 4, 4),
+            (4, 130, 130),
+            (130, 3, 3),
+            (3, 130, 3),
+            (4, 0, 4),
+            (0, 0, 0),
+            (3, 3, 3),
+            (1, 0, 1),
+        ] {
+            assert_eq!(worst_exit(a, b), worst, "{a} {b}");
+        }
+        let failed = crate::analyze::Check {
+            ok: Some(false),
+            detail: String::new(),
+            first_t_s: None,
+            first_line: None,
+        };
+        let of = |status: &str, rpc: &str, server_rpc: &str, fail: bool| Summary {
+            run_status: status.into(),
+            rpc_status: [(rpc.to_string(), 1)].into(),
+            server_rpc_status: [(server_rpc.to_string(), 1)].into(),
+            checks: if fail {
+                [("credit".to_string(), failed.clone())].into()
+            } else {
+                Default::default()
+            },
+            ..Summary::default()
+        };
+        assert_eq!(exit_code(&of("complete", "OK", "OK", false), true), 0);
+        assert_eq!(
+            exit_code(&of("complete", "CANCELLED", "OK", false), true),
+            4
+        );
+        assert_eq!(exit_code(&of("complete", "OK", "INTERNAL", false), true), 4);
+        assert_eq!(exit_code(&of("interrupted", "OK", "OK", false), true), 130);
+        assert_eq!(exit_code(&of("interrupted", "OK", "OK", false), false), 0);
+        assert_eq!(exit_code(&of("complete", "OK", "OK", true), false), 3);
+        assert_eq!(
+            exit_code(&of("interrupted", "CANCELLED", "OK", true), true),
+            3
+        );
+    }
+
+    /// The Part 3 lines, and what each side's absence leaves n/a.
+    #[test]
+    fn overload_lines_give_every_end_and_what_a_side_lacks() {
+        let ov = crate::analyze::overload::Overload {
+            originals: 240,
+            on_time: 180,
+            useful_fraction: 0.75,
+            late: 10,
+            rejected: 50,
+            offered_rate: 80.0,
+            first_attempts: 240,
+            attempts: 260,
+            retries: 20,
+            sent: 255,
+            decoded: 250,
+            max_in_use: 31,
+            slots: 32,
+            owned_mib_s: 1.5,
+            owned_peak_bytes: 3 << 19,
+            pending_peak: 12,
+            outstanding_peak: 33,
+            wire_bytes_per_useful: Some(17000.4),
+            phases: vec![crate::analyze::overload::PhaseLatency {
+                phase: "before".into(),
+                cohort: 60,
+                p50_s: Some(0.0125),
+                p95_s: None,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            overload_lines(&ov, true, true),
+            "useful    U/N 180/240 = 75.000 %  late 10  rejected 50  dropped 0  expired 0  never-sent 0  unanswered 0\n\
+             attempts  N 240 (80.0/s)  F 240  A 260 (20 retries)  S 255  R 250  slots ≤ 31/32\n\
+             latency   completed cohorts: before p50 0.013s p95 n/a (n=60)\n\
+             cost      admitted payload 1.500 MiB·s (peak 1.50 MiB)  client pending ≤ 12 outstanding ≤ 33  \
+             retry collision n/a (M=0 in [0, 0) s)  wire 17000 B/useful\n"
+        );
+        let server_only = overload_lines(&ov, false, true);
+        assert!(
+            server_only.starts_with("useful    n/a: the originals"),
+            "{server_only}"
+        );
+        assert!(
+            server_only.contains("attempts  N n/a  F n/a  A n/a  S n/a  R 250  slots ≤ 31/32\n"),
+            "{server_only}"
+        );
+        assert!(
+            server_only
+                .contains("retry collision n/a (retries are the client's)  wire n/a B/useful"),
+            "{server_only}"
+        );
+        let client_only = overload_lines(&ov, true, false);
+        assert!(client_only.contains("R n/a  slots ≤ n/a"), "{client_only}");
+        assert!(
+            client_only.contains("admitted payload n/a  client pending ≤ 12"),
+            "{client_only}"
+        );
+        // No originals: no percentage of them.
+        let none = crate::analyze::overload::Overload::default();
+        assert!(overload_lines(&none, true, true).starts_with("useful    U/N 0/0 = n/a  "));
+    }
+
+    /// never-sent with its reasons; a failed check with where it first
+    /// failed; a reason cut to its lead clause only past the limit.
+    #[test]
+    fn never_sent_failed_checks_and_brief_reasons_are_said_whole() {
+        let never = |n: u64| {
+            never_sent_text(&Summary {
+                never_sent: n,
+                never_sent_by_reason: [("behind".to_string(), n)].into(),
+                ..Summary::default()
+            })
+        };
+        assert_eq!(never(0), "0");
+        assert_eq!(never(36), "36 (behind 36)");
+        let failed = |first_t_s, first_line| {
+            let c = crate::analyze::Check {
+                ok: Some(false),
+                detail: "went below zero".into(),
+                first_t_s,
+                first_line,
+            };
+            checks_lines(&[("credit".to_string(), c)].into())
+        };
+        assert!(failed(Some(1.25), Some(40))
+            .contains("CHECK FAILED  credit: went below zero [first at 1.250s, trace line 40]\n"));
+        assert!(failed(Some(1.25), None).contains("CHECK FAILED  credit: went below zero\n"));
+        let at = |n: usize| format!("lead: {}", "x".repeat(n - 6));
+        assert_eq!(brief(&at(BRIEF_REASON), &["a"]), at(BRIEF_REASON));
+        assert_eq!(
+            brief(&at(BRIEF_REASON + 1), &["a"]),
+            "lead (whole in summary.json checks.a)"
+        );
+        assert_eq!(brief(&"y".repeat(300), &["a"]), "y".repeat(300));
+    }
+
+    /// Each condition of a run has its headline line or words, and only
+    /// when it holds: a cut trace, damage, payload left out, unpaired
+    /// connections, a client alone, nothing at all, streams and how their
+    /// fairness is measured.
+    #[test]
+    fn each_condition_of_a_run_gets_its_words_only_when_it_holds() {
+        let both = Summary {
+            has_client: true,
+            has_server: true,
+            ..Summary::default()
+        };
+        let said = |f: &dyn Fn(&mut Summary)| {
+            let mut s = both.clone();
+            f(&mut s);
+            headline_lines(&s)
+        };
+        let plain = said(&|_| {});
+        for absent in [
+            "trace  ",
+            "damaged",
+            "without payload",
+            "unpaired",
+            "events    none",
+        ] {
+            assert!(!plain.contains(absent), "{absent:?} in\n{plain}");
+        }
+        assert!(plain.contains("messages  scheduled 0"), "{plain}");
+        assert!(!said(&|s| s.trace_ending = "clean".into()).contains("trace  "));
+        assert!(said(&|s| s.trace_ending = "no_footer".into())
+            .contains("trace     cut short (no footer): analysed up to"));
+        assert!(said(&|s| s.trace_ending = "truncated".into()).contains("cut short (truncated)"));
+        let damaged = |n: u64| {
+            said(&|s| {
+                s.corrupt_lines = n;
+                s.first_corrupt_line = Some(7);
+            })
+        };
+        assert!(damaged(1).contains("damaged: 1 corrupt line skipped (line 7)"));
+        assert!(damaged(2).contains("damaged: 2 corrupt lines skipped (the first at line 7)"));
+        assert!(said(&|s| {
+            s.payload_dropped_frames = 3;
+            s.payload_dropped_bytes = 100;
+        })
+        .contains("trace     3 frames without payload (100 B,"));
+        let unpaired = said(&|s| {
+            let mut u = crate::analyze::summary::Unpaired::default();
+            (u.server_connections, u.decoded) = (1, 5);
+            s.unpaired = Some(u);
+        });
+        assert!(
+            unpaired.contains(
+                "unpaired  1 server connection no client connection pairs with (decoded 5): counted above"
+            ),
+            "{unpaired}"
+        );
+        assert!(
+            !unpaired.contains("no server connection pairs"),
+            "{unpaired}"
+        );
+        let unpaired = said(&|s| {
+            let mut u = crate::analyze::summary::Unpaired::default();
+            (u.client_connections, u.sent) = (2, 9);
+            s.unpaired = Some(u);
+        });
+        assert!(
+            unpaired.contains(
+                "unpaired  2 client connections no server connection pairs with (sent 9):"
+            ),
+            "{unpaired}"
+        );
+        assert!(
+            !unpaired.contains("no client connection pairs"),
+            "{unpaired}"
+        );
+        // A client alone has its own wire line; nothing at all says so.
+        let alone = said(&|s| s.has_server = false);
+        assert!(alone.contains("wire      DATA out 0 (0 B)"), "{alone}");
+        assert!(!plain.contains("wire      DATA out"), "{plain}");
+        let nothing = said(&|s| {
+            s.has_client = false;
+            s.has_server = false;
+        });
+        assert!(nothing.starts_with("events    none:"), "{nothing}");
+        assert!(!nothing.contains("messages"), "{nothing}");
+        assert!(!alone.contains("events    none"), "{alone}");
+        // Streams: a line from two; fairness of bytes ÷ offered when every
+        // stream's demand is known, else of bytes and starvation unjudged.
+        let streams = |offered: [Option<u64>; 2], unary: bool| {
+            said(&|s| {
+                s.streams = offered
+                    .iter()
+                    .map(|o| crate::analyze::summary::StreamFigures {
+                        offered_bytes: *o,
+                        ..Default::default()
+                    })
+                    .collect();
+                s.unary = unary;
+            })
+        };
+        let known = streams([Some(1), Some(2)], false);
+        assert!(
+            known.contains("(Jain's index of bytes ÷ offered; 1 = equal)"),
+            "{known}"
+        );
+        assert!(!known.contains("starvation not judged"), "{known}");
+        let unknown = streams([Some(1), None], false);
+        assert!(
+            unknown.contains("(Jain's index of bytes; 1 = equal)"),
+            "{unknown}"
+        );
+        assert!(unknown.contains("; starvation not judged:"), "{unknown}");
+        let unary = streams([Some(1), None], true);
+        assert!(unary.contains("unary calls, one message each"), "{unary}");
+        assert!(!unary.contains("; starvation not judged:"), "{unary}");
+        assert!(!said(&|s| s.stream_count = 1).contains("streams   "));
+        assert!(said(&|s| s.stream_count = 2).contains("streams   2 carried DATA"));
+        for (conn, stream) in [(0.5, 0.0), (0.0, 0.25)] {
+            let blocked = said(&|s| {
+                s.stream_count = 2;
+                s.client_blocked_conn_window_s = conn;
+                s.client_blocked_stream_window_s = stream;
+            });
+            assert!(
+                blocked.contains(&format!(
+                    "; window-blocked on the connection window {conn:.2}s, on own stream windows {stream:.2}s"
+                )),
+                "{blocked}"
+            );
+        }
+        assert!(!said(&|s| s.stream_count = 2).contains("window-blocked on the connection"));
+    }
+
     /// A long reason a check cannot judge is its lead clause on the checks
     /// line, and says where the whole is; a short one is given whole.
     #[test]
@@ -1342,6 +1712,58 @@ mod tests {
         let mut o = String::new();
         relay_lines(&mut o, &r, None, 1);
         assert!(o.contains("1 stream (+16384 B p50, every n/a p50,"), "{o}");
+        // When the receiver returns credit, in frames of its largest DATA.
+        r.c2s.max_data_frame = 16384;
+        r.c2s.withheld_after_update = crate::stats::Distribution {
+            p50: 40960.0,
+            p90: 49152.0,
+            ..one(40960.0)
+        };
+        r.c2s.credit_release = "after_receipt".into();
+        r.close_reasons = [("GOAWAY".to_string(), 2), ("EOF".to_string(), 1)].into();
+        let mut o = String::new();
+        relay_lines(&mut o, &r, None, 1);
+        assert!(
+            o.contains(
+                "credit    the server HOLDS credit after receipt: after each stream \
+                 WINDOW_UPDATE it still holds p50 40960 B (2.5 frames of 16384 B), p90 49152 B;"
+            ),
+            "{o}"
+        );
+        assert!(
+            o.contains("(0 refused, 3 legs closed with a reason)"),
+            "{o}"
+        );
+        assert!(o.contains("\nclosed    EOF×1, GOAWAY×2\n"), "{o}");
+        r.c2s.credit_release = "on_receipt".into();
+        let mut o = String::new();
+        relay_lines(&mut o, &r, None, 1);
+        assert!(
+            o.contains("the server returns credit ON RECEIPT: after each stream WINDOW_UPDATE it still holds p50 40960 B (< half a 16384-B frame)"),
+            "{o}"
+        );
+        // A direction with DATA but no update and no wait is one line;
+        // one with only a credit wait is not.
+        let mut r = crate::analyze::RelaySummary::default();
+        r.s2c.data_frames = 1;
+        r.s2c.data_bytes = 5;
+        let mut o = String::new();
+        relay_lines(&mut o, &r, None, 1);
+        assert!(
+            o.contains(
+                "s2c       DATA 1 frame (5 B); no WINDOW_UPDATE from the client, no credit wait\n"
+            ),
+            "{o}"
+        );
+        assert!(!o.contains("closed    "), "{o}");
+        r.s2c.exhausted_intervals = 1;
+        let mut o = String::new();
+        relay_lines(&mut o, &r, None, 1);
+        assert!(
+            o.contains("client's WINDOW_UPDATEs: 0 stream, 0 connection"),
+            "{o}"
+        );
+        assert!(o.contains("no credit 0.000s in 1 interval;"), "{o}");
     }
 
     fn words(s: &str) -> Vec<&str> {

@@ -37,6 +37,19 @@ for col, dt in TIMELINE.items():
     assert str(tl[col].dtype) == dt, (col, tl[col].dtype)
 assert tl["bucket_s"].nunique() == 1, tl["bucket_s"].unique()
 assert set(tl["kind"].unique()) <= {"cumulative", "level", "per_bucket"}
+# Every t_s on the grid bucket_s says, and each series' buckets merged as
+# docs/outputs.md says (a level's extreme, a count's running total, a sum).
+step = tl["bucket_s"].iloc[0]
+assert ((tl["t_s"] / step).round() * step - tl["t_s"]).abs().max() < 1e-6, step
+assert (pd.Series(sorted(tl["t_s"].unique())).diff().dropna() >= step - 1e-6).all(), step
+merged = tl.groupby("series")[["kind", "agg"]].agg(lambda c: "/".join(sorted(set(c))))
+for name, how in {
+    "sent": "cumulative/last",
+    "queue_depth": "level/max",
+    "credit_conn_client": "level/min",
+    "window_updates": "per_bucket/sum",
+}.items():
+    assert "/".join(merged.loc[name]) == how, (name, merged.loc[name].tolist())
 agg = tl[tl["stream"].isna()]
 wide = agg.pivot(index="t_s", columns="series", values="value")
 # One grid: every cumulative series is known at every bucket (0 before its
