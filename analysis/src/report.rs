@@ -1630,6 +1630,47 @@ mod tests {
             );
         }
         assert!(!said(&|s| s.stream_count = 2).contains("window-blocked on the connection"));
+        let starved = |truncated: bool| {
+            said(&|s| {
+                s.stream_count = 2;
+                s.starved_streams = vec!["1/3".into()];
+                s.starved_streams_truncated = truncated;
+            })
+        };
+        assert!(starved(false).contains("; STARVED (< 10 % of a fair share): 1/3\n"));
+        assert!(starved(true).contains(": 1/3 and maybe more (only the least served are kept)"));
+        assert!(!said(&|s| s.stream_count = 2).contains("STARVED"));
+        // A relay: alone, its legs' errors and no endpoint figures; with
+        // the client's trace merged in, the client's own record of its
+        // credit waits beside the relay's inference.
+        let mut relay = crate::analyze::RelaySummary::default();
+        relay.c2s.data_frames = 1;
+        relay.c2s.exhausted_intervals = 1;
+        relay.answers = [("client: GOAWAY".to_string(), 1)].into();
+        relay.rules_broken = [("server: DATA on stream 0".to_string(), 2)].into();
+        let with_relay = |client: bool, server: bool, waits: u64| {
+            said(&|s| {
+                s.relay = Some(relay.clone());
+                s.has_client = client;
+                s.has_server = server;
+                s.window_blocked_ms.count = waits;
+                s.client_window_blocked_s = 0.5;
+            })
+        };
+        let alone = with_relay(false, false, 0);
+        assert!(
+            alone.contains("\nerrors    client sent GOAWAY×1  server broke: DATA on stream 0×2\n"),
+            "{alone}"
+        );
+        assert!(!alone.contains("messages"), "{alone}");
+        assert!(!alone.contains("events    none"), "{alone}");
+        let own = "the client's own record (its trace): window-blocked 0.500s in 3 waits";
+        let merged = with_relay(true, false, 3);
+        assert!(merged.contains("messages  scheduled 0"), "{merged}");
+        assert!(merged.contains(own), "{merged}");
+        assert!(!with_relay(true, true, 0).contains("the client's own record"));
+        assert!(!with_relay(false, true, 3).contains("the client's own record"));
+        assert!(with_relay(false, true, 3).contains("messages  scheduled n/a"));
     }
 
     /// A long reason a check cannot judge is its lead clause on the checks
