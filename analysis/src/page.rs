@@ -86,7 +86,7 @@ h3 .note{font-weight:normal}
 
 fn page(title: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n",
         esc(title)
     )
 }
@@ -137,22 +137,23 @@ fn inline_svg(text: &str) -> Option<String> {
     let end = text.rfind("</svg>")? + "</svg>".len();
     let svg = &text[start..end];
     let lower = svg.to_ascii_lowercase();
-    if lower.contains("<script")
-        || lower.contains("javascript:")
-        || lower.contains(" on") && has_handler(&lower)
-    {
+    if lower.contains("<script") || lower.contains("javascript:") || has_handler(&lower) {
         return None;
     }
     Some(svg.to_string())
 }
 
-/// Whether an SVG has an event-handler attribute (`onload=`, `onclick=` …).
+/// Whether an SVG has an event-handler attribute (`onload=`, `onclick =`
+/// …), after any whitespace or a `/` as HTML's parser reads attributes
+/// (`<svg/onload=…>`, a newline before it).
 fn has_handler(lower: &str) -> bool {
     let b = lower.as_bytes();
-    lower.match_indices(" on").any(|(i, _)| {
-        let rest = &b[i + 3..];
+    lower.match_indices("on").any(|(i, _)| {
+        let after_gap = i > 0 && (b[i - 1].is_ascii_whitespace() || b[i - 1] == b'/');
+        let rest = &b[i + 2..];
         let name_len = rest.iter().take_while(|c| c.is_ascii_lowercase()).count();
-        name_len > 0 && rest.get(name_len) == Some(&b'=')
+        let eq = rest[name_len..].iter().find(|c| !c.is_ascii_whitespace());
+        after_gap && name_len > 0 && eq == Some(&b'=')
     })
 }
 
@@ -1395,6 +1396,41 @@ pub fn link(from: &Path, to: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An SVG is inlined only without a script, a `javascript:` URL or an
+    /// event handler however its attribute is written; and the page
+    /// forbids scripts whatever slips through.
+    #[test]
+    fn an_svg_with_a_script_or_a_handler_is_not_inlined() {
+        let svg = |inner: &str| {
+            format!("<?xml version=\"1.0\"?>\n<svg{inner}><text>on time=1</text></svg>\n")
+        };
+        assert_eq!(
+            inline_svg(&svg(" width=\"10\"")).as_deref(),
+            Some("<svg width=\"10\"><text>on time=1</text></svg>")
+        );
+        for hostile in [
+            " onload=\"alert(1)\"",
+            "\nonload=\"alert(1)\"",
+            "\tONCLICK='x'",
+            "/onload=x",
+            " onmouseover =x",
+            "><script>alert(1)</script",
+            "><a href=\"JavaScript:alert(1)\">x</a",
+        ] {
+            assert_eq!(inline_svg(&svg(hostile)), None, "{hostile:?}");
+        }
+        // Words beginning "on" are not handlers: "one", "on =", "online".
+        for benign in [" id=\"one\"", "><text>turned on = yes, online</text"] {
+            assert!(inline_svg(&svg(benign)).is_some(), "{benign:?}");
+        }
+        assert_eq!(inline_svg("<html>no svg</html>"), None);
+        let html = page("t", "");
+        assert!(
+            html.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"),
+            "{html}"
+        );
+    }
 
     /// The comparison page never calls a run "hold" that failed or cannot
     /// be judged, and counts each kind in a group.
