@@ -346,10 +346,26 @@ fn the_page_of_a_hand_built_run_renders_in_a_browser_with_its_ladder() {
     );
     let html = std::fs::read_to_string(&page).unwrap();
 
-    // Self-contained: nothing is fetched.
-    for needle in ["src=", "<link", "@import", "url(http", "href=\"http"] {
+    // Self-contained: nothing is fetched; each plot is an image of its
+    // own file's bytes (a data: URL), never its markup inline.
+    for needle in ["<link", "@import", "url(http", "href=\"http"] {
         assert!(!html.contains(needle), "the page refers to {needle}…");
     }
+    let plots = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("svg".as_ref()))
+        .count();
+    assert!(plots >= 3, "{plots} plots");
+    assert_eq!(html.matches("src=").count(), plots);
+    assert_eq!(
+        html.matches(r#"<img class="plot" alt="#).count(),
+        plots,
+        "one image per plot"
+    );
+    assert_eq!(
+        html.matches(r#"src="data:image/svg+xml;base64,"#).count(),
+        plots
+    );
     // The headline, the checks, the configuration and the plots are there.
     assert!(html.contains("messages  scheduled"), "no headline");
     assert!(html.contains("✗ FAILED"), "the failed accounting check");

@@ -67,7 +67,7 @@ tr.failed td{background:#fffafa}
 .plots{display:grid;grid-template-columns:minmax(0,1040px);gap:22px}
 figure{margin:0}
 figure.wide{grid-column:1/-1}
-figure svg{width:100%;height:auto;border:1px solid var(--border);border-radius:6px;display:block}
+figure img.plot{width:100%;height:auto;border:1px solid var(--border);border-radius:6px;display:block}
 figcaption{font-size:13px;color:var(--muted);margin:5px 2px}
 /* Wide tables scroll inside the page instead of widening it. */
 .tw{overflow-x:auto;max-width:100%}
@@ -78,7 +78,7 @@ figcaption{font-size:13px;color:var(--muted);margin:5px 2px}
 .note{font-size:14px;color:var(--muted)}
 .warn{background:var(--nabg);border:1px solid #f0d98a;border-radius:6px;padding:6px 10px;font-size:14px;margin:8px 0}
 .cmp{display:grid;gap:14px}
-.cmp figure svg{border:1px solid var(--border)}
+.cmp figure img.plot{border:1px solid var(--border)}
 .runs td{font-size:13.5px}
 table.cmpt td:first-child{white-space:nowrap;font-weight:600}
 h3 .note{font-weight:normal}
@@ -86,14 +86,14 @@ h3 .note{font-weight:normal}
 
 fn page(title: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{}</title>\n<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n",
         esc(title)
     )
 }
 
 /// A run's SVG plots, in reading order (the standard ones first), as
-/// `(file name, SVG element)`. A file that is not a plain SVG (no `<svg`
-/// element, or one with a script) is left out and named in the second list.
+/// `(file name, <img> element)`. A file without an `<svg` element is left
+/// out and named in the second list.
 pub fn run_svgs(dir: &Path) -> (Vec<(String, String)>, Vec<String>) {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {
@@ -119,42 +119,32 @@ pub fn run_svgs(dir: &Path) -> (Vec<(String, String)>, Vec<String>) {
     let mut ok = vec![];
     let mut skipped = vec![];
     for n in names {
-        match std::fs::read_to_string(dir.join(&n))
+        match std::fs::read(dir.join(&n))
             .ok()
-            .and_then(|s| inline_svg(&s))
+            .and_then(|s| svg_image(&n, &s))
         {
-            Some(svg) => ok.push((n, svg)),
+            Some(img) => ok.push((n, img)),
             None => skipped.push(n),
         }
     }
     (ok, skipped)
 }
 
-/// The `<svg …>…</svg>` element of an SVG file, without its XML prolog;
-/// `None` for anything that is not one, or that carries a script.
-fn inline_svg(text: &str) -> Option<String> {
-    let start = text.find("<svg")?;
-    let end = text.rfind("</svg>")? + "</svg>".len();
-    let svg = &text[start..end];
-    let lower = svg.to_ascii_lowercase();
-    if lower.contains("<script") || lower.contains("javascript:") || has_handler(&lower) {
+/// An SVG file as an `<img>` whose source is the file itself (a `data:`
+/// URL): a browser draws an SVG image without running its scripts,
+/// fetching anything, navigating or touching the page around it, so a
+/// plot file from anywhere can neither act nor break the page, which
+/// text filters could not promise. `None` for a file that is not an SVG.
+fn svg_image(name: &str, bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if !text.contains("<svg") || !text.contains("</svg>") {
         return None;
     }
-    Some(svg.to_string())
-}
-
-/// Whether an SVG has an event-handler attribute (`onload=`, `onclick =`
-/// …), after any whitespace or a `/` as HTML's parser reads attributes
-/// (`<svg/onload=…>`, a newline before it).
-fn has_handler(lower: &str) -> bool {
-    let b = lower.as_bytes();
-    lower.match_indices("on").any(|(i, _)| {
-        let after_gap = i > 0 && (b[i - 1].is_ascii_whitespace() || b[i - 1] == b'/');
-        let rest = &b[i + 2..];
-        let name_len = rest.iter().take_while(|c| c.is_ascii_lowercase()).count();
-        let eq = rest[name_len..].iter().find(|c| !c.is_ascii_whitespace());
-        after_gap && name_len > 0 && eq == Some(&b'=')
-    })
+    Some(format!(
+        r#"<img class="plot" alt="{}" src="data:image/svg+xml;base64,{}">"#,
+        esc(name),
+        base64_simd::STANDARD.encode_to_string(bytes)
+    ))
 }
 
 fn caption(name: &str) -> &'static str {
@@ -1061,7 +1051,7 @@ impl RunPage {
         if !self.skipped_plots.is_empty() {
             let _ = write!(
                 b,
-                r#"<p class="warn">Not inlined (not a plain SVG): {}</p>"#,
+                r#"<p class="warn">Not shown (not an SVG): {}</p>"#,
                 esc(&self.skipped_plots.join(", "))
             );
         }
@@ -1397,37 +1387,31 @@ pub fn link(from: &Path, to: &Path) -> String {
 mod tests {
     use super::*;
 
-    /// An SVG is inlined only without a script, a `javascript:` URL or an
-    /// event handler however its attribute is written; and the page
-    /// forbids scripts whatever slips through.
+    /// A plot file is shown as an image of itself, whatever it holds: its
+    /// scripts, handlers, styles, meta refreshes and early `</svg>` never
+    /// reach the page; and the page's policy forbids scripts outright.
     #[test]
-    fn an_svg_with_a_script_or_a_handler_is_not_inlined() {
-        let svg = |inner: &str| {
-            format!("<?xml version=\"1.0\"?>\n<svg{inner}><text>on time=1</text></svg>\n")
-        };
+    fn a_plot_file_is_shown_as_an_image_that_cannot_act_on_the_page() {
+        let hostile = "<?xml version=\"1.0\"?>\n<svg width=\"10\"onload=\"alert(1)\">\
+            <style>.warn{display:none}</style><meta http-equiv=\"refresh\" content=\"0;url=x\">\
+            <!-- </svg><h1>forged</h1>\n";
+        let img = svg_image("a\"b.svg", hostile.as_bytes()).unwrap();
+        let b64 = img
+            .strip_prefix(r#"<img class="plot" alt="a&quot;b.svg" src="data:image/svg+xml;base64,"#)
+            .and_then(|r| r.strip_suffix(r#"">"#))
+            .unwrap_or_else(|| panic!("{img}"));
         assert_eq!(
-            inline_svg(&svg(" width=\"10\"")).as_deref(),
-            Some("<svg width=\"10\"><text>on time=1</text></svg>")
+            base64_simd::STANDARD.decode_to_vec(b64).unwrap(),
+            hostile.as_bytes()
         );
-        for hostile in [
-            " onload=\"alert(1)\"",
-            "\nonload=\"alert(1)\"",
-            "\tONCLICK='x'",
-            "/onload=x",
-            " onmouseover =x",
-            "><script>alert(1)</script",
-            "><a href=\"JavaScript:alert(1)\">x</a",
-        ] {
-            assert_eq!(inline_svg(&svg(hostile)), None, "{hostile:?}");
+        for raw in ["<svg", "onload", "<style", "<meta", "<h1", "<!--"] {
+            assert!(!img.contains(raw), "{raw} in {img}");
         }
-        // Words beginning "on" are not handlers: "one", "on =", "online".
-        for benign in [" id=\"one\"", "><text>turned on = yes, online</text"] {
-            assert!(inline_svg(&svg(benign)).is_some(), "{benign:?}");
-        }
-        assert_eq!(inline_svg("<html>no svg</html>"), None);
+        assert_eq!(svg_image("x.svg", b"<html>no svg</html>"), None);
+        assert_eq!(svg_image("x.svg", b"\xff<svg></svg>"), None);
         let html = page("t", "");
         assert!(
-            html.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"),
+            html.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"),
             "{html}"
         );
     }
