@@ -1387,6 +1387,58 @@ pub fn link(from: &Path, to: &Path) -> String {
 mod tests {
     use super::*;
 
+    /// The standard plots first in reading order, then the rest by name;
+    /// a file that is not an SVG is named, not shown.
+    #[test]
+    fn a_runs_plots_come_in_reading_order_and_a_non_svg_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, body) in [
+            ("zeta.svg", "<svg></svg>"),
+            ("alpha.svg", "<svg></svg>"),
+            ("queue.svg", "<svg></svg>"),
+            ("credit.svg", "<svg></svg>"),
+            ("broken.svg", "not an image"),
+            ("notes.txt", "<svg></svg>"),
+        ] {
+            std::fs::write(dir.path().join(name), body).unwrap();
+        }
+        let (shown, skipped) = run_svgs(dir.path());
+        let names: Vec<&str> = shown.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["credit.svg", "queue.svg", "alpha.svg", "zeta.svg"]);
+        assert_eq!(skipped, ["broken.svg"]);
+        assert!(shown[0]
+            .1
+            .starts_with(r#"<img class="plot" alt="credit.svg" src="data:"#));
+    }
+
+    /// Signs, a Markdown table as HTML, and a link from one page to another.
+    #[test]
+    fn signs_tables_and_links_read_as_written() {
+        assert_eq!(signed(1.25, 1), "+1.2");
+        assert_eq!(signed(-0.3, 1), "-0.3");
+        assert_eq!(signed(-0.04, 1), "0.0");
+        assert_eq!(signed(0.0, 2), "0.00");
+        assert_eq!(signed(10.0, 0), "+10");
+        let html = markdown_html(
+            "# Title\n\n## Where <it> went\n\n| config | N |\n|---|---|\n| a&b | 3 |\n\nA note.\n",
+        );
+        assert_eq!(
+            html,
+            "<h3>Where &lt;it&gt; went</h3>\
+             <div class=\"tw\"><table class=\"cmpt\"><tr><th>config</th><th class=\"num\">N</th></tr>\
+             <tr><td>a&amp;b</td><td class=\"num\">3</td></tr></table></div>\
+             <p class=\"note\">A note.</p>"
+        );
+        let root = tempfile::tempdir().unwrap();
+        let (from, to) = (
+            root.path().join("cmp"),
+            root.path().join("run #1?/report.html"),
+        );
+        std::fs::create_dir_all(&from).unwrap();
+        assert_eq!(link(&from, &to), "../run%20%231%3F/report.html");
+        assert_eq!(link(root.path(), &root.path().join("a%b")), "a%25b");
+    }
+
     /// A plot file is shown as an image of itself, whatever it holds: its
     /// scripts, handlers, styles, meta refreshes and early `</svg>` never
     /// reach the page; and the page's policy forbids scripts outright.
