@@ -171,9 +171,17 @@ fn a_link_delay_sweep_follows_the_window_over_the_round_trip() {
     let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
     assert!(svg.contains("Steady send rate against --link-delay"));
     assert!(svg.contains("W / RTT = 65535 B window"));
-    // The comparison's page: the sweep plot inline, a link to each run's page.
+    // The comparison's page: the sweep plot as an image of its file, a
+    // link to each run's page.
     let page = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(page.contains("Steady send rate against --link-delay"));
+    let image = format!(
+        r#"<img class="plot" alt="sweep.svg" src="data:image/svg+xml;base64,{}">"#,
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &svg)
+    );
+    assert!(
+        page.contains(&image),
+        "the sweep plot as an image of its file"
+    );
     assert!(
         page.contains(r#"href="link-delay40ms-r1/report.html""#),
         "a link to the run's page"
