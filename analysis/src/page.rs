@@ -1439,6 +1439,256 @@ mod tests {
         assert_eq!(link(root.path(), &root.path().join("a%b")), "a%25b");
     }
 
+    /// The checks card: failures lead, a trace in doubt turns "cannot be
+    /// judged" into an alert and says why, else what holds; and the table
+    /// lists failures, then the unjudged, then what holds, a failure with
+    /// where to look.
+    #[test]
+    fn the_checks_card_and_table_put_failures_first() {
+        let check = |ok: Option<bool>, t: Option<f64>, line: Option<u64>| Check {
+            ok,
+            detail: format!("<{ok:?}>"),
+            first_t_s: t,
+            first_line: line,
+        };
+        let with = |checks: &[(&str, Check)], corrupt: u64| Summary {
+            checks: checks
+                .iter()
+                .map(|(n, c)| (n.to_string(), c.clone()))
+                .collect(),
+            corrupt_lines: corrupt,
+            ..Summary::default()
+        };
+        let (held, unknown) = (check(Some(true), None, None), check(None, None, None));
+        let card_of = |s: &Summary| checks_card(s);
+        assert!(card_of(&with(&[("a", held.clone())], 0))
+            .starts_with(r#"<div class="card good"><div class="k">invariant checks</div><div class="v">all hold</div><div class="n">1 hold · 0 failed · 0 cannot be judged (of 1)</div>"#));
+        assert!(card_of(&with(&[("a", held.clone()), ("b", unknown.clone())], 0))
+            .starts_with(r#"<div class="card "><div class="k">invariant checks</div><div class="v">1 hold</div>"#));
+        let doubt = card_of(&with(&[("a", held.clone()), ("b", unknown.clone())], 2));
+        assert!(
+            doubt.starts_with(r#"<div class="card alert"><div class="k">invariant checks</div><div class="v">1 cannot be judged</div><div class="n">2 corrupt lines were skipped"#),
+            "{doubt}"
+        );
+        // A trace in doubt whose checks all held: the doubt leads the note.
+        let held_in_doubt = card_of(&with(&[("a", held.clone())], 1));
+        assert!(
+            held_in_doubt.starts_with(r#"<div class="card good"><div class="k">invariant checks</div><div class="v">all hold</div><div class="n">1 corrupt line was skipped"#),
+            "{held_in_doubt}"
+        );
+        let failed = check(Some(false), Some(0.004), Some(12));
+        let s = with(
+            &[("a", held.clone()), ("b", unknown.clone()), ("z", failed)],
+            0,
+        );
+        assert!(card_of(&s).starts_with(r#"<div class="card alert"><div class="k">invariant checks</div><div class="v">1 FAILED</div><div class="n">1 hold · 1 failed · 1 cannot be judged (of 3)</div>"#));
+        let table = checks_table(&s, "runs/a b");
+        let (z, b, a) = (
+            table.find("<code>z</code>").unwrap(),
+            table.find("<code>b</code>").unwrap(),
+            table.find("<code>a</code>").unwrap(),
+        );
+        assert!(z < b && b < a, "{table}");
+        assert!(
+            table.contains(r#"<tr class="failed"><td><code>z</code></td>"#),
+            "{table}"
+        );
+        assert!(table.contains("<td>&lt;Some(false)&gt;</td>"), "{table}");
+        assert!(
+            table.contains(r#"<td>at 0.004000 s, trace line 12<br><span class="note">see it: <code>h2probe report runs/a b --at 0.000s --span 20ms</code></span></td>"#),
+            "{table}"
+        );
+        let later = with(&[("z", check(Some(false), Some(2.5), None))], 0);
+        assert!(checks_table(&later, "r").contains(
+            "<td>at 2.500000 s<br><span class=\"note\">see it: <code>h2probe report r --at 2.490s"
+        ));
+        assert!(checks_table(&Summary::default(), "r").contains("No checks"));
+    }
+
+    /// The headline cards: a relay alone gets the relay's; credit waits
+    /// are an alert; growth needs both sides; figures without a sample
+    /// are said so, not zeros.
+    #[test]
+    fn the_cards_alert_on_credit_waits_and_name_what_has_no_sample() {
+        let both = Summary {
+            has_client: true,
+            has_server: true,
+            ..Summary::default()
+        };
+        let card_with = |s: &Summary, key: &str| -> String {
+            let html = cards(s);
+            let at = html
+                .find(&format!(r#"<div class="k">{key}</div>"#))
+                .unwrap_or_else(|| panic!("no {key} card in {html}"));
+            let start = html[..at].rfind("<div class=\"card").unwrap();
+            html[start..]
+                .split("</div></div>")
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        let calm = card_with(&both, "client blocked on credit");
+        assert!(calm.starts_with(r#"<div class="card ">"#), "{calm}");
+        assert!(
+            calm.ends_with("h2 buffer 0.00 s · socket 0.000 s"),
+            "{calm}"
+        );
+        let mut waited = both.clone();
+        waited.client_window_blocked_s = 0.5;
+        waited.not_open_blocked_ms.count = 2;
+        waited.client_not_open_blocked_s = 0.25;
+        let waited = card_with(&waited, "client blocked on credit");
+        assert!(
+            waited.starts_with(r#"<div class="card alert">"#),
+            "{waited}"
+        );
+        assert!(waited.ends_with(" · stream not open 0.25 s"), "{waited}");
+        let updates = card_with(&both, "WINDOW_UPDATEs out");
+        assert!(
+            updates.ends_with("none at stream level · release→update p50 n/a"),
+            "{updates}"
+        );
+        let mut sampled = both.clone();
+        sampled.window_update_increment.count = 3;
+        sampled.window_update_increment.mean = 16384.0;
+        sampled.release_to_update_ms.count = 3;
+        sampled.release_to_update_ms.p50 = 0.125;
+        let sampled = card_with(&sampled, "WINDOW_UPDATEs out");
+        assert!(
+            sampled.ends_with("stream mean +16384 B · release→update p50 0.12 ms"),
+            "{sampled}"
+        );
+        // Growth is a two-sided figure: a client alone has none to alert on.
+        let mut grows = both.clone();
+        grows.queue_growth_in_window = 5.0;
+        grows.queue_growth_rate = 50.0;
+        assert!(card_with(&grows, "queue growth").starts_with(r#"<div class="card alert">"#));
+        let client_alone = Summary {
+            has_server: false,
+            ..grows
+        };
+        let growth = card_with(&client_alone, "queue growth");
+        assert!(
+            growth.starts_with(
+                r#"<div class="card "><div class="k">queue growth</div><div class="v">n/a</div>"#
+            ),
+            "{growth}"
+        );
+        // A relay alone: its own cards; with an endpoint's trace, the run's.
+        let relay = Summary {
+            relay: Some(Default::default()),
+            ..Summary::default()
+        };
+        assert!(cards(&relay).contains(r#"<div class="k">client waiting on credit</div>"#));
+        assert!(!cards(&relay).contains("sent (steady)"));
+        for (c, sv) in [(true, false), (false, true)] {
+            let merged = Summary {
+                has_client: c,
+                has_server: sv,
+                ..relay.clone()
+            };
+            assert!(cards(&merged).contains("sent (steady)"), "{c} {sv}");
+        }
+    }
+
+    /// A configuration value as a cell (null as a dash), in an escaped table.
+    #[test]
+    fn configuration_tables_give_each_value_as_written() {
+        assert_eq!(json_cell(&serde_json::Value::Null), "–");
+        assert_eq!(json_cell(&serde_json::json!("frame")), "frame");
+        assert_eq!(json_cell(&serde_json::json!(65535)), "65535");
+        assert_eq!(json_cell(&serde_json::json!([1, "a"])), r#"[1,"a"]"#);
+        assert_eq!(
+            kv_table(
+                "server <1>",
+                &[("queue".into(), "bounded:32 & more".into())]
+            ),
+            r#"<div><h3>server &lt;1&gt;</h3><div class="tw"><table><tr><td>queue</td><td class="mono">bounded:32 &amp; more</td></tr></table></div></div>"#
+        );
+    }
+
+    #[test]
+    fn utc_dates_count_leap_days() {
+        let at = |s: u64| utc(s * 1_000_000_000 + 999_999_999);
+        assert_eq!(at(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(at(1_700_000_000), "2023-11-14 22:13:20 UTC");
+        assert_eq!(at(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(at(1_709_251_199), "2024-02-29 23:59:59 UTC");
+        assert_eq!(at(1_709_251_200), "2024-03-01 00:00:00 UTC");
+        assert_eq!(at(4_107_542_400), "2100-03-01 00:00:00 UTC");
+    }
+
+    /// Part 3's cards: on time short of every original is an alert; a
+    /// side the trace lacks leaves its figures n/a.
+    #[test]
+    fn part3_cards_alert_on_late_originals_and_leave_a_missing_side_na() {
+        let ov = crate::analyze::overload::Overload {
+            originals: 10,
+            on_time: 9,
+            useful_fraction: 0.9,
+            owned_mib_s: 0.25,
+            phases: vec![crate::analyze::overload::PhaseLatency {
+                phase: "before".into(),
+                p95_s: Some(0.5),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let cards = |ov: &crate::analyze::overload::Overload, c: bool, s: bool| {
+            let mut o = String::new();
+            part3_cards(&mut o, ov, c, s);
+            o
+        };
+        let both = cards(&ov, true, true);
+        assert!(both.starts_with(r#"<div class="card alert"><div class="k">useful (on time)</div><div class="v">90.0 %</div><div class="n">9 of 10 originals · late 0"#), "{both}");
+        assert!(
+            both.contains(
+                r#"<div class="v">0.500 s</div><div class="n">before (completed originals)</div>"#
+            ),
+            "{both}"
+        );
+        assert!(
+            both.contains(r#"<div class="v">0.250 MiB·s</div>"#),
+            "{both}"
+        );
+        // On time short of every original, but the client's figure unknown.
+        assert!(cards(&ov, false, true).starts_with(r#"<div class="card "><div class="k">useful"#));
+        let all = crate::analyze::overload::Overload {
+            on_time: 10,
+            ..ov.clone()
+        };
+        assert!(cards(&all, true, true)
+            .starts_with(r#"<div class="card "><div class="k">useful (on time)"#));
+        let server_only = cards(&ov, false, true);
+        assert!(server_only.starts_with(r#"<div class="card "><div class="k">useful (on time)</div><div class="v">n/a</div><div class="n">the originals are the client&#39;s"#), "{server_only}");
+        assert!(
+            server_only.contains(
+                r#"<div class="v">n/a</div><div class="n">retries are the client&#39;s</div>"#
+            ),
+            "{server_only}"
+        );
+        assert!(
+            server_only
+                .contains(r#"<div class="k">latency p95 by phase</div><div class="v">n/a</div>"#),
+            "{server_only}"
+        );
+        let none = crate::analyze::overload::Overload {
+            originals: 0,
+            on_time: 0,
+            ..ov.clone()
+        };
+        assert!(cards(&none, true, true)
+            .starts_with(r#"<div class="card "><div class="k">useful (on time)</div><div class="v">n/a</div><div class="n">0 of 0 originals"#));
+        let client_only = cards(&ov, true, false);
+        assert!(client_only.contains(r#"<div class="k">server-owned</div><div class="v">n/a</div><div class="n">peak n/a · client pending ≤ 0"#), "{client_only}");
+        let no_phase = crate::analyze::overload::Overload {
+            phases: vec![],
+            ..ov
+        };
+        assert!(cards(&no_phase, true, true)
+            .contains(r#"<div class="k">latency p95 by phase</div><div class="v">n/a</div>"#));
+    }
+
     /// A plot file is shown as an image of itself, whatever it holds: its
     /// scripts, handlers, styles, meta refreshes and early `</svg>` never
     /// reach the page; and the page's policy forbids scripts outright.
