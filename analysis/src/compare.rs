@@ -656,9 +656,7 @@ mod tests {
     fn a_run_whose_checks_cannot_judge_is_not_called_sound() {
         let check = |ok: Option<bool>| crate::analyze::Check {
             ok,
-            detail: String::new(),
-            first_t_s: None,
-            first_line: None,
+            ..Default::default()
         };
         let with = |checks: &[(&str, Option<bool>)], corrupt: u64| Summary {
             checks: checks
@@ -800,9 +798,7 @@ mod tests {
     fn a_rows_outcomes_add_up_over_the_runs_that_measured_them() {
         let check = |ok: Option<bool>| crate::analyze::Check {
             ok,
-            detail: String::new(),
-            first_t_s: None,
-            first_line: None,
+            ..Default::default()
         };
         let with = |r: RunRef, f: &dyn Fn(&mut Summary)| {
             let mut r = r;

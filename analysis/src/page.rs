@@ -1724,9 +1724,7 @@ mod tests {
     fn the_comparison_page_counts_runs_that_cannot_be_judged() {
         let check = |ok: Option<bool>| crate::analyze::Check {
             ok,
-            detail: String::new(),
-            first_t_s: None,
-            first_line: None,
+            ..Default::default()
         };
         let run = |name: &str, credit: Option<bool>, corrupt: u64| CompareRun {
             dir: PathBuf::from(format!("/runs/{name}")),

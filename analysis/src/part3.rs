@@ -978,9 +978,7 @@ mod tests {
                     c.into(),
                     crate::analyze::Check {
                         ok: Some(ok),
-                        detail: String::new(),
-                        first_t_s: None,
-                        first_line: None,
+                        ..Default::default()
                     },
                 );
             }

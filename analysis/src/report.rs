@@ -1372,9 +1372,7 @@ mod tests {
         }
         let failed = crate::analyze::Check {
             ok: Some(false),
-            detail: String::new(),
-            first_t_s: None,
-            first_line: None,
+            ..Default::default()
         };
         let of = |status: &str, rpc: &str, server_rpc: &str, fail: bool| Summary {
             run_status: status.into(),

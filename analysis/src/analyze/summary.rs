@@ -19,8 +19,9 @@ pub const MAX_STREAM_SERIES: usize = 64;
 /// is said to grow: [`Summary::queue_grows_on_credit`].
 pub const GROWING_MSG_PER_S: f64 = 1.0;
 
-/// An invariant and whether the trace honours it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An invariant and whether the trace honours it (by default: cannot be
+/// judged, no reason given).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     /// `true` holds, `false` a violation (with its first offending event),
     /// `None` the trace cannot tell (the detail says why: one side only, cut
