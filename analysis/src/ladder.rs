@@ -1547,4 +1547,1133 @@ mod tests {
         assert!(l.svg().contains("capped at 300"));
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
+
+    fn tick(ep: Endpoint, t: u64, kind: &'static str, text: &str) -> Tick {
+        Tick {
+            ep,
+            t,
+            kind,
+            text: text.into(),
+        }
+    }
+
+    fn arrow(flow: Flow, frame: FrameType, send: Option<u64>, recv: Option<u64>) -> Arrow {
+        Arrow {
+            flow,
+            frame,
+            stream: 1,
+            offset: 0,
+            len: 16_384,
+            flags: 0,
+            increment: Some(16_400),
+            send,
+            recv,
+        }
+    }
+
+    #[test]
+    fn a_frame_flows_from_its_sender_to_its_receiver() {
+        assert_eq!(Flow::of(Endpoint::Client, Dir::Out), Flow::C2s);
+        assert_eq!(Flow::of(Endpoint::Server, Dir::In), Flow::C2s);
+        assert_eq!(Flow::of(Endpoint::Server, Dir::Out), Flow::S2c);
+        assert_eq!(Flow::of(Endpoint::Client, Dir::In), Flow::S2c);
+        assert_eq!((Flow::C2s.as_str(), Flow::S2c.as_str()), ("c2s", "s2c"));
+    }
+
+    #[test]
+    fn an_arrow_is_sorted_by_its_first_end_and_labelled_by_its_frame() {
+        let c2s = |s, r| arrow(Flow::C2s, FrameType::DATA, s, r);
+        assert_eq!(c2s(Some(7), Some(5)).t(), 5);
+        assert_eq!(c2s(Some(5), Some(7)).t(), 5);
+        assert_eq!(c2s(Some(7), None).t(), 7);
+        assert_eq!(c2s(None, Some(9)).t(), 9);
+        assert_eq!(c2s(None, None).t(), 0);
+
+        let mut a = c2s(Some(1), None);
+        assert_eq!(a.label(), "DATA 16384");
+        a.flags = flags::END_STREAM | flags::PADDED;
+        assert_eq!(a.label(), "DATA 16384 END_STREAM");
+        a.flags = flags::PADDED;
+        assert_eq!(a.label(), "DATA 16384");
+        let mut w = arrow(Flow::S2c, FrameType::WINDOW_UPDATE, None, None);
+        assert_eq!(w.label(), "WINDOW_UPDATE +16400 (stream 1)");
+        w.stream = 0;
+        assert_eq!(w.label(), "WINDOW_UPDATE +16400 (connection)");
+        w.increment = None;
+        assert_eq!(w.label(), "WINDOW_UPDATE +0 (connection)");
+        let mut o = arrow(Flow::S2c, FrameType::SETTINGS, None, None);
+        assert_eq!(o.label(), "SETTINGS");
+        o.flags = flags::ACK;
+        assert_eq!(o.label(), "SETTINGS ACK");
+        o.frame = FrameType::PING;
+        assert_eq!(o.label(), "PING ACK");
+        o.flags = 0;
+        assert_eq!(o.label(), "PING");
+        o.frame = FrameType::HEADERS;
+        o.flags = flags::END_STREAM;
+        assert_eq!(o.label(), "HEADERS");
+    }
+
+    #[test]
+    fn spans_are_shown_in_their_largest_whole_unit() {
+        for (ns, shown) in [
+            (0, "0 ns"),
+            (999, "999 ns"),
+            (1_000, "1 µs"),
+            (200_000, "200 µs"),
+            (999_999, "999.999 µs"),
+            (1_000_000, "1 ms"),
+            (50_000_000, "50 ms"),
+            (12_345_678, "12.346 ms"),
+            (1_000_000_000, "1 s"),
+            (1_500_000_000, "1.5 s"),
+            (100_000_000_000, "100 s"),
+        ] {
+            assert_eq!(show_span(ns), shown, "{ns} ns");
+        }
+        assert_eq!(trim(10.0), "10");
+        assert_eq!(trim(0.25), "0.25");
+    }
+
+    #[test]
+    fn the_two_taps_views_of_a_connection_pair_by_their_addresses() {
+        let mut conns = HashMap::new();
+        conns.insert((Endpoint::Client, 1), ("a:1".into(), "b:2".into()));
+        conns.insert((Endpoint::Server, 5), ("b:2".into(), "a:1".into()));
+        conns.insert((Endpoint::Server, 3), ("b:2".into(), "a:1".into()));
+        conns.insert((Endpoint::Server, 9), ("b:2".into(), "c:3".into()));
+        conns.insert((Endpoint::Client, 2), ("c:3".into(), "b:2".into()));
+        // Two server views of one address pair (a reused port): the first.
+        assert_eq!(pair_of(&conns, Endpoint::Client, 1), (Some(1), Some(3)));
+        assert_eq!(pair_of(&conns, Endpoint::Server, 5), (Some(1), Some(5)));
+        assert_eq!(pair_of(&conns, Endpoint::Server, 9), (Some(2), Some(9)));
+        // A connection without a conn_open, or without a partner.
+        assert_eq!(pair_of(&conns, Endpoint::Client, 7), (Some(7), None));
+        conns.insert((Endpoint::Client, 4), ("d:4".into(), "b:2".into()));
+        assert_eq!(pair_of(&conns, Endpoint::Client, 4), (Some(4), None));
+    }
+
+    #[test]
+    fn the_grid_step_gives_at_most_twelve_lines_of_1_2_or_5() {
+        for (span, step) in [
+            (1, 1),
+            (12, 1),
+            (13, 2),
+            (24, 2),
+            (25, 5),
+            (60, 5),
+            (61, 10),
+            (50_000_000, 5_000_000),
+            (120_000_000, 10_000_000),
+            (120_000_001, 20_000_000),
+        ] {
+            assert_eq!(grid_step(span), step, "span {span}");
+        }
+    }
+
+    #[test]
+    fn labels_are_placed_at_or_below_their_place_a_gap_apart() {
+        assert_eq!(place(&[0.0, 5.0, 30.0], 14.0), [0.0, 14.0, 30.0]);
+        assert_eq!(place(&[0.0, 5.0, 20.0], 14.0), [0.0, 14.0, 28.0]);
+        assert_eq!(place(&[-50.0], 14.0), [-50.0]);
+        assert!(place(&[], 14.0).is_empty());
+        // Drift is what stacking moves a label beyond its own cluster's lines.
+        assert_eq!(drift(&[]), 0.0);
+        assert_eq!(drift(&[(0.0, false), (20.0, false)]), 0.0);
+        assert_eq!(drift(&[(0.0, false), (5.0, false)]), 9.0);
+        assert_eq!(drift(&[(0.0, false), (5.0, true)]), 0.0);
+        assert_eq!(drift(&[(0.0, false), (5.0, true), (6.0, false)]), 22.0);
+    }
+
+    #[test]
+    fn ticks_close_in_time_share_a_label_line_while_it_has_room() {
+        let s = Endpoint::Server;
+        let ticks = vec![
+            tick(s, 100, "chunk", "chunk 5"), // 10 chars
+            tick(Endpoint::Client, 105, "send", "send #0 (5 B)"),
+            tick(s, 110, "release", "release 5"),        // 12
+            tick(s, 120, "decode", "decode #0"),         // 12
+            tick(s, 125, "enqueue", "enq → 1"),          // 10
+            tick(s, 126, "chunk", "chunk 5"),            // after an enqueue
+            tick(s, 200, "release", "release 5"),        // too late
+            tick(s, 205, "start", "start #0 (depth 0)"), // a worker step
+            tick(s, 210, "complete", "complete #0"),
+        ];
+        let lines = label_lines(&ticks, s, 10, LINE_CHARS);
+        let items: Vec<_> = lines.iter().map(|l| l.items.clone()).collect();
+        assert_eq!(items, [vec![0, 2, 3, 4], vec![5], vec![6], vec![7, 8]]);
+        assert_eq!(
+            lines.iter().map(|l| l.t).collect::<Vec<_>>(),
+            [100, 126, 200, 205]
+        );
+        // The gap is measured from the previous tick, not the line's first.
+        let lines = label_lines(&ticks[..4], s, 10, LINE_CHARS);
+        assert_eq!(lines.len(), 1);
+        let lines = label_lines(&ticks[..4], s, 9, LINE_CHARS);
+        assert_eq!(lines.len(), 3);
+        // Room: 10 + 12 = 22 characters fit in 22, not 21.
+        assert_eq!(label_lines(&ticks[..3], s, 10, 22).len(), 1);
+        assert_eq!(label_lines(&ticks[..3], s, 10, 21).len(), 2);
+        // The client's ticks are its own lines.
+        let client = label_lines(&ticks, Endpoint::Client, 10, 26);
+        assert_eq!(client.len(), 1);
+        assert_eq!(client[0].items, [1]);
+    }
+
+    #[test]
+    fn a_worker_step_or_the_next_message_starts_a_new_label_line() {
+        let s = Endpoint::Server;
+        let k = |kind| tick(s, 0, kind, "x");
+        let ticks = vec![
+            k("chunk"),
+            k("decode"),
+            k("start"),
+            k("release"),
+            k("chunk"),
+        ];
+        assert!(!breaks(&[], &ticks[0], &ticks));
+        assert!(!breaks(&[0], &ticks[1], &ticks), "decode after chunk");
+        assert!(breaks(&[0, 1], &ticks[2], &ticks), "start after decode");
+        assert!(breaks(&[2], &ticks[3], &ticks), "release after start");
+        assert!(
+            !breaks(&[2], &k("complete"), &ticks),
+            "complete after start"
+        );
+        assert!(!breaks(&[3], &ticks[4], &ticks), "chunk after release");
+        assert!(
+            breaks(&[1, 3], &ticks[4], &ticks),
+            "chunk in a line with a decode"
+        );
+        assert!(breaks(&[1], &k("chunk"), &ticks), "chunk after decode");
+        let enq = vec![k("enqueue")];
+        assert!(breaks(&[0], &k("chunk"), &enq), "chunk after enqueue");
+        assert!(!breaks(&[0], &k("release"), &enq), "release after enqueue");
+    }
+
+    #[test]
+    fn arrows_of_one_kind_close_in_time_share_a_label_line() {
+        let at = |flow, frame, t: u64| arrow(flow, frame, Some(t), None);
+        let arrows = vec![
+            at(Flow::C2s, FrameType::DATA, 100),          // DATA 16384: 13
+            at(Flow::S2c, FrameType::WINDOW_UPDATE, 102), // 35 (the line's first)
+            at(Flow::C2s, FrameType::DATA, 105),
+            at(Flow::S2c, FrameType::WINDOW_UPDATE, 106), // 35 - 14 = 21
+            at(Flow::C2s, FrameType::DATA, 116),          // 11 after the last DATA
+            at(Flow::C2s, FrameType::HEADERS, 117),
+        ];
+        let lines = arrow_lines(&arrows, 10);
+        let items: Vec<_> = lines.iter().map(|l| l.items.clone()).collect();
+        assert_eq!(items, [vec![0, 2], vec![1, 3], vec![4], vec![5]]);
+        assert_eq!(lines[1].flow, Flow::S2c);
+        assert_eq!(lines[0].flow, Flow::C2s);
+        // Room for 62 characters: 35 + 21 + 21 = 77 does not fit, 35 + 21 = 56 does.
+        let wus: Vec<_> = (0..3)
+            .map(|k| at(Flow::S2c, FrameType::WINDOW_UPDATE, 100 + k))
+            .collect();
+        assert_eq!(arrow_lines(&wus, 10).len(), 2);
+        // DATA 16384 (13) × 4 = 52 fits; × 5 = 65 does not.
+        let data: Vec<_> = (0..5)
+            .map(|k| at(Flow::C2s, FrameType::DATA, 100 + k))
+            .collect();
+        let lines = arrow_lines(&data, 10);
+        assert_eq!(
+            lines.iter().map(|l| l.items.len()).collect::<Vec<_>>(),
+            [4, 1]
+        );
+    }
+
+    #[test]
+    fn a_ladder_counts_its_arrows_and_knows_when_it_was_capped() {
+        let mut l = Ladder {
+            origin: 1_000,
+            arrows: vec![
+                arrow(Flow::C2s, FrameType::DATA, Some(1), None),
+                arrow(Flow::C2s, FrameType::DATA, Some(2), None),
+                arrow(Flow::S2c, FrameType::WINDOW_UPDATE, Some(3), None),
+            ],
+            ticks: vec![tick(Endpoint::Server, 4, "chunk", "chunk 1")],
+            items_in_slice: 4,
+            ..Ladder::default()
+        };
+        assert!(!l.capped());
+        l.items_in_slice = 5;
+        assert!(l.capped());
+        let counts = l.arrow_counts();
+        assert_eq!(counts.get("DATA"), Some(&2));
+        assert_eq!(counts.get("WINDOW_UPDATE"), Some(&1));
+        assert_eq!(counts.len(), 2);
+        assert_eq!(l.secs(1_500_001_000), 1.5);
+        assert_eq!(l.secs(10), 0.0);
+    }
+
+    #[test]
+    fn an_arrow_title_says_who_wrote_and_read_it_and_how_long_it_flew() {
+        let l = Ladder {
+            origin: ORIGIN,
+            start: ORIGIN + 7,
+            ..Ladder::default()
+        };
+        let mut a = arrow(
+            Flow::C2s,
+            FrameType::DATA,
+            Some(ORIGIN + 1_000_000),
+            Some(ORIGIN + 1_250_000),
+        );
+        a.offset = 109;
+        assert_eq!(l.ends(&a), (ORIGIN + 1_000_000, ORIGIN + 1_250_000));
+        assert_eq!(
+            l.arrow_title(&a),
+            "DATA 16384 · stream 1 · byte offset 109\nwritten by the client at 0.001000 s\n\
+             read by the server at 0.001250 s\nin flight 250 µs"
+        );
+        let mut w = arrow(
+            Flow::S2c,
+            FrameType::WINDOW_UPDATE,
+            None,
+            Some(ORIGIN + 2_000_000),
+        );
+        assert_eq!(l.ends(&w), (ORIGIN + 2_000_000, ORIGIN + 2_000_000));
+        assert_eq!(
+            l.arrow_title(&w),
+            "WINDOW_UPDATE +16400 (stream 1) · stream 1 · byte offset 0\nnot seen by the server's \
+             tap (one-sided trace, or beyond the slice's margin)\nread by the client at 0.002000 s"
+        );
+        w.send = Some(ORIGIN + 3_000_000);
+        w.recv = None;
+        assert_eq!(l.ends(&w), (ORIGIN + 3_000_000, ORIGIN + 3_000_000));
+        assert!(l.arrow_title(&w).ends_with(
+            "written by the server at 0.003000 s\nnot seen by the client's tap (one-sided \
+             trace, or beyond the slice's margin)"
+        ));
+        w.send = None;
+        assert_eq!(l.ends(&w), (ORIGIN + 7, ORIGIN + 7));
+    }
+
+    /// An event `us` µs after the origin with `fields` merged in.
+    fn at(
+        us: u64,
+        ep: &str,
+        conn: u32,
+        stream: u32,
+        kind: &str,
+        fields: serde_json::Value,
+    ) -> serde_json::Value {
+        let mut e = serde_json::json!({"t": ORIGIN + us * 1_000, "ep": ep, "conn": conn, "stream": stream, "type": kind});
+        for (k, v) in fields.as_object().unwrap() {
+            e[k] = v.clone();
+        }
+        e
+    }
+
+    fn frame_at(
+        us: u64,
+        ep: &str,
+        conn: u32,
+        dir: &str,
+        frame: &str,
+        offset: u64,
+    ) -> serde_json::Value {
+        let stream = if frame == "WINDOW_UPDATE" { 0 } else { 1 };
+        at(
+            us,
+            ep,
+            conn,
+            stream,
+            "frame",
+            serde_json::json!({"dir": dir, "offset": offset, "frame": frame,
+            "flags": 0, "len": if frame == "DATA" { 100 } else { 4 }, "increment": 300}),
+        )
+    }
+
+    fn opens() -> Vec<serde_json::Value> {
+        let open = |ep, conn, local: &str, peer: &str| {
+            at(
+                0,
+                ep,
+                conn,
+                0,
+                "conn_open",
+                serde_json::json!({"local": local, "peer": peer}),
+            )
+        };
+        vec![
+            open("client", 1, "a:1", "b:2"),
+            open("server", 5, "b:2", "a:1"),
+            open("client", 2, "c:3", "b:2"),
+            open("server", 6, "b:2", "c:3"),
+        ]
+    }
+
+    /// The slice [10 ms, 20 ms] of a trace with two connections: the busier
+    /// one is drawn, its frames matched across the taps, its steps as ticks
+    /// and its waits as bands clipped to the slice.
+    #[test]
+    fn a_slice_draws_its_busiest_connection_frame_by_frame_and_step_by_step() {
+        let mut evs = opens();
+        evs.extend([
+            // Connection 1/5: three DATA frames with an end in the slice,
+            // one before it, and a WINDOW_UPDATE back.
+            frame_at(11_000, "client", 1, "out", "DATA", 100),
+            frame_at(11_100, "server", 5, "in", "DATA", 100),
+            frame_at(12_000, "client", 1, "out", "DATA", 209),
+            frame_at(12_100, "server", 5, "in", "DATA", 209),
+            frame_at(9_900, "client", 1, "out", "DATA", 318),
+            frame_at(10_050, "server", 5, "in", "DATA", 318),
+            frame_at(8_000, "client", 1, "out", "DATA", 427),
+            frame_at(9_000, "server", 5, "in", "DATA", 427),
+            frame_at(13_000, "server", 5, "out", "WINDOW_UPDATE", 50),
+            frame_at(13_200, "client", 1, "in", "WINDOW_UPDATE", 50),
+            // Connection 2/6: one frame, both views.
+            frame_at(14_000, "client", 2, "out", "DATA", 100),
+            frame_at(14_100, "server", 6, "in", "DATA", 100),
+            // The server's steps.
+            at(
+                11_200,
+                "server",
+                5,
+                1,
+                "chunk",
+                serde_json::json!({"len": 100}),
+            ),
+            at(
+                11_300,
+                "server",
+                5,
+                1,
+                "release",
+                serde_json::json!({"bytes": 100, "at": "decode", "seq": 0}),
+            ),
+            at(
+                11_400,
+                "server",
+                5,
+                1,
+                "release",
+                serde_json::json!({"bytes": 9, "at": "frame"}),
+            ),
+            at(
+                11_500,
+                "server",
+                5,
+                1,
+                "decode",
+                serde_json::json!({"seq": 0, "size": 95, "framed": 100}),
+            ),
+            at(
+                11_600,
+                "server",
+                5,
+                1,
+                "enqueue",
+                serde_json::json!({"seq": 0, "depth": 1, "queued_bytes": 95}),
+            ),
+            at(
+                11_700,
+                "server",
+                5,
+                3,
+                "enqueue",
+                serde_json::json!({"seq": 0, "depth": 2, "queued_bytes": 95}),
+            ),
+            at(
+                12_500,
+                "server",
+                5,
+                1,
+                "start",
+                serde_json::json!({"seq": 0, "worker": 0, "wait_ns": 9, "depth": 0}),
+            ),
+            at(
+                15_000,
+                "server",
+                5,
+                1,
+                "complete",
+                serde_json::json!({"seq": 0, "worker": 0, "service_ns": 9}),
+            ),
+            at(
+                16_000,
+                "server",
+                5,
+                3,
+                "discard",
+                serde_json::json!({"seq": 1, "reason": "deadline"}),
+            ),
+            at(
+                17_000,
+                "server",
+                5,
+                3,
+                "rpc_end",
+                serde_json::json!({"status": 4}),
+            ),
+            at(
+                10_100,
+                "server",
+                5,
+                1,
+                "rpc_start",
+                serde_json::json!({"path": "/x"}),
+            ),
+            // Server steps on a client, a client step on the server: not drawn.
+            at(
+                16_500,
+                "client",
+                1,
+                1,
+                "chunk",
+                serde_json::json!({"len": 1}),
+            ),
+            at(
+                16_600,
+                "server",
+                5,
+                1,
+                "send",
+                serde_json::json!({"seq": 9, "scheduled": ORIGIN, "begin": ORIGIN, "bytes": 1}),
+            ),
+            at(
+                16_700,
+                "server",
+                5,
+                1,
+                "socket_blocked",
+                serde_json::json!({"dir": "out", "start": ORIGIN + 16_000_000}),
+            ),
+            // Outside the slice, or on the other connection: not drawn.
+            at(
+                25_000,
+                "server",
+                5,
+                1,
+                "chunk",
+                serde_json::json!({"len": 100}),
+            ),
+            at(
+                9_000,
+                "server",
+                5,
+                1,
+                "complete",
+                serde_json::json!({"seq": 9, "worker": 0, "service_ns": 9}),
+            ),
+            at(
+                14_200,
+                "server",
+                6,
+                1,
+                "chunk",
+                serde_json::json!({"len": 100}),
+            ),
+            // The client.
+            at(
+                10_500,
+                "client",
+                1,
+                1,
+                "send",
+                serde_json::json!({"seq": 0, "scheduled": ORIGIN + 10_400_000, "begin": ORIGIN + 10_450_000, "bytes": 105}),
+            ),
+            at(
+                10_800,
+                "client",
+                1,
+                1,
+                "window_blocked",
+                serde_json::json!({"seq": 1, "start": ORIGIN + 5_000_000}),
+            ),
+            at(
+                25_000,
+                "client",
+                1,
+                1,
+                "socket_blocked",
+                serde_json::json!({"dir": "out", "start": ORIGIN + 19_000_000}),
+            ),
+            at(
+                9_500,
+                "client",
+                1,
+                1,
+                "socket_blocked",
+                serde_json::json!({"dir": "out", "start": ORIGIN + 9_000_000}),
+            ),
+            at(
+                30_000,
+                "client",
+                1,
+                1,
+                "window_blocked",
+                serde_json::json!({"seq": 2, "start": ORIGIN + 21_000_000}),
+            ),
+        ]);
+        evs.sort_by_key(|e| e["t"].as_u64());
+        let path = trace("busiest", &evs);
+        let l = build(
+            &path,
+            &LadderOpts {
+                at_ns: Some(10_000_000),
+                span_ns: 10_000_000,
+                ..LadderOpts::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (l.start, l.end, l.slice_end),
+            (
+                ORIGIN + 10_000_000,
+                ORIGIN + 20_000_000,
+                ORIGIN + 20_000_000
+            )
+        );
+        assert_eq!(l.how, "the slice asked for, 10 ms from 0.0100 s");
+        assert_eq!(l.anchor, None);
+        assert_eq!(
+            l.client,
+            Some(Side {
+                conn: 1,
+                local: "a:1".into(),
+                peer: "b:2".into()
+            })
+        );
+        assert_eq!(
+            l.server,
+            Some(Side {
+                conn: 5,
+                local: "b:2".into(),
+                peer: "a:1".into()
+            })
+        );
+        assert_eq!(l.other_conns, 1);
+        let us = |t: Option<u64>| t.map(|t| (t - ORIGIN) / 1_000);
+        let arrows: Vec<_> = l
+            .arrows
+            .iter()
+            .map(|a| (a.flow, a.offset, us(a.send), us(a.recv)))
+            .collect();
+        assert_eq!(
+            arrows,
+            [
+                (Flow::C2s, 318, Some(9_900), Some(10_050)),
+                (Flow::C2s, 100, Some(11_000), Some(11_100)),
+                (Flow::C2s, 209, Some(12_000), Some(12_100)),
+                (Flow::S2c, 50, Some(13_000), Some(13_200)),
+            ]
+        );
+        assert_eq!(l.arrows[3].frame, FrameType::WINDOW_UPDATE);
+        assert_eq!(l.arrows[3].increment, Some(300));
+        let ticks: Vec<_> = l
+            .ticks
+            .iter()
+            .map(|k| (k.ep, (k.t - ORIGIN) / 1_000, k.kind, k.text.as_str()))
+            .collect();
+        let (c, s) = (Endpoint::Client, Endpoint::Server);
+        assert_eq!(
+            ticks,
+            [
+                (s, 10_100, "rpc_start", "RPC start"),
+                (c, 10_500, "send", "send #0 (105 B)"),
+                (s, 11_200, "chunk", "chunk 100"),
+                (s, 11_300, "release", "release 100 (#0)"),
+                (s, 11_400, "release", "release 9"),
+                (s, 11_500, "decode", "decode #0"),
+                (s, 11_600, "enqueue", "enqueue #0 → depth 1"),
+                (s, 11_700, "enqueue", "enqueue #0 → depth 2"),
+                (s, 12_500, "start", "start #0 (depth 0)"),
+                (s, 15_000, "complete", "complete #0"),
+                (s, 16_000, "discard", "discard #1 (deadline)"),
+                (s, 17_000, "rpc_end", "RPC end DEADLINE_EXCEEDED"),
+            ]
+        );
+        let bands: Vec<_> = l
+            .bands
+            .iter()
+            .map(|b| (b.kind, (b.start - ORIGIN) / 1_000, (b.end - ORIGIN) / 1_000))
+            .collect();
+        assert_eq!(
+            bands,
+            [
+                ("window_blocked", 10_000, 10_800),
+                ("socket_blocked", 19_000, 20_000)
+            ]
+        );
+        // Two streams' queues add up: 1, then 1 + 2, then 0 + 2.
+        assert_eq!(l.queue_before, Some(0));
+        let queue: Vec<_> = l
+            .queue
+            .iter()
+            .map(|q| ((q.0 - ORIGIN) / 1_000, q.1))
+            .collect();
+        assert_eq!(queue, [(11_600, 1), (11_700, 3), (12_500, 2)]);
+        assert_eq!(l.items_in_slice, 16);
+        assert!(!l.capped());
+        assert_eq!(l.not_kept, 0);
+
+        let svg = l.svg();
+        assert_eq!(svg.matches(r#"<g class="arrow""#).count(), 4);
+        assert_eq!(svg.matches(r#"data-matched="1""#).count(), 4);
+        assert_eq!(
+            svg.matches(r#"data-frame="DATA" data-flow="c2s""#).count(),
+            3
+        );
+        assert_eq!(
+            svg.matches(r#"data-frame="WINDOW_UPDATE" data-flow="s2c""#)
+                .count(),
+            1
+        );
+        assert_eq!(svg.matches(r#"<line class="tick""#).count(), 12);
+        assert_eq!(svg.matches(r#"<rect class="band""#).count(), 2);
+        assert!(
+            svg.contains("client blocked on window credit: 0.010000 s → 0.010800 s (800 µs)"),
+            "{svg}"
+        );
+        assert!(svg.contains("client socket blocked: 0.019000 s → 0.020000 s (1 ms)"));
+        assert!(svg.contains("application queue depth: 0 → 2 messages"));
+        assert!(svg.contains("messages waiting (0 – 3)"));
+        assert!(svg.contains("conn 1 · a:1") && svg.contains("conn 5 · b:2"));
+        assert!(!svg.contains("not in this trace") && !svg.contains("stroke-dasharray=\"5 4\""));
+        assert!(!svg.contains("capped at") && !svg.contains(r#"class="anchor""#));
+        // Gridlines every 1 ms from 0.010 s to 0.020 s, labelled in ms steps.
+        assert_eq!(svg.matches(r#"class="tl">"#).count(), 11);
+        assert!(svg.contains(r#"class="tl">0.010 s<"#) && svg.contains(r#"class="tl">0.020 s<"#));
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    /// The ladder of `evs` (sorted by `t` into a trace file) with `opts`.
+    fn ladder_of(name: &str, mut evs: Vec<serde_json::Value>, opts: LadderOpts) -> Ladder {
+        evs.sort_by_key(|e| e["t"].as_u64());
+        let path = trace(name, &evs);
+        let l = build(&path, &opts).unwrap();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+        l
+    }
+
+    fn enqueue_at(us: u64, depth: u32) -> serde_json::Value {
+        at(
+            us,
+            "server",
+            5,
+            1,
+            "enqueue",
+            serde_json::json!({"seq": depth, "depth": depth, "queued_bytes": 1}),
+        )
+    }
+
+    /// The default slice is a quarter span before the first enqueue at
+    /// depth ≥ 2 after the server's first WINDOW_UPDATE, but no more than a
+    /// twentieth before the first DATA frame.
+    #[test]
+    fn the_default_slice_is_around_the_first_growth_after_credit_came_back() {
+        let span = 40_000_000;
+        let opts = LadderOpts {
+            span_ns: span,
+            ..LadderOpts::default()
+        };
+        let mut evs = opens();
+        evs.extend([
+            frame_at(4_000, "client", 1, "out", "DATA", 100),
+            frame_at(4_100, "server", 5, "in", "DATA", 100),
+            // Depth 2 before any WINDOW_UPDATE: not the anchor.
+            enqueue_at(4_500, 2),
+            frame_at(5_000, "server", 5, "out", "WINDOW_UPDATE", 50),
+            enqueue_at(5_000, 2),
+            enqueue_at(19_000, 1),
+            enqueue_at(20_000, 2),
+            enqueue_at(21_000, 3),
+        ]);
+        let l = ladder_of("anchor", evs.clone(), opts);
+        assert_eq!(l.anchor, Some(ORIGIN + 20_000_000));
+        assert_eq!(
+            (l.start - ORIGIN, l.slice_end - ORIGIN),
+            (10_000_000, 50_000_000)
+        );
+        assert_eq!(
+            l.how,
+            "the default slice, 40 ms around the first enqueue at queue depth ≥ 2 after the \
+             server's first WINDOW_UPDATE (at 0.0200 s, ▶ on the queue strip)"
+        );
+        assert_eq!(l.server.as_ref().map(|s| s.conn), Some(5));
+        assert_eq!(l.client.as_ref().map(|s| s.conn), Some(1));
+        assert_eq!(
+            l.queue,
+            [
+                (ORIGIN + 19_000_000, 1),
+                (ORIGIN + 20_000_000, 2),
+                (ORIGIN + 21_000_000, 3)
+            ]
+        );
+        assert_eq!(l.queue_before, Some(0));
+        let svg = l.svg();
+        assert_eq!(svg.matches(r#"class="anchor""#).count(), 1);
+        assert!(svg.contains("(0.020000 s)</title>"));
+        // Told that the queue grows while credit flows, the caption says so.
+        let grows = LadderOpts {
+            queue_grows: true,
+            ..opts
+        };
+        assert!(ladder_of("anchor-grows", evs.clone(), grows)
+            .how
+            .ends_with("▶ on the queue strip): the queue grows while credit flows"));
+        // What the analysis found is searched again when it has an anchor.
+        let found = SliceFinder {
+            anchor: Some(crate::analyze::slice::Anchor {
+                t: 1,
+                conn: 9,
+                data_before: None,
+            }),
+            ..SliceFinder::default()
+        };
+        let l2 = ladder_of(
+            "anchor-found",
+            evs.clone(),
+            LadderOpts {
+                found: Some(found),
+                ..opts
+            },
+        );
+        assert_eq!(l2, l);
+
+        // The first DATA just before the anchor: the slice starts a
+        // twentieth of the span before it.
+        let mut late = evs.clone();
+        late.retain(|e| e["type"] != "frame" || e["frame"] != "DATA");
+        late.push(frame_at(18_000, "client", 1, "out", "DATA", 100));
+        let l = ladder_of("anchor-late-data", late, opts);
+        assert_eq!(l.start - ORIGIN, 16_000_000);
+    }
+
+    /// Without an anchor the default slice starts just before the first
+    /// DATA frame (or at the first event) and says why there is none.
+    #[test]
+    fn without_growth_the_default_slice_starts_at_the_first_data_and_says_why() {
+        let span = 40_000_000;
+        let opts = LadderOpts {
+            span_ns: span,
+            ..LadderOpts::default()
+        };
+        let from_data = "the default slice, 40 ms from just before the first DATA frame: ";
+        let client = vec![
+            frame_at(3_000, "client", 1, "in", "SETTINGS", 0),
+            frame_at(4_000, "client", 1, "out", "DATA", 100),
+        ];
+        let l = ladder_of("no-server", client.clone(), opts);
+        assert_eq!(l.start - ORIGIN, 2_000_000);
+        assert_eq!(l.slice_end - l.start, span);
+        assert_eq!(l.anchor, None);
+        assert_eq!(
+            l.how,
+            format!("{from_data}the trace has no server events, so the queue is not in it")
+        );
+        assert!(!l.svg().contains(r#"class="anchor""#));
+
+        let mut direct = client.clone();
+        direct.push(frame_at(4_100, "server", 5, "in", "DATA", 100));
+        let l = ladder_of("direct", direct.clone(), opts);
+        assert_eq!(
+            l.how,
+            format!(
+                "{from_data}the server's queue recorded no enqueue (a direct queue works inline)"
+            )
+        );
+
+        let mut shallow = direct.clone();
+        shallow.push(frame_at(5_000, "server", 5, "out", "WINDOW_UPDATE", 50));
+        shallow.push(enqueue_at(6_000, 1));
+        shallow.push(enqueue_at(4_500, 2));
+        let l = ladder_of("shallow", shallow.clone(), opts);
+        assert_eq!(
+            l.how,
+            format!(
+                "{from_data}the queue never held two messages after a WINDOW_UPDATE, so there is \
+                 no moment where it grows while credit flows"
+            )
+        );
+        // Given the analysis' finding (here one that differs from the
+        // trace, to tell), the ladder trusts it instead of searching.
+        let found = SliceFinder {
+            first_data: Some(ORIGIN + 8_000_000),
+            server_seen: true,
+            ..SliceFinder::default()
+        };
+        let given = ladder_of(
+            "shallow-found",
+            shallow.clone(),
+            LadderOpts {
+                found: Some(found),
+                ..opts
+            },
+        );
+        assert_eq!(given.start - ORIGIN, 6_000_000);
+        assert!(given.how.ends_with("(a direct queue works inline)"));
+
+        // No DATA: from the first event; no events: from the origin.
+        let l = ladder_of(
+            "no-data",
+            vec![enqueue_at(7_000, 1), enqueue_at(9_000, 1)],
+            opts,
+        );
+        assert_eq!(l.start - ORIGIN, 7_000_000);
+        assert!(
+            l.how
+                .starts_with("the default slice, 40 ms from the first event: "),
+            "{}",
+            l.how
+        );
+        let l = ladder_of("empty", vec![], opts);
+        assert_eq!((l.start, l.slice_end), (ORIGIN, ORIGIN + span));
+        assert_eq!(
+            l.how,
+            "the default slice, 40 ms from the origin (the trace has no events): the trace has no \
+             server events, so the queue is not in it"
+        );
+        assert!(l.arrows.is_empty() && l.ticks.is_empty() && l.client.is_none());
+        let svg = l.svg();
+        assert_eq!(svg.matches("not in this trace").count(), 2);
+    }
+
+    /// Frames up to MARGIN_NS outside the slice are the far ends of its
+    /// arrows; other events count from the slice's first to its last ns,
+    /// and a wait that overlaps the slice is drawn.
+    #[test]
+    fn the_slice_keeps_its_edges_and_the_margin_around_them() {
+        let s = 2_000_000; // µs: the slice [2 s, 2.01 s]
+        let e = s + 10_000;
+        let m = MARGIN_NS / 1_000;
+        let mut evs = opens();
+        evs.extend([
+            frame_at(s - m, "client", 1, "out", "DATA", 100),
+            frame_at(s, "server", 5, "in", "DATA", 100),
+            frame_at(s - m - 1, "client", 1, "out", "DATA", 209),
+            frame_at(s + 1, "server", 5, "in", "DATA", 209),
+            frame_at(e, "server", 5, "out", "WINDOW_UPDATE", 7),
+            frame_at(e + m, "client", 1, "in", "WINDOW_UPDATE", 7),
+            frame_at(e - 1, "server", 5, "out", "WINDOW_UPDATE", 20),
+            frame_at(e + m + 1, "client", 1, "in", "WINDOW_UPDATE", 20),
+            at(
+                s - 1,
+                "server",
+                5,
+                1,
+                "chunk",
+                serde_json::json!({"len": 1}),
+            ),
+            at(s, "server", 5, 1, "chunk", serde_json::json!({"len": 2})),
+            at(e, "server", 5, 1, "chunk", serde_json::json!({"len": 3})),
+            at(
+                e + 1,
+                "server",
+                5,
+                1,
+                "chunk",
+                serde_json::json!({"len": 4}),
+            ),
+            at(
+                s,
+                "client",
+                1,
+                1,
+                "window_blocked",
+                serde_json::json!({"seq": 0, "start": ORIGIN + (s - 50) * 1_000}),
+            ),
+            at(
+                s - 1,
+                "client",
+                1,
+                1,
+                "window_blocked",
+                serde_json::json!({"seq": 1, "start": ORIGIN + (s - 60) * 1_000}),
+            ),
+            at(
+                e + 90,
+                "client",
+                1,
+                1,
+                "window_blocked",
+                serde_json::json!({"seq": 2, "start": ORIGIN + e * 1_000}),
+            ),
+            at(
+                e + 95,
+                "client",
+                1,
+                1,
+                "socket_blocked",
+                serde_json::json!({"dir": "out", "start": ORIGIN + (e + 1) * 1_000}),
+            ),
+        ]);
+        let l = ladder_of(
+            "edges",
+            evs,
+            LadderOpts {
+                at_ns: Some(s * 1_000),
+                span_ns: 10_000_000,
+                ..LadderOpts::default()
+            },
+        );
+        let us = |t: Option<u64>| t.map(|t| (t - ORIGIN) / 1_000);
+        let arrows: Vec<_> = l
+            .arrows
+            .iter()
+            .map(|a| (a.offset, us(a.send), us(a.recv)))
+            .collect();
+        assert_eq!(
+            arrows,
+            [
+                (100, Some(s - m), Some(s)),
+                (209, None, Some(s + 1)),
+                (20, Some(e - 1), None),
+                (7, Some(e), Some(e + m)),
+            ]
+        );
+        let chunks: Vec<_> = l.ticks.iter().map(|k| k.text.as_str()).collect();
+        assert_eq!(chunks, ["chunk 2", "chunk 3"]);
+        let bands: Vec<_> = l
+            .bands
+            .iter()
+            .map(|b| ((b.start - ORIGIN) / 1_000, (b.end - ORIGIN) / 1_000))
+            .collect();
+        assert_eq!(bands, [(s, s), (e, e)]);
+        let svg = l.svg();
+        assert_eq!(svg.matches(r#"data-matched="0""#).count(), 2);
+        assert_eq!(svg.matches(r#"stroke-dasharray="5 4""#).count(), 2);
+    }
+
+    /// Past MAX_DRAWN arrows and ticks the drawing ends at the last one
+    /// drawn: ticks, queue steps and waits after it are cut too.
+    #[test]
+    fn the_cap_cuts_ticks_queue_and_waits_at_the_last_item_drawn() {
+        let mut evs = opens();
+        for k in 0..400u64 {
+            let us = 1_000 + k * 10;
+            evs.push(if k % 2 == 0 {
+                at(us, "server", 5, 1, "chunk", serde_json::json!({"len": 1}))
+            } else {
+                enqueue_at(us, k as u32)
+            });
+        }
+        evs.push(at(
+            9_000,
+            "client",
+            1,
+            1,
+            "window_blocked",
+            serde_json::json!({"seq": 0, "start": ORIGIN + 500_000}),
+        ));
+        let l = ladder_of(
+            "cap-ticks",
+            evs,
+            LadderOpts {
+                at_ns: Some(0),
+                span_ns: 10_000_000,
+                ..LadderOpts::default()
+            },
+        );
+        assert_eq!(l.items_in_slice, 400);
+        assert_eq!(l.ticks.len(), MAX_DRAWN);
+        assert_eq!(l.end, ORIGIN + (1_000 + 299 * 10) * 1_000);
+        assert_eq!(l.ticks.last().unwrap().t, l.end);
+        assert_eq!(l.queue.len(), 150);
+        assert!(l.queue.iter().all(|q| q.0 <= l.end));
+        assert_eq!(l.bands.len(), 1);
+        assert_eq!(
+            (l.bands[0].start, l.bands[0].end),
+            (ORIGIN + 500_000, l.end)
+        );
+        assert!(l.capped());
+        assert!(l.svg().contains(
+            "… capped at 300 arrows and ticks: the slice asked for continues to 0.0100 s"
+        ));
+    }
+
+    /// Past MAX_KEPT events the rest are counted, not held.
+    #[test]
+    fn a_slice_holds_at_most_max_kept_events_and_counts_the_rest() {
+        let evs: Vec<_> = (0..MAX_KEPT as u64 + 10)
+            .map(|k| {
+                at(
+                    1_000 + k / 100,
+                    "server",
+                    5,
+                    1,
+                    "chunk",
+                    serde_json::json!({"len": 1}),
+                )
+            })
+            .collect();
+        let l = ladder_of(
+            "kept",
+            evs,
+            LadderOpts {
+                at_ns: Some(0),
+                span_ns: 10_000_000,
+                ..LadderOpts::default()
+            },
+        );
+        assert_eq!(l.not_kept, 10);
+        assert_eq!(l.items_in_slice, MAX_KEPT);
+        assert_eq!(l.ticks.len(), MAX_DRAWN);
+    }
+
+    /// A worker that only ever starts at depth 0 had nothing waiting (a
+    /// direct handoff): no queue strip. The connection drawn without
+    /// frames is the one with the most steps, the lower one on a tie.
+    #[test]
+    fn starts_at_depth_zero_draw_no_queue_and_the_busiest_steps_choose_the_connection() {
+        let start = |us, conn, depth| {
+            at(
+                us,
+                "server",
+                conn,
+                1,
+                "start",
+                serde_json::json!({"seq": 0, "worker": 0, "wait_ns": 0, "depth": depth}),
+            )
+        };
+        let opts = LadderOpts {
+            at_ns: Some(0),
+            span_ns: 10_000_000,
+            ..LadderOpts::default()
+        };
+        let mut evs = opens();
+        evs.extend([start(1_000, 6, 0), start(2_000, 6, 0), start(1_500, 5, 0)]);
+        let l = ladder_of("depth0", evs.clone(), opts);
+        assert_eq!(l.server.as_ref().map(|s| s.conn), Some(6));
+        assert_eq!(l.client.as_ref().map(|s| s.conn), Some(2));
+        assert_eq!(l.ticks.len(), 2);
+        assert!(l.queue.is_empty() && l.queue_before.is_none());
+        assert!(!l.svg().contains("queue depth"));
+        // A tie: connection 5 (paired with the client's 1) before 6 (2).
+        evs.push(start(2_500, 5, 1));
+        let l = ladder_of("depth1", evs, opts);
+        assert_eq!(l.server.as_ref().map(|s| s.conn), Some(5));
+        assert_eq!(l.queue_before, Some(1));
+        assert_eq!(l.queue, [(ORIGIN + 1_500_000, 0), (ORIGIN + 2_500_000, 1)]);
+        assert!(l.svg().contains("queue depth"));
+    }
+
+    /// A Unix domain socket's client end has no name of its own: the
+    /// column names the socket's path.
+    #[test]
+    fn a_unix_socket_client_column_names_the_socket() {
+        let side = |local: &str| Side {
+            conn: 3,
+            local: local.into(),
+            peer: "unix:/run/x.sock".into(),
+        };
+        for (local, shown) in [
+            (crate::schema::UNIX_UNNAMED, "conn 3 · unix:/run/x.sock"),
+            ("unix:@h2probe-7", "conn 3 · unix:/run/x.sock"),
+            ("127.0.0.1:5000", "conn 3 · 127.0.0.1:5000"),
+        ] {
+            let l = Ladder {
+                client: Some(side(local)),
+                ..Ladder::default()
+            };
+            let svg = l.svg();
+            assert!(
+                svg.contains(&format!(r#"class="colsub">{shown}<"#)),
+                "{local}: {svg}"
+            );
+            assert_eq!(svg.matches("not in this trace").count(), 1);
+        }
+    }
 }
