@@ -640,15 +640,29 @@ fn config_section(meta: &Result<Meta, String>) -> String {
         Err(e) => return format!(r#"<p class="warn">meta.json: {}</p>"#, esc(e)),
     };
     let mut o = String::from(r#"<div class="cfg">"#);
-    for (title, part) in [
-        ("server", &m.config.server),
-        ("client", &m.config.client),
-        ("output", &m.config.output),
-    ] {
+    // A merge of several clients has the first as `client`, the others
+    // (client 2, 3, …) beside it; a relay run has its own settings.
+    let more = m
+        .config
+        .more_clients
+        .iter()
+        .enumerate()
+        .map(|(k, c)| (format!("client {}", k + 2), Some(c)));
+    let parts = [
+        ("server".to_string(), m.config.server.as_ref()),
+        ("client".to_string(), m.config.client.as_ref()),
+    ]
+    .into_iter()
+    .chain(more)
+    .chain([
+        ("relay".to_string(), m.config.relay.as_ref()),
+        ("output".to_string(), m.config.output.as_ref()),
+    ]);
+    for (title, part) in parts {
         if let Some(map) = part {
             let rows: Vec<(String, String)> =
                 map.iter().map(|(k, v)| (k.clone(), json_cell(v))).collect();
-            o.push_str(&kv_table(title, &rows));
+            o.push_str(&kv_table(&title, &rows));
         }
     }
     let mut run = vec![
@@ -1878,5 +1892,239 @@ mod tests {
             "{html}"
         );
         assert!(!html.contains("Another slice"), "{html}");
+    }
+
+    /// The configuration section gives every part meta.json has, the run's
+    /// facts only when known, and says when meta.json could not be read.
+    #[test]
+    fn the_configuration_section_gives_what_meta_json_holds() {
+        let meta: Meta = serde_json::from_value(serde_json::json!({
+            "schema": 1, "tool": "h2probe 9.9", "command": "merge",
+            "argv": ["h2probe", "merge", "a", "b"],
+            "config": {
+                "server": {"release": "frame"},
+                "client": {"rate": 300},
+                "more_clients": [{"rate": 600}, {"rate": 900}],
+                "relay": {"hold": "10ms"},
+                "output": {"pcap": true},
+                "listen": "127.0.0.1:1",
+                "connect": "127.0.0.1:2"
+            },
+            "host": {"hostname": "lab", "os": "linux", "arch": "x86_64", "kernel": "6.1", "cpus": 2},
+            "started_unix_ns": 1_700_000_000_000_000_000u64,
+            "finished_unix_ns": 1_700_000_002_500_000_000u64,
+            "status": "complete",
+            "recorder": {"accepted": 10, "written": 7, "dropped": {"full": 2, "io": 1},
+                "payload_dropped_frames": 4, "payload_dropped_bytes": 65536},
+            "merged_from": ["a", "b"],
+            "versions": {"h2": "0.4.20"}
+        }))
+        .unwrap();
+        let html = config_section(&Ok(meta.clone()));
+        let titles: Vec<&str> = html
+            .split("<h3>")
+            .skip(1)
+            .map(|t| t.split('<').next().unwrap())
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "server",
+                "client",
+                "client 2",
+                "client 3",
+                "relay",
+                "output",
+                "run",
+                "host",
+                "crate versions"
+            ]
+        );
+        let row = |k: &str, v: &str| format!(r#"<tr><td>{k}</td><td class="mono">{v}</td></tr>"#);
+        for (k, v) in [
+            ("rate", "600"),
+            ("rate", "900"),
+            ("hold", "10ms"),
+            ("command", "merge"),
+            ("status", "complete"),
+            ("tool", "h2probe 9.9"),
+            ("argv", "h2probe merge a b"),
+            ("started", "2023-11-14 22:13:20 UTC"),
+            ("lasted", "2.5 s"),
+            ("listen", "127.0.0.1:1"),
+            ("connect", "127.0.0.1:2"),
+            (
+                "recorder",
+                "10 events accepted, 7 written, 3 dropped; 4 frames kept without their payload \
+                 (65536 B: --trace-payload-buffer, or past --trace-limit)",
+            ),
+            ("merged from", "a, b"),
+            ("os / arch", "linux / x86_64"),
+            ("cpus", "2"),
+            ("h2", "0.4.20"),
+        ] {
+            assert!(html.contains(&row(k, v)), "{k} = {v}: {html}");
+        }
+        // What is not known is left out, not shown as zero.
+        let mut bare = meta.clone();
+        bare.argv.clear();
+        bare.started_unix_ns = 0;
+        bare.finished_unix_ns = 5;
+        bare.config = Default::default();
+        bare.recorder.payload_dropped_frames = 0;
+        bare.merged_from.clear();
+        bare.versions.clear();
+        let html = config_section(&Ok(bare.clone()));
+        for k in [
+            "argv",
+            "started",
+            "lasted",
+            "listen",
+            "connect",
+            "merged from",
+        ] {
+            assert!(!html.contains(&format!("<td>{k}</td>")), "{k}: {html}");
+        }
+        assert!(!html.contains("crate versions") && !html.contains("without their payload"));
+        assert!(html.contains(&row("recorder", "10 events accepted, 7 written, 3 dropped")));
+        // A run that ended before it began (clock step): no duration.
+        bare.started_unix_ns = 2_000_000_000;
+        bare.finished_unix_ns = 2_000_000_000;
+        assert!(!config_section(&Ok(bare.clone())).contains("<td>lasted</td>"));
+        // The listening address the run recorded, else its configuration's.
+        bare.config.listen = Some("127.0.0.1:3".into());
+        assert!(config_section(&Ok(bare.clone())).contains(&row("listen", "127.0.0.1:3")));
+        bare.listen = Some("127.0.0.1:4".into());
+        assert!(config_section(&Ok(bare)).contains(&row("listen", "127.0.0.1:4")));
+        assert_eq!(
+            config_section(&Err("meta.json: <gone>".into())),
+            r#"<p class="warn">meta.json: meta.json: &lt;gone&gt;</p>"#
+        );
+    }
+
+    /// What the slice shows, in figures; the connection drawn, and what
+    /// the page could not draw.
+    #[test]
+    fn the_ladder_section_sums_its_slice_and_names_what_it_left_out() {
+        use crate::ladder::{Arrow, Flow, Side, Tick};
+        use crate::schema::{Endpoint, FrameType};
+        let arrow = |frame, stream, len, increment| Arrow {
+            flow: Flow::C2s,
+            frame,
+            stream,
+            offset: 0,
+            len,
+            flags: 0,
+            increment,
+            send: Some(1_001_000_000),
+            recv: None,
+        };
+        let tick = |kind, text: &str| Tick {
+            ep: Endpoint::Server,
+            t: 1_002_000_000,
+            kind,
+            text: text.into(),
+        };
+        let side = |conn, local: &str, peer: &str| Side {
+            conn,
+            local: local.into(),
+            peer: peer.into(),
+        };
+        let mut l = Ladder {
+            origin: 1_000_000_000,
+            start: 1_001_000_000,
+            end: 1_005_000_000,
+            slice_end: 1_009_000_000,
+            how: "the slice asked for".into(),
+            client: Some(side(1, "a:1", "b:2")),
+            server: Some(side(5, "b:2", "a:1")),
+            other_conns: 2,
+            arrows: vec![
+                arrow(FrameType::DATA, 1, 100, None),
+                arrow(FrameType::DATA, 1, 50, None),
+                arrow(FrameType::WINDOW_UPDATE, 1, 4, Some(300)),
+                arrow(FrameType::WINDOW_UPDATE, 0, 4, Some(500)),
+                arrow(FrameType::WINDOW_UPDATE, 3, 4, None),
+                arrow(FrameType::SETTINGS, 0, 6, None),
+            ],
+            ticks: vec![
+                tick("release", "release 100 (#0)"),
+                tick("release", "release 9"),
+                tick("chunk", "chunk 77"),
+            ],
+            queue_before: Some(1),
+            queue: vec![(1_002_000_000, 2), (1_003_000_000, 0)],
+            items_in_slice: 12,
+            not_kept: 3,
+            ..Ladder::default()
+        };
+        let html = ladder_section(&Ok(l.clone()), "run", Some((0.5, 9.0)), Some((0.5, 1.0)));
+        assert!(
+            html.starts_with("<p><b>0.0010 → 0.0050 s</b>: the slice asked for. Times are"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "in this slice</span> 2 DATA frames (150 B) to the server · 3 WINDOW_UPDATEs back \
+                 (+300 B stream, +500 B connection credit) · 109 B released · queue depth 1 → 0</p>"
+            ),
+            "{html}"
+        );
+        for note in [
+            "Connection: client conn 1 (a:1) ↔ server conn 5 (b:2).",
+            "2 other connection(s) had frames in this slice; they are not drawn.",
+            "Capped: the slice holds 12 arrows and ticks; the first 9 are drawn (up to 0.0050 s of \
+             a slice that ends at 0.0090 s). Use a shorter --span to see the rest.",
+            "3 events of the slice were not read into memory (limit 100000); some arrows may lack an end.",
+            "Another slice: <code>h2probe report run --at 0.750s --span 20ms</code>",
+        ] {
+            assert!(html.contains(&esc(note).replace("&lt;code&gt;", "<code>").replace("&lt;/code&gt;", "</code>")), "{note}: {html}");
+        }
+        assert!(!html.contains("Nothing to draw"));
+        assert!(
+            html.contains(r#"<div class="legend">"#)
+                && html.contains(r#"<div class="ladder-wrap"><svg class="ladder""#)
+        );
+
+        // Without a queue before: the first step's depth; one view only.
+        l.queue_before = None;
+        l.server = None;
+        l.other_conns = 0;
+        l.items_in_slice = 9;
+        l.not_kept = 0;
+        let html = ladder_section(&Ok(l.clone()), "run", None, None);
+        assert!(
+            html.contains("released n/a (no server view) · queue depth 2 → 0</p>"),
+            "{html}"
+        );
+        assert!(html.contains(
+            "Connection: client conn 1 (a:1 → b:2); the trace has no server view of it."
+        ));
+        for gone in [
+            "other connection",
+            "Capped",
+            "not read into memory",
+            "Another slice",
+        ] {
+            assert!(!html.contains(gone), "{gone}: {html}");
+        }
+        l.client = None;
+        l.server = Some(side(5, "b:2", "a:1"));
+        l.queue.clear();
+        let html = ladder_section(&Ok(l.clone()), "run", None, None);
+        assert!(html.contains(
+            "Connection: server conn 5 (b:2 ← a:1); the trace has no client view of it."
+        ));
+        assert!(
+            html.contains("109 B released</p>"),
+            "no queue, no depth: {html}"
+        );
+        l.server = None;
+        assert!(ladder_section(&Ok(l), "run", None, None)
+            .contains("Connection: no connection has frames in this slice."));
+        assert_eq!(
+            ladder_section(&Err("trace.jsonl: <cut>".into()), "run", None, None),
+            r#"<p class="warn">No ladder: trace.jsonl: &lt;cut&gt;</p>"#
+        );
     }
 }
