@@ -2676,4 +2676,59 @@ mod tests {
             assert_eq!(svg.matches("not in this trace").count(), 1);
         }
     }
+
+    /// While searching, events are held back to the slice's lead (a
+    /// quarter span) plus the margin before the newest: the far end of an
+    /// arrow that enters the default slice is still there when the anchor
+    /// comes, to the ns.
+    #[test]
+    fn the_search_holds_back_the_lead_and_the_margin_before_the_anchor() {
+        let a = 2_000_000; // µs: the anchor
+        let lead = 10_000; // a quarter of 40 ms
+        let m = MARGIN_NS / 1_000;
+        let mut evs = opens();
+        evs.extend([
+            frame_at(a - lead - m, "client", 1, "out", "DATA", 100),
+            frame_at(a - lead + 1, "server", 5, "in", "DATA", 100),
+            frame_at(a - lead - m - 1, "client", 1, "out", "DATA", 0),
+            frame_at(a - lead, "server", 5, "in", "DATA", 0),
+            frame_at(a - 30_000, "server", 5, "out", "WINDOW_UPDATE", 50),
+        ]);
+        evs.sort_by_key(|e| e["t"].as_u64());
+        // Last before the anchor in the file, at its very t.
+        evs.push(at(
+            a,
+            "server",
+            5,
+            1,
+            "chunk",
+            serde_json::json!({"len": 1}),
+        ));
+        evs.push(enqueue_at(a, 2));
+        let path = trace("lead", &evs);
+        let l = build(
+            &path,
+            &LadderOpts {
+                span_ns: 40_000_000,
+                ..LadderOpts::default()
+            },
+        )
+        .unwrap();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+        assert_eq!(l.anchor, Some(ORIGIN + a * 1_000));
+        assert_eq!(l.start, ORIGIN + (a - lead) * 1_000);
+        let us = |t: Option<u64>| t.map(|t| (t - ORIGIN) / 1_000);
+        let ends: Vec<_> = l
+            .arrows
+            .iter()
+            .map(|x| (x.offset, us(x.send), us(x.recv)))
+            .collect();
+        assert_eq!(
+            ends,
+            [
+                (100, Some(a - lead - m), Some(a - lead + 1)),
+                (0, None, Some(a - lead)),
+            ],
+        );
+    }
 }
