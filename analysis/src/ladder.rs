@@ -2584,13 +2584,19 @@ mod tests {
         ));
     }
 
-    /// Past MAX_KEPT events the rest are counted, not held.
+    /// Past MAX_KEPT events of the slice the rest are counted, not held.
     #[test]
     fn a_slice_holds_at_most_max_kept_events_and_counts_the_rest() {
-        let evs: Vec<_> = (0..MAX_KEPT as u64 + 10)
+        // 50 events before the slice and 50 after it (inside the frames'
+        // margin) are not held: only the slice's count.
+        let evs: Vec<_> = (0..MAX_KEPT as u64 + 110)
             .map(|k| {
                 at(
-                    1_000 + k / 100,
+                    match k {
+                        0..50 => 500,
+                        50..100 => 12_000,
+                        k => 1_000 + k / 100,
+                    },
                     "server",
                     5,
                     1,
@@ -2603,7 +2609,7 @@ mod tests {
             "kept",
             evs,
             LadderOpts {
-                at_ns: Some(0),
+                at_ns: Some(1_000_000),
                 span_ns: 10_000_000,
                 ..LadderOpts::default()
             },
