@@ -2016,14 +2016,13 @@ mod tests {
                 serde_json::json!({"path": "/x"}),
             ),
             // Server steps on a client, a client step on the server: not drawn.
-            at(
-                16_500,
-                "client",
-                1,
-                1,
-                "chunk",
-                serde_json::json!({"len": 1}),
-            ),
+            at(16_500, "client", 1, 1, "chunk", serde_json::json!({"len": 1})),
+            at(16_510, "client", 1, 1, "release", serde_json::json!({"bytes": 1, "at": "frame"})),
+            at(16_520, "client", 1, 1, "decode", serde_json::json!({"seq": 7, "size": 1, "framed": 6})),
+            at(16_530, "client", 1, 1, "enqueue", serde_json::json!({"seq": 7, "depth": 5, "queued_bytes": 1})),
+            at(16_540, "client", 1, 1, "start", serde_json::json!({"seq": 7, "worker": 0, "wait_ns": 0, "depth": 4})),
+            at(16_550, "client", 1, 1, "complete", serde_json::json!({"seq": 7, "worker": 0, "service_ns": 1})),
+            at(16_560, "client", 1, 1, "discard", serde_json::json!({"seq": 7, "reason": "deadline"})),
             at(
                 16_600,
                 "server",
@@ -2107,6 +2106,45 @@ mod tests {
                 serde_json::json!({"seq": 2, "start": ORIGIN + 21_000_000}),
             ),
         ]);
+        // Connection 3/7: one frame in the slice (another connection, not
+        // drawn); 4/8: more frames than 1/5, all in the margin before the
+        // slice (not in it: neither drawn nor counted); 9/10: a step only.
+        let open = |ep, conn, local: &str, peer: &str| {
+            at(
+                0,
+                ep,
+                conn,
+                0,
+                "conn_open",
+                serde_json::json!({"local": local, "peer": peer}),
+            )
+        };
+        evs.extend([
+            open("client", 3, "e:5", "b:2"),
+            open("server", 7, "b:2", "e:5"),
+            open("client", 4, "f:6", "b:2"),
+            open("server", 8, "b:2", "f:6"),
+            open("server", 10, "b:2", "g:7"),
+            frame_at(15_000, "client", 3, "out", "DATA", 100),
+            at(
+                15_100,
+                "server",
+                10,
+                1,
+                "chunk",
+                serde_json::json!({"len": 1}),
+            ),
+        ]);
+        for k in 0..60 {
+            evs.push(frame_at(
+                5_000 + k,
+                "client",
+                4,
+                "out",
+                "DATA",
+                100 + k * 109,
+            ));
+        }
         evs.sort_by_key(|e| e["t"].as_u64());
         let path = trace("busiest", &evs);
         let l = build(
@@ -2144,7 +2182,7 @@ mod tests {
                 peer: "a:1".into()
             })
         );
-        assert_eq!(l.other_conns, 1);
+        assert_eq!(l.other_conns, 2);
         let us = |t: Option<u64>| t.map(|t| (t - ORIGIN) / 1_000);
         let arrows: Vec<_> = l
             .arrows
@@ -2641,6 +2679,18 @@ mod tests {
         };
         let mut evs = opens();
         evs.extend([start(1_000, 6, 0), start(2_000, 6, 0), start(1_500, 5, 0)]);
+        // Samples are not steps: they do not make 5 the busier.
+        for k in 0..3 {
+            evs.push(at(
+                1_600 + k,
+                "server",
+                5,
+                0,
+                "sample",
+                serde_json::json!({"depth": 0, "queued_bytes": 0, "owned_bytes": 0, "unreleased": 0,
+                    "used_capacity": 0, "available_capacity": 0, "rss_bytes": 0}),
+            ));
+        }
         let l = ladder_of("depth0", evs.clone(), opts);
         assert_eq!(l.server.as_ref().map(|s| s.conn), Some(6));
         assert_eq!(l.client.as_ref().map(|s| s.conn), Some(2));
@@ -2736,5 +2786,27 @@ mod tests {
                 (0, None, Some(a - lead)),
             ],
         );
+    }
+
+    /// An event the reorder window meets too late to put in its place
+    /// makes the ladder read the trace again, sorted whole: here the
+    /// server's first WINDOW_UPDATE, written after events 300 ms later,
+    /// moves the anchor from 400 ms back to 20 ms.
+    #[test]
+    fn an_event_met_too_late_makes_the_ladder_sort_the_trace_whole() {
+        let mut evs = opens();
+        evs.extend([
+            frame_at(4_000, "client", 1, "out", "DATA", 100),
+            enqueue_at(20_000, 2),
+            enqueue_at(300_000, 1),
+            enqueue_at(400_000, 2),
+        ]);
+        evs.sort_by_key(|e| e["t"].as_u64());
+        let wu = frame_at(5_000, "server", 5, "out", "WINDOW_UPDATE", 50);
+        evs.insert(evs.len() - 1, wu);
+        let path = trace("late-wu", &evs);
+        let l = build(&path, &LadderOpts::default()).unwrap();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+        assert_eq!(l.anchor, Some(ORIGIN + 20_000_000));
     }
 }
