@@ -2579,38 +2579,45 @@ mod tests {
     /// drawn: ticks, queue steps and waits after it are cut too.
     #[test]
     fn the_cap_cuts_ticks_queue_and_waits_at_the_last_item_drawn() {
-        let mut evs = opens();
-        for k in 0..400u64 {
-            let us = 1_000 + k * 10;
-            evs.push(if k % 2 == 0 {
-                at(us, "server", 5, 1, "chunk", serde_json::json!({"len": 1}))
-            } else {
-                enqueue_at(us, k as u32)
-            });
-        }
-        evs.push(at(
-            9_000,
-            "client",
-            1,
-            1,
-            "window_blocked",
-            serde_json::json!({"seq": 0, "start": ORIGIN + 500_000}),
-        ));
-        let l = ladder_of(
-            "cap-ticks",
-            evs,
-            LadderOpts {
-                at_ns: Some(0),
-                span_ns: 10_000_000,
-                ..LadderOpts::default()
-            },
-        );
+        let ladder = |n: u64| {
+            let mut evs = opens();
+            for k in 0..n {
+                let us = 1_000 + k * 10;
+                evs.push(if k % 2 == 0 {
+                    at(us, "server", 5, 1, "chunk", serde_json::json!({"len": 1}))
+                } else {
+                    enqueue_at(us, k as u32)
+                });
+            }
+            let wait = |end, seq, start| {
+                at(
+                    end,
+                    "client",
+                    1,
+                    1,
+                    "window_blocked",
+                    serde_json::json!({"seq": seq, "start": ORIGIN + start}),
+                )
+            };
+            evs.extend([wait(9_000, 0, 500_000), wait(9_500, 1, 8_000_000)]);
+            ladder_of(
+                "cap-ticks",
+                evs,
+                LadderOpts {
+                    at_ns: Some(0),
+                    span_ns: 10_000_000,
+                    ..LadderOpts::default()
+                },
+            )
+        };
+        let l = ladder(400);
         assert_eq!(l.items_in_slice, 400);
         assert_eq!(l.ticks.len(), MAX_DRAWN);
         assert_eq!(l.end, ORIGIN + (1_000 + 299 * 10) * 1_000);
         assert_eq!(l.ticks.last().unwrap().t, l.end);
         assert_eq!(l.queue.len(), 150);
         assert!(l.queue.iter().all(|q| q.0 <= l.end));
+        // The wait that began after the cut is gone; the other ends there.
         assert_eq!(l.bands.len(), 1);
         assert_eq!(
             (l.bands[0].start, l.bands[0].end),
@@ -2620,6 +2627,12 @@ mod tests {
         assert!(l.svg().contains(
             "… capped at 300 arrows and ticks: the slice asked for continues to 0.0100 s"
         ));
+        // Exactly MAX_DRAWN: all of it, to the slice's end.
+        let l = ladder(MAX_DRAWN as u64);
+        assert_eq!((l.items_in_slice, l.ticks.len()), (MAX_DRAWN, MAX_DRAWN));
+        assert_eq!(l.end, l.slice_end);
+        assert_eq!(l.bands.len(), 2);
+        assert!(!l.capped() && !l.svg().contains("capped at"));
     }
 
     /// Past MAX_KEPT events of the slice the rest are counted, not held.
@@ -2808,5 +2821,99 @@ mod tests {
         let l = build(&path, &LadderOpts::default()).unwrap();
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
         assert_eq!(l.anchor, Some(ORIGIN + 20_000_000));
+    }
+
+    /// The server's steps are told apart by colour, frames and the
+    /// client's waits too; what has no colour of its own shares a neutral
+    /// one. Credit handed back is the release's colour, a send DATA's.
+    #[test]
+    fn each_step_and_frame_has_a_colour_of_its_own() {
+        let neutral = color("");
+        let hex = |c: &str| {
+            c.len() == 7 && c.starts_with('#') && c[1..].chars().all(|x| x.is_ascii_hexdigit())
+        };
+        assert!(hex(neutral));
+        assert_eq!(color("PING"), neutral);
+        let steps = [
+            "chunk", "release", "decode", "enqueue", "start", "complete", "discard",
+        ];
+        for (i, a) in steps.iter().enumerate() {
+            for b in &steps[i + 1..] {
+                assert_ne!(color(a), color(b), "{a} and {b}");
+            }
+        }
+        for k in steps.iter().chain(&[
+            "DATA",
+            "WINDOW_UPDATE",
+            "send",
+            "window_blocked",
+            "socket_blocked",
+        ]) {
+            assert!(hex(color(k)) && color(k) != neutral, "{k}: {}", color(k));
+        }
+        assert_ne!(color("DATA"), color("WINDOW_UPDATE"));
+        assert_ne!(color("window_blocked"), color("socket_blocked"));
+        assert_eq!(color("release"), color("WINDOW_UPDATE"));
+        assert_eq!(color("send"), color("DATA"));
+    }
+
+    /// Tick labels start clear of the server's ticks and end clear of the
+    /// client's, each tick drawn in its kind's colour.
+    #[test]
+    fn tick_labels_stand_clear_of_the_columns() {
+        let mut ticks = vec![];
+        for (k, kind) in ["chunk", "release", "decode", "enqueue", "start", "complete"]
+            .iter()
+            .enumerate()
+        {
+            ticks.push(tick(
+                Endpoint::Server,
+                ORIGIN + k as u64 * 1_000_000,
+                kind,
+                kind,
+            ));
+        }
+        ticks.push(tick(
+            Endpoint::Client,
+            ORIGIN + 500_000,
+            "send",
+            "send #0 (5 B)",
+        ));
+        let l = Ladder {
+            origin: ORIGIN,
+            start: ORIGIN,
+            end: ORIGIN + 10_000_000,
+            slice_end: ORIGIN + 10_000_000,
+            items_in_slice: ticks.len(),
+            ticks,
+            ..Ladder::default()
+        };
+        let svg = l.svg();
+        let mut labels = 0;
+        for piece in svg.split("<text x=\"").skip(1) {
+            let x: f64 = piece.split('"').next().unwrap().parse().unwrap();
+            let tag = piece.split('>').next().unwrap();
+            if tag.contains(r#"class="tlabel" text-anchor="start""#) {
+                assert!(x > SERVER_X + 10.0, "server label at {x}");
+                labels += 1;
+            } else if tag.contains(r#"class="tlabel" text-anchor="end""#) {
+                assert!(x < CLIENT_X - 24.0 - 10.0, "client label at {x}");
+                labels += 1;
+            }
+        }
+        assert_eq!(labels, 7, "{svg}");
+        for k in &l.ticks {
+            assert!(
+                svg.contains(&format!(r#"data-kind="{}""#, k.kind))
+                    && svg.contains(&format!(
+                        r#"stroke="{}" stroke-width="2.5"><title>{} {}"#,
+                        color(k.kind),
+                        k.ep.as_str(),
+                        k.text
+                    )),
+                "{}: {svg}",
+                k.kind
+            );
+        }
     }
 }
