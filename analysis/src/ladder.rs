@@ -2916,4 +2916,106 @@ mod tests {
             );
         }
     }
+
+    /// An arrow's label sits at the middle of the part of it that is
+    /// drawn: just above a DATA arrow, below a WINDOW_UPDATE, and for an
+    /// arrow that leaves the drawing, at the middle of what is left inside.
+    #[test]
+    fn an_arrow_label_sits_at_the_middle_of_what_is_drawn_of_it() {
+        let ms = |v: f64| (ORIGIN as f64 + v * 1e6) as u64;
+        let l = Ladder {
+            origin: ORIGIN - 5_000_000,
+            start: ORIGIN,
+            end: ORIGIN + 10_000_000,
+            slice_end: ORIGIN + 10_000_000,
+            arrows: vec![
+                arrow(Flow::C2s, FrameType::DATA, Some(ms(-2.0)), Some(ms(1.0))),
+                arrow(Flow::C2s, FrameType::DATA, Some(ms(2.0)), Some(ms(3.0))),
+                arrow(
+                    Flow::S2c,
+                    FrameType::WINDOW_UPDATE,
+                    Some(ms(6.0)),
+                    Some(ms(14.0)),
+                ),
+                // Horizontal (one end seen): its middle.
+                arrow(Flow::C2s, FrameType::SETTINGS, None, Some(ms(8.5))),
+            ],
+            items_in_slice: 4,
+            ..Ladder::default()
+        };
+        let svg = l.svg();
+        let num = |after: &str, from: &str| -> f64 {
+            let rest = &from[from.find(after).unwrap() + after.len()..];
+            rest[..rest.find('"').unwrap()].parse().unwrap()
+        };
+        let body = num(
+            r#"<clipPath id="lad-clip"><rect x="0" y="73" width="1280" height=""#,
+            &svg,
+        ) - 2.0;
+        let y = |t: u64| TOP + (t as f64 - ORIGIN as f64) / 10e6 * body;
+        // The part inside [TOP, TOP + body] of the line from (x0, y0) to (x1, y1).
+        let mid = |(x0, y0): (f64, f64), (x1, y1): (f64, f64)| {
+            let (ta, tb) = ((TOP - y0) / (y1 - y0), (TOP + body - y0) / (y1 - y0));
+            let (lo, hi) = (ta.min(tb).max(0.0), ta.max(tb).min(1.0));
+            let m = (lo + hi) / 2.0;
+            (x0 + m * (x1 - x0), y0 + m * (y1 - y0))
+        };
+        let (cx, sx) = (CLIENT_X, SERVER_X);
+        let a = mid((cx, y(ms(-2.0))), (sx, y(ms(1.0))));
+        let b = mid((cx, y(ms(2.0))), (sx, y(ms(3.0))));
+        let c = mid((sx, y(ms(6.0))), (cx, y(ms(14.0))));
+        let want = [
+            (a.0, a.1 - 6.0),
+            (b.0, b.1 - 6.0),
+            // 18 below; its own arrow, an obstacle at the middle + 6, keeps
+            // it a line (14) below that: 2 more.
+            (c.0, c.1 + 20.0),
+            ((cx + sx) / 2.0, y(ms(8.5)) - 6.0),
+        ];
+        let got: Vec<(f64, f64)> = svg
+            .split("<text x=\"")
+            .skip(1)
+            .filter(|p| p.split('>').next().unwrap().contains(r#"class="alabel""#))
+            .map(|p| (num("", p), num(r#"y=""#, p)))
+            .collect();
+        assert_eq!(got.len(), 4, "{svg}");
+        for ((gx, gy), (wx, wy)) in got.iter().zip(want) {
+            assert!(
+                (gx - wx).abs() < 0.06 && (gy - wy).abs() < 0.06,
+                "label at ({gx}, {gy}), want ({wx:.2}, {wy:.2}): {svg}"
+            );
+        }
+        // The first arrow is cut by the top: its label is below the middle
+        // of its whole line, the third's above the middle of its.
+        assert!(a.1 > (y(ms(-2.0)) + y(ms(1.0))) / 2.0 + 1.0);
+        assert!(c.1 < (y(ms(6.0)) + y(ms(14.0))) / 2.0 - 1.0);
+    }
+
+    /// Ticks less than a 400th of the drawn span apart share a label line.
+    #[test]
+    fn ticks_within_a_400th_of_the_span_share_a_label() {
+        let labels = |gap: u64| {
+            let l = Ladder {
+                origin: ORIGIN,
+                start: ORIGIN,
+                end: ORIGIN + 10_000_000,
+                slice_end: ORIGIN + 10_000_000,
+                ticks: vec![
+                    tick(Endpoint::Server, ORIGIN + 1_000_000, "chunk", "chunk 1"),
+                    tick(
+                        Endpoint::Server,
+                        ORIGIN + 1_000_000 + gap,
+                        "release",
+                        "release 1",
+                    ),
+                    tick(Endpoint::Server, ORIGIN + 9_000_000, "chunk", "chunk 2"),
+                ],
+                items_in_slice: 3,
+                ..Ladder::default()
+            };
+            l.svg().matches(r#"class="tlabel""#).count()
+        };
+        assert_eq!(labels(25_000), 2);
+        assert_eq!(labels(25_001), 3);
+    }
 }
