@@ -3018,4 +3018,89 @@ mod tests {
         assert_eq!(labels(25_000), 2);
         assert_eq!(labels(25_001), 3);
     }
+
+    /// The drawing is the smallest of its heights at which every label
+    /// stays within two lines of its tick, and each tick is at its time.
+    #[test]
+    fn the_drawing_is_as_tall_as_its_labels_need() {
+        let drawn = |n: u64, gap: u64| {
+            // A worker's step and a message's arrival never share a line.
+            let ticks: Vec<Tick> = (0..n)
+                .map(|k| {
+                    let kind = if k % 2 == 0 { "chunk" } else { "start" };
+                    tick(Endpoint::Server, ORIGIN + 1_000_000 + k * gap, kind, "x")
+                })
+                .collect();
+            let l = Ladder {
+                origin: ORIGIN,
+                start: ORIGIN,
+                end: ORIGIN + 10_000_000,
+                slice_end: ORIGIN + 10_000_000,
+                items_in_slice: ticks.len(),
+                ticks,
+                ..Ladder::default()
+            };
+            let svg = l.svg();
+            let num = |after: &str, from: &str| -> f64 {
+                let rest = &from[from.find(after).unwrap() + after.len()..];
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            };
+            let body = num(
+                r#"<clipPath id="lad-clip"><rect x="0" y="73" width="1280" height=""#,
+                &svg,
+            ) - 2.0;
+            let height = num(
+                r#"viewBox="0 0 1280 "#,
+                &svg.replace("\" width=\"1280", "\""),
+            );
+            let ticks: Vec<f64> = svg
+                .split(r#"<line class="tick" "#)
+                .skip(1)
+                .map(|p| num(r#"y1=""#, p))
+                .collect();
+            let labels: Vec<f64> = svg
+                .split("<text x=\"")
+                .skip(1)
+                .filter(|p| p.split('>').next().unwrap().contains(r#"class="tlabel""#))
+                .map(|p| num(r#"y=""#, p))
+                .collect();
+            for (k, ty) in ticks.iter().enumerate() {
+                let t = (1_000_000 + k as u64 * gap) as f64;
+                assert!(
+                    (ty - (TOP + t / 10e6 * body)).abs() < 0.006,
+                    "tick {k} at {ty}"
+                );
+            }
+            let worst = labels
+                .iter()
+                .zip(&ticks)
+                .map(|(p, ty)| p - (ty + 4.0))
+                .fold(0.0, f64::max);
+            (body, height, worst, labels.len())
+        };
+        // Three labels far apart: the smallest drawing, as tall as its body.
+        let (body, height, worst, n) = drawn(3, 3_000_000);
+        assert_eq!(
+            (body, height, worst, n),
+            (480.0, TOP + 480.0 + 16.0, 0.0, 3)
+        );
+        // Forty lines 50 µs apart need 13.3 px each to stay within two
+        // lines of their ticks (39 × (14 − δ) ≤ 28): 2656 px of body, so
+        // 2800; at 2300 the last would be 97.5 px below its tick.
+        let (body, height, worst, n) = drawn(40, 50_000);
+        assert_eq!(n, 40);
+        assert_eq!(body, 2800.0);
+        assert_eq!(height, TOP + 2800.0 + 16.0);
+        // (At 2800 px they are 14 px apart: each label at its tick.)
+        assert_eq!(worst, 0.0);
+        // Ten lines at one time stack below it as one cluster: no taller.
+        let (body, _, worst, n) = drawn(10, 0);
+        assert_eq!((body, n), (480.0, 10));
+        assert_eq!(worst, 9.0 * LINE_H);
+        // Five: 4 × (14 − δ) ≤ 28 needs δ ≥ 7 px, 1400 px of body: 1550
+        // (at 1250 the last would be 31 px below its tick).
+        let (body, _, worst, _) = drawn(5, 50_000);
+        assert_eq!(body, 1550.0);
+        assert_eq!(worst, 4.0 * (14.0 - 7.75));
+    }
 }
