@@ -3103,4 +3103,155 @@ mod tests {
         assert_eq!(body, 1550.0);
         assert_eq!(worst, 4.0 * (14.0 - 7.75));
     }
+
+    /// The body's height in a drawing (its clip rectangle's, less 2).
+    fn body_of(svg: &str) -> f64 {
+        let key = r#"<clipPath id="lad-clip"><rect x="0" y="73" width="1280" height=""#;
+        let rest = &svg[svg.find(key).unwrap() + key.len()..];
+        rest[..rest.find('"').unwrap()].parse::<f64>().unwrap() - 2.0
+    }
+
+    /// Each arrow and its label in its frame's colour; WINDOW_UPDATE is
+    /// written once on a line of them.
+    #[test]
+    fn arrows_and_labels_are_drawn_in_their_frames_colours() {
+        let mut wu_conn = arrow(
+            Flow::S2c,
+            FrameType::WINDOW_UPDATE,
+            Some(ORIGIN + 3_000_010),
+            None,
+        );
+        wu_conn.stream = 0;
+        wu_conn.increment = Some(500);
+        let l = Ladder {
+            origin: ORIGIN,
+            start: ORIGIN,
+            end: ORIGIN + 10_000_000,
+            slice_end: ORIGIN + 10_000_000,
+            arrows: vec![
+                arrow(Flow::C2s, FrameType::DATA, Some(ORIGIN + 1_000_000), None),
+                arrow(
+                    Flow::S2c,
+                    FrameType::WINDOW_UPDATE,
+                    Some(ORIGIN + 3_000_000),
+                    None,
+                ),
+                wu_conn,
+                arrow(
+                    Flow::S2c,
+                    FrameType::SETTINGS,
+                    Some(ORIGIN + 7_000_000),
+                    None,
+                ),
+            ],
+            items_in_slice: 4,
+            ..Ladder::default()
+        };
+        let svg = l.svg();
+        for (frame, c, head, width) in [
+            ("DATA", color("DATA"), "data", "1.8"),
+            ("WINDOW_UPDATE", color("WINDOW_UPDATE"), "wu", "1.8"),
+            ("SETTINGS", color(""), "other", "1.2"),
+        ] {
+            let g = &svg[svg.find(&format!(r#"data-frame="{frame}""#)).unwrap()..];
+            let g = &g[..g.find("</g>").unwrap()];
+            assert!(
+                g.contains(&format!(r#"stroke="{c}" stroke-width="{width}" stroke-dasharray="5 4" marker-end="url(#lad-head-{head})""#)),
+                "{frame}: {g}"
+            );
+        }
+        for (id, c) in [
+            ("data", color("DATA")),
+            ("wu", color("WINDOW_UPDATE")),
+            ("other", color("")),
+        ] {
+            assert!(
+                svg.contains(&format!(r#"<marker id="lad-head-{id}" "#))
+                    && svg.contains(&format!(r#"fill="{c}"/></marker>"#)),
+                "{id}"
+            );
+        }
+        let labels: Vec<&str> = svg
+            .split(r#"class="alabel">"#)
+            .skip(1)
+            .map(|p| &p[..p.find("</text>").unwrap()])
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                format!(r#"<tspan fill="{}">DATA 16384</tspan>"#, color("DATA")),
+                format!(
+                    r#"<tspan fill="{c}">WINDOW_UPDATE +16400 (stream 1)</tspan><tspan fill="{c}"> · +500 (connection)</tspan>"#,
+                    c = color("WINDOW_UPDATE")
+                ),
+                r##"<tspan fill="#6b6b6b">SETTINGS</tspan>"##.to_string(),
+            ]
+        );
+    }
+
+    /// The queue strip steps through each depth, scaled to its deepest
+    /// (at most 14 px a message), and labels depths at least 18 px apart.
+    #[test]
+    fn the_queue_strip_steps_through_its_depths() {
+        let strip = |queue_before: Option<u32>, queue: Vec<(u64, u32)>| {
+            let l = Ladder {
+                origin: ORIGIN,
+                start: ORIGIN,
+                end: ORIGIN + 10_000_000,
+                slice_end: ORIGIN + 10_000_000,
+                queue_before,
+                queue,
+                ..Ladder::default()
+            };
+            let svg = l.svg();
+            let body = body_of(&svg);
+            let path = svg.split(r#"<path class="queue" d=""#).nth(1).unwrap();
+            let path = path[..path.find('"').unwrap()].to_string();
+            let depths: Vec<String> = svg
+                .split(r#"class="qd">"#)
+                .skip(1)
+                .map(|p| p[..p.find('<').unwrap()].to_string())
+                .collect();
+            (body, path, depths, svg)
+        };
+        let y = |body: f64, ms: f64| TOP + ms / 10.0 * body;
+        let (body, path, depths, svg) = strip(
+            Some(2),
+            vec![
+                (ORIGIN + 2_000_000, 5),
+                (ORIGIN + 2_010_000, 20),
+                (ORIGIN + 6_000_000, 4),
+            ],
+        );
+        // 20 deep: 140 / 20 = 7 px a message.
+        assert_eq!(
+            path,
+            format!(
+                "M1120,{:.1} H1134.0 V{:.1} H1155.0 V{:.1} H1260.0 V{:.1} H1148.0 V{:.1} H1120 Z",
+                y(body, 0.0),
+                y(body, 2.0),
+                y(body, 2.01),
+                y(body, 6.0),
+                y(body, 10.0)
+            )
+        );
+        // The step to 20 is 0.5 px below the one to 5: not labelled.
+        assert_eq!(depths, ["5", "4"]);
+        assert!(
+            svg.contains("application queue depth: 2 → 4 messages"),
+            "{svg}"
+        );
+        assert!(svg.contains("messages waiting (0 – 20)"));
+        // 3 deep: 14 px a message, not 140 / 3; nothing before: from 0.
+        let (body, path, _, _) = strip(None, vec![(ORIGIN + 5_000_000, 3)]);
+        assert_eq!(
+            path,
+            format!(
+                "M1120,{:.1} H1120.0 V{:.1} H1162.0 V{:.1} H1120 Z",
+                y(body, 0.0),
+                y(body, 5.0),
+                y(body, 10.0)
+            )
+        );
+    }
 }
