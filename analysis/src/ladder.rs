@@ -3023,12 +3023,12 @@ mod tests {
     /// stays within two lines of its tick, and each tick is at its time.
     #[test]
     fn the_drawing_is_as_tall_as_its_labels_need() {
-        let drawn = |n: u64, gap: u64| {
+        let drawn_from = |first: u64, n: u64, gap: u64| {
             // A worker's step and a message's arrival never share a line.
             let ticks: Vec<Tick> = (0..n)
                 .map(|k| {
                     let kind = if k % 2 == 0 { "chunk" } else { "start" };
-                    tick(Endpoint::Server, ORIGIN + 1_000_000 + k * gap, kind, "x")
+                    tick(Endpoint::Server, ORIGIN + first + k * gap, kind, "x")
                 })
                 .collect();
             let l = Ladder {
@@ -3065,7 +3065,7 @@ mod tests {
                 .map(|p| num(r#"y=""#, p))
                 .collect();
             for (k, ty) in ticks.iter().enumerate() {
-                let t = (1_000_000 + k as u64 * gap) as f64;
+                let t = (first + k as u64 * gap) as f64;
                 assert!(
                     (ty - (TOP + t / 10e6 * body)).abs() < 0.006,
                     "tick {k} at {ty}"
@@ -3076,7 +3076,12 @@ mod tests {
                 .zip(&ticks)
                 .map(|(p, ty)| p - (ty + 4.0))
                 .fold(0.0, f64::max);
-            (body, height, worst, labels.len())
+            let leaders = svg.matches(r##"stroke="#c4c4c4""##).count();
+            (body, height, worst, labels.len(), leaders)
+        };
+        let drawn = |n, gap| {
+            let (body, height, worst, labels, _) = drawn_from(1_000_000, n, gap);
+            (body, height, worst, labels)
         };
         // Three labels far apart: the smallest drawing, as tall as its body.
         let (body, height, worst, n) = drawn(3, 3_000_000);
@@ -3097,6 +3102,17 @@ mod tests {
         let (body, _, worst, n) = drawn(10, 0);
         assert_eq!((body, n), (480.0, 10));
         assert_eq!(worst, 9.0 * LINE_H);
+        // Each label pushed more than 6 px below its tick is led back to
+        // it by a line; at the slice's end they make the drawing taller
+        // (the last label at 549.2 + 4 + 9 × 14, 6 below it, 16 margin).
+        let (_, _, _, _, leaders) = drawn_from(1_000_000, 10, 0);
+        assert_eq!(leaders, 9);
+        let (body, height, _, _, _) = drawn_from(9_900_000, 10, 0);
+        assert_eq!(body, 480.0);
+        assert_eq!(
+            height,
+            (TOP + 0.99 * 480.0 + 4.0 + 9.0 * LINE_H + 6.0 + 16.0).round()
+        );
         // Five: 4 × (14 − δ) ≤ 28 needs δ ≥ 7 px, 1400 px of body: 1550
         // (at 1250 the last would be 31 px below its tick).
         let (body, _, worst, _) = drawn(5, 50_000);
@@ -3187,6 +3203,33 @@ mod tests {
                 r##"<tspan fill="#6b6b6b">SETTINGS</tspan>"##.to_string(),
             ]
         );
+        // A label below the body makes the drawing taller: a WINDOW_UPDATE
+        // at the slice's end, labelled 18 below it and kept a line (14)
+        // below its arrow's obstacle (6 below): 20, then 6, then 16.
+        let end = Ladder {
+            origin: ORIGIN,
+            start: ORIGIN,
+            end: ORIGIN + 10_000_000,
+            slice_end: ORIGIN + 10_000_000,
+            arrows: vec![arrow(
+                Flow::S2c,
+                FrameType::WINDOW_UPDATE,
+                Some(ORIGIN + 10_000_000),
+                None,
+            )],
+            items_in_slice: 1,
+            ..Ladder::default()
+        };
+        let svg = end.svg();
+        let bottom = TOP + body_of(&svg);
+        assert!(
+            svg.contains(&format!(r#"y="{:.1}" class="alabel""#, bottom + 20.0)),
+            "{svg}"
+        );
+        assert!(svg.contains(&format!(
+            r#"viewBox="0 0 1280 {:.0}""#,
+            bottom + 20.0 + 6.0 + 16.0
+        )));
     }
 
     /// The queue strip steps through each depth, scaled to its deepest
