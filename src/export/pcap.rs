@@ -272,6 +272,24 @@ const MAX_HELD_FRAMES: usize = 65_536;
 const MAX_HELD_PAYLOAD: usize = 64 << 20;
 
 impl<W: std::io::Write> TapPcap<W> {
+    /// A tap's pcap into `w`; `to_wall` turns a trace `t` into Unix ns.
+    fn new(w: PcapWriter<W>, to_wall: i128) -> Self {
+        TapPcap {
+            w,
+            conns: HashMap::new(),
+            held: HashMap::new(),
+            held_frames: 0,
+            held_payload: 0,
+            to_wall,
+            packets: 0,
+            skipped: 0,
+            made_up_conns: 0,
+            unix_conns: 0,
+            unframed: 0,
+            out_of_range: 0,
+        }
+    }
+
     fn write(&mut self, t: u64, data: &[u8]) -> anyhow::Result<()> {
         let wall = (t as i128 + self.to_wall).max(0) as u128;
         if wall / 1_000_000_000 > u32::MAX as u128 {
@@ -598,14 +616,9 @@ pub fn pcap_name(tap: &str, gzip: bool) -> String {
     }
 }
 
-/// Writes `server.pcap` and `client.pcap` into `dir` from its trace (one
-/// streaming pass), and for a relay run `client_leg.pcap` and
-/// `server_leg.pcap`; with `gzip`, `.pcap.gz` files instead. A file whose
-/// tap recorded nothing is not written.
-pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
-    let (header, events) = super::run_events(dir)?;
-    let to_wall = header.origin_unix_ns as i128 - header.origin_mono_ns as i128;
-    let header = PcapHeader {
+/// Raw IP packets, nanosecond times.
+fn pcap_header() -> PcapHeader {
+    PcapHeader {
         version_major: 2,
         version_minor: 4,
         ts_correction: 0,
@@ -614,7 +627,17 @@ pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
         datalink: DataLink::RAW,
         ts_resolution: TsResolution::NanoSecond,
         endianness: Endianness::native(),
-    };
+    }
+}
+
+/// Writes `server.pcap` and `client.pcap` into `dir` from its trace (one
+/// streaming pass), and for a relay run `client_leg.pcap` and
+/// `server_leg.pcap`; with `gzip`, `.pcap.gz` files instead. A file whose
+/// tap recorded nothing is not written.
+pub fn export_pcaps(dir: &Path, gzip: bool) -> anyhow::Result<PcapCounts> {
+    let (header, events) = super::run_events(dir)?;
+    let to_wall = header.origin_unix_ns as i128 - header.origin_mono_ns as i128;
+    let header = pcap_header();
     // Each pcap is written aside (`.NAME.partial`, see
     // h2probe_analysis::aside) and renamed once whole: a failed or
     // interrupted export (a full disk, Ctrl-C) leaves no pcap cut
@@ -647,21 +670,9 @@ fn write_pcaps(
             )),
             false => PcapOut::Plain(f),
         };
-        Ok(TapPcap {
-            w: PcapWriter::with_header(out, header)
-                .with_context(|| format!("writing {}", path.display()))?,
-            conns: HashMap::new(),
-            held: HashMap::new(),
-            held_frames: 0,
-            held_payload: 0,
-            to_wall,
-            packets: 0,
-            skipped: 0,
-            made_up_conns: 0,
-            unix_conns: 0,
-            unframed: 0,
-            out_of_range: 0,
-        })
+        let w = PcapWriter::with_header(out, header)
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(TapPcap::new(w, to_wall))
     };
     let mut server = open("server")?;
     let mut client = open("client")?;
@@ -852,5 +863,330 @@ mod tests {
             0,
             "TCP over IPv6 checksum"
         );
+    }
+
+    use crate::trace::schema::{ConnCloseEv, ConnOpenEv};
+
+    fn tap() -> TapPcap<Vec<u8>> {
+        TapPcap::new(PcapWriter::with_header(vec![], pcap_header()).unwrap(), 0)
+    }
+
+    fn event(t: u64, ep: Endpoint, conn: u32, stream: u32, kind: Kind) -> Event {
+        Event {
+            t,
+            ep,
+            conn,
+            stream,
+            kind,
+        }
+    }
+
+    fn open(t: u64, ep: Endpoint, conn: u32, local: &str, peer: &str) -> Event {
+        let kind = Kind::ConnOpen(ConnOpenEv {
+            local: local.into(),
+            peer: peer.into(),
+        });
+        event(t, ep, conn, 0, kind)
+    }
+
+    fn frame(
+        t: u64,
+        ep: Endpoint,
+        conn: u32,
+        dir: Dir,
+        offset: u64,
+        ty: FrameType,
+        len: u32,
+    ) -> Event {
+        let stream = u32::from(ty == FrameType::DATA);
+        let kind = Kind::Frame(FrameEv {
+            dir,
+            offset,
+            frame: ty,
+            len,
+            ..FrameEv::default()
+        });
+        event(t, ep, conn, stream, kind)
+    }
+
+    fn close(t: u64, ep: Endpoint, conn: u32, bytes_in: u64, bytes_out: u64) -> Event {
+        let kind = Kind::ConnClose(ConnCloseEv {
+            error: String::new(),
+            bytes_in,
+            bytes_out,
+        });
+        event(t, ep, conn, 0, kind)
+    }
+
+    /// One TCP segment as a reader of the pcap sees it.
+    #[derive(Debug, PartialEq)]
+    struct Seg {
+        t: u64,
+        src: SocketAddr,
+        dst: SocketAddr,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        len: usize,
+    }
+
+    fn seg(t: u64, src: &str, dst: &str, seq: u32, ack: u32, flags: u8, len: usize) -> Seg {
+        let (src, dst) = (src.parse().unwrap(), dst.parse().unwrap());
+        Seg {
+            t,
+            src,
+            dst,
+            seq,
+            ack,
+            flags,
+            len,
+        }
+    }
+
+    /// The segments of a tap's pcap, read back with pcap-file.
+    fn segments(tap: TapPcap<Vec<u8>>) -> Vec<Seg> {
+        let bytes = tap.w.into_writer();
+        let mut r = pcap_file::pcap::PcapReader::new(&bytes[..]).unwrap();
+        let mut out = vec![];
+        while let Some(p) = r.next_packet() {
+            let p = p.unwrap();
+            let d = &p.data[..];
+            let (src, dst, tcp): (IpAddr, IpAddr, &[u8]) = match d[0] >> 4 {
+                4 => {
+                    let a = |i: usize| IpAddr::from(<[u8; 4]>::try_from(&d[i..i + 4]).unwrap());
+                    (a(12), a(16), &d[20..])
+                }
+                _ => {
+                    let a = |i: usize| IpAddr::from(<[u8; 16]>::try_from(&d[i..i + 16]).unwrap());
+                    (a(8), a(24), &d[40..])
+                }
+            };
+            let u16_at = |i: usize| u16::from_be_bytes([tcp[i], tcp[i + 1]]);
+            let u32_at = |i: usize| u32::from_be_bytes(tcp[i..i + 4].try_into().unwrap());
+            out.push(Seg {
+                t: p.timestamp.as_nanos() as u64,
+                src: SocketAddr::new(src, u16_at(0)),
+                dst: SocketAddr::new(dst, u16_at(2)),
+                seq: u32_at(4),
+                ack: u32_at(8),
+                flags: tcp[13],
+                len: tcp.len() - 20,
+            });
+        }
+        out
+    }
+
+    /// The client's tap: a handshake, the preface before its first frame,
+    /// sequence numbers from the frames' offsets, acks from what the peer
+    /// sent so far, and bytes no frame covers left as a gap before the FIN.
+    #[test]
+    fn a_tap_writes_one_tcp_stream_from_its_frames_offsets() {
+        let (c, s) = ("127.0.0.1:40000", "127.0.0.1:50051");
+        let ep = Endpoint::Client;
+        let mut p = tap();
+        for e in [
+            open(1_000, ep, 1, c, s),
+            frame(2_000, ep, 1, Dir::Out, 24, FrameType::SETTINGS, 6),
+            frame(3_000, ep, 1, Dir::In, 0, FrameType::SETTINGS, 0),
+            frame(4_000, ep, 1, Dir::Out, 39, FrameType::DATA, 10),
+            // 5 bytes written that no frame covers.
+            close(5_000, ep, 1, 9, 63),
+        ] {
+            p.event(&e).unwrap();
+        }
+        assert_eq!((p.packets, p.unframed, p.skipped), (9, 5, 0));
+        assert_eq!(
+            segments(p),
+            [
+                seg(1_000, c, s, 1_000, 0, SYN, 0),
+                seg(1_000, s, c, 500_000, 1_001, SYN | ACK, 0),
+                seg(1_000, c, s, 1_001, 500_001, ACK, 0),
+                seg(2_000, c, s, 1_001, 500_001, PSH | ACK, 24),
+                seg(2_000, c, s, 1_025, 500_001, PSH | ACK, 15),
+                seg(3_000, s, c, 500_001, 1_040, PSH | ACK, 9),
+                seg(4_000, c, s, 1_040, 500_010, PSH | ACK, 19),
+                seg(5_000, c, s, 1_064, 500_010, FIN | ACK, 0),
+                seg(5_000, s, c, 500_010, 1_065, FIN | ACK, 0),
+            ]
+        );
+    }
+
+    /// The server's tap of the same connection writes the same segments
+    /// (its `In` is the client's `Out`); a frame before its connection's
+    /// `conn_open` waits for it.
+    #[test]
+    fn the_server_tap_matches_and_frames_wait_for_their_conn_open() {
+        let (c, s) = ("127.0.0.1:40000", "127.0.0.1:50051");
+        let ep = Endpoint::Server;
+        let mut p = tap();
+        for e in [
+            frame(900, ep, 3, Dir::In, 24, FrameType::SETTINGS, 6),
+            open(1_000, ep, 3, s, c),
+            frame(3_000, ep, 3, Dir::Out, 0, FrameType::SETTINGS, 0),
+            close(5_000, ep, 3, 39, 9),
+            // Closed once.
+            close(6_000, ep, 3, 39, 9),
+        ] {
+            p.event(&e).unwrap();
+        }
+        assert_eq!((p.held_frames, p.skipped, p.unframed), (0, 0, 0));
+        assert_eq!(
+            segments(p),
+            [
+                seg(1_000, c, s, 1_000, 0, SYN, 0),
+                seg(1_000, s, c, 500_000, 1_001, SYN | ACK, 0),
+                seg(1_000, c, s, 1_001, 500_001, ACK, 0),
+                seg(900, c, s, 1_001, 500_001, PSH | ACK, 24),
+                seg(900, c, s, 1_025, 500_001, PSH | ACK, 15),
+                seg(3_000, s, c, 500_001, 1_040, PSH | ACK, 9),
+                seg(5_000, s, c, 500_010, 1_040, FIN | ACK, 0),
+                seg(5_000, c, s, 1_040, 500_011, FIN | ACK, 0),
+            ]
+        );
+        // A client that sent no preface (its first frame at offset 0):
+        // none is made up for it.
+        let mut p = tap();
+        p.event(&open(1_000, ep, 4, s, c)).unwrap();
+        p.event(&frame(2_000, ep, 4, Dir::In, 0, FrameType::SETTINGS, 0))
+            .unwrap();
+        let segs = segments(p);
+        assert_eq!(segs.len(), 4);
+        assert_eq!(segs[3], seg(2_000, c, s, 1_001, 500_001, PSH | ACK, 9));
+    }
+
+    /// Connections whose `conn_open` never comes are written at the end on
+    /// made-up addresses, in the order their first frames came, and their
+    /// frames counted; past MAX_HELD_FRAMES a connection stops waiting.
+    #[test]
+    fn connections_without_a_conn_open_go_on_made_up_addresses() {
+        let ep = Endpoint::Client;
+        let mut p = tap();
+        p.event(&frame(60, ep, 8, Dir::Out, 24, FrameType::SETTINGS, 0))
+            .unwrap();
+        p.event(&frame(50, ep, 9, Dir::Out, 24, FrameType::SETTINGS, 0))
+            .unwrap();
+        p.event(&frame(70, ep, 8, Dir::In, 0, FrameType::SETTINGS, 0))
+            .unwrap();
+        assert_eq!((p.packets, p.held_frames), (0, 3));
+        p.finish().unwrap();
+        assert_eq!((p.skipped, p.made_up_conns, p.held_frames), (3, 2, 0));
+        let syns: Vec<_> = segments(p)
+            .into_iter()
+            .filter(|s| s.flags == SYN)
+            .map(|s| (s.src, s.dst))
+            .collect();
+        let addr = |a: &str| a.parse::<SocketAddr>().unwrap();
+        assert_eq!(
+            syns,
+            [
+                (addr("192.0.2.1:10009"), addr("192.0.2.2:50051")),
+                (addr("192.0.2.1:10008"), addr("192.0.2.2:50051")),
+            ]
+        );
+        assert_eq!(made_up_by_id(50_003).0, addr("192.0.2.1:10003"));
+
+        let mut p = tap();
+        for k in 0..=MAX_HELD_FRAMES as u64 {
+            p.event(&frame(
+                k,
+                ep,
+                4,
+                Dir::Out,
+                24 + 9 * k,
+                FrameType::SETTINGS,
+                0,
+            ))
+            .unwrap();
+        }
+        assert_eq!(
+            (p.held_frames, p.skipped, p.made_up_conns),
+            (0, MAX_HELD_FRAMES as u64 + 1, 1)
+        );
+        // Its conn_open, come at last, changes nothing.
+        let packets = p.packets;
+        p.event(&open(1 << 20, ep, 4, "127.0.0.1:1", "127.0.0.1:2"))
+            .unwrap();
+        assert_eq!(p.packets, packets);
+        assert!(p.conns[&4].local.ip().to_string().starts_with("192.0.2."));
+    }
+
+    /// A Unix domain socket's connection gets the same made-up IPv6
+    /// addresses in both taps' pcaps (from the client end's name and the
+    /// socket's path); a client end without a name, the id's.
+    #[test]
+    fn both_taps_of_a_unix_socket_write_the_same_made_up_addresses() {
+        let mut client = tap();
+        client
+            .event(&open(
+                10,
+                Endpoint::Client,
+                1,
+                "unix:@h2probe-7",
+                "unix:/run/s.sock",
+            ))
+            .unwrap();
+        let mut server = tap();
+        server
+            .event(&open(
+                10,
+                Endpoint::Server,
+                5,
+                "unix:/run/s.sock",
+                "unix:@h2probe-7",
+            ))
+            .unwrap();
+        assert_eq!((client.unix_conns, server.unix_conns), (1, 1));
+        assert_eq!(client.made_up_conns + server.made_up_conns, 0);
+        let (c, s) = (segments(client), segments(server));
+        assert_eq!(c, s);
+        let (src, dst) = (c[0].src, c[0].dst);
+        assert!(src.to_string().starts_with("[2001:db8:0:1:"), "{src}");
+        assert!(
+            dst.to_string().starts_with("[2001:db8:0:2:") && dst.port() == 50051,
+            "{dst}"
+        );
+        let h = fnv1a(b"h2probe-7");
+        assert_eq!(src.port(), 10_000 + (h % 50_000) as u16);
+        // FNV-1a's published test values.
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+        // Another name, another address; no name: the id's.
+        assert_ne!(
+            made_up_for_unix("unix:@h2probe-8", "unix:/run/s.sock")
+                .unwrap()
+                .0,
+            src
+        );
+        assert_eq!(
+            made_up_for_unix(h2probe_analysis::schema::UNIX_UNNAMED, "unix:/run/s.sock"),
+            None
+        );
+        let mut unnamed = tap();
+        unnamed
+            .event(&open(
+                10,
+                Endpoint::Server,
+                6,
+                "unix:/run/s.sock",
+                h2probe_analysis::schema::UNIX_UNNAMED,
+            ))
+            .unwrap();
+        assert_eq!(segments(unnamed)[0].src, "192.0.2.1:10006".parse().unwrap());
+    }
+
+    /// A time past what a pcap's 32-bit seconds hold is left out and
+    /// counted, not a failed export.
+    #[test]
+    fn a_time_past_2106_is_left_out_and_counted() {
+        let mut p = tap();
+        p.to_wall = (u32::MAX as i128 + 1) * 1_000_000_000;
+        p.event(&open(0, Endpoint::Client, 1, "127.0.0.1:1", "127.0.0.1:2"))
+            .unwrap();
+        assert_eq!((p.packets, p.out_of_range), (0, 3));
+        p.to_wall = u32::MAX as i128 * 1_000_000_000;
+        p.event(&close(999_999_999, Endpoint::Client, 1, 0, 0))
+            .unwrap();
+        assert_eq!((p.packets, p.out_of_range), (2, 3));
     }
 }
