@@ -2894,10 +2894,16 @@ mod tests {
             let x: f64 = piece.split('"').next().unwrap().parse().unwrap();
             let tag = piece.split('>').next().unwrap();
             if tag.contains(r#"class="tlabel" text-anchor="start""#) {
-                assert!(x > SERVER_X + 10.0, "server label at {x}");
+                assert!(
+                    x > SERVER_X + 10.0 && x < SERVER_X + 30.0,
+                    "server label at {x}"
+                );
                 labels += 1;
             } else if tag.contains(r#"class="tlabel" text-anchor="end""#) {
-                assert!(x < CLIENT_X - 24.0 - 10.0, "client label at {x}");
+                assert!(
+                    x < CLIENT_X - 34.0 && x > CLIENT_X - 60.0,
+                    "client label at {x}"
+                );
                 labels += 1;
             }
         }
