@@ -2624,9 +2624,12 @@ mod tests {
             (ORIGIN + 500_000, l.end)
         );
         assert!(l.capped());
-        assert!(l.svg().contains(
-            "… capped at 300 arrows and ticks: the slice asked for continues to 0.0100 s"
-        ));
+        // Centred between the columns, below the body.
+        let svg = l.svg();
+        assert!(svg.contains(&format!(
+            r#"<text x="500" y="{:.1}" class="cap">… capped at 300 arrows and ticks: the slice asked for continues to 0.0100 s"#,
+            TOP + body_of(&svg) + 24.0
+        )));
         // Exactly MAX_DRAWN: all of it, to the slice's end.
         let l = ladder(MAX_DRAWN as u64);
         assert_eq!((l.items_in_slice, l.ticks.len()), (MAX_DRAWN, MAX_DRAWN));
@@ -3236,6 +3239,14 @@ mod tests {
             r#"viewBox="0 0 1280 {:.0}""#,
             bottom + 20.0 + 6.0 + 16.0
         )));
+        // A label that would stand above the body stays 10 px inside it.
+        let first = Ladder {
+            arrows: vec![arrow(Flow::C2s, FrameType::DATA, Some(ORIGIN), None)],
+            ..end
+        };
+        assert!(first
+            .svg()
+            .contains(&format!(r#"y="{:.1}" class="alabel""#, TOP + 10.0)));
     }
 
     /// The queue strip steps through each depth, scaled to its deepest
@@ -3290,7 +3301,7 @@ mod tests {
             svg.contains("application queue depth: 2 → 4 messages"),
             "{svg}"
         );
-        assert!(svg.contains("messages waiting (0 – 20)"));
+        assert!(svg.contains(r#"<text x="1190" y="44" class="colsub">messages waiting (0 – 20)"#));
         // 3 deep: 14 px a message, not 140 / 3; nothing before: from 0.
         let (body, path, _, _) = strip(None, vec![(ORIGIN + 5_000_000, 3)]);
         assert_eq!(
