@@ -2636,6 +2636,20 @@ mod tests {
         assert_eq!(l.end, l.slice_end);
         assert_eq!(l.bands.len(), 2);
         assert!(!l.capped() && !l.svg().contains("capped at"));
+        // The cap's note is below the body, inside the drawing.
+        let capped = Ladder {
+            origin: ORIGIN,
+            start: ORIGIN,
+            end: ORIGIN + 10_000_000,
+            slice_end: ORIGIN + 20_000_000,
+            items_in_slice: 5,
+            ..Ladder::default()
+        };
+        let svg = capped.svg();
+        assert!(svg.contains(&format!(
+            r#"viewBox="0 0 1280 {:.0}""#,
+            TOP + body_of(&svg) + 32.0 + 16.0
+        )));
     }
 
     /// Past MAX_KEPT events of the slice the rest are counted, not held.
@@ -3022,10 +3036,18 @@ mod tests {
                 items_in_slice: 3,
                 ..Ladder::default()
             };
-            l.svg().matches(r#"class="tlabel""#).count()
+            let svg = l.svg();
+            (svg.matches(r#"class="tlabel""#).count(), svg)
         };
-        assert_eq!(labels(25_000), 2);
-        assert_eq!(labels(25_001), 3);
+        let (n, svg) = labels(25_000);
+        assert_eq!(n, 2);
+        // One line, its items apart by a middle dot, each in its colour.
+        assert!(svg.contains(&format!(
+            r#"<tspan fill="{}">chunk 1</tspan><tspan fill="{}"> · release 1</tspan></text>"#,
+            color("chunk"),
+            color("release")
+        )));
+        assert_eq!(labels(25_001).0, 3);
     }
 
     /// The drawing is the smallest of its heights at which every label
