@@ -2120,11 +2120,120 @@ mod tests {
             "no queue, no depth: {html}"
         );
         l.server = None;
-        assert!(ladder_section(&Ok(l), "run", None, None)
+        assert!(ladder_section(&Ok(l.clone()), "run", None, None)
             .contains("Connection: no connection has frames in this slice."));
+        // Ticks without arrows (or arrows without ticks) are something to draw.
+        l.arrows.clear();
+        assert!(!ladder_section(&Ok(l.clone()), "run", None, None).contains("Nothing to draw"));
+        l.ticks.clear();
+        assert!(ladder_section(&Ok(l), "run", None, None).contains("Nothing to draw"));
         assert_eq!(
             ladder_section(&Err("trace.jsonl: <cut>".into()), "run", None, None),
             r#"<p class="warn">No ladder: trace.jsonl: &lt;cut&gt;</p>"#
         );
+    }
+
+    /// A run page as the sections of one summary: the status badge, the
+    /// line under the title without empty parts, the analysis' warnings,
+    /// a relay alone without a ladder, and plots missing or not shown.
+    #[test]
+    fn a_run_page_has_the_sections_its_run_has() {
+        let page = |summary: Summary,
+                    meta: Result<Meta, String>,
+                    plots: Vec<(String, String)>,
+                    skipped: Vec<String>| {
+            RunPage {
+                title: "r1".into(),
+                dir_arg: "runs/r1".into(),
+                summary,
+                headline: "HEADLINE <1>".into(),
+                meta,
+                ladder: Ok(Ladder::default()),
+                plots,
+                skipped_plots: skipped,
+            }
+            .html()
+        };
+        let base = Summary {
+            run_status: "complete".into(),
+            span_s: 1.5,
+            has_client: true,
+            has_server: true,
+            ..Summary::default()
+        };
+        let html = page(base.clone(), Err("gone".into()), vec![], vec![]);
+        assert!(html.contains(r#"<h1>h2probe run <span class="mono">r1</span></h1><div class="sub">runs/r1 · trace 1.50 s</div>"#), "{html}");
+        assert!(html.contains(r#"<pre class="headline">HEADLINE &lt;1&gt;</pre>"#));
+        assert!(!html.contains("The analysis warned"));
+        assert!(html.contains(r#"<section id="ladder"><h2>Frame ladder</h2><p><b>"#));
+        assert!(html.contains(
+            "This run directory has no plots: <code>h2probe analyze runs/r1</code> draws them."
+        ));
+        assert!(!html.contains("Not shown"));
+        assert!(html.contains(r#"<p class="warn">meta.json: gone</p>"#));
+        assert!(html.contains("<title>h2probe · r1</title>"));
+
+        let mut s = base.clone();
+        s.run_status = "interrupted".into();
+        s.warnings = vec!["cut <short>".into()];
+        let meta = |started: u64| -> Meta {
+            serde_json::from_value(serde_json::json!({
+                "schema": 1, "tool": "h2probe", "command": "run", "started_unix_ns": started
+            }))
+            .unwrap()
+        };
+        let plots = vec![
+            ("credit.svg".to_string(), "<img credit>".to_string()),
+            ("queue.svg".to_string(), "<img queue>".to_string()),
+        ];
+        let html = page(
+            s.clone(),
+            Ok(meta(1_700_000_000_000_000_000)),
+            plots.clone(),
+            vec!["x.png".into()],
+        );
+        assert!(
+            html.contains(
+                r#"<span class="mono">r1</span> <span class="badge b-bad">interrupted</span></h1>"#
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                r#"<div class="sub">2023-11-14 22:13:20 UTC · runs/r1 · trace 1.50 s</div>"#
+            ),
+            "{html}"
+        );
+        assert!(html.contains("<b>The analysis warned</b><ul><li>cut &lt;short&gt;</li></ul>"));
+        assert!(html.contains(r#"<figure class="wide"><img credit><figcaption><b>credit.svg</b>"#));
+        assert!(html.contains(r#"<figure><img queue><figcaption><b>queue.svg</b>"#));
+        assert!(!html.contains("has no plots"));
+        assert!(html.contains(r#"<p class="warn">Not shown (not an SVG): x.png</p>"#));
+        // A start time of 0 is unknown, not 1970.
+        let html = page(s, Ok(meta(0)), plots, vec![]);
+        assert!(
+            html.contains(r#"<div class="sub">runs/r1 · trace 1.50 s</div>"#),
+            "{html}"
+        );
+
+        // A relay's trace alone: its legs, no ladder of a probe client and
+        // server; with either of them, the ladder.
+        let mut relay = base.clone();
+        relay.relay = Some(Default::default());
+        relay.has_client = false;
+        relay.has_server = false;
+        let html = page(relay.clone(), Err("gone".into()), vec![], vec![]);
+        assert!(html.contains(
+            r#"<section id="ladder"><h2>Frame ladder</h2><p class="note">A relay run: the frame ladder draws the probe's own client and server"#
+        ));
+        for (client, server) in [(true, false), (false, true)] {
+            relay.has_client = client;
+            relay.has_server = server;
+            let html = page(relay.clone(), Err("gone".into()), vec![], vec![]);
+            assert!(
+                !html.contains("A relay run:") && html.contains(r#"<h2>Frame ladder</h2><p><b>"#),
+                "{client} {server}"
+            );
+        }
     }
 }
