@@ -2897,13 +2897,9 @@ mod tests {
             "send #0 (5 B)",
         ));
         let l = Ladder {
-            origin: ORIGIN,
-            start: ORIGIN,
-            end: ORIGIN + 10_000_000,
-            slice_end: ORIGIN + 10_000_000,
             items_in_slice: ticks.len(),
             ticks,
-            ..Ladder::default()
+            ..ten_ms()
         };
         let svg = l.svg();
         let mut labels = 0;
@@ -2967,14 +2963,8 @@ mod tests {
             ..Ladder::default()
         };
         let svg = l.svg();
-        let num = |after: &str, from: &str| -> f64 {
-            let rest = &from[from.find(after).unwrap() + after.len()..];
-            rest[..rest.find('"').unwrap()].parse().unwrap()
-        };
-        let body = num(
-            r#"<clipPath id="lad-clip"><rect x="0" y="73" width="1280" height=""#,
-            &svg,
-        ) - 2.0;
+        let num = number_after;
+        let body = body_of(&svg);
         let y = |t: u64| TOP + (t as f64 - ORIGIN as f64) / 10e6 * body;
         // The part inside [TOP, TOP + body] of the line from (x0, y0) to (x1, y1).
         let mid = |(x0, y0): (f64, f64), (x1, y1): (f64, f64)| {
@@ -3019,10 +3009,6 @@ mod tests {
     fn ticks_within_a_400th_of_the_span_share_a_label() {
         let labels = |gap: u64| {
             let l = Ladder {
-                origin: ORIGIN,
-                start: ORIGIN,
-                end: ORIGIN + 10_000_000,
-                slice_end: ORIGIN + 10_000_000,
                 ticks: vec![
                     tick(Endpoint::Server, ORIGIN + 1_000_000, "chunk", "chunk 1"),
                     tick(
@@ -3034,7 +3020,7 @@ mod tests {
                     tick(Endpoint::Server, ORIGIN + 9_000_000, "chunk", "chunk 2"),
                 ],
                 items_in_slice: 3,
-                ..Ladder::default()
+                ..ten_ms()
             };
             let svg = l.svg();
             (svg.matches(r#"class="tlabel""#).count(), svg)
@@ -3063,23 +3049,13 @@ mod tests {
                 })
                 .collect();
             let l = Ladder {
-                origin: ORIGIN,
-                start: ORIGIN,
-                end: ORIGIN + 10_000_000,
-                slice_end: ORIGIN + 10_000_000,
                 items_in_slice: ticks.len(),
                 ticks,
-                ..Ladder::default()
+                ..ten_ms()
             };
             let svg = l.svg();
-            let num = |after: &str, from: &str| -> f64 {
-                let rest = &from[from.find(after).unwrap() + after.len()..];
-                rest[..rest.find('"').unwrap()].parse().unwrap()
-            };
-            let body = num(
-                r#"<clipPath id="lad-clip"><rect x="0" y="73" width="1280" height=""#,
-                &svg,
-            ) - 2.0;
+            let num = number_after;
+            let body = body_of(&svg);
             let height = num(
                 r#"viewBox="0 0 1280 "#,
                 &svg.replace("\" width=\"1280", "\""),
@@ -3151,11 +3127,29 @@ mod tests {
         assert_eq!(worst, 4.0 * (14.0 - 7.75));
     }
 
+    /// The number in `from` right after `after`, up to the next quote.
+    fn number_after(after: &str, from: &str) -> f64 {
+        let rest = &from[from.find(after).unwrap() + after.len()..];
+        rest[..rest.find('"').unwrap()].parse().unwrap()
+    }
+
     /// The body's height in a drawing (its clip rectangle's, less 2).
     fn body_of(svg: &str) -> f64 {
-        let key = r#"<clipPath id="lad-clip"><rect x="0" y="73" width="1280" height=""#;
-        let rest = &svg[svg.find(key).unwrap() + key.len()..];
-        rest[..rest.find('"').unwrap()].parse::<f64>().unwrap() - 2.0
+        number_after(
+            r#"<clipPath id="lad-clip"><rect x="0" y="73" width="1280" height=""#,
+            svg,
+        ) - 2.0
+    }
+
+    /// An empty ladder of the first 10 ms after the origin.
+    fn ten_ms() -> Ladder {
+        Ladder {
+            origin: ORIGIN,
+            start: ORIGIN,
+            end: ORIGIN + 10_000_000,
+            slice_end: ORIGIN + 10_000_000,
+            ..Ladder::default()
+        }
     }
 
     /// Each arrow and its label in its frame's colour; WINDOW_UPDATE is
@@ -3171,10 +3165,6 @@ mod tests {
         wu_conn.stream = 0;
         wu_conn.increment = Some(500);
         let l = Ladder {
-            origin: ORIGIN,
-            start: ORIGIN,
-            end: ORIGIN + 10_000_000,
-            slice_end: ORIGIN + 10_000_000,
             arrows: vec![
                 arrow(Flow::C2s, FrameType::DATA, Some(ORIGIN + 1_000_000), None),
                 arrow(
@@ -3192,7 +3182,7 @@ mod tests {
                 ),
             ],
             items_in_slice: 4,
-            ..Ladder::default()
+            ..ten_ms()
         };
         let svg = l.svg();
         for (frame, c, head, width) in [
@@ -3238,10 +3228,6 @@ mod tests {
         // at the slice's end, labelled 18 below it and kept a line (14)
         // below its arrow's obstacle (6 below): 20, then 6, then 16.
         let end = Ladder {
-            origin: ORIGIN,
-            start: ORIGIN,
-            end: ORIGIN + 10_000_000,
-            slice_end: ORIGIN + 10_000_000,
             arrows: vec![arrow(
                 Flow::S2c,
                 FrameType::WINDOW_UPDATE,
@@ -3249,7 +3235,7 @@ mod tests {
                 None,
             )],
             items_in_slice: 1,
-            ..Ladder::default()
+            ..ten_ms()
         };
         let svg = end.svg();
         let bottom = TOP + body_of(&svg);
@@ -3277,13 +3263,9 @@ mod tests {
     fn the_queue_strip_steps_through_its_depths() {
         let strip = |queue_before: Option<u32>, queue: Vec<(u64, u32)>| {
             let l = Ladder {
-                origin: ORIGIN,
-                start: ORIGIN,
-                end: ORIGIN + 10_000_000,
-                slice_end: ORIGIN + 10_000_000,
                 queue_before,
                 queue,
-                ..Ladder::default()
+                ..ten_ms()
             };
             let svg = l.svg();
             let body = body_of(&svg);
