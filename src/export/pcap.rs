@@ -1189,4 +1189,55 @@ mod tests {
             .unwrap();
         assert_eq!((p.packets, p.out_of_range), (2, 3));
     }
+
+    /// A frame larger than a segment holds is split at MSS bytes, each
+    /// part at its own sequence number.
+    #[test]
+    fn a_frame_past_the_mss_is_split_into_segments_at_their_offsets() {
+        let (c, s) = ("127.0.0.1:40000", "127.0.0.1:50051");
+        let ep = Endpoint::Client;
+        let mut p = tap();
+        p.event(&open(1_000, ep, 1, c, s)).unwrap();
+        p.event(&frame(2_000, ep, 1, Dir::Out, 24, FrameType::DATA, 140_000))
+            .unwrap();
+        let segs = segments(p);
+        let data: Vec<(u32, usize)> = segs[4..].iter().map(|g| (g.seq, g.len)).collect();
+        assert_eq!(
+            data,
+            [
+                (1_025, MSS),
+                (1_025 + MSS as u32, MSS),
+                (1_025 + 2 * MSS as u32, 140_009 - 2 * MSS)
+            ]
+        );
+    }
+
+    /// Captured payload held for a connection is counted while held and
+    /// given back when it is written; past MAX_HELD_PAYLOAD the connection
+    /// stops waiting.
+    #[test]
+    fn held_payload_is_bounded_and_given_back() {
+        let ep = Endpoint::Server;
+        let with_payload = |t, conn, offset, n: usize| {
+            let mut e = frame(t, ep, conn, Dir::In, offset, FrameType::DATA, n as u32);
+            if let Kind::Frame(f) = &mut e.kind {
+                f.payload = Some(crate::trace::schema::Payload(vec![7; n]));
+            }
+            e
+        };
+        let mut p = tap();
+        p.event(&with_payload(10, 1, 24, 1_000)).unwrap();
+        p.event(&with_payload(11, 2, 24, 500)).unwrap();
+        assert_eq!((p.held_frames, p.held_payload), (2, 1_500));
+        p.event(&open(20, ep, 1, "127.0.0.1:50051", "127.0.0.1:40000"))
+            .unwrap();
+        assert_eq!((p.held_frames, p.held_payload), (1, 500));
+        let half = MAX_HELD_PAYLOAD / 2;
+        p.event(&with_payload(30, 3, 24, half)).unwrap();
+        assert_eq!((p.made_up_conns, p.held_payload), (0, half + 500));
+        p.event(&with_payload(31, 3, 24 + 9 + half as u64, half))
+            .unwrap();
+        assert_eq!((p.made_up_conns, p.skipped), (1, 2));
+        assert_eq!((p.held_frames, p.held_payload), (1, 500));
+    }
 }
