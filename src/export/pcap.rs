@@ -1240,4 +1240,26 @@ mod tests {
         assert_eq!((p.made_up_conns, p.skipped), (1, 2));
         assert_eq!((p.held_frames, p.held_payload), (1, 500));
     }
+
+    /// A conn_open whose addresses do not parse (a damaged line) is not a
+    /// Unix socket: its frames wait, then go on made-up addresses as
+    /// damage; a Unix socket's second conn_open changes nothing.
+    #[test]
+    fn a_damaged_conn_open_is_damage_not_a_unix_socket() {
+        let ep = Endpoint::Client;
+        let mut p = tap();
+        p.event(&open(10, ep, 1, "127.0.0.1:x", "127.0.0.1:y"))
+            .unwrap();
+        p.event(&frame(20, ep, 1, Dir::Out, 24, FrameType::SETTINGS, 0))
+            .unwrap();
+        assert_eq!((p.unix_conns, p.packets, p.held_frames), (0, 0, 1));
+        p.finish().unwrap();
+        assert_eq!((p.made_up_conns, p.skipped, p.unix_conns), (1, 1, 0));
+
+        let mut p = tap();
+        let unix = open(10, ep, 2, "unix:@h2probe-1", "unix:/run/s.sock");
+        p.event(&unix).unwrap();
+        p.event(&unix).unwrap();
+        assert_eq!((p.unix_conns, p.packets), (1, 3));
+    }
 }
