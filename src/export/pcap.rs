@@ -1261,5 +1261,15 @@ mod tests {
         p.event(&unix).unwrap();
         p.event(&unix).unwrap();
         assert_eq!((p.unix_conns, p.packets), (1, 3));
+
+        // A first frame written twice (a duplicated line): one preface.
+        let mut p = tap();
+        p.event(&open(10, ep, 3, "127.0.0.1:1", "127.0.0.1:2"))
+            .unwrap();
+        let first = frame(20, ep, 3, Dir::Out, 24, FrameType::SETTINGS, 0);
+        p.event(&first).unwrap();
+        p.event(&first).unwrap();
+        let lens: Vec<usize> = segments(p).iter().map(|g| g.len).collect();
+        assert_eq!(lens, [0, 0, 0, 24, 9, 9]);
     }
 }
