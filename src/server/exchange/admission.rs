@@ -100,6 +100,11 @@ impl Admission {
 
     /// The server's first RPC starts the service schedule: its steps are
     /// recorded as `service_change` events when they take effect.
+    ///
+    /// The steps in force at once are recorded here, by the RPC (which the
+    /// server's shutdown waits for), not by the task that waits for the
+    /// later ones: a run interrupted as it starts could close the trace
+    /// before that task first ran, and the step would count as dropped.
     pub(crate) fn anchor(&self, ctx: &Arc<super::super::ServerCtx>) -> u64 {
         let mut first = false;
         let t0 = *self.anchor.get_or_init(|| {
@@ -107,25 +112,35 @@ impl Admission {
             now_ns()
         });
         if first {
-            let ctx = ctx.clone();
-            tokio::spawn(async move {
-                let mut shutdown = ctx.shutdown.clone();
-                for (step, (from, d)) in ctx.cfg.service_schedule.0.iter().enumerate() {
-                    let at = t0 + from.as_nanos() as u64;
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(crate::trace::clock::to_instant(at)) => {}
-                        _ = crate::live::flag_set(&mut shutdown) => return,
+            let steps: Vec<(u32, u64, u64)> = (ctx.cfg.service_schedule.0.iter().enumerate())
+                .map(|(step, (from, d))| {
+                    (
+                        step as u32,
+                        t0 + from.as_nanos() as u64,
+                        d.as_nanos() as u64,
+                    )
+                })
+                .collect();
+            let (now, later): (Vec<_>, Vec<_>) = steps.into_iter().partition(|s| s.1 == t0);
+            for step in now {
+                record_step(ctx, step);
+            }
+            if !later.is_empty() {
+                let ctx = ctx.clone();
+                tokio::spawn(async move {
+                    let mut shutdown = ctx.shutdown.clone();
+                    for step in later {
+                        tokio::select! {
+                            // A step due as the server stops is not recorded:
+                            // the trace may be closing.
+                            biased;
+                            _ = crate::live::flag_set(&mut shutdown) => return,
+                            _ = tokio::time::sleep_until(crate::trace::clock::to_instant(step.1)) => {}
+                        }
+                        record_step(&ctx, step);
                     }
-                    let service_ns = d.as_nanos() as u64;
-                    ctx.rec
-                        .emit(Endpoint::Server, 0, 0, at, KindId::ServiceChange, || {
-                            Kind::ServiceChange(ServiceChangeEv {
-                                service_ns,
-                                step: step as u32,
-                            })
-                        });
-                }
-            });
+                });
+            }
         }
         t0
     }
@@ -182,5 +197,69 @@ async fn worker_loop(ctx: Arc<super::super::ServerCtx>, worker: u32) {
             continue;
         }
         rpc.serve(job, worker, depth, now).await;
+    }
+}
+
+/// One `service_change`: (step, when it takes effect, service time in ns).
+fn record_step(ctx: &super::super::ServerCtx, (step, at, service_ns): (u32, u64, u64)) {
+    ctx.rec
+        .emit(Endpoint::Server, 0, 0, at, KindId::ServiceChange, || {
+            Kind::ServiceChange(ServiceChangeEv { service_ns, step })
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::server::{ServerCtx, ServerOpts};
+    use crate::trace::TraceWriter;
+    use std::sync::Arc;
+
+    /// A run interrupted as its first RPC arrives closes the trace before
+    /// any task spawned then has run: the schedule's first step is in the
+    /// trace all the same (not dropped), and a later step due after the
+    /// stop is not recorded.
+    #[test]
+    fn the_first_step_is_recorded_before_anything_else_runs() {
+        let path =
+            std::env::temp_dir().join(format!("h2probe-anchor-{}.jsonl", std::process::id()));
+        let opts = ServerOpts {
+            service_schedule: Some("7ms,1ms:40ms".parse().unwrap()),
+            ..ServerOpts::default()
+        };
+        let cfg = opts
+            .validate(crate::config::CapturePayload::None, None, None)
+            .unwrap();
+        let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
+        let (stop, shutdown) = tokio::sync::watch::channel(false);
+        let ctx = Arc::new(ServerCtx::new(
+            cfg,
+            rec,
+            Default::default(),
+            crate::tap::ConnIds::new(2, 2),
+            shutdown,
+        ));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let t0 = rt.block_on(async { ctx.admission.anchor(&ctx) });
+        stop.send(true).unwrap();
+        // The waiting task runs now, past its 1 ms step, and sees the stop.
+        rt.block_on(async { tokio::time::sleep(std::time::Duration::from_millis(5)).await });
+        drop(rt);
+        drop(ctx);
+        let stats = writer.finish().unwrap();
+        let trace = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(stats.dropped.is_empty(), "{stats:?}");
+        let steps: Vec<serde_json::Value> = trace
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["type"] == "service_change")
+            .collect();
+        assert_eq!(steps.len(), 1, "{trace}");
+        assert_eq!(steps[0]["step"], 0);
+        assert_eq!(steps[0]["service_ns"], 7_000_000);
+        assert_eq!(steps[0]["t"], t0);
     }
 }
