@@ -204,20 +204,43 @@ pub(crate) fn schedule_warning(opts: &RunOpts) -> Option<String> {
     let (at, _) =
         s.0.iter()
             .find(|(at, _)| !at.is_zero() && *at >= duration)?;
-    // Steps a third and two thirds into this run, to whole milliseconds.
-    let third = |k: u32| {
-        crate::config::Dur(std::time::Duration::from_millis(
-            (duration * k / 3).as_millis() as u64,
-        ))
-    };
     Some(format!(
         "--duration {} ends before the --service-schedule step at {}: that part of the schedule never happens \
-         (the run sees no slowdown); shorten the schedule with the run, e.g. --service-schedule 10ms,{}:40ms,{}:10ms",
+         (the run sees no slowdown); shorten the schedule with the run, e.g. --service-schedule {}",
         opts.client.duration,
         crate::config::Dur(*at),
-        third(1),
-        third(2)
+        fitted(s, duration)
     ))
+}
+
+/// `s` with its offsets scaled into a run of `duration`, its service times
+/// kept: n later steps land at 1/(n+1), …, n/(n+1) of the way in the same
+/// proportions to each other (`10ms,12s:40ms,24s:10ms` in 6 s is
+/// `10ms,2s:40ms,4s:10ms`), to whole milliseconds and at least 1 ms apart.
+fn fitted(s: &crate::overload::ServiceSchedule, duration: std::time::Duration) -> String {
+    let steps = &s.0;
+    let later = steps.len().saturating_sub(1) as f64;
+    let last = steps.last().map_or(0.0, |(from, _)| from.as_secs_f64());
+    let scale = if last > 0.0 {
+        duration.as_secs_f64() * later / ((later + 1.0) * last)
+    } else {
+        1.0
+    };
+    let mut prev_ms = 0u64;
+    let fitted = steps
+        .iter()
+        .enumerate()
+        .map(|(i, &(from, d))| {
+            let ms = if i == 0 {
+                0
+            } else {
+                ((from.as_secs_f64() * scale * 1e3).round() as u64).max(prev_ms + 1)
+            };
+            prev_ms = ms;
+            (std::time::Duration::from_millis(ms), d)
+        })
+        .collect();
+    crate::overload::ServiceSchedule(fitted).to_string()
 }
 
 /// The longest service time the worker will take.
@@ -581,5 +604,22 @@ mod schedule_tests {
         );
         o.client.duration = "36s".parse().unwrap();
         assert_eq!(schedule_warning(&o), None);
+        // The hint is the schedule given, fitted: its own steps and times.
+        o.server.service_schedule = Some("10ms,3s:40ms,4s:20ms,6s:5ms".parse().unwrap());
+        o.client.duration = "1s".parse().unwrap();
+        let w = schedule_warning(&o).unwrap();
+        assert!(w.contains("step at 3s"), "{w}");
+        assert!(
+            w.ends_with("e.g. --service-schedule 10ms,375ms:40ms,500ms:20ms,750ms:5ms"),
+            "{w}"
+        );
+        // Offsets too close for whole milliseconds stay 1 ms apart, and
+        // what the hint says parses.
+        o.server.service_schedule = Some("1ms,1h:2ms,3601s:3ms".parse().unwrap());
+        o.client.duration = "100ms".parse().unwrap();
+        let w = schedule_warning(&o).unwrap();
+        let hint = w.rsplit(' ').next().unwrap();
+        assert_eq!(hint, "1ms,67ms:2ms,68ms:3ms", "{w}");
+        assert!(hint.parse::<crate::overload::ServiceSchedule>().is_ok());
     }
 }
