@@ -809,6 +809,22 @@ fn merge_and_compare_refuse_a_non_empty_out_without_force() {
             err.contains("is not empty") && err.contains("--force"),
             "{what}: {err}"
         );
+        if what == "merge" {
+            assert!(err.contains("(1 entry, e.g. notes.txt)"), "{err}");
+        }
+        // A file where the directory should be: refused as such, even
+        // with --force, and left alone.
+        let file = out.join("notes.txt");
+        for force in [false, true] {
+            let mut a = args(force);
+            let at = a.iter().position(|x| x == "--out").unwrap() + 1;
+            a[at] = file.clone().into_os_string();
+            let refused = h2probe().args(a).output().unwrap();
+            let err = String::from_utf8_lossy(&refused.stderr);
+            assert_eq!(refused.status.code(), Some(2), "{what}: {err}");
+            assert!(err.contains("is a file, not a directory"), "{what}: {err}");
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
         let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
         assert_eq!(left.len(), 1, "{what} wrote into the refused --out");
         let forced = h2probe().args(args(true)).output().unwrap();
@@ -1967,6 +1983,24 @@ fn report_refuses_to_write_its_page_over_anything_but_html() {
         )),
         "{err}"
     );
+    // Into a "directory" that is a file: refused, and the file kept.
+    let o = h2probe()
+        .arg("report")
+        .arg(&dir)
+        .arg("--out")
+        .arg(dir.join("meta.json/page.html"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--out's directory {} is a file, not a directory",
+            dir.join("meta.json").display()
+        )),
+        "{err}"
+    );
+    assert!(dir.join("meta.json").is_file());
 }
 
 /// A meta.json whose clock anchor is not the trace header's, or whose

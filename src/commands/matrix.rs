@@ -375,6 +375,7 @@ pub async fn compare(opts: CompareOpts) -> anyhow::Result<Comparison> {
     };
     // Created once every refusal is past (a refused command leaves nothing):
     // below, before the first run, or before the comparison is written.
+    super::refuse_a_file_as_out(&out)?;
     if let Some(first) = std::fs::read_dir(&out).ok().and_then(|mut d| d.next()) {
         crate::refuse_unless!(
             opts.force,

@@ -388,9 +388,21 @@ const RUN_PRODUCTS: &[&str] = &[
     "server_leg.sqlog",
 ];
 
+/// `--out` names a directory to create or write into: a file of that name
+/// is refused as a usage error (exit 2), not met later as "File exists".
+pub(crate) fn refuse_a_file_as_out(dir: &Path) -> anyhow::Result<()> {
+    crate::refuse_unless!(
+        !dir.exists() || dir.is_dir(),
+        "--out {} is a file, not a directory; give a directory (created if missing), or another --out",
+        dir.display()
+    );
+    Ok(())
+}
+
 /// Creates the run directory; refuses a non-empty one unless `force`, and
 /// then clears the previous run's products out of it.
 fn prepare_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
+    refuse_a_file_as_out(dir)?;
     let entries: Vec<_> = match std::fs::read_dir(dir) {
         Ok(rd) => rd.filter_map(Result::ok).collect(),
         Err(_) => vec![],
@@ -398,9 +410,9 @@ fn prepare_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
     if !entries.is_empty() {
         crate::refuse_unless!(
             force,
-            "--out {} is not empty ({} entries, e.g. {}); use --force to replace the run in it, or another --out",
+            "--out {} is not empty ({}, e.g. {}); use --force to replace the run in it, or another --out",
             dir.display(),
-            entries.len(),
+            if entries.len() == 1 { "1 entry".to_string() } else { format!("{} entries", entries.len()) },
             entries[0].file_name().to_string_lossy()
         );
         for e in &entries {

@@ -131,6 +131,11 @@ pub fn report(opts: &ReportOpts) -> anyhow::Result<Written> {
     // after every run's report.html had been rewritten).
     if let Some(parent) = opts.out.as_deref().and_then(Path::parent) {
         if !parent.as_os_str().is_empty() && !parent.is_dir() {
+            crate::refuse_unless!(
+                !parent.exists(),
+                "--out's directory {} is a file, not a directory",
+                parent.display()
+            );
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
             // A typo in a path makes a directory: said, not silent.
