@@ -311,7 +311,15 @@ pub struct Dur(pub Duration);
 impl FromStr for Dur {
     type Err = String;
     fn from_str(s: &str) -> Result<Dur, String> {
-        humantime::parse_duration(s.trim())
+        let t = s.trim();
+        // humantime's own hint for a bare number drops its fraction
+        // ("0.25": "for example 0sec or 0ms").
+        if t.parse::<f64>().is_ok_and(f64::is_finite) {
+            return Err(format!(
+                "{s:?} needs a time unit, e.g. {t}s (or 10ms, 1.5s, 2m)"
+            ));
+        }
+        humantime::parse_duration(t)
             .map(Dur)
             .map_err(|e| format!("{s:?} is not a duration (try 10ms, 1.5s, 2m): {e}"))
     }
@@ -420,6 +428,21 @@ impl serde::Serialize for Framing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_number_is_refused_with_its_own_value_and_a_unit() {
+        for (given, hint) in [
+            ("0.25", "e.g. 0.25s"),
+            (" 2.5 ", "e.g. 2.5s"),
+            ("3", "e.g. 3s"),
+        ] {
+            let e = given.parse::<Dur>().unwrap_err();
+            assert!(e.contains("needs a time unit") && e.contains(hint), "{e}");
+        }
+        assert_eq!("0.25s".parse::<Dur>().unwrap().0.as_millis(), 250);
+        let e = "1.5 parsecs".parse::<Dur>().unwrap_err();
+        assert!(e.contains("is not a duration"), "{e}");
+    }
 
     #[test]
     fn release_specs_name_a_point_per_stream() {
