@@ -376,10 +376,21 @@ impl OpenError {
             // There, but not a file one can read (it was "no trace.jsonl
             // here" for a directory, a FIFO or a broken link).
             odd
+        } else if made_without_a_trace(dir) {
+            OpenError::NoTraceRun { dir: d }
         } else {
             OpenError::NotARun { dir: d }
         }
     }
+}
+
+/// `dir`'s meta.json says its run recorded no trace (`--no-trace`).
+fn made_without_a_trace(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join("meta.json")) else {
+        return false;
+    };
+    serde_json::from_str::<serde_json::Value>(&text)
+        .is_ok_and(|m| m["config"]["output"]["no_trace"] == true)
 }
 
 /// What stands at `path` when it is there but not a regular file (a
@@ -405,6 +416,9 @@ fn not_a_file(path: &Path) -> Option<OpenError> {
 pub enum OpenError {
     #[error("{dir}: no trace.jsonl here; is this a run directory?")]
     NotARun { dir: String },
+    /// A run made with `--no-trace` (its meta.json says so).
+    #[error("{dir}: a --no-trace run; it recorded no trace, so there is nothing to analyse (meta.json holds its configuration)")]
+    NoTraceRun { dir: String },
     #[error("{dir}: no such directory")]
     Missing { dir: String },
     #[error("{path} is {what}, not a trace file")]
@@ -1152,6 +1166,15 @@ mod tests {
         );
         std::fs::remove_file(dir.join("trace.jsonl")).unwrap();
         assert!(said(&dir).ends_with("no trace.jsonl here; is this a run directory?"));
+        // A --no-trace run's directory is said to be one.
+        let meta = |no_trace: &str| {
+            let m = format!(r#"{{"config":{{"output":{{"no_trace":{no_trace}}}}}}}"#);
+            std::fs::write(dir.join("meta.json"), m).unwrap();
+        };
+        meta("true");
+        assert!(said(&dir).ends_with("a --no-trace run; it recorded no trace, so there is nothing to analyse (meta.json holds its configuration)"), "{}", said(&dir));
+        meta("false");
+        assert!(said(&dir).ends_with("is this a run directory?"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
