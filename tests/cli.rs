@@ -227,6 +227,8 @@ fn flags_that_would_do_nothing_are_refused() {
         (&["run", "--stack", "hyper", "--allow-deadlock"], "(the only point --stack hyper has)"),
         (&["serve", "--exit-after", "0"], "must be at least 1"),
         (&["relay", "--upstream", "127.0.0.1:1", "--exit-after", "0"], "must be at least 1"),
+        (&["serve", "--for", "0s"], "must be longer than 0"),
+        (&["relay", "--upstream", "127.0.0.1:1", "--for", "0ms"], "must be longer than 0"),
         (&["relay", "--upstream", "127.0.0.1:1", "--link-side", "server"], "--link-side server chooses the leg --link-delay and --link-rate shape; give one of them"),
         (&["export", "--format", "csv", "--pcap-gzip", "."], "--pcap-gzip compresses the pcaps, but --format csv writes none"),
         (
@@ -252,6 +254,7 @@ fn refused(args: &[&str], said: &str) {
 #[test]
 fn refusals_say_what_to_write_instead() {
     for (args, said) in [
+        (&["run", "--duration", "0.25"][..], "\"0.25\" needs a time unit, e.g. 0.25s"),
         (
             &["serve", "--listen", "localhost:50051"][..],
             "is not IP:PORT (e.g. 127.0.0.1:50051, or [::1]:50051 for IPv6) or unix:PATH; a host name is not accepted here",

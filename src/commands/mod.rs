@@ -354,6 +354,16 @@ pub(crate) fn refuse_exchange_only(flags: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--for`'s parser: a duration longer than 0 (0 would stop before
+/// anything was served, as `--exit-after 0` would).
+pub(crate) fn parse_for(s: &str) -> Result<crate::config::Dur, String> {
+    let d: crate::config::Dur = s.parse()?;
+    if d.0.is_zero() {
+        return Err("must be longer than 0 (0 would stop before anything ran)".into());
+    }
+    Ok(d)
+}
+
 /// `--exit-after`'s parser: a count of at least 1 (0 would stop before
 /// anything was served).
 pub(crate) fn parse_count(s: &str) -> Result<u64, String> {

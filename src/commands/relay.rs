@@ -65,7 +65,7 @@ pub struct RelayOpts {
     pub exit_after: Option<u64>,
 
     /// Stop (as on Ctrl-C) after this long.
-    #[arg(long = "for", value_name = "DURATION")]
+    #[arg(long = "for", value_name = "DURATION", value_parser = super::parse_for)]
     pub run_for: Option<Dur>,
 
     #[command(flatten, next_help_heading = "Output")]

@@ -28,7 +28,7 @@ pub struct ServeOpts {
     /// or drained with --shutdown-drain), but the run is `complete`, not
     /// `interrupted`: its exit code is never 130 (4 when an RPC ended with
     /// a status other than OK).
-    #[arg(long = "for", value_name = "DURATION")]
+    #[arg(long = "for", value_name = "DURATION", value_parser = super::parse_for)]
     pub run_for: Option<Dur>,
 
     #[command(flatten, next_help_heading = "Server")]
