@@ -82,6 +82,9 @@ pub(crate) fn flags_given(
 /// The longest duration any flag accepts (a day): beyond it, nanosecond
 /// arithmetic on the clock would overflow long before it mattered.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// [`MAX_DURATION`] as refusals say it (its `Dur` reads "1day", a form
+/// the parser takes but the help never shows).
+pub const MAX_DURATION_SAID: &str = "24h";
 
 /// The `--release` values: the CLI spelling of [`ReleasePoint`] (one type
 /// per concept; the trace writes the same names).

@@ -114,6 +114,13 @@ fn bad_values_are_refused_with_a_clear_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a size"));
     let out = h2probe()
+        .args(["run", "--duration", "25h"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--duration is limited to 24h"), "{err}");
+    let out = h2probe()
         .args(["run", "--max-frame-size", "1000", "--out", "/nonexistent/x"])
         .output()
         .unwrap();

@@ -251,14 +251,14 @@ impl ClientOpts {
         crate::refuse_unless!(
             self.duration.0 <= MAX_DURATION,
             "--duration is limited to {}",
-            Dur(MAX_DURATION)
+            crate::config::MAX_DURATION_SAID
         );
         if let Some(d) = self.deadline {
             crate::refuse_unless!(!d.0.is_zero(), "--deadline must be positive");
             crate::refuse_unless!(
                 d.0 <= MAX_DURATION,
                 "--deadline is limited to {}",
-                Dur(MAX_DURATION)
+                crate::config::MAX_DURATION_SAID
             );
         } else if self.rpc != crate::overload::RpcKind::Unary {
             // (A unary call's deadline is its own, not the run's.)
@@ -304,7 +304,7 @@ impl ClientOpts {
         crate::refuse_unless!(
             !self.original_deadline.0.is_zero() && self.original_deadline.0 <= MAX_DURATION,
             "--original-deadline must be positive and at most {}",
-            Dur(MAX_DURATION)
+            crate::config::MAX_DURATION_SAID
         );
         if self.rpc == crate::overload::RpcKind::Ingest {
             // Stream k's first message is due k/total-rate after the start:

@@ -723,10 +723,7 @@ pub(crate) fn leave_whole_on_interrupt() {
                 }
             });
             let removed = h2probe_analysis::aside::abandon();
-            crate::say!(
-                "interrupted; {removed} product{} being written removed (what was already written is whole)",
-                if removed == 1 { "" } else { "s" }
-            );
+            crate::say!("{}", interrupted_offline(removed));
             std::process::exit(130)
         });
     if let Err(e) = waiting {
@@ -751,6 +748,18 @@ fn skip_products(dir: &Path) -> ! {
         dir.display()
     );
     std::process::exit(130)
+}
+
+/// What an offline command says as a signal stops it, `removed` products
+/// having been abandoned half-written.
+fn interrupted_offline(removed: usize) -> String {
+    match removed {
+        0 => "interrupted; nothing was being written".into(),
+        n => format!(
+            "interrupted; {n} product{} being written removed (what was already written is whole)",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// Removes the products being written aside in `dir` (`.NAME.partial`
@@ -1056,6 +1065,18 @@ fn dir_name(dir: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_interrupted_offline_command_counts_what_it_removed() {
+        assert_eq!(
+            super::interrupted_offline(0),
+            "interrupted; nothing was being written"
+        );
+        assert!(super::interrupted_offline(1)
+            .starts_with("interrupted; 1 product being written removed ("));
+        assert!(super::interrupted_offline(3)
+            .starts_with("interrupted; 3 products being written removed ("));
+    }
+
     /// A second Ctrl-C while finishing leaves no product half-written: the
     /// plots' directory aside was left behind (remove_file cannot remove
     /// it), and the trace and meta.json stay.

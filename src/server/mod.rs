@@ -423,7 +423,7 @@ impl ServerOpts {
         crate::refuse_unless!(
             self.service_time.0 <= crate::config::MAX_DURATION,
             "--service-time is limited to {}",
-            Dur(crate::config::MAX_DURATION)
+            crate::config::MAX_DURATION_SAID
         );
         if let Some(framed) = framed_message {
             let message = framed.saturating_sub(grpc::PREFIX_LEN as u64);
@@ -445,7 +445,7 @@ impl ServerOpts {
             crate::refuse_unless!(
                 !d.0.is_zero() && d.0 <= crate::config::MAX_DURATION,
                 "{flag} must be positive and at most {}",
-                Dur(crate::config::MAX_DURATION)
+                crate::config::MAX_DURATION_SAID
             );
         }
         let max_header_list_size = self
