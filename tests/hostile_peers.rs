@@ -1592,3 +1592,98 @@ async fn unfinished_messages_count_against_max_owned_bytes() {
         "{line}"
     );
 }
+
+/// Reserved bits a peer sets (RFC 9113: "MUST be ignored" on receipt) are
+/// in the trace, each where it was, and the pcap written from the trace
+/// carries the exact bytes the peer sent, from the kept payloads or, with
+/// none kept, rebuilt from the typed fields: the stream id's bit and the
+/// increment's of a WINDOW_UPDATE apart (they were one field), a GOAWAY's
+/// last stream id's (it was dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reserved_bits_are_recorded_where_they_were_and_rebuilt_exactly() {
+    let server = support::TestServer::start("hostile-reserved", opts()).await;
+    let mut sent = encode::preface();
+    sent.extend(encode::settings(false, &[(4, 1 << 20)]));
+    let with_bits = [
+        (0x8000_0000, 1_000u32),
+        (0, 0x8000_0000 | 2_000),
+        (0x8000_0000, 0x8000_0000 | 3_000),
+    ];
+    for (stream, increment) in with_bits {
+        sent.extend(encode::raw(0x8, 0, stream, &increment.to_be_bytes()));
+    }
+    sent.extend(encode::raw(0x7, 0, 0, &[0x80, 0, 0, 0, 0, 0, 0, 0]));
+    send_raw(server.addr, &sent).await;
+    let (_, dir) = server.stop().await;
+
+    let events = || {
+        h2probe_analysis::reader::TraceReader::open(&dir.join("trace.jsonl"))
+            .unwrap()
+            .map(Result::unwrap)
+    };
+    let seen: Vec<(FrameType, bool, bool, Option<u32>)> = events()
+        .filter_map(|e| match e.kind {
+            Kind::Frame(f) if f.dir == h2probe::trace::schema::Dir::In => Some((
+                f.frame,
+                f.reserved,
+                f.field_reserved,
+                f.increment.or(f.last_stream),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (FrameType::SETTINGS, false, false, None),
+            (FrameType::WINDOW_UPDATE, true, false, Some(1_000)),
+            (FrameType::WINDOW_UPDATE, false, true, Some(2_000)),
+            (FrameType::WINDOW_UPDATE, true, true, Some(3_000)),
+            (FrameType::GOAWAY, false, true, Some(0)),
+        ]
+    );
+
+    // The peer's bytes in server.pcap: the TCP payloads of the segments to
+    // the server's port, in sequence order (IPv4 and TCP without options:
+    // 40 bytes of headers).
+    let port = events()
+        .find_map(|e| match e.kind {
+            Kind::ConnOpen(o) => o.local.parse::<SocketAddr>().ok().map(|a| a.port()),
+            _ => None,
+        })
+        .unwrap();
+    let peer_bytes = || {
+        h2probe::export::pcap::export_pcaps(&dir, false).unwrap();
+        let file = std::fs::File::open(dir.join("server.pcap")).unwrap();
+        let mut r = pcap_file::pcap::PcapReader::new(file).unwrap();
+        let mut to_server = vec![];
+        while let Some(p) = r.next_packet() {
+            let d = p.unwrap().data.into_owned();
+            if u16::from_be_bytes([d[22], d[23]]) == port && d.len() > 40 {
+                let seq = u32::from_be_bytes([d[24], d[25], d[26], d[27]]);
+                to_server.push((seq, d[40..].to_vec()));
+            }
+        }
+        to_server.sort();
+        to_server
+            .into_iter()
+            .flat_map(|(_, b)| b)
+            .collect::<Vec<u8>>()
+    };
+    // The default capture keeps these frames' payloads: written as kept.
+    assert_eq!(peer_bytes(), sent);
+    // Without them (`--capture-payload none`), rebuilt from the typed
+    // fields: the same bytes.
+    let trace = dir.join("trace.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("payload");
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&trace, lines.join("\n") + "\n").unwrap();
+    assert_eq!(peer_bytes(), sent);
+}

@@ -228,6 +228,7 @@ impl Obj<'_> {
             flags,
             len,
             reserved,
+            field_reserved,
             pad,
             increment,
             settings,
@@ -249,6 +250,9 @@ impl Obj<'_> {
         self.u(k!("len"), *len);
         if *reserved {
             self.bool(k!("reserved"), true);
+        }
+        if *field_reserved {
+            self.bool(k!("field_reserved"), true);
         }
         if *pad != 0 {
             self.u(k!("pad"), *pad);
@@ -359,6 +363,7 @@ mod tests {
                 flags: n as u8,
                 len: n as u32,
                 reserved: some,
+                field_reserved: !some,
                 pad: if some { n as u8 } else { 0 },
                 increment: some.then_some(n as u32),
                 settings: match i % 3 {

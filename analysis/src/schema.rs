@@ -297,7 +297,7 @@ macro_rules! event_kinds {
 event_kinds! {
     /// A frame crossed the tap (`t`: the read/write call that completed it).
     Frame(FrameEv) = "frame" [
-        "dir": Text, "offset": Int, "frame": Text, "flags": Int, "len": Int, "reserved": BoolOr(false), "pad": IntOr(0), "increment": IntOpt,
+        "dir": Text, "offset": Int, "frame": Text, "flags": Int, "len": Int, "reserved": BoolOr(false), "field_reserved": BoolOr(false), "pad": IntOr(0), "increment": IntOpt,
         "settings": Json, "error_code": IntOpt, "last_stream": IntOpt, "promised": IntOpt, "priority": Json, "opaque": U64Opt,
         "payload_dropped": BoolOr(false),
     ],
@@ -488,6 +488,11 @@ pub struct FrameEv {
     /// The reserved bit of the stream id (should be 0).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reserved: bool,
+    /// The reserved bit before the frame's 31-bit field (should be 0):
+    /// WINDOW_UPDATE's increment, GOAWAY's last stream id, PUSH_PROMISE's
+    /// promised stream id.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub field_reserved: bool,
     /// Pad length for DATA/HEADERS/PUSH_PROMISE with PADDED set.
     #[serde(default, skip_serializing_if = "is_zero_u8")]
     pub pad: u8,

@@ -188,6 +188,7 @@ mod tests {
             flags: 0x28,
             len: 10,
             reserved: true,
+            field_reserved: true,
             pad: 1,
             increment: Some(1),
             settings: Some(vec![(4, 1)]),

@@ -26,12 +26,8 @@ const ISN_SERVER: u32 = 500_000;
 
 /// The bytes of one frame as it crossed the wire, rebuilt from its event.
 pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
-    let stream_field = stream
-        | if f.reserved && f.frame != FrameType::WINDOW_UPDATE {
-            0x8000_0000
-        } else {
-            0
-        };
+    let high = |bit: bool| if bit { 0x8000_0000u32 } else { 0 };
+    let stream_field = stream | high(f.reserved);
     let mut out = Vec::with_capacity(9 + f.len as usize);
     Head::new(f.len, f.frame, f.flags, stream_field).encode(&mut out);
     let len = f.len as usize;
@@ -43,17 +39,18 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
     }
     // Rebuild what the typed fields say; zeros for what was not kept.
     let body: Vec<u8> = match f.frame {
-        FrameType::WINDOW_UPDATE => {
-            let reserved = if f.reserved { 0x8000_0000 } else { 0 };
-            (f.increment.unwrap_or(0) | reserved).to_be_bytes().to_vec()
-        }
+        FrameType::WINDOW_UPDATE => (f.increment.unwrap_or(0) | high(f.field_reserved))
+            .to_be_bytes()
+            .to_vec(),
         FrameType::SETTINGS => {
             encode::settings(false, f.settings.as_deref().unwrap_or(&[]))[9..].to_vec()
         }
         FrameType::RST_STREAM => f.error_code.unwrap_or(0).to_be_bytes().to_vec(),
         FrameType::PING => f.opaque.unwrap_or(0).to_be_bytes().to_vec(),
         FrameType::GOAWAY => {
-            let mut b = f.last_stream.unwrap_or(0).to_be_bytes().to_vec();
+            let mut b = (f.last_stream.unwrap_or(0) | high(f.field_reserved))
+                .to_be_bytes()
+                .to_vec();
             b.extend_from_slice(&f.error_code.unwrap_or(0).to_be_bytes());
             b
         }
@@ -71,7 +68,7 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
                 }
             }
             if let Some(p) = f.promised {
-                b.extend_from_slice(&p.to_be_bytes());
+                b.extend_from_slice(&(p | high(f.field_reserved)).to_be_bytes());
             }
             b
         }
@@ -79,7 +76,9 @@ pub fn frame_bytes(f: &FrameEv, stream: u32) -> Vec<u8> {
             .priority
             .map(|p| encode::priority(0, p)[9..].to_vec())
             .unwrap_or_default(),
-        FrameType::PUSH_PROMISE => f.promised.unwrap_or(0).to_be_bytes().to_vec(),
+        FrameType::PUSH_PROMISE => (f.promised.unwrap_or(0) | high(f.field_reserved))
+            .to_be_bytes()
+            .to_vec(),
         _ => vec![],
     };
     out.extend_from_slice(&body[..body.len().min(len)]);
@@ -843,6 +842,12 @@ mod tests {
             encode::raw(0x0, 0, 1 | 0x8000_0000, &[0; 5]),
             encode::raw(0x3, 0, 5 | 0x8000_0000, &8u32.to_be_bytes()),
             encode::raw(0x8, 0, 3, &(0x8000_0000u32 | 100).to_be_bytes()),
+            // The stream id's reserved bit and the field's, apart and both.
+            encode::raw(0x8, 0, 3 | 0x8000_0000, &100u32.to_be_bytes()),
+            encode::raw(0x8, 0, 0x8000_0000, &(0x8000_0000u32 | 1).to_be_bytes()),
+            encode::raw(0x7, 0, 0, &[0x80, 0, 0, 9, 0, 0, 0, 2]),
+            encode::raw(0x5, 0x4, 1, &[0x80, 0, 0, 2, 0]),
+            encode::raw(0x5, 0x4 | 0x8, 1, &[1, 0x80, 0, 0, 4, 0, 0]),
             encode::raw(0xfa, 0x3, 5, &[0; 4]),
             encode::continuation(3, end_headers, &[0; 2]),
         ] {

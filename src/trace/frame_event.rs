@@ -35,17 +35,24 @@ pub fn frame_event(
         Body::Settings { .. } => {
             ev.settings = Some(f.body.settings().map(|s| (s.id, s.value)).collect())
         }
-        Body::PushPromise { pad, promised } => {
+        Body::PushPromise {
+            pad,
+            promised,
+            reserved,
+        } => {
             ev.pad = pad.unwrap_or(0);
             ev.promised = Some(promised);
+            ev.field_reserved = reserved;
         }
         Body::Ping { opaque, .. } => ev.opaque = Some(u64::from_be_bytes(opaque)),
         Body::GoAway {
             last_stream,
+            reserved,
             error_code,
             ..
         } => {
             ev.last_stream = Some(last_stream);
+            ev.field_reserved = reserved;
             ev.error_code = Some(error_code);
         }
         Body::WindowUpdate {
@@ -53,7 +60,7 @@ pub fn frame_event(
             reserved,
         } => {
             ev.increment = Some(increment);
-            ev.reserved |= reserved;
+            ev.field_reserved = reserved;
         }
         Body::Continuation | Body::Unknown => {}
     }

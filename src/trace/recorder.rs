@@ -1602,6 +1602,7 @@ mod tests {
             flags: 0,
             len: payload as u32,
             reserved: false,
+            field_reserved: false,
             pad: 0,
             increment: None,
             settings: None,

@@ -36,6 +36,8 @@ pub enum Body<'a> {
     PushPromise {
         pad: Option<u8>,
         promised: u32,
+        /// The reserved high bit of the promised stream id (should be 0).
+        reserved: bool,
     },
     Ping {
         ack: bool,
@@ -43,6 +45,8 @@ pub enum Body<'a> {
     },
     GoAway {
         last_stream: u32,
+        /// The reserved high bit of the last stream id (should be 0).
+        reserved: bool,
         error_code: u32,
         /// Length of the additional debug data.
         debug_len: u32,
@@ -156,9 +160,11 @@ impl<'a> Body<'a> {
                 if p.len() < at + 4 {
                     return Err(bad("shorter than a promised stream id"));
                 }
+                let raw = be32(&p[at..]);
                 Body::PushPromise {
                     pad,
-                    promised: be32(&p[at..]) & 0x7fff_ffff,
+                    promised: raw & 0x7fff_ffff,
+                    reserved: raw & 0x8000_0000 != 0,
                 }
             }
             FrameType::PING => {
@@ -178,6 +184,7 @@ impl<'a> Body<'a> {
                 }
                 Body::GoAway {
                     last_stream: be32(p) & 0x7fff_ffff,
+                    reserved: be32(p) & 0x8000_0000 != 0,
                     error_code: be32(&p[4..]),
                     debug_len: len - 8,
                 }
@@ -275,6 +282,31 @@ mod tests {
     }
 
     #[test]
+    fn goaway_and_push_promise_keep_their_reserved_bits() {
+        let mut b = encode::goaway(7, 0, b"");
+        b[9] |= 0x80;
+        assert_eq!(
+            load(&b).unwrap(),
+            Body::GoAway {
+                last_stream: 7,
+                reserved: true,
+                error_code: 0,
+                debug_len: 0
+            }
+        );
+        let mut b = encode::push_promise(1, 0x4, Some(1), 2, b"");
+        b[10] |= 0x80;
+        assert_eq!(
+            load(&b).unwrap(),
+            Body::PushPromise {
+                pad: Some(1),
+                promised: 2,
+                reserved: true
+            }
+        );
+    }
+
+    #[test]
     fn settings_pairs_in_order_unknown_ids_kept() {
         let b = encode::settings(false, &[(4, 1 << 20), (0xfe03, 1), (5, 16384)]);
         let body = load(&b).unwrap();
@@ -309,6 +341,7 @@ mod tests {
             load(&encode::goaway(7, 0xb, b"calm")).unwrap(),
             Body::GoAway {
                 last_stream: 7,
+                reserved: false,
                 error_code: 0xb,
                 debug_len: 4
             }
@@ -333,7 +366,8 @@ mod tests {
             load(&encode::push_promise(1, 0x4, None, 2, b"\x82")).unwrap(),
             Body::PushPromise {
                 pad: None,
-                promised: 2
+                promised: 2,
+                reserved: false
             }
         );
         assert_eq!(

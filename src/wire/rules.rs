@@ -377,7 +377,8 @@ mod tests {
                 &Head::new(0, FrameType::PUSH_PROMISE, 4, 1),
                 &Body::PushPromise {
                     pad: None,
-                    promised: 2
+                    promised: 2,
+                    reserved: false
                 },
                 None
             ),
