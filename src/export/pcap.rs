@@ -890,6 +890,61 @@ mod tests {
         assert_eq!(checksum(&[]), 0xffff);
     }
 
+    /// Every header field where RFC 791, 8200 and 9293 put it (a reader
+    /// that skips 20 + 20 bytes would not notice a wrong data offset).
+    #[test]
+    fn a_packet_is_laid_out_field_by_field() {
+        let src: SocketAddr = "10.1.2.3:5000".parse().unwrap();
+        let dst: SocketAddr = "10.4.5.6:6000".parse().unwrap();
+        let syn = packet(src, dst, 0x0102_0304, 0x0a0b_0c0d, SYN, b"");
+        assert_eq!(syn.len(), 40);
+        assert_eq!(syn[..2], [0x45, 0], "IPv4, 5 words, no TOS");
+        assert_eq!(u16::from_be_bytes([syn[2], syn[3]]), 40, "total length");
+        assert_eq!(syn[6..10], [0x40, 0, 64, 6], "DF, TTL 64, TCP");
+        assert_eq!(syn[12..20], [10, 1, 2, 3, 10, 4, 5, 6]);
+        let tcp = &syn[20..];
+        assert_eq!(tcp[..4], [0x13, 0x88, 0x17, 0x70], "ports 5000 → 6000");
+        assert_eq!(tcp[4..8], [1, 2, 3, 4], "seq");
+        assert_eq!(tcp[8..12], [0, 0, 0, 0], "no ACK flag, no ack number");
+        assert_eq!(tcp[12], 5 << 4, "data offset: 5 words");
+        assert_eq!(tcp[13], SYN);
+        assert_eq!(tcp[14..16], [0xff, 0xff], "window");
+        assert_eq!(tcp[18..20], [0, 0], "urgent pointer");
+        let ack = packet(src, dst, 1, 0x0a0b_0c0d, PSH | ACK, b"xyz");
+        assert_eq!(ack.len(), 43);
+        assert_eq!(u16::from_be_bytes([ack[2], ack[3]]), 43);
+        assert_eq!(ack[28..32], [0x0a, 0x0b, 0x0c, 0x0d], "ack number");
+        assert_eq!(ack[32], 5 << 4);
+        assert_eq!(ack[33], PSH | ACK);
+        assert_eq!(&ack[40..], b"xyz");
+        // IPv6: version, payload length, next header TCP, hop limit 64.
+        let v6 = packet(
+            "[2001:db8::1]:5000".parse().unwrap(),
+            "[2001:db8::2]:6000".parse().unwrap(),
+            1,
+            2,
+            ACK,
+            b"hi",
+        );
+        assert_eq!(v6.len(), 40 + 20 + 2);
+        assert_eq!(v6[..4], [0x60, 0, 0, 0]);
+        assert_eq!(u16::from_be_bytes([v6[4], v6[5]]), 22);
+        assert_eq!(v6[6..8], [6, 64]);
+        assert_eq!(v6[8..10], [0x20, 0x01]);
+        assert_eq!(v6[39], 2, "destination's last byte");
+        assert_eq!(v6[40 + 12], 5 << 4);
+        // An IPv4 end with an IPv6 one: both written mapped, as IPv6.
+        let mixed = packet(src, "[::1]:6000".parse().unwrap(), 1, 2, ACK, b"");
+        assert_eq!(mixed[0] >> 4, 6);
+        assert_eq!(
+            mixed[8..24],
+            "::ffff:10.1.2.3"
+                .parse::<std::net::Ipv6Addr>()
+                .unwrap()
+                .octets()
+        );
+    }
+
     #[test]
     fn checksums_verify() {
         let p = packet(
@@ -1217,6 +1272,16 @@ mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
+        // The address is the hash word by word, the port from it too: the
+        // client named "a" (FNV-1a 0xaf63dc4c8601ec8c), the server at ""
+        // (the offset basis).
+        assert_eq!(
+            made_up_for_unix("unix:@a", ""),
+            Some((
+                "[2001:db8:0:1:af63:dc4c:8601:ec8c]:51996".parse().unwrap(),
+                "[2001:db8:0:2:cbf2:9ce4:8422:2325]:50051".parse().unwrap()
+            ))
+        );
         // Another name, another address; no name: the id's.
         assert_ne!(
             made_up_for_unix("unix:@h2probe-8", "unix:/run/s.sock")
