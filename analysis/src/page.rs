@@ -149,7 +149,7 @@ fn svg_image(name: &str, bytes: &[u8]) -> Option<String> {
 
 fn caption(name: &str) -> &'static str {
     match name {
-        "credit.svg" => "Credit against work: the client's send windows and the bytes the server had not released (top), the bytes the application owned (middle), the queue (bottom). Credit stays up while ownership grows: the window describes bytes, not work.",
+        "credit.svg" => "Credit against work: the client's send windows and the bytes the server had not released (top), the bytes the application owned (middle), the queue (bottom). Credit that stays up while ownership grows is the window describing bytes, not work; credit that falls to 0 as the application holds bytes is flow control holding the client back.",
         "queue.svg" => "Messages waiting in the application queue.",
         "cumulative.svg" => "Cumulative messages: scheduled and sent by the client, completed and discarded by the server. The gap between sent and completed is work the server holds.",
         "blocked.svg" => "When the client waited: on window credit, on h2's send buffer, on the socket.",

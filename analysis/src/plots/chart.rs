@@ -65,28 +65,32 @@ fn step_at(points: &[(f64, f64)], t: f64) -> Option<f64> {
     (i > 0).then(|| points[i - 1].1)
 }
 
-/// Whether two lines draw the same path: within two pixels (a line's
-/// width) of each other on a plot ≈ 300 px tall spanning `range`, sampled
-/// across the time axis (a line that close is hidden under the other).
-fn coincide(a: &[(f64, f64)], b: &[(f64, f64)], x_max: f64, range: f64) -> bool {
+/// How much of the time axis two lines draw as one path: the share of
+/// samples across it where both are drawn and lie within two pixels (a
+/// line's width) of each other on a plot ≈ 300 px tall spanning `range`.
+/// `None` when they are drawn together over less than half the axis.
+fn coincide(a: &[(f64, f64)], b: &[(f64, f64)], x_max: f64, range: f64) -> Option<f64> {
     if a.is_empty() || b.is_empty() {
-        return false;
+        return None;
     }
     let tol = range / 150.0;
     // Where only one line has begun (its first bucket can start a sample
     // earlier) nothing is hidden or shown: compare where both are drawn.
-    let mut both = 0;
+    let (mut both, mut close) = (0u32, 0u32);
     for i in 0..=400 {
         let t = x_max * i as f64 / 400.0;
         if let (Some(x), Some(y)) = (step_at(a, t), step_at(b, t)) {
-            if (x - y).abs() > tol {
-                return false;
-            }
             both += 1;
+            close += u32::from((x - y).abs() <= tol);
         }
     }
-    both > 200
+    (both > 200).then(|| f64::from(close) / f64::from(both))
 }
+
+/// A line drawn under another for at least this share of the time axis is
+/// named as under it (with the share when it is not all of it): a line
+/// that shows only in its last few pixels is as good as hidden.
+const UNDER_SHARE: f64 = 0.9;
 
 /// The highest value of a line that never rises more than two pixels off
 /// the x axis at `y_lo` (the axis hides it), as [`coincide`] judges a line
@@ -181,7 +185,7 @@ fn draw_panel<DB: DrawingBackend>(
 
     // Which lines lie under a later one (drawn on top of them).
     let range = y_max + pad - y_lo;
-    let mut under: Vec<Option<usize>> = vec![None; panel.lines.len()];
+    let mut under: Vec<Option<(usize, f64)>> = vec![None; panel.lines.len()];
     // Per banded line: its lower and upper edge, one point per pixel.
     type Edges = Option<(Vec<(f64, f64)>, Vec<(f64, f64)>)>;
     let edges: Vec<Edges> = panel
@@ -199,17 +203,23 @@ fn draw_panel<DB: DrawingBackend>(
         .collect();
     for i in 0..panel.lines.len() {
         for j in (i + 1..panel.lines.len()).rev() {
-            let same = match (&edges[i], &edges[j]) {
+            let share = match (&edges[i], &edges[j]) {
                 (None, None) => {
                     coincide(&panel.lines[i].points, &panel.lines[j].points, x_max, range)
                 }
                 (Some((lo_i, hi_i)), Some((lo_j, hi_j))) => {
-                    coincide(lo_i, lo_j, x_max, range) && coincide(hi_i, hi_j, x_max, range)
+                    match (
+                        coincide(lo_i, lo_j, x_max, range),
+                        coincide(hi_i, hi_j, x_max, range),
+                    ) {
+                        (Some(lo), Some(hi)) => Some(lo.min(hi)),
+                        _ => None,
+                    }
                 }
-                _ => false,
+                _ => None,
             };
-            if same {
-                under[i] = Some(j);
+            if let Some(share) = share.filter(|&s| s >= UNDER_SHARE) {
+                under[i] = Some((j, share));
                 break;
             }
         }
@@ -308,11 +318,17 @@ fn draw_panel<DB: DrawingBackend>(
         if banded[i] {
             label.push_str(BAND);
         }
-        if let Some(j) = under[i] {
-            label.push_str(&format!(
-                " — hidden under \"{}\" (within 2 px)",
-                panel.lines[j].label
-            ));
+        if let Some((j, share)) = under[i] {
+            label.push_str(&if share == 1.0 {
+                format!(" — hidden under \"{}\" (within 2 px)", panel.lines[j].label)
+            } else {
+                // Rounded down: never "100 %" for a line that shows.
+                format!(
+                    " — under \"{}\" (within 2 px) for {} % of the time axis",
+                    panel.lines[j].label,
+                    (share * 100.0).floor()
+                )
+            });
         } else if let Some(high) = along_axis(l, y_lo, range) {
             label.push_str(&if high == y_lo {
                 format!(" — along the x axis ({} throughout)", tick(high))

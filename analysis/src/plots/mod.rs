@@ -267,6 +267,36 @@ mod tests {
         assert!(!l.contains("high — hidden"), "{l}");
     }
 
+    /// A line that parts from the one over it only at the end (a stream's
+    /// window as its stream closes, beside the connection's) is named as
+    /// under it for the share of the axis it is; one that parts for a
+    /// third of it is not.
+    #[test]
+    fn a_line_under_another_for_most_of_the_axis_says_how_much() {
+        let conn: Vec<(f64, f64)> = (0..100).map(|i| (i as f64 / 10.0, 64.0)).collect();
+        let parts_at = |k: usize| -> Vec<(f64, f64)> {
+            conn.iter()
+                .enumerate()
+                .map(|(i, &(t, v))| (t, if i < k { v } else { 16.0 }))
+                .collect()
+        };
+        let l = legend_of(&Panel {
+            title: "share".into(),
+            lines: vec![
+                Line::new("stream", parts_at(95)),
+                Line::new("early", parts_at(66)),
+                Line::new("connection", conn.clone()),
+            ],
+            ..Panel::default()
+        });
+        assert!(
+            l.contains("stream — under \"connection\" (within 2 px) for 95 % of the time axis"),
+            "{l}"
+        );
+        assert!(!l.contains("early — "), "{l}");
+        assert!(!l.contains("connection — "), "{l}");
+    }
+
     #[test]
     fn a_line_the_x_axis_hides_is_named_and_one_off_it_is_not() {
         // A relay's client leg: a 5-byte reply in KiB, beside 32 KiB.
