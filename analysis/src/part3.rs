@@ -809,7 +809,10 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
     )?;
     files.push("part3-client.svg".to_string());
     // Collision histogram: how many 20 ms bins of the window held k retries.
+    // Every configuration has its line, none or not, so that each keeps
+    // the colour it has on the other plots.
     let mut hist = vec![];
+    let mut any_retries = false;
     for (c, v) in &g {
         let mut counts: BTreeMap<u64, f64> = BTreeMap::new();
         let mut any = false;
@@ -823,17 +826,16 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
                 }
             }
         }
-        if any {
-            hist.push((
-                c.clone(),
-                counts
-                    .into_iter()
-                    .map(|(k, n)| (k as f64, n))
-                    .collect::<Vec<_>>(),
-            ));
-        }
+        any_retries |= any;
+        hist.push((
+            c.clone(),
+            match any {
+                true => counts.into_iter().map(|(k, n)| (k as f64, n)).collect(),
+                false => vec![],
+            },
+        ));
     }
-    if !hist.is_empty() {
+    if any_retries {
         let lines: Vec<Line<'_>> = hist
             .iter()
             .map(|(c, p)| Line::new(c.as_str(), p.clone()))
@@ -849,6 +851,7 @@ pub fn plots(dir: &Path, runs: &[RunRef]) -> Result<Vec<String>, PlotError> {
                 y_label: "bins".into(),
                 lines,
                 integer_x: true,
+                absent: "no retry in the window".into(),
                 ..Panel::default()
             },
         )?;

@@ -306,8 +306,13 @@ fn draw_panel<DB: DrawingBackend>(
         if l.points.is_empty() && l.band.is_empty() {
             if any {
                 entries.push(LegendEntry::Gray(format!(
-                    "{}: none in this trace",
-                    l.label
+                    "{}: {}",
+                    l.label,
+                    if panel.absent.is_empty() {
+                        "none in this trace"
+                    } else {
+                        &panel.absent
+                    }
                 )));
                 shed.push(i < panel.shed_first);
             }

@@ -98,6 +98,9 @@ pub struct Panel<'a> {
     pub notes: Vec<String>,
     /// Drawn in the empty data area when no line has a point.
     pub empty_reason: String,
+    /// Said in the legend of a line without a point, when others have
+    /// some ("none in this trace" when empty).
+    pub absent: String,
     /// The palette index of the first line's colour: a panel of one
     /// configuration among several keeps that configuration's colour.
     pub first_color: usize,
