@@ -75,12 +75,19 @@ impl Stat {
         let v = |x: f64| crate::stats::rounded_zero(x, decimals);
         let (m, lo, hi) = (v(self.median), v(self.min), v(self.max));
         let (lo, hi) = (format!("{lo:.decimals$}"), format!("{hi:.decimals$}"));
+        // The median of an even number of counts can fall halfway: said as
+        // it is ("81.5"), not rounded to even ("82", beside 26.5 as "26").
+        let m = if decimals == 0 && self.median.fract().abs() == 0.5 {
+            format!("{:.1}", self.median)
+        } else {
+            format!("{m:.decimals$}")
+        };
         // A range whose ends print alike says nothing: "0.06", not
         // "0.06 (0.06–0.06)".
         if lo == hi {
-            format!("{m:.decimals$}")
+            m
         } else {
-            format!("{m:.decimals$} ({lo}–{hi})")
+            format!("{m} ({lo}–{hi})")
         }
     }
 }
@@ -531,6 +538,18 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A count's median halfway between two repeats is said as it is;
+    /// whole medians and other precisions round as before.
+    #[test]
+    fn a_median_halfway_between_counts_is_not_rounded_to_even() {
+        assert_eq!(Stat::of(&[81.0, 82.0]).show(0), "81.5 (81–82)");
+        assert_eq!(Stat::of(&[26.0, 27.0]).show(0), "26.5 (26–27)");
+        assert_eq!(Stat::of(&[26.0, 27.0, 30.0]).show(0), "27 (26–30)");
+        assert_eq!(Stat::of(&[5.0, 5.0]).show(0), "5");
+        assert_eq!(Stat::of(&[0.1, 0.2]).show(2), "0.15 (0.10–0.20)");
+        assert_eq!(Stat::of(&[-3.0, -2.0]).show(0), "-2.5 (-3–-2)");
+    }
 
     #[test]
     fn a_long_word_breaks_after_a_slash_or_a_hyphen_in_its_second_half() {
