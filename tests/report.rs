@@ -513,6 +513,21 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
             "a table outside a scrolling box"
         );
         assert!(page.contains(".tw{overflow-x:auto"));
+        // A configuration's label wraps (unwrapped, one cut the outcomes
+        // table at 1280 px) and stays in view as its table scrolls.
+        let label_rules: Vec<&str> = page
+            .split('}')
+            .filter(|r| r.contains("table.cmpt td:first-child"))
+            .collect();
+        assert!(!label_rules.is_empty());
+        assert!(
+            label_rules.iter().all(|r| !r.contains("nowrap")),
+            "{label_rules:?}"
+        );
+        assert!(
+            label_rules.iter().any(|r| r.contains("position:sticky")),
+            "{label_rules:?}"
+        );
     }
     assert!(html.contains(r#"href="../a/report.html""#), "link to run a");
     assert!(html.contains(r#"href="../b/report.html""#), "link to run b");

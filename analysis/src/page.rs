@@ -80,7 +80,12 @@ figcaption{font-size:13px;color:var(--muted);margin:5px 2px}
 .cmp{display:grid;gap:14px}
 .cmp figure img.plot{border:1px solid var(--border)}
 .runs td{font-size:13.5px}
-table.cmpt td:first-child{white-space:nowrap;font-weight:600}
+/* A configuration's label wraps at its spaces, and stays in view while
+   a wide table scrolls sideways. */
+table.cmpt td:first-child{font-weight:600;min-width:9em}
+table.cmpt td:first-child,table.cmpt th:first-child{position:sticky;left:0;background:#fff}
+table.cmpt th:first-child{background:#f6f8fa}
+@media (max-width:900px){th,td{padding:4px 6px}table{font-size:13px}}
 h3 .note{font-weight:normal}
 "#;
 
