@@ -1174,10 +1174,17 @@ impl Ladder {
             for (t, q) in &self.queue {
                 let qy = y(*t);
                 if qy - last_y >= 18.0 {
+                    // Right of the step, or left of it where the number
+                    // would pass the drawing's edge (7 units a digit).
+                    let step = QUEUE_X + *q as f64 * px;
+                    let (x, anchor) = if step + 4.0 + 7.0 * q.to_string().len() as f64 > WIDTH {
+                        (step - 4.0, r#" text-anchor="end""#)
+                    } else {
+                        (step + 4.0, "")
+                    };
                     let _ = write!(
                         b,
-                        r#"<text x="{:.1}" y="{:.1}" class="qd">{q}</text>"#,
-                        QUEUE_X + *q as f64 * px + 4.0,
+                        r#"<text x="{x:.1}" y="{:.1}"{anchor} class="qd">{q}</text>"#,
                         qy + 12.0
                     );
                     last_y = qy;
@@ -3306,6 +3313,23 @@ mod tests {
             "{svg}"
         );
         assert!(svg.contains(r#"<text x="1190" y="44" class="colsub">messages waiting (0 – 20)"#));
+        // At the strip's right edge a depth is labelled left of its step,
+        // inside the drawing: "209" at 1264 would run past 1280.
+        let (_, _, depths, svg) = strip(
+            None,
+            vec![(ORIGIN + 2_000_000, 205), (ORIGIN + 6_000_000, 209)],
+        );
+        assert_eq!(depths, ["205", "209"]);
+        let x209 = 1120.0 + 140.0 - 4.0;
+        assert!(
+            svg.contains(&format!(
+                r#"<text x="{x209:.1}" y="{:.1}" text-anchor="end" class="qd">209</text>"#,
+                y(body_of(&svg), 6.0) + 12.0
+            )),
+            "{svg}"
+        );
+        let (_, _, _, svg) = strip(None, vec![(ORIGIN + 2_000_000, 4), (ORIGIN + 6_000_000, 9)]);
+        assert!(!svg.contains("text-anchor=\"end\" class=\"qd\""), "{svg}");
         // 3 deep: 14 px a message, not 140 / 3; nothing before: from 0.
         let (body, path, _, _) = strip(None, vec![(ORIGIN + 5_000_000, 3)]);
         assert_eq!(
