@@ -926,6 +926,36 @@ pub struct RunPage {
     pub ladder: Result<Ladder, String>,
     pub plots: Vec<(String, String)>,
     pub skipped_plots: Vec<String>,
+    /// The run's files the page's footer names (see [`beside_in`]).
+    pub beside: Vec<String>,
+}
+
+/// The files a run page names beside it, in this order, those in `dir`
+/// or in `also` (products committed with the page): the reference runs
+/// keep a gzipped trace and no CSV, and the footer named trace.jsonl,
+/// timeline.csv and windows.csv all the same.
+pub fn beside_in(dir: &Path, also: &[&str]) -> Vec<String> {
+    const FILES: [&str; 14] = [
+        "trace.jsonl",
+        "trace.jsonl.gz",
+        "meta.json",
+        "summary.json",
+        "timeline.csv",
+        "windows.csv",
+        "client.pcap",
+        "client.pcap.gz",
+        "server.pcap",
+        "server.pcap.gz",
+        "client_leg.pcap",
+        "client_leg.pcap.gz",
+        "server_leg.pcap",
+        "server_leg.pcap.gz",
+    ];
+    FILES
+        .iter()
+        .filter(|f| also.contains(f) || dir.join(f).is_file())
+        .map(|f| f.to_string())
+        .collect()
 }
 
 impl RunPage {
@@ -968,6 +998,7 @@ impl RunPage {
             ladder,
             plots,
             skipped_plots,
+            beside: beside_in(dir, &[]),
         }
     }
 
@@ -1082,9 +1113,26 @@ impl RunPage {
         );
         let _ = write!(
             b,
-            r#"<p class="note" style="margin-top:40px">Written by {} from <code>{}</code>. Beside it in the run directory: trace.jsonl (every event; its format is in docs/trace-format.md), summary.json, timeline.csv, windows.csv.</p>"#,
+            r#"<p class="note" style="margin-top:40px">Written by {} from <code>{}</code>.{}</p>"#,
             esc(&format!("h2probe-analysis {}", env!("CARGO_PKG_VERSION"))),
-            esc(&self.dir_arg)
+            esc(&self.dir_arg),
+            match self.beside.is_empty() {
+                true => String::new(),
+                false => format!(
+                    " Beside it in the run directory: {}.",
+                    self.beside
+                        .iter()
+                        .map(|f| match f.starts_with("trace.jsonl") {
+                            true => format!(
+                                "{} (every event; its format is in docs/trace-format.md)",
+                                esc(f)
+                            ),
+                            false => esc(f),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
         );
         page(&format!("h2probe · {}", self.title), &b)
     }
@@ -2138,6 +2186,26 @@ mod tests {
         );
     }
 
+    /// The footer names the files there, and those committed with the
+    /// page, in one order.
+    #[test]
+    fn the_footer_names_the_files_beside_the_page() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["summary.json", "trace.jsonl.gz", "notes.txt", "server.pcap"] {
+            std::fs::write(dir.path().join(f), "x").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("meta.json")).unwrap();
+        assert_eq!(
+            beside_in(dir.path(), &["timeline.csv"]),
+            [
+                "trace.jsonl.gz",
+                "summary.json",
+                "timeline.csv",
+                "server.pcap"
+            ]
+        );
+    }
+
     /// A run page as the sections of one summary: the status badge, the
     /// line under the title without empty parts, the analysis' warnings,
     /// a relay alone without a ladder, and plots missing or not shown.
@@ -2156,6 +2224,7 @@ mod tests {
                 ladder: Ok(Ladder::default()),
                 plots,
                 skipped_plots: skipped,
+                beside: vec!["trace.jsonl.gz".into(), "meta.json".into()],
             }
             .html()
         };
@@ -2167,6 +2236,7 @@ mod tests {
             ..Summary::default()
         };
         let html = page(base.clone(), Err("gone".into()), vec![], vec![]);
+        assert!(html.contains("Beside it in the run directory: trace.jsonl.gz (every event; its format is in docs/trace-format.md), meta.json.</p>"), "{html}");
         assert!(html.contains(r#"<h1>h2probe run <span class="mono">r1</span></h1><div class="sub">runs/r1 · trace 1.50 s</div>"#), "{html}");
         assert!(html.contains(r#"<pre class="headline">HEADLINE &lt;1&gt;</pre>"#));
         assert!(!html.contains("The analysis warned"));

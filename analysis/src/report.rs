@@ -99,7 +99,9 @@ pub fn write_products(dir: &Path) -> Result<(Summary, Vec<String>), ReportError>
         found: Some(a.slice),
         ..Default::default()
     };
-    let page = crate::page::RunPage::read_with_plots(dir, plots.tmp(), &summary, &ladder).html();
+    let mut page = crate::page::RunPage::read_with_plots(dir, plots.tmp(), &summary, &ladder);
+    page.beside = crate::page::beside_in(dir, &["summary.json", "timeline.csv", "windows.csv"]);
+    let page = page.html();
     let report = written_aside(&dir.join("report.html"), page.as_bytes())?;
     // A stacked-streams plot of an earlier analysis that this one did
     // not draw (one stream) goes.
