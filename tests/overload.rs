@@ -590,6 +590,16 @@ fn a_short_part3_comparison_runs_all_four_policies() {
         page.find("<h2>Overload policies") < page.find("<h2>Part 1's figures"),
         "Part 3 first"
     );
+    // Its plots with its tables, above Part 1's table (they came after
+    // every compare-*.svg, far below it), and once.
+    for plot in ["part3-outcomes.svg", "part3-owned.svg", "part3-collisions.svg"] {
+        let at = format!("<b>{plot}</b>");
+        assert_eq!(page.matches(&at).count(), 1, "{plot}");
+        assert!(
+            page.find(&at) < page.find("<h2>Part 1's figures"),
+            "{plot} below Part 1's table"
+        );
+    }
 }
 
 /// compare's --rate and --payload apply to the Part 3 scenarios (the

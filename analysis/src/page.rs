@@ -1243,12 +1243,26 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>, part3: Option<
             ""
         }
     );
-    if let Some(md) = part3 {
+    let across = dir.map(|d| run_svgs(d).0).unwrap_or_default();
+    let figure = |b: &mut String, name: &str, svg: &str, what: &str| {
         let _ = write!(
             b,
-            r#"<section id="part3"><h2>Overload policies (Part 3)</h2>{}</section>"#,
+            r#"<figure class="wide">{svg}<figcaption><b>{}</b> — {}</figcaption></figure>"#,
+            esc(name),
+            esc(what)
+        );
+    };
+    if let Some(md) = part3 {
+        // Part 3's plots with its tables, above Part 1's.
+        let _ = write!(
+            b,
+            r#"<section id="part3"><h2>Overload policies (Part 3)</h2>{}<div class="plots">"#,
             markdown_html(md)
         );
+        for (name, svg) in across.iter().filter(|(n, _)| n.starts_with("part3-")) {
+            figure(&mut b, name, svg, caption(name));
+        }
+        b.push_str("</div></section>");
     }
     let refs = run_refs(runs);
     let rows = crate::compare::rows(&refs);
@@ -1345,11 +1359,12 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>, part3: Option<
     }
     b.push_str("</table></div></section>");
 
-    if let Some(dir) = dir {
-        let (svgs, _) = run_svgs(dir);
+    if dir.is_some() {
         b.push_str(r#"<section id="across"><h2>Across configurations</h2><div class="plots">"#);
-        for (name, svg) in svgs.iter().filter(|(n, _)| {
-            n == "sweep.svg" || n.starts_with("compare-") || n.starts_with("part3-")
+        for (name, svg) in across.iter().filter(|(n, _)| {
+            n == "sweep.svg"
+                || n.starts_with("compare-")
+                || (n.starts_with("part3-") && part3.is_none())
         }) {
             let what = if name == "sweep.svg" {
                 "the headline figures against the swept parameter (median, min–max whiskers over repeats)"
@@ -1360,12 +1375,7 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>, part3: Option<
             } else {
                 "one line per configuration (its first repeat)"
             };
-            let _ = write!(
-                b,
-                r#"<figure class="wide">{svg}<figcaption><b>{}</b> — {}</figcaption></figure>"#,
-                esc(name),
-                esc(what)
-            );
+            figure(&mut b, name, svg, what);
         }
         b.push_str("</div></section>");
     }
