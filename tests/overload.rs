@@ -592,7 +592,11 @@ fn a_short_part3_comparison_runs_all_four_policies() {
     );
     // Its plots with its tables, above Part 1's table (they came after
     // every compare-*.svg, far below it), and once.
-    for plot in ["part3-outcomes.svg", "part3-owned.svg", "part3-collisions.svg"] {
+    for plot in [
+        "part3-outcomes.svg",
+        "part3-owned.svg",
+        "part3-collisions.svg",
+    ] {
         let at = format!("<b>{plot}</b>");
         assert_eq!(page.matches(&at).count(), 1, "{plot}");
         assert!(

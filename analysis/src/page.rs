@@ -357,8 +357,15 @@ fn cards(s: &Summary) -> String {
         &na(sv, || format!("{} msgs", s.max_queue_depth)),
         &na(sv, || {
             format!(
-                "{:.2} MiB owned by the application",
-                s.max_owned_bytes as f64 / 1048576.0
+                "{:.2} MiB owned by the application{}",
+                s.max_owned_bytes as f64 / 1048576.0,
+                // Not the server-owned card's peak: that counts admitted
+                // attempts only.
+                if s.overload.is_some() {
+                    " (decoded, not yet done: admitted or not)"
+                } else {
+                    ""
+                }
             )
         }),
     );
@@ -530,7 +537,7 @@ fn part3_cards(
         "server-owned",
         &na(server, || format!("{:.3} MiB·s", ov.owned_mib_s)),
         &format!(
-            "peak {} · client pending ≤ {} · outstanding ≤ {}",
+            "admitted peak {} · client pending ≤ {} · outstanding ≤ {}",
             na(server, || format!(
                 "{:.2} MiB",
                 ov.owned_peak_bytes as f64 / 1048576.0
@@ -1666,6 +1673,21 @@ mod tests {
             };
             assert!(cards(&merged).contains("sent (steady)"), "{c} {sv}");
         }
+        // A Part 3 run's peak owned is told apart from the admitted peak.
+        let part3 = Summary {
+            has_server: true,
+            max_owned_bytes: 1 << 20,
+            overload: Some(Default::default()),
+            ..Summary::default()
+        };
+        assert!(cards(&part3).contains(
+            "1.00 MiB owned by the application (decoded, not yet done: admitted or not)"
+        ));
+        let part1 = Summary {
+            overload: None,
+            ..part3
+        };
+        assert!(cards(&part1).contains("1.00 MiB owned by the application</div>"));
     }
 
     /// A configuration value as a cell (null as a dash), in an escaped table.
@@ -1757,7 +1779,7 @@ mod tests {
         assert!(cards(&none, true, true)
             .starts_with(r#"<div class="card "><div class="k">useful (on time)</div><div class="v">n/a</div><div class="n">0 of 0 originals"#));
         let client_only = cards(&ov, true, false);
-        assert!(client_only.contains(r#"<div class="k">server-owned</div><div class="v">n/a</div><div class="n">peak n/a · client pending ≤ 0"#), "{client_only}");
+        assert!(client_only.contains(r#"<div class="k">server-owned</div><div class="v">n/a</div><div class="n">admitted peak n/a · client pending ≤ 0"#), "{client_only}");
         let no_phase = crate::analyze::overload::Overload {
             phases: vec![],
             ..ov
