@@ -65,15 +65,28 @@ fn range(v: &[f64], d: usize) -> String {
 /// `mean (min–max)` of a figure over runs; the mean alone when every run
 /// prints alike.
 fn stat(v: &[f64], d: usize) -> String {
+    stat_with(v, d, num)
+}
+
+/// [`stat`] of differences: a positive mean signed ("+5.0"), as the
+/// article prints its differences beside ours.
+fn diff_stat(v: &[f64], d: usize) -> String {
+    stat_with(v, d, |x, d| match num(x, d) {
+        n if x > 0.0 && n.chars().any(|c| ('1'..='9').contains(&c)) => format!("+{n}"),
+        n => n,
+    })
+}
+
+fn stat_with(v: &[f64], d: usize, show: impl Fn(f64, usize) -> String) -> String {
     let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     match mean(&v) {
         None => "n/a".into(),
         Some(m) => {
             let r = range(&v, d);
             if r.contains(['–', ' ']) {
-                format!("{} ({r})", num(m, d))
+                format!("{} ({r})", show(m, d))
             } else {
-                num(m, d)
+                show(m, d)
             }
         }
     }
@@ -530,9 +543,9 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
         );
         let _ = writeln!(md, "| figure | ours | article |\n|---|---|---|");
         for (figure, ours, theirs) in [
-            ("on-time originals per run", stat(&d_u, 1), "+40.6"),
-            ("on-time percentage points", stat(&d_pp, 3), "+1.410"),
-            ("initiated attempts A per run", stat(&d_a, 1), "+91.2"),
+            ("on-time originals per run", diff_stat(&d_u, 1), "+40.6"),
+            ("on-time percentage points", diff_stat(&d_pp, 3), "+1.410"),
+            ("initiated attempts A per run", diff_stat(&d_a, 1), "+91.2"),
         ] {
             let _ = writeln!(md, "| {figure} | {ours} | {} |", art(theirs));
         }
@@ -593,7 +606,7 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
             "\nWAIT − REJECT server-owned payload{}, paired by repeat ({}): {} MiB·s{}.",
             under(settings),
             crate::report::counted(d_owned.len() as u64, "pair"),
-            stat(&d_owned, 3),
+            diff_stat(&d_owned, 3),
             if article {
                 " (article: REJECT retained 0.500 MiB·s less than WAIT)"
             } else {
@@ -637,7 +650,7 @@ fn paired(g: &[(String, Vec<(&RunRef, &Overload)>)], article: bool) -> String {
             md,
             "| relative collision difference fixed vs jitter (%), over {} | {} | {} |",
             crate::report::counted(rel.len() as u64, "pair"),
-            stat(&rel, 3),
+            diff_stat(&rel, 3),
             art("−15.873 (−18.704 to −12.236)")
         );
         let window = window_label(fixed.values().chain(jitter.values()).copied());
@@ -910,19 +923,19 @@ mod tests {
         );
         assert!(md.contains("| A: REJECT → RETRY | 480.0 → 700.0 |"), "{md}");
         assert!(
-            md.contains("| initiated attempts A per run | 220.0 |"),
+            md.contains("| initiated attempts A per run | +220.0 |"),
             "{md}"
         );
-        assert!(md.contains("| on-time percentage points | 2.000 |"), "{md}");
+        assert!(md.contains("| on-time percentage points | +2.000 |"), "{md}");
         assert!(
             md.contains(
-                "WAIT − REJECT server-owned payload, paired by repeat (1 pair): 0.500 MiB·s."
+                "WAIT − REJECT server-owned payload, paired by repeat (1 pair): +0.500 MiB·s."
             ),
             "{md}"
         );
         assert!(
             md.contains(
-                "WAIT − REJECT server-owned payload (deadline=500ms), paired by repeat (1 pair): 1.000 MiB·s."
+                "WAIT − REJECT server-owned payload (deadline=500ms), paired by repeat (1 pair): +1.000 MiB·s."
             ),
             "{md}"
         );
@@ -939,6 +952,10 @@ mod tests {
         assert_eq!(stat(&[16414.2, 16414.4], 0), "16414");
         assert_eq!(range(&[0.013, 0.01369], 3), "0.013–0.014");
         assert_eq!(stat(&[1.0, 2.0], 1), "1.5 (1.0–2.0)");
+        // Differences are signed as the article's are; zero is not.
+        assert_eq!(diff_stat(&[1.0, 2.0], 1), "+1.5 (1.0–2.0)");
+        assert_eq!(diff_stat(&[-3.0], 1), "−3.0");
+        assert_eq!(diff_stat(&[0.00001], 3), "0.000");
         // "to" whenever the low end prints negative, and only then.
         assert_eq!(range(&[-1.0, 2.0], 1), "−1.0 to 2.0");
         assert_eq!(range(&[0.0, 2.0], 1), "0.0–2.0");
