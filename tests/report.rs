@@ -530,6 +530,13 @@ fn several_runs_give_a_comparison_page_linking_each_run() {
         );
     }
     assert!(html.contains(r#"href="../a/report.html""#), "link to run a");
+    // Each thumbnail links to its plot at full size, beside the run's page.
+    for run in ["a", "b"] {
+        assert!(
+            html.contains(&format!(r#"<a href="../{run}/credit.svg">full size</a>"#)),
+            "full-size link of {run}"
+        );
+    }
     assert!(html.contains(r#"href="../b/report.html""#), "link to run b");
     assert!(
         html.contains("release=frame queue=unbounded"),

@@ -1407,14 +1407,20 @@ pub fn compare_html_with(runs: &[CompareRun], dir: Option<&Path>, part3: Option<
             esc(caption(name))
         );
         for (r, set) in runs.iter().zip(&svgs) {
-            let svg = set
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, s)| s.as_str())
-                .unwrap_or(r#"<p class="note">(none)</p>"#);
+            let svg = set.iter().find(|(n, _)| n == name).map(|(_, s)| s.as_str());
+            // The plot beside the run's report.html, at full size (a
+            // thumbnail of four across cannot be read).
+            let full = svg.map_or(String::new(), |_| {
+                let at = match r.link.rsplit_once('/') {
+                    Some((d, _)) => format!("{d}/{}", url_text(name)),
+                    None => url_text(name),
+                };
+                format!(r#" · <a href="{}">full size</a>"#, esc(&at))
+            });
             let _ = write!(
                 b,
-                r#"<figure>{svg}<figcaption><b>{}</b> · {} · <a href="{}">report</a></figcaption></figure>"#,
+                r#"<figure>{}<figcaption><b>{}</b> · {} · <a href="{}">report</a>{full}</figcaption></figure>"#,
+                svg.unwrap_or(r#"<p class="note">(none)</p>"#),
                 esc(&r.config),
                 esc(&r.dir.file_name().map_or_else(
                     || r.dir.display().to_string(),
@@ -1454,8 +1460,13 @@ pub fn link(from: &Path, to: &Path) -> String {
     } else {
         format!("file://{}", to.display())
     };
+    url_text(&rel)
+}
+
+/// `s` percent-encoded where a URL cannot hold it as written.
+fn url_text(s: &str) -> String {
     let mut o = String::new();
-    for ch in rel.chars() {
+    for ch in s.chars() {
         match ch {
             ' ' => o.push_str("%20"),
             '#' => o.push_str("%23"),

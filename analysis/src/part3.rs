@@ -926,7 +926,10 @@ mod tests {
             md.contains("| initiated attempts A per run | +220.0 |"),
             "{md}"
         );
-        assert!(md.contains("| on-time percentage points | +2.000 |"), "{md}");
+        assert!(
+            md.contains("| on-time percentage points | +2.000 |"),
+            "{md}"
+        );
         assert!(
             md.contains(
                 "WAIT − REJECT server-owned payload, paired by repeat (1 pair): +0.500 MiB·s."
