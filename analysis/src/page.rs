@@ -552,8 +552,16 @@ fn checks_table(s: &Summary, dir_arg: &str) -> String {
     if s.checks.is_empty() {
         return r#"<p class="note">No checks: the trace holds nothing to judge.</p>"#.into();
     }
-    let mut o = String::from(
-        r#"<div class="tw"><table class="checks"><tr><th>check</th><th>result</th><th>why</th><th>first offending event</th></tr>"#,
+    // The column only when some check names an event (it stood empty
+    // when every check held).
+    let with_at = s.checks.values().any(|c| c.first_t_s.is_some());
+    let mut o = format!(
+        r#"<div class="tw"><table class="checks"><tr><th>check</th><th>result</th><th>why</th>{}</tr>"#,
+        if with_at {
+            "<th>first offending event</th>"
+        } else {
+            ""
+        }
     );
     // Failures first, then what cannot be judged, then what holds.
     let mut rows: Vec<(&String, &Check)> = s.checks.iter().collect();
@@ -586,7 +594,7 @@ fn checks_table(s: &Summary, dir_arg: &str) -> String {
         };
         let _ = write!(
             o,
-            r#"<tr{}><td><code>{}</code></td><td>{}</td><td>{}</td><td>{at}</td></tr>"#,
+            r#"<tr{}><td><code>{}</code></td><td>{}</td><td>{}</td>{}</tr>"#,
             if c.ok == Some(false) {
                 r#" class="failed""#
             } else {
@@ -595,6 +603,11 @@ fn checks_table(s: &Summary, dir_arg: &str) -> String {
             esc(name),
             badge(c.ok),
             esc(&c.detail),
+            if with_at {
+                format!("<td>{at}</td>")
+            } else {
+                String::new()
+            }
         );
     }
     o.push_str("</table></div>");
@@ -1598,6 +1611,12 @@ mod tests {
             "<td>at 2.500000 s<br><span class=\"note\">see it: <code>h2probe report r --at 2.490s"
         ));
         assert!(checks_table(&Summary::default(), "r").contains("No checks"));
+        // The event column when a check names an event, and only then.
+        assert!(table.contains("<th>first offending event</th>"));
+        assert_eq!(table.matches("<td>").count(), 3 * 4, "{table}");
+        let none_named = checks_table(&with(&[("a", held), ("b", unknown)], 0), "r");
+        assert!(!none_named.contains("first offending event"), "{none_named}");
+        assert_eq!(none_named.matches("<td>").count(), 2 * 3, "{none_named}");
     }
 
     /// The headline cards: a relay alone gets the relay's; credit waits
