@@ -1615,7 +1615,10 @@ mod tests {
         assert!(table.contains("<th>first offending event</th>"));
         assert_eq!(table.matches("<td>").count(), 3 * 4, "{table}");
         let none_named = checks_table(&with(&[("a", held), ("b", unknown)], 0), "r");
-        assert!(!none_named.contains("first offending event"), "{none_named}");
+        assert!(
+            !none_named.contains("first offending event"),
+            "{none_named}"
+        );
         assert_eq!(none_named.matches("<td>").count(), 2 * 3, "{none_named}");
     }
 

@@ -347,8 +347,10 @@ fn draw_panel<DB: DrawingBackend>(
         ));
     }
     for m in &panel.marks {
-        let (Mark::H(_, s) | Mark::V(_, s)) = m;
-        entries.push(LegendEntry::Mark(s.to_string()));
+        entries.push(match m {
+            Mark::H(_, s) => LegendEntry::Mark(s.to_string(), false),
+            Mark::V(_, s) => LegendEntry::Mark(s.to_string(), true),
+        });
     }
     for n in &panel.notes {
         entries.push(LegendEntry::Note(n.to_string()));
@@ -444,8 +446,9 @@ enum LegendEntry {
     Line(RGBColor, String),
     /// A series with no data in this trace.
     Gray(String),
-    /// A reference line.
-    Mark(String),
+    /// A reference line; `true`: at a time (drawn upright), else a level
+    /// (the two drew one grey swatch).
+    Mark(String, bool),
     /// A note under the entries.
     Note(String),
 }
@@ -455,7 +458,7 @@ impl LegendEntry {
         match self {
             LegendEntry::Line(_, t)
             | LegendEntry::Gray(t)
-            | LegendEntry::Mark(t)
+            | LegendEntry::Mark(t, _)
             | LegendEntry::Note(t) => t,
         }
     }
@@ -501,8 +504,18 @@ impl LegendEntry {
                 swatch(color.stroke_width(4))?;
                 (32, &font)
             }
-            LegendEntry::Mark(_) => {
+            LegendEntry::Mark(_, false) => {
                 swatch(MARK.stroke_width(1))?;
+                (32, &font)
+            }
+            LegendEntry::Mark(_, true) => {
+                let mid = y + size.line / 2 - 1;
+                legend
+                    .draw(&PathElement::new(
+                        vec![(15, mid - 7), (15, mid + 7)],
+                        MARK.stroke_width(1),
+                    ))
+                    .map_err(e)?;
                 (32, &font)
             }
             LegendEntry::Gray(_) => (32, &gray),

@@ -270,6 +270,50 @@ mod tests {
         assert!(!l.contains("high — hidden"), "{l}");
     }
 
+    /// A level and a time are told apart in the legend: the level's swatch
+    /// lies flat, the time's stands up (both were one grey dash).
+    #[test]
+    fn a_time_mark_and_a_level_mark_have_swatches_of_their_own() {
+        let path = std::env::temp_dir().join(format!("h2probe-marks-{}.svg", std::process::id()));
+        let ramp: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, i as f64)).collect();
+        line_chart(
+            &path,
+            "t (s)",
+            &Panel {
+                title: "marks".into(),
+                lines: vec![Line::new("ramp", ramp)],
+                marks: vec![
+                    Mark::H(5.0, "advertised window".into()),
+                    Mark::V(4.0, "end of the offered period".into()),
+                ],
+                ..Panel::default()
+            },
+        )
+        .unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        // The legend's grey swatches: 22 units flat, or 14 upright.
+        let grey: Vec<((i32, i32), (i32, i32))> = svg
+            .split("<polyline ")
+            .skip(1)
+            .filter(|p| p.contains("stroke=\"#5A5A5A\""))
+            .filter_map(|p| {
+                let pts = p.split("points=\"").nth(1)?.split('"').next()?;
+                let xy: Vec<(i32, i32)> = pts
+                    .split_whitespace()
+                    .filter_map(|q| {
+                        let (x, y) = q.split_once(',')?;
+                        Some((x.parse().ok()?, y.parse().ok()?))
+                    })
+                    .collect();
+                (xy.len() == 2).then(|| (xy[0], xy[1]))
+            })
+            .collect();
+        let flat = grey.iter().filter(|(a, b)| a.1 == b.1 && b.0 - a.0 == 22);
+        let upright = grey.iter().filter(|(a, b)| a.0 == b.0 && b.1 - a.1 == 14);
+        assert_eq!((flat.count(), upright.count()), (1, 1), "{grey:?}");
+    }
+
     /// A line that parts from the one over it only at the end (a stream's
     /// window as its stream closes, beside the connection's) is named as
     /// under it for the share of the axis it is; one that parts for a
