@@ -1167,6 +1167,17 @@ fn every_event_type_is_documented() {
             doc.contains(&format!("| `{name}` |")),
             "docs/trace-format.md does not document the `{name}` event"
         );
+        // And its row names every field the type writes.
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap();
+        for field in h2probe_analysis::schema::Kind::columns(name) {
+            assert!(
+                row.contains(&format!("`{field}`")),
+                "docs/trace-format.md's `{name}` row does not name its field `{field}`"
+            );
+        }
     }
 }
 
