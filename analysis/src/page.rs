@@ -1893,6 +1893,32 @@ mod tests {
         );
     }
 
+    /// Part 3's tables head the page when every run is an Exchange run,
+    /// and only then (Part 1's runs have no overload figures).
+    #[test]
+    fn the_comparison_page_has_part_3_only_for_exchange_runs() {
+        let run = |name: &str, exchange: bool| CompareRun {
+            dir: PathBuf::from(format!("/runs/{name}-r1")),
+            config: name.to_uppercase(),
+            summary: Summary {
+                overload: exchange.then(Default::default),
+                ..Summary::default()
+            },
+            link: format!("{name}/report.html"),
+        };
+        let part3 = "<h2>Overload policies (Part 3)</h2>";
+        assert!(compare_html(&[run("wait", true), run("reject", true)]).contains(part3));
+        for runs in [
+            vec![run("frame", false), run("complete", false)],
+            vec![run("wait", true), run("frame", false)],
+            vec![],
+        ] {
+            let html = compare_html(&runs);
+            assert!(!html.contains(part3), "{html}");
+            assert!(html.contains("<h2>Comparison</h2>"), "{html}");
+        }
+    }
+
     /// A unary run's page gives its calls' latency as the headline does,
     /// and a run of streams has no such card.
     #[test]
