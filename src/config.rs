@@ -328,6 +328,22 @@ impl FromStr for Dur {
     }
 }
 
+impl Dur {
+    /// One token, no spaces, in the largest unit that holds it whole
+    /// (`1333ms`, where the display says `1s 333ms`): a value to paste
+    /// into a flag.
+    pub fn compact(&self) -> String {
+        let ns = self.0.as_nanos();
+        match ns {
+            0 => "0s".into(),
+            _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
+            _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+            _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+            _ => format!("{ns}ns"),
+        }
+    }
+}
+
 impl fmt::Display for Dur {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", humantime::format_duration(self.0))
@@ -431,6 +447,22 @@ impl serde::Serialize for Framing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compact_duration_is_one_token_that_parses_back() {
+        for (given, compact) in [
+            ("1s 333ms", "1333ms"),
+            ("2m", "120s"),
+            ("0s", "0s"),
+            ("1.5ms", "1500us"),
+            ("7ns", "7ns"),
+            ("24h", "86400s"),
+        ] {
+            let d: Dur = given.parse().unwrap();
+            assert_eq!(d.compact(), compact);
+            assert_eq!(compact.parse::<Dur>().unwrap(), d);
+        }
+    }
 
     #[test]
     fn a_bare_number_is_refused_with_its_own_value_and_a_unit() {

@@ -120,10 +120,12 @@ impl FromStr for ServiceSchedule {
 impl fmt::Display for ServiceSchedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, (from, d)) in self.0.iter().enumerate() {
+            // One token a step: the schedule is given back as a flag's
+            // value ("1s 333ms" split it in two on a command line).
             if i > 0 {
-                write!(f, ",{}:", Dur(*from))?;
+                write!(f, ",{}:", Dur(*from).compact())?;
             }
-            write!(f, "{}", Dur(*d))?;
+            write!(f, "{}", Dur(*d).compact())?;
         }
         Ok(())
     }

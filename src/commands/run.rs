@@ -613,6 +613,15 @@ mod schedule_tests {
             w.ends_with("e.g. --service-schedule 10ms,375ms:40ms,500ms:20ms,750ms:5ms"),
             "{w}"
         );
+        // Part 3's shape in 2 s: one token a step ("1s 333ms" split the
+        // value in two on a command line).
+        o.server.service_schedule = Some("10ms,12s:40ms,24s:10ms".parse().unwrap());
+        o.client.duration = "2s".parse().unwrap();
+        let w = schedule_warning(&o).unwrap();
+        assert!(
+            w.ends_with("e.g. --service-schedule 10ms,667ms:40ms,1333ms:10ms"),
+            "{w}"
+        );
         // Offsets too close for whole milliseconds stay 1 ms apart, and
         // what the hint says parses.
         o.server.service_schedule = Some("1ms,1h:2ms,3601s:3ms".parse().unwrap());
