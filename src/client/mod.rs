@@ -1250,6 +1250,13 @@ async fn rpc(
     let until_deadline = tokio::time::sleep_until(to_instant(deadline));
     tokio::pin!(until_deadline);
     let stopped: Option<NeverSentReason> = tokio::select! {
+        // The interrupt first: the schedule stops at it and closes the
+        // channel, which ends `sending` as if every message had been
+        // offered; taken that way (at random, 2 runs in 5 with
+        // --trace-limit), the stream half-closed and its end lost the
+        // "client stopped: " a stop while sending has.
+        biased;
+        _ = crate::live::flag_set(&mut interrupt) => Some(ctx.stopped_reason()),
         r = sending => match r {
             Ok(()) => None,
             Err(e) => {
@@ -1258,7 +1265,6 @@ async fn rpc(
             }
         },
         _ = &mut until_deadline => Some(NeverSentReason::Deadline),
-        _ = crate::live::flag_set(&mut interrupt) => Some(ctx.stopped_reason()),
     };
     if let Some(scheduler) = scheduler {
         scheduler.abort();
