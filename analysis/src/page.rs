@@ -1893,6 +1893,95 @@ mod tests {
         );
     }
 
+    /// The plots across configurations go where they belong, each with
+    /// its caption: the sweep and compare-* ones under "Across
+    /// configurations", Part 3's with its tables (or there, without them);
+    /// side by side, a row per plot any run has, "(none)" where a run
+    /// lacks it, and the nav names the sections the page has.
+    #[test]
+    fn a_comparisons_plots_are_placed_and_captioned() {
+        let root = tempfile::tempdir().unwrap();
+        let svg = |dir: &Path, name: &str| {
+            std::fs::create_dir_all(dir).unwrap();
+            std::fs::write(dir.join(name), format!("<svg><text>{name}</text></svg>")).unwrap();
+        };
+        let cmp = root.path().join("cmp");
+        for n in [
+            "sweep.svg",
+            "compare-credit.svg",
+            "compare-queue.svg",
+            "part3-owned.svg",
+            "notes.svg",
+        ] {
+            svg(&cmp, n);
+        }
+        let (a, b) = (root.path().join("a"), root.path().join("b"));
+        svg(&a, "credit.svg");
+        svg(&a, "queue.svg");
+        svg(&b, "queue.svg");
+        let runs: Vec<CompareRun> = [("A", &a), ("B", &b)]
+            .into_iter()
+            .map(|(c, d)| CompareRun {
+                dir: d.clone(),
+                config: c.into(),
+                summary: Summary::default(),
+                link: format!("../{}/report.html", c.to_lowercase()),
+            })
+            .collect();
+        let caption_of = |html: &str, name: &str| -> Option<String> {
+            let at = html.find(&format!("<b>{name}</b> — "))?;
+            let rest = &html[at + name.len() + 12..];
+            Some(rest[..rest.find("</figcaption>").unwrap()].to_string())
+        };
+        let section = |html: &str, id: &str| -> String {
+            let at = html.find(&format!(r#"<section id="{id}">"#)).unwrap();
+            let rest = &html[at..];
+            rest[..rest.find("</section>").unwrap()].to_string()
+        };
+        // Without Part 3's tables: its plot is across configurations.
+        let html = compare_html_with(&runs, Some(&cmp), None);
+        let across = section(&html, "across");
+        assert_eq!(
+            caption_of(&across, "sweep.svg").as_deref(),
+            Some("the headline figures against the swept parameter (median, min–max whiskers over repeats)")
+        );
+        assert_eq!(
+            caption_of(&across, "compare-credit.svg").as_deref(),
+            Some("one panel per configuration (its first repeat), on one scale")
+        );
+        assert_eq!(
+            caption_of(&across, "compare-queue.svg").as_deref(),
+            Some("one line per configuration (its first repeat)")
+        );
+        assert_eq!(
+            caption_of(&across, "part3-owned.svg").as_deref(),
+            Some(esc(caption("part3-owned.svg")).as_str())
+        );
+        assert!(!across.contains("notes.svg"), "{across}");
+        assert!(html.contains(r##"<a href="#across">Across configurations</a>"##));
+        assert!(!html.contains(r##"<a href="#part3">"##));
+        // With them: Part 3's plot beside its tables, once.
+        let html = compare_html_with(
+            &runs,
+            Some(&cmp),
+            Some("## T\n| a | b |\n|---|---|\n| 1 | 2 |"),
+        );
+        assert!(section(&html, "part3").contains("<b>part3-owned.svg</b>"));
+        assert!(!section(&html, "across").contains("part3-owned.svg"));
+        assert_eq!(html.matches("<b>part3-owned.svg</b>").count(), 1);
+        assert!(html.contains(r##"<a href="#part3">Part 3</a>"##));
+        // Side by side: credit.svg (a's only) and queue.svg (both).
+        let plots = section(&html, "plots");
+        assert_eq!(plots.matches("<h3>").count(), 2, "{plots}");
+        assert!(plots.find("<h3>credit.svg").unwrap() < plots.find("<h3>queue.svg").unwrap());
+        assert_eq!(plots.matches(r#"<p class="note">(none)</p>"#).count(), 1);
+        assert_eq!(plots.matches(">full size</a>").count(), 3);
+        assert!(plots.contains(r#"<a href="../a/credit.svg">full size</a>"#));
+        // No directory: no section across, and no link to one.
+        let html = compare_html_with(&runs, None, None);
+        assert!(!html.contains(r#"id="across""#) && !html.contains("#across"));
+    }
+
     /// Part 3's tables head the page when every run is an Exchange run,
     /// and only then (Part 1's runs have no overload figures).
     #[test]
