@@ -322,10 +322,18 @@ fn cards(s: &Summary) -> String {
         "",
         "sent (steady)",
         &na(c, || format!("{:.1}/s", s.send_rate_steady)),
-        &na(c, || match s.overload {
-            // Part 3 schedules attempts: originals and their retries.
-            Some(_) => format!("attempts initiated {:.1}/s", s.offered_rate),
-            None => format!("offered {:.1}/s", s.offered_rate),
+        &na(c, || {
+            let offered = match s.overload {
+                // Part 3 schedules attempts: originals and their retries.
+                Some(_) => format!("attempts initiated {:.1}/s", s.offered_rate),
+                None => format!("offered {:.1}/s", s.offered_rate),
+            };
+            // What the client scheduled and never sent (the terminal said
+            // it; no card did).
+            match s.never_sent {
+                0 => offered,
+                n => format!("{offered} · {n} never sent"),
+            }
         }),
     );
     card(
@@ -1706,6 +1714,21 @@ mod tests {
             };
             assert!(cards(&merged).contains("sent (steady)"), "{c} {sv}");
         }
+        // Messages never sent are on the sending card.
+        let held_back = Summary {
+            has_client: true,
+            offered_rate: 300.0,
+            never_sent: 316,
+            ..Summary::default()
+        };
+        assert!(
+            cards(&held_back).contains(r#"<div class="n">offered 300.0/s · 316 never sent</div>"#)
+        );
+        assert!(cards(&Summary {
+            never_sent: 0,
+            ..held_back
+        })
+        .contains(r#"<div class="n">offered 300.0/s</div>"#));
         // A Part 3 run's peak owned is told apart from the admitted peak.
         let part3 = Summary {
             has_server: true,
