@@ -1197,6 +1197,23 @@ fn every_overload_field_is_documented() {
     }
 }
 
+/// docs/summary-json.md documents every field of comparison.json too.
+#[test]
+fn every_comparison_field_is_documented() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/summary-json.md"),
+    )
+    .unwrap();
+    let section = &doc[doc.find("## comparison.json").expect("a comparison.json section")..];
+    let row = serde_json::to_value(h2probe_analysis::compare::Row::default()).unwrap();
+    for field in row.as_object().unwrap().keys() {
+        assert!(
+            section.contains(&format!("| `{field}` |")),
+            "docs/summary-json.md does not document comparison.json's `{field}`"
+        );
+    }
+}
+
 /// A trace with no event (a server nobody connected to) does not say it
 /// holds the server's side.
 #[test]
