@@ -351,7 +351,7 @@ fn quiet_keeps_warnings() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("warning: --duration 1s ends before the --service-schedule step at 12s")
-            && err.contains("e.g. --service-schedule 10ms,333ms:40ms,666ms:10ms"),
+            && err.contains("e.g. --service-schedule 10ms,333ms:40ms,667ms:10ms"),
         "{err}"
     );
 }

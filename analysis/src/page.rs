@@ -73,6 +73,8 @@ figcaption{font-size:13px;color:var(--muted);margin:5px 2px}
 .tw{overflow-x:auto;max-width:100%}
 .ladder-wrap{border:1px solid var(--border);border-radius:8px;padding:6px;overflow-x:auto}
 .ladder-wrap svg{width:100%;min-width:1000px;height:auto;display:block}
+.ladder-narrow{display:none}
+@media (max-width:1080px){.ladder-narrow{display:block}}
 .legend{display:flex;flex-wrap:wrap;gap:6px 16px;font-size:13px;color:var(--muted);margin:8px 0}
 .legend i{display:inline-block;width:18px;height:3px;vertical-align:middle;margin-right:5px;border-radius:2px}
 .note{font-size:14px;color:var(--muted)}
@@ -939,6 +941,9 @@ fn ladder_section(
             .join(" ")
     );
     o.push_str(&legend());
+    // Said only where the window is narrower than the drawing (its
+    // queue strip and the server's labels are then off to the right).
+    o.push_str(r#"<p class="note ladder-narrow">The drawing is wider than this window: scroll it sideways for the server's labels and the queue strip.</p>"#);
     let _ = write!(o, r#"<div class="ladder-wrap">{}</div>"#, l.svg());
     o
 }
@@ -2340,6 +2345,8 @@ mod tests {
             assert!(html.contains(&esc(note).replace("&lt;code&gt;", "<code>").replace("&lt;/code&gt;", "</code>")), "{note}: {html}");
         }
         assert!(!html.contains("Nothing to draw"));
+        // The sideways hint, shown by the page's style on narrow windows.
+        assert!(html.contains(r#"<p class="note ladder-narrow">The drawing is wider than this window"#));
         assert!(
             html.contains(r#"<div class="legend">"#)
                 && html.contains(r#"<div class="ladder-wrap"><svg class="ladder""#)
