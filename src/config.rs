@@ -317,7 +317,8 @@ impl FromStr for Dur {
         let t = s.trim();
         // humantime's own hint for a bare number drops its fraction
         // ("0.25": "for example 0sec or 0ms").
-        if t.parse::<f64>().is_ok_and(f64::is_finite) {
+        // (0 needs none: `--service-time 0` is as clear as 0s.)
+        if t.parse::<f64>().is_ok_and(|x| x.is_finite() && x != 0.0) {
             return Err(format!(
                 "{s:?} needs a time unit, e.g. {t}s (or 10ms, 1.5s, 2m)"
             ));
@@ -475,6 +476,7 @@ mod tests {
             assert!(e.contains("needs a time unit") && e.contains(hint), "{e}");
         }
         assert_eq!("0.25s".parse::<Dur>().unwrap().0.as_millis(), 250);
+        assert_eq!("0".parse::<Dur>().unwrap().0, std::time::Duration::ZERO);
         let e = "1.5 parsecs".parse::<Dur>().unwrap_err();
         assert!(e.contains("is not a duration"), "{e}");
     }

@@ -527,7 +527,12 @@ fn a_short_part3_comparison_runs_all_four_policies() {
     ] {
         let t = texts(svg);
         for want in titles.iter().chain(y_labels).chain(named) {
-            assert!(t.iter().any(|x| x == want), "{svg}: no {want:?} in {t:?}");
+            // A line named with a note after it ("REJECT — under …").
+            assert!(
+                t.iter()
+                    .any(|x| x == want || x.starts_with(&format!("{want} — "))),
+                "{svg}: no {want:?} in {t:?}"
+            );
         }
     }
     // Every configuration in the collisions' legend, in the order (and so

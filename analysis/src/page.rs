@@ -2346,7 +2346,9 @@ mod tests {
         }
         assert!(!html.contains("Nothing to draw"));
         // The sideways hint, shown by the page's style on narrow windows.
-        assert!(html.contains(r#"<p class="note ladder-narrow">The drawing is wider than this window"#));
+        assert!(
+            html.contains(r#"<p class="note ladder-narrow">The drawing is wider than this window"#)
+        );
         assert!(
             html.contains(r#"<div class="legend">"#)
                 && html.contains(r#"<div class="ladder-wrap"><svg class="ladder""#)

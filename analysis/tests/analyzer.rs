@@ -1204,7 +1204,9 @@ fn every_comparison_field_is_documented() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/summary-json.md"),
     )
     .unwrap();
-    let section = &doc[doc.find("## comparison.json").expect("a comparison.json section")..];
+    let section = &doc[doc
+        .find("## comparison.json")
+        .expect("a comparison.json section")..];
     let row = serde_json::to_value(h2probe_analysis::compare::Row::default()).unwrap();
     for field in row.as_object().unwrap().keys() {
         assert!(

@@ -317,7 +317,7 @@ mod tests {
     /// A line that parts from the one over it only at the end (a stream's
     /// window as its stream closes, beside the connection's) is named as
     /// under it for the share of the axis it is; one that parts for a
-    /// third of it is not.
+    /// tenth of it or more is not.
     #[test]
     fn a_line_under_another_for_most_of_the_axis_says_how_much() {
         let conn: Vec<(f64, f64)> = (0..100).map(|i| (i as f64 / 10.0, 64.0)).collect();
@@ -330,17 +330,19 @@ mod tests {
         let l = legend_of(&Panel {
             title: "share".into(),
             lines: vec![
-                Line::new("stream", parts_at(95)),
+                Line::new("stream", parts_at(98)),
+                Line::new("most", parts_at(92)),
                 Line::new("early", parts_at(66)),
                 Line::new("connection", conn.clone()),
             ],
             ..Panel::default()
         });
         assert!(
-            l.contains("stream — under \"connection\" (within 2 px) for 95 % of the time axis"),
+            l.contains("stream — under \"connection\" (within 2 px) for 98 % of the time axis"),
             "{l}"
         );
         assert!(!l.contains("early — "), "{l}");
+        assert!(!l.contains("most — "), "{l}");
         assert!(!l.contains("connection — "), "{l}");
     }
 
