@@ -18,3 +18,28 @@ pub mod schema;
 pub mod series;
 pub mod stats;
 pub mod windows;
+
+/// The files of a run directory, in the order a reader meets them: what
+/// `--force` clears (with the `csv/` folder) and what a run's page names
+/// beside it.
+pub const RUN_FILES: &[&str] = &[
+    "trace.jsonl",
+    "trace.jsonl.gz",
+    "meta.json",
+    "summary.json",
+    "timeline.csv",
+    "windows.csv",
+    "report.html",
+    "client.pcap",
+    "client.pcap.gz",
+    "server.pcap",
+    "server.pcap.gz",
+    "client_leg.pcap",
+    "client_leg.pcap.gz",
+    "server_leg.pcap",
+    "server_leg.pcap.gz",
+    "client.sqlog",
+    "server.sqlog",
+    "client_leg.sqlog",
+    "server_leg.sqlog",
+];

@@ -963,29 +963,14 @@ pub struct RunPage {
     pub beside: Vec<String>,
 }
 
-/// The files a run page names beside it, in this order, those in `dir`
-/// or in `also` (products committed with the page): the reference runs
-/// keep a gzipped trace and no CSV, and the footer named trace.jsonl,
-/// timeline.csv and windows.csv all the same.
+/// The files a run page names beside it ([`crate::RUN_FILES`] but the page
+/// itself), those in `dir` or in `also` (products committed with the
+/// page): the reference runs keep a gzipped trace and no CSV, and the
+/// footer named trace.jsonl, timeline.csv and windows.csv all the same.
 pub fn beside_in(dir: &Path, also: &[&str]) -> Vec<String> {
-    const FILES: [&str; 14] = [
-        "trace.jsonl",
-        "trace.jsonl.gz",
-        "meta.json",
-        "summary.json",
-        "timeline.csv",
-        "windows.csv",
-        "client.pcap",
-        "client.pcap.gz",
-        "server.pcap",
-        "server.pcap.gz",
-        "client_leg.pcap",
-        "client_leg.pcap.gz",
-        "server_leg.pcap",
-        "server_leg.pcap.gz",
-    ];
-    FILES
+    crate::RUN_FILES
         .iter()
+        .filter(|&&f| f != "report.html")
         .filter(|f| also.contains(f) || dir.join(f).is_file())
         .map(|f| f.to_string())
         .collect()

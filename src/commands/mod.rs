@@ -374,30 +374,6 @@ pub(crate) fn parse_count(s: &str) -> Result<u64, String> {
     }
 }
 
-/// Files a run writes (and `--force` removes), beside the `csv/` folder.
-const RUN_PRODUCTS: &[&str] = &[
-    MetaRoom::NAME,
-    "trace.jsonl",
-    "trace.jsonl.gz",
-    "meta.json",
-    "summary.json",
-    "timeline.csv",
-    "windows.csv",
-    "report.html",
-    "server.pcap",
-    "client.pcap",
-    "client_leg.pcap",
-    "server_leg.pcap",
-    "server.pcap.gz",
-    "client.pcap.gz",
-    "client_leg.pcap.gz",
-    "server_leg.pcap.gz",
-    "server.sqlog",
-    "client.sqlog",
-    "client_leg.sqlog",
-    "server_leg.sqlog",
-];
-
 /// `--out` names a directory to create or write into: a file of that name
 /// is refused as a usage error (exit 2), not met later as "File exists".
 pub(crate) fn refuse_a_file_as_out(dir: &Path) -> anyhow::Result<()> {
@@ -428,7 +404,9 @@ fn prepare_dir(dir: &Path, force: bool) -> anyhow::Result<()> {
         for e in &entries {
             let name = e.file_name().to_string_lossy().into_owned();
             let path = e.path();
-            let product = RUN_PRODUCTS.contains(&name.as_str())
+            // A run's files, with meta.json's room beside them.
+            let product = h2probe_analysis::RUN_FILES.contains(&name.as_str())
+                || name == MetaRoom::NAME
                 || name.ends_with(".svg")
                 || name == "csv"
                 || (name.starts_with('.') && name.ends_with(".partial"));
