@@ -1252,7 +1252,7 @@ async fn rpc(
     let stopped: Option<NeverSentReason> = tokio::select! {
         // The interrupt first: the schedule stops at it and closes the
         // channel, which ends `sending` as if every message had been
-        // offered; taken that way (at random, 2 runs in 5 with
+        // offered; taken that way (at random: 3 runs in 13 with
         // --trace-limit), the stream half-closed and its end lost the
         // "client stopped: " a stop while sending has.
         biased;

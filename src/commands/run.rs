@@ -214,8 +214,8 @@ pub(crate) fn schedule_warning(opts: &RunOpts) -> Option<String> {
 }
 
 /// `s` with its offsets scaled into a run of `duration`, its service times
-/// kept: n later steps land at 1/(n+1), …, n/(n+1) of the way in the same
-/// proportions to each other (`10ms,12s:40ms,24s:10ms` in 6 s is
+/// kept: the last of n later steps lands n/(n+1) of the way in, the others
+/// in their proportions to it (`10ms,12s:40ms,24s:10ms` in 6 s is
 /// `10ms,2s:40ms,4s:10ms`), to whole milliseconds and at least 1 ms apart.
 fn fitted(s: &crate::overload::ServiceSchedule, duration: std::time::Duration) -> String {
     let steps = &s.0;
