@@ -89,8 +89,8 @@ fn coincide(a: &[(f64, f64)], b: &[(f64, f64)], x_max: f64, range: f64) -> Optio
 
 /// A line drawn under another for at least this share of the time axis is
 /// named as under it (with the share when it is not all of it): a line
-/// that shows only in its last few pixels (3 % of a 1,000-pixel axis) is
-/// as good as hidden; one that shows over a tenth of it is seen.
+/// that shows over no more than 3 % of the axis (30 pixels of 1,000) is as
+/// good as hidden; one that shows over more is seen.
 const UNDER_SHARE: f64 = 0.97;
 
 /// The highest value of a line that never rises more than two pixels off
