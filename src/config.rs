@@ -336,7 +336,7 @@ impl Dur {
     pub fn compact(&self) -> String {
         let ns = self.0.as_nanos();
         match ns {
-            0 => "0s".into(),
+            // 0 too: "0s".
             _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
             _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
             _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
