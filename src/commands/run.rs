@@ -221,11 +221,8 @@ fn fitted(s: &crate::overload::ServiceSchedule, duration: std::time::Duration) -
     let steps = &s.0;
     let later = steps.len().saturating_sub(1) as f64;
     let last = steps.last().map_or(0.0, |(from, _)| from.as_secs_f64());
-    let scale = if last > 0.0 {
-        duration.as_secs_f64() * later / ((later + 1.0) * last)
-    } else {
-        1.0
-    };
+    // (One step alone has no offset to scale: `scale` is then unused.)
+    let scale = duration.as_secs_f64() * later / ((later + 1.0) * last);
     let mut prev_ms = 0u64;
     let fitted = steps
         .iter()
