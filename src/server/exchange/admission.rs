@@ -217,49 +217,64 @@ mod tests {
     /// A run interrupted as its first RPC arrives closes the trace before
     /// any task spawned then has run: the schedule's first step is in the
     /// trace all the same (not dropped), and a later step due after the
-    /// stop is not recorded.
+    /// stop is not recorded. Left running, the later step is recorded at
+    /// its offset from the first.
     #[test]
     fn the_first_step_is_recorded_before_anything_else_runs() {
-        let path =
-            std::env::temp_dir().join(format!("h2probe-anchor-{}.jsonl", std::process::id()));
-        let opts = ServerOpts {
-            service_schedule: Some("7ms,1ms:40ms".parse().unwrap()),
-            ..ServerOpts::default()
+        // The service_change events (step, service_ns, t) and the anchor,
+        // the server stopped before or after a 5 ms wait.
+        let steps_of = |stop_first: bool| {
+            let path = std::env::temp_dir().join(format!(
+                "h2probe-anchor-{stop_first}-{}.jsonl",
+                std::process::id()
+            ));
+            let opts = ServerOpts {
+                service_schedule: Some("7ms,1ms:40ms".parse().unwrap()),
+                ..ServerOpts::default()
+            };
+            let cfg = opts
+                .validate(crate::config::CapturePayload::None, None, None)
+                .unwrap();
+            let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
+            let (stop, shutdown) = tokio::sync::watch::channel(false);
+            let ctx = Arc::new(ServerCtx::new(
+                cfg,
+                rec,
+                Default::default(),
+                crate::tap::ConnIds::new(2, 2),
+                shutdown,
+            ));
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let t0 = rt.block_on(async { ctx.admission.anchor(&ctx) });
+            if stop_first {
+                stop.send(true).unwrap();
+            }
+            // The waiting task runs now, past its 1 ms step.
+            rt.block_on(async { tokio::time::sleep(std::time::Duration::from_millis(5)).await });
+            let _ = stop.send(true);
+            drop(rt);
+            drop(ctx);
+            let stats = writer.finish().unwrap();
+            let trace = std::fs::read_to_string(&path).unwrap();
+            let _ = std::fs::remove_file(&path);
+            assert!(stats.dropped.is_empty(), "{stats:?}");
+            let steps: Vec<(u64, u64, u64)> = trace
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                .filter(|e| e["type"] == "service_change")
+                .map(|e| {
+                    let u = |k: &str| e[k].as_u64().unwrap();
+                    (u("step"), u("service_ns"), u("t"))
+                })
+                .collect();
+            (steps, t0)
         };
-        let cfg = opts
-            .validate(crate::config::CapturePayload::None, None, None)
-            .unwrap();
-        let (writer, rec) = TraceWriter::create(&path, 64).unwrap();
-        let (stop, shutdown) = tokio::sync::watch::channel(false);
-        let ctx = Arc::new(ServerCtx::new(
-            cfg,
-            rec,
-            Default::default(),
-            crate::tap::ConnIds::new(2, 2),
-            shutdown,
-        ));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let t0 = rt.block_on(async { ctx.admission.anchor(&ctx) });
-        stop.send(true).unwrap();
-        // The waiting task runs now, past its 1 ms step, and sees the stop.
-        rt.block_on(async { tokio::time::sleep(std::time::Duration::from_millis(5)).await });
-        drop(rt);
-        drop(ctx);
-        let stats = writer.finish().unwrap();
-        let trace = std::fs::read_to_string(&path).unwrap();
-        let _ = std::fs::remove_file(&path);
-        assert!(stats.dropped.is_empty(), "{stats:?}");
-        let steps: Vec<serde_json::Value> = trace
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|e| e["type"] == "service_change")
-            .collect();
-        assert_eq!(steps.len(), 1, "{trace}");
-        assert_eq!(steps[0]["step"], 0);
-        assert_eq!(steps[0]["service_ns"], 7_000_000);
-        assert_eq!(steps[0]["t"], t0);
+        let (steps, t0) = steps_of(true);
+        assert_eq!(steps, [(0, 7_000_000, t0)]);
+        let (steps, t0) = steps_of(false);
+        assert_eq!(steps, [(0, 7_000_000, t0), (1, 40_000_000, t0 + 1_000_000)]);
     }
 }
