@@ -252,8 +252,14 @@ mod tests {
             if stop_first {
                 stop.send(true).unwrap();
             }
-            // The waiting task runs now, past its 1 ms step.
-            rt.block_on(async { tokio::time::sleep(std::time::Duration::from_millis(5)).await });
+            // The waiting task runs now, past its 1 ms step (the yields
+            // let it run however late the sleep ended).
+            rt.block_on(async {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                for _ in 0..10 {
+                    tokio::task::yield_now().await;
+                }
+            });
             let _ = stop.send(true);
             drop(rt);
             drop(ctx);
